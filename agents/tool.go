@@ -1,0 +1,36 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+
+	"openbot/core"
+)
+
+// Tool is one tool a bot can call, from any tool source: the built-ins or an MCP
+// server (seed §1 "Tool source"). All sources land in one Registry so per-bot
+// selection and approvals work the same for every tool.
+type Tool interface {
+	// Name is unique in the registry; MCP tools are "<server>__<tool>".
+	Name() string
+	// Description tells the model what the tool does and when to use it.
+	Description() string
+	// Schema is the JSON Schema of the arguments object.
+	Schema() json.RawMessage
+	// Call runs the tool. It must honour ctx (timeouts, cancellation) and be safe to
+	// call concurrently (parallel tool calls). An error is shown to the model as the
+	// tool result text; it does not fail the run.
+	Call(ctx context.Context, call ToolCall) (string, error)
+}
+
+// ToolCall is one invocation: the raw JSON arguments the model produced and the
+// run it belongs to.
+type ToolCall struct {
+	Args json.RawMessage
+	// Env is the run's window onto its thread (history, todo list, posting).
+	Env core.RunEnv
+	// Bot and Thread identify where the call happens (workspace paths use them).
+	Bot    core.BotProfile
+	Thread core.ThreadID
+	Run    core.RunID
+}

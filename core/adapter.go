@@ -1,0 +1,109 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Adapter is one platform account's outbound side (DESIGN.md §2). Adapters turn
+// platform events into Inbound values for Engine.Ingest and deliver outbox entries.
+// Optional capabilities are separate interfaces found by type assertion.
+type Adapter interface {
+	// Account is this adapter's AccountID ("slack/acme"); constant for its lifetime.
+	Account() AccountID
+	// Bot is the handle this account speaks as, or "*" for a whole-team account.
+	Bot() string
+	// Deliver posts one message to a conversation and returns the platform message
+	// id. It blocks until the platform answered or ctx is done and is called by one
+	// delivery lane per (account, conversation), so calls for one conversation never
+	// overlap. Errors implementing DeliveryError steer retries; others are retried
+	// with backoff.
+	Deliver(ctx context.Context, d Delivery) (platformID string, err error)
+}
+
+// Runner is implemented by adapters with a long-lived ingress (Socket Mode, long
+// polling). Run blocks until ctx is done or the adapter fails for good.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Sender says who a delivered message is from, so a "*" account can show the bot's
+// name (DESIGN.md §1 Account).
+type Sender struct {
+	Actor  ActorID
+	Handle string // bot handle; empty for humans and the system
+	Name   string // display name; "system" for notices
+}
+
+// System reports whether the message is a system notice.
+func (s Sender) System() bool { return s.Actor == SystemActor }
+
+// Delivery is one outbox entry ready for an adapter.
+type Delivery struct {
+	Outbox       OutboxID
+	Thread       ThreadID
+	Message      MessageID
+	Conversation ConversationRef
+	// ReplyTo is the platform id of the message this answers, when known.
+	ReplyTo string
+	Sender  Sender
+	Kind    MessageKind
+	// Text is Markdown as the model wrote it; the adapter formats and splits it.
+	Text string
+}
+
+// DeliveryError is an error from Deliver that tells the lane what to do next.
+// Adapters map their platform errors onto it (Slack "ratelimited", Telegram 429
+// retry_after, Feishu rate-limit codes).
+type DeliveryError interface {
+	error
+	// Permanent errors (channel_not_found, invalid_auth) are recorded on the outbox
+	// entry and never retried.
+	Permanent() bool
+	// RetryAfter is how long the platform asked us to wait; 0 means use backoff.
+	RetryAfter() time.Duration
+}
+
+// Inbound is one human message from a platform, normalized by its adapter.
+type Inbound struct {
+	// Account is the account that received it.
+	Account AccountID
+	// Platform is the binding's platform name ("slack", "telegram", "feishu", "console").
+	Platform string
+	// DedupKey is the platform message identity (DESIGN.md §3), for example
+	// "slack:T1:C1:1700000000.000100"; ingestion is exactly-once per key.
+	DedupKey string
+	// ThreadKey is the platform thread key (DESIGN.md §3 table).
+	ThreadKey string
+	// Conversation is where replies for this thread go on this platform.
+	Conversation ConversationRef
+	// PlatformID is the platform's id for this message (Slack ts, Telegram message_id).
+	PlatformID string
+	// SenderID and SenderName identify the human; SenderID is the full ActorID.
+	SenderID   ActorID
+	SenderName string
+	// Text is the message with mentions normalized to @handle.
+	Text string
+	// Mentions are bot handles the adapter resolved from native mentions (a mention
+	// of the account's own platform user); "*" means the thread's default bot.
+	// Text @handles are found by core and need not be listed.
+	Mentions []string
+	// StartThread allows creating a thread when ThreadKey is unknown. A message
+	// that mentions no bot outside a known thread has it false and is dropped.
+	StartThread bool
+	// NewThread starts a fresh thread for ThreadKey even when one exists (/new).
+	NewThread bool
+	// DefaultBot is the bot a new thread defaults to (an account's own bot), or "".
+	DefaultBot string
+	// Received is when the platform says the message was sent.
+	Received time.Time
+}
+
+// IngestResult says what Ingest did with an Inbound.
+type IngestResult struct {
+	Thread    ThreadID
+	Message   MessageID
+	Duplicate bool     // the dedup key was seen before; nothing changed
+	Dropped   bool     // not for openbot (no mention, unknown thread)
+	Woken     []string // handles of the bots that got an inbox item
+}

@@ -1,0 +1,65 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Agent runs one bot's model/tool loop for one run (seed §6). It is implemented by
+// package agents; core calls it from the bot's worker with a slot of the global cap
+// held, so at most Limits.MaxConcurrentRuns Execute calls overlap and never two for
+// one bot (seed invariant 3).
+type Agent interface {
+	// Execute unrolls the thread through job.Env, runs the loop and returns the
+	// reply to post (empty: post nothing). It blocks until done or ctx is done; an
+	// error fails the run and core posts a notice naming the cause in the thread.
+	Execute(ctx context.Context, job *Job) (Result, error)
+}
+
+// Job is everything an agent needs for one run. The thread is read through Env only;
+// a run writes thread state only by posting messages (seed invariant 7).
+type Job struct {
+	Run    Run
+	Bot    BotProfile
+	Thread Thread
+	// Triggers are the messages whose inbox items woke this run, oldest first;
+	// they render as "(new)" in the history (seed §6, G4).
+	Triggers []Message
+	// Roster is every configured bot, this one included.
+	Roster []BotProfile
+	// DefaultBot is the thread's default bot handle (thread setting, else global).
+	DefaultBot string
+	// Scoped is true when this bot is a delegate: not the default bot and not the
+	// only bot in the thread (seed §6 scope decision).
+	Scoped bool
+	// Participants are the thread's actors with their names.
+	Participants []Actor
+	Env          RunEnv
+}
+
+// Result is what an agent run produced.
+type Result struct {
+	Reply string
+	Usage Usage
+}
+
+// RunEnv is the run's window onto the store and the thread, provided by core.
+// Every method is safe for concurrent use (parallel tool calls) and honours ctx.
+type RunEnv interface {
+	// Messages returns up to limit messages with IDs > after, oldest first.
+	Messages(ctx context.Context, after MessageID, limit int) ([]Message, error)
+	// MessagesBefore returns up to limit messages with IDs < before (0 = newest),
+	// newest first.
+	MessagesBefore(ctx context.Context, before MessageID, limit int) ([]Message, error)
+	// Count is the number of messages in the thread.
+	Count(ctx context.Context) (int, error)
+	// RecordEvent appends a run event (a model call, a tool call, a tool result).
+	RecordEvent(ctx context.Context, typ string, payload any) error
+	// Checkpoint stores the agent transcript so far on the run.
+	Checkpoint(ctx context.Context, transcript json.RawMessage) error
+	// Post posts a message into the thread mid-run, routed like a reply.
+	Post(ctx context.Context, text string) (MessageID, error)
+	// Todo and SetTodo read and replace this bot's todo list for the thread.
+	Todo(ctx context.Context) ([]TodoItem, error)
+	SetTodo(ctx context.Context, items []TodoItem) error
+}

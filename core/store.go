@@ -1,0 +1,104 @@
+package core
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotFound is returned by Store lookups for a record that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is openbot's durable state (DESIGN.md §7). All multi-record changes go
+// through one Update (or Batch) call, which is one transaction: either every write
+// in fn lands or none does. Implementations must be safe for concurrent use; at most
+// one read-write transaction runs at a time. The conformance suite in core/storetest
+// is the contract every implementation passes.
+type Store interface {
+	// View runs fn in a read-only transaction. Values read are copies that stay
+	// valid after fn returns.
+	View(ctx context.Context, fn func(ReadTx) error) error
+	// Update runs fn in one read-write transaction; if fn returns an error nothing
+	// is written and that error is returned.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// Batch is Update for many concurrent callers sharing one commit (bbolt Batch).
+	// fn may run more than once, so it must be idempotent apart from its writes.
+	Batch(ctx context.Context, fn func(Tx) error) error
+	// Close flushes and closes the store. Calls after Close fail.
+	Close() error
+}
+
+// ReadTx reads inside a transaction. Lookups of a missing record return ErrNotFound.
+type ReadTx interface {
+	Actor(id ActorID) (Actor, error)
+	Bot(handle string) (BotProfile, error)
+	Bots() ([]BotProfile, error)
+
+	Thread(id ThreadID) (Thread, error)
+	// ThreadByKey finds the thread currently bound to a platform thread key.
+	ThreadByKey(key string) (ThreadID, error)
+	// Threads lists threads, newest first, at most limit (0 = all).
+	Threads(limit int) ([]Thread, error)
+
+	Message(id MessageID) (Message, error)
+	// Messages returns up to limit messages of a thread with IDs > after, oldest first.
+	Messages(thread ThreadID, after MessageID, limit int) ([]Message, error)
+	// MessagesBefore returns up to limit messages of a thread with IDs < before
+	// (0 = from the newest), newest first.
+	MessagesBefore(thread ThreadID, before MessageID, limit int) ([]Message, error)
+	// CountMessages counts the messages in a thread.
+	CountMessages(thread ThreadID) (int, error)
+
+	Item(id ItemID) (InboxItem, error)
+	// NextQueued returns the oldest queued item in actor's mailbox for which skip
+	// returns false, by a cursor seek over the actor's queue index (no full scan).
+	NextQueued(actor ActorID, skip func(InboxItem) bool) (InboxItem, error)
+	// QueuedInThread returns actor's queued items in one thread, oldest first.
+	QueuedInThread(actor ActorID, thread ThreadID) ([]InboxItem, error)
+	// ItemsByStatus returns every item with the status, oldest first. Only
+	// ItemQueued and ItemProcessing are indexed; other statuses may scan.
+	ItemsByStatus(status ItemStatus) ([]InboxItem, error)
+	// CountQueued counts queued items across all mailboxes.
+	CountQueued() (int, error)
+
+	Run(id RunID) (Run, error)
+	// RunsByStatus returns runs with the status, oldest first. Only non-terminal
+	// statuses are indexed.
+	RunsByStatus(status RunStatus) ([]Run, error)
+	RunEvents(run RunID) ([]RunEvent, error)
+
+	Outbox(id OutboxID) (OutboxEntry, error)
+	// PendingOutbox returns up to limit pending entries with IDs > after, oldest first.
+	PendingOutbox(after OutboxID, limit int) ([]OutboxEntry, error)
+
+	// Seen returns the message stored under a dedup key, or ErrNotFound.
+	Seen(key string) (MessageID, error)
+	// Todo returns a bot's todo list for a thread (nil when none was saved).
+	Todo(bot ActorID, thread ThreadID) ([]TodoItem, error)
+	// Activities returns up to limit activity lines with Seq > after, oldest first.
+	Activities(after uint64, limit int) ([]Activity, error)
+	// Cursor returns an adapter's persisted cursor (a Telegram offset), "" if unset.
+	Cursor(name string) (string, error)
+}
+
+// Tx is a read-write transaction. Put methods with a zero ID assign the next ID and
+// return the record as stored; with a non-zero ID they replace that record and keep
+// every index consistent with its new status.
+type Tx interface {
+	ReadTx
+	PutActor(a Actor) error
+	PutBot(b BotProfile) error
+	PutThread(t Thread) (Thread, error)
+	// BindThreadKey points a platform thread key at a thread, replacing any earlier one.
+	BindThreadKey(key string, id ThreadID) error
+	PutMessage(m Message) (Message, error)
+	PutItem(it InboxItem) (InboxItem, error)
+	PutRun(r Run) (Run, error)
+	// AppendRunEvent assigns the next Seq for the run and stores the event.
+	AppendRunEvent(e RunEvent) (RunEvent, error)
+	PutOutbox(o OutboxEntry) (OutboxEntry, error)
+	// MarkSeen records a dedup key for a message, replacing any earlier value.
+	MarkSeen(key string, m MessageID) error
+	PutTodo(bot ActorID, thread ThreadID, items []TodoItem) error
+	AppendActivity(a Activity) error
+	SetCursor(name, value string) error
+}

@@ -1,0 +1,297 @@
+// Package core is openbot's runtime model: actors with durable mailboxes, threads,
+// messages, routing, the per-bot scheduler, runs, bindings and the outbox with its
+// delivery lanes. It implements the seed's sections 3 to 8 and 10 to 11
+// (seeds/openbot-architecture.md) as DESIGN.md sections 1 to 4 adapt them.
+//
+// Core imports no platform SDK, no LLM SDK and no storage engine: it defines the
+// Store, Adapter and Agent interfaces it needs and is handed implementations.
+package core
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ActorID names an actor. Bots are "bot:<handle>"; humans carry their platform
+// identity ("slack:<team>:<user>", "telegram:<user id>", "feishu:<open_id>",
+// "console:you"). The empty ActorID is the system, which wakes nobody.
+type ActorID string
+
+// SystemActor is the sender of restart, failure and hop-limit notices (seed §4.1).
+const SystemActor ActorID = ""
+
+// BotActorID returns the ActorID of the bot with the given handle.
+func BotActorID(handle string) ActorID { return ActorID("bot:" + handle) }
+
+// ActorKind says who drains an actor's mailbox.
+type ActorKind string
+
+// Actor kinds.
+const (
+	ActorHuman ActorKind = "human"
+	ActorBot   ActorKind = "bot"
+)
+
+// Actor is anyone who can send or receive messages (seed §1). Humans are created on
+// first sight with their display name; bots come from configuration.
+type Actor struct {
+	ID      ActorID   `json:"id"`
+	Kind    ActorKind `json:"kind"`
+	Name    string    `json:"name"`
+	Handle  string    `json:"handle,omitempty"` // bots only, without the @
+	Created time.Time `json:"created"`
+}
+
+// BotProfile is a configured bot (seed §3 bot_profiles).
+type BotProfile struct {
+	Handle        string   `json:"handle"`
+	Name          string   `json:"name"`
+	Description   string   `json:"description"`
+	Instructions  string   `json:"instructions"`
+	LLM           string   `json:"llm"`   // provider profile name
+	Model         string   `json:"model"` // overrides the profile's model when set
+	Tools         []string `json:"tools"`
+	ApprovalTools []string `json:"approval_tools"`
+	Memory        bool     `json:"memory"`
+	// MaxModelCalls caps model calls per run; 0 means the global limit.
+	MaxModelCalls int `json:"max_model_calls"`
+}
+
+// ID returns the bot's ActorID.
+func (b BotProfile) ID() ActorID { return BotActorID(b.Handle) }
+
+// ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned, strictly
+// increasing sequence numbers (bbolt NextSequence), so ordering by ID is arrival order.
+type (
+	ThreadID  uint64
+	MessageID uint64
+	ItemID    uint64
+	RunID     uint64
+	OutboxID  uint64
+)
+
+// AccountID names one platform credential set: "<kind>/<account name>", for example
+// "slack/acme" or "console/local" (DESIGN.md §1 Account).
+type AccountID string
+
+// ConversationRef is an adapter-built, opaque reference to where messages go on a
+// platform (a Slack channel and thread_ts, a Telegram chat and topic). Core never parses it.
+type ConversationRef string
+
+// Binding is a platform conversation that a thread mirrors to (DESIGN.md §3).
+type Binding struct {
+	Platform     string          `json:"platform"` // "slack", "telegram", "feishu", "console"
+	Conversation ConversationRef `json:"conversation"`
+	// Accounts that are known to be in this conversation, in the order first seen.
+	// The first is the one the binding came in through.
+	Accounts []AccountID `json:"accounts"`
+}
+
+// HeldHandoff is a bot's hand-off that waits until the sender's queue for the thread
+// is empty (seed §4.1). Only the latest hold per (From, Target) is kept.
+type HeldHandoff struct {
+	From    ActorID   `json:"from"`
+	Target  ActorID   `json:"target"`
+	Message MessageID `json:"message"`
+}
+
+// Thread is one task's conversation (seed §1, DESIGN.md §3).
+type Thread struct {
+	ID    ThreadID `json:"id"`
+	Key   string   `json:"key"` // the platform key that created it
+	Title string   `json:"title,omitempty"`
+	// DefaultBot coordinates the thread and sees it unscoped; falls back to the
+	// engine's default bot when empty.
+	DefaultBot       ActorID       `json:"default_bot,omitempty"`
+	Participants     []ActorID     `json:"participants"`
+	Bindings         []Binding     `json:"bindings"`
+	HopLimitNotified bool          `json:"hop_limit_notified"`
+	Held             []HeldHandoff `json:"held,omitempty"`
+	Created          time.Time     `json:"created"`
+}
+
+// HasParticipant reports whether id takes part in the thread.
+func (t *Thread) HasParticipant(id ActorID) bool {
+	for _, p := range t.Participants {
+		if p == id {
+			return true
+		}
+	}
+	return false
+}
+
+// MessageKind marks messages that routing or rendering treat specially.
+type MessageKind string
+
+// Message kinds.
+const (
+	KindChat        MessageKind = ""
+	KindNotice      MessageKind = "notice"       // system notice: failures, restarts
+	KindHopLimit    MessageKind = "hop_limit"    // seed §4.3
+	KindHandoffHeld MessageKind = "handoff_held" // seed §4.1
+)
+
+// Origin is where an inbound human message came from; the outbox never echoes a
+// message back to the conversation it came from.
+type Origin struct {
+	Account      AccountID       `json:"account"`
+	Conversation ConversationRef `json:"conversation"`
+	PlatformID   string          `json:"platform_id"` // platform message id (ts, message_id)
+}
+
+// Message is an immutable post in a thread (seed §1). Mentions are bot handles
+// without the @, in order of appearance.
+type Message struct {
+	ID         MessageID   `json:"id"`
+	Thread     ThreadID    `json:"thread"`
+	Sender     ActorID     `json:"sender"` // SystemActor for notices
+	SenderName string      `json:"sender_name"`
+	Text       string      `json:"text"`
+	Mentions   []string    `json:"mentions,omitempty"`
+	Hop        int         `json:"hop"`
+	Run        RunID       `json:"run,omitempty"`
+	Kind       MessageKind `json:"kind,omitempty"`
+	Origin     *Origin     `json:"origin,omitempty"`
+	Created    time.Time   `json:"created"`
+}
+
+// ItemKind is the kind of an inbox item (seed §1).
+type ItemKind string
+
+// Inbox item kinds.
+const (
+	ItemMessage  ItemKind = "message"
+	ItemQuestion ItemKind = "question"
+	ItemResume   ItemKind = "resume"
+)
+
+// ItemStatus is an inbox item's state: queued -> processing -> done | cancelled | failed.
+type ItemStatus string
+
+// Inbox item statuses.
+const (
+	ItemQueued     ItemStatus = "queued"
+	ItemProcessing ItemStatus = "processing"
+	ItemDone       ItemStatus = "done"
+	ItemCancelled  ItemStatus = "cancelled"
+	ItemFailed     ItemStatus = "failed"
+)
+
+// InboxItem is one unit of work in an actor's mailbox. It points at a message or a
+// run and never carries content (seed invariants 1 and 2).
+type InboxItem struct {
+	ID      ItemID     `json:"id"`
+	Actor   ActorID    `json:"actor"`
+	Thread  ThreadID   `json:"thread"`
+	Kind    ItemKind   `json:"kind"`
+	Message MessageID  `json:"message,omitempty"`
+	Run     RunID      `json:"run,omitempty"`
+	Status  ItemStatus `json:"status"`
+	Created time.Time  `json:"created"`
+}
+
+// RunStatus is a run's state: queued -> running -> completed | failed | cancelled |
+// waiting_human (seed §5).
+type RunStatus string
+
+// Run statuses.
+const (
+	RunQueued       RunStatus = "queued"
+	RunRunning      RunStatus = "running"
+	RunCompleted    RunStatus = "completed"
+	RunFailed       RunStatus = "failed"
+	RunCancelled    RunStatus = "cancelled"
+	RunWaitingHuman RunStatus = "waiting_human"
+)
+
+// Terminal reports whether no more work happens in a run with this status.
+func (s RunStatus) Terminal() bool {
+	return s == RunCompleted || s == RunFailed || s == RunCancelled
+}
+
+// Usage counts tokens and model calls of a run.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	ModelCalls       int `json:"model_calls"`
+}
+
+// Add returns u plus o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.PromptTokens + o.PromptTokens, u.CompletionTokens + o.CompletionTokens, u.ModelCalls + o.ModelCalls}
+}
+
+// Run is one execution of one bot's agent loop in one thread (seed §1, invariant 4).
+type Run struct {
+	ID       RunID       `json:"id"`
+	Bot      ActorID     `json:"bot"`
+	Thread   ThreadID    `json:"thread"`
+	Status   RunStatus   `json:"status"`
+	Items    []ItemID    `json:"items"`
+	Triggers []MessageID `json:"triggers"`
+	Error    string      `json:"error,omitempty"`
+	Usage    Usage       `json:"usage"`
+	// Checkpoint is the agent's transcript, opaque to core, saved after every step so
+	// that a later change can resume a run instead of failing it after a restart.
+	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+	Created    time.Time       `json:"created"`
+	Started    time.Time       `json:"started,omitempty"`
+	Ended      time.Time       `json:"ended,omitempty"`
+}
+
+// RunEvent is one step inside a run, appended in order (seed §1; open-bot run_events).
+// Types: "model_call", "tool_call", "tool_result", "text", "error", "message", "status".
+type RunEvent struct {
+	Run     RunID           `json:"run"`
+	Seq     uint64          `json:"seq"` // assigned by the store, 1-based per run
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	At      time.Time       `json:"at"`
+}
+
+// OutboxStatus is the delivery state of an outbox entry.
+type OutboxStatus string
+
+// Outbox statuses.
+const (
+	OutboxPending   OutboxStatus = "pending"
+	OutboxDelivered OutboxStatus = "delivered"
+	OutboxFailed    OutboxStatus = "failed" // permanent error, not retried
+)
+
+// OutboxEntry is one message to deliver to one binding (DESIGN.md §4).
+type OutboxEntry struct {
+	ID           OutboxID        `json:"id"`
+	Account      AccountID       `json:"account"`
+	Conversation ConversationRef `json:"conversation"`
+	Thread       ThreadID        `json:"thread"`
+	Message      MessageID       `json:"message"`
+	// ReplyTo is the platform id of the message this one answers, if known.
+	ReplyTo    string       `json:"reply_to,omitempty"`
+	Status     OutboxStatus `json:"status"`
+	Attempts   int          `json:"attempts"`
+	PlatformID string       `json:"platform_id,omitempty"` // recorded on delivery
+	Error      string       `json:"error,omitempty"`
+	Created    time.Time    `json:"created"`
+}
+
+// Activity is one line of the diagnostic timeline (seed §3 activity_log). Its IDs are
+// plain values, not references, so it outlives what it describes.
+type Activity struct {
+	Seq     uint64    `json:"seq"` // assigned by the store
+	Event   string    `json:"event"`
+	Level   string    `json:"level"` // "info", "warn", "error"
+	Summary string    `json:"summary"`
+	Thread  ThreadID  `json:"thread,omitempty"`
+	Actor   ActorID   `json:"actor,omitempty"`
+	Run     RunID     `json:"run,omitempty"`
+	Item    ItemID    `json:"item,omitempty"`
+	Message MessageID `json:"message,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// TodoItem is one entry of a bot's todo list for a thread (seed §6 item 5).
+type TodoItem struct {
+	Text   string `json:"text"`
+	Status string `json:"status"` // "pending", "in_progress", "done"
+}
