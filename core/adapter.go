@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"net/http"
 	"time"
 )
 
@@ -25,6 +26,14 @@ type Adapter interface {
 // polling). Run blocks until ctx is done or the adapter fails for good.
 type Runner interface {
 	Run(ctx context.Context) error
+}
+
+// WebhookMounter is implemented by adapters that receive platform requests (Events
+// API, webhooks, card callbacks) on the shared HTTP listener (config http.listen).
+// MountHTTP registers handlers under "/<platform>/<account name>/..." and is called
+// once before the listener starts.
+type WebhookMounter interface {
+	MountHTTP(mux *http.ServeMux)
 }
 
 // Sender says who a delivered message is from, so a "*" account can show the bot's
@@ -93,6 +102,9 @@ type Inbound struct {
 	StartThread bool
 	// NewThread starts a fresh thread for ThreadKey even when one exists (/new).
 	NewThread bool
+	// Thread, when non-zero, targets an existing thread directly (a terminal
+	// /switch) and rebinds ThreadKey to it.
+	Thread ThreadID
 	// DefaultBot is the bot a new thread defaults to (an account's own bot), or "".
 	DefaultBot string
 	// Received is when the platform says the message was sent.
