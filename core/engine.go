@@ -1,7 +1,11 @@
 package core
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -15,10 +19,37 @@ type Limits struct {
 	RunTimeout          time.Duration // wall time of one run; default 10m
 }
 
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxConcurrentRuns <= 0 {
+		l.MaxConcurrentRuns = 4
+	}
+	if l.MaxBotHops <= 0 {
+		l.MaxBotHops = 20
+	}
+	if l.MaxModelCallsPerRun <= 0 {
+		l.MaxModelCallsPerRun = 40
+	}
+	if l.HistoryTokenBudget <= 0 {
+		l.HistoryTokenBudget = 24000
+	}
+	if l.HistoryMaxMessages <= 0 {
+		l.HistoryMaxMessages = 80
+	}
+	if l.RunTimeout <= 0 {
+		l.RunTimeout = 10 * time.Minute
+	}
+	return l
+}
+
 // Clock is the time source, so scheduler, retry and expiry tests need not sleep.
 type Clock interface {
 	Now() time.Time
 }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Options configures an Engine. Store, Agent and at least one bot are required.
 type Options struct {
@@ -31,4 +62,311 @@ type Options struct {
 	Limits     Limits
 	Logger     *slog.Logger
 	Clock      Clock // defaults to the system clock
+	// ShutdownGrace is how long Run lets in-flight runs finish after its context is
+	// done before cancelling them; default 10s. Delivery lanes get the same bound
+	// to flush.
+	ShutdownGrace time.Duration
+}
+
+// ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
+// adapters should not acknowledge the platform event (it will be redelivered).
+var ErrStopped = errors.New("engine stopped")
+
+// Engine is the runtime: ingestion, routing, the per-bot scheduler and the outbox
+// (seed §4 to §7). Create it with New, register adapters with AddAdapter, then call
+// Run, which owns every goroutine the engine starts.
+type Engine struct {
+	store  Store
+	agent  Agent
+	log    *slog.Logger
+	clock  Clock
+	limits Limits
+	grace  time.Duration
+
+	bots       map[string]BotProfile // by handle
+	botOrder   []BotProfile
+	defaultBot string
+
+	mu       sync.Mutex
+	adapters map[AccountID]Adapter
+	running  bool
+	stopping bool
+	workers  map[string]*worker
+	kick     chan struct{} // wakes the outbox dispatcher; cap 1
+	lanes    *lanes
+	sem      chan struct{} // global run slots
+}
+
+// New validates opts and returns an Engine. It does no I/O.
+func New(opts Options) (*Engine, error) {
+	if opts.Store == nil {
+		return nil, errors.New("core: Options.Store is required")
+	}
+	if opts.Agent == nil {
+		return nil, errors.New("core: Options.Agent is required")
+	}
+	if len(opts.Bots) == 0 {
+		return nil, errors.New("core: at least one bot is required")
+	}
+	e := &Engine{
+		store:    opts.Store,
+		agent:    opts.Agent,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		limits:   opts.Limits.WithDefaults(),
+		grace:    opts.ShutdownGrace,
+		bots:     map[string]BotProfile{},
+		adapters: map[AccountID]Adapter{},
+		workers:  map[string]*worker{},
+		kick:     make(chan struct{}, 1),
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.clock == nil {
+		e.clock = systemClock{}
+	}
+	if e.grace <= 0 {
+		e.grace = 10 * time.Second
+	}
+	for _, b := range opts.Bots {
+		if b.Handle == "" {
+			return nil, errors.New("core: a bot has an empty handle")
+		}
+		if _, dup := e.bots[b.Handle]; dup {
+			return nil, fmt.Errorf("core: bot handle %q is used twice", b.Handle)
+		}
+		e.bots[b.Handle] = b
+		e.botOrder = append(e.botOrder, b)
+	}
+	e.defaultBot = opts.DefaultBot
+	if e.defaultBot == "" {
+		if _, ok := e.bots["chief_of_staff"]; ok {
+			e.defaultBot = "chief_of_staff"
+		} else {
+			e.defaultBot = opts.Bots[0].Handle
+		}
+	}
+	if _, ok := e.bots[e.defaultBot]; !ok {
+		return nil, fmt.Errorf("core: default bot %q is not configured", e.defaultBot)
+	}
+	e.sem = make(chan struct{}, e.limits.MaxConcurrentRuns)
+	e.lanes = newLanes(e)
+	return e, nil
+}
+
+// AddAdapter registers an account for outbound delivery. It must be called before
+// Run; a second adapter with the same Account is an error.
+func (e *Engine) AddAdapter(a Adapter) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running {
+		return errors.New("core: AddAdapter after Run")
+	}
+	if _, dup := e.adapters[a.Account()]; dup {
+		return fmt.Errorf("core: account %q registered twice", a.Account())
+	}
+	e.adapters[a.Account()] = a
+	return nil
+}
+
+// Store returns the engine's store, for read-only views in commands.
+func (e *Engine) Store() Store { return e.store }
+
+// Bots returns the configured bots in configuration order.
+func (e *Engine) Bots() []BotProfile { return append([]BotProfile(nil), e.botOrder...) }
+
+// DefaultBot returns the handle of the global default bot.
+func (e *Engine) DefaultBot() string { return e.defaultBot }
+
+func (e *Engine) adapter(id AccountID) (Adapter, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, ok := e.adapters[id]
+	return a, ok
+}
+
+// Run recovers state left by an earlier process (seed §7, DESIGN.md §8), starts one
+// worker per bot and the delivery lanes, and blocks until ctx is done. Then it stops
+// intake, lets in-flight runs finish for up to ShutdownGrace before cancelling them
+// (a cancelled run is failed with a notice), flushes delivery for up to the same
+// bound, and returns. It returns an error only if recovery fails; the caller closes
+// the store after Run returns.
+func (e *Engine) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		return errors.New("core: Run called twice")
+	}
+	e.running = true
+	e.mu.Unlock()
+
+	if err := e.syncBots(ctx); err != nil {
+		return err
+	}
+	if err := e.recover(ctx); err != nil {
+		return fmt.Errorf("core: recovery: %w", err)
+	}
+
+	// runCtx outlives ctx by the grace period so in-flight runs can finish.
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	// deliverCtx likewise lets lanes flush after the runs end.
+	deliverCtx, cancelDeliver := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDeliver()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.lanes.dispatch(deliverCtx)
+	}()
+
+	var workers sync.WaitGroup
+	for _, b := range e.botOrder {
+		w := e.worker(b.Handle)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			w.loop(ctx, runCtx)
+		}()
+		w.wakeUp()
+	}
+	e.kickOutbox()
+
+	<-ctx.Done()
+	e.mu.Lock()
+	e.stopping = true
+	e.mu.Unlock()
+	e.log.Info("engine stopping", "grace", e.grace)
+
+	if !waitTimeout(&workers, e.grace) {
+		e.log.Warn("runs still in flight after grace; cancelling them")
+		cancelRuns()
+		workers.Wait()
+	}
+	e.kickOutbox()
+	flushed := e.lanes.waitIdle(e.grace)
+	if !flushed {
+		e.log.Warn("delivery not flushed within grace; pending entries are kept for the next start")
+	}
+	cancelDeliver()
+	wg.Wait()
+	e.lanes.wait()
+	return nil
+}
+
+// waitTimeout waits for wg up to d and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// syncBots stores every configured bot as an actor and a profile.
+func (e *Engine) syncBots(ctx context.Context) error {
+	now := e.clock.Now()
+	return e.store.Update(ctx, func(tx Tx) error {
+		for _, b := range e.botOrder {
+			a, err := tx.Actor(b.ID())
+			if errors.Is(err, ErrNotFound) {
+				a = Actor{ID: b.ID(), Kind: ActorBot, Created: now}
+			} else if err != nil {
+				return err
+			}
+			a.Name, a.Handle = displayName(b), b.Handle
+			if err := tx.PutActor(a); err != nil {
+				return err
+			}
+			if err := tx.PutBot(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func displayName(b BotProfile) string {
+	if b.Name != "" {
+		return b.Name
+	}
+	return b.Handle
+}
+
+// Threads lists threads, newest first, at most limit (0 = all).
+func (e *Engine) Threads(ctx context.Context, limit int) ([]Thread, error) {
+	var out []Thread
+	err := e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		out, err = tx.Threads(limit)
+		return err
+	})
+	return out, err
+}
+
+// WaitIdle blocks until no inbox item is queued or processing, no run is queued or
+// running, and no outbox entry is pending; runs waiting for a human do not count.
+// It polls the store every 20ms and returns ctx.Err() if ctx ends first.
+func (e *Engine) WaitIdle(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		idle, err := e.idle(ctx)
+		if err != nil {
+			return err
+		}
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Engine) idle(ctx context.Context) (bool, error) {
+	idle := false
+	err := e.store.View(ctx, func(tx ReadTx) error {
+		n, err := tx.CountQueued()
+		if err != nil || n > 0 {
+			return err
+		}
+		for _, st := range []RunStatus{RunQueued, RunRunning} {
+			rs, err := tx.RunsByStatus(st)
+			if err != nil || len(rs) > 0 {
+				return err
+			}
+		}
+		ps, err := tx.ItemsByStatus(ItemProcessing)
+		if err != nil || len(ps) > 0 {
+			return err
+		}
+		ob, err := tx.PendingOutbox(0, 1)
+		if err != nil || len(ob) > 0 {
+			return err
+		}
+		idle = true
+		return nil
+	})
+	return idle, err
+}
+
+// activity appends one diagnostic line inside tx; failures are logged, not fatal.
+func (e *Engine) activity(tx Tx, a Activity) {
+	if a.Level == "" {
+		a.Level = "info"
+	}
+	a.At = e.clock.Now()
+	if err := tx.AppendActivity(a); err != nil {
+		e.log.Warn("activity log", "err", err)
+	}
 }

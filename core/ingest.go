@@ -1,0 +1,243 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Ingest stores one inbound human message and routes it, in one transaction
+// (DESIGN.md §4): dedup key, actor upsert, thread and binding lookup or creation,
+// message insert, participants, hop reset, inbox items and outbox entries. The
+// adapter acknowledges the platform only after Ingest returns nil, so an
+// acknowledged message is never lost. Concurrent calls share commits (Store.Batch).
+//
+// A message whose DedupKey was seen before changes nothing except that bots this
+// delivery mentions and that were not woken by the first one are woken now (two
+// accounts in one group each see their own bot's mention). Ingest returns
+// ErrStopped during shutdown and a descriptive error for an invalid Inbound.
+func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
+	if err := validateInbound(in); err != nil {
+		return IngestResult{}, err
+	}
+	e.mu.Lock()
+	stopping := e.stopping
+	e.mu.Unlock()
+	if stopping {
+		return IngestResult{}, ErrStopped
+	}
+	var res IngestResult
+	err := e.store.Batch(ctx, func(tx Tx) error {
+		res = IngestResult{} // Batch may run fn again
+		var err error
+		res, err = e.ingestTx(tx, in)
+		return err
+	})
+	if err != nil {
+		return IngestResult{}, err
+	}
+	for _, h := range res.Woken {
+		e.wake(h)
+	}
+	e.kickOutbox()
+	return res, nil
+}
+
+func validateInbound(in Inbound) error {
+	var missing []string
+	if in.Account == "" {
+		missing = append(missing, "Account")
+	}
+	if in.Platform == "" {
+		missing = append(missing, "Platform")
+	}
+	if in.DedupKey == "" {
+		missing = append(missing, "DedupKey")
+	}
+	if in.ThreadKey == "" && in.Thread == 0 {
+		missing = append(missing, "ThreadKey")
+	}
+	if in.SenderID == "" {
+		missing = append(missing, "SenderID")
+	}
+	if strings.HasPrefix(string(in.SenderID), "bot:") {
+		return fmt.Errorf("core: inbound sender %q is a bot id", in.SenderID)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("core: inbound message lacks %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
+	if mid, err := tx.Seen(in.DedupKey); err == nil {
+		return e.duplicateTx(tx, in, mid)
+	} else if !errors.Is(err, ErrNotFound) {
+		return IngestResult{}, err
+	}
+
+	t, found, err := e.resolveThreadTx(tx, in)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if !found && !in.StartThread && !in.NewThread {
+		return IngestResult{Dropped: true}, nil
+	}
+	now := e.clock.Now()
+	if !found {
+		t = Thread{Key: in.ThreadKey, Created: now}
+		if in.DefaultBot != "" && e.knownBot(in.DefaultBot) {
+			t.DefaultBot = BotActorID(in.DefaultBot)
+		}
+		t.Title = firstLine(in.Text, 80)
+		if t, err = tx.PutThread(t); err != nil {
+			return IngestResult{}, err
+		}
+	}
+	if in.ThreadKey != "" {
+		if err := tx.BindThreadKey(in.ThreadKey, t.ID); err != nil {
+			return IngestResult{}, err
+		}
+	}
+	t.Bindings, _ = addBinding(t.Bindings, in.Platform, in.Conversation, in.Account)
+
+	// Actor upsert: created on first sight, name kept current.
+	a, err := tx.Actor(in.SenderID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		a = Actor{ID: in.SenderID, Kind: ActorHuman, Name: in.SenderName, Created: now}
+		if err := tx.PutActor(a); err != nil {
+			return IngestResult{}, err
+		}
+	case err != nil:
+		return IngestResult{}, err
+	case in.SenderName != "" && a.Name != in.SenderName:
+		a.Name = in.SenderName
+		if err := tx.PutActor(a); err != nil {
+			return IngestResult{}, err
+		}
+	}
+	name := a.Name
+	if name == "" {
+		name = string(in.SenderID)
+	}
+
+	p, err := e.postTx(tx, &t, postSpec{
+		msg: Message{
+			Sender: in.SenderID, SenderName: name, Text: in.Text, Created: now,
+			Origin: &Origin{Account: in.Account, Conversation: in.Conversation, PlatformID: in.PlatformID},
+		},
+		native:         in.Mentions,
+		mentionsHumans: in.MentionsHumans,
+	})
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if err := tx.MarkSeen(in.DedupKey, p.msg.ID); err != nil {
+		return IngestResult{}, err
+	}
+	e.activity(tx, Activity{Event: "message.ingested", Summary: fmt.Sprintf("%s in %s woke %v", name, in.Platform, p.woken), Thread: t.ID, Actor: in.SenderID, Message: p.msg.ID})
+	return IngestResult{Thread: t.ID, Message: p.msg.ID, Woken: p.woken}, nil
+}
+
+// resolveThreadTx finds the thread an inbound message belongs to.
+func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (Thread, bool, error) {
+	if in.Thread != 0 {
+		t, err := tx.Thread(in.Thread)
+		if errors.Is(err, ErrNotFound) {
+			return Thread{}, false, fmt.Errorf("core: thread %d: %w", in.Thread, errNoThread)
+		}
+		return t, err == nil, err
+	}
+	if in.NewThread {
+		return Thread{}, false, nil
+	}
+	id, err := tx.ThreadByKey(in.ThreadKey)
+	if errors.Is(err, ErrNotFound) {
+		return Thread{}, false, nil
+	} else if err != nil {
+		return Thread{}, false, err
+	}
+	t, err := tx.Thread(id)
+	if err != nil {
+		return Thread{}, false, err
+	}
+	return t, true, nil
+}
+
+// duplicateTx handles a redelivered message: record the account's presence and
+// wake bots this delivery mentions that the first one did not.
+func (e *Engine) duplicateTx(tx Tx, in Inbound, mid MessageID) (IngestResult, error) {
+	m, err := tx.Message(mid)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	t, err := tx.Thread(m.Thread)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	res := IngestResult{Thread: t.ID, Message: mid, Duplicate: true}
+	var changed bool
+	t.Bindings, changed = addBinding(t.Bindings, in.Platform, in.Conversation, in.Account)
+	var extra []string
+	for _, h := range in.Mentions {
+		h = strings.ToLower(h)
+		if h == "*" {
+			h = e.threadDefault(&t)
+		}
+		if e.knownBot(h) && !slices.Contains(m.Mentions, h) && !slices.Contains(extra, h) {
+			extra = append(extra, h)
+		}
+	}
+	for _, h := range extra {
+		if _, err := e.enqueueTx(tx, BotActorID(h), t.ID, mid); err != nil {
+			return IngestResult{}, err
+		}
+		if id := BotActorID(h); !t.HasParticipant(id) {
+			t.Participants = append(t.Participants, id)
+		}
+		m.Mentions = append(m.Mentions, h)
+		res.Woken = append(res.Woken, h)
+		changed = true
+	}
+	if len(extra) > 0 {
+		// The stored mentions are the union of what every account saw, so scoped
+		// views of the newly woken bots include the message.
+		if _, err := tx.PutMessage(m); err != nil {
+			return IngestResult{}, err
+		}
+	}
+	if changed {
+		if _, err := tx.PutThread(t); err != nil {
+			return IngestResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// addBinding records that account is present in (platform, conversation) and
+// reports whether that changed anything.
+func addBinding(bs []Binding, platform string, conv ConversationRef, account AccountID) ([]Binding, bool) {
+	for i := range bs {
+		if bs[i].Platform == platform && bs[i].Conversation == conv {
+			if slices.Contains(bs[i].Accounts, account) {
+				return bs, false
+			}
+			bs[i].Accounts = append(bs[i].Accounts, account)
+			return bs, true
+		}
+	}
+	return append(bs, Binding{Platform: platform, Conversation: conv, Accounts: []AccountID{account}}), true
+}
+
+// firstLine returns the first line of s, cut to at most n runes.
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

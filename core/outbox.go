@@ -1,0 +1,278 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Delivery lane limits (DESIGN.md §4 "delivery lanes", picobot's per-target lanes).
+const (
+	laneQueue        = 64               // entries buffered per lane; the rest wait in the store
+	laneIdle         = 30 * time.Second // an idle lane's goroutine exits
+	deliverTimeout   = 30 * time.Second // one Deliver call
+	maxDeliverTries  = 8                // then the entry is marked failed
+	dispatchInterval = time.Second      // sweep for entries that did not fit a lane
+	dispatchPage     = 256
+)
+
+type laneKey struct {
+	account AccountID
+	conv    ConversationRef
+}
+
+// lanes delivers the outbox: one ordered lane per (account, conversation), each a
+// goroutine with a bounded queue, owned by the dispatcher's context.
+type lanes struct {
+	e        *Engine
+	mu       sync.Mutex
+	m        map[laneKey]chan OutboxEntry
+	inflight map[OutboxID]bool
+	wg       sync.WaitGroup
+}
+
+func newLanes(e *Engine) *lanes {
+	return &lanes{e: e, m: map[laneKey]chan OutboxEntry{}, inflight: map[OutboxID]bool{}}
+}
+
+// kickOutbox wakes the dispatcher after new outbox entries were committed.
+func (e *Engine) kickOutbox() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch hands pending entries to their lanes until ctx is done.
+func (l *lanes) dispatch(ctx context.Context) {
+	t := time.NewTicker(dispatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.e.kick:
+		case <-t.C:
+		}
+		if err := l.sweep(ctx); err != nil && ctx.Err() == nil {
+			l.e.log.Error("outbox sweep", "err", err)
+		}
+	}
+}
+
+func (l *lanes) sweep(ctx context.Context) error {
+	var after OutboxID
+	full := map[laneKey]bool{}
+	for {
+		var page []OutboxEntry
+		err := l.e.store.View(ctx, func(tx ReadTx) error {
+			var err error
+			page, err = tx.PendingOutbox(after, dispatchPage)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, o := range page {
+			after = o.ID
+			k := laneKey{o.Account, o.Conversation}
+			if full[k] {
+				continue
+			}
+			if _, ok := l.e.adapter(o.Account); !ok {
+				l.settle(ctx, o, "", fmt.Errorf("no adapter is running for account %q", o.Account), true)
+				continue
+			}
+			if !l.offer(ctx, k, o) {
+				full[k] = true
+			}
+		}
+		if len(page) < dispatchPage {
+			return nil
+		}
+	}
+}
+
+// offer queues o on its lane unless it is already in flight; false if the lane is full.
+func (l *lanes) offer(ctx context.Context, k laneKey, o OutboxEntry) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[o.ID] {
+		return true
+	}
+	ch, ok := l.m[k]
+	if !ok {
+		ch = make(chan OutboxEntry, laneQueue)
+		l.m[k] = ch
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.run(ctx, k, ch)
+		}()
+	}
+	select {
+	case ch <- o:
+		l.inflight[o.ID] = true
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *lanes) run(ctx context.Context, k laneKey, ch chan OutboxEntry) {
+	idle := time.NewTimer(laneIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case o := <-ch:
+			l.deliver(ctx, o)
+			l.mu.Lock()
+			delete(l.inflight, o.ID)
+			l.mu.Unlock()
+			idle.Reset(laneIdle)
+		case <-idle.C:
+			l.mu.Lock()
+			if len(ch) == 0 {
+				delete(l.m, k)
+				l.mu.Unlock()
+				return
+			}
+			l.mu.Unlock()
+			idle.Reset(laneIdle)
+		}
+	}
+}
+
+// deliver sends one entry, retrying with backoff (or the platform's RetryAfter)
+// until it lands, fails permanently, runs out of tries, or ctx ends (the entry then
+// stays pending for the next start).
+func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
+	ad, ok := l.e.adapter(o.Account)
+	if !ok {
+		l.settle(ctx, o, "", fmt.Errorf("no adapter for account %q", o.Account), true)
+		return
+	}
+	d, err := l.delivery(ctx, o)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.settle(ctx, o, "", err, true)
+		}
+		return
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 500*time.Millisecond, 30*time.Second, 0
+	for try := 1; ; try++ {
+		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+		pid, err := ad.Deliver(dctx, d)
+		cancel()
+		if err == nil {
+			l.settle(ctx, o, pid, nil, false)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		var de DeliveryError
+		isDE := errors.As(err, &de)
+		if (isDE && de.Permanent()) || try >= maxDeliverTries {
+			l.settle(ctx, o, "", err, true)
+			return
+		}
+		wait := bo.NextBackOff()
+		if isDE && de.RetryAfter() > 0 {
+			wait = de.RetryAfter()
+		}
+		l.e.log.Warn("delivery failed; retrying", "account", o.Account, "outbox", o.ID, "try", try, "wait", wait, "err", err)
+		o.Attempts, o.Error = try, err.Error()
+		if err := l.e.store.Update(ctx, func(tx Tx) error { _, err := tx.PutOutbox(o); return err }); err != nil && ctx.Err() == nil {
+			l.e.log.Error("outbox update", "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// delivery loads what an adapter needs to post entry o.
+func (l *lanes) delivery(ctx context.Context, o OutboxEntry) (Delivery, error) {
+	d := Delivery{Outbox: o.ID, Thread: o.Thread, Message: o.Message, Conversation: o.Conversation, ReplyTo: o.ReplyTo}
+	err := l.e.store.View(ctx, func(tx ReadTx) error {
+		m, err := tx.Message(o.Message)
+		if err != nil {
+			return err
+		}
+		d.Text, d.Kind = m.Text, m.Kind
+		d.Sender = Sender{Actor: m.Sender, Name: m.SenderName}
+		if m.Sender == SystemActor {
+			d.Sender.Name = "system"
+		}
+		if h, ok := strings.CutPrefix(string(m.Sender), "bot:"); ok {
+			d.Sender.Handle = h
+		}
+		return nil
+	})
+	return d, err
+}
+
+// settle records the outcome of an entry: delivered with its platform id, or failed.
+func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr error, failed bool) {
+	err := l.e.store.Update(ctx, func(tx Tx) error {
+		cur, err := tx.Outbox(o.ID)
+		if err != nil {
+			return err
+		}
+		if failed {
+			cur.Status, cur.Error = OutboxFailed, derr.Error()
+			l.e.activity(tx, Activity{Event: "outbox.failed", Level: "error", Summary: fmt.Sprintf("delivery to %s failed: %v", o.Account, derr), Thread: o.Thread, Message: o.Message})
+		} else {
+			cur.Status, cur.PlatformID, cur.Error = OutboxDelivered, pid, ""
+		}
+		cur.Attempts++
+		_, err = tx.PutOutbox(cur)
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		l.e.log.Error("outbox settle", "outbox", o.ID, "err", err)
+	}
+	if failed {
+		l.e.log.Error("delivery failed for good", "account", o.Account, "outbox", o.ID, "err", derr)
+	}
+}
+
+// waitIdle waits up to d until nothing is in flight and nothing is pending.
+func (l *lanes) waitIdle(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		n := len(l.inflight)
+		l.mu.Unlock()
+		if n == 0 {
+			var pending []OutboxEntry
+			_ = l.e.store.View(context.Background(), func(tx ReadTx) error {
+				var err error
+				pending, err = tx.PendingOutbox(0, 1)
+				return err
+			})
+			if len(pending) == 0 {
+				return true
+			}
+			l.e.kickOutbox()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// wait blocks until every lane goroutine has returned (after ctx is done).
+func (l *lanes) wait() { l.wg.Wait() }

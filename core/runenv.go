@@ -1,0 +1,105 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// runEnv is the RunEnv core hands to an agent for one run.
+type runEnv struct {
+	e   *Engine
+	job *Job
+}
+
+var _ RunEnv = (*runEnv)(nil)
+
+func (r *runEnv) Messages(ctx context.Context, after MessageID, limit int) ([]Message, error) {
+	var out []Message
+	err := r.e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		out, err = tx.Messages(r.job.Thread.ID, after, limit)
+		return err
+	})
+	return out, err
+}
+
+func (r *runEnv) MessagesBefore(ctx context.Context, before MessageID, limit int) ([]Message, error) {
+	var out []Message
+	err := r.e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		out, err = tx.MessagesBefore(r.job.Thread.ID, before, limit)
+		return err
+	})
+	return out, err
+}
+
+func (r *runEnv) Count(ctx context.Context) (int, error) {
+	var n int
+	err := r.e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		n, err = tx.CountMessages(r.job.Thread.ID)
+		return err
+	})
+	return n, err
+}
+
+func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("run event %s: %w", typ, err)
+	}
+	return r.e.store.Update(ctx, func(tx Tx) error {
+		_, err := tx.AppendRunEvent(RunEvent{Run: r.job.Run.ID, Type: typ, Payload: b, At: r.e.clock.Now()})
+		return err
+	})
+}
+
+func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) error {
+	return r.e.store.Update(ctx, func(tx Tx) error {
+		run, err := tx.Run(r.job.Run.ID)
+		if err != nil {
+			return err
+		}
+		run.Checkpoint = append(json.RawMessage(nil), transcript...)
+		_, err = tx.PutRun(run)
+		return err
+	})
+}
+
+// Post posts a progress message from the bot mid-run, routed like a reply.
+func (r *runEnv) Post(ctx context.Context, text string) (MessageID, error) {
+	var p posted
+	err := r.e.store.Update(ctx, func(tx Tx) error {
+		t, err := tx.Thread(r.job.Thread.ID)
+		if err != nil {
+			return err
+		}
+		p, err = r.e.postTx(tx, &t, r.e.botReply(r.job, text))
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, h := range p.woken {
+		r.e.wake(h)
+	}
+	r.e.kickOutbox()
+	return p.msg.ID, nil
+}
+
+func (r *runEnv) Todo(ctx context.Context) ([]TodoItem, error) {
+	var out []TodoItem
+	err := r.e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		out, err = tx.Todo(r.job.Bot.ID(), r.job.Thread.ID)
+		return err
+	})
+	return out, err
+}
+
+func (r *runEnv) SetTodo(ctx context.Context, items []TodoItem) error {
+	return r.e.store.Update(ctx, func(tx Tx) error {
+		return tx.PutTodo(r.job.Bot.ID(), r.job.Thread.ID, items)
+	})
+}

@@ -1,0 +1,295 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// worker drains one bot's mailbox, one run at a time (seed §5, invariant 3).
+type worker struct {
+	e    *Engine
+	bot  BotProfile
+	wake chan struct{} // cap 1: a pending wake-up is never lost, never queued twice
+}
+
+func (e *Engine) worker(handle string) *worker {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w, ok := e.workers[handle]
+	if !ok {
+		w = &worker{e: e, bot: e.bots[handle], wake: make(chan struct{}, 1)}
+		e.workers[handle] = w
+	}
+	return w
+}
+
+// wake nudges a bot's worker after its mailbox changed.
+func (e *Engine) wake(handle string) {
+	e.mu.Lock()
+	w := e.workers[handle]
+	e.mu.Unlock()
+	if w != nil {
+		w.wakeUp()
+	}
+}
+
+func (w *worker) wakeUp() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop runs until ctx (intake) is done. runCtx bounds in-flight runs, which may
+// outlive ctx by the shutdown grace.
+func (w *worker) loop(ctx, runCtx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		for ctx.Err() == nil {
+			// Take the slot before picking (seed G3): a bot waiting for a slot owns
+			// no run row.
+			select {
+			case w.e.sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			job, ok, err := w.e.pick(ctx, w.bot)
+			if err != nil {
+				<-w.e.sem
+				if ctx.Err() == nil {
+					w.e.log.Error("pick failed", "bot", w.bot.Handle, "err", err)
+				}
+				break
+			}
+			if !ok {
+				<-w.e.sem
+				break
+			}
+			w.e.execute(runCtx, job)
+			<-w.e.sem
+		}
+	}
+}
+
+// pick chooses the oldest queued item whose thread is not parked for this bot,
+// coalesces every queued message item of that thread into one new run and marks
+// them processing, in one transaction (seed §5, invariant 5).
+func (e *Engine) pick(ctx context.Context, bot BotProfile) (*Job, bool, error) {
+	var job *Job
+	err := e.store.Update(ctx, func(tx Tx) error {
+		job = nil
+		parked := map[ThreadID]bool{}
+		waiting, err := tx.RunsByStatus(RunWaitingHuman)
+		if err != nil {
+			return err
+		}
+		for _, r := range waiting {
+			if r.Bot == bot.ID() {
+				parked[r.Thread] = true
+			}
+		}
+		skip := func(it InboxItem) bool { return it.Kind == ItemMessage && parked[it.Thread] }
+		first, err := tx.NextQueued(bot.ID(), skip)
+		for err == nil && first.Kind != ItemMessage {
+			// question and resume items are handled by the approvals change; until
+			// then they must not block the mailbox.
+			first.Status = ItemCancelled
+			if _, err := tx.PutItem(first); err != nil {
+				return err
+			}
+			e.activity(tx, Activity{Event: "inbox.unsupported", Level: "warn", Summary: "item kind " + string(first.Kind) + " cancelled", Thread: first.Thread, Actor: bot.ID(), Item: first.ID})
+			first, err = tx.NextQueued(bot.ID(), skip)
+		}
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		items, err := tx.QueuedInThread(bot.ID(), first.Thread)
+		if err != nil {
+			return err
+		}
+		now := e.clock.Now()
+		run := Run{Bot: bot.ID(), Thread: first.Thread, Status: RunRunning, Created: now, Started: now}
+		var triggers []Message
+		for _, it := range items {
+			if it.Kind != ItemMessage {
+				continue
+			}
+			m, err := tx.Message(it.Message)
+			if err != nil {
+				return fmt.Errorf("item %d: message %d: %w", it.ID, it.Message, err)
+			}
+			run.Items = append(run.Items, it.ID)
+			run.Triggers = append(run.Triggers, it.Message)
+			triggers = append(triggers, m)
+		}
+		if run, err = tx.PutRun(run); err != nil {
+			return err
+		}
+		for _, it := range items {
+			if it.Kind != ItemMessage {
+				continue
+			}
+			it.Status, it.Run = ItemProcessing, run.ID
+			if _, err := tx.PutItem(it); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "triggers": run.Triggers}), At: now}); err != nil {
+			return err
+		}
+		t, err := tx.Thread(first.Thread)
+		if err != nil {
+			return err
+		}
+		job = &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: e.Bots(), DefaultBot: e.threadDefault(&t)}
+		bots := e.botsIn(&t)
+		job.Scoped = job.DefaultBot != bot.Handle && len(bots) > 1
+		for _, p := range t.Participants {
+			a, err := tx.Actor(p)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			job.Participants = append(job.Participants, a)
+		}
+		e.activity(tx, Activity{Event: "run.started", Summary: fmt.Sprintf("@%s started run %d with %d trigger(s)", bot.Handle, run.ID, len(triggers)), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+		return nil
+	})
+	return job, job != nil, err
+}
+
+// execute runs the agent and settles the run: reply posted, items done, held
+// hand-offs released; or failed with a notice in the thread naming the cause.
+func (e *Engine) execute(ctx context.Context, job *Job) {
+	ctx, cancel := context.WithTimeout(ctx, e.limits.RunTimeout)
+	defer cancel()
+	env := &runEnv{e: e, job: job}
+	job.Env = env
+	res, err := e.agent.Execute(ctx, job)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	// Settle with a fresh context: the run's may be done.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
+	defer scancel()
+	var woken []string
+	serr := e.store.Update(sctx, func(tx Tx) error {
+		woken = nil
+		r, err2 := tx.Run(job.Run.ID)
+		if err2 != nil {
+			return err2
+		}
+		r.Usage = r.Usage.Add(res.Usage)
+		r.Ended = e.clock.Now()
+		t, err2 := tx.Thread(job.Thread.ID)
+		if err2 != nil {
+			return err2
+		}
+		itemStatus := ItemDone
+		if err == nil {
+			r.Status = RunCompleted
+			if strings.TrimSpace(res.Reply) != "" {
+				p, err2 := e.postTx(tx, &t, e.botReply(job, res.Reply))
+				if err2 != nil {
+					return err2
+				}
+				woken = append(woken, p.woken...)
+			}
+			e.activity(tx, Activity{Event: "run.completed", Summary: fmt.Sprintf("@%s completed run %d", job.Bot.Handle, r.ID), Thread: t.ID, Actor: r.Bot, Run: r.ID})
+		} else {
+			r.Status, r.Error, itemStatus = RunFailed, err.Error(), ItemFailed
+			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
+				Text: fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, failureCause(err))}
+			if _, err2 := e.postTx(tx, &t, postSpec{msg: notice}); err2 != nil {
+				return err2
+			}
+			e.activity(tx, Activity{Event: "run.failed", Level: "error", Summary: notice.Text, Thread: t.ID, Actor: r.Bot, Run: r.ID})
+		}
+		r.Checkpoint = nil // terminal runs keep no transcript (seed G5)
+		if _, err2 := tx.PutRun(r); err2 != nil {
+			return err2
+		}
+		if _, err2 := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage}), At: e.clock.Now()}); err2 != nil {
+			return err2
+		}
+		for _, id := range r.Items {
+			it, err2 := tx.Item(id)
+			if err2 != nil {
+				return err2
+			}
+			if it.Status != ItemProcessing {
+				continue // cancelled meanwhile: keep it
+			}
+			it.Status = itemStatus
+			if _, err2 := tx.PutItem(it); err2 != nil {
+				return err2
+			}
+		}
+		rel, err2 := e.releaseHoldsTx(tx, r.Bot, r.Thread)
+		woken = append(woken, rel...)
+		return err2
+	})
+	if serr != nil {
+		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
+	}
+	if err != nil {
+		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", err)
+	}
+	for _, h := range woken {
+		e.wake(h)
+	}
+	e.kickOutbox()
+}
+
+// botReply builds the postSpec of a bot's message in a run: hop is one more than
+// the highest trigger's (seed §4.3); it answers the last trigger on each platform.
+func (e *Engine) botReply(job *Job, text string) postSpec {
+	hop := 0
+	replyTo := map[ConversationRef]string{}
+	for _, m := range job.Triggers {
+		if m.Hop > hop {
+			hop = m.Hop
+		}
+		if m.Origin != nil && m.Origin.PlatformID != "" {
+			replyTo[m.Origin.Conversation] = m.Origin.PlatformID
+		}
+	}
+	return postSpec{
+		msg: Message{Sender: job.Bot.ID(), SenderName: displayName(job.Bot), Text: text,
+			Hop: hop + 1, Run: job.Run.ID},
+		replyTo: replyTo,
+	}
+}
+
+// failureCause is the short, user-facing cause of a failed run.
+func failureCause(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the run took longer than its time limit."
+	case errors.Is(err, context.Canceled):
+		return "the run was stopped because openbot is shutting down."
+	}
+	s := err.Error()
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
