@@ -1,0 +1,190 @@
+// Package config turns openbot's YAML configuration into typed structs: ${VAR} and
+// ${VAR:-default} expansion on the raw text, defaults, unknown keys rejected, and
+// validation that reports every problem at once with its field path (issue 2 item 2,
+// DESIGN.md §2 "config/"). Only cmd/openbot imports this package; it maps these
+// structs onto each package's own Options.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration file. Field order here is the order of
+// config.example.yaml, which documents every key.
+type Config struct {
+	HTTP   HTTP   `yaml:"http"`
+	Store  Store  `yaml:"store"`
+	Limits Limits `yaml:"limits"`
+	// LLM maps a profile name to an OpenAI-compatible provider.
+	LLM  map[string]LLMProfile `yaml:"llm"`
+	Bots []Bot                 `yaml:"bots"`
+	// DefaultBot answers unmentioned human messages (seed §4.1). Default:
+	// "chief_of_staff" when configured, else the first bot.
+	DefaultBot string `yaml:"default_bot"`
+	// Workspace is the root of the bots' file tools. Default "./data/workspace".
+	Workspace  string      `yaml:"workspace"`
+	MCPServers []MCPServer `yaml:"mcp_servers"`
+
+	Console  []Console  `yaml:"console"`
+	Slack    []Slack    `yaml:"slack"`
+	Telegram []Telegram `yaml:"telegram"`
+	Feishu   []Feishu   `yaml:"feishu"`
+}
+
+// HTTP is the one shared HTTP listener (webhooks, /healthz).
+type HTTP struct {
+	// Listen is a host:port; default "127.0.0.1:8080" (loopback, DESIGN.md §9).
+	Listen string `yaml:"listen"`
+}
+
+// Store is the bbolt file.
+type Store struct {
+	// Path of the database file; default "./data/openbot.db".
+	Path string `yaml:"path"`
+}
+
+// Limits bound the runtime (seed §4.3, §5, §6). Zero or missing values take the
+// defaults listed on each field.
+type Limits struct {
+	MaxConcurrentRuns   int `yaml:"max_concurrent_runs"`     // default 4
+	MaxBotHops          int `yaml:"max_bot_hops"`            // default 20
+	MaxModelCallsPerRun int `yaml:"max_model_calls_per_run"` // default 40
+	HistoryTokenBudget  int `yaml:"history_token_budget"`    // default 24000, estimated at chars/4
+	HistoryMaxMessages  int `yaml:"history_max_messages"`    // default 80
+	// RunTimeout is the wall time of one run, a Go duration string ("10m"); default 10m.
+	RunTimeout time.Duration `yaml:"run_timeout"`
+}
+
+// LLMProfile is one OpenAI-compatible provider (OpenAI, Azure, OpenRouter, vLLM,
+// llama.cpp, LM Studio, Ollama).
+type LLMProfile struct {
+	// BaseURL of the API, e.g. "https://api.openai.com/v1" or
+	// "http://localhost:11434/v1" for Ollama. Required.
+	BaseURL string `yaml:"base_url"`
+	// APIKey may be empty for servers that need none (Ollama). Never logged.
+	APIKey string `yaml:"api_key"`
+	// Model is the default model of bots using this profile.
+	Model string `yaml:"model"`
+	// Headers are extra HTTP headers sent with every request.
+	Headers map[string]string `yaml:"headers"`
+}
+
+// OpenAIBaseURL is the public OpenAI API, the example's default base_url.
+const OpenAIBaseURL = "https://api.openai.com/v1"
+
+// NeedsKey reports whether the profile talks to the public OpenAI API without an
+// api_key, which can never work; cmd fails fast on it.
+func (p LLMProfile) NeedsKey() bool {
+	return p.APIKey == "" && trimSlash(p.BaseURL) == OpenAIBaseURL
+}
+
+// Bot is one configured bot (seed §3 bot_profiles).
+type Bot struct {
+	// Handle is [a-z0-9_]+, unique; people write @handle.
+	Handle string `yaml:"handle"`
+	// Name is the display name; default: the handle.
+	Name         string `yaml:"name"`
+	Description  string `yaml:"description"`
+	Instructions string `yaml:"instructions"`
+	// LLM names a profile in the llm section; default: the only profile, else "default".
+	LLM string `yaml:"llm"`
+	// Model overrides the profile's model.
+	Model         string   `yaml:"model"`
+	Tools         []string `yaml:"tools"`
+	ApprovalTools []string `yaml:"approval_tools"`
+	Memory        bool     `yaml:"memory"`
+	// MaxModelCalls caps model calls per run; 0 means limits.max_model_calls_per_run.
+	MaxModelCalls int `yaml:"max_model_calls"`
+}
+
+// MCPServer is one MCP server (stdio when Command is set, streamable HTTP when URL
+// is set; exactly one of them). Its tools are named "<name>__<tool>".
+type MCPServer struct {
+	Name    string            `yaml:"name"`
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Console is a terminal channel account ("console/<name>").
+type Console struct {
+	// Name defaults to "local".
+	Name string `yaml:"name"`
+	// Enabled defaults to true; use On to read it.
+	Enabled *bool `yaml:"enabled"`
+}
+
+// On reports whether the console account is enabled (default true).
+func (c Console) On() bool { return c.Enabled == nil || *c.Enabled }
+
+// Slack is one Slack app (issue 3 item 1). An account with empty tokens is skipped
+// at start with one log line; that is not a validation error.
+type Slack struct {
+	Name string `yaml:"name"`
+	// Bot is a configured handle, or "*" for an app that speaks for the whole team.
+	Bot string `yaml:"bot"`
+	// Mode is "socket" (default) or "http" (Events API on the shared listener).
+	Mode          string   `yaml:"mode"`
+	AppToken      string   `yaml:"app_token"`
+	BotToken      string   `yaml:"bot_token"`
+	SigningSecret string   `yaml:"signing_secret"`
+	APIURL        string   `yaml:"api_url"` // optional, for proxies and tests
+	AllowChannels []string `yaml:"allow_channels"`
+	AllowUsers    []string `yaml:"allow_users"`
+}
+
+// Telegram is one Telegram bot token (issue 4 item 1).
+type Telegram struct {
+	Name  string `yaml:"name"`
+	Bot   string `yaml:"bot"` // a handle or "*"
+	Token string `yaml:"token"`
+	// Mode is "polling" (default) or "webhook" (needs WebhookURL).
+	Mode        string `yaml:"mode"`
+	WebhookURL  string `yaml:"webhook_url"`
+	SecretToken string `yaml:"secret_token"` // 1-256 of A-Z a-z 0-9 _ -
+	// APIEndpoint is optional, for self-hosted Bot API servers and tests.
+	APIEndpoint string   `yaml:"api_endpoint"`
+	AllowUsers  []string `yaml:"allow_users"`
+	// DMPolicy is "allowlist" (default) or "open".
+	DMPolicy string `yaml:"dm_policy"`
+}
+
+// Feishu is one Feishu/Lark app (issue 5 item 1).
+type Feishu struct {
+	Name      string `yaml:"name"`
+	Bot       string `yaml:"bot"` // a handle or "*"
+	AppID     string `yaml:"app_id"`
+	AppSecret string `yaml:"app_secret"`
+	// Mode is "websocket" (default, no public URL needed) or "webhook".
+	Mode              string `yaml:"mode"`
+	VerificationToken string `yaml:"verification_token"`
+	EncryptKey        string `yaml:"encrypt_key"`
+	// BaseURL defaults to FeishuBaseURL; use LarkBaseURL for Lark tenants.
+	BaseURL    string   `yaml:"base_url"`
+	AllowUsers []string `yaml:"allow_users"`
+	DMPolicy   string   `yaml:"dm_policy"` // "allowlist" (default) or "open"
+}
+
+// Open platform base URLs for Feishu.BaseURL.
+const (
+	FeishuBaseURL = "https://open.feishu.cn"
+	LarkBaseURL   = "https://open.larksuite.com"
+)
+
+// Default values applied by ApplyDefaults.
+const (
+	DefaultListen    = "127.0.0.1:8080"
+	DefaultStorePath = "./data/openbot.db"
+	DefaultWorkspace = "./data/workspace"
+	DefaultBotHandle = "chief_of_staff"
+	DefaultConsole   = "local"
+)
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,335 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const minimal = `
+llm:
+  default:
+    base_url: http://127.0.0.1:11434/v1
+    model: llama3.1
+bots:
+  - handle: engineer
+`
+
+func parseOK(t *testing.T, text string, env map[string]string) *Config {
+	t.Helper()
+	cfg, err := Parse([]byte(text), mapEnv(env))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return cfg
+}
+
+func parseErrs(t *testing.T, text string) Errors {
+	t.Helper()
+	_, err := Parse([]byte(text), nil)
+	if err == nil {
+		t.Fatalf("Parse: no error, want some")
+	}
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("Parse: error %T %v is not Errors", err, err)
+	}
+	return es
+}
+
+func TestDefaults(t *testing.T) {
+	cfg := parseOK(t, minimal, nil)
+	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute}
+	if cfg.Limits != want {
+		t.Errorf("limits = %+v, want %+v", cfg.Limits, want)
+	}
+	checks := []struct{ name, got, want string }{
+		{"http.listen", cfg.HTTP.Listen, "127.0.0.1:8080"},
+		{"store.path", cfg.Store.Path, "./data/openbot.db"},
+		{"workspace", cfg.Workspace, "./data/workspace"},
+		{"bots[0].name", cfg.Bots[0].Name, "engineer"},
+		{"bots[0].llm", cfg.Bots[0].LLM, "default"},
+		{"default_bot", cfg.DefaultBot, "engineer"},
+		{"model", cfg.ModelFor(cfg.Bots[0]), "llama3.1"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestDefaultsBotsAndChannels(t *testing.T) {
+	cfg := parseOK(t, `
+llm:
+  local: {base_url: "http://127.0.0.1:1/v1", model: m}
+bots:
+  - {handle: engineer}
+  - {handle: chief_of_staff, model: big}
+console: [{}, {name: two, enabled: false}]
+slack: [{name: s, bot: "*"}]
+telegram: [{name: t, bot: engineer}]
+feishu: [{name: f, bot: engineer}]
+limits: {max_bot_hops: 3, run_timeout: 90s}
+`, nil)
+	if cfg.DefaultBot != "chief_of_staff" {
+		t.Errorf("default_bot = %q, want chief_of_staff", cfg.DefaultBot)
+	}
+	if cfg.Bots[0].LLM != "local" {
+		t.Errorf("bots[0].llm = %q, want the only profile %q", cfg.Bots[0].LLM, "local")
+	}
+	if cfg.ModelFor(cfg.Bots[1]) != "big" {
+		t.Errorf("bot model override lost: %q", cfg.ModelFor(cfg.Bots[1]))
+	}
+	if cfg.Limits.MaxBotHops != 3 || cfg.Limits.RunTimeout != 90*time.Second || cfg.Limits.MaxConcurrentRuns != 4 {
+		t.Errorf("limits = %+v", cfg.Limits)
+	}
+	if cfg.Console[0].Name != "local" || !cfg.Console[0].On() || cfg.Console[1].On() {
+		t.Errorf("console = %+v", cfg.Console)
+	}
+	if cfg.Slack[0].Mode != "socket" {
+		t.Errorf("slack mode = %q", cfg.Slack[0].Mode)
+	}
+	if cfg.Telegram[0].Mode != "polling" || cfg.Telegram[0].DMPolicy != "allowlist" {
+		t.Errorf("telegram = %+v", cfg.Telegram[0])
+	}
+	if f := cfg.Feishu[0]; f.Mode != "websocket" || f.DMPolicy != "allowlist" || f.BaseURL != FeishuBaseURL {
+		t.Errorf("feishu = %+v", f)
+	}
+}
+
+func TestApplyDefaultsKeepsValues(t *testing.T) {
+	cfg := parseOK(t, minimal+`
+http: {listen: "0.0.0.0:9000"}
+store: {path: /tmp/x.db}
+default_bot: engineer
+`, nil)
+	before := *cfg
+	cfg.ApplyDefaults()
+	if !reflect.DeepEqual(before, *cfg) {
+		t.Errorf("ApplyDefaults changed set values:\n%+v\n%+v", before, *cfg)
+	}
+	if cfg.HTTP.Listen != "0.0.0.0:9000" || cfg.Store.Path != "/tmp/x.db" {
+		t.Errorf("values overwritten: %+v %+v", cfg.HTTP, cfg.Store)
+	}
+}
+
+func TestEnvExpansionInFile(t *testing.T) {
+	text := `
+llm:
+  default:
+    base_url: ${OPENAI_BASE_URL:-https://api.openai.com/v1}
+    api_key: "${OPENAI_API_KEY}"
+    model: ${OPENAI_MODEL:-gpt-4o-mini}
+bots: [{handle: chief_of_staff}]
+`
+	cfg := parseOK(t, text, map[string]string{"OPENAI_API_KEY": "sk-test"})
+	p := cfg.LLM["default"]
+	if p.BaseURL != OpenAIBaseURL || p.APIKey != "sk-test" || p.Model != "gpt-4o-mini" {
+		t.Errorf("profile = %+v", p)
+	}
+	if p.NeedsKey() {
+		t.Error("NeedsKey with a key set")
+	}
+
+	cfg = parseOK(t, text, nil)
+	if !cfg.LLM["default"].NeedsKey() {
+		t.Error("NeedsKey false for OpenAI without key")
+	}
+	cfg = parseOK(t, text, map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1", "OPENAI_MODEL": "llama3.1"})
+	if p := cfg.LLM["default"]; p.NeedsKey() || p.Model != "llama3.1" || p.BaseURL != "http://localhost:11434/v1" {
+		t.Errorf("ollama profile = %+v NeedsKey=%v", p, p.NeedsKey())
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	tests := []struct {
+		name, text, path, msg string
+	}{
+		{"top level", minimal + "bogus: 1\n", "bogus", `unknown key "bogus" (line 8)`},
+		{"nested", minimal + "http:\n  listne: x\n", "http.listne", `unknown key "listne" (line 9)`},
+		{"in list item", strings.Replace(minimal, "- handle: engineer", "- handle: engineer\n    modle: x", 1), "bots[0].modle", `unknown key "modle" (line 8)`},
+		{"llm profile", strings.Replace(minimal, "model: llama3.1", "model: llama3.1\n    apikey: x", 1), "llm.default.apikey", `unknown key "apikey" (line 6)`},
+		{"wrong type", minimal + "limits:\n  max_bot_hops: lots\n", "limits.max_bot_hops", `cannot use str "lots" as an integer (line 9)`},
+		{"bad duration", minimal + "limits:\n  run_timeout: soon\n", "limits.run_timeout", `cannot use str "soon" as a duration such as "10m" (line 9)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			es := parseErrs(t, tt.text)
+			want := FieldError{tt.path, tt.msg}
+			for _, e := range es {
+				if e == want {
+					return
+				}
+			}
+			t.Errorf("errors %q do not contain %q", es.Error(), want.Error())
+		})
+	}
+}
+
+func TestSyntaxError(t *testing.T) {
+	_, err := Parse([]byte("bots: [\n"), nil)
+	if err == nil {
+		t.Fatal("no error for broken YAML")
+	}
+	var es Errors
+	if errors.As(err, &es) {
+		t.Errorf("syntax error came back as Errors: %v", err)
+	}
+}
+
+func TestValidationRules(t *testing.T) {
+	base := `
+llm:
+  default: {base_url: "http://127.0.0.1:1/v1", model: m}
+bots:
+  - {handle: chief_of_staff}
+  - {handle: engineer}
+`
+	tests := []struct {
+		name, extra, path, msgPart string
+	}{
+		{"listen", `http: {listen: "8080"}`, "http.listen", "not host:port"},
+		{"negative limit", `limits: {max_concurrent_runs: -1}`, "limits.max_concurrent_runs", "must be positive"},
+		{"negative hops", `limits: {max_bot_hops: -2}`, "limits.max_bot_hops", "must be positive"},
+		{"negative calls", `limits: {max_model_calls_per_run: -2}`, "limits.max_model_calls_per_run", "must be positive"},
+		{"negative budget", `limits: {history_token_budget: -2}`, "limits.history_token_budget", "must be positive"},
+		{"negative messages", `limits: {history_max_messages: -2}`, "limits.history_max_messages", "must be positive"},
+		{"negative timeout", `limits: {run_timeout: -1s}`, "limits.run_timeout", "must be positive"},
+		{"default_bot unknown", `default_bot: boss`, "default_bot", `"boss" is not a configured bot`},
+		{"mcp neither", `mcp_servers: [{name: fs}]`, "mcp_servers[0]", "got neither"},
+		{"mcp both", `mcp_servers: [{name: fs, command: x, url: "http://h/mcp"}]`, "mcp_servers[0]", "got both"},
+		{"mcp dup", `mcp_servers: [{name: fs, command: x}, {name: fs, command: y}]`, "mcp_servers[1].name", `"fs" is used twice`},
+		{"mcp no name", `mcp_servers: [{command: x}]`, "mcp_servers[0].name", "must be set"},
+		{"mcp double underscore", `mcp_servers: [{name: a__b, command: x}]`, "mcp_servers[0].name", "single"},
+		{"mcp bad url", `mcp_servers: [{name: a, url: "ftp://h"}]`, "mcp_servers[0].url", "not an http(s) URL"},
+		{"console dup", `console: [{name: a}, {name: a}]`, "console[1].name", `"a" is used twice`},
+		{"console bad name", `console: [{name: "A B"}]`, "console[0].name", "must match"},
+		{"slack bot unknown", `slack: [{name: s, bot: nobody}]`, "slack[0].bot", `"nobody" is not a configured bot`},
+		{"slack bot missing", `slack: [{name: s}]`, "slack[0].bot", "must be set"},
+		{"slack mode", `slack: [{name: s, bot: "*", mode: rtm}]`, "slack[0].mode", `"rtm" is not one of`},
+		{"slack api_url", `slack: [{name: s, bot: "*", api_url: "not a url"}]`, "slack[0].api_url", "not an http(s) URL"},
+		{"slack dup", `slack: [{name: s, bot: "*"}, {name: s, bot: engineer}]`, "slack[1].name", "used twice"},
+		{"slack no name", `slack: [{bot: "*"}]`, "slack[0].name", "must be set"},
+		{"telegram mode", `telegram: [{name: t, bot: "*", mode: push}]`, "telegram[0].mode", "not one of"},
+		{"telegram webhook url", `telegram: [{name: t, bot: "*", mode: webhook}]`, "telegram[0].webhook_url", "must be set when mode is webhook"},
+		{"telegram dm_policy", `telegram: [{name: t, bot: "*", dm_policy: everyone}]`, "telegram[0].dm_policy", "not one of"},
+		{"telegram secret", `telegram: [{name: t, bot: "*", secret_token: "a b"}]`, "telegram[0].secret_token", "1-256"},
+		{"telegram bot", `telegram: [{name: t, bot: qa}]`, "telegram[0].bot", "not a configured bot"},
+		{"feishu mode", `feishu: [{name: f, bot: "*", mode: poll}]`, "feishu[0].mode", "not one of"},
+		{"feishu dm_policy", `feishu: [{name: f, bot: "*", dm_policy: x}]`, "feishu[0].dm_policy", "not one of"},
+		{"feishu base_url", `feishu: [{name: f, bot: "*", base_url: "open.feishu.cn"}]`, "feishu[0].base_url", "not an http(s) URL"},
+		{"feishu bot", `feishu: [{name: f, bot: ""}]`, "feishu[0].bot", "must be set"},
+		{"same name across kinds is fine, dup within", `feishu: [{name: s, bot: "*"}, {name: s, bot: "*"}]`, "feishu[1].name", "used twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			es := parseErrs(t, base+tt.extra+"\n")
+			for _, e := range es {
+				if e.Path == tt.path && strings.Contains(e.Msg, tt.msgPart) {
+					if len(es) != 1 {
+						t.Errorf("want exactly one problem, got:\n%v", es)
+					}
+					return
+				}
+			}
+			t.Errorf("errors:\n%v\nwant %s: ...%s...", es, tt.path, tt.msgPart)
+		})
+	}
+}
+
+func TestValidationRulesBotsAndLLM(t *testing.T) {
+	tests := []struct {
+		name, text, path, msgPart string
+	}{
+		{"no llm", "bots: [{handle: a, model: m}]", "llm", "at least one provider profile"},
+		{"no bots", "llm: {default: {base_url: 'http://h/v1', model: m}}", "bots", "at least one bot"},
+		{"no base_url", "llm: {default: {model: m}}\nbots: [{handle: a}]", "llm.default.base_url", "must be set"},
+		{"bad base_url", "llm: {default: {base_url: 'localhost:11434', model: m}}\nbots: [{handle: a}]", "llm.default.base_url", "not an http(s) URL"},
+		{"bad profile name", "llm: {Big: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "llm.Big", "profile name"},
+		{"handle empty", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{name: x}]", "bots[0].handle", "must be set"},
+		{"handle pattern", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: Eng-1}]", "bots[0].handle", `"Eng-1" must match [a-z0-9_]+`},
+		{"unknown profile", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, llm: other}]", "bots[0].llm", `"other" is not a profile`},
+		{"default profile missing", "llm: {a: {base_url: 'http://h/v1', model: m}, b: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: x}]", "bots[0].llm", `"default" is not a profile`},
+		{"no model", "llm: {default: {base_url: 'http://h/v1'}}\nbots: [{handle: a}]", "bots[0].model", "no model"},
+		{"negative calls", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, max_model_calls: -1}]", "bots[0].max_model_calls", "must not be negative"},
+		{"tool dup", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, tools: [shell, shell]}]", "bots[0].tools[1]", "listed twice"},
+		{"approval empty", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, approval_tools: ['']}]", "bots[0].approval_tools[0]", "must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			es := parseErrs(t, tt.text)
+			for _, e := range es {
+				if e.Path == tt.path && strings.Contains(e.Msg, tt.msgPart) {
+					if len(es) != 1 {
+						t.Errorf("want exactly one problem, got:\n%v", es)
+					}
+					return
+				}
+			}
+			t.Errorf("errors:\n%v\nwant %s: ...%s...", es, tt.path, tt.msgPart)
+		})
+	}
+}
+
+func TestReportsAllProblemsAtOnce(t *testing.T) {
+	text := `
+http: {listen: nope}
+llm:
+  default: {base_url: "http://h/v1", model: m}
+bots:
+  - handle: chief_of_staff
+  - handle: engineer
+  - handle: engineer
+    colour: blue
+  - handle: Bad
+limits: {max_bot_hops: -1}
+default_bot: ghost
+slack: [{name: s, bot: nobody}]
+`
+	es := parseErrs(t, text)
+	want := []string{
+		`bots[2].colour: unknown key "colour" (line 9)`,
+		`http.listen: "nope" is not host:port`,
+		`limits.max_bot_hops: must be positive, got -1`,
+		`bots[2].handle: "engineer" is used twice`,
+		`bots[3].handle: "Bad" must match [a-z0-9_]+`,
+		`default_bot: "ghost" is not a configured bot`,
+		`slack[0].bot: "nobody" is not a configured bot (use a handle or "*")`,
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Error())
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if es.Error() != strings.Join(want, "\n") {
+		t.Errorf("Error() = %q", es.Error())
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(minimal), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path, nil); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml"), nil); err == nil {
+		t.Fatal("Load of a missing file: no error")
+	}
+}
+
+func TestEmptyFile(t *testing.T) {
+	es := parseErrs(t, "")
+	if len(es) != 2 || es[0].Path != "llm" || es[1].Path != "bots" {
+		t.Errorf("errors = %v", es)
+	}
+}

@@ -1,0 +1,106 @@
+package config
+
+import "time"
+
+// Limit defaults (seed §4.3, §5, §6).
+const (
+	DefaultMaxConcurrentRuns   = 4
+	DefaultMaxBotHops          = 20
+	DefaultMaxModelCallsPerRun = 40
+	DefaultHistoryTokenBudget  = 24000
+	DefaultHistoryMaxMessages  = 80
+	DefaultRunTimeout          = 10 * time.Minute
+)
+
+// ApplyDefaults fills every empty field that has a default; it never overwrites a
+// value that was set. Load calls it before Validate. It is idempotent.
+func (c *Config) ApplyDefaults() {
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = DefaultListen
+	}
+	if c.Store.Path == "" {
+		c.Store.Path = DefaultStorePath
+	}
+	if c.Workspace == "" {
+		c.Workspace = DefaultWorkspace
+	}
+	l := &c.Limits
+	setInt(&l.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
+	setInt(&l.MaxBotHops, DefaultMaxBotHops)
+	setInt(&l.MaxModelCallsPerRun, DefaultMaxModelCallsPerRun)
+	setInt(&l.HistoryTokenBudget, DefaultHistoryTokenBudget)
+	setInt(&l.HistoryMaxMessages, DefaultHistoryMaxMessages)
+	if l.RunTimeout == 0 {
+		l.RunTimeout = DefaultRunTimeout
+	}
+
+	defaultProfile := "default"
+	if len(c.LLM) == 1 {
+		for name := range c.LLM {
+			defaultProfile = name
+		}
+	}
+	for i := range c.Bots {
+		b := &c.Bots[i]
+		if b.Name == "" {
+			b.Name = b.Handle
+		}
+		if b.LLM == "" {
+			b.LLM = defaultProfile
+		}
+	}
+	if c.DefaultBot == "" && len(c.Bots) > 0 {
+		c.DefaultBot = c.Bots[0].Handle
+		for _, b := range c.Bots {
+			if b.Handle == DefaultBotHandle {
+				c.DefaultBot = DefaultBotHandle
+			}
+		}
+	}
+
+	for i := range c.Console {
+		if c.Console[i].Name == "" {
+			c.Console[i].Name = DefaultConsole
+		}
+	}
+	for i := range c.Slack {
+		if c.Slack[i].Mode == "" {
+			c.Slack[i].Mode = "socket"
+		}
+	}
+	for i := range c.Telegram {
+		t := &c.Telegram[i]
+		if t.Mode == "" {
+			t.Mode = "polling"
+		}
+		if t.DMPolicy == "" {
+			t.DMPolicy = "allowlist"
+		}
+	}
+	for i := range c.Feishu {
+		f := &c.Feishu[i]
+		if f.Mode == "" {
+			f.Mode = "websocket"
+		}
+		if f.DMPolicy == "" {
+			f.DMPolicy = "allowlist"
+		}
+		if f.BaseURL == "" {
+			f.BaseURL = FeishuBaseURL
+		}
+	}
+}
+
+func setInt(p *int, def int) {
+	if *p == 0 {
+		*p = def
+	}
+}
+
+// ModelFor returns the model a bot uses: its own model, else its profile's.
+func (c *Config) ModelFor(b Bot) string {
+	if b.Model != "" {
+		return b.Model
+	}
+	return c.LLM[b.LLM].Model
+}

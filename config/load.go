@@ -1,0 +1,160 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads the file at path and returns the configuration with ${VAR} expanded
+// through lookup, defaults applied and validated. lookup is os.LookupEnv in cmd and
+// a map in tests; nil means every variable is unset. Unknown keys, values of the wrong
+// type and every validation problem come back together as Errors, each with its field
+// path (and the line for keys the schema does not know). A file that cannot be read
+// or is not YAML gives a plain error.
+func Load(path string, lookup LookupEnv) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, lookup)
+}
+
+// Parse is Load for configuration text already in memory.
+func Parse(data []byte, lookup LookupEnv) (*Config, error) {
+	text := Expand(string(data), lookup)
+	var cfg Config
+	var p problems
+
+	dec := yaml.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.KnownFields(true)
+	err := dec.Decode(&cfg)
+	var te *yaml.TypeError
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+	case errors.As(err, &te):
+		idx := indexLines(text)
+		for _, msg := range te.Errors {
+			p.errs = append(p.errs, idx.fieldError(msg))
+		}
+	default:
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
+
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		p.errs = append(p.errs, err.(Errors)...)
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// lineIndex maps source lines to field paths so that yaml's "line N: ..." decode
+// errors can be reported at a field path.
+type lineIndex map[int][]lineEntry
+
+type lineEntry struct {
+	path  string
+	key   string // set for mapping keys
+	isKey bool
+}
+
+func indexLines(text string) lineIndex {
+	idx := lineIndex{}
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &root); err != nil {
+		return idx
+	}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				child := k.Value
+				if path != "" {
+					child = path + "." + k.Value
+				}
+				idx[k.Line] = append(idx[k.Line], lineEntry{path: child, key: k.Value, isKey: true})
+				walk(v, child)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case yaml.ScalarNode, yaml.AliasNode:
+			idx[n.Line] = append(idx[n.Line], lineEntry{path: path})
+		}
+		if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+			idx[n.Line] = append(idx[n.Line], lineEntry{path: path})
+		}
+	}
+	walk(&root, "")
+	return idx
+}
+
+var (
+	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownRe = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	convertRe = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
+)
+
+// fieldError turns one yaml.TypeError line into a FieldError with a path.
+func (idx lineIndex) fieldError(msg string) FieldError {
+	m := lineRe.FindStringSubmatch(msg)
+	if m == nil {
+		return FieldError{Msg: msg}
+	}
+	line, _ := strconv.Atoi(m[1])
+	body := m[2]
+	if u := unknownRe.FindStringSubmatch(body); u != nil {
+		path := u[1]
+		for _, e := range idx[line] {
+			if e.isKey && e.key == u[1] {
+				path = e.path
+				break
+			}
+		}
+		return FieldError{Path: path, Msg: fmt.Sprintf("unknown key %q (line %d)", u[1], line)}
+	}
+	path := ""
+	for _, e := range idx[line] {
+		if !e.isKey {
+			path = e.path
+			break
+		}
+	}
+	if c := convertRe.FindStringSubmatch(body); c != nil {
+		body = fmt.Sprintf("cannot use %s %q as %s", c[1], c[2], friendlyType(c[3]))
+	}
+	return FieldError{Path: path, Msg: fmt.Sprintf("%s (line %d)", body, line)}
+}
+
+func friendlyType(t string) string {
+	switch {
+	case t == "time.Duration":
+		return "a duration such as \"10m\""
+	case strings.HasPrefix(t, "int"):
+		return "an integer"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.HasPrefix(t, "config."):
+		return "a mapping"
+	}
+	return t
+}

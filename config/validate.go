@@ -1,0 +1,259 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+)
+
+var (
+	handleRe  = regexp.MustCompile(`^[a-z0-9_]+$`)
+	nameRe    = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	mcpNameRe = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
+	secretRe  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+)
+
+// Validate checks the configuration after ApplyDefaults and returns Errors with
+// every problem found, each at its field path, or nil. Rules:
+//   - http.listen is host:port; store.path and workspace are set;
+//   - limits are positive;
+//   - llm has at least one profile; each has an http(s) base_url;
+//   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
+//     profile; a model is set on the bot or its profile; max_model_calls >= 0;
+//     tools and approval_tools have no empty or repeated names;
+//   - default_bot names a bot;
+//   - mcp_servers: name unique, made of letters, digits, "-" and single "_"
+//     (tools are "<name>__<tool>"); exactly one of command and url; url is http(s);
+//   - console, slack, telegram, feishu: name matches [a-z0-9_-]+ and is unique per
+//     kind (it is part of the account id and webhook paths); bot is a handle or "*";
+//     mode and dm_policy are among the allowed values; URLs are http(s);
+//     telegram webhook mode needs webhook_url, and secret_token is 1-256 of
+//     A-Z a-z 0-9 _ -.
+//
+// Empty platform credentials are not errors: such an account is skipped at start.
+func (c *Config) Validate() error {
+	var p problems
+	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		p.add("http.listen", "%q is not host:port", c.HTTP.Listen)
+	}
+	if c.Store.Path == "" {
+		p.add("store.path", "must be set")
+	}
+	if c.Workspace == "" {
+		p.add("workspace", "must be set")
+	}
+	c.validateLimits(&p)
+	c.validateLLM(&p)
+	handles := c.validateBots(&p)
+	if c.DefaultBot != "" && !handles[c.DefaultBot] {
+		p.add("default_bot", "%q is not a configured bot", c.DefaultBot)
+	}
+	c.validateMCP(&p)
+	c.validateChannels(&p, handles)
+	return p.err()
+}
+
+func (c *Config) validateLimits(p *problems) {
+	l := c.Limits
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"max_concurrent_runs", l.MaxConcurrentRuns},
+		{"max_bot_hops", l.MaxBotHops},
+		{"max_model_calls_per_run", l.MaxModelCallsPerRun},
+		{"history_token_budget", l.HistoryTokenBudget},
+		{"history_max_messages", l.HistoryMaxMessages},
+	} {
+		if f.v <= 0 {
+			p.add("limits."+f.name, "must be positive, got %d", f.v)
+		}
+	}
+	if l.RunTimeout <= 0 {
+		p.add("limits.run_timeout", "must be positive, got %s", l.RunTimeout)
+	}
+}
+
+func (c *Config) validateLLM(p *problems) {
+	if len(c.LLM) == 0 {
+		p.add("llm", "at least one provider profile is required")
+		return
+	}
+	names := make([]string, 0, len(c.LLM))
+	for name := range c.LLM {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		prof := c.LLM[name]
+		path := "llm." + name
+		if !nameRe.MatchString(name) {
+			p.add(path, "profile name must match [a-z0-9_-]+")
+		}
+		checkURL(p, path+".base_url", prof.BaseURL, true)
+	}
+}
+
+func (c *Config) validateBots(p *problems) map[string]bool {
+	handles := map[string]bool{}
+	if len(c.Bots) == 0 {
+		p.add("bots", "at least one bot is required")
+		return handles
+	}
+	for i, b := range c.Bots {
+		path := fmt.Sprintf("bots[%d]", i)
+		switch {
+		case b.Handle == "":
+			p.add(path+".handle", "must be set")
+		case !handleRe.MatchString(b.Handle):
+			p.add(path+".handle", "%q must match [a-z0-9_]+", b.Handle)
+		case handles[b.Handle]:
+			p.add(path+".handle", "%q is used twice", b.Handle)
+		}
+		if b.Handle != "" {
+			handles[b.Handle] = true
+		}
+		prof, ok := c.LLM[b.LLM]
+		switch {
+		case len(c.LLM) == 0:
+			// reported once at "llm"
+		case !ok:
+			p.add(path+".llm", "%q is not a profile in llm", b.LLM)
+		case b.Model == "" && prof.Model == "":
+			p.add(path+".model", "no model: set it here or in llm.%s.model", b.LLM)
+		}
+		if b.MaxModelCalls < 0 {
+			p.add(path+".max_model_calls", "must not be negative, got %d", b.MaxModelCalls)
+		}
+		checkNames(p, path+".tools", b.Tools)
+		checkNames(p, path+".approval_tools", b.ApprovalTools)
+	}
+	return handles
+}
+
+func checkNames(p *problems, path string, names []string) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		switch {
+		case n == "":
+			p.add(fmt.Sprintf("%s[%d]", path, i), "must not be empty")
+		case seen[n]:
+			p.add(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+func (c *Config) validateMCP(p *problems) {
+	seen := map[string]bool{}
+	for i, s := range c.MCPServers {
+		path := fmt.Sprintf("mcp_servers[%d]", i)
+		switch {
+		case s.Name == "":
+			p.add(path+".name", "must be set")
+		case !mcpNameRe.MatchString(s.Name):
+			p.add(path+".name", "%q must be letters, digits, \"-\" and single \"_\"", s.Name)
+		case seen[s.Name]:
+			p.add(path+".name", "%q is used twice", s.Name)
+		}
+		seen[s.Name] = true
+		switch {
+		case s.Command == "" && s.URL == "":
+			p.add(path, "set exactly one of command and url, got neither")
+		case s.Command != "" && s.URL != "":
+			p.add(path, "set exactly one of command and url, got both")
+		case s.URL != "":
+			checkURL(p, path+".url", s.URL, true)
+		}
+	}
+}
+
+func (c *Config) validateChannels(p *problems, handles map[string]bool) {
+	names := newAccountNames(p)
+	for i, a := range c.Console {
+		names.check(fmt.Sprintf("console[%d].name", i), "console", a.Name)
+	}
+	for i, a := range c.Slack {
+		path := fmt.Sprintf("slack[%d]", i)
+		names.check(path+".name", "slack", a.Name)
+		checkBot(p, path+".bot", a.Bot, handles)
+		checkEnum(p, path+".mode", a.Mode, "socket", "http")
+		checkURL(p, path+".api_url", a.APIURL, false)
+	}
+	for i, a := range c.Telegram {
+		path := fmt.Sprintf("telegram[%d]", i)
+		names.check(path+".name", "telegram", a.Name)
+		checkBot(p, path+".bot", a.Bot, handles)
+		checkEnum(p, path+".mode", a.Mode, "polling", "webhook")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
+		if a.Mode == "webhook" && a.WebhookURL == "" {
+			p.add(path+".webhook_url", "must be set when mode is webhook")
+		}
+		checkURL(p, path+".webhook_url", a.WebhookURL, false)
+		if a.SecretToken != "" && !secretRe.MatchString(a.SecretToken) {
+			p.add(path+".secret_token", "must be 1-256 characters of A-Z a-z 0-9 _ -")
+		}
+	}
+	for i, a := range c.Feishu {
+		path := fmt.Sprintf("feishu[%d]", i)
+		names.check(path+".name", "feishu", a.Name)
+		checkBot(p, path+".bot", a.Bot, handles)
+		checkEnum(p, path+".mode", a.Mode, "websocket", "webhook")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
+		checkURL(p, path+".base_url", a.BaseURL, true)
+	}
+}
+
+type accountNames struct {
+	p    *problems
+	seen map[string]bool
+}
+
+func newAccountNames(p *problems) accountNames {
+	return accountNames{p: p, seen: map[string]bool{}}
+}
+
+func (n accountNames) check(path, kind, name string) {
+	switch {
+	case name == "":
+		n.p.add(path, "must be set")
+	case !nameRe.MatchString(name):
+		n.p.add(path, "%q must match [a-z0-9_-]+", name)
+	case n.seen[kind+"/"+name]:
+		n.p.add(path, "%q is used twice", name)
+	}
+	n.seen[kind+"/"+name] = true
+}
+
+func checkBot(p *problems, path, bot string, handles map[string]bool) {
+	switch {
+	case bot == "":
+		p.add(path, "must be set to a bot handle or \"*\"")
+	case bot != "*" && !handles[bot]:
+		p.add(path, "%q is not a configured bot (use a handle or \"*\")", bot)
+	}
+}
+
+func checkEnum(p *problems, path, v string, allowed ...string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	p.add(path, "%q is not one of %q", v, allowed)
+}
+
+func checkURL(p *problems, path, raw string, required bool) {
+	if raw == "" {
+		if required {
+			p.add(path, "must be set")
+		}
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add(path, "%q is not an http(s) URL", raw)
+	}
+}
