@@ -1,0 +1,434 @@
+// Package openaitest is a fake OpenAI-compatible chat completions server for tests.
+//
+// It speaks the real wire protocol of POST /v1/chat/completions (and
+// /chat/completions): non-streaming JSON responses and streaming server-sent events
+// ("data: {...}\n\n" chunks ended by "data: [DONE]"), with tool calls split across
+// chunks the way OpenAI sends them (id and name in the first delta of a call, the
+// arguments in pieces after it, every delta carrying the call's index). It listens on
+// 127.0.0.1 only, so the real go-openai client code paths run without the internet.
+//
+// Replies are scripted: a FIFO queue of Reply values (Enqueue), else a handler
+// (Handle), else the default echo behaviour, which answers "echo: <last user
+// message>". Every request is recorded, raw and decoded, for assertions.
+package openaitest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ToolCall is one tool call the fake model makes.
+type ToolCall struct {
+	ID        string // defaults to "call_<n>"
+	Name      string
+	Arguments string // JSON text, sent in several pieces when streaming
+}
+
+// Usage is the token usage a reply reports; zero values are replaced by a rough
+// estimate (prompt: request bytes/4, completion: reply bytes/4, at least 1 each).
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Reply is one scripted response. Exactly one of these forms applies, checked in
+// this order: Status != 0 is an HTTP error with an OpenAI error JSON body; otherwise
+// Text and/or ToolCalls make a normal assistant message.
+type Reply struct {
+	Text      string
+	ToolCalls []ToolCall
+	// Interleave, in streaming mode, sends the deltas of the tool calls round-robin
+	// (call 0 header, call 1 header, call 0 piece, call 1 piece, ...) instead of one
+	// call after the other.
+	Interleave bool
+	Usage      Usage
+
+	// Status is an HTTP error status (400, 401, 429, 500...). The body is
+	// {"error":{"message":ErrMessage,"type":ErrType,"param":null,"code":ErrCode}}.
+	Status     int
+	ErrMessage string
+	ErrType    string
+	ErrCode    string
+
+	// Wait, when not nil, holds the response until it is closed or the client goes
+	// away (the request context is done), to test timeouts and cancellation.
+	Wait <-chan struct{}
+}
+
+// Text returns a reply with plain assistant text.
+func Text(s string) Reply { return Reply{Text: s} }
+
+// Calls returns a reply that makes the given tool calls (parallel when several).
+func Calls(calls ...ToolCall) Reply { return Reply{ToolCalls: calls} }
+
+// Call is a ToolCall with the given name and JSON arguments and a generated id.
+func Call(name, args string) ToolCall { return ToolCall{Name: name, Arguments: args} }
+
+// Error returns an HTTP error reply with OpenAI's error body.
+func Error(status int, message string) Reply {
+	typ := "server_error"
+	if status >= 400 && status < 500 {
+		typ = "invalid_request_error"
+	}
+	return Reply{Status: status, ErrMessage: message, ErrType: typ}
+}
+
+// ContextLengthError returns the 400 error OpenAI sends when the prompt is too
+// long (code "context_length_exceeded").
+func ContextLengthError() Reply {
+	return Reply{
+		Status:     http.StatusBadRequest,
+		ErrType:    "invalid_request_error",
+		ErrCode:    "context_length_exceeded",
+		ErrMessage: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens. Please reduce the length of the messages.",
+	}
+}
+
+// Request is one recorded request.
+type Request struct {
+	Path   string
+	Header http.Header
+	// Raw is the body exactly as received.
+	Raw []byte
+	// Body is Raw decoded with go-openai's own types.
+	Body openai.ChatCompletionRequest
+	// JSON is Raw decoded generically, to assert on fields the typed form hides
+	// (for example whether "content" is present on a message).
+	JSON map[string]any
+}
+
+// Messages returns the generic form of the request's messages.
+func (r Request) Messages() []map[string]any {
+	raw, _ := r.JSON["messages"].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, m := range raw {
+		if mm, ok := m.(map[string]any); ok {
+			out = append(out, mm)
+		}
+	}
+	return out
+}
+
+// ToolNames returns the names of the tools offered in the request, in order.
+func (r Request) ToolNames() []string {
+	var out []string
+	for _, t := range r.Body.Tools {
+		if t.Function != nil {
+			out = append(out, t.Function.Name)
+		}
+	}
+	return out
+}
+
+// Server is the fake. All methods are safe for concurrent use.
+type Server struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	queue    []Reply
+	handler  func(Request) Reply
+	requests []Request
+	nextID   int
+}
+
+// New starts a server on 127.0.0.1 and closes it when the test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("openaitest: listen: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
+	mux.HandleFunc("POST /chat/completions", s.serveChat)
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+	s.srv.Start()
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the base URL for go-openai's ClientConfig.BaseURL ("http://127.0.0.1:port/v1").
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Enqueue appends replies to the queue; each request takes the oldest.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, replies...)
+}
+
+// Handle sets the function that answers requests when the queue is empty. It is
+// called without the server's lock held, possibly concurrently.
+func (s *Server) Handle(fn func(Request) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handler = fn
+}
+
+// Requests returns a copy of every request received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Pending is the number of queued replies not yet used.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// Echo is the default reply: "echo: " followed by the text of the last user message.
+func Echo(req Request) Reply { return Text("echo: " + LastUserText(req)) }
+
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, Error(http.StatusBadRequest, "cannot read body"))
+		return
+	}
+	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
+	if err := json.Unmarshal(raw, &req.Body); err != nil {
+		writeError(w, Error(http.StatusBadRequest, "invalid JSON body: "+err.Error()))
+		return
+	}
+	_ = json.Unmarshal(raw, &req.JSON)
+
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	var reply Reply
+	scripted := false
+	if len(s.queue) > 0 {
+		reply, s.queue = s.queue[0], s.queue[1:]
+		scripted = true
+	}
+	handler := s.handler
+	s.mu.Unlock()
+	if !scripted {
+		if handler != nil {
+			reply = handler(req)
+		} else {
+			reply = Echo(req)
+		}
+	}
+
+	if reply.Wait != nil {
+		select {
+		case <-reply.Wait:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Status != 0 {
+		writeError(w, reply)
+		return
+	}
+	reply = s.fill(reply, len(raw))
+	if req.Body.Stream {
+		s.writeStream(w, req, reply)
+		return
+	}
+	s.writeJSON(w, req, reply)
+}
+
+// fill assigns tool call ids and estimates usage.
+func (s *Server) fill(r Reply, reqBytes int) Reply {
+	s.mu.Lock()
+	calls := make([]ToolCall, len(r.ToolCalls))
+	for i, c := range r.ToolCalls {
+		if c.ID == "" {
+			s.nextID++
+			c.ID = fmt.Sprintf("call_%d", s.nextID)
+		}
+		calls[i] = c
+	}
+	s.mu.Unlock()
+	r.ToolCalls = calls
+	if r.Usage.PromptTokens == 0 {
+		r.Usage.PromptTokens = max(1, reqBytes/4)
+	}
+	if r.Usage.CompletionTokens == 0 {
+		n := len(r.Text)
+		for _, c := range calls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+		r.Usage.CompletionTokens = max(1, n/4)
+	}
+	return r
+}
+
+func writeError(w http.ResponseWriter, r Reply) {
+	body := map[string]any{"error": map[string]any{
+		"message": r.ErrMessage,
+		"type":    r.ErrType,
+		"param":   nil,
+		"code":    nilIfEmpty(r.ErrCode),
+	}}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.Status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func finishReason(r Reply) string {
+	if len(r.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+func usageJSON(u Usage) map[string]any {
+	return map[string]any{
+		"prompt_tokens":     u.PromptTokens,
+		"completion_tokens": u.CompletionTokens,
+		"total_tokens":      u.PromptTokens + u.CompletionTokens,
+	}
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, req Request, r Reply) {
+	msg := map[string]any{"role": "assistant", "content": nilIfEmpty(r.Text)}
+	if len(r.ToolCalls) > 0 {
+		calls := make([]any, len(r.ToolCalls))
+		for i, c := range r.ToolCalls {
+			calls[i] = map[string]any{
+				"id":       c.ID,
+				"type":     "function",
+				"function": map[string]any{"name": c.Name, "arguments": c.Arguments},
+			}
+		}
+		msg["tool_calls"] = calls
+	}
+	body := map[string]any{
+		"id":      "chatcmpl-fake",
+		"object":  "chat.completion",
+		"created": 1700000000,
+		"model":   req.Body.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finishReason(r), "logprobs": nil}},
+		"usage":   usageJSON(r.Usage),
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (s *Server) writeStream(w http.ResponseWriter, req Request, r Reply) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{
+			"id":      "chatcmpl-fake",
+			"object":  "chat.completion.chunk",
+			"created": 1700000000,
+			"model":   req.Body.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
+		}
+	}
+
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, piece := range split(r.Text, 4) {
+		send(chunk(map[string]any{"content": piece}, nil))
+	}
+	for _, d := range toolDeltas(r.ToolCalls, r.Interleave) {
+		send(chunk(map[string]any{"tool_calls": []any{d}}, nil))
+	}
+	send(chunk(map[string]any{}, finishReason(r)))
+	// The usage chunk comes last with empty choices, as OpenAI sends it for
+	// stream_options.include_usage.
+	send(map[string]any{
+		"id":      "chatcmpl-fake",
+		"object":  "chat.completion.chunk",
+		"created": 1700000000,
+		"model":   req.Body.Model,
+		"choices": []any{},
+		"usage":   usageJSON(r.Usage),
+	})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// toolDeltas returns the tool_calls delta objects in send order: for every call a
+// header (index, id, type, name, empty arguments) then its arguments in pieces.
+func toolDeltas(calls []ToolCall, interleave bool) []map[string]any {
+	per := make([][]map[string]any, len(calls))
+	for i, c := range calls {
+		per[i] = append(per[i], map[string]any{
+			"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""},
+		})
+		for _, piece := range split(c.Arguments, 3) {
+			per[i] = append(per[i], map[string]any{"index": i, "function": map[string]any{"arguments": piece}})
+		}
+	}
+	var out []map[string]any
+	if !interleave {
+		for _, p := range per {
+			out = append(out, p...)
+		}
+		return out
+	}
+	for step := 0; ; step++ {
+		added := false
+		for _, p := range per {
+			if step < len(p) {
+				out = append(out, p[step])
+				added = true
+			}
+		}
+		if !added {
+			return out
+		}
+	}
+}
+
+// split cuts s into about n pieces on rune boundaries (none for the empty string).
+func split(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	runes := []rune(s)
+	size := max(1, (len(runes)+n-1)/n)
+	var out []string
+	for len(runes) > 0 {
+		k := min(size, len(runes))
+		out = append(out, string(runes[:k]))
+		runes = runes[k:]
+	}
+	return out
+}
+
+// LastUserText returns the content of the last user message of req ("" if none).
+func LastUserText(req Request) string {
+	last := ""
+	for _, m := range req.Body.Messages {
+		if m.Role == openai.ChatMessageRoleUser {
+			last = m.Content
+		}
+	}
+	return last
+}
