@@ -1,0 +1,182 @@
+// Package tools is openbot's built-in toolbox (DESIGN.md §6, issue 6): the
+// workspace-jailed file tools (workspace_read, workspace_write, workspace_list,
+// workspace_search), shell, http_fetch, todo_write and post_message. Each is an
+// agents.Tool; Builtins returns them all for the agents Registry.
+//
+// Every tool is safe for concurrent use (parallel tool calls) and honours the
+// call's ctx. Errors a tool returns are written for the model to read and act on.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"openbot/agents"
+)
+
+// Defaults applied by Builtins to zero Options fields.
+const (
+	DefaultWorkspaceRoot    = "./data/workspace"
+	DefaultReadCap          = 256 << 10 // bytes returned by workspace_read
+	DefaultWriteCap         = 1 << 20   // bytes accepted by workspace_write
+	DefaultShellTimeout     = 60 * time.Second
+	DefaultShellMaxTimeout  = 10 * time.Minute
+	DefaultOutputCap        = 64 << 10 // bytes of shell output / tool result text
+	DefaultFetchTimeout     = 30 * time.Second
+	DefaultFetchMaxBytes    = 1 << 20 // response body bytes read by http_fetch
+	DefaultSearchMaxResults = 100
+	DefaultShellPath        = "/usr/local/bin:/usr/bin:/bin"
+	DefaultShellKillDelay   = 2 * time.Second
+)
+
+// Options configures the built-in tools. Zero fields take the Default* values.
+type Options struct {
+	// WorkspaceRoot is the directory holding bot workspaces (config `workspace`).
+	WorkspaceRoot string
+	// BotWorkspaces overrides WorkspaceRoot per bot handle.
+	BotWorkspaces map[string]string
+	// SharedWorkspace makes all threads of a bot share the root itself instead of
+	// the default per-thread subfolder "<root>/thread-<id>".
+	SharedWorkspace bool
+
+	// ReadCap is the most bytes workspace_read returns (a note says when the
+	// file was longer); WriteCap the largest content workspace_write accepts.
+	ReadCap  int64
+	WriteCap int64
+	// SearchMaxResults bounds workspace_search matches and workspace_list entries.
+	SearchMaxResults int
+
+	// ShellTimeout is the default command timeout; ShellMaxTimeout the largest
+	// timeout the model may ask for.
+	ShellTimeout    time.Duration
+	ShellMaxTimeout time.Duration
+	// ShellPath is the PATH given to commands; ShellEnv extra variables set
+	// explicitly by the operator. Nothing else of openbot's environment is passed.
+	ShellPath string
+	ShellEnv  map[string]string
+	// ShellKillDelay bounds how long shell waits for output pipes after the
+	// process group was killed (exec.Cmd.WaitDelay).
+	ShellKillDelay time.Duration
+
+	// OutputCap bounds the text of a shell result (head and tail kept) and of
+	// any tool result passed through Cap.
+	OutputCap int
+
+	// FetchTimeout bounds a whole http_fetch (connect, redirects, body);
+	// FetchMaxBytes the body bytes read.
+	FetchTimeout  time.Duration
+	FetchMaxBytes int64
+	// FetchAllowHosts are hosts ("example.internal") or host:port pairs
+	// ("127.0.0.1:8080") that http_fetch may reach even when they resolve to a
+	// loopback, private, link-local, CGNAT or metadata address.
+	FetchAllowHosts []string
+
+	// Logger receives debug lines; nil discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.WorkspaceRoot == "" {
+		o.WorkspaceRoot = DefaultWorkspaceRoot
+	}
+	if o.ReadCap <= 0 {
+		o.ReadCap = DefaultReadCap
+	}
+	if o.WriteCap <= 0 {
+		o.WriteCap = DefaultWriteCap
+	}
+	if o.SearchMaxResults <= 0 {
+		o.SearchMaxResults = DefaultSearchMaxResults
+	}
+	if o.ShellTimeout <= 0 {
+		o.ShellTimeout = DefaultShellTimeout
+	}
+	if o.ShellMaxTimeout <= 0 {
+		o.ShellMaxTimeout = DefaultShellMaxTimeout
+	}
+	if o.ShellMaxTimeout < o.ShellTimeout {
+		o.ShellMaxTimeout = o.ShellTimeout
+	}
+	if o.ShellPath == "" {
+		o.ShellPath = DefaultShellPath
+	}
+	if o.ShellKillDelay <= 0 {
+		o.ShellKillDelay = DefaultShellKillDelay
+	}
+	if o.OutputCap <= 0 {
+		o.OutputCap = DefaultOutputCap
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = DefaultFetchTimeout
+	}
+	if o.FetchMaxBytes <= 0 {
+		o.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Builtins returns every built-in tool configured by opts. It does no I/O:
+// workspace directories are created on first use. It returns an error only for
+// invalid options (an allow-list entry that is not a host or host:port).
+func Builtins(opts Options) ([]agents.Tool, error) {
+	opts = opts.withDefaults()
+	ws := &workspace{opts: opts}
+	fetch, err := newFetcher(opts)
+	if err != nil {
+		return nil, err
+	}
+	return []agents.Tool{
+		workspaceReadTool(ws),
+		workspaceWriteTool(ws),
+		workspaceListTool(ws),
+		workspaceSearchTool(ws),
+		shellTool(ws),
+		fetch.tool(),
+		todoWriteTool(),
+		postMessageTool(),
+	}, nil
+}
+
+// tool is a built-in agents.Tool made of a name, a description, a JSON Schema
+// and a function.
+type tool struct {
+	name   string
+	desc   string
+	schema json.RawMessage
+	fn     func(ctx context.Context, call agents.ToolCall) (string, error)
+}
+
+var _ agents.Tool = (*tool)(nil)
+
+func (t *tool) Name() string            { return t.name }
+func (t *tool) Description() string     { return t.desc }
+func (t *tool) Schema() json.RawMessage { return t.schema }
+func (t *tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
+	return t.fn(ctx, call)
+}
+
+// decodeArgs unmarshals the model's arguments strictly enough to give the model
+// a useful error: unknown fields are refused so typos are noticed.
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("arguments are not valid JSON: %v", err)
+		}
+		return fmt.Errorf("invalid arguments: %v", err)
+	}
+	return nil
+}

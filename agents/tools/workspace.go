@@ -1,0 +1,131 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"openbot/agents"
+)
+
+// ErrOutsideWorkspace is returned (wrapped, with the offending path) by the
+// workspace tools for a path that is absolute, climbs out with "..", or goes
+// through a symbolic link that leads outside the workspace.
+var ErrOutsideWorkspace = errors.New("path is outside the workspace")
+
+// workspace resolves the per-bot, per-thread directory the file tools and shell
+// work in (DESIGN.md §6 "workspace-jailed file tools").
+type workspace struct {
+	opts Options
+}
+
+// dir returns the absolute, symlink-resolved workspace directory of a call,
+// creating it on first use.
+func (w *workspace) dir(call agents.ToolCall) (string, error) {
+	root := w.opts.WorkspaceRoot
+	if r, ok := w.opts.BotWorkspaces[call.Bot.Handle]; ok && r != "" {
+		root = r
+	}
+	d := root
+	if !w.opts.SharedWorkspace {
+		d = filepath.Join(root, "thread-"+strconv.FormatUint(uint64(call.Thread), 10))
+	}
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", fmt.Errorf("workspace directory: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o750); err != nil {
+		return "", fmt.Errorf("create workspace directory: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("workspace directory: %w", err)
+	}
+	return real, nil
+}
+
+// openRoot opens the call's workspace as an os.Root: every open through it is
+// confined to the directory even if a symlink is swapped in after resolve
+// checked the path (openat with per-component checks).
+func (w *workspace) openRoot(call agents.ToolCall) (string, *os.Root, error) {
+	dir, err := w.dir(call)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return dir, r, nil
+}
+
+// resolve checks that rel names something inside base (an absolute, symlink-free
+// directory) and returns it cleaned and relative to base ("." for base itself).
+// Absolute paths and ".." that climb out are refused, then the longest existing
+// prefix is resolved with filepath.EvalSymlinks and must still be inside base.
+// The caller opens the result through an os.Root, which re-checks at open time.
+func resolve(base, rel string) (string, error) {
+	if rel == "" {
+		rel = "."
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "~") {
+		return "", fmt.Errorf("%q: %w: use a path relative to the workspace", rel, ErrOutsideWorkspace)
+	}
+	clean := filepath.Clean(rel)
+	if !filepath.IsLocal(clean) && clean != "." {
+		return "", fmt.Errorf("%q: %w: \"..\" may not leave the workspace", rel, ErrOutsideWorkspace)
+	}
+	full := filepath.Join(base, clean)
+	// Longest existing prefix, then the part that does not exist yet.
+	existing, rest := full, ""
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing || len(parent) < len(base) {
+			return "", fmt.Errorf("%q: %w", rel, ErrOutsideWorkspace)
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		// A dangling link: where it points is not known to be inside.
+		return "", fmt.Errorf("%q: %w: it goes through a broken symbolic link", rel, ErrOutsideWorkspace)
+	}
+	if !within(base, real) {
+		return "", fmt.Errorf("%q: %w: a symbolic link points outside", rel, ErrOutsideWorkspace)
+	}
+	out, err := filepath.Rel(base, filepath.Join(real, rest))
+	if err != nil || !within(base, filepath.Join(base, out)) {
+		return "", fmt.Errorf("%q: %w", rel, ErrOutsideWorkspace)
+	}
+	return out, nil
+}
+
+// within reports whether p is base or below it (both absolute and clean).
+func within(base, p string) bool {
+	r, err := filepath.Rel(base, p)
+	if err != nil {
+		return false
+	}
+	return r == "." || filepath.IsLocal(r)
+}
+
+// rootErr turns an os.Root error into a message the model can act on.
+func rootErr(rel string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%q does not exist in the workspace", rel)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%q: permission denied", rel)
+	case strings.Contains(err.Error(), "escapes"):
+		return fmt.Errorf("%q: %w", rel, ErrOutsideWorkspace)
+	}
+	return fmt.Errorf("%q: %v", rel, err)
+}
