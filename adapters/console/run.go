@@ -1,0 +1,212 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+
+	"openbot/core"
+)
+
+// maxLine is the longest line Run accepts (1 MiB); longer input ends Run with an error.
+const maxLine = 1 << 20
+
+// threadsShown is how many threads /threads lists at most.
+const threadsShown = 50
+
+const help = `commands:
+  /new        the next message starts a new thread
+  /threads    list console threads (* marks the current one)
+  /switch N   send following messages to thread N
+  /quit       leave
+  /help       this text
+Messages go to the thread's default bot; write @handle to address another bot.`
+
+type line struct {
+	text string
+	eof  bool
+	err  error
+}
+
+// Run reads In line by line until EOF, /quit or ctx is done, and returns nil in each
+// case; it returns an error only when reading fails. A plain line is ingested as a
+// message from "console:you"; lines starting with "/" are commands (see /help).
+//
+// Reading happens in a goroutine owned by Run. A read from a terminal cannot be
+// interrupted, so when ctx ends first Run returns at once and that goroutine exits
+// when the reader next returns (at the latest when the process ends).
+func (a *Adapter) Run(ctx context.Context) error {
+	lines := make(chan line)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		sc := bufio.NewScanner(a.in)
+		sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+		for sc.Scan() {
+			select {
+			case lines <- line{text: sc.Text()}:
+			case <-done:
+				return
+			}
+		}
+		select {
+		case lines <- line{eof: true, err: sc.Err()}:
+		case <-done:
+		}
+	}()
+
+	if a.interactive {
+		a.notice("openbot console: type a message (@handle addresses a bot), /help for commands")
+	}
+	for {
+		var l line
+		select {
+		case <-ctx.Done():
+			return nil
+		case l = <-lines:
+		}
+		if l.err != nil {
+			return fmt.Errorf("console: read: %w", l.err)
+		}
+		if l.eof {
+			return nil
+		}
+		if quit := a.handle(ctx, l.text); quit {
+			return nil
+		}
+	}
+}
+
+// handle runs one input line and reports whether the user asked to quit.
+func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return false
+	}
+	if !strings.HasPrefix(text, "/") {
+		a.send(ctx, text)
+		return false
+	}
+	cmd, arg, _ := strings.Cut(text, " ")
+	arg = strings.TrimSpace(arg)
+	switch cmd {
+	case "/quit", "/exit":
+		return true
+	case "/help":
+		a.notice("%s", help)
+	case "/new":
+		a.mu.Lock()
+		a.fresh, a.target, a.current = true, 0, 0
+		a.mu.Unlock()
+		a.notice("your next message starts a new thread")
+	case "/threads":
+		a.listThreads(ctx)
+	case "/switch":
+		n, err := strconv.ParseUint(arg, 10, 64)
+		if err != nil || n == 0 {
+			a.notice("usage: /switch N, with N a thread id from /threads")
+			return false
+		}
+		a.mu.Lock()
+		a.fresh, a.target, a.current = false, core.ThreadID(n), core.ThreadID(n)
+		a.mu.Unlock()
+		a.notice("following messages go to thread #%d", n)
+	default:
+		a.notice("unknown command %s; /help lists the commands", cmd)
+	}
+	return false
+}
+
+// send ingests one message. Failures are shown in the terminal, not returned: the
+// person can simply type again.
+func (a *Adapter) send(ctx context.Context, text string) {
+	id := ulid.Make().String()
+	a.mu.Lock()
+	in := core.Inbound{
+		Account:      a.account,
+		Platform:     Platform,
+		DedupKey:     "console:" + id,
+		ThreadKey:    a.ThreadKey(),
+		Conversation: Conversation,
+		PlatformID:   id,
+		SenderID:     Human,
+		SenderName:   "you",
+		Text:         text,
+		StartThread:  true,
+		NewThread:    a.fresh,
+		Thread:       a.target,
+		Received:     a.now(),
+	}
+	a.mu.Unlock()
+
+	res, err := a.engine.Ingest(ctx, in)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			return
+		}
+		a.log.Warn("console ingest failed", "err", err)
+		a.notice("message not sent: %v", err)
+		return
+	}
+	a.mu.Lock()
+	a.fresh = false
+	a.current = res.Thread
+	a.mu.Unlock()
+	if res.Dropped {
+		a.notice("message not routed to any bot")
+	}
+}
+
+// listThreads prints the threads bound to console conversations, newest first.
+func (a *Adapter) listThreads(ctx context.Context) {
+	ts, err := a.engine.Threads(ctx, threadsShown)
+	if err != nil {
+		a.notice("cannot list threads: %v", err)
+		return
+	}
+	a.mu.Lock()
+	current := a.current
+	a.mu.Unlock()
+	var b strings.Builder
+	n := 0
+	for _, t := range ts {
+		if !a.bound(t) {
+			continue
+		}
+		n++
+		mark := " "
+		if t.ID == current {
+			mark = "*"
+		}
+		title, _, _ := strings.Cut(strings.TrimSpace(t.Title), "\n")
+		if title == "" {
+			title = "(untitled)"
+		}
+		fmt.Fprintf(&b, "\n %s #%d  %s", mark, t.ID, title)
+	}
+	if n == 0 {
+		a.notice("no threads yet; type a message to start one")
+		return
+	}
+	a.notice("threads:%s", b.String())
+}
+
+// bound reports whether a thread mirrors to this console account.
+func (a *Adapter) bound(t core.Thread) bool {
+	for _, b := range t.Bindings {
+		if b.Platform != Platform {
+			continue
+		}
+		for _, acc := range b.Accounts {
+			if acc == a.account {
+				return true
+			}
+		}
+	}
+	return false
+}
