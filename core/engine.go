@@ -95,6 +95,7 @@ type Engine struct {
 	kick     chan struct{} // wakes the outbox dispatcher; cap 1
 	lanes    *lanes
 	sem      chan struct{} // global run slots
+	ready    chan struct{} // closed once recovery is done and workers run
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -119,6 +120,7 @@ func New(opts Options) (*Engine, error) {
 		adapters: map[AccountID]Adapter{},
 		workers:  map[string]*worker{},
 		kick:     make(chan struct{}, 1),
+		ready:    make(chan struct{}),
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -170,6 +172,9 @@ func (e *Engine) AddAdapter(a Adapter) error {
 	return nil
 }
 
+// Ready is closed once Run has recovered the store and started every worker.
+func (e *Engine) Ready() <-chan struct{} { return e.ready }
+
 // Store returns the engine's store, for read-only views in commands.
 func (e *Engine) Store() Store { return e.store }
 
@@ -202,9 +207,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Unlock()
 
 	if err := e.syncBots(ctx); err != nil {
-		return err
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("core: storing bots: %w", err)
 	}
 	if err := e.recover(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("core: recovery: %w", err)
 	}
 
@@ -233,6 +244,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		w.wakeUp()
 	}
 	e.kickOutbox()
+	close(e.ready)
 
 	<-ctx.Done()
 	e.mu.Lock()
@@ -313,8 +325,14 @@ func (e *Engine) Threads(ctx context.Context, limit int) ([]Thread, error) {
 
 // WaitIdle blocks until no inbox item is queued or processing, no run is queued or
 // running, and no outbox entry is pending; runs waiting for a human do not count.
-// It polls the store every 20ms and returns ctx.Err() if ctx ends first.
+// It first waits for Ready, then polls the store every 20ms, and returns ctx.Err()
+// if ctx ends first.
 func (e *Engine) WaitIdle(ctx context.Context) error {
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {

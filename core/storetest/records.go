@@ -1,0 +1,507 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"openbot/core"
+)
+
+func testActorsAndBots(t *testing.T, s core.Store) {
+	human := core.Actor{ID: "slack:T1:U1", Kind: core.ActorHuman, Name: "Alice", Created: at(0)}
+	bot := core.Actor{ID: core.BotActorID("engineer"), Kind: core.ActorBot, Name: "Engineer", Handle: "engineer", Created: at(1)}
+	eng := core.BotProfile{Handle: "engineer", Name: "Engineer", Instructions: "fix it", LLM: "default",
+		Tools: []string{"shell", "read_file"}, ApprovalTools: []string{"shell"}, Memory: true, MaxModelCalls: 7}
+	qa := core.BotProfile{Handle: "qa", Name: "QA", Tools: []string{"shell"}}
+	update(t, s, func(tx core.Tx) error {
+		for _, a := range []core.Actor{human, bot} {
+			if err := tx.PutActor(a); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutBot(qa); err != nil {
+			return err
+		}
+		return tx.PutBot(eng)
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Actor(human)", must(t, tx.Actor(human.ID)), human)
+		wantEqual(t, "Actor(bot)", must(t, tx.Actor(bot.ID)), bot)
+		_, err := tx.Actor("slack:T1:nobody")
+		wantNotFound(t, "Actor(missing)", err)
+		wantEqual(t, "Bot(engineer)", must(t, tx.Bot("engineer")), eng)
+		_, err = tx.Bot("nobody")
+		wantNotFound(t, "Bot(missing)", err)
+		bots := must(t, tx.Bots())
+		slices.SortFunc(bots, func(a, b core.BotProfile) int { return cmpString(a.Handle, b.Handle) })
+		wantEqual(t, "Bots", bots, []core.BotProfile{eng, qa})
+		return nil
+	})
+	// Upserts replace.
+	human.Name = "Alice B."
+	eng.Instructions = "fix it well"
+	update(t, s, func(tx core.Tx) error {
+		if err := tx.PutActor(human); err != nil {
+			return err
+		}
+		return tx.PutBot(eng)
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Actor after upsert", must(t, tx.Actor(human.ID)), human)
+		wantEqual(t, "Bot after upsert", must(t, tx.Bot("engineer")), eng)
+		wantEqual(t, "len(Bots) after upsert", len(must(t, tx.Bots())), 2)
+		return nil
+	})
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func testThreads(t *testing.T, s core.Store) {
+	var stored []core.Thread
+	update(t, s, func(tx core.Tx) error {
+		for i := range 4 {
+			th := core.Thread{
+				Key: fmt.Sprintf("slack:T1:C1:%d", i), Title: fmt.Sprintf("task %d", i),
+				DefaultBot:   core.BotActorID("chief"),
+				Participants: []core.ActorID{"slack:T1:U1", core.BotActorID("chief")},
+				Bindings:     []core.Binding{{Platform: "slack", Conversation: "C1/1", Accounts: []core.AccountID{"slack/acme"}}},
+				Held:         []core.HeldHandoff{{From: core.BotActorID("chief"), Target: core.BotActorID("qa"), Message: 3}},
+				Created:      at(i),
+			}
+			got := must(t, tx.PutThread(th))
+			if got.ID == 0 {
+				t.Fatalf("PutThread assigned ID 0")
+			}
+			th.ID = got.ID
+			wantEqual(t, "PutThread result", got, th)
+			// Read-your-writes inside the transaction.
+			wantEqual(t, "Thread in same tx", must(t, tx.Thread(got.ID)), th)
+			stored = append(stored, th)
+		}
+		return nil
+	})
+	for i := 1; i < len(stored); i++ {
+		if stored[i].ID <= stored[i-1].ID {
+			t.Fatalf("thread IDs not increasing: %d then %d", stored[i-1].ID, stored[i].ID)
+		}
+	}
+	view(t, s, func(tx core.ReadTx) error {
+		for _, th := range stored {
+			wantEqual(t, fmt.Sprintf("Thread(%d)", th.ID), must(t, tx.Thread(th.ID)), th)
+		}
+		_, err := tx.Thread(stored[3].ID + 100)
+		wantNotFound(t, "Thread(missing)", err)
+		newestFirst := []core.Thread{stored[3], stored[2], stored[1], stored[0]}
+		wantEqual(t, "Threads(0)", must(t, tx.Threads(0)), newestFirst)
+		wantEqual(t, "Threads(2)", must(t, tx.Threads(2)), newestFirst[:2])
+		wantEqual(t, "Threads(10)", must(t, tx.Threads(10)), newestFirst)
+		return nil
+	})
+	// Replace keeps the ID and changes the record.
+	th := stored[1]
+	th.Title = "renamed"
+	th.HopLimitNotified = true
+	th.Participants = append(th.Participants, core.BotActorID("qa"))
+	update(t, s, func(tx core.Tx) error {
+		wantEqual(t, "PutThread replace", must(t, tx.PutThread(th)), th)
+		return nil
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Thread after replace", must(t, tx.Thread(th.ID)), th)
+		wantEqual(t, "len(Threads) after replace", len(must(t, tx.Threads(0))), 4)
+		return nil
+	})
+	err := s.Update(t.Context(), func(tx core.Tx) error {
+		_, err := tx.PutThread(core.Thread{ID: stored[3].ID + 50, Key: "x"})
+		return err
+	})
+	wantNotFound(t, "PutThread with unassigned ID", err)
+}
+
+func testThreadKeys(t *testing.T, s core.Store) {
+	var a, b core.Thread
+	update(t, s, func(tx core.Tx) error {
+		a = newThread(t, tx, "telegram:42")
+		b = newThread(t, tx, "telegram:42#2")
+		return tx.BindThreadKey("telegram:42", a.ID)
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "ThreadByKey", must(t, tx.ThreadByKey("telegram:42")), a.ID)
+		_, err := tx.ThreadByKey("telegram:43")
+		wantNotFound(t, "ThreadByKey(unbound)", err)
+		return nil
+	})
+	// /new rebinds the key to a fresh thread.
+	update(t, s, func(tx core.Tx) error { return tx.BindThreadKey("telegram:42", b.ID) })
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "ThreadByKey after rebind", must(t, tx.ThreadByKey("telegram:42")), b.ID)
+		wantEqual(t, "old thread kept", must(t, tx.Thread(a.ID)).Key, "telegram:42")
+		return nil
+	})
+}
+
+func testMessages(t *testing.T, s core.Store) {
+	var th1, th2, empty core.Thread
+	var in1, in2 []core.Message
+	update(t, s, func(tx core.Tx) error {
+		th1 = newThread(t, tx, "a")
+		th2 = newThread(t, tx, "b")
+		empty = newThread(t, tx, "c")
+		// Interleave the two threads so a prefix walk that leaks is caught.
+		for i := range 5 {
+			m := core.Message{Thread: th1.ID, Sender: core.BotActorID("eng"), SenderName: "Eng", Text: fmt.Sprintf("one %d", i),
+				Mentions: []string{"qa"}, Hop: i, Run: 9, Kind: core.KindChat, Created: at(i)}
+			got := must(t, tx.PutMessage(m))
+			m.ID = got.ID
+			wantEqual(t, "PutMessage result", got, m)
+			in1 = append(in1, m)
+			m2 := core.Message{Thread: th2.ID, Sender: "slack:T1:U1", SenderName: "Alice", Text: fmt.Sprintf("two %d", i),
+				Origin: &core.Origin{Account: "slack/acme", Conversation: "C1/1", PlatformID: "1700.1"}, Created: at(i)}
+			m2.ID = must(t, tx.PutMessage(m2)).ID
+			in2 = append(in2, m2)
+		}
+		return nil
+	})
+	all := append(append([]core.Message{}, in1...), in2...)
+	slices.SortFunc(all, func(a, b core.Message) int { return int(a.ID) - int(b.ID) })
+	for i := 1; i < len(all); i++ {
+		if all[i].ID == all[i-1].ID {
+			t.Fatalf("message ID %d assigned twice", all[i].ID)
+		}
+	}
+	if in1[1].ID <= in1[0].ID || in2[0].ID <= in1[0].ID {
+		t.Fatalf("message IDs not in assignment order: %d %d %d", in1[0].ID, in1[1].ID, in2[0].ID)
+	}
+	rev := func(l []core.Message) []core.Message { c := slices.Clone(l); slices.Reverse(c); return c }
+	view(t, s, func(tx core.ReadTx) error {
+		for _, m := range all {
+			wantEqual(t, fmt.Sprintf("Message(%d)", m.ID), must(t, tx.Message(m.ID)), m)
+		}
+		_, err := tx.Message(all[len(all)-1].ID + 100)
+		wantNotFound(t, "Message(missing)", err)
+
+		wantEqual(t, "Messages(th1, 0, 0)", must(t, tx.Messages(th1.ID, 0, 0)), in1)
+		wantEqual(t, "Messages(th2, 0, 0)", must(t, tx.Messages(th2.ID, 0, 0)), in2)
+		wantEqual(t, "Messages(th1, 0, 2)", messageIDs(must(t, tx.Messages(th1.ID, 0, 2))), messageIDs(in1[:2]))
+		wantEqual(t, "Messages(th1, in1[1], 2)", messageIDs(must(t, tx.Messages(th1.ID, in1[1].ID, 2))), messageIDs(in1[2:4]))
+		wantEqual(t, "Messages(th1, last, 0)", len(must(t, tx.Messages(th1.ID, in1[4].ID, 0))), 0)
+		wantEqual(t, "Messages(empty)", len(must(t, tx.Messages(empty.ID, 0, 0))), 0)
+		wantEqual(t, "Messages(unknown thread)", len(must(t, tx.Messages(empty.ID+10, 0, 0))), 0)
+
+		wantEqual(t, "MessagesBefore(th1, 0, 0)", must(t, tx.MessagesBefore(th1.ID, 0, 0)), rev(in1))
+		wantEqual(t, "MessagesBefore(th1, 0, 2)", messageIDs(must(t, tx.MessagesBefore(th1.ID, 0, 2))), messageIDs(rev(in1)[:2]))
+		wantEqual(t, "MessagesBefore(th1, in1[3], 0)", messageIDs(must(t, tx.MessagesBefore(th1.ID, in1[3].ID, 0))), messageIDs(rev(in1[:3])))
+		wantEqual(t, "MessagesBefore(th1, in1[3], 2)", messageIDs(must(t, tx.MessagesBefore(th1.ID, in1[3].ID, 2))), messageIDs(rev(in1[1:3])))
+		wantEqual(t, "MessagesBefore(th1, first, 0)", len(must(t, tx.MessagesBefore(th1.ID, in1[0].ID, 0))), 0)
+		wantEqual(t, "MessagesBefore(th2, 0, 0)", messageIDs(must(t, tx.MessagesBefore(th2.ID, 0, 0))), messageIDs(rev(in2)))
+		wantEqual(t, "MessagesBefore(empty)", len(must(t, tx.MessagesBefore(empty.ID, 0, 0))), 0)
+
+		wantEqual(t, "CountMessages(th1)", must(t, tx.CountMessages(th1.ID)), 5)
+		wantEqual(t, "CountMessages(th2)", must(t, tx.CountMessages(th2.ID)), 5)
+		wantEqual(t, "CountMessages(empty)", must(t, tx.CountMessages(empty.ID)), 0)
+		return nil
+	})
+	// Replacing a message keeps its place.
+	edited := in1[2]
+	edited.Text = "edited"
+	update(t, s, func(tx core.Tx) error {
+		must(t, tx.PutMessage(edited))
+		return nil
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Message after replace", must(t, tx.Message(edited.ID)), edited)
+		wantEqual(t, "CountMessages after replace", must(t, tx.CountMessages(th1.ID)), 5)
+		wantEqual(t, "Messages after replace", must(t, tx.Messages(th1.ID, in1[1].ID, 1)), []core.Message{edited})
+		return nil
+	})
+}
+
+func testRuns(t *testing.T, s core.Store) {
+	var th core.Thread
+	var r1, r2, r3 core.Run
+	update(t, s, func(tx core.Tx) error {
+		th = newThread(t, tx, "k")
+		r1 = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunQueued, Items: []core.ItemID{1, 2}, Triggers: []core.MessageID{3}, Created: at(0)}))
+		r2 = must(t, tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunQueued, Created: at(1)}))
+		r3 = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning, Created: at(2)}))
+		return nil
+	})
+	if !(r1.ID > 0 && r2.ID > r1.ID && r3.ID > r2.ID) {
+		t.Fatalf("run IDs not increasing: %d %d %d", r1.ID, r2.ID, r3.ID)
+	}
+	byStatus := func(want map[core.RunStatus][]core.RunID) {
+		t.Helper()
+		view(t, s, func(tx core.ReadTx) error {
+			for _, st := range []core.RunStatus{core.RunQueued, core.RunRunning, core.RunWaitingHuman, core.RunCompleted, core.RunFailed, core.RunCancelled} {
+				w := want[st]
+				if w == nil {
+					w = []core.RunID{}
+				}
+				wantEqual(t, fmt.Sprintf("RunsByStatus(%s)", st), runIDs(must(t, tx.RunsByStatus(st))), w)
+			}
+			return nil
+		})
+	}
+	byStatus(map[core.RunStatus][]core.RunID{core.RunQueued: {r1.ID, r2.ID}, core.RunRunning: {r3.ID}})
+
+	r1.Status, r1.Started = core.RunRunning, at(5)
+	r3.Status, r3.Checkpoint = core.RunWaitingHuman, json.RawMessage(`{"messages":[{"role":"user","content":"hi"}]}`)
+	r3.Usage = core.Usage{PromptTokens: 10, CompletionTokens: 5, ModelCalls: 1}
+	update(t, s, func(tx core.Tx) error {
+		must(t, tx.PutRun(r1))
+		must(t, tx.PutRun(r3))
+		return nil
+	})
+	byStatus(map[core.RunStatus][]core.RunID{core.RunQueued: {r2.ID}, core.RunRunning: {r1.ID}, core.RunWaitingHuman: {r3.ID}})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Run(r1)", must(t, tx.Run(r1.ID)), r1)
+		wantEqual(t, "Run(r3) with checkpoint", must(t, tx.Run(r3.ID)), r3)
+		_, err := tx.Run(r3.ID + 10)
+		wantNotFound(t, "Run(missing)", err)
+		return nil
+	})
+
+	r1.Status, r1.Ended = core.RunCompleted, at(9)
+	r2.Status, r2.Error = core.RunFailed, "server restarted"
+	r3.Status = core.RunRunning
+	update(t, s, func(tx core.Tx) error {
+		must(t, tx.PutRun(r1))
+		must(t, tx.PutRun(r2))
+		must(t, tx.PutRun(r3))
+		return nil
+	})
+	byStatus(map[core.RunStatus][]core.RunID{core.RunRunning: {r3.ID}, core.RunCompleted: {r1.ID}, core.RunFailed: {r2.ID}})
+	r3.Status = core.RunCancelled
+	update(t, s, func(tx core.Tx) error { must(t, tx.PutRun(r3)); return nil })
+	byStatus(map[core.RunStatus][]core.RunID{core.RunCompleted: {r1.ID}, core.RunFailed: {r2.ID}, core.RunCancelled: {r3.ID}})
+
+	err := s.Update(t.Context(), func(tx core.Tx) error {
+		_, err := tx.PutRun(core.Run{ID: r3.ID + 10, Bot: "bot:eng", Thread: th.ID, Status: core.RunQueued})
+		return err
+	})
+	wantNotFound(t, "PutRun with unassigned ID", err)
+}
+
+func testRunEvents(t *testing.T, s core.Store) {
+	var a, b, quiet core.Run
+	update(t, s, func(tx core.Tx) error {
+		th := newThread(t, tx, "k")
+		a = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning}))
+		b = must(t, tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunRunning}))
+		quiet = must(t, tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunQueued}))
+		return nil
+	})
+	var wantA, wantB []core.RunEvent
+	for i := range 4 {
+		update(t, s, func(tx core.Tx) error {
+			for _, r := range []core.RunID{a.ID, b.ID} {
+				e := core.RunEvent{Run: r, Type: "tool_call", Payload: json.RawMessage(fmt.Sprintf(`{"step":%d}`, i)), At: at(i)}
+				got := must(t, tx.AppendRunEvent(e))
+				e.Seq = uint64(i + 1)
+				wantEqual(t, "AppendRunEvent result", got, e)
+				if r == a.ID {
+					wantA = append(wantA, e)
+				} else {
+					wantB = append(wantB, e)
+				}
+			}
+			return nil
+		})
+	}
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "RunEvents(a)", must(t, tx.RunEvents(a.ID)), wantA)
+		wantEqual(t, "RunEvents(b)", must(t, tx.RunEvents(b.ID)), wantB)
+		wantEqual(t, "len(RunEvents(quiet))", len(must(t, tx.RunEvents(quiet.ID))), 0)
+		return nil
+	})
+}
+
+func testOutbox(t *testing.T, s core.Store) {
+	var entries []core.OutboxEntry
+	update(t, s, func(tx core.Tx) error {
+		for i := range 5 {
+			o := core.OutboxEntry{Account: "slack/acme", Conversation: "C1/1", Thread: 1, Message: core.MessageID(i + 1),
+				ReplyTo: "1700.1", Status: core.OutboxPending, Created: at(i)}
+			got := must(t, tx.PutOutbox(o))
+			o.ID = got.ID
+			wantEqual(t, "PutOutbox result", got, o)
+			entries = append(entries, o)
+		}
+		return nil
+	})
+	for i := 1; i < len(entries); i++ {
+		if entries[i].ID <= entries[i-1].ID {
+			t.Fatalf("outbox IDs not increasing")
+		}
+	}
+	pending := func(what string, after core.OutboxID, limit int, want ...core.OutboxEntry) {
+		t.Helper()
+		view(t, s, func(tx core.ReadTx) error {
+			wantEqual(t, what, outboxIDs(must(t, tx.PendingOutbox(after, limit))), append([]core.OutboxID{}, outboxIDs(want)...))
+			return nil
+		})
+	}
+	pending("PendingOutbox(0,0)", 0, 0, entries...)
+	pending("PendingOutbox(0,2)", 0, 2, entries[:2]...)
+	pending("PendingOutbox(e1,2)", entries[1].ID, 2, entries[2:4]...)
+
+	// Deliver 0 and 2, fail 3 permanently, retry 4 (still pending).
+	e0, e2, e3, e4 := entries[0], entries[2], entries[3], entries[4]
+	e0.Status, e0.PlatformID, e0.Attempts = core.OutboxDelivered, "1700.2", 1
+	e2.Status, e2.PlatformID, e2.Attempts = core.OutboxDelivered, "1700.3", 2
+	e3.Status, e3.Error, e3.Attempts = core.OutboxFailed, "channel_not_found", 1
+	e4.Attempts, e4.Error = 1, "ratelimited"
+	update(t, s, func(tx core.Tx) error {
+		for _, o := range []core.OutboxEntry{e0, e2, e3, e4} {
+			must(t, tx.PutOutbox(o))
+		}
+		return nil
+	})
+	pending("PendingOutbox after delivery", 0, 0, entries[1], e4)
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Outbox(e0)", must(t, tx.Outbox(e0.ID)), e0)
+		wantEqual(t, "Outbox(e3)", must(t, tx.Outbox(e3.ID)), e3)
+		wantEqual(t, "PendingOutbox entry", must(t, tx.PendingOutbox(e0.ID, 1)), []core.OutboxEntry{entries[1]})
+		_, err := tx.Outbox(e4.ID + 10)
+		wantNotFound(t, "Outbox(missing)", err)
+		return nil
+	})
+	// A failed entry put back to pending (operator retry) is pending again.
+	e3.Status = core.OutboxPending
+	update(t, s, func(tx core.Tx) error { must(t, tx.PutOutbox(e3)); return nil })
+	pending("PendingOutbox after requeue", 0, 0, entries[1], e3, e4)
+}
+
+func testDedup(t *testing.T, s core.Store) {
+	view(t, s, func(tx core.ReadTx) error {
+		_, err := tx.Seen("slack:T1:C1:1700.1")
+		wantNotFound(t, "Seen(unknown)", err)
+		return nil
+	})
+	update(t, s, func(tx core.Tx) error {
+		if err := tx.MarkSeen("slack:T1:C1:1700.1", 7); err != nil {
+			return err
+		}
+		return tx.MarkSeen("telegram:42:1", 8)
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Seen(slack)", must(t, tx.Seen("slack:T1:C1:1700.1")), core.MessageID(7))
+		wantEqual(t, "Seen(telegram)", must(t, tx.Seen("telegram:42:1")), core.MessageID(8))
+		return nil
+	})
+	update(t, s, func(tx core.Tx) error { return tx.MarkSeen("telegram:42:1", 9) })
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Seen after replace", must(t, tx.Seen("telegram:42:1")), core.MessageID(9))
+		return nil
+	})
+}
+
+func testTodo(t *testing.T, s core.Store) {
+	eng, qa := core.BotActorID("eng"), core.BotActorID("qa")
+	list := []core.TodoItem{{Text: "write test", Status: "done"}, {Text: "fix bug", Status: "in_progress"}}
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Todo(unsaved)", must(t, tx.Todo(eng, 1)), []core.TodoItem(nil))
+		return nil
+	})
+	update(t, s, func(tx core.Tx) error {
+		if err := tx.PutTodo(eng, 1, list); err != nil {
+			return err
+		}
+		return tx.PutTodo(qa, 1, list[:1])
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Todo(eng, 1)", must(t, tx.Todo(eng, 1)), list)
+		wantEqual(t, "Todo(qa, 1)", must(t, tx.Todo(qa, 1)), list[:1])
+		wantEqual(t, "Todo(eng, 2)", must(t, tx.Todo(eng, 2)), []core.TodoItem(nil))
+		return nil
+	})
+	list2 := []core.TodoItem{{Text: "ship", Status: "pending"}}
+	update(t, s, func(tx core.Tx) error {
+		if err := tx.PutTodo(eng, 1, list2); err != nil {
+			return err
+		}
+		return tx.PutTodo(qa, 1, nil)
+	})
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Todo after replace", must(t, tx.Todo(eng, 1)), list2)
+		wantEqual(t, "Todo after clear", must(t, tx.Todo(qa, 1)), []core.TodoItem(nil))
+		return nil
+	})
+}
+
+func testActivities(t *testing.T, s core.Store) {
+	var want []core.Activity
+	for i := range 7 {
+		a := core.Activity{Event: "run.started", Level: "info", Summary: fmt.Sprintf("step %d", i), Thread: 1, Actor: "bot:eng", Run: 2, Item: 3, Message: 4, At: at(i)}
+		update(t, s, func(tx core.Tx) error { return tx.AppendActivity(a) })
+		want = append(want, a)
+	}
+	var got []core.Activity
+	view(t, s, func(tx core.ReadTx) error {
+		got = must(t, tx.Activities(0, 0))
+		return nil
+	})
+	if len(got) != len(want) {
+		t.Fatalf("Activities(0,0) returned %d, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Seq == 0 || (i > 0 && got[i].Seq <= got[i-1].Seq) {
+			t.Fatalf("activity Seq not increasing from 1: %d after %d", got[i].Seq, got[max(i-1, 0)].Seq)
+		}
+		w := want[i]
+		w.Seq = got[i].Seq
+		wantEqual(t, fmt.Sprintf("activity %d", i), got[i], w)
+	}
+	// Page through three at a time.
+	var paged []core.Activity
+	after := uint64(0)
+	for {
+		var page []core.Activity
+		view(t, s, func(tx core.ReadTx) error {
+			page = must(t, tx.Activities(after, 3))
+			return nil
+		})
+		if len(page) > 3 {
+			t.Fatalf("Activities(%d, 3) returned %d lines", after, len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page...)
+		after = page[len(page)-1].Seq
+	}
+	wantEqual(t, "paged activities", paged, got)
+}
+
+func testCursors(t *testing.T, s core.Store) {
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Cursor(unset)", must(t, tx.Cursor("telegram/main")), "")
+		return nil
+	})
+	update(t, s, func(tx core.Tx) error {
+		if err := tx.SetCursor("telegram/main", "1001"); err != nil {
+			return err
+		}
+		return tx.SetCursor("telegram/other", "5")
+	})
+	update(t, s, func(tx core.Tx) error { return tx.SetCursor("telegram/main", "1002") })
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "Cursor(main)", must(t, tx.Cursor("telegram/main")), "1002")
+		wantEqual(t, "Cursor(other)", must(t, tx.Cursor("telegram/other")), "5")
+		return nil
+	})
+}
+
+// errBoom is returned by transactions that must roll back.
+var errBoom = errors.New("boom")
