@@ -25,7 +25,7 @@ func TestRestartRecovery(t *testing.T) {
 	}
 	h.eng = eng
 	// Without Run, Ingest stores and routes but nothing is picked.
-	a := h.say("@engineer task A")                                                // will be "processing" in a running run
+	a := h.say("@engineer task A")                                                  // will be "processing" in a running run
 	b := h.say("@qa task B", func(in *core.Inbound) { in.ThreadKey = "console:b" }) // stays queued
 	c := h.say("@reviewer task C", func(in *core.Inbound) { in.ThreadKey = "console:c" })
 	ctx := context.Background()
