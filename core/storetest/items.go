@@ -26,12 +26,12 @@ func checkItems(t *testing.T, s core.Store, model map[core.ItemID]core.InboxItem
 	view(t, s, func(tx core.ReadTx) error {
 		queued := 0
 		for _, id := range sorted {
-			wantEqual(t, fmt.Sprintf("Item(%d)", id), must(t, tx.Item(id)), model[id])
+			wantEqual(t, fmt.Sprintf("Item(%d)", id), get(tx.Item(id)).must(t), model[id])
 			if model[id].Status == core.ItemQueued {
 				queued++
 			}
 		}
-		wantEqual(t, "CountQueued", must(t, tx.CountQueued()), queued)
+		wantEqual(t, "CountQueued", get(tx.CountQueued()).must(t), queued)
 		for _, st := range allItemStatuses {
 			want := []core.ItemID{}
 			for _, id := range sorted {
@@ -39,7 +39,7 @@ func checkItems(t *testing.T, s core.Store, model map[core.ItemID]core.InboxItem
 					want = append(want, id)
 				}
 			}
-			wantEqual(t, fmt.Sprintf("ItemsByStatus(%s)", st), itemIDs(must(t, tx.ItemsByStatus(st))), want)
+			wantEqual(t, fmt.Sprintf("ItemsByStatus(%s)", st), itemIDs(get(tx.ItemsByStatus(st)).must(t)), want)
 		}
 		for _, a := range actors {
 			var first core.ItemID
@@ -64,7 +64,7 @@ func checkItems(t *testing.T, s core.Store, model map[core.ItemID]core.InboxItem
 						want = append(want, id)
 					}
 				}
-				wantEqual(t, fmt.Sprintf("QueuedInThread(%s, %d)", a, th), itemIDs(must(t, tx.QueuedInThread(a, th))), want)
+				wantEqual(t, fmt.Sprintf("QueuedInThread(%s, %d)", a, th), itemIDs(get(tx.QueuedInThread(a, th)).must(t)), want)
 			}
 		}
 		return nil
@@ -95,14 +95,14 @@ func testItemLifecycle(t *testing.T, s core.Store) {
 	// The scheduler picks eng's oldest item and coalesces its thread.
 	var batch []core.InboxItem
 	update(t, s, func(tx core.Tx) error {
-		first := must(t, tx.NextQueued(eng, nil))
-		batch = must(t, tx.QueuedInThread(eng, first.Thread))
+		first := get(tx.NextQueued(eng, nil)).must(t)
+		batch = get(tx.QueuedInThread(eng, first.Thread)).must(t)
 		if len(batch) != 2 || batch[0].ID != first.ID {
 			t.Fatalf("QueuedInThread(eng, %d) = %v, want 2 items starting with %d", first.Thread, itemIDs(batch), first.ID)
 		}
 		for _, it := range batch {
 			it.Status = core.ItemProcessing
-			model[it.ID] = must(t, tx.PutItem(it))
+			model[it.ID] = get(tx.PutItem(it)).must(t)
 		}
 		return nil
 	})
@@ -111,28 +111,28 @@ func testItemLifecycle(t *testing.T, s core.Store) {
 	update(t, s, func(tx core.Tx) error {
 		for _, it := range batch {
 			it.Status = core.ItemDone
-			model[it.ID] = must(t, tx.PutItem(it))
+			model[it.ID] = get(tx.PutItem(it)).must(t)
 		}
 		// A cancel and a failure elsewhere.
-		q := must(t, tx.NextQueued(qa, nil))
+		q := get(tx.NextQueued(qa, nil)).must(t)
 		q.Status = core.ItemCancelled
-		model[q.ID] = must(t, tx.PutItem(q))
+		model[q.ID] = get(tx.PutItem(q)).must(t)
 		return nil
 	})
 	checkItems(t, s, model, actors, threads)
 
 	// Recovery puts a processing item back to queued.
 	update(t, s, func(tx core.Tx) error {
-		it := must(t, tx.NextQueued(eng, nil))
+		it := get(tx.NextQueued(eng, nil)).must(t)
 		it.Status = core.ItemProcessing
-		model[it.ID] = must(t, tx.PutItem(it))
+		model[it.ID] = get(tx.PutItem(it)).must(t)
 		return nil
 	})
 	checkItems(t, s, model, actors, threads)
 	update(t, s, func(tx core.Tx) error {
-		for _, it := range must(t, tx.ItemsByStatus(core.ItemProcessing)) {
+		for _, it := range get(tx.ItemsByStatus(core.ItemProcessing)).must(t) {
 			it.Status = core.ItemQueued
-			model[it.ID] = must(t, tx.PutItem(it))
+			model[it.ID] = get(tx.PutItem(it)).must(t)
 		}
 		return nil
 	})
@@ -180,7 +180,7 @@ func testItemIndexesModel(t *testing.T, s core.Store) {
 					it.Actor = actors[rng.IntN(len(actors))]
 					it.Thread = threads[rng.IntN(len(threads))]
 				}
-				model[it.ID] = must(t, tx.PutItem(it))
+				model[it.ID] = get(tx.PutItem(it)).must(t)
 			}
 			return nil
 		})
@@ -227,15 +227,15 @@ func testNextQueuedSkip(t *testing.T, s core.Store) {
 	})
 	// After the open thread's items are taken, only parked ones remain.
 	update(t, s, func(tx core.Tx) error {
-		for _, it := range must(t, tx.QueuedInThread(eng, open)) {
+		for _, it := range get(tx.QueuedInThread(eng, open)).must(t) {
 			it.Status = core.ItemProcessing
-			must(t, tx.PutItem(it))
+			get(tx.PutItem(it)).must(t)
 		}
 		_, err := tx.NextQueued(eng, func(it core.InboxItem) bool { return it.Thread == parked })
 		if !errors.Is(err, core.ErrNotFound) {
 			t.Errorf("NextQueued with only parked items left: %v, want ErrNotFound", err)
 		}
-		wantEqual(t, "NextQueued(nil) still sees parked", must(t, tx.NextQueued(eng, nil)).ID, items[0].ID)
+		wantEqual(t, "NextQueued(nil) still sees parked", get(tx.NextQueued(eng, nil)).must(t).ID, items[0].ID)
 		return nil
 	})
 }

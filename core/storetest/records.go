@@ -28,14 +28,14 @@ func testActorsAndBots(t *testing.T, s core.Store) {
 		return tx.PutBot(eng)
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Actor(human)", must(t, tx.Actor(human.ID)), human)
-		wantEqual(t, "Actor(bot)", must(t, tx.Actor(bot.ID)), bot)
+		wantEqual(t, "Actor(human)", get(tx.Actor(human.ID)).must(t), human)
+		wantEqual(t, "Actor(bot)", get(tx.Actor(bot.ID)).must(t), bot)
 		_, err := tx.Actor("slack:T1:nobody")
 		wantNotFound(t, "Actor(missing)", err)
-		wantEqual(t, "Bot(engineer)", must(t, tx.Bot("engineer")), eng)
+		wantEqual(t, "Bot(engineer)", get(tx.Bot("engineer")).must(t), eng)
 		_, err = tx.Bot("nobody")
 		wantNotFound(t, "Bot(missing)", err)
-		bots := must(t, tx.Bots())
+		bots := get(tx.Bots()).must(t)
 		slices.SortFunc(bots, func(a, b core.BotProfile) int { return cmpString(a.Handle, b.Handle) })
 		wantEqual(t, "Bots", bots, []core.BotProfile{eng, qa})
 		return nil
@@ -50,9 +50,9 @@ func testActorsAndBots(t *testing.T, s core.Store) {
 		return tx.PutBot(eng)
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Actor after upsert", must(t, tx.Actor(human.ID)), human)
-		wantEqual(t, "Bot after upsert", must(t, tx.Bot("engineer")), eng)
-		wantEqual(t, "len(Bots) after upsert", len(must(t, tx.Bots())), 2)
+		wantEqual(t, "Actor after upsert", get(tx.Actor(human.ID)).must(t), human)
+		wantEqual(t, "Bot after upsert", get(tx.Bot("engineer")).must(t), eng)
+		wantEqual(t, "len(Bots) after upsert", len(get(tx.Bots()).must(t)), 2)
 		return nil
 	})
 }
@@ -79,14 +79,14 @@ func testThreads(t *testing.T, s core.Store) {
 				Held:         []core.HeldHandoff{{From: core.BotActorID("chief"), Target: core.BotActorID("qa"), Message: 3}},
 				Created:      at(i),
 			}
-			got := must(t, tx.PutThread(th))
+			got := get(tx.PutThread(th)).must(t)
 			if got.ID == 0 {
 				t.Fatalf("PutThread assigned ID 0")
 			}
 			th.ID = got.ID
 			wantEqual(t, "PutThread result", got, th)
 			// Read-your-writes inside the transaction.
-			wantEqual(t, "Thread in same tx", must(t, tx.Thread(got.ID)), th)
+			wantEqual(t, "Thread in same tx", get(tx.Thread(got.ID)).must(t), th)
 			stored = append(stored, th)
 		}
 		return nil
@@ -98,14 +98,14 @@ func testThreads(t *testing.T, s core.Store) {
 	}
 	view(t, s, func(tx core.ReadTx) error {
 		for _, th := range stored {
-			wantEqual(t, fmt.Sprintf("Thread(%d)", th.ID), must(t, tx.Thread(th.ID)), th)
+			wantEqual(t, fmt.Sprintf("Thread(%d)", th.ID), get(tx.Thread(th.ID)).must(t), th)
 		}
 		_, err := tx.Thread(stored[3].ID + 100)
 		wantNotFound(t, "Thread(missing)", err)
 		newestFirst := []core.Thread{stored[3], stored[2], stored[1], stored[0]}
-		wantEqual(t, "Threads(0)", must(t, tx.Threads(0)), newestFirst)
-		wantEqual(t, "Threads(2)", must(t, tx.Threads(2)), newestFirst[:2])
-		wantEqual(t, "Threads(10)", must(t, tx.Threads(10)), newestFirst)
+		wantEqual(t, "Threads(0)", get(tx.Threads(0)).must(t), newestFirst)
+		wantEqual(t, "Threads(2)", get(tx.Threads(2)).must(t), newestFirst[:2])
+		wantEqual(t, "Threads(10)", get(tx.Threads(10)).must(t), newestFirst)
 		return nil
 	})
 	// Replace keeps the ID and changes the record.
@@ -114,12 +114,12 @@ func testThreads(t *testing.T, s core.Store) {
 	th.HopLimitNotified = true
 	th.Participants = append(th.Participants, core.BotActorID("qa"))
 	update(t, s, func(tx core.Tx) error {
-		wantEqual(t, "PutThread replace", must(t, tx.PutThread(th)), th)
+		wantEqual(t, "PutThread replace", get(tx.PutThread(th)).must(t), th)
 		return nil
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Thread after replace", must(t, tx.Thread(th.ID)), th)
-		wantEqual(t, "len(Threads) after replace", len(must(t, tx.Threads(0))), 4)
+		wantEqual(t, "Thread after replace", get(tx.Thread(th.ID)).must(t), th)
+		wantEqual(t, "len(Threads) after replace", len(get(tx.Threads(0)).must(t)), 4)
 		return nil
 	})
 	err := s.Update(t.Context(), func(tx core.Tx) error {
@@ -137,7 +137,7 @@ func testThreadKeys(t *testing.T, s core.Store) {
 		return tx.BindThreadKey("telegram:42", a.ID)
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "ThreadByKey", must(t, tx.ThreadByKey("telegram:42")), a.ID)
+		wantEqual(t, "ThreadByKey", get(tx.ThreadByKey("telegram:42")).must(t), a.ID)
 		_, err := tx.ThreadByKey("telegram:43")
 		wantNotFound(t, "ThreadByKey(unbound)", err)
 		return nil
@@ -145,8 +145,8 @@ func testThreadKeys(t *testing.T, s core.Store) {
 	// /new rebinds the key to a fresh thread.
 	update(t, s, func(tx core.Tx) error { return tx.BindThreadKey("telegram:42", b.ID) })
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "ThreadByKey after rebind", must(t, tx.ThreadByKey("telegram:42")), b.ID)
-		wantEqual(t, "old thread kept", must(t, tx.Thread(a.ID)).Key, "telegram:42")
+		wantEqual(t, "ThreadByKey after rebind", get(tx.ThreadByKey("telegram:42")).must(t), b.ID)
+		wantEqual(t, "old thread kept", get(tx.Thread(a.ID)).must(t).Key, "telegram:42")
 		return nil
 	})
 }
@@ -162,13 +162,13 @@ func testMessages(t *testing.T, s core.Store) {
 		for i := range 5 {
 			m := core.Message{Thread: th1.ID, Sender: core.BotActorID("eng"), SenderName: "Eng", Text: fmt.Sprintf("one %d", i),
 				Mentions: []string{"qa"}, Hop: i, Run: 9, Kind: core.KindChat, Created: at(i)}
-			got := must(t, tx.PutMessage(m))
+			got := get(tx.PutMessage(m)).must(t)
 			m.ID = got.ID
 			wantEqual(t, "PutMessage result", got, m)
 			in1 = append(in1, m)
 			m2 := core.Message{Thread: th2.ID, Sender: "slack:T1:U1", SenderName: "Alice", Text: fmt.Sprintf("two %d", i),
 				Origin: &core.Origin{Account: "slack/acme", Conversation: "C1/1", PlatformID: "1700.1"}, Created: at(i)}
-			m2.ID = must(t, tx.PutMessage(m2)).ID
+			m2.ID = get(tx.PutMessage(m2)).must(t).ID
 			in2 = append(in2, m2)
 		}
 		return nil
@@ -186,43 +186,43 @@ func testMessages(t *testing.T, s core.Store) {
 	rev := func(l []core.Message) []core.Message { c := slices.Clone(l); slices.Reverse(c); return c }
 	view(t, s, func(tx core.ReadTx) error {
 		for _, m := range all {
-			wantEqual(t, fmt.Sprintf("Message(%d)", m.ID), must(t, tx.Message(m.ID)), m)
+			wantEqual(t, fmt.Sprintf("Message(%d)", m.ID), get(tx.Message(m.ID)).must(t), m)
 		}
 		_, err := tx.Message(all[len(all)-1].ID + 100)
 		wantNotFound(t, "Message(missing)", err)
 
-		wantEqual(t, "Messages(th1, 0, 0)", must(t, tx.Messages(th1.ID, 0, 0)), in1)
-		wantEqual(t, "Messages(th2, 0, 0)", must(t, tx.Messages(th2.ID, 0, 0)), in2)
-		wantEqual(t, "Messages(th1, 0, 2)", messageIDs(must(t, tx.Messages(th1.ID, 0, 2))), messageIDs(in1[:2]))
-		wantEqual(t, "Messages(th1, in1[1], 2)", messageIDs(must(t, tx.Messages(th1.ID, in1[1].ID, 2))), messageIDs(in1[2:4]))
-		wantEqual(t, "Messages(th1, last, 0)", len(must(t, tx.Messages(th1.ID, in1[4].ID, 0))), 0)
-		wantEqual(t, "Messages(empty)", len(must(t, tx.Messages(empty.ID, 0, 0))), 0)
-		wantEqual(t, "Messages(unknown thread)", len(must(t, tx.Messages(empty.ID+10, 0, 0))), 0)
+		wantEqual(t, "Messages(th1, 0, 0)", get(tx.Messages(th1.ID, 0, 0)).must(t), in1)
+		wantEqual(t, "Messages(th2, 0, 0)", get(tx.Messages(th2.ID, 0, 0)).must(t), in2)
+		wantEqual(t, "Messages(th1, 0, 2)", messageIDs(get(tx.Messages(th1.ID, 0, 2)).must(t)), messageIDs(in1[:2]))
+		wantEqual(t, "Messages(th1, in1[1], 2)", messageIDs(get(tx.Messages(th1.ID, in1[1].ID, 2)).must(t)), messageIDs(in1[2:4]))
+		wantEqual(t, "Messages(th1, last, 0)", len(get(tx.Messages(th1.ID, in1[4].ID, 0)).must(t)), 0)
+		wantEqual(t, "Messages(empty)", len(get(tx.Messages(empty.ID, 0, 0)).must(t)), 0)
+		wantEqual(t, "Messages(unknown thread)", len(get(tx.Messages(empty.ID+10, 0, 0)).must(t)), 0)
 
-		wantEqual(t, "MessagesBefore(th1, 0, 0)", must(t, tx.MessagesBefore(th1.ID, 0, 0)), rev(in1))
-		wantEqual(t, "MessagesBefore(th1, 0, 2)", messageIDs(must(t, tx.MessagesBefore(th1.ID, 0, 2))), messageIDs(rev(in1)[:2]))
-		wantEqual(t, "MessagesBefore(th1, in1[3], 0)", messageIDs(must(t, tx.MessagesBefore(th1.ID, in1[3].ID, 0))), messageIDs(rev(in1[:3])))
-		wantEqual(t, "MessagesBefore(th1, in1[3], 2)", messageIDs(must(t, tx.MessagesBefore(th1.ID, in1[3].ID, 2))), messageIDs(rev(in1[1:3])))
-		wantEqual(t, "MessagesBefore(th1, first, 0)", len(must(t, tx.MessagesBefore(th1.ID, in1[0].ID, 0))), 0)
-		wantEqual(t, "MessagesBefore(th2, 0, 0)", messageIDs(must(t, tx.MessagesBefore(th2.ID, 0, 0))), messageIDs(rev(in2)))
-		wantEqual(t, "MessagesBefore(empty)", len(must(t, tx.MessagesBefore(empty.ID, 0, 0))), 0)
+		wantEqual(t, "MessagesBefore(th1, 0, 0)", get(tx.MessagesBefore(th1.ID, 0, 0)).must(t), rev(in1))
+		wantEqual(t, "MessagesBefore(th1, 0, 2)", messageIDs(get(tx.MessagesBefore(th1.ID, 0, 2)).must(t)), messageIDs(rev(in1)[:2]))
+		wantEqual(t, "MessagesBefore(th1, in1[3], 0)", messageIDs(get(tx.MessagesBefore(th1.ID, in1[3].ID, 0)).must(t)), messageIDs(rev(in1[:3])))
+		wantEqual(t, "MessagesBefore(th1, in1[3], 2)", messageIDs(get(tx.MessagesBefore(th1.ID, in1[3].ID, 2)).must(t)), messageIDs(rev(in1[1:3])))
+		wantEqual(t, "MessagesBefore(th1, first, 0)", len(get(tx.MessagesBefore(th1.ID, in1[0].ID, 0)).must(t)), 0)
+		wantEqual(t, "MessagesBefore(th2, 0, 0)", messageIDs(get(tx.MessagesBefore(th2.ID, 0, 0)).must(t)), messageIDs(rev(in2)))
+		wantEqual(t, "MessagesBefore(empty)", len(get(tx.MessagesBefore(empty.ID, 0, 0)).must(t)), 0)
 
-		wantEqual(t, "CountMessages(th1)", must(t, tx.CountMessages(th1.ID)), 5)
-		wantEqual(t, "CountMessages(th2)", must(t, tx.CountMessages(th2.ID)), 5)
-		wantEqual(t, "CountMessages(empty)", must(t, tx.CountMessages(empty.ID)), 0)
+		wantEqual(t, "CountMessages(th1)", get(tx.CountMessages(th1.ID)).must(t), 5)
+		wantEqual(t, "CountMessages(th2)", get(tx.CountMessages(th2.ID)).must(t), 5)
+		wantEqual(t, "CountMessages(empty)", get(tx.CountMessages(empty.ID)).must(t), 0)
 		return nil
 	})
 	// Replacing a message keeps its place.
 	edited := in1[2]
 	edited.Text = "edited"
 	update(t, s, func(tx core.Tx) error {
-		must(t, tx.PutMessage(edited))
+		get(tx.PutMessage(edited)).must(t)
 		return nil
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Message after replace", must(t, tx.Message(edited.ID)), edited)
-		wantEqual(t, "CountMessages after replace", must(t, tx.CountMessages(th1.ID)), 5)
-		wantEqual(t, "Messages after replace", must(t, tx.Messages(th1.ID, in1[1].ID, 1)), []core.Message{edited})
+		wantEqual(t, "Message after replace", get(tx.Message(edited.ID)).must(t), edited)
+		wantEqual(t, "CountMessages after replace", get(tx.CountMessages(th1.ID)).must(t), 5)
+		wantEqual(t, "Messages after replace", get(tx.Messages(th1.ID, in1[1].ID, 1)).must(t), []core.Message{edited})
 		return nil
 	})
 }
@@ -232,9 +232,9 @@ func testRuns(t *testing.T, s core.Store) {
 	var r1, r2, r3 core.Run
 	update(t, s, func(tx core.Tx) error {
 		th = newThread(t, tx, "k")
-		r1 = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunQueued, Items: []core.ItemID{1, 2}, Triggers: []core.MessageID{3}, Created: at(0)}))
-		r2 = must(t, tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunQueued, Created: at(1)}))
-		r3 = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning, Created: at(2)}))
+		r1 = get(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunQueued, Items: []core.ItemID{1, 2}, Triggers: []core.MessageID{3}, Created: at(0)})).must(t)
+		r2 = get(tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunQueued, Created: at(1)})).must(t)
+		r3 = get(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning, Created: at(2)})).must(t)
 		return nil
 	})
 	if !(r1.ID > 0 && r2.ID > r1.ID && r3.ID > r2.ID) {
@@ -248,7 +248,7 @@ func testRuns(t *testing.T, s core.Store) {
 				if w == nil {
 					w = []core.RunID{}
 				}
-				wantEqual(t, fmt.Sprintf("RunsByStatus(%s)", st), runIDs(must(t, tx.RunsByStatus(st))), w)
+				wantEqual(t, fmt.Sprintf("RunsByStatus(%s)", st), runIDs(get(tx.RunsByStatus(st)).must(t)), w)
 			}
 			return nil
 		})
@@ -259,14 +259,14 @@ func testRuns(t *testing.T, s core.Store) {
 	r3.Status, r3.Checkpoint = core.RunWaitingHuman, json.RawMessage(`{"messages":[{"role":"user","content":"hi"}]}`)
 	r3.Usage = core.Usage{PromptTokens: 10, CompletionTokens: 5, ModelCalls: 1}
 	update(t, s, func(tx core.Tx) error {
-		must(t, tx.PutRun(r1))
-		must(t, tx.PutRun(r3))
+		get(tx.PutRun(r1)).must(t)
+		get(tx.PutRun(r3)).must(t)
 		return nil
 	})
 	byStatus(map[core.RunStatus][]core.RunID{core.RunQueued: {r2.ID}, core.RunRunning: {r1.ID}, core.RunWaitingHuman: {r3.ID}})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Run(r1)", must(t, tx.Run(r1.ID)), r1)
-		wantEqual(t, "Run(r3) with checkpoint", must(t, tx.Run(r3.ID)), r3)
+		wantEqual(t, "Run(r1)", get(tx.Run(r1.ID)).must(t), r1)
+		wantEqual(t, "Run(r3) with checkpoint", get(tx.Run(r3.ID)).must(t), r3)
 		_, err := tx.Run(r3.ID + 10)
 		wantNotFound(t, "Run(missing)", err)
 		return nil
@@ -276,14 +276,14 @@ func testRuns(t *testing.T, s core.Store) {
 	r2.Status, r2.Error = core.RunFailed, "server restarted"
 	r3.Status = core.RunRunning
 	update(t, s, func(tx core.Tx) error {
-		must(t, tx.PutRun(r1))
-		must(t, tx.PutRun(r2))
-		must(t, tx.PutRun(r3))
+		get(tx.PutRun(r1)).must(t)
+		get(tx.PutRun(r2)).must(t)
+		get(tx.PutRun(r3)).must(t)
 		return nil
 	})
 	byStatus(map[core.RunStatus][]core.RunID{core.RunRunning: {r3.ID}, core.RunCompleted: {r1.ID}, core.RunFailed: {r2.ID}})
 	r3.Status = core.RunCancelled
-	update(t, s, func(tx core.Tx) error { must(t, tx.PutRun(r3)); return nil })
+	update(t, s, func(tx core.Tx) error { get(tx.PutRun(r3)).must(t); return nil })
 	byStatus(map[core.RunStatus][]core.RunID{core.RunCompleted: {r1.ID}, core.RunFailed: {r2.ID}, core.RunCancelled: {r3.ID}})
 
 	err := s.Update(t.Context(), func(tx core.Tx) error {
@@ -297,9 +297,9 @@ func testRunEvents(t *testing.T, s core.Store) {
 	var a, b, quiet core.Run
 	update(t, s, func(tx core.Tx) error {
 		th := newThread(t, tx, "k")
-		a = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning}))
-		b = must(t, tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunRunning}))
-		quiet = must(t, tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunQueued}))
+		a = get(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning})).must(t)
+		b = get(tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunRunning})).must(t)
+		quiet = get(tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunQueued})).must(t)
 		return nil
 	})
 	var wantA, wantB []core.RunEvent
@@ -307,7 +307,7 @@ func testRunEvents(t *testing.T, s core.Store) {
 		update(t, s, func(tx core.Tx) error {
 			for _, r := range []core.RunID{a.ID, b.ID} {
 				e := core.RunEvent{Run: r, Type: "tool_call", Payload: json.RawMessage(fmt.Sprintf(`{"step":%d}`, i)), At: at(i)}
-				got := must(t, tx.AppendRunEvent(e))
+				got := get(tx.AppendRunEvent(e)).must(t)
 				e.Seq = uint64(i + 1)
 				wantEqual(t, "AppendRunEvent result", got, e)
 				if r == a.ID {
@@ -320,9 +320,9 @@ func testRunEvents(t *testing.T, s core.Store) {
 		})
 	}
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "RunEvents(a)", must(t, tx.RunEvents(a.ID)), wantA)
-		wantEqual(t, "RunEvents(b)", must(t, tx.RunEvents(b.ID)), wantB)
-		wantEqual(t, "len(RunEvents(quiet))", len(must(t, tx.RunEvents(quiet.ID))), 0)
+		wantEqual(t, "RunEvents(a)", get(tx.RunEvents(a.ID)).must(t), wantA)
+		wantEqual(t, "RunEvents(b)", get(tx.RunEvents(b.ID)).must(t), wantB)
+		wantEqual(t, "len(RunEvents(quiet))", len(get(tx.RunEvents(quiet.ID)).must(t)), 0)
 		return nil
 	})
 }
@@ -333,7 +333,7 @@ func testOutbox(t *testing.T, s core.Store) {
 		for i := range 5 {
 			o := core.OutboxEntry{Account: "slack/acme", Conversation: "C1/1", Thread: 1, Message: core.MessageID(i + 1),
 				ReplyTo: "1700.1", Status: core.OutboxPending, Created: at(i)}
-			got := must(t, tx.PutOutbox(o))
+			got := get(tx.PutOutbox(o)).must(t)
 			o.ID = got.ID
 			wantEqual(t, "PutOutbox result", got, o)
 			entries = append(entries, o)
@@ -348,7 +348,7 @@ func testOutbox(t *testing.T, s core.Store) {
 	pending := func(what string, after core.OutboxID, limit int, want ...core.OutboxEntry) {
 		t.Helper()
 		view(t, s, func(tx core.ReadTx) error {
-			wantEqual(t, what, outboxIDs(must(t, tx.PendingOutbox(after, limit))), append([]core.OutboxID{}, outboxIDs(want)...))
+			wantEqual(t, what, outboxIDs(get(tx.PendingOutbox(after, limit)).must(t)), append([]core.OutboxID{}, outboxIDs(want)...))
 			return nil
 		})
 	}
@@ -364,22 +364,22 @@ func testOutbox(t *testing.T, s core.Store) {
 	e4.Attempts, e4.Error = 1, "ratelimited"
 	update(t, s, func(tx core.Tx) error {
 		for _, o := range []core.OutboxEntry{e0, e2, e3, e4} {
-			must(t, tx.PutOutbox(o))
+			get(tx.PutOutbox(o)).must(t)
 		}
 		return nil
 	})
 	pending("PendingOutbox after delivery", 0, 0, entries[1], e4)
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Outbox(e0)", must(t, tx.Outbox(e0.ID)), e0)
-		wantEqual(t, "Outbox(e3)", must(t, tx.Outbox(e3.ID)), e3)
-		wantEqual(t, "PendingOutbox entry", must(t, tx.PendingOutbox(e0.ID, 1)), []core.OutboxEntry{entries[1]})
+		wantEqual(t, "Outbox(e0)", get(tx.Outbox(e0.ID)).must(t), e0)
+		wantEqual(t, "Outbox(e3)", get(tx.Outbox(e3.ID)).must(t), e3)
+		wantEqual(t, "PendingOutbox entry", get(tx.PendingOutbox(e0.ID, 1)).must(t), []core.OutboxEntry{entries[1]})
 		_, err := tx.Outbox(e4.ID + 10)
 		wantNotFound(t, "Outbox(missing)", err)
 		return nil
 	})
 	// A failed entry put back to pending (operator retry) is pending again.
 	e3.Status = core.OutboxPending
-	update(t, s, func(tx core.Tx) error { must(t, tx.PutOutbox(e3)); return nil })
+	update(t, s, func(tx core.Tx) error { get(tx.PutOutbox(e3)).must(t); return nil })
 	pending("PendingOutbox after requeue", 0, 0, entries[1], e3, e4)
 }
 
@@ -396,13 +396,13 @@ func testDedup(t *testing.T, s core.Store) {
 		return tx.MarkSeen("telegram:42:1", 8)
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Seen(slack)", must(t, tx.Seen("slack:T1:C1:1700.1")), core.MessageID(7))
-		wantEqual(t, "Seen(telegram)", must(t, tx.Seen("telegram:42:1")), core.MessageID(8))
+		wantEqual(t, "Seen(slack)", get(tx.Seen("slack:T1:C1:1700.1")).must(t), core.MessageID(7))
+		wantEqual(t, "Seen(telegram)", get(tx.Seen("telegram:42:1")).must(t), core.MessageID(8))
 		return nil
 	})
 	update(t, s, func(tx core.Tx) error { return tx.MarkSeen("telegram:42:1", 9) })
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Seen after replace", must(t, tx.Seen("telegram:42:1")), core.MessageID(9))
+		wantEqual(t, "Seen after replace", get(tx.Seen("telegram:42:1")).must(t), core.MessageID(9))
 		return nil
 	})
 }
@@ -411,7 +411,7 @@ func testTodo(t *testing.T, s core.Store) {
 	eng, qa := core.BotActorID("eng"), core.BotActorID("qa")
 	list := []core.TodoItem{{Text: "write test", Status: "done"}, {Text: "fix bug", Status: "in_progress"}}
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Todo(unsaved)", must(t, tx.Todo(eng, 1)), []core.TodoItem(nil))
+		wantEqual(t, "Todo(unsaved)", get(tx.Todo(eng, 1)).must(t), []core.TodoItem(nil))
 		return nil
 	})
 	update(t, s, func(tx core.Tx) error {
@@ -421,9 +421,9 @@ func testTodo(t *testing.T, s core.Store) {
 		return tx.PutTodo(qa, 1, list[:1])
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Todo(eng, 1)", must(t, tx.Todo(eng, 1)), list)
-		wantEqual(t, "Todo(qa, 1)", must(t, tx.Todo(qa, 1)), list[:1])
-		wantEqual(t, "Todo(eng, 2)", must(t, tx.Todo(eng, 2)), []core.TodoItem(nil))
+		wantEqual(t, "Todo(eng, 1)", get(tx.Todo(eng, 1)).must(t), list)
+		wantEqual(t, "Todo(qa, 1)", get(tx.Todo(qa, 1)).must(t), list[:1])
+		wantEqual(t, "Todo(eng, 2)", get(tx.Todo(eng, 2)).must(t), []core.TodoItem(nil))
 		return nil
 	})
 	list2 := []core.TodoItem{{Text: "ship", Status: "pending"}}
@@ -434,8 +434,8 @@ func testTodo(t *testing.T, s core.Store) {
 		return tx.PutTodo(qa, 1, nil)
 	})
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Todo after replace", must(t, tx.Todo(eng, 1)), list2)
-		wantEqual(t, "Todo after clear", must(t, tx.Todo(qa, 1)), []core.TodoItem(nil))
+		wantEqual(t, "Todo after replace", get(tx.Todo(eng, 1)).must(t), list2)
+		wantEqual(t, "Todo after clear", get(tx.Todo(qa, 1)).must(t), []core.TodoItem(nil))
 		return nil
 	})
 }
@@ -449,7 +449,7 @@ func testActivities(t *testing.T, s core.Store) {
 	}
 	var got []core.Activity
 	view(t, s, func(tx core.ReadTx) error {
-		got = must(t, tx.Activities(0, 0))
+		got = get(tx.Activities(0, 0)).must(t)
 		return nil
 	})
 	if len(got) != len(want) {
@@ -469,7 +469,7 @@ func testActivities(t *testing.T, s core.Store) {
 	for {
 		var page []core.Activity
 		view(t, s, func(tx core.ReadTx) error {
-			page = must(t, tx.Activities(after, 3))
+			page = get(tx.Activities(after, 3)).must(t)
 			return nil
 		})
 		if len(page) > 3 {
@@ -486,7 +486,7 @@ func testActivities(t *testing.T, s core.Store) {
 
 func testCursors(t *testing.T, s core.Store) {
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Cursor(unset)", must(t, tx.Cursor("telegram/main")), "")
+		wantEqual(t, "Cursor(unset)", get(tx.Cursor("telegram/main")).must(t), "")
 		return nil
 	})
 	update(t, s, func(tx core.Tx) error {
@@ -497,8 +497,8 @@ func testCursors(t *testing.T, s core.Store) {
 	})
 	update(t, s, func(tx core.Tx) error { return tx.SetCursor("telegram/main", "1002") })
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Cursor(main)", must(t, tx.Cursor("telegram/main")), "1002")
-		wantEqual(t, "Cursor(other)", must(t, tx.Cursor("telegram/other")), "5")
+		wantEqual(t, "Cursor(main)", get(tx.Cursor("telegram/main")).must(t), "1002")
+		wantEqual(t, "Cursor(other)", get(tx.Cursor("telegram/other")).must(t), "5")
 		return nil
 	})
 }

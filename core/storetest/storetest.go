@@ -85,13 +85,21 @@ func view(t *testing.T, s core.Store, fn func(tx core.ReadTx) error) {
 	}
 }
 
-// must fails the test on err; it keeps the table of calls inside a tx readable.
-func must[T any](t *testing.T, v T, err error) T {
+// result holds a (value, error) pair so get(tx.Item(id)).must(t) reads inline.
+type result[T any] struct {
+	v   T
+	err error
+}
+
+func get[T any](v T, err error) result[T] { return result[T]{v, err} }
+
+// must returns the value or fails the test on the error.
+func (r result[T]) must(t *testing.T) T {
 	t.Helper()
-	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
+	if r.err != nil {
+		t.Fatalf("unexpected error: %v", r.err)
 	}
-	return v
+	return r.v
 }
 
 func wantNotFound(t *testing.T, what string, err error) {
@@ -111,17 +119,17 @@ func wantEqual(t *testing.T, what string, got, want any) {
 // newThread stores a minimal thread and returns it as stored.
 func newThread(t *testing.T, tx core.Tx, key string) core.Thread {
 	t.Helper()
-	return must(t, tx.PutThread(core.Thread{Key: key, Participants: []core.ActorID{"console:you"}, Created: at(0)}))
+	return get(tx.PutThread(core.Thread{Key: key, Participants: []core.ActorID{"console:you"}, Created: at(0)})).must(t)
 }
 
 func newMessage(t *testing.T, tx core.Tx, thread core.ThreadID, text string) core.Message {
 	t.Helper()
-	return must(t, tx.PutMessage(core.Message{Thread: thread, Sender: "console:you", SenderName: "You", Text: text, Created: at(1)}))
+	return get(tx.PutMessage(core.Message{Thread: thread, Sender: "console:you", SenderName: "You", Text: text, Created: at(1)})).must(t)
 }
 
 func newItem(t *testing.T, tx core.Tx, actor core.ActorID, thread core.ThreadID) core.InboxItem {
 	t.Helper()
-	return must(t, tx.PutItem(core.InboxItem{Actor: actor, Thread: thread, Kind: core.ItemMessage, Message: 1, Status: core.ItemQueued, Created: at(2)}))
+	return get(tx.PutItem(core.InboxItem{Actor: actor, Thread: thread, Kind: core.ItemMessage, Message: 1, Status: core.ItemQueued, Created: at(2)})).must(t)
 }
 
 func ids[T any, ID comparable](list []T, id func(T) ID) []ID {

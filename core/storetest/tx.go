@@ -27,9 +27,9 @@ func testUpdateRollback(t *testing.T, s core.Store) {
 		th = newThread(t, tx, "gone")
 		m = newMessage(t, tx, th.ID, "hello")
 		it = newItem(t, tx, "bot:eng", th.ID)
-		r = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunQueued}))
-		must(t, tx.AppendRunEvent(core.RunEvent{Run: r.ID, Type: "text"}))
-		o = must(t, tx.PutOutbox(core.OutboxEntry{Account: "a/b", Conversation: "c", Thread: th.ID, Message: m.ID, Status: core.OutboxPending}))
+		r = get(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunQueued})).must(t)
+		get(tx.AppendRunEvent(core.RunEvent{Run: r.ID, Type: "text"})).must(t)
+		o = get(tx.PutOutbox(core.OutboxEntry{Account: "a/b", Conversation: "c", Thread: th.ID, Message: m.ID, Status: core.OutboxPending})).must(t)
 		for _, err := range []error{
 			tx.PutActor(core.Actor{ID: "slack:T1:U9", Kind: core.ActorHuman, Name: "Gone"}),
 			tx.PutBot(core.BotProfile{Handle: "gone"}),
@@ -44,7 +44,7 @@ func testUpdateRollback(t *testing.T, s core.Store) {
 			}
 		}
 		keep.Title = "changed"
-		must(t, tx.PutThread(keep))
+		get(tx.PutThread(keep)).must(t)
 		return fmt.Errorf("wrapped: %w", errBoom)
 	})
 	if !errors.Is(err, errBoom) {
@@ -69,16 +69,16 @@ func testUpdateRollback(t *testing.T, s core.Store) {
 		wantNotFound(t, "ThreadByKey after rollback", err)
 		_, err = tx.Seen("gone")
 		wantNotFound(t, "Seen after rollback", err)
-		wantEqual(t, "Todo after rollback", must(t, tx.Todo("bot:eng", th.ID)), []core.TodoItem(nil))
-		wantEqual(t, "Activities after rollback", len(must(t, tx.Activities(0, 0))), 0)
-		wantEqual(t, "Cursor after rollback", must(t, tx.Cursor("c")), "1")
-		wantEqual(t, "Thread not replaced", must(t, tx.Thread(keep.ID)).Title, "")
-		wantEqual(t, "CountQueued after rollback", must(t, tx.CountQueued()), 0)
-		wantEqual(t, "queued after rollback", len(must(t, tx.ItemsByStatus(core.ItemQueued))), 0)
-		wantEqual(t, "runs after rollback", len(must(t, tx.RunsByStatus(core.RunQueued))), 0)
-		wantEqual(t, "RunEvents after rollback", len(must(t, tx.RunEvents(r.ID))), 0)
-		wantEqual(t, "PendingOutbox after rollback", len(must(t, tx.PendingOutbox(0, 0))), 0)
-		wantEqual(t, "Threads after rollback", len(must(t, tx.Threads(0))), 1)
+		wantEqual(t, "Todo after rollback", get(tx.Todo("bot:eng", th.ID)).must(t), []core.TodoItem(nil))
+		wantEqual(t, "Activities after rollback", len(get(tx.Activities(0, 0)).must(t)), 0)
+		wantEqual(t, "Cursor after rollback", get(tx.Cursor("c")).must(t), "1")
+		wantEqual(t, "Thread not replaced", get(tx.Thread(keep.ID)).must(t).Title, "")
+		wantEqual(t, "CountQueued after rollback", get(tx.CountQueued()).must(t), 0)
+		wantEqual(t, "queued after rollback", len(get(tx.ItemsByStatus(core.ItemQueued)).must(t)), 0)
+		wantEqual(t, "runs after rollback", len(get(tx.RunsByStatus(core.RunQueued)).must(t)), 0)
+		wantEqual(t, "RunEvents after rollback", len(get(tx.RunEvents(r.ID)).must(t)), 0)
+		wantEqual(t, "PendingOutbox after rollback", len(get(tx.PendingOutbox(0, 0)).must(t)), 0)
+		wantEqual(t, "Threads after rollback", len(get(tx.Threads(0)).must(t)), 1)
 		return nil
 	})
 }
@@ -95,7 +95,7 @@ func testBatchRollback(t *testing.T, s core.Store) {
 		t.Fatalf("Batch returned %v, want fn's error", err)
 	}
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "Threads after failed Batch", len(must(t, tx.Threads(0))), 0)
+		wantEqual(t, "Threads after failed Batch", len(get(tx.Threads(0)).must(t)), 0)
 		return nil
 	})
 }
@@ -111,8 +111,8 @@ func testValuesOutliveView(t *testing.T, s core.Store) {
 		for i := range 3 {
 			msgs = append(msgs, newMessage(t, tx, th.ID, fmt.Sprintf("message %d", i)))
 		}
-		r = must(t, tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunWaitingHuman, Checkpoint: json.RawMessage(`{"k":"original"}`)}))
-		must(t, tx.AppendRunEvent(core.RunEvent{Run: r.ID, Type: "text", Payload: json.RawMessage(`{"t":"original"}`)}))
+		r = get(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunWaitingHuman, Checkpoint: json.RawMessage(`{"k":"original"}`)})).must(t)
+		get(tx.AppendRunEvent(core.RunEvent{Run: r.ID, Type: "text", Payload: json.RawMessage(`{"t":"original"}`)})).must(t)
 		if err := tx.SetCursor("c", "original"); err != nil {
 			return err
 		}
@@ -127,27 +127,27 @@ func testValuesOutliveView(t *testing.T, s core.Store) {
 		gotBots   []core.BotProfile
 	)
 	view(t, s, func(tx core.ReadTx) error {
-		gotThread = must(t, tx.Thread(th.ID))
-		gotMsgs = must(t, tx.Messages(th.ID, 0, 0))
-		gotRun = must(t, tx.Run(r.ID))
-		gotEvents = must(t, tx.RunEvents(r.ID))
-		gotCursor = must(t, tx.Cursor("c"))
-		gotBots = must(t, tx.Bots())
+		gotThread = get(tx.Thread(th.ID)).must(t)
+		gotMsgs = get(tx.Messages(th.ID, 0, 0)).must(t)
+		gotRun = get(tx.Run(r.ID)).must(t)
+		gotEvents = get(tx.RunEvents(r.ID)).must(t)
+		gotCursor = get(tx.Cursor("c")).must(t)
+		gotBots = get(tx.Bots()).must(t)
 		return nil
 	})
 	for i := range 50 {
 		update(t, s, func(tx core.Tx) error {
 			th2 := th
 			th2.Title = fmt.Sprintf("overwritten %d", i)
-			must(t, tx.PutThread(th2))
+			get(tx.PutThread(th2)).must(t)
 			for _, m := range msgs {
 				m.Text = fmt.Sprintf("overwritten %d", i)
-				must(t, tx.PutMessage(m))
+				get(tx.PutMessage(m)).must(t)
 			}
 			r2 := r
 			r2.Checkpoint = json.RawMessage(fmt.Sprintf(`{"k":"overwritten %d"}`, i))
-			must(t, tx.PutRun(r2))
-			must(t, tx.AppendRunEvent(core.RunEvent{Run: r.ID, Type: "text", Payload: json.RawMessage(`{"t":"more"}`)}))
+			get(tx.PutRun(r2)).must(t)
+			get(tx.AppendRunEvent(core.RunEvent{Run: r.ID, Type: "text", Payload: json.RawMessage(`{"t":"more"}`)})).must(t)
 			newThread(t, tx, fmt.Sprint(i))
 			if err := tx.SetCursor("c", fmt.Sprintf("overwritten %d", i)); err != nil {
 				return err
@@ -201,15 +201,15 @@ func testConcurrentBatch(t *testing.T, s core.Store) {
 		}
 	}
 	view(t, s, func(tx core.ReadTx) error {
-		wantEqual(t, "threads", len(must(t, tx.Threads(0))), n)
-		wantEqual(t, "CountQueued", must(t, tx.CountQueued()), n)
-		wantEqual(t, "queued items", len(must(t, tx.ItemsByStatus(core.ItemQueued))), n)
+		wantEqual(t, "threads", len(get(tx.Threads(0)).must(t)), n)
+		wantEqual(t, "CountQueued", get(tx.CountQueued()).must(t), n)
+		wantEqual(t, "queued items", len(get(tx.ItemsByStatus(core.ItemQueued)).must(t)), n)
 		for i := range n {
 			key := fmt.Sprintf("k%d", i)
-			m := must(t, tx.Message(must(t, tx.Seen(key))))
+			m := get(tx.Message(get(tx.Seen(key)).must(t))).must(t)
 			wantEqual(t, "message text of "+key, m.Text, key)
-			wantEqual(t, "thread of "+key, must(t, tx.ThreadByKey(key)), m.Thread)
-			wantEqual(t, "messages in thread of "+key, must(t, tx.CountMessages(m.Thread)), 1)
+			wantEqual(t, "thread of "+key, get(tx.ThreadByKey(key)).must(t), m.Thread)
+			wantEqual(t, "messages in thread of "+key, get(tx.CountMessages(m.Thread)).must(t), 1)
 		}
 		return nil
 	})
