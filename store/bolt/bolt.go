@@ -1,0 +1,149 @@
+// Package bolt implements core.Store on go.etcd.io/bbolt (DESIGN.md §7): one file,
+// one writer, every multi-record change one transaction, ordered keys big-endian
+// uint64 from NextSequence so "oldest first" is a cursor seek. The file carries a
+// schema version and is upgraded by ordered migrations at Open (schema.go).
+//
+// Records are JSON-encoded values of the core types; the bucket layout and key
+// encodings are documented in schema.go. Only this package imports bbolt.
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"openbot/core"
+)
+
+// DefaultTimeout is how long Open waits for the file lock when Options.Timeout is 0.
+const DefaultTimeout = time.Second
+
+// ErrLocked is returned (wrapped, with the path) by Open when another process holds
+// the file lock for longer than Options.Timeout.
+var ErrLocked = errors.New("store is locked by another process")
+
+// ErrClosed is returned by View, Update and Batch after Close.
+var ErrClosed = errors.New("store is closed")
+
+// ErrNewerSchema is returned (wrapped) by Open for a file written by a newer binary
+// whose schema version this one does not know; the file is left untouched.
+var ErrNewerSchema = errors.New("store schema is newer than this binary supports")
+
+// Options configures Open. The zero value is ready to use.
+type Options struct {
+	// Logger receives open and migration events; nil discards them.
+	Logger *slog.Logger
+	// Timeout bounds the wait for the file lock; 0 means DefaultTimeout. A second
+	// process opening the same file fails with ErrLocked after it.
+	Timeout time.Duration
+	// NoSync skips fsync on commit. Only for tests and benchmarks: a crash can
+	// corrupt the file.
+	NoSync bool
+}
+
+// Store is the bbolt core.Store. It is safe for concurrent use; bbolt runs at most
+// one read-write transaction at a time and any number of readers.
+type Store struct {
+	db     *bbolt.DB
+	path   string
+	log    *slog.Logger
+	closed atomic.Bool
+}
+
+var _ core.Store = (*Store)(nil)
+
+// Open opens or creates the store file at path, creating its parent directory. It
+// takes the file lock (waiting at most opts.Timeout, then ErrLocked), creates every
+// bucket, and upgrades an older schema in one transaction; a file with a newer schema
+// than SchemaVersion is refused with ErrNewerSchema. The caller must Close the store.
+func Open(path string, opts Options) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("store %s: create directory: %w", path, err)
+		}
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout, NoSync: opts.NoSync})
+	if err != nil {
+		if errors.Is(err, bbolt.ErrTimeout) {
+			return nil, fmt.Errorf("store %s: %w (waited %s)", path, ErrLocked, timeout)
+		}
+		return nil, fmt.Errorf("store %s: open: %w", path, err)
+	}
+	from, err := upgrade(db, log)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", from)
+	return &Store{db: db, path: path, log: log}, nil
+}
+
+// Path returns the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// View runs fn in a read-only transaction. It returns ctx.Err() without starting
+// when ctx is already done, and ErrClosed after Close. Values returned by the ReadTx
+// are decoded copies and stay valid after fn returns; the ReadTx itself must not be
+// used after fn returns.
+func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	return s.db.View(func(btx *bbolt.Tx) error { return fn(&readTx{tx: btx}) })
+}
+
+// Update runs fn in one read-write transaction and commits (with fsync unless
+// Options.NoSync) when fn returns nil; when fn returns an error, nothing is written
+// and that error is returned. It blocks while another write transaction runs.
+func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	return s.db.Update(func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
+}
+
+// Batch is Update through bbolt's db.Batch: concurrent callers share one commit
+// (up to bbolt's MaxBatchSize 1000 calls or MaxBatchDelay 10ms). fn may run more
+// than once (bbolt reruns it alone when a batch fails), so apart from its writes it
+// must be idempotent.
+func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	return s.db.Batch(func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
+}
+
+// Close waits for open transactions to finish and closes the file. Later calls of
+// View, Update and Batch return ErrClosed; a second Close returns nil.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store %s: close: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Store) begin(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("store %s: %w", s.path, ErrClosed)
+	}
+	return ctx.Err()
+}

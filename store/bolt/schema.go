@@ -1,0 +1,236 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.etcd.io/bbolt"
+
+	"openbot/core"
+)
+
+// SchemaVersion is the layout this binary writes. Open upgrades older files through
+// migrations() and refuses newer ones.
+//
+// Layout of version 1 (every bucket top-level; "BE" is big-endian uint64; records
+// are JSON of the core type; index values are empty unless stated):
+//
+//	meta            "schema_version" -> BE; "queued_count" -> BE (queued items, all mailboxes)
+//	actors          ActorID -> core.Actor
+//	bots            handle -> core.BotProfile
+//	threads         ThreadID BE -> core.Thread                  (NextSequence: thread IDs)
+//	thread_keys     platform thread key -> ThreadID BE
+//	messages        ThreadID BE + MessageID BE -> core.Message  (NextSequence: message IDs)
+//	message_thread  MessageID BE -> ThreadID BE                 (lookup by ID)
+//	items           ItemID BE -> core.InboxItem                 (NextSequence: item IDs)
+//	queue           ActorID 0x00 ItemID BE                       queued items per mailbox
+//	queue_thread    ActorID 0x00 ThreadID BE ItemID BE           queued items per (mailbox, thread)
+//	item_status     status 0x00 ItemID BE                        queued and processing items
+//	runs            RunID BE -> core.Run                        (NextSequence: run IDs)
+//	run_status      status 0x00 RunID BE                         queued, running, waiting_human runs
+//	run_events      RunID BE + Seq BE -> core.RunEvent
+//	outbox          OutboxID BE -> core.OutboxEntry             (NextSequence: outbox IDs)
+//	outbox_pending  OutboxID BE                                  pending entries
+//	seen            dedup key -> MessageID BE
+//	todos           ActorID 0x00 ThreadID BE -> []core.TodoItem
+//	activity        Seq BE -> core.Activity                     (NextSequence: Seq)
+//	cursors         name -> value
+//
+// CountQueued reads the "queued_count" counter, kept in the same transaction as the
+// queue index, so it costs O(1) rather than a walk of the queue.
+const SchemaVersion = 1
+
+var (
+	bktMeta          = []byte("meta")
+	bktActors        = []byte("actors")
+	bktBots          = []byte("bots")
+	bktThreads       = []byte("threads")
+	bktThreadKeys    = []byte("thread_keys")
+	bktMessages      = []byte("messages")
+	bktMessageThread = []byte("message_thread")
+	bktItems         = []byte("items")
+	bktQueue         = []byte("queue")
+	bktQueueThread   = []byte("queue_thread")
+	bktItemStatus    = []byte("item_status")
+	bktRuns          = []byte("runs")
+	bktRunStatus     = []byte("run_status")
+	bktRunEvents     = []byte("run_events")
+	bktOutbox        = []byte("outbox")
+	bktOutboxPending = []byte("outbox_pending")
+	bktSeen          = []byte("seen")
+	bktTodos         = []byte("todos")
+	bktActivity      = []byte("activity")
+	bktCursors       = []byte("cursors")
+
+	keyVersion     = []byte("schema_version")
+	keyQueuedCount = []byte("queued_count")
+)
+
+// allBuckets is every bucket of the current layout.
+func allBuckets() [][]byte {
+	return [][]byte{
+		bktMeta, bktActors, bktBots, bktThreads, bktThreadKeys, bktMessages,
+		bktMessageThread, bktItems, bktQueue, bktQueueThread, bktItemStatus, bktRuns,
+		bktRunStatus, bktRunEvents, bktOutbox, bktOutboxPending, bktSeen, bktTodos,
+		bktActivity, bktCursors,
+	}
+}
+
+// v0Buckets is the version 0 layout: the pre-release layout of this package, which
+// had no meta bucket (so no version key and no queued counter) and no item_status
+// index. A file that has the items bucket but no meta bucket is version 0.
+func v0Buckets() [][]byte {
+	var out [][]byte
+	for _, b := range allBuckets() {
+		if string(b) != string(bktMeta) && string(b) != string(bktItemStatus) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// migration upgrades a file from version from to from+1 inside the open transaction.
+type migration struct {
+	from int
+	desc string
+	fn   func(tx *bbolt.Tx) error
+}
+
+// migrations is the ordered upgrade path; migrations()[i] upgrades version i to i+1,
+// so len(migrations()) == SchemaVersion.
+func migrations() []migration {
+	return []migration{
+		{from: 0, desc: "add meta bucket, item_status index and queued counter", fn: migrate0to1},
+	}
+}
+
+// migrate0to1 builds the item_status index and the queued counter from the items.
+func migrate0to1(tx *bbolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bktMeta); err != nil {
+		return err
+	}
+	idx, err := tx.CreateBucketIfNotExists(bktItemStatus)
+	if err != nil {
+		return err
+	}
+	items := tx.Bucket(bktItems)
+	if items == nil {
+		return errors.New("version 0 file without items bucket")
+	}
+	var queued uint64
+	err = items.ForEach(func(k, v []byte) error {
+		var it core.InboxItem
+		if err := json.Unmarshal(v, &it); err != nil {
+			return fmt.Errorf("item %x: %w", k, err)
+		}
+		if !indexedItemStatus(it.Status) {
+			return nil
+		}
+		if it.Status == core.ItemQueued {
+			queued++
+		}
+		return idx.Put(statusKey(string(it.Status), uint64(it.ID)), nil)
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bktMeta).Put(keyQueuedCount, u64(queued))
+}
+
+// upgrade creates or upgrades the layout in one transaction and returns the version
+// the file had before (SchemaVersion for a new file).
+func upgrade(db *bbolt.DB, log *slog.Logger) (int, error) {
+	from := SchemaVersion
+	err := db.Update(func(tx *bbolt.Tx) error {
+		version, fresh, err := fileVersion(tx)
+		if err != nil {
+			return err
+		}
+		from = version
+		if version > SchemaVersion {
+			return fmt.Errorf("%w: file has schema version %d, this binary knows up to %d", ErrNewerSchema, version, SchemaVersion)
+		}
+		if !fresh {
+			for _, m := range migrations()[version:] {
+				log.Info("store migration", "from", m.from, "to", m.from+1, "what", m.desc)
+				if err := m.fn(tx); err != nil {
+					return fmt.Errorf("migrate schema %d to %d: %w", m.from, m.from+1, err)
+				}
+			}
+		}
+		for _, name := range allBuckets() {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return tx.Bucket(bktMeta).Put(keyVersion, u64(SchemaVersion))
+	})
+	return from, err
+}
+
+// fileVersion reads the schema version: the meta key if present, 0 for a version 0
+// file (items bucket, no meta), and SchemaVersion with fresh=true for an empty file.
+func fileVersion(tx *bbolt.Tx) (version int, fresh bool, err error) {
+	if meta := tx.Bucket(bktMeta); meta != nil {
+		v := meta.Get(keyVersion)
+		if len(v) != 8 {
+			return 0, false, fmt.Errorf("meta bucket without a valid schema version (%d bytes)", len(v))
+		}
+		return int(binary.BigEndian.Uint64(v)), false, nil
+	}
+	if tx.Bucket(bktItems) != nil {
+		return 0, false, nil
+	}
+	return SchemaVersion, true, nil
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func decodeU64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+// prefixKey is s 0x00 (the separator of string-led composite keys).
+func prefixKey(s string) []byte {
+	b := make([]byte, 0, len(s)+1+16)
+	b = append(b, s...)
+	return append(b, 0)
+}
+
+// statusKey is status 0x00 id BE, for item_status and run_status.
+func statusKey(status string, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(prefixKey(status), id)
+}
+
+func queueKey(actor core.ActorID, item core.ItemID) []byte {
+	return binary.BigEndian.AppendUint64(prefixKey(string(actor)), uint64(item))
+}
+
+func queueThreadPrefix(actor core.ActorID, thread core.ThreadID) []byte {
+	return binary.BigEndian.AppendUint64(prefixKey(string(actor)), uint64(thread))
+}
+
+func queueThreadKey(actor core.ActorID, thread core.ThreadID, item core.ItemID) []byte {
+	return binary.BigEndian.AppendUint64(queueThreadPrefix(actor, thread), uint64(item))
+}
+
+func pairKey(a, b uint64) []byte {
+	return binary.BigEndian.AppendUint64(u64(a), b)
+}
+
+func todoKey(bot core.ActorID, thread core.ThreadID) []byte {
+	return binary.BigEndian.AppendUint64(prefixKey(string(bot)), uint64(thread))
+}
+
+func indexedItemStatus(s core.ItemStatus) bool {
+	return s == core.ItemQueued || s == core.ItemProcessing
+}
+
+func indexedRunStatus(s core.RunStatus) bool {
+	return s == core.RunQueued || s == core.RunRunning || s == core.RunWaitingHuman
+}

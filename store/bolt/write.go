@@ -1,0 +1,321 @@
+package bolt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/bbolt"
+
+	"openbot/core"
+)
+
+// writeTx implements core.Tx. Put methods with a non-zero ID read the stored record
+// first, so that index entries of its old status, actor or thread are removed before
+// those of the new value are written, all in the same transaction. A non-zero ID that
+// was never assigned is an error wrapping core.ErrNotFound (IDs are store-assigned).
+type writeTx struct {
+	readTx
+}
+
+var _ core.Tx = (*writeTx)(nil)
+
+// errInvalid marks a record rejected by the store before anything was written.
+var errInvalid = errors.New("invalid record")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errInvalid, fmt.Sprintf(format, args...))
+}
+
+func (w *writeTx) put(name, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s record: %w", name, err)
+	}
+	return w.bucket(name).Put(key, data)
+}
+
+// nextID assigns the next sequence of bucket name.
+func (w *writeTx) nextID(name []byte) (uint64, error) {
+	id, err := w.bucket(name).NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("next id in %s: %w", name, err)
+	}
+	return id, nil
+}
+
+// PutActor upserts by ID; the system actor (empty ID) cannot be stored.
+func (w *writeTx) PutActor(a core.Actor) error {
+	if a.ID == core.SystemActor || strings.IndexByte(string(a.ID), 0) >= 0 {
+		return invalid("actor id %q", a.ID)
+	}
+	return w.put(bktActors, []byte(a.ID), a)
+}
+
+// PutBot upserts by handle.
+func (w *writeTx) PutBot(b core.BotProfile) error {
+	if b.Handle == "" {
+		return invalid("bot without handle")
+	}
+	return w.put(bktBots, []byte(b.Handle), b)
+}
+
+// PutThread stores a thread. It does not bind Thread.Key; BindThreadKey does.
+func (w *writeTx) PutThread(t core.Thread) (core.Thread, error) {
+	if t.ID == 0 {
+		id, err := w.nextID(bktThreads)
+		if err != nil {
+			return t, err
+		}
+		t.ID = core.ThreadID(id)
+	} else if _, err := w.Thread(t.ID); err != nil {
+		return t, err
+	}
+	return t, w.put(bktThreads, u64(uint64(t.ID)), t)
+}
+
+// BindThreadKey fails with ErrNotFound when the thread does not exist.
+func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
+	if key == "" {
+		return invalid("empty thread key")
+	}
+	if _, err := w.Thread(id); err != nil {
+		return err
+	}
+	return w.bucket(bktThreadKeys).Put([]byte(key), u64(uint64(id)))
+}
+
+// PutMessage stores a message under its thread; Thread must be non-zero.
+func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
+	if m.Thread == 0 {
+		return m, invalid("message without thread")
+	}
+	if m.ID == 0 {
+		id, err := w.nextID(bktMessages)
+		if err != nil {
+			return m, err
+		}
+		m.ID = core.MessageID(id)
+	} else {
+		old, err := w.Message(m.ID)
+		if err != nil {
+			return m, err
+		}
+		if old.Thread != m.Thread {
+			if err := w.bucket(bktMessages).Delete(pairKey(uint64(old.Thread), uint64(m.ID))); err != nil {
+				return m, err
+			}
+		}
+	}
+	if err := w.bucket(bktMessageThread).Put(u64(uint64(m.ID)), u64(uint64(m.Thread))); err != nil {
+		return m, err
+	}
+	return m, w.put(bktMessages, pairKey(uint64(m.Thread), uint64(m.ID)), m)
+}
+
+// PutItem stores an inbox item and moves its queue, queue_thread and item_status
+// index entries and the queued counter to match its status. Actor, Thread, Kind and
+// Status must be set (seed invariant 1: every item belongs to a thread).
+func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
+	switch {
+	case it.Actor == "" || strings.IndexByte(string(it.Actor), 0) >= 0:
+		return it, invalid("item actor %q", it.Actor)
+	case it.Thread == 0:
+		return it, invalid("item without thread")
+	case it.Kind == "":
+		return it, invalid("item without kind")
+	case it.Status == "":
+		return it, invalid("item without status")
+	}
+	var old *core.InboxItem
+	if it.ID == 0 {
+		id, err := w.nextID(bktItems)
+		if err != nil {
+			return it, err
+		}
+		it.ID = core.ItemID(id)
+	} else {
+		o, err := w.Item(it.ID)
+		if err != nil {
+			return it, err
+		}
+		old = &o
+	}
+	delta := 0
+	if old != nil {
+		if err := w.itemIndex(*old, false); err != nil {
+			return it, err
+		}
+		if old.Status == core.ItemQueued {
+			delta--
+		}
+	}
+	if err := w.itemIndex(it, true); err != nil {
+		return it, err
+	}
+	if it.Status == core.ItemQueued {
+		delta++
+	}
+	if err := w.addQueued(delta); err != nil {
+		return it, err
+	}
+	return it, w.put(bktItems, u64(uint64(it.ID)), it)
+}
+
+// itemIndex adds (add) or removes the index entries of it.
+func (w *writeTx) itemIndex(it core.InboxItem, add bool) error {
+	type entry struct {
+		bucket []byte
+		key    []byte
+	}
+	var entries []entry
+	if it.Status == core.ItemQueued {
+		entries = append(entries,
+			entry{bktQueue, queueKey(it.Actor, it.ID)},
+			entry{bktQueueThread, queueThreadKey(it.Actor, it.Thread, it.ID)})
+	}
+	if indexedItemStatus(it.Status) {
+		entries = append(entries, entry{bktItemStatus, statusKey(string(it.Status), uint64(it.ID))})
+	}
+	for _, e := range entries {
+		if err := setIndex(w.bucket(e.bucket), e.key, add); err != nil {
+			return fmt.Errorf("index item %d in %s: %w", it.ID, e.bucket, err)
+		}
+	}
+	return nil
+}
+
+func (w *writeTx) addQueued(delta int) error {
+	if delta == 0 {
+		return nil
+	}
+	meta := w.bucket(bktMeta)
+	var n uint64
+	if v := meta.Get(keyQueuedCount); v != nil {
+		n = decodeU64(v)
+	}
+	if delta < 0 && n < uint64(-delta) {
+		return fmt.Errorf("queued counter underflow (%d%+d)", n, delta)
+	}
+	return meta.Put(keyQueuedCount, u64(uint64(int64(n)+int64(delta))))
+}
+
+// PutRun stores a run and moves its run_status index entry: non-terminal statuses
+// (queued, running, waiting_human) are indexed. Bot, Thread and Status must be set.
+func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
+	switch {
+	case r.Bot == "":
+		return r, invalid("run without bot")
+	case r.Thread == 0:
+		return r, invalid("run without thread")
+	case r.Status == "":
+		return r, invalid("run without status")
+	}
+	if r.ID == 0 {
+		id, err := w.nextID(bktRuns)
+		if err != nil {
+			return r, err
+		}
+		r.ID = core.RunID(id)
+	} else {
+		old, err := w.Run(r.ID)
+		if err != nil {
+			return r, err
+		}
+		if indexedRunStatus(old.Status) {
+			if err := w.bucket(bktRunStatus).Delete(statusKey(string(old.Status), uint64(old.ID))); err != nil {
+				return r, err
+			}
+		}
+	}
+	if indexedRunStatus(r.Status) {
+		if err := w.bucket(bktRunStatus).Put(statusKey(string(r.Status), uint64(r.ID)), nil); err != nil {
+			return r, err
+		}
+	}
+	return r, w.put(bktRuns, u64(uint64(r.ID)), r)
+}
+
+// AppendRunEvent sets Seq to one past the run's last event (seek to the next run's
+// prefix, step back) and stores it. The run must exist.
+func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
+	if _, err := w.Run(e.Run); err != nil {
+		return e, err
+	}
+	c := w.bucket(bktRunEvents).Cursor()
+	k, _ := seekLastWithPrefix(c, u64(uint64(e.Run)))
+	e.Seq = 1
+	if k != nil && decodeU64(k[:8]) == uint64(e.Run) {
+		e.Seq = decodeU64(k[8:]) + 1
+	}
+	return e, w.put(bktRunEvents, pairKey(uint64(e.Run), e.Seq), e)
+}
+
+// PutOutbox stores an outbox entry; it is in the pending index exactly while its
+// Status is pending. Status must be set.
+func (w *writeTx) PutOutbox(o core.OutboxEntry) (core.OutboxEntry, error) {
+	if o.Status == "" {
+		return o, invalid("outbox entry without status")
+	}
+	if o.ID == 0 {
+		id, err := w.nextID(bktOutbox)
+		if err != nil {
+			return o, err
+		}
+		o.ID = core.OutboxID(id)
+	} else if _, err := w.Outbox(o.ID); err != nil {
+		return o, err
+	}
+	if err := setIndex(w.bucket(bktOutboxPending), u64(uint64(o.ID)), o.Status == core.OutboxPending); err != nil {
+		return o, err
+	}
+	return o, w.put(bktOutbox, u64(uint64(o.ID)), o)
+}
+
+func (w *writeTx) MarkSeen(key string, m core.MessageID) error {
+	if key == "" {
+		return invalid("empty dedup key")
+	}
+	return w.bucket(bktSeen).Put([]byte(key), u64(uint64(m)))
+}
+
+// PutTodo replaces the list; an empty list deletes it (Todo then returns nil).
+func (w *writeTx) PutTodo(bot core.ActorID, thread core.ThreadID, items []core.TodoItem) error {
+	if bot == "" || strings.IndexByte(string(bot), 0) >= 0 {
+		return invalid("todo bot %q", bot)
+	}
+	key := todoKey(bot, thread)
+	if len(items) == 0 {
+		return w.bucket(bktTodos).Delete(key)
+	}
+	return w.put(bktTodos, key, items)
+}
+
+// AppendActivity assigns the next Seq (NextSequence of the activity bucket).
+func (w *writeTx) AppendActivity(a core.Activity) error {
+	seq, err := w.nextID(bktActivity)
+	if err != nil {
+		return err
+	}
+	a.Seq = seq
+	return w.put(bktActivity, u64(seq), a)
+}
+
+// SetCursor stores value under name; an empty value deletes it.
+func (w *writeTx) SetCursor(name, value string) error {
+	if name == "" {
+		return invalid("empty cursor name")
+	}
+	if value == "" {
+		return w.bucket(bktCursors).Delete([]byte(name))
+	}
+	return w.bucket(bktCursors).Put([]byte(name), []byte(value))
+}
+
+func setIndex(b *bbolt.Bucket, key []byte, present bool) error {
+	if present {
+		return b.Put(key, nil)
+	}
+	return b.Delete(key)
+}
