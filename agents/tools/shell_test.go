@@ -1,0 +1,198 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"openbot/agents"
+	"openbot/core"
+)
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// state follows "pid (comm) ": the field after the last ')'.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// waitGone polls until pid is gone or the deadline passes.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readPid(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file: %q", b)
+	}
+	return pid
+}
+
+func TestShellTimeoutKillsProcessGroup(t *testing.T) {
+	root := t.TempDir()
+	tl := builtins(t, Options{WorkspaceRoot: root, ShellTimeout: 300 * time.Millisecond})
+	// The background sleep keeps the group alive after sh would be killed alone;
+	// it also holds the output pipe open.
+	got, err := call(t, tl["shell"], nil, map[string]any{
+		"command": "sleep 300 & echo $! > bg.pid; echo started; sleep 300",
+	})
+	if err == nil || !strings.Contains(err.Error(), "timed out") || !strings.Contains(err.Error(), "started") {
+		t.Fatalf("got %q, %v; want a timeout error with the output so far", got, err)
+	}
+	waitGone(t, readPid(t, filepath.Join(root, "thread-7", "bg.pid")))
+}
+
+func TestShellCancelKillsProcessGroup(t *testing.T) {
+	root := t.TempDir()
+	tl := builtins(t, Options{WorkspaceRoot: root})
+	ctx, cancel := context.WithCancel(context.Background())
+	pidFile := filepath.Join(root, "thread-7", "bg.pid")
+	done := make(chan error, 1)
+	go func() {
+		_, err := tl["shell"].Call(ctx, agents.ToolCall{
+			Args:   json.RawMessage(`{"command":"sleep 300 & echo $! > bg.pid; sleep 300"}`),
+			Thread: 7,
+		})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("command did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Fatalf("err = %v, want cancelled", err)
+	}
+	waitGone(t, readPid(t, pidFile))
+}
+
+func TestShellKillsBackgroundChildrenOnExit(t *testing.T) {
+	root := t.TempDir()
+	tl := builtins(t, Options{WorkspaceRoot: root})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": "sleep 300 & echo $! > bg.pid; echo ok"})
+	if err != nil || !strings.HasPrefix(got, "exit status: 0") || !strings.Contains(got, "ok") {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	waitGone(t, readPid(t, filepath.Join(root, "thread-7", "bg.pid")))
+}
+
+func TestShellOutputCapKeepsHeadAndTail(t *testing.T) {
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), OutputCap: 1000})
+	got, err := call(t, tl["shell"], nil, map[string]any{
+		"command": "echo FIRSTLINE; i=0; while [ $i -lt 3000 ]; do echo filler-line-$i; i=$((i+1)); done; echo LASTLINE >&2",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"FIRSTLINE", "LASTLINE", "bytes omitted ..."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output missing %q", want)
+		}
+	}
+	if len(got) > 1200 {
+		t.Errorf("output is %d bytes, want about 1000", len(got))
+	}
+	if strings.Contains(got, "filler-line-1500\n") {
+		t.Error("middle of the output was kept")
+	}
+}
+
+func TestShellEnvironmentIsMinimal(t *testing.T) {
+	t.Setenv("OPENBOT_CANARY_SECRET", "canary-value-1234")
+	t.Setenv("OPENAI_API_KEY", "sk-canary")
+	root := t.TempDir()
+	tl := builtins(t, Options{WorkspaceRoot: root, ShellEnv: map[string]string{"EXTRA": "set-by-operator"}})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": "env; pwd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"canary-value-1234", "sk-canary", "OPENBOT_CANARY_SECRET"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("environment leaked %q:\n%s", bad, got)
+		}
+	}
+	ws, _ := filepath.EvalSymlinks(filepath.Join(root, "thread-7"))
+	for _, want := range []string{"HOME=" + ws, "TERM=dumb", "PATH=" + DefaultShellPath, "EXTRA=set-by-operator", "\n" + ws + "\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output missing %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestShellExitStatus(t *testing.T) {
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": "echo oops >&2; exit 3"})
+	if err != nil || !strings.HasPrefix(got, "exit status: 3") || !strings.Contains(got, "oops") {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := call(t, tl["shell"], nil, map[string]any{"command": " "}); err == nil {
+		t.Fatal("empty command accepted")
+	}
+	if _, err := call(t, tl["shell"], nil, map[string]any{"cmd": "ls"}); err == nil {
+		t.Fatal("unknown argument accepted")
+	}
+}
+
+func TestTodoWriteAndPostMessage(t *testing.T) {
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	env := &fakeEnv{}
+	got, err := call(t, tl["todo_write"], env, map[string]any{"items": []core.TodoItem{
+		{Text: "read the spec", Status: "done"},
+		{Text: "write code", Status: "in_progress"},
+		{Text: "ship", Status: "pending"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "todo list updated:\n- [x] read the spec\n- [~] write code\n- [ ] ship"
+	if got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if len(env.todo) != 3 || env.todo[1].Status != "in_progress" {
+		t.Fatalf("stored todo = %+v", env.todo)
+	}
+	if _, err := call(t, tl["todo_write"], env, map[string]any{"items": []core.TodoItem{{Text: "x", Status: "later"}}}); err == nil {
+		t.Fatal("bad status accepted")
+	}
+	if len(env.todo) != 3 {
+		t.Fatal("invalid list replaced the stored one")
+	}
+	got, err = call(t, tl["post_message"], env, map[string]any{"text": "halfway there"})
+	if err != nil || got != "posted message 101" || len(env.posts) != 1 || env.posts[0] != "halfway there" {
+		t.Fatalf("post: %q %v %v", got, err, env.posts)
+	}
+}
