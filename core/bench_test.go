@@ -1,0 +1,47 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// BenchmarkIngestParallel measures concurrent Engine.Ingest throughput (one
+// Store.Batch transaction per message: dedup key, actor, thread, message, inbox
+// item, outbox) on a synced bbolt file. Compare its ns/op with store/bolt's
+// BenchmarkRawBatch in the same `go test -bench` run: the ratio raw/ingest is the
+// figure (aim: at least 0.5).
+func BenchmarkIngestParallel(b *testing.B) {
+	st, err := bolt.Open(filepath.Join(b.TempDir(), "bench.db"), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	eng, err := core.New(core.Options{Store: st, Agent: &scriptAgent{}, Bots: team})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	ctx := context.Background()
+	b.SetParallelism(16) // many concurrent platform events share commits
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			_, err := eng.Ingest(ctx, core.Inbound{
+				Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("k%d", n),
+				ThreadKey: fmt.Sprintf("t%d", n%1000), Conversation: "main", SenderID: "console:you",
+				SenderName: "you", Text: "@engineer please look", StartThread: true,
+			})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
