@@ -1,0 +1,167 @@
+package openbot_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// pkg is one package of the module as `go list` reports it.
+type pkg struct {
+	path    string
+	deps    []string // transitive, non-test
+	imports []string // direct, including test files
+}
+
+// layering returns every violation of the package rules of DESIGN.md §2 and
+// STYLE.md ("core imports no SDK; adapters import no other adapter, no agents, no
+// store"), one line each, sorted.
+//   - openbot/core... depends on no platform SDK, bbolt, go-openai or mcp-go and on
+//     no openbot/adapters, agents, store or config package;
+//   - openbot/adapters/X... depends on no openbot/agents, store or config package and
+//     on no other adapter;
+//   - only openbot/store/... imports go.etcd.io/bbolt directly.
+func layering(pkgs []pkg) []string {
+	var out []string
+	coreBanned := []string{
+		"github.com/slack-go/slack", "github.com/go-telegram-bot-api/telegram-bot-api",
+		"go.etcd.io/bbolt", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
+		"openbot/adapters", "openbot/agents", "openbot/store", "openbot/config",
+	}
+	adapterBanned := []string{"openbot/agents", "openbot/store", "openbot/config"}
+	for _, p := range pkgs {
+		switch {
+		case within(p.path, "openbot/core"):
+			for _, d := range p.deps {
+				for _, b := range coreBanned {
+					if within(d, b) {
+						out = append(out, fmt.Sprintf("%s depends on %s", p.path, d))
+					}
+				}
+			}
+		case within(p.path, "openbot/adapters"):
+			own := adapterRoot(p.path)
+			for _, d := range p.deps {
+				for _, b := range adapterBanned {
+					if within(d, b) {
+						out = append(out, fmt.Sprintf("%s depends on %s", p.path, d))
+					}
+				}
+				if within(d, "openbot/adapters") && adapterRoot(d) != own {
+					out = append(out, fmt.Sprintf("%s depends on another adapter %s", p.path, d))
+				}
+			}
+		}
+		if !within(p.path, "openbot/store") {
+			for _, imp := range p.imports {
+				if within(imp, "go.etcd.io/bbolt") {
+					out = append(out, fmt.Sprintf("%s imports %s (only openbot/store may)", p.path, imp))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// within reports whether path is prefix or a package below it.
+func within(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// adapterRoot is "openbot/adapters/<name>" for any package under it.
+func adapterRoot(path string) string {
+	parts := strings.SplitN(path, "/", 4)
+	if len(parts) < 3 {
+		return path
+	}
+	return strings.Join(parts[:3], "/")
+}
+
+func TestLayering(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found")
+	}
+	const sep = "\x1f"
+	cmd := exec.Command(gobin, "list", "-e", "-f",
+		`{{.ImportPath}}`+sep+`{{join .Deps " "}}`+sep+`{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
+		"./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), sep)
+		if len(f) != 3 {
+			t.Fatalf("unexpected go list line %q", sc.Text())
+		}
+		pkgs = append(pkgs, pkg{path: f[0], deps: strings.Fields(f[1]), imports: strings.Fields(f[2])})
+	}
+	if len(pkgs) == 0 || !hasPkg(pkgs, "openbot/core") {
+		t.Fatalf("go list found no openbot/core among %d packages", len(pkgs))
+	}
+	for _, v := range layering(pkgs) {
+		t.Error(v)
+	}
+}
+
+func hasPkg(pkgs []pkg, path string) bool {
+	for _, p := range pkgs {
+		if p.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLayeringRules shows that each rule fires, so TestLayering can fail.
+func TestLayeringRules(t *testing.T) {
+	tests := []struct {
+		name string
+		p    pkg
+		want string
+	}{
+		{"core on slack", pkg{path: "openbot/core", deps: []string{"context", "github.com/slack-go/slack"}}, "openbot/core depends on github.com/slack-go/slack"},
+		{"core on telegram", pkg{path: "openbot/core", deps: []string{"github.com/go-telegram-bot-api/telegram-bot-api/v5"}}, "openbot/core depends on github.com/go-telegram-bot-api/telegram-bot-api/v5"},
+		{"core on bbolt", pkg{path: "openbot/core", deps: []string{"go.etcd.io/bbolt"}}, "openbot/core depends on go.etcd.io/bbolt"},
+		{"core on openai", pkg{path: "openbot/core", deps: []string{"github.com/sashabaranov/go-openai"}}, "openbot/core depends on github.com/sashabaranov/go-openai"},
+		{"core on mcp", pkg{path: "openbot/core", deps: []string{"github.com/mark3labs/mcp-go/client"}}, "openbot/core depends on github.com/mark3labs/mcp-go/client"},
+		{"core sub on store", pkg{path: "openbot/core/storetest", deps: []string{"openbot/store/bolt"}}, "openbot/core/storetest depends on openbot/store/bolt"},
+		{"core on config", pkg{path: "openbot/core", deps: []string{"openbot/config"}}, "openbot/core depends on openbot/config"},
+		{"core on adapter", pkg{path: "openbot/core", deps: []string{"openbot/adapters/console"}}, "openbot/core depends on openbot/adapters/console"},
+		{"core on agents", pkg{path: "openbot/core", deps: []string{"openbot/agents"}}, "openbot/core depends on openbot/agents"},
+		{"adapter on agents", pkg{path: "openbot/adapters/slack", deps: []string{"openbot/core", "openbot/agents/tools"}}, "openbot/adapters/slack depends on openbot/agents/tools"},
+		{"adapter on store", pkg{path: "openbot/adapters/telegram", deps: []string{"openbot/store/bolt"}}, "openbot/adapters/telegram depends on openbot/store/bolt"},
+		{"adapter on config", pkg{path: "openbot/adapters/console", deps: []string{"openbot/config"}}, "openbot/adapters/console depends on openbot/config"},
+		{"adapter on adapter", pkg{path: "openbot/adapters/feishu", deps: []string{"openbot/adapters/slack"}}, "openbot/adapters/feishu depends on another adapter openbot/adapters/slack"},
+		{"bbolt outside store", pkg{path: "openbot/cmd/openbot", imports: []string{"go.etcd.io/bbolt"}}, "openbot/cmd/openbot imports go.etcd.io/bbolt (only openbot/store may)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := layering([]pkg{tt.p})
+			if len(got) != 1 || got[0] != tt.want {
+				t.Errorf("layering = %q, want [%q]", got, tt.want)
+			}
+		})
+	}
+	allowed := []pkg{
+		{path: "openbot/core", deps: []string{"context", "log/slog"}},
+		{path: "openbot/adapters/slack/slacktest", deps: []string{"openbot/adapters/slack", "openbot/core", "github.com/slack-go/slack"}},
+		{path: "openbot/store/bolt", deps: []string{"go.etcd.io/bbolt", "openbot/core"}, imports: []string{"go.etcd.io/bbolt"}},
+		{path: "openbot/cmd/openbot", deps: []string{"openbot/store/bolt", "go.etcd.io/bbolt", "openbot/agents", "openbot/config"}, imports: []string{"openbot/store/bolt"}},
+		{path: "openbot/agents", deps: []string{"github.com/sashabaranov/go-openai", "openbot/core"}},
+	}
+	if got := layering(allowed); len(got) != 0 {
+		t.Errorf("allowed graph reported %q", got)
+	}
+}
