@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"openbot/core"
 	"openbot/core/storetest"
 )
@@ -207,7 +205,7 @@ func TestRejectsInvalidRecords(t *testing.T) {
 	checkIndexes(t, s)
 }
 
-// TestNextQueuedDoesNotScan fills other mailboxes with many items and counts the
+// TestNextQueuedSeeksActorPrefix fills other mailboxes with many items and counts the
 // items NextQueued decodes through skip: only the actor's own are offered.
 func TestNextQueuedSeeksActorPrefix(t *testing.T) {
 	s := openTemp(t)
@@ -248,23 +246,4 @@ func TestNextQueuedSeeksActorPrefix(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-func TestRawBboltUntouchedBuckets(t *testing.T) {
-	// Every bucket of the layout exists after Open, with the version key.
-	s := openTemp(t)
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		for _, b := range allBuckets() {
-			if tx.Bucket(b) == nil {
-				t.Errorf("bucket %s missing", b)
-			}
-		}
-		if v := tx.Bucket(bktMeta).Get(keyVersion); len(v) != 8 || decodeU64(v) != SchemaVersion {
-			t.Errorf("schema version = %x, want %d", v, SchemaVersion)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
