@@ -1,0 +1,15 @@
+// Package telegram puts openbot's bots into Telegram through the Bot API
+// (core.telegram.org/bots/api) with github.com/go-telegram-bot-api/telegram-bot-api/v5
+// (issue 4; DESIGN.md sections 1 to 4 and 9). One Adapter is one bot token
+// (an "account"): it receives updates by long polling from its own getUpdates loop
+// (the offset is persisted only after core has stored the update) or by webhook,
+// decides which messages start a run (every private message, and in groups only
+// messages addressed to this bot), turns them into core.Inbound values, and delivers
+// replies as Telegram HTML split at 4,096 UTF-16 code units.
+//
+// Files: ids.go builds and parses thread keys, conversation refs and dedup keys;
+// format.go converts Markdown to Telegram HTML; split.go cuts it into messages;
+// wire.go holds the Bot API types the library lacks (forum topics, reply_parameters);
+// inbound.go classifies updates; poll.go and webhook.go receive them; outbound.go
+// delivers. The fake Bot API server for tests is in package telegramtest.
+package telegram

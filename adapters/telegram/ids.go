@@ -1,0 +1,76 @@
+package telegram
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"openbot/core"
+)
+
+// Platform is the binding platform name of Telegram conversations.
+const Platform = "telegram"
+
+// ErrBadConversation is returned by ParseConversation (and so by Adapter.Deliver) for
+// a ConversationRef that this adapter did not build.
+var ErrBadConversation = errors.New("telegram: malformed conversation ref")
+
+// Conversation is a parsed Telegram conversation reference: where replies of one
+// openbot thread go (DESIGN.md §3 "Where replies go"). Topic is the forum topic's
+// message_thread_id, 0 for a private chat, a plain group or a forum's General topic
+// (which is addressed by omitting message_thread_id).
+type Conversation struct {
+	Chat  int64 // chat id; supergroups are negative ("-100…")
+	Topic int64 // forum topic message_thread_id, 0 for none
+}
+
+// Ref encodes c as an opaque core.ConversationRef: "<chat>" or "<chat>:topic:<id>".
+func (c Conversation) Ref() core.ConversationRef {
+	if c.Topic == 0 {
+		return core.ConversationRef(strconv.FormatInt(c.Chat, 10))
+	}
+	return core.ConversationRef(strconv.FormatInt(c.Chat, 10) + ":topic:" + strconv.FormatInt(c.Topic, 10))
+}
+
+// ThreadKey is the openbot thread key of the conversation (DESIGN.md §3 table):
+// "telegram:<chat>" for a private chat's or a group's current dialog, and
+// "telegram:<chat>:topic:<id>" for a forum topic.
+func (c Conversation) ThreadKey() string { return "telegram:" + string(c.Ref()) }
+
+// ParseConversation decodes a ref built by Conversation.Ref. It returns
+// ErrBadConversation for any other shape, a zero chat id or a non-positive topic.
+func ParseConversation(ref core.ConversationRef) (Conversation, error) {
+	chatS, topicS, hasTopic := strings.Cut(string(ref), ":topic:")
+	chat, err := strconv.ParseInt(chatS, 10, 64)
+	if err != nil || chat == 0 {
+		return Conversation{}, ErrBadConversation
+	}
+	c := Conversation{Chat: chat}
+	if hasTopic {
+		topic, err := strconv.ParseInt(topicS, 10, 64)
+		if err != nil || topic <= 0 {
+			return Conversation{}, ErrBadConversation
+		}
+		c.Topic = topic
+	}
+	return c, nil
+}
+
+// DedupKey is the platform identity of one Telegram message (DESIGN.md §3):
+// "telegram:<chat>:<message_id>". message_id is unique per chat, so the copies two
+// bot accounts in one group receive, and redelivered updates, share it.
+func DedupKey(chat int64, messageID int64) string {
+	return "telegram:" + strconv.FormatInt(chat, 10) + ":" + strconv.FormatInt(messageID, 10)
+}
+
+// HumanActor is the core.ActorID of a Telegram user: "telegram:<user id>".
+func HumanActor(userID int64) core.ActorID {
+	return core.ActorID("telegram:" + strconv.FormatInt(userID, 10))
+}
+
+// AccountID is the core.AccountID of a Telegram account named name: "telegram/<name>".
+func AccountID(name string) core.AccountID { return core.AccountID("telegram/" + name) }
+
+// CursorName is the name under which an account's polling offset is persisted
+// through Cursors: "telegram/<name>/offset".
+func CursorName(name string) string { return "telegram/" + name + "/offset" }

@@ -1,0 +1,55 @@
+package telegram
+
+import (
+	"errors"
+	"testing"
+
+	"openbot/core"
+)
+
+func TestConversationRoundTrip(t *testing.T) {
+	tests := []struct {
+		c       Conversation
+		ref     core.ConversationRef
+		threadK string
+	}{
+		{Conversation{Chat: 100000001}, "100000001", "telegram:100000001"},
+		{Conversation{Chat: -1001000000001}, "-1001000000001", "telegram:-1001000000001"},
+		{Conversation{Chat: -1001000000002, Topic: 42}, "-1001000000002:topic:42", "telegram:-1001000000002:topic:42"},
+	}
+	for _, tt := range tests {
+		if got := tt.c.Ref(); got != tt.ref {
+			t.Errorf("%+v.Ref() = %q, want %q", tt.c, got, tt.ref)
+		}
+		if got := tt.c.ThreadKey(); got != tt.threadK {
+			t.Errorf("%+v.ThreadKey() = %q, want %q", tt.c, got, tt.threadK)
+		}
+		back, err := ParseConversation(tt.ref)
+		if err != nil || back != tt.c {
+			t.Errorf("ParseConversation(%q) = %+v, %v; want %+v", tt.ref, back, err, tt.c)
+		}
+	}
+}
+
+func TestParseConversationRejects(t *testing.T) {
+	for _, ref := range []core.ConversationRef{"", "0", "abc", "12:topic:", "12:topic:0", "12:topic:-3", "12:topic:x", ":topic:4", "T1:C1"} {
+		if c, err := ParseConversation(ref); !errors.Is(err, ErrBadConversation) {
+			t.Errorf("ParseConversation(%q) = %+v, %v; want ErrBadConversation", ref, c, err)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	if got, want := DedupKey(-1001000000001, 201), "telegram:-1001000000001:201"; got != want {
+		t.Errorf("DedupKey = %q, want %q", got, want)
+	}
+	if got, want := HumanActor(100000002), core.ActorID("telegram:100000002"); got != want {
+		t.Errorf("HumanActor = %q, want %q", got, want)
+	}
+	if got, want := AccountID("main"), core.AccountID("telegram/main"); got != want {
+		t.Errorf("AccountID = %q, want %q", got, want)
+	}
+	if got, want := CursorName("main"), "telegram/main/offset"; got != want {
+		t.Errorf("CursorName = %q, want %q", got, want)
+	}
+}
