@@ -1,0 +1,272 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"openbot/core"
+)
+
+// Agent errors.
+var (
+	// ErrModelCallLimit is returned by Execute when a run used its model calls
+	// (BotProfile.MaxModelCalls, else Limits.MaxModelCallsPerRun) without finishing.
+	ErrModelCallLimit = errors.New("model call limit reached")
+	// ErrUnknownProvider is returned by Execute when a bot names an LLM provider
+	// profile that is not configured, and by New for an unusable profile.
+	ErrUnknownProvider = errors.New("unknown llm provider")
+)
+
+// Defaults for Options and core.Limits fields left zero.
+const (
+	DefaultRequestTimeout      = 5 * time.Minute
+	DefaultMaxToolResultChars  = 16000
+	DefaultMaxParallelTools    = 8
+	DefaultMaxModelCallsPerRun = 40
+	DefaultHistoryTokenBudget  = 24000
+	DefaultHistoryMaxMessages  = 80
+	DefaultRunTimeout          = 10 * time.Minute
+	// memoryLimit is how many memories go into the prompt (seed §6 item 4).
+	memoryLimit = 8
+)
+
+// Provider is one LLM provider profile: any OpenAI-compatible server.
+type Provider struct {
+	// BaseURL is the API root including the version, e.g. "https://api.openai.com/v1"
+	// or "http://localhost:11434/v1"; empty means OpenAI.
+	BaseURL string
+	APIKey  string // sent as a Bearer token; never logged or put into errors
+	Model   string // default model; a bot's Model overrides it
+	// Headers are added to every request (OpenRouter's HTTP-Referer, a gateway key).
+	Headers map[string]string
+}
+
+// MemoryRecaller is the hook for a bot's long-term memory (seed §6 item 4, §9):
+// Recall returns up to limit memories of the bot most relevant to query (the
+// triggers' text), best first. It is called once per run of a bot with Memory set;
+// an error is logged and the run goes on without memories.
+type MemoryRecaller interface {
+	Recall(ctx context.Context, bot core.BotProfile, query string, limit int) ([]string, error)
+}
+
+// Options configures an Agent. Providers is required.
+type Options struct {
+	// Providers by profile name (BotProfile.LLM). A bot with an empty LLM uses the
+	// only profile, else the one named "default".
+	Providers map[string]Provider
+	// Registry holds the selectable tools; nil means no tools beyond the history tools.
+	Registry *Registry
+	// Limits: MaxModelCallsPerRun, HistoryTokenBudget, HistoryMaxMessages and
+	// RunTimeout are used; zero values take the core defaults.
+	Limits core.Limits
+	Logger *slog.Logger // nil discards
+	// HTTPClient is the base client for model calls; its Transport is wrapped. Nil
+	// uses http.DefaultTransport. Leave its Timeout zero: RequestTimeout bounds calls.
+	HTTPClient *http.Client
+	// RequestTimeout bounds one model call including the whole stream; default 5m.
+	RequestTimeout time.Duration
+	// MaxToolResultChars caps one tool result shown to the model; default 16000.
+	MaxToolResultChars int
+	// MaxParallelTools caps concurrently running tool calls of one model turn; default 8.
+	MaxParallelTools int
+	// Memory supplies memories for the prompt; nil leaves them out.
+	Memory MemoryRecaller
+	// Clock measures step durations; nil is the system clock.
+	Clock core.Clock
+}
+
+// Agent implements core.Agent. It is safe for concurrent use by many runs.
+type Agent struct {
+	opts    Options
+	log     *slog.Logger
+	clients map[string]*providerClient
+	history []Tool // read_history, recall_messages
+}
+
+type providerClient struct {
+	name   string
+	prov   Provider
+	client *openai.Client
+}
+
+var _ core.Agent = (*Agent)(nil)
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// New builds an Agent with one go-openai client per provider profile. It does no I/O.
+func New(opts Options) (*Agent, error) {
+	if len(opts.Providers) == 0 {
+		return nil, fmt.Errorf("%w: no providers configured", ErrUnknownProvider)
+	}
+	if opts.Registry == nil {
+		opts.Registry = NewRegistry()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.MaxToolResultChars <= 0 {
+		opts.MaxToolResultChars = DefaultMaxToolResultChars
+	}
+	if opts.MaxParallelTools <= 0 {
+		opts.MaxParallelTools = DefaultMaxParallelTools
+	}
+	l := &opts.Limits
+	if l.MaxModelCallsPerRun <= 0 {
+		l.MaxModelCallsPerRun = DefaultMaxModelCallsPerRun
+	}
+	if l.HistoryTokenBudget <= 0 {
+		l.HistoryTokenBudget = DefaultHistoryTokenBudget
+	}
+	if l.HistoryMaxMessages <= 0 {
+		l.HistoryMaxMessages = DefaultHistoryMaxMessages
+	}
+	if l.RunTimeout <= 0 {
+		l.RunTimeout = DefaultRunTimeout
+	}
+	base := http.DefaultTransport
+	var hc http.Client
+	if opts.HTTPClient != nil {
+		hc = *opts.HTTPClient
+		if hc.Transport != nil {
+			base = hc.Transport
+		}
+	}
+	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: HistoryTools()}
+	for name, p := range opts.Providers {
+		cfg := openai.DefaultConfig(p.APIKey)
+		if p.BaseURL != "" {
+			cfg.BaseURL = p.BaseURL
+		}
+		c := hc
+		c.Transport = &transport{base: base, headers: p.Headers}
+		cfg.HTTPClient = &c
+		a.clients[name] = &providerClient{name: name, prov: p, client: openai.NewClientWithConfig(cfg)}
+	}
+	return a, nil
+}
+
+// provider picks the bot's provider profile and model.
+func (a *Agent) provider(bot core.BotProfile) (*providerClient, string, error) {
+	name := bot.LLM
+	if name == "" {
+		if len(a.clients) == 1 {
+			for n := range a.clients {
+				name = n
+			}
+		} else {
+			name = "default"
+		}
+	}
+	pc, ok := a.clients[name]
+	if !ok {
+		return nil, "", fmt.Errorf("%w: %q (bot @%s)", ErrUnknownProvider, name, bot.Handle)
+	}
+	model := bot.Model
+	if model == "" {
+		model = pc.prov.Model
+	}
+	if model == "" {
+		return nil, "", fmt.Errorf("no model configured for bot @%s (provider %q)", bot.Handle, name)
+	}
+	return pc, model, nil
+}
+
+// tools returns the tools offered to the model: the bot's selection from the
+// registry plus the history tools, and the selected names that matched nothing.
+func (a *Agent) tools(bot core.BotProfile) ([]Tool, []string) {
+	var names []string
+	for _, n := range bot.Tools {
+		if !slices.ContainsFunc(a.history, func(t Tool) bool { return t.Name() == n }) {
+			names = append(names, n)
+		}
+	}
+	sel, err := a.opts.Registry.Select(names)
+	var unavailable []string
+	if err != nil {
+		a.log.Warn("some tools of the bot are unavailable", "bot", bot.Handle, "err", err)
+		for _, n := range names {
+			if one, err := a.opts.Registry.Select([]string{n}); err != nil || len(one) == 0 {
+				unavailable = append(unavailable, n)
+			}
+		}
+	}
+	out := make([]Tool, 0, len(sel)+len(a.history))
+	for _, t := range sel {
+		if !slices.ContainsFunc(a.history, func(h Tool) bool { return h.Name() == t.Name() }) {
+			out = append(out, t)
+		}
+	}
+	return append(out, a.history...), unavailable
+}
+
+// maxModelCalls is the bot's cap on model calls per run.
+func (a *Agent) maxModelCalls(bot core.BotProfile) int {
+	if bot.MaxModelCalls > 0 {
+		return bot.MaxModelCalls
+	}
+	return a.opts.Limits.MaxModelCallsPerRun
+}
+
+// Execute implements core.Agent: it unrolls the thread, runs the model/tool loop
+// and returns the final reply text. The returned Result carries the usage so far
+// even when err is not nil. Errors: ErrModelCallLimit, *ModelError for a failed
+// model call, ErrUnknownProvider, or ctx's error (run timeout, cancellation).
+func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
+	if job == nil || job.Env == nil {
+		return core.Result{}, errors.New("agents: job has no run environment")
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.opts.Limits.RunTimeout)
+	defer cancel()
+	pc, model, err := a.provider(job.Bot)
+	if err != nil {
+		return core.Result{}, err
+	}
+	tools, unavailable := a.tools(job.Bot)
+	v, err := unroll(ctx, job, a.opts.Limits)
+	if err != nil {
+		return core.Result{}, fmt.Errorf("unroll thread: %w", err)
+	}
+	in := promptInput{job: job, view: v, tools: tools, unavailable: unavailable}
+	for _, t := range tools {
+		if t.Name() == "todo_write" {
+			in.hasTodo = true
+		}
+	}
+	if in.hasTodo {
+		if in.todo, err = job.Env.Todo(ctx); err != nil {
+			a.log.Warn("read todo list", "bot", job.Bot.Handle, "thread", job.Thread.ID, "err", err)
+		}
+	}
+	if a.opts.Memory != nil && job.Bot.Memory {
+		if in.memories, err = a.opts.Memory.Recall(ctx, job.Bot, triggerText(job), memoryLimit); err != nil {
+			a.log.Warn("recall memories", "bot", job.Bot.Handle, "err", err)
+		}
+	}
+	r := &run{
+		agent: a,
+		job:   job,
+		pc:    pc,
+		model: model,
+		tools: tools,
+		in:    in,
+		max:   a.maxModelCalls(job.Bot),
+	}
+	reply, err := r.loop(ctx)
+	return core.Result{Reply: reply, Usage: r.usage}, err
+}

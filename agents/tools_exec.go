@@ -1,0 +1,128 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// NoOutput is the tool result shown to the model when a tool returned nothing.
+const NoOutput = "(no output)"
+
+// runTools runs one model turn's tool calls concurrently (at most
+// Options.MaxParallelTools at a time) and returns their tool messages in call order.
+// It records a tool_call event per call before starting and a tool_result event
+// per call after all are done.
+func (r *run) runTools(ctx context.Context, calls []openai.ToolCall) []openai.ChatCompletionMessage {
+	byName := make(map[string]Tool, len(r.tools))
+	for _, t := range r.tools {
+		byName[t.Name()] = t
+	}
+	type result struct {
+		text  string
+		isErr bool
+		ms    int64
+		chars int
+	}
+	results := make([]result, len(calls))
+	sem := make(chan struct{}, r.agent.opts.MaxParallelTools)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		r.event(ctx, "tool_call", map[string]any{
+			"id": c.ID, "name": c.Function.Name, "args": cutString(c.Function.Arguments, 2000),
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				results[i] = result{text: "error: the run was stopped before this tool ran", isErr: true}
+				return
+			}
+			start := r.agent.opts.Clock.Now()
+			text, chars, isErr := r.callTool(ctx, byName, c)
+			results[i] = result{text: text, isErr: isErr, ms: r.since(start).Milliseconds(), chars: chars}
+		}()
+	}
+	wg.Wait()
+	out := make([]openai.ChatCompletionMessage, len(calls))
+	for i, c := range calls {
+		res := results[i]
+		r.event(ctx, "tool_result", map[string]any{
+			"id": c.ID, "name": c.Function.Name, "duration_ms": res.ms, "chars": res.chars, "error": res.isErr,
+		})
+		out[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Name: c.Function.Name, Content: res.text}
+	}
+	return out
+}
+
+// callTool runs one call and renders its result for the model: output wrapped
+// untrusted and capped, an error as "error: ..." the model can act on, an empty
+// result as NoOutput. It returns the text, the raw output length and whether it
+// failed. A panicking tool is reported as an error, not a crash.
+func (r *run) callTool(ctx context.Context, byName map[string]Tool, c openai.ToolCall) (text string, chars int, isErr bool) {
+	name := c.Function.Name
+	t, ok := byName[name]
+	if !ok {
+		names := make([]string, 0, len(byName))
+		for n := range byName {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return fmt.Sprintf("error: there is no tool named %q. Available tools: %s.", name, strings.Join(names, ", ")), 0, true
+	}
+	args := strings.TrimSpace(c.Function.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return fmt.Sprintf("error: the arguments for %s are not valid JSON. Call it again with a JSON object matching its schema.", name), 0, true
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.agent.log.Error("tool panicked", "tool", name, "run", r.job.Run.ID, "panic", p)
+			text, chars, isErr = fmt.Sprintf("error: the tool %s failed unexpectedly (internal error)", name), 0, true
+		}
+	}()
+	out, err := t.Call(ctx, ToolCall{
+		Args:   json.RawMessage(args),
+		Env:    r.job.Env,
+		Bot:    r.job.Bot,
+		Thread: r.job.Thread.ID,
+		Run:    r.job.Run.ID,
+	})
+	source := "tool:" + name
+	if err != nil {
+		msg := "error: " + untrusted(source, r.capResult(err.Error()))
+		if strings.TrimSpace(out) != "" {
+			msg += "\noutput before the error:\n" + r.wrapCapped(source, out)
+		}
+		return msg, len(out), true
+	}
+	if strings.TrimSpace(out) == "" {
+		return NoOutput, 0, false
+	}
+	return r.wrapCapped(source, out), len(out), false
+}
+
+// wrapCapped wraps out untrusted after capping it, with the cap note outside the
+// wrapper so the model can trust it.
+func (r *run) wrapCapped(source, out string) string {
+	limit := r.agent.opts.MaxToolResultChars
+	if len(out) <= limit {
+		return untrusted(source, out)
+	}
+	return untrusted(source, cutString(out, limit)) +
+		fmt.Sprintf("\n[output truncated: showing the first %d of %d characters; ask for a narrower result if you need the rest]", limit, len(out))
+}
+
+func (r *run) capResult(s string) string {
+	return cutString(s, r.agent.opts.MaxToolResultChars)
+}
