@@ -12,12 +12,12 @@ type wsFrames struct {
 		Name    string
 		Hex     string
 		Decoded struct {
-			SeqID   uint64
-			LogID   uint64
-			Service int32 `json:"service"`
-			Method  int32 `json:"method"`
-			Headers []struct{ Key, Value string }
-			Payload *string `json:"payload_utf8"`
+			SeqID    uint64
+			LogID    uint64
+			Service  int32 `json:"service"`
+			Method   int32 `json:"method"`
+			Headers  []struct{ Key, Value string }
+			Payload  *string `json:"payload_utf8"`
 			LogIDNew string
 		}
 	}
