@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,6 +46,12 @@ type Options struct {
 	// NoSync skips fsync on commit. Only for tests and benchmarks: a crash can
 	// corrupt the file.
 	NoSync bool
+	// MaxBatchDelay is how long Batch waits for more callers before committing;
+	// 0 keeps bbolt's default of 10ms. A lone caller always waits this long.
+	MaxBatchDelay time.Duration
+	// MaxBatchSize commits a batch early when this many calls are waiting; 0 keeps
+	// bbolt's default of 1000.
+	MaxBatchSize int
 }
 
 // Store is the bbolt core.Store. It is safe for concurrent use; bbolt runs at most
@@ -67,7 +72,7 @@ var _ core.Store = (*Store)(nil)
 func Open(path string, opts Options) (*Store, error) {
 	log := opts.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -85,6 +90,12 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("store %s: open: %w", path, err)
 	}
+	if opts.MaxBatchDelay > 0 {
+		db.MaxBatchDelay = opts.MaxBatchDelay
+	}
+	if opts.MaxBatchSize > 0 {
+		db.MaxBatchSize = opts.MaxBatchSize
+	}
 	from, err := upgrade(db, log)
 	if err != nil {
 		_ = db.Close()
@@ -97,31 +108,43 @@ func Open(path string, opts Options) (*Store, error) {
 // Path returns the file the store was opened from.
 func (s *Store) Path() string { return s.path }
 
-// View runs fn in a read-only transaction. It returns ctx.Err() without starting
-// when ctx is already done, and ErrClosed after Close. Values returned by the ReadTx
+// View runs fn in a read-only transaction. It returns ctx.Err() without calling fn
+// when ctx is done before the transaction starts, and ErrClosed after Close. Values returned by the ReadTx
 // are decoded copies and stay valid after fn returns; the ReadTx itself must not be
 // used after fn returns.
 func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.db.View(func(btx *bbolt.Tx) error { return fn(&readTx{tx: btx}) })
+	return s.db.View(func(btx *bbolt.Tx) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(&readTx{tx: btx})
+	})
 }
 
 // Update runs fn in one read-write transaction and commits (with fsync unless
 // Options.NoSync) when fn returns nil; when fn returns an error, nothing is written
-// and that error is returned. It blocks while another write transaction runs.
+// and that error is returned. It blocks while another write transaction runs; if
+// ctx is done once the write lock is held, fn is not called and ctx.Err() returned.
 func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.db.Update(func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
+	return s.db.Update(func(btx *bbolt.Tx) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(&writeTx{readTx{tx: btx}})
+	})
 }
 
 // Batch is Update through bbolt's db.Batch: concurrent callers share one commit
-// (up to bbolt's MaxBatchSize 1000 calls or MaxBatchDelay 10ms). fn may run more
-// than once (bbolt reruns it alone when a batch fails), so apart from its writes it
-// must be idempotent.
+// (Options.MaxBatchSize calls or Options.MaxBatchDelay, whichever comes first). ctx
+// is checked only before joining a batch. fn runs on bbolt's batch goroutine and may
+// run more than once (bbolt reruns it alone when another call in its batch fails),
+// so apart from its writes it must be idempotent.
 func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err

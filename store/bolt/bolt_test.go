@@ -247,3 +247,17 @@ func TestNextQueuedSeeksActorPrefix(t *testing.T) {
 		return nil
 	})
 }
+
+func TestBatchOptions(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "o.db"), Options{NoSync: true, MaxBatchDelay: time.Millisecond, MaxBatchSize: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.db.MaxBatchDelay != time.Millisecond || s.db.MaxBatchSize != 7 {
+		t.Errorf("batch settings = %s, %d; want 1ms, 7", s.db.MaxBatchDelay, s.db.MaxBatchSize)
+	}
+	if !s.db.NoSync {
+		t.Errorf("NoSync not applied")
+	}
+}
