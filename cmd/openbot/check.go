@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"openbot/config"
+)
+
+// loadConfig loads the file and prints every problem to stderr, one per line with
+// its field path, returning nil when there was any.
+func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *config.Config {
+	cfg, err := config.Load(path, lookupEnv)
+	if err == nil {
+		return cfg
+	}
+	var es config.Errors
+	if errors.As(err, &es) {
+		fmt.Fprintf(stderr, "%s: %d problem(s):\n", path, len(es))
+		for _, e := range es {
+			fmt.Fprintf(stderr, "  %s\n", e.Error())
+		}
+		return nil
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", path, err)
+	return nil
+}
+
+// runCheck is `openbot config check --config FILE`: it prints every problem and
+// returns 1, or prints "config ok" and returns 0. A profile that can never work
+// (public OpenAI without a key) is a warning, not a failure: the file is valid.
+func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "configuration file")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg := loadConfig(*path, stderr, lookupEnv)
+	if cfg == nil {
+		return exitFail
+	}
+	if msg := missingKey(cfg); msg != "" {
+		fmt.Fprintln(stderr, "warning: "+msg)
+	}
+	fmt.Fprintln(stdout, "config ok")
+	return exitOK
+}
+
+// missingKey returns the one-sentence fix when a bot's LLM profile is the public
+// OpenAI API without an api_key, else "".
+func missingKey(cfg *config.Config) string {
+	for _, b := range cfg.Bots {
+		if p := cfg.LLM[b.LLM]; p.NeedsKey() {
+			return fmt.Sprintf("llm profile %q has no api_key for %s: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).", b.LLM, config.OpenAIBaseURL)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,93 @@
+// Command openbot runs a team of LLM bots in Slack, Telegram, Feishu and the
+// terminal (DESIGN.md §2 "cmd/openbot"). It is wiring only: it reads the
+// configuration, maps it onto each package's Options, starts everything under one
+// supervisor and shuts it down in order.
+//
+//	openbot serve --config FILE          run every configured channel until SIGINT/SIGTERM
+//	openbot chat --config FILE           the same, plus the terminal channel on this terminal
+//	openbot config check --config FILE   validate and print every problem
+//	openbot version
+//
+// In chat mode the log goes to openbot.log next to the store file, so it does not
+// interleave with the conversation; serve logs to stderr.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"openbot/config"
+)
+
+// Version is openbot's release version; the VCS revision is appended when known.
+const Version = "0.1.0-dev"
+
+// Exit codes of run.
+const (
+	exitOK    = 0
+	exitFail  = 1 // configuration problems, startup or runtime failure
+	exitUsage = 2 // unknown command or bad flags
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  openbot serve --config FILE [--log-level LEVEL]   run every configured channel
+  openbot chat --config FILE [--log-level LEVEL]    serve plus the terminal channel
+  openbot config check --config FILE                validate the configuration
+  openbot version
+`
+
+// run is the whole program behind main, testable in-process: args without the
+// program name, the standard streams, and the environment lookup. ctx ends on
+// SIGINT/SIGTERM. It returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(ctx, "serve", args[1:], stdin, stdout, stderr, lookupEnv)
+	case "chat":
+		return runServe(ctx, "chat", args[1:], stdin, stdout, stderr, lookupEnv)
+	case "config":
+		if len(args) < 2 || args[1] != "check" {
+			fmt.Fprint(stderr, usage)
+			return exitUsage
+		}
+		return runCheck(args[2:], stdout, stderr, lookupEnv)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "openbot: unknown command %q\n%s", args[0], usage)
+		return exitUsage
+	}
+}
+
+func versionString() string {
+	v := "openbot " + Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " (" + s.Value[:12] + ")"
+			}
+		}
+	}
+	return v + " " + runtime.Version()
+}

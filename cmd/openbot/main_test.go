@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/agents/openaitest"
+	"openbot/config"
+)
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func envOf(m map[string]string) config.LookupEnv {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// exampleConfig writes config.example.yaml into dir with the store, workspace and
+// listener moved into the test's directory and port 0, and returns its path.
+func exampleConfig(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for old, repl := range map[string]string{
+		"path: ./data/openbot.db":     "path: " + filepath.Join(dir, "data", "openbot.db"),
+		"workspace: ./data/workspace": "workspace: " + filepath.Join(dir, "ws"),
+		"listen: 127.0.0.1:8080":      "listen: 127.0.0.1:0",
+		"run_timeout: 10m":            "run_timeout: 1m",
+		"max_concurrent_runs: 4":      "max_concurrent_runs: 2",
+	} {
+		if !strings.Contains(text, old) {
+			t.Fatalf("config.example.yaml no longer contains %q", old)
+		}
+		text = strings.Replace(text, old, repl, 1)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runFor runs the program with a deadline so a hang fails the test instead of the suite.
+func runFor(t *testing.T, args []string, stdin io.Reader, env map[string]string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errb lockedBuffer
+	code := run(ctx, args, stdin, &out, &errb, envOf(env))
+	if ctx.Err() != nil {
+		t.Fatalf("run %v did not finish before its deadline; stdout:\n%s\nstderr:\n%s", args, out.String(), errb.String())
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func TestChatPipedHello(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Enqueue(openaitest.Text("Hello! How can the team help?"))
+	dir := t.TempDir()
+	cfg := exampleConfig(t, dir)
+
+	r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("hello\n"),
+		map[string]string{"OPENAI_BASE_URL": llm.URL()})
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if r.stdout != "[chief_of_staff] Hello! How can the team help?\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("model got %d requests, want 1", len(reqs))
+	}
+	if got := openaitest.LastUserText(reqs[0]); !strings.Contains(got, "hello") {
+		t.Errorf("last user text = %q, want it to carry %q", got, "hello")
+	}
+	if reqs[0].Body.Model != "gpt-4o-mini" {
+		t.Errorf("model = %q, want the example default gpt-4o-mini", reqs[0].Body.Model)
+	}
+	logData, err := os.ReadFile(filepath.Join(dir, "data", "openbot.log"))
+	if err != nil {
+		t.Fatalf("chat log file: %v", err)
+	}
+	if !strings.Contains(string(logData), "stopped") {
+		t.Errorf("log file lacks the clean stop:\n%s", logData)
+	}
+	if r.stderr != "" {
+		t.Errorf("stderr in chat mode = %q, want nothing (logs go to the file)", r.stderr)
+	}
+}
+
+func TestChatHandoffThroughTheTeam(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Enqueue(
+		openaitest.Text("@engineer please add a README. Report back to @chief_of_staff."),
+		openaitest.Text("Done: README.md added. @chief_of_staff"),
+		openaitest.Text("The README is in place."),
+	)
+	dir := t.TempDir()
+	cfg := exampleConfig(t, dir)
+	r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("we need a README\n"),
+		map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "sk-test"})
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	want := "[chief_of_staff] @engineer please add a README. Report back to @chief_of_staff.\n" +
+		"[engineer] Done: README.md added. @chief_of_staff\n" +
+		"[chief_of_staff] The README is in place.\n"
+	if r.stdout != want {
+		t.Errorf("stdout =\n%s\nwant\n%s", r.stdout, want)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model got %d requests, want 3", len(reqs))
+	}
+	if auth := reqs[0].Header.Get("Authorization"); auth != "Bearer sk-test" {
+		t.Errorf("Authorization = %q", auth)
+	}
+	logData, _ := os.ReadFile(filepath.Join(dir, "data", "openbot.log"))
+	if strings.Contains(string(logData), "sk-test") {
+		t.Error("the API key appears in the log")
+	}
+}
+
+func TestChatRestartKeepsThreads(t *testing.T) {
+	llm := openaitest.New(t)
+	dir := t.TempDir()
+	cfg := exampleConfig(t, dir)
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL()}
+	if r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("first\n"), env); r.code != 0 {
+		t.Fatalf("first run exit %d: %s", r.code, r.stderr)
+	}
+	r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("/threads\n"), env)
+	if r.code != 0 {
+		t.Fatalf("second run exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "#1  first") {
+		t.Errorf("second run does not list the first thread:\n%s", r.stdout)
+	}
+}
+
+func TestMissingKeyFailsFast(t *testing.T) {
+	cfg := exampleConfig(t, t.TempDir())
+	want := `openbot: llm profile "default" has no api_key for https://api.openai.com/v1: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).` + "\n"
+	for _, cmd := range []string{"chat", "serve"} {
+		t.Run(cmd, func(t *testing.T) {
+			r := runFor(t, []string{cmd, "--config", cfg}, strings.NewReader("hello\n"), nil)
+			if r.code != 1 {
+				t.Errorf("exit %d, want 1", r.code)
+			}
+			if r.stderr != want {
+				t.Errorf("stderr = %q\nwant     %q", r.stderr, want)
+			}
+		})
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`
+llm:
+  default: {base_url: "http://127.0.0.1:1/v1", model: m}
+bots:
+  - handle: chief_of_staff
+  - handle: engineer
+  - handle: engineer
+    colour: red
+default_bot: boss
+limits: {run_timeout: -5s}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runFor(t, []string{"config", "check", "--config", bad}, nil, nil)
+	if r.code == 0 {
+		t.Fatalf("config check on a bad file exited 0")
+	}
+	for _, want := range []string{
+		"4 problem(s)",
+		`bots[2].colour: unknown key "colour" (line 8)`,
+		`limits.run_timeout: must be positive, got -5s`,
+		`bots[2].handle: "engineer" is used twice`,
+		`default_bot: "boss" is not a configured bot`,
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stdout, "config ok") {
+		t.Error("bad config printed config ok")
+	}
+
+	good := exampleConfig(t, dir)
+	r = runFor(t, []string{"config", "check", "--config", good}, nil, map[string]string{"OPENAI_API_KEY": "k"})
+	if r.code != 0 || r.stdout != "config ok\n" || r.stderr != "" {
+		t.Errorf("good config: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runFor(t, []string{"config", "check", "--config", good}, nil, nil)
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: ") || !strings.Contains(r.stderr, "OPENAI_API_KEY") {
+		t.Errorf("keyless config: exit %d stderr %q, want 0 with a warning", r.code, r.stderr)
+	}
+	r = runFor(t, []string{"config", "check", "--config", filepath.Join(dir, "missing.yaml")}, nil, nil)
+	if r.code != 1 || !strings.Contains(r.stderr, "missing.yaml") {
+		t.Errorf("missing file: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestUsageAndVersion(t *testing.T) {
+	tests := []struct {
+		args      []string
+		code      int
+		outSubstr string
+	}{
+		{[]string{"version"}, 0, "openbot " + Version},
+		{[]string{"help"}, 0, "usage:"},
+		{nil, 2, ""},
+		{[]string{"frobnicate"}, 2, ""},
+		{[]string{"config"}, 2, ""},
+		{[]string{"serve", "--nope"}, 2, ""},
+		{[]string{"serve", "--log-level", "loud"}, 2, ""},
+	}
+	for _, tt := range tests {
+		r := runFor(t, tt.args, nil, nil)
+		if r.code != tt.code || !strings.Contains(r.stdout, tt.outSubstr) {
+			t.Errorf("run %q: exit %d stdout %q stderr %q, want exit %d with %q", tt.args, r.code, r.stdout, r.stderr, tt.code, tt.outSubstr)
+		}
+	}
+}
+
+func TestServeHealthzAndShutdown(t *testing.T) {
+	llm := openaitest.New(t)
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	data, _ := os.ReadFile(path)
+	text := string(data) + "\nslack:\n  - {name: acme, bot: \"*\"}\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, envOf(map[string]string{"OPENAI_BASE_URL": llm.URL()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	addrs := make(chan string, 1)
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: &logs,
+		log: testLogger(&logs), onListen: func(addr string) { addrs <- addr }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- a.serve(ctx) }()
+
+	var addr string
+	select {
+	case addr = <-addrs:
+	case code := <-done:
+		t.Fatalf("serve exited %d early:\n%s", code, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve never listened")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var body string
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("healthz status %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz never became ready:\n%s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{"ok\n", "slack/acme: skipped: ", "console/local: skipped: "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("healthz body lacks %q:\n%s", want, body)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exit %d after cancel:\n%s", code, logs.String())
+		}
+	case <-time.After(shutdownBound + 5*time.Second):
+		t.Fatal("serve did not stop within its bound")
+	}
+	if !strings.Contains(logs.String(), "msg=stopped") {
+		t.Errorf("no clean stop in the log:\n%s", logs.String())
+	}
+}

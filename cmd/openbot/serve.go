@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/term"
+
+	"openbot/adapters/console"
+	"openbot/config"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// app is one `serve` or `chat` invocation.
+type app struct {
+	chat     bool
+	cfg      *config.Config
+	log      *slog.Logger
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+	terminal bool // stdin is a terminal (chat reads it interactively)
+	// onListen, when set, is told the HTTP listener's address (tests listen on :0).
+	onListen func(addr string)
+}
+
+// runServe is `openbot serve` and `openbot chat`.
+func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	fs := flag.NewFlagSet(mode, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "configuration file")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "openbot: --log-level %q: use debug, info, warn or error\n", *level)
+		return exitUsage
+	}
+	cfg := loadConfig(*path, stderr, lookupEnv)
+	if cfg == nil {
+		return exitFail
+	}
+	if msg := missingKey(cfg); msg != "" {
+		fmt.Fprintln(stderr, "openbot: "+msg)
+		return exitFail
+	}
+
+	a := &app{chat: mode == "chat", cfg: cfg, stdin: stdin, stdout: stdout, stderr: stderr}
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		a.terminal = true
+	}
+	logOut := stderr
+	if a.chat {
+		// The conversation owns the terminal; the log goes next to the store.
+		lf, err := openLogFile(cfg.Store.Path)
+		if err != nil {
+			fmt.Fprintf(stderr, "openbot: %v\n", err)
+			return exitFail
+		}
+		defer lf.Close()
+		logOut = lf
+	}
+	a.log = slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lvl}))
+	return a.serve(ctx)
+}
+
+// openLogFile opens (appending) openbot.log in the directory of the store file.
+func openLogFile(storePath string) (*os.File, error) {
+	dir := filepath.Dir(storePath)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("log directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "openbot.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	return f, nil
+}
+
+// fail logs err and prints it as one line for the person who started openbot.
+func (a *app) fail(msg string, err error) int {
+	a.log.Error(msg, "err", err)
+	fmt.Fprintf(a.stderr, "openbot: %s: %v\n", msg, err)
+	return exitFail
+}
+
+// serve wires store, agent, engine, adapters and the HTTP listener, runs them until
+// ctx is done (or, in chat mode, the terminal input ends and the team is idle), then
+// shuts down in order within shutdownBound: HTTP and adapters stop taking input, the
+// engine finishes or fails in-flight runs and flushes delivery, the store closes.
+func (a *app) serve(ctx context.Context) int {
+	log := a.log
+	st, err := bolt.Open(a.cfg.Store.Path, bolt.Options{Logger: log})
+	if err != nil {
+		return a.fail("open store", err)
+	}
+	storeOpen := true
+	defer func() {
+		if storeOpen {
+			if err := st.Close(); err != nil {
+				log.Error("close store", "err", err)
+			}
+		}
+	}()
+
+	agent, err := newAgent(a.cfg, log)
+	if err != nil {
+		return a.fail("agents", err)
+	}
+	eng, err := core.New(core.Options{
+		Store:         st,
+		Agent:         agent,
+		Bots:          botProfiles(a.cfg),
+		DefaultBot:    a.cfg.DefaultBot,
+		Limits:        coreLimits(a.cfg.Limits),
+		Logger:        log,
+		ShutdownGrace: engineGrace,
+	})
+	if err != nil {
+		return a.fail("engine", err)
+	}
+
+	hl := newHealth(eng.Ready())
+	accounts, con, err := a.adapters(eng, hl)
+	if err != nil {
+		return a.fail("adapters", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", hl)
+	for _, ad := range accounts {
+		if err := eng.AddAdapter(ad); err != nil {
+			return a.fail("adapters", err)
+		}
+		if m, ok := ad.(core.WebhookMounter); ok {
+			m.MountHTTP(mux)
+		}
+	}
+	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
+	if err != nil {
+		return a.fail("http listener", err)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("http listening", "addr", ln.Addr().String())
+	if a.onListen != nil {
+		a.onListen(ln.Addr().String())
+	}
+
+	// Intake (HTTP and adapters) runs on gctx; the engine on its own context, which
+	// is cancelled only after intake has stopped, so nothing is taken in that the
+	// engine cannot store.
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	g, gctx := errgroup.WithContext(runCtx)
+	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEngine()
+	var intake sync.WaitGroup
+
+	g.Go(func() error {
+		if err := eng.Run(engCtx); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		if engCtx.Err() == nil {
+			return errors.New("engine stopped unexpectedly")
+		}
+		return nil
+	})
+	intake.Add(1)
+	g.Go(func() error {
+		defer intake.Done()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	for _, ad := range accounts {
+		r, ok := ad.(core.Runner)
+		if !ok {
+			hl.set(string(ad.Account()), "started")
+			continue
+		}
+		acc := string(ad.Account())
+		isConsole := con != nil && ad == core.Adapter(con)
+		intake.Add(1)
+		g.Go(func() error {
+			defer intake.Done()
+			select { // adapters take input only once recovery is done
+			case <-eng.Ready():
+			case <-gctx.Done():
+				return nil
+			}
+			hl.set(acc, "started")
+			log.Info("account started", "account", acc)
+			err := r.Run(gctx)
+			if isConsole {
+				return a.consoleDone(gctx, eng, err, stop)
+			}
+			if err != nil && gctx.Err() == nil {
+				return fmt.Errorf("%s: %w", acc, err)
+			}
+			return nil
+		})
+	}
+
+	<-gctx.Done()
+	log.Info("shutting down", "bound", shutdownBound)
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownBound)
+	defer cancel()
+	stop()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	if !waitCtx(shutCtx, intake.Wait) {
+		log.Error("adapters did not stop in time")
+	}
+	stopEngine()
+	var runErr error
+	if !waitCtx(shutCtx, func() { runErr = g.Wait() }) {
+		log.Error("shutdown did not finish in time; exiting without closing the store", "bound", shutdownBound)
+		storeOpen = false // bbolt Close would wait for the stuck transaction
+		fmt.Fprintf(a.stderr, "openbot: shutdown did not finish within %s\n", shutdownBound)
+		return exitFail
+	}
+	storeOpen = false
+	if err := st.Close(); err != nil {
+		return a.fail("close store", err)
+	}
+	if runErr != nil {
+		return a.fail("stopped", runErr)
+	}
+	log.Info("stopped")
+	return exitOK
+}
+
+// consoleDone ends chat mode once the terminal input is over: with piped input it
+// first waits until no run is queued or running and every reply is delivered.
+func (a *app) consoleDone(ctx context.Context, eng *core.Engine, runErr error, stop func()) error {
+	if runErr == nil && !a.terminal && ctx.Err() == nil {
+		if err := eng.WaitIdle(ctx); err != nil && ctx.Err() == nil {
+			runErr = err
+		}
+	}
+	stop()
+	if runErr != nil {
+		return fmt.Errorf("console: %w", runErr)
+	}
+	return nil
+}
+
+// waitCtx runs wait in a goroutine and reports whether it returned before ctx ended.
+// On timeout the goroutine is left to finish on its own; the process is exiting.
+func waitCtx(ctx context.Context, wait func()) bool {
+	done := make(chan struct{})
+	go func() {
+		wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// adapters builds one adapter per configured account that can run now and records
+// the others as skipped on the health check. In chat mode the first enabled console
+// account (default "local") is attached to the terminal and returned as con.
+func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.Adapter, error) {
+	var out []core.Adapter
+	var con *console.Adapter
+	skip := func(account, why string) {
+		hl.set(account, "skipped: "+why)
+		a.log.Warn("account skipped", "account", account, "reason", why)
+	}
+	consoles := a.cfg.Console
+	if a.chat && len(consoles) == 0 {
+		consoles = []config.Console{{Name: config.DefaultConsole}}
+	}
+	for _, c := range consoles {
+		acc := "console/" + c.Name
+		switch {
+		case !a.chat:
+			skip(acc, "the terminal channel runs only in `openbot chat`")
+		case !c.On():
+			skip(acc, "disabled")
+		case con != nil:
+			skip(acc, "only one console account is attached to the terminal")
+		default:
+			var err error
+			con, err = console.New(console.Options{
+				Name: c.Name, Engine: eng, In: a.stdin, Out: a.stdout,
+				Interactive: a.terminal, Logger: a.log,
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			hl.set(acc, "pending")
+			out = append(out, con)
+		}
+	}
+	for _, s := range a.cfg.Slack {
+		skip("slack/"+s.Name, "the slack adapter is not part of this build yet")
+	}
+	for _, t := range a.cfg.Telegram {
+		skip("telegram/"+t.Name, "the telegram adapter is not part of this build yet")
+	}
+	for _, f := range a.cfg.Feishu {
+		skip("feishu/"+f.Name, "the feishu adapter is not part of this build yet")
+	}
+	return out, con, nil
+}
