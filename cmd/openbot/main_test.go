@@ -327,3 +327,20 @@ func TestServeHealthzAndShutdown(t *testing.T) {
 		t.Errorf("no clean stop in the log:\n%s", logs.String())
 	}
 }
+
+func TestChatNeedsAConsole(t *testing.T) {
+	llm := openaitest.New(t)
+	path := exampleConfig(t, t.TempDir())
+	data, _ := os.ReadFile(path)
+	text := strings.Replace(string(data), "enabled: true ", "enabled: false", 1)
+	if text == string(data) {
+		t.Fatal("example has no `enabled: true` to flip")
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runFor(t, []string{"chat", "--config", path}, strings.NewReader("hi\n"), map[string]string{"OPENAI_BASE_URL": llm.URL()})
+	if r.code != 1 || !strings.Contains(r.stderr, "chat needs an enabled console account") {
+		t.Errorf("exit %d stderr %q", r.code, r.stderr)
+	}
+}

@@ -319,6 +319,9 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			out = append(out, con)
 		}
 	}
+	if a.chat && con == nil {
+		return nil, nil, errors.New("chat needs an enabled console account (console: [{name: local}])")
+	}
 	for _, s := range a.cfg.Slack {
 		skip("slack/"+s.Name, "the slack adapter is not part of this build yet")
 	}
