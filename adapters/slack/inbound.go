@@ -1,0 +1,252 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"openbot/core"
+)
+
+// message is the part of an app_mention or message event the adapter uses.
+type message struct {
+	Team, Channel, ChannelType string
+	User, BotID, SubType       string
+	Text, TS, ThreadTS         string
+	Edited                     bool
+}
+
+// handleEvent turns one Events API callback (from HTTP or Socket Mode) into at most
+// one core.Inbound and ingests it (issue 3 items 3-5). It returns an error only when
+// the engine failed to store the message, so the caller can make Slack retry.
+// Events that are not for openbot (bot and own messages, edits, joins, other event
+// types, channels or users outside the allow lists) return nil.
+func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent) error {
+	if ev.Type != slackevents.CallbackEvent {
+		return nil
+	}
+	var m message
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		m = message{Channel: e.Channel, User: e.User, BotID: e.BotID, Text: e.Text, TS: e.TimeStamp,
+			ThreadTS: e.ThreadTimeStamp, Edited: e.Edited != nil}
+	case *slackevents.MessageEvent:
+		m = message{Channel: e.Channel, ChannelType: e.ChannelType, User: e.User, BotID: e.BotID,
+			SubType: e.SubType, Text: e.Text, TS: e.TimeStamp, ThreadTS: e.ThreadTimeStamp}
+		if e.Message != nil && e.Message.Edited != nil {
+			m.Edited = true
+		}
+	default:
+		return nil
+	}
+	m.Team = ev.TeamID
+	return a.handleMessage(ctx, m)
+}
+
+// ignoredSubtype reports message subtypes that never start work. A plain message,
+// a thread reply also sent to the channel and a file share with text are kept.
+func ignoredSubtype(st string) bool {
+	switch st {
+	case "", "thread_broadcast", "file_share":
+		return false
+	}
+	return true // bot_message, message_changed, message_deleted, channel_join, …
+}
+
+func (a *Adapter) handleMessage(ctx context.Context, m message) error {
+	log := a.log.With("channel", m.Channel, "ts", m.TS)
+	if m.User == "" || m.BotID != "" || ignoredSubtype(m.SubType) || m.Edited || m.TS == "" {
+		log.Debug("slack event ignored", "subtype", m.SubType, "bot_id", m.BotID, "edited", m.Edited)
+		return nil
+	}
+	id, err := a.identity(ctx)
+	if err != nil {
+		return err
+	}
+	if m.User == id.UserID {
+		log.Debug("slack event ignored: own message")
+		return nil
+	}
+	if (a.allowCh != nil && !a.allowCh[m.Channel]) || (a.allowU != nil && !a.allowU[m.User]) {
+		log.Debug("slack event ignored: not allowed", "user", m.User)
+		return nil
+	}
+	if m.Team == "" {
+		m.Team = id.Team
+	}
+	text, self := a.normalize(ctx, m.Text, id.UserID)
+	dm := isDMChannel(m.Channel, m.ChannelType)
+	in := core.Inbound{
+		Account:      a.Account(),
+		Platform:     "slack",
+		DedupKey:     DedupKey(m.Team, m.Channel, m.TS),
+		ThreadKey:    ThreadKey(m.Team, m.Channel, m.TS, m.ThreadTS, dm),
+		Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, dm).Ref(),
+		PlatformID:   m.TS,
+		SenderID:     HumanActor(m.Team, m.User),
+		SenderName:   a.userName(ctx, m.User),
+		Text:         text,
+		Received:     tsTime(m.TS),
+	}
+	if a.bot != "*" {
+		in.DefaultBot = a.bot
+	}
+	if self {
+		in.Mentions = []string{a.bot} // "*" means the thread's default bot
+	}
+	in.StartThread = dm || self || a.mentionsBot(text)
+	res, err := a.engine.Ingest(ctx, in)
+	if err != nil {
+		return fmt.Errorf("slack ingest %s: %w", in.DedupKey, err)
+	}
+	log.Debug("slack message ingested", "thread", res.Thread, "duplicate", res.Duplicate, "dropped", res.Dropped, "woken", res.Woken)
+	return nil
+}
+
+// tsTime converts a Slack ts ("1767225600.000100") to a time; zero if malformed.
+func tsTime(ts string) time.Time {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	var us int64
+	if frac != "" {
+		frac = (frac + "000000")[:6]
+		us, _ = strconv.ParseInt(frac, 10, 64)
+	}
+	return time.Unix(s, us*1000).UTC()
+}
+
+var (
+	// <@U123>, <@U123|name>, <#C123|name>, <!here>, <!subteam^S1|@team>, <url|label>
+	controlRe = regexp.MustCompile(`<([@#!]?)([^<>|]*)(?:\|([^<>]*))?>`)
+	handleRe  = regexp.MustCompile(`(?:^|[^\w@./])@([A-Za-z0-9][A-Za-z0-9_\-]*)`)
+)
+
+// normalize rewrites Slack's control sequences into what the model should read
+// (issue 3 item 4): a mention of this app's bot user becomes "@handle" (for a "*"
+// app it is removed, since core resolves it to the thread's default bot), other
+// users become "@Display Name" (a Slack bot user named like a configured bot becomes
+// "@handle"), channels "#name", links "[label](url)" or the bare url, and &amp;,
+// &lt;, &gt; are unescaped. It reports whether the app's own bot user was mentioned.
+func (a *Adapter) normalize(ctx context.Context, text, selfID string) (string, bool) {
+	self := false
+	out := controlRe.ReplaceAllStringFunc(text, func(seq string) string {
+		m := controlRe.FindStringSubmatch(seq)
+		kind, body, label := m[1], m[2], m[3]
+		switch kind {
+		case "@":
+			if body == selfID {
+				self = true
+				if a.bot == "*" {
+					return ""
+				}
+				return "@" + a.bot
+			}
+			if h := a.botHandleOf(ctx, body); h != "" {
+				return "@" + h
+			}
+			return "@" + a.userName(ctx, body)
+		case "#":
+			if label != "" {
+				return "#" + label
+			}
+			return "#" + body
+		case "!":
+			if label != "" {
+				return label
+			}
+			cmd, _, _ := strings.Cut(body, "^")
+			return "@" + cmd
+		}
+		if label != "" && label != body {
+			return "[" + label + "](" + body + ")"
+		}
+		return body
+	})
+	out = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(out)
+	if self && a.bot == "*" {
+		out = strings.Join(strings.Fields(out), " ")
+	}
+	return strings.TrimSpace(out), self
+}
+
+// mentionsBot reports whether text has an @handle of a configured bot.
+func (a *Adapter) mentionsBot(text string) bool {
+	for _, m := range handleRe.FindAllStringSubmatch(text, -1) {
+		if _, ok := a.bots[strings.ToLower(m[1])]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// userName returns a user's display name (display name, else real name, else user
+// name) through users.info, cached; on failure the user id itself.
+func (a *Adapter) userName(ctx context.Context, userID string) string {
+	if u, ok := a.lookupUser(ctx, userID); ok {
+		return u.name
+	}
+	return userID
+}
+
+// botHandleOf returns the configured bot handle a Slack bot user stands for (another
+// openbot app in the workspace), matched by its user, real or display name, or "".
+func (a *Adapter) botHandleOf(ctx context.Context, userID string) string {
+	u, ok := a.lookupUser(ctx, userID)
+	if !ok || !u.isBot {
+		return ""
+	}
+	for _, n := range u.names {
+		key := strings.ToLower(strings.NewReplacer(" ", "_", "-", "_").Replace(n))
+		if _, ok := a.bots[key]; ok {
+			return a.bots[key].Handle
+		}
+		for _, b := range a.bots {
+			if b.Name != "" && strings.EqualFold(b.Name, n) {
+				return b.Handle
+			}
+		}
+	}
+	return ""
+}
+
+func (a *Adapter) lookupUser(ctx context.Context, userID string) (cachedUser, bool) {
+	now := a.clock.Now()
+	if u, ok := a.users.get(userID, now); ok {
+		return u, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, userInfoTimeout)
+	defer cancel()
+	info, err := a.api.GetUserInfoContext(ctx, userID)
+	if err != nil {
+		a.log.Debug("slack users.info failed", "user", userID, "err", err)
+		var se slack.SlackErrorResponse
+		if errors.As(err, &se) { // a definite answer (user_not_found): remember it
+			a.users.put(userID, cachedUser{name: userID}, now)
+		}
+		return cachedUser{}, false
+	}
+	u := cachedUser{isBot: info.IsBot}
+	for _, n := range []string{info.Profile.DisplayName, info.Profile.RealName, info.RealName, info.Name} {
+		if n = strings.TrimSpace(n); n != "" {
+			if u.name == "" {
+				u.name = n
+			}
+			u.names = append(u.names, n)
+		}
+	}
+	if u.name == "" {
+		u.name = userID
+	}
+	a.users.put(userID, u, now)
+	return u, true
+}

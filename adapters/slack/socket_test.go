@@ -1,0 +1,147 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"openbot/adapters/slack/slacktest"
+)
+
+// runAdapter runs a.Run in a goroutine and returns a stop function that cancels it
+// and waits (bounded) for Run to return its error.
+func runAdapter(t *testing.T, a *Adapter) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stopped := false
+	var err error
+	stop = func() error {
+		if stopped {
+			return err
+		}
+		stopped = true
+		cancel()
+		select {
+		case err = <-done:
+		case <-time.After(15 * time.Second):
+			t.Fatal("Run did not return within 15s of cancel")
+		}
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestSocketModeAcksFirstThenIngests: hello, then an events_api envelope -> the ack
+// with its envelope_id is sent while Ingest is still blocked (ack before any work),
+// then the event is ingested; the retry envelope is acked and carries the same dedup
+// key; interactive envelopes are acked; a disconnect makes the client reconnect.
+func TestSocketModeAcksFirstThenIngests(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Mode = ModeSocket; o.SigningSecret = "" })
+	e.engine.gate = make(chan struct{})
+	stop := runAdapter(t, e.a)
+	ctx := waitCtx(t)
+
+	if err := e.slack.Push(ctx, fixture(t, "socket_mode_events_api_app_mention.json")); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000001")
+	if err != nil {
+		t.Fatalf("no ack while Ingest was blocked: %v", err)
+	}
+	if len(ack.Payload) != 0 {
+		t.Errorf("ack payload %s, want none", ack.Payload)
+	}
+	if got := e.engine.inbounds(); len(got) != 0 {
+		t.Fatalf("ingested before the gate opened: %+v", got)
+	}
+	close(e.engine.gate)
+	in := e.engine.waitInbounds(t, 1)[0]
+	if in.DedupKey != "slack:T0TEST:C0TEST001:1767225600.000100" || !in.StartThread || in.Text != "@engineer can you review the failing build on main?" {
+		t.Errorf("socket inbound %+v", in)
+	}
+
+	if err := e.slack.Push(ctx, fixture(t, "socket_mode_events_api_app_mention_retry.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000002"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.engine.waitInbounds(t, 2); got[1].DedupKey != in.DedupKey {
+		t.Errorf("retry dedup key %q, want %q", got[1].DedupKey, in.DedupKey)
+	}
+
+	if err := e.slack.Push(ctx, fixture(t, "socket_mode_interactive_block_actions.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000003"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Slack asks for a refresh: the client opens a new connection and keeps working.
+	if err := e.slack.Push(ctx, fixture(t, "socket_mode_disconnect.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.slack.Wait(ctx, func(s *slacktest.Server) bool { open, total := s.Connections(); return total >= 2 && open >= 1 }); err != nil {
+		t.Fatalf("no reconnect after disconnect: %v", err)
+	}
+	var env map[string]any
+	unmarshal(t, fixture(t, "socket_mode_events_api_app_mention.json"), &env)
+	env["envelope_id"] = "after-reconnect"
+	payload := strings.Replace(string(mustJSON(t, env)), "1767225600.000100", "1767225700.000100", -1)
+	if err := e.slack.Push(ctx, json.RawMessage(payload)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "after-reconnect"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.engine.waitInbounds(t, 3); got[2].ThreadKey != "slack:T0TEST:C0TEST001:1767225700.000100" {
+		t.Errorf("after reconnect thread key %q", got[2].ThreadKey)
+	}
+
+	if n := len(e.slack.CallsTo("auth.test")); n != 1 {
+		t.Errorf("auth.test called %d times, want 1", n)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run returned %v after cancel, want nil", err)
+	}
+}
+
+func TestRunRefusedCredentials(t *testing.T) {
+	t.Run("bot token", func(t *testing.T) {
+		e := newEnv(t, func(o *Options) { o.BotToken = "xoxb-wrong" })
+		if err := e.a.Run(waitCtx(t)); err == nil || !strings.Contains(err.Error(), "invalid_auth") {
+			t.Errorf("Run = %v, want invalid_auth", err)
+		}
+	})
+	t.Run("app token", func(t *testing.T) {
+		e := newEnv(t, func(o *Options) { o.Mode = ModeSocket; o.AppToken = "xapp-wrong" })
+		if err := e.a.Run(waitCtx(t)); err == nil || !strings.Contains(err.Error(), "invalid_auth") {
+			t.Errorf("Run = %v, want invalid_auth", err)
+		}
+	})
+}
+
+func TestRunHTTPModeWaitsForCancel(t *testing.T) {
+	e := newEnv(t, nil)
+	stop := runAdapter(t, e.a)
+	if _, err := e.slack.WaitCalls(waitCtx(t), "auth.test", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if open, total := e.slack.Connections(); open+total != 0 {
+		t.Errorf("http mode opened a websocket")
+	}
+}
