@@ -5,14 +5,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
+	"openbot/agents"
 	"openbot/config"
 )
 
-// loadConfig loads the file and prints every problem to stderr, one per line with
-// its field path, returning nil when there was any.
+// loadConfig loads the file, checks the bots' tool names against the tool registry, and prints
+// every problem to stderr, one per line with its field path, returning nil when
+// there was any.
 func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *config.Config {
 	cfg, err := config.Load(path, lookupEnv)
+	if err == nil {
+		var reg *agents.Registry
+		if reg, err = newRegistry(cfg, slog.New(slog.DiscardHandler)); err == nil {
+			if es := checkTools(cfg, reg); len(es) > 0 {
+				err = es
+			}
+		}
+	}
 	if err == nil {
 		return cfg
 	}

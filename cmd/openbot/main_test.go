@@ -344,3 +344,33 @@ func TestChatNeedsAConsole(t *testing.T) {
 		t.Errorf("exit %d stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestConfigCheckToolNames(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(path, []byte(`
+llm:
+  default: {base_url: "http://127.0.0.1:1/v1", model: m}
+workspace: `+filepath.Join(dir, "ws")+`
+mcp_servers:
+  - {name: fs, command: "true"}
+bots:
+  - handle: engineer
+    tools: [workspace_read, read_history, fs, fs__read_file, "fs__*", shel, git__log]
+    approval_tools: [shell, nope]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runFor(t, []string{"config", "check", "--config", path}, nil, nil)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	}
+	want := `3 problem(s):
+  bots[0].tools[5]: unknown tool "shel" (not a built-in, and no mcp_servers entry named "shel")
+  bots[0].tools[6]: unknown tool "git__log" (not a built-in, and no mcp_servers entry named "git")
+  bots[0].approval_tools[1]: unknown tool "nope" (not a built-in, and no mcp_servers entry named "nope")
+`
+	if !strings.HasSuffix(r.stderr, want) {
+		t.Errorf("stderr =\n%s\nwant suffix\n%s", r.stderr, want)
+	}
+}

@@ -117,7 +117,11 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}()
 
-	agent, err := newAgent(a.cfg, log)
+	reg, err := newRegistry(a.cfg, log)
+	if err != nil {
+		return a.fail("tools", err)
+	}
+	agent, err := newAgent(a.cfg, reg, log)
 	if err != nil {
 		return a.fail("agents", err)
 	}

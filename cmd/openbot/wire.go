@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"openbot/agents"
@@ -51,14 +52,9 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 	return out
 }
 
-// newAgent builds the agent loop: every LLM profile as a provider and the built-in
-// tools in one registry. Secrets go into the providers only, never into logs.
-func newAgent(cfg *config.Config, log *slog.Logger) (*agents.Agent, error) {
-	providers := make(map[string]agents.Provider, len(cfg.LLM))
-	for name, p := range cfg.LLM {
-		providers[name] = agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers}
-		log.Info("llm profile", "name", name, "base_url", p.BaseURL, "model", p.Model, "api_key_set", p.APIKey != "")
-	}
+// newRegistry builds the process's tool registry: the built-in tools, rooted at
+// the configured workspace.
+func newRegistry(cfg *config.Config, log *slog.Logger) (*agents.Registry, error) {
 	reg := agents.NewRegistry()
 	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: cfg.Workspace, Logger: log})
 	if err != nil {
@@ -68,6 +64,54 @@ func newAgent(cfg *config.Config, log *slog.Logger) (*agents.Agent, error) {
 		if err := reg.Add(t); err != nil {
 			return nil, fmt.Errorf("built-in tools: %w", err)
 		}
+	}
+	return reg, nil
+}
+
+// checkTools reports every name in a bot's tools and approval_tools that names no
+// built-in or history tool and no configured MCP server (issue 6 item 1: unknown
+// names are a config error naming the field). "<server>", "<server>__*" and
+// "<server>__<tool>" are accepted for a configured server; whether that server
+// really offers the tool is only known once it runs.
+func checkTools(cfg *config.Config, reg *agents.Registry) config.Errors {
+	known := map[string]bool{}
+	for _, n := range reg.Names() {
+		known[n] = true
+	}
+	for _, t := range agents.HistoryTools() {
+		known[t.Name()] = true
+	}
+	servers := map[string]bool{}
+	for _, s := range cfg.MCPServers {
+		servers[s.Name] = true
+	}
+	var errs config.Errors
+	check := func(path string, names []string) {
+		for j, n := range names {
+			server, _, isSource := strings.Cut(n, agents.SourceSeparator)
+			if known[n] || servers[n] || (isSource && servers[server]) {
+				continue
+			}
+			errs = append(errs, config.FieldError{
+				Path: fmt.Sprintf("%s[%d]", path, j),
+				Msg:  fmt.Sprintf("unknown tool %q (not a built-in, and no mcp_servers entry named %q)", n, server),
+			})
+		}
+	}
+	for i, b := range cfg.Bots {
+		check(fmt.Sprintf("bots[%d].tools", i), b.Tools)
+		check(fmt.Sprintf("bots[%d].approval_tools", i), b.ApprovalTools)
+	}
+	return errs
+}
+
+// newAgent builds the agent loop with every LLM profile as a provider. Secrets go
+// into the providers only, never into logs.
+func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger) (*agents.Agent, error) {
+	providers := make(map[string]agents.Provider, len(cfg.LLM))
+	for name, p := range cfg.LLM {
+		providers[name] = agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers}
+		log.Info("llm profile", "name", name, "base_url", p.BaseURL, "model", p.Model, "api_key_set", p.APIKey != "")
 	}
 	return agents.New(agents.Options{
 		Providers: providers,
