@@ -81,7 +81,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	if m.Team == "" {
 		m.Team = id.Team
 	}
-	text, self := a.normalize(ctx, m.Text, id.UserID)
+	text, self, humans := a.normalize(ctx, m.Text, id.UserID)
 	dm := isDMChannel(m.Channel, m.ChannelType)
 	in := core.Inbound{
 		Account:      a.Account(),
@@ -101,7 +101,9 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	if self {
 		in.Mentions = []string{a.bot} // "*" means the thread's default bot
 	}
-	in.StartThread = dm || self || a.mentionsBot(text)
+	botMentioned := self || a.mentionsBot(text)
+	in.StartThread = dm || botMentioned
+	in.MentionsHumans = humans && !botMentioned
 	res, err := a.engine.Ingest(ctx, in)
 	if err != nil {
 		return fmt.Errorf("slack ingest %s: %w", in.DedupKey, err)
@@ -136,10 +138,10 @@ var (
 // app it is removed, since core resolves it to the thread's default bot), other
 // users become "@Display Name" (a Slack bot user named like a configured bot becomes
 // "@handle"), channels "#name", links "[label](url)" or the bare url, and &amp;,
-// &lt;, &gt; are unescaped. It reports whether the app's own bot user was mentioned.
-func (a *Adapter) normalize(ctx context.Context, text, selfID string) (string, bool) {
-	self := false
-	out := controlRe.ReplaceAllStringFunc(text, func(seq string) string {
+// &lt;, &gt; are unescaped. It reports whether the app's own bot user was mentioned
+// and whether other people (not bots) were.
+func (a *Adapter) normalize(ctx context.Context, text, selfID string) (out string, self, humans bool) {
+	out = controlRe.ReplaceAllStringFunc(text, func(seq string) string {
 		m := controlRe.FindStringSubmatch(seq)
 		kind, body, label := m[1], m[2], m[3]
 		switch kind {
@@ -154,6 +156,7 @@ func (a *Adapter) normalize(ctx context.Context, text, selfID string) (string, b
 			if h := a.botHandleOf(ctx, body); h != "" {
 				return "@" + h
 			}
+			humans = true
 			return "@" + a.userName(ctx, body)
 		case "#":
 			if label != "" {
@@ -176,7 +179,7 @@ func (a *Adapter) normalize(ctx context.Context, text, selfID string) (string, b
 	if self && a.bot == "*" {
 		out = strings.Join(strings.Fields(out), " ")
 	}
-	return strings.TrimSpace(out), self
+	return strings.TrimSpace(out), self, humans
 }
 
 // mentionsBot reports whether text has an @handle of a configured bot.

@@ -132,21 +132,21 @@ func TestNormalize(t *testing.T) {
 	e := newEnv(t, nil)
 	e.slack.AddUser(slacktestBot("U0OTHERBOT", "chief_of_staff"))
 	tests := []struct {
-		in, want string
-		self     bool
+		in, want     string
+		self, humans bool
 	}{
-		{"<@U0TESTBOT> hi", "@engineer hi", true},
-		{"ask <@U0TEST002|bob> and <@U0TEST001>", "ask @Bob Example and @Alice", false},
-		{"<@U0OTHERBOT> plan it", "@chief_of_staff plan it", false},
-		{"<@U0NOBODY> hi", "@U0NOBODY hi", false},
-		{"see <#C0TEST001|eng-builds> <!here> <!subteam^S1|@devs>", "see #eng-builds @here @devs", false},
-		{"<https://e.com/a?b=1&amp;c=2|the docs> <https://e.com>", "[the docs](https://e.com/a?b=1&c=2) https://e.com", false},
-		{"a &lt; b &amp;&amp; c &gt; d", "a < b && c > d", false},
+		{"<@U0TESTBOT> hi", "@engineer hi", true, false},
+		{"ask <@U0TEST002|bob> and <@U0TEST001>", "ask @Bob Example and @Alice", false, true},
+		{"<@U0OTHERBOT> plan it", "@chief_of_staff plan it", false, false},
+		{"<@U0NOBODY> hi", "@U0NOBODY hi", false, true},
+		{"see <#C0TEST001|eng-builds> <!here> <!subteam^S1|@devs>", "see #eng-builds @here @devs", false, false},
+		{"<https://e.com/a?b=1&amp;c=2|the docs> <https://e.com>", "[the docs](https://e.com/a?b=1&c=2) https://e.com", false, false},
+		{"a &lt; b &amp;&amp; c &gt; d", "a < b && c > d", false, false},
 	}
 	for _, tt := range tests {
-		got, self := e.a.normalize(t.Context(), tt.in, "U0TESTBOT")
-		if got != tt.want || self != tt.self {
-			t.Errorf("normalize(%q) = %q, %v; want %q, %v", tt.in, got, self, tt.want, tt.self)
+		got, self, humans := e.a.normalize(t.Context(), tt.in, "U0TESTBOT")
+		if got != tt.want || self != tt.self || humans != tt.humans {
+			t.Errorf("normalize(%q) = %q, %v, %v; want %q, %v, %v", tt.in, got, self, humans, tt.want, tt.self, tt.humans)
 		}
 	}
 	if n := len(e.slack.CallsTo("users.info")); n != 4 {
@@ -171,6 +171,24 @@ func TestTextHandleStartsThread(t *testing.T) {
 	}
 	if got[1].StartThread {
 		t.Errorf("unknown @handle must not start a thread: %+v", got[1])
+	}
+}
+
+func TestMentionsHumans(t *testing.T) {
+	e := newEnv(t, nil)
+	body := string(fixture(t, "events_api_message_thread_reply.json"))
+	e.post(t, "/slack/acme/events", []byte(strings.Replace(body, "also check", "<@U0TEST002> also check", 1)), nil)
+	body = strings.Replace(body, "1767225660.000200", "1767225661.000200", 2)
+	e.post(t, "/slack/acme/events", []byte(strings.Replace(body, "also check", "<@U0TEST002> @engineer also check", 1)), nil)
+	got := e.engine.inbounds()
+	if len(got) != 2 {
+		t.Fatalf("got %d inbounds", len(got))
+	}
+	if !got[0].MentionsHumans || got[0].Text != "@Bob Example also check the flaky integration job please" {
+		t.Errorf("human-only mention: %+v", got[0])
+	}
+	if got[1].MentionsHumans {
+		t.Errorf("a bot is mentioned too, MentionsHumans must be false: %+v", got[1])
 	}
 }
 
