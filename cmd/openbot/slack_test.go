@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"openbot/adapters/slack/slacktest"
+	"openbot/agents/openaitest"
+	"openbot/config"
+)
+
+// TestServeSlackAppMention runs the real wiring with a Slack account pointed at the
+// fake Slack (issue 3 "Done when"): a fixture app_mention over Socket Mode gets the
+// default bot's answer in the mention's Slack thread.
+func TestServeSlackAppMention(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Enqueue(openaitest.Text("On it: the build fails in **step 3**."))
+	fake := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test"})
+	defer fake.Close()
+
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	data, _ := os.ReadFile(path)
+	text := string(data) + `
+slack:
+  - name: acme
+    bot: "*"
+    app_token: ${SLACK_APP_TOKEN}
+    bot_token: ${SLACK_BOT_TOKEN}
+    api_url: ` + fake.APIURL() + "\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, envOf(map[string]string{
+		"OPENAI_BASE_URL": llm.URL(), "SLACK_APP_TOKEN": "xapp-test", "SLACK_BOT_TOKEN": "xoxb-test",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs, stderr: &logs, log: testLogger(&logs)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- a.serve(ctx) }()
+
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := fake.WaitConnected(wctx); err != nil {
+		t.Fatalf("socket mode never connected: %v\n%s", err, logs.String())
+	}
+	frame, err := os.ReadFile("../../adapters/slack/testdata/fixtures/socket_mode_events_api_app_mention.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Push(wctx, frame); err != nil {
+		t.Fatal(err)
+	}
+	calls, err := fake.WaitCalls(wctx, "chat.postMessage", 1)
+	if err != nil {
+		t.Fatalf("no reply posted: %v\n%s", err, logs.String())
+	}
+	post := calls[0]
+	if post.Form.Get("channel") != "C0TEST001" || post.Form.Get("thread_ts") != "1767225600.000100" {
+		t.Errorf("reply went to channel %q thread_ts %q, want C0TEST001 / 1767225600.000100 (form %v)",
+			post.Form.Get("channel"), post.Form.Get("thread_ts"), post.Form)
+	}
+	body := post.Form.Get("text") + string(post.Form.Get("blocks")) + string(post.JSON)
+	if !strings.Contains(body, "On it: the build fails in *step 3*.") {
+		t.Errorf("reply does not carry the model's answer in mrkdwn: %v %s", post.Form, post.JSON)
+	}
+	if got := openaitest.LastUserText(llm.Requests()[0]); !strings.Contains(got, "can you review the failing build on main?") {
+		t.Errorf("model saw %q", got)
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exit %d:\n%s", code, logs.String())
+		}
+	case <-time.After(shutdownBound + 5*time.Second):
+		t.Fatal("serve did not stop within its bound")
+	}
+	if strings.Contains(logs.String(), "xoxb-test") || strings.Contains(logs.String(), "xapp-test") {
+		t.Error("a Slack token appears in the log")
+	}
+}
