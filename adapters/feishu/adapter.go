@@ -1,0 +1,376 @@
+package feishu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"openbot/core"
+)
+
+// Engine is the part of *core.Engine the adapter uses.
+type Engine interface {
+	// Ingest stores one inbound human message and routes it in one transaction
+	// (core.Engine.Ingest); the platform is acknowledged only after it returns nil.
+	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
+}
+
+// Modes of receiving events (issue 5 items 3 and 4).
+const (
+	ModeWebsocket = "websocket" // long connection; no public URL needed
+	ModeWebhook   = "webhook"   // events POSTed to the shared HTTP listener
+)
+
+// DM policies (issue 5 item 1, as for Telegram).
+const (
+	DMAllowlist = "allowlist" // only AllowUsers may talk to the bots in p2p chats
+	DMOpen      = "open"      // anyone who can reach the app may
+)
+
+// DefaultBaseURL is the Feishu open platform; Lark tenants use LarkBaseURL.
+const (
+	DefaultBaseURL = "https://open.feishu.cn"
+	LarkBaseURL    = "https://open.larksuite.com"
+)
+
+// Options configures an Adapter.
+type Options struct {
+	// Name is the account name; the account is "feishu/<Name>" and webhooks are
+	// mounted under /feishu/<Name>/. Required.
+	Name string
+	// Bot is the handle this app speaks as, or "*" for the whole team. Required.
+	Bot string
+	// AppID and AppSecret are the app's credentials. Required.
+	AppID, AppSecret string
+	// Mode is ModeWebsocket (default) or ModeWebhook.
+	Mode string
+	// VerificationToken is compared with the token of every webhook event. In
+	// webhook mode it or EncryptKey is required.
+	VerificationToken string
+	// EncryptKey, when set, makes webhook bodies AES-256-CBC encrypted and signed.
+	EncryptKey string
+	// BaseURL is the Open API origin: DefaultBaseURL, LarkBaseURL, or a fake's URL.
+	BaseURL string
+	// AllowUsers are the open_ids (or user_ids) allowed in p2p chats under
+	// DMAllowlist.
+	AllowUsers []string
+	// DMPolicy is DMAllowlist (default) or DMOpen.
+	DMPolicy string
+	// Bots are the configured bots, so a text "@handle" in a group counts as a
+	// mention that may start a thread.
+	Bots []core.BotProfile
+	// Engine receives inbound messages. Required.
+	Engine Engine
+	// Logger defaults to discarding; HTTPClient to a client with no timeout of its
+	// own (every call has one); Clock to the system clock.
+	Logger     *slog.Logger
+	HTTPClient *http.Client
+	Clock      core.Clock
+}
+
+// Adapter is one Feishu app. It implements core.Adapter (Deliver), core.Runner (Run:
+// the long connection, or waiting in webhook mode) and core.WebhookMounter. All
+// methods are safe for concurrent use.
+type Adapter struct {
+	name       string
+	account    core.AccountID
+	bot        string
+	mode       string
+	token      string
+	encryptKey string
+	dmOpen     bool
+	allow      map[string]bool
+	handles    []string
+	engine     Engine
+	log        *slog.Logger
+	clock      core.Clock
+	http       *http.Client
+	api        *apiClient
+
+	notices chan notice // short replies sent by Run's notice loop; bounded
+
+	mu        sync.Mutex // guards botOpenID, fresh
+	botOpenID string
+	fresh     map[string]bool // p2p chats whose next message starts a new thread (/new)
+	// reconnectFloor is the smallest wait between long-connection attempts.
+	reconnectFloor time.Duration
+}
+
+var (
+	_ core.Adapter        = (*Adapter)(nil)
+	_ core.Runner         = (*Adapter)(nil)
+	_ core.WebhookMounter = (*Adapter)(nil)
+)
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// noticeQueue bounds the short replies (not-allowed, unsupported type) waiting to be
+// sent; more are dropped with a log line.
+const noticeQueue = 64
+
+// New validates opts and returns an Adapter. It does no I/O.
+func New(opts Options) (*Adapter, error) {
+	var missing []string
+	for name, v := range map[string]string{"Name": opts.Name, "Bot": opts.Bot, "AppID": opts.AppID, "AppSecret": opts.AppSecret} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if opts.Engine == nil {
+		missing = append(missing, "Engine")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("feishu: Options %s required", strings.Join(missing, ", "))
+	}
+	switch opts.Mode {
+	case "":
+		opts.Mode = ModeWebsocket
+	case ModeWebsocket, ModeWebhook:
+	default:
+		return nil, fmt.Errorf("feishu: unknown mode %q", opts.Mode)
+	}
+	if opts.Mode == ModeWebhook && opts.VerificationToken == "" && opts.EncryptKey == "" {
+		return nil, errors.New("feishu: webhook mode needs VerificationToken or EncryptKey")
+	}
+	switch opts.DMPolicy {
+	case "", DMAllowlist, DMOpen:
+	default:
+		return nil, fmt.Errorf("feishu: unknown dm policy %q", opts.DMPolicy)
+	}
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	log := opts.Logger.With("account", "feishu/"+opts.Name)
+	a := &Adapter{
+		name:       opts.Name,
+		account:    core.AccountID("feishu/" + opts.Name),
+		bot:        opts.Bot,
+		mode:       opts.Mode,
+		token:      opts.VerificationToken,
+		encryptKey: opts.EncryptKey,
+		dmOpen:     opts.DMPolicy == DMOpen,
+		allow:      map[string]bool{},
+		engine:     opts.Engine,
+		log:        log,
+		clock:      opts.Clock,
+		http:       opts.HTTPClient,
+		notices:    make(chan notice, noticeQueue),
+		fresh:      map[string]bool{},
+		api: &apiClient{
+			base:      strings.TrimRight(opts.BaseURL, "/"),
+			appID:     opts.AppID,
+			appSecret: opts.AppSecret,
+			http:      opts.HTTPClient,
+			clock:     opts.Clock,
+			log:       log,
+			sleep:     sleepCtx,
+		},
+		reconnectFloor: 100 * time.Millisecond,
+	}
+	for _, u := range opts.AllowUsers {
+		a.allow[u] = true
+	}
+	for _, b := range opts.Bots {
+		a.handles = append(a.handles, b.Handle)
+	}
+	return a, nil
+}
+
+// Account returns "feishu/<name>".
+func (a *Adapter) Account() core.AccountID { return a.account }
+
+// Bot returns the handle this app speaks as, or "*".
+func (a *Adapter) Bot() string { return a.bot }
+
+// BotOpenID returns the app's bot open_id once Run has learned it, else "".
+func (a *Adapter) BotOpenID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botOpenID
+}
+
+// Run learns the bot's open_id (GET /open-apis/bot/v3/info, retried with backoff),
+// then in websocket mode runs the long connection until ctx is done, and in webhook
+// mode waits for ctx (the handlers run on the shared listener). It also sends the
+// queued short notices. It returns nil when ctx is done, or an error when the app's
+// credentials or long-connection permission are refused for good.
+func (a *Adapter) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.noticeLoop(ctx)
+	}()
+	defer wg.Wait()
+
+	if err := a.learnBot(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if a.mode == ModeWebhook {
+		<-ctx.Done()
+		return nil
+	}
+	return a.runLongConnection(ctx)
+}
+
+// learnBot fetches the bot's open_id, retrying temporary failures with backoff.
+func (a *Adapter) learnBot(ctx context.Context) error {
+	wait := time.Second
+	for {
+		id, name, err := a.api.botInfo(ctx)
+		if err == nil {
+			a.mu.Lock()
+			a.botOpenID = id
+			a.mu.Unlock()
+			a.log.Info("feishu bot identified", "open_id", id, "app_name", name)
+			return nil
+		}
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Permanent() {
+			return fmt.Errorf("feishu: learning the bot's open_id: %w", err)
+		}
+		a.log.Warn("feishu bot info failed; retrying", "err", err, "wait", wait)
+		if err := sleepCtx(ctx, wait+rand.N(wait/2+1)); err != nil {
+			return err
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// notice is a short reply to one message that starts no run.
+type notice struct {
+	replyTo string
+	text    string
+}
+
+// queueNotice queues a short text reply to messageID; it never blocks.
+func (a *Adapter) queueNotice(messageID, text string) {
+	select {
+	case a.notices <- notice{messageID, text}:
+	default:
+		a.log.Warn("feishu notice queue full; dropping", "message_id", messageID)
+	}
+}
+
+func (a *Adapter) noticeLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-a.notices:
+			if _, err := a.api.replyMessage(ctx, n.replyTo, "text", textContent(n.text), false, ""); err != nil {
+				a.log.Warn("feishu notice failed", "message_id", n.replyTo, "err", err)
+			}
+		}
+	}
+}
+
+// permanentError marks a Deliver failure that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string             { return e.err.Error() }
+func (e permanentError) Unwrap() error             { return e.err }
+func (e permanentError) Permanent() bool           { return true }
+func (e permanentError) RetryAfter() time.Duration { return 0 }
+
+// Deliver posts one message (issue 5 items 6 and 7). In a group topic it replies to
+// d.ReplyTo (else the topic root) with reply_in_thread; in a p2p chat it replies to
+// d.ReplyTo when set, else creates a message in the chat. The text is rendered by
+// Format into a card markdown element and split by Split; a card the server rejects
+// is sent once more as plain text. A bot's name is shown in bold at the top when
+// this app does not speak as that bot ("*" accounts, mirrored hand-offs). Every
+// chunk carries a uuid derived from the outbox id, so a retried delivery is not
+// posted twice within the platform's one-hour window. It returns the first chunk's
+// message_id; errors are *APIError (a core.DeliveryError) or transport errors.
+func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
+	conv, err := ParseConversation(d.Conversation)
+	if err != nil {
+		return "", permanentError{err}
+	}
+	text := d.Text
+	if d.Sender.Handle != "" && (a.bot == "*" || d.Sender.Handle != a.bot) {
+		name := d.Sender.Name
+		if name == "" {
+			name = d.Sender.Handle
+		}
+		text = "**" + name + "**\n" + text
+	}
+	var first string
+	for i, chunk := range Split(Format(text), MaxChunk) {
+		uuid := ""
+		if d.Outbox != 0 {
+			uuid = fmt.Sprintf("openbot-%d-%d-%d", d.Outbox, d.Message, i)
+		}
+		id, err := a.send(ctx, conv, d.ReplyTo, chunk, uuid)
+		if err != nil {
+			return first, err
+		}
+		if first == "" {
+			first = id
+		}
+	}
+	return first, nil
+}
+
+// send posts one chunk as a card, falling back to plain text once when the server
+// rejects the card.
+func (a *Adapter) send(ctx context.Context, conv Conversation, replyTo, chunk, uuid string) (string, error) {
+	id, err := a.post(ctx, conv, replyTo, "interactive", Card(chunk), uuid)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.rejectedContent() {
+		a.log.Warn("feishu card rejected; sending plain text", "err", err)
+		if uuid != "" {
+			uuid += "-t"
+		}
+		return a.post(ctx, conv, replyTo, "text", textContent(strings.ReplaceAll(chunk, "&#60;", "<")), uuid)
+	}
+	return id, err
+}
+
+func (a *Adapter) post(ctx context.Context, conv Conversation, replyTo, msgType, content, uuid string) (string, error) {
+	var (
+		m   sentMessage
+		err error
+	)
+	switch {
+	case conv.Root != "":
+		if replyTo == "" {
+			replyTo = conv.Root
+		}
+		m, err = a.api.replyMessage(ctx, replyTo, msgType, content, true, uuid)
+	case replyTo != "":
+		m, err = a.api.replyMessage(ctx, replyTo, msgType, content, false, uuid)
+	default:
+		m, err = a.api.createMessage(ctx, "chat_id", conv.Chat, msgType, content, uuid)
+	}
+	return m.MessageID, err
+}
+
+// UpdateCard replaces the card of a message this app sent with a card showing the
+// Markdown md (PATCH /open-apis/im/v1/messages/:id). It is for later capabilities
+// (question buttons replaced by "Approved by ..."); errors are *APIError.
+func (a *Adapter) UpdateCard(ctx context.Context, messageID, md string) error {
+	return a.api.patchCard(ctx, messageID, Card(Format(md)))
+}

@@ -1,0 +1,380 @@
+package feishu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"openbot/core"
+)
+
+// errNotReady is returned while the bot's open_id is unknown: mentions cannot be
+// resolved, so the event is refused and the platform redelivers it.
+var errNotReady = errors.New("feishu: bot open_id not known yet")
+
+// ingestTimeout bounds one Ingest so the platform gets its answer within 3 s.
+const ingestTimeout = 2500 * time.Millisecond
+
+// envelope is any webhook body or long-connection payload after decryption: a v2
+// event, a url_verification challenge, or a legacy card callback (flat).
+// https://open.feishu.cn/document/server-docs/event-subscription-guide/event-subscription-configure-/request-url-configuration-case
+type envelope struct {
+	Schema string `json:"schema"`
+	Header struct {
+		EventID    string `json:"event_id"`
+		EventType  string `json:"event_type"`
+		Token      string `json:"token"`
+		CreateTime string `json:"create_time"`
+		AppID      string `json:"app_id"`
+	} `json:"header"`
+	Event     json.RawMessage `json:"event"`
+	Type      string          `json:"type"`
+	Challenge string          `json:"challenge"`
+	Token     string          `json:"token"`
+	Encrypt   *string         `json:"encrypt"`
+}
+
+// messageEvent is the "event" of im.message.receive_v1.
+// https://open.feishu.cn/document/server-docs/im-v1/message/events/receive
+type messageEvent struct {
+	Sender struct {
+		SenderID   userID `json:"sender_id"`
+		SenderType string `json:"sender_type"`
+	} `json:"sender"`
+	Message struct {
+		MessageID   string    `json:"message_id"`
+		RootID      string    `json:"root_id"`
+		ParentID    string    `json:"parent_id"`
+		ThreadID    string    `json:"thread_id"`
+		ChatID      string    `json:"chat_id"`
+		ChatType    string    `json:"chat_type"` // "p2p", "group", "topic_group"
+		MessageType string    `json:"message_type"`
+		Content     string    `json:"content"` // JSON string, decoded a second time
+		CreateTime  string    `json:"create_time"`
+		Mentions    []mention `json:"mentions"`
+	} `json:"message"`
+}
+
+type userID struct {
+	OpenID  string `json:"open_id"`
+	UserID  string `json:"user_id"`
+	UnionID string `json:"union_id"`
+}
+
+type mention struct {
+	Key  string `json:"key"` // "@_user_1"
+	ID   userID `json:"id"`
+	Name string `json:"name"`
+}
+
+// handleEvent dispatches one verified event. It returns an error only when the
+// event should be redelivered (ingest failed, or the bot is not identified yet).
+func (a *Adapter) handleEvent(ctx context.Context, env *envelope) error {
+	switch env.Header.EventType {
+	case "im.message.receive_v1":
+		var ev messageEvent
+		if err := json.Unmarshal(env.Event, &ev); err != nil {
+			a.log.Warn("feishu malformed message event; ignoring", "event_id", env.Header.EventID, "err", err)
+			return nil
+		}
+		return a.handleMessage(ctx, &ev)
+	case "card.action.trigger":
+		a.log.Info("feishu card action received; card actions are not supported yet", "event_id", env.Header.EventID)
+		return nil
+	default:
+		a.log.Debug("feishu event ignored", "event_type", env.Header.EventType, "event_id", env.Header.EventID)
+		return nil
+	}
+}
+
+// handleMessage turns one im.message.receive_v1 into a core.Inbound (issue 5 items
+// 5 and 6) and ingests it, or sends a short notice, or ignores it.
+func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
+	m := &ev.Message
+	if ev.Sender.SenderType != "" && ev.Sender.SenderType != "user" {
+		return nil // never respond to apps, this one included
+	}
+	botID := a.BotOpenID()
+	if botID == "" {
+		return errNotReady
+	}
+	sender := ev.Sender.SenderID.OpenID
+	p2p := m.ChatType == "p2p"
+	native := false
+	for _, mn := range m.Mentions {
+		if mn.ID.OpenID == botID {
+			native = true
+		}
+	}
+	text, supported := messageText(m.MessageType, m.Content, m.Mentions, botID, a.botMentionText())
+	if p2p && !a.dmOpen && !a.allow[sender] && !a.allow[ev.Sender.SenderID.UserID] {
+		a.log.Info("feishu dm refused", "open_id", sender)
+		a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, you are not allowed to talk to this bot yet. Ask an admin to add your open_id %s to allow_users.", sender))
+		return nil
+	}
+	if !supported {
+		if p2p || native {
+			a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, %s messages are not supported yet; please send text.", m.MessageType))
+		}
+		return nil
+	}
+	in := core.Inbound{
+		Account:    a.account,
+		Platform:   Platform,
+		DedupKey:   DedupKey(m.MessageID),
+		PlatformID: m.MessageID,
+		SenderID:   ActorID(sender),
+		SenderName: sender,
+		Text:       text,
+		Received:   msTime(m.CreateTime),
+	}
+	if a.bot != "*" {
+		in.DefaultBot = a.bot
+	}
+	if native {
+		in.Mentions = []string{a.bot}
+	}
+	if p2p {
+		in.ThreadKey = DialogKey(m.ChatID)
+		in.Conversation = Conversation{Chat: m.ChatID}.Ref()
+		in.StartThread = true
+		if rest, ok := command(text, "/new"); ok {
+			if rest == "" {
+				a.mu.Lock()
+				a.fresh[m.ChatID] = true
+				a.mu.Unlock()
+				a.queueNotice(m.MessageID, "OK, your next message starts a new conversation.")
+				return nil
+			}
+			in.Text, in.NewThread = rest, true
+		}
+		a.mu.Lock()
+		if a.fresh[m.ChatID] {
+			in.NewThread = true
+		}
+		a.mu.Unlock()
+	} else {
+		mentioned := native || a.textMentionsBot(text)
+		if m.RootID == "" && !mentioned {
+			return nil // a top-level group message that is not for openbot
+		}
+		in.ThreadKey = ThreadKey(m.ChatID, m.MessageID, m.RootID)
+		root := m.RootID
+		if root == "" {
+			root = m.MessageID
+		}
+		in.Conversation = Conversation{Chat: m.ChatID, Root: root}.Ref()
+		in.StartThread = mentioned
+		in.MentionsHumans = !mentioned && len(m.Mentions) > 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, ingestTimeout)
+	defer cancel()
+	res, err := a.engine.Ingest(ctx, in)
+	if err != nil {
+		return fmt.Errorf("feishu: ingest %s: %w", m.MessageID, err)
+	}
+	if p2p && in.NewThread {
+		a.mu.Lock()
+		delete(a.fresh, m.ChatID)
+		a.mu.Unlock()
+	}
+	a.log.Debug("feishu message ingested", "message_id", m.MessageID, "thread", res.Thread, "duplicate", res.Duplicate, "dropped", res.Dropped)
+	return nil
+}
+
+// botMentionText is what the app's own bot mention becomes in the stored text:
+// "@handle", or nothing for a "*" account (its mention means the default bot).
+func (a *Adapter) botMentionText() string {
+	if a.bot == "*" {
+		return ""
+	}
+	return "@" + a.bot
+}
+
+// textMentionsBot reports whether text names a configured bot as "@handle".
+func (a *Adapter) textMentionsBot(text string) bool {
+	for _, h := range a.handles {
+		for i := 0; ; {
+			j := strings.Index(text[i:], "@"+h)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + 1 + len(h)
+			before := j == 0 || !isWordByte(text[j-1])
+			after := end == len(text) || !isWordByte(text[end])
+			if before && after {
+				return true
+			}
+			i = end
+		}
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b == '-' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// command reports whether text is the command cmd ("/new" or "/new rest") and
+// returns the rest.
+func command(text, cmd string) (string, bool) {
+	if text == cmd {
+		return "", true
+	}
+	if strings.HasPrefix(text, cmd+" ") || strings.HasPrefix(text, cmd+"\n") {
+		return strings.TrimSpace(text[len(cmd):]), true
+	}
+	return "", false
+}
+
+// msTime parses a millisecond timestamp string; zero on failure.
+func msTime(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// placeholderRe matches a mention placeholder as a whole: "@_user_10" is never read
+// as "@_user_1" followed by "0".
+var placeholderRe = regexp.MustCompile(`@_user_[0-9]+|@_all`)
+
+// replaceMentions replaces each placeholder by its mention: the app's own bot by
+// botText ("" drops it together with one following space), other people by
+// "@Name", "@_all" by "@all". Unknown placeholders are left as they are.
+func replaceMentions(s string, mentions []mention, botOpenID, botText string) string {
+	by := map[string]mention{}
+	for _, m := range mentions {
+		by[m.Key] = m
+	}
+	var b strings.Builder
+	last := 0
+	for _, loc := range placeholderRe.FindAllStringIndex(s, -1) {
+		key := s[loc[0]:loc[1]]
+		b.WriteString(s[last:loc[0]])
+		last = loc[1]
+		m, ok := by[key]
+		switch {
+		case key == "@_all":
+			b.WriteString("@all")
+		case !ok:
+			b.WriteString(key)
+		case m.ID.OpenID == botOpenID:
+			b.WriteString(botText)
+			if botText == "" && last < len(s) && s[last] == ' ' {
+				last++
+			}
+		default:
+			b.WriteString("@" + m.Name)
+		}
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// messageText returns the plain text of a message's content (text and post types;
+// https://open.feishu.cn/document/server-docs/im-v1/message-content-description/message_content)
+// with mentions replaced, or ok=false for other message types.
+func messageText(msgType, content string, mentions []mention, botOpenID, botText string) (text string, ok bool) {
+	switch msgType {
+	case "text":
+		var c struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(content), &c); err != nil {
+			return "", false
+		}
+		return strings.TrimSpace(replaceMentions(c.Text, mentions, botOpenID, botText)), true
+	case "post":
+		s, ok := postText(content)
+		if !ok {
+			return "", false
+		}
+		return strings.TrimSpace(replaceMentions(s, mentions, botOpenID, botText)), true
+	}
+	return "", false
+}
+
+type postBody struct {
+	Title   string          `json:"title"`
+	Content [][]postElement `json:"content"`
+}
+
+type postElement struct {
+	Tag      string `json:"tag"`
+	Text     string `json:"text"`
+	Href     string `json:"href"`
+	UserID   string `json:"user_id"`
+	UserName string `json:"user_name"`
+	Language string `json:"language"`
+	Emoji    string `json:"emoji_type"`
+}
+
+// postText flattens rich text: the title, then one line per paragraph; links become
+// Markdown links, @ elements keep their placeholder (replaced later) or name, code
+// blocks are fenced, images and media become "[image]" / "[media]". Received posts
+// are {"title","content"}; sent ones may be wrapped in a locale ("zh_cn", "en_us").
+func postText(content string) (string, bool) {
+	var p postBody
+	if err := json.Unmarshal([]byte(content), &p); err != nil {
+		return "", false
+	}
+	if p.Content == nil {
+		var byLocale map[string]postBody
+		if err := json.Unmarshal([]byte(content), &byLocale); err != nil {
+			return "", false
+		}
+		for _, loc := range []string{"zh_cn", "en_us", "ja_jp"} {
+			if v, ok := byLocale[loc]; ok {
+				p = v
+				break
+			}
+		}
+		if p.Content == nil {
+			for _, v := range byLocale {
+				p = v
+				break
+			}
+		}
+	}
+	var lines []string
+	if p.Title != "" {
+		lines = append(lines, p.Title)
+	}
+	for _, para := range p.Content {
+		var b strings.Builder
+		for _, e := range para {
+			switch e.Tag {
+			case "text", "md":
+				b.WriteString(e.Text)
+			case "a":
+				fmt.Fprintf(&b, "[%s](%s)", e.Text, e.Href)
+			case "at":
+				if strings.HasPrefix(e.UserID, "@_") {
+					b.WriteString(e.UserID)
+				} else if e.UserName != "" {
+					b.WriteString("@" + e.UserName)
+				}
+			case "code_block":
+				fmt.Fprintf(&b, "```%s\n%s\n```", e.Language, strings.TrimRight(e.Text, "\n"))
+			case "emotion":
+				b.WriteString(":" + e.Emoji + ":")
+			case "hr":
+				b.WriteString("---")
+			case "img":
+				b.WriteString("[image]")
+			case "media":
+				b.WriteString("[media]")
+			}
+		}
+		lines = append(lines, b.String())
+	}
+	return strings.Join(lines, "\n"), true
+}
