@@ -174,13 +174,18 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 // continue the latest call unless they carry a new id.
 type callAssembler struct {
 	order []int
-	byIdx map[int]*openai.ToolCall
+	byIdx map[int]*partialCall
 	last  int
+}
+
+type partialCall struct {
+	id, name string
+	args     strings.Builder
 }
 
 func (c *callAssembler) add(d openai.ToolCall) {
 	if c.byIdx == nil {
-		c.byIdx = map[int]*openai.ToolCall{}
+		c.byIdx = map[int]*partialCall{}
 	}
 	idx := c.last
 	switch {
@@ -188,27 +193,27 @@ func (c *callAssembler) add(d openai.ToolCall) {
 		idx = *d.Index
 	case len(c.order) == 0:
 		idx = 0
-	case d.ID != "" && c.byIdx[c.last].ID != "" && d.ID != c.byIdx[c.last].ID:
-		idx = c.order[len(c.order)-1] + 1
+	case d.ID != "" && c.byIdx[c.last].id != "" && d.ID != c.byIdx[c.last].id:
+		idx = slices.Max(c.order) + 1
 	}
 	acc, ok := c.byIdx[idx]
 	if !ok {
-		acc = &openai.ToolCall{Type: openai.ToolTypeFunction}
+		acc = &partialCall{}
 		c.byIdx[idx] = acc
 		c.order = append(c.order, idx)
 	}
 	c.last = idx
 	if d.ID != "" {
-		acc.ID = d.ID
+		acc.id = d.ID
 	}
-	switch {
-	case d.Function.Name == "" || d.Function.Name == acc.Function.Name:
-	case acc.Function.Name == "":
-		acc.Function.Name = d.Function.Name
+	switch name := d.Function.Name; {
+	case name == "" || name == acc.name:
+	case acc.name == "":
+		acc.name = name
 	default:
-		acc.Function.Name += d.Function.Name
+		acc.name += name
 	}
-	acc.Function.Arguments += d.Function.Arguments
+	acc.args.WriteString(d.Function.Arguments)
 }
 
 // calls returns the assembled calls in index order, with ids and arguments filled.
@@ -216,10 +221,11 @@ func (c *callAssembler) calls() []openai.ToolCall {
 	if len(c.order) == 0 {
 		return nil
 	}
-	idxs := slices.Sorted(slices.Values(c.order))
-	out := make([]openai.ToolCall, 0, len(idxs))
-	for n, i := range idxs {
-		tc := *c.byIdx[i]
+	out := make([]openai.ToolCall, 0, len(c.order))
+	for n, i := range slices.Sorted(slices.Values(c.order)) {
+		p := c.byIdx[i]
+		tc := openai.ToolCall{ID: p.id, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: p.name, Arguments: p.args.String()}}
 		if tc.ID == "" {
 			tc.ID = fmt.Sprintf("call_%d", n)
 		}
