@@ -1,0 +1,240 @@
+// Package mcp connects openbot to MCP servers (DESIGN.md §6, issue 6 item 3) with
+// github.com/mark3labs/mcp-go: stdio servers (a command openbot starts) and
+// streamable HTTP servers (a URL). Each server's tools become agents.Tool values
+// named "<server>__<tool>" and are published through Options.OnTools, so the
+// agents Registry can select and approve them like built-ins.
+//
+// Manager.Run supervises every server: a server that fails to start is reported
+// with its stderr tail and its tools stay absent while the others run; a stdio
+// server that exits (or an HTTP server that stops answering) is restarted with
+// exponential backoff; tool lists are refreshed on notifications/tools/list_changed;
+// on shutdown every server is stopped within Options.ShutdownGrace.
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"openbot/agents"
+)
+
+// Defaults applied by NewManager to zero Options fields.
+const (
+	DefaultCallTimeout    = 60 * time.Second
+	DefaultStartTimeout   = 30 * time.Second
+	DefaultShutdownGrace  = 5 * time.Second
+	DefaultRestartMin     = 1 * time.Second
+	DefaultRestartMax     = 1 * time.Minute
+	DefaultHealthInterval = 30 * time.Second
+	DefaultResultCap      = 64 << 10 // bytes of a tool result's text
+	stderrTailSize        = 4 << 10  // bytes of a stdio server's stderr kept for reports
+)
+
+// ServerConfig is one MCP server (config `mcp_servers[]`). Exactly one of
+// Command (stdio) and URL (streamable HTTP) is set.
+type ServerConfig struct {
+	// Name prefixes the server's tools ("<name>__<tool>"); it must be unique.
+	Name string
+	// Command, Args and Env start a stdio server. Its environment is PATH, HOME,
+	// USER, LANG and TMPDIR of openbot's own environment plus Env (openbot's
+	// secrets are not passed on) unless Options.InheritEnv is set.
+	Command string
+	Args    []string
+	Env     map[string]string
+	// URL and Headers reach a streamable HTTP server.
+	URL     string
+	Headers map[string]string
+}
+
+// Options configures a Manager. Zero durations take the Default* values.
+type Options struct {
+	Servers []ServerConfig
+	// OnTools is called whenever a server's tool list changes: after it started,
+	// after tools/list_changed, and with nil when it stopped or crashed. Calls
+	// for one server are sequential; calls for different servers may overlap.
+	// It must not block for long.
+	OnTools func(server string, tools []agents.Tool)
+	// CallTimeout bounds one tool call; a call that takes longer returns an error
+	// result to the model.
+	CallTimeout time.Duration
+	// StartTimeout bounds starting a server: spawn or connect, initialize, list tools.
+	StartTimeout time.Duration
+	// ShutdownGrace bounds stopping one server: stdin is closed, SIGTERM follows
+	// after half of it, SIGKILL to the process group at its end.
+	ShutdownGrace time.Duration
+	// RestartMin and RestartMax bound the exponential backoff between restarts.
+	RestartMin time.Duration
+	RestartMax time.Duration
+	// HealthInterval is how often an HTTP server is pinged to notice it is gone.
+	HealthInterval time.Duration
+	// ResultCap bounds a tool result's text in bytes (a note says when cut).
+	ResultCap int
+	// Dir is the working directory of stdio servers ("" = openbot's).
+	Dir string
+	// InheritEnv passes openbot's whole environment to stdio servers.
+	InheritEnv bool
+	// Logger receives start failures (with the stderr tail), crashes and
+	// restarts; nil discards.
+	Logger *slog.Logger
+}
+
+// ServerStatus is a snapshot of one server for `doctor` and admin pages.
+type ServerStatus struct {
+	Name      string
+	Transport string // "stdio" or "http"
+	State     string // "starting", "running", "failed", "stopped"
+	Tools     int
+	Restarts  int
+	// LastError is the last start failure or crash, with the stderr tail.
+	LastError string
+}
+
+// Manager owns the MCP server connections. Create it with NewManager and call
+// Run once; Tools and Status are safe to call concurrently at any time.
+type Manager struct {
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	status map[string]*ServerStatus
+	tools  map[string][]agents.Tool
+}
+
+// NewManager returns a Manager for opts. It does no I/O.
+func NewManager(opts Options) *Manager {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.CallTimeout, DefaultCallTimeout)
+	def(&opts.StartTimeout, DefaultStartTimeout)
+	def(&opts.ShutdownGrace, DefaultShutdownGrace)
+	def(&opts.RestartMin, DefaultRestartMin)
+	def(&opts.RestartMax, DefaultRestartMax)
+	def(&opts.HealthInterval, DefaultHealthInterval)
+	if opts.RestartMax < opts.RestartMin {
+		opts.RestartMax = opts.RestartMin
+	}
+	if opts.ResultCap <= 0 {
+		opts.ResultCap = DefaultResultCap
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{
+		opts:   opts,
+		log:    opts.Logger,
+		status: map[string]*ServerStatus{},
+		tools:  map[string][]agents.Tool{},
+	}
+	for _, s := range opts.Servers {
+		tr := "stdio"
+		if s.Command == "" {
+			tr = "http"
+		}
+		m.status[s.Name] = &ServerStatus{Name: s.Name, Transport: tr, State: "starting"}
+	}
+	return m
+}
+
+// Run starts every server and supervises it until ctx is done, then stops them
+// all, each within Options.ShutdownGrace, and returns nil. A server that cannot
+// start or keeps crashing never makes Run fail: it is logged and retried with
+// backoff. Run returns an error only for an invalid server list (empty or
+// duplicate name, neither or both of command and url), before starting any.
+func (m *Manager) Run(ctx context.Context) error {
+	seen := map[string]bool{}
+	for i, s := range m.opts.Servers {
+		switch {
+		case s.Name == "":
+			return fmt.Errorf("mcp: servers[%d]: name is empty", i)
+		case seen[s.Name]:
+			return fmt.Errorf("mcp: servers[%d]: duplicate name %q", i, s.Name)
+		case (s.Command == "") == (s.URL == ""):
+			return fmt.Errorf("mcp: server %q: set exactly one of command and url", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	var wg sync.WaitGroup
+	for _, s := range m.opts.Servers {
+		wg.Add(1)
+		go func() { // owned by Run: joined below; each returns within ShutdownGrace of ctx done
+			defer wg.Done()
+			m.supervise(ctx, s)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Tools returns the tools of every running server, sorted by name.
+func (m *Manager) Tools() []agents.Tool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []agents.Tool
+	for _, ts := range m.tools {
+		out = append(out, ts...)
+	}
+	slices.SortFunc(out, func(a, b agents.Tool) int {
+		switch {
+		case a.Name() < b.Name():
+			return -1
+		case a.Name() > b.Name():
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Status returns a snapshot of every configured server, in config order.
+func (m *Manager) Status() []ServerStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]ServerStatus, 0, len(m.opts.Servers))
+	for _, s := range m.opts.Servers {
+		if st, ok := m.status[s.Name]; ok {
+			out = append(out, *st)
+		}
+	}
+	return out
+}
+
+func (m *Manager) setState(name, state string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.status[name]
+	if st == nil {
+		return
+	}
+	st.State = state
+	if err != nil {
+		st.LastError = err.Error()
+	}
+	if state == "running" && st.LastError != "" {
+		st.Restarts++
+	}
+}
+
+// publish records a server's tools and calls OnTools. It is called only from
+// the server's supervisor goroutine, so calls for one server are sequential.
+func (m *Manager) publish(name string, tools []agents.Tool) {
+	m.mu.Lock()
+	if tools == nil {
+		delete(m.tools, name)
+	} else {
+		m.tools[name] = tools
+	}
+	if st := m.status[name]; st != nil {
+		st.Tools = len(tools)
+	}
+	m.mu.Unlock()
+	if m.opts.OnTools != nil {
+		m.opts.OnTools(name, tools)
+	}
+}

@@ -1,0 +1,198 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"openbot/agents"
+	"openbot/agents/tools"
+)
+
+// ErrServerDown is returned (wrapped) by an MCP tool whose server session has
+// ended (crashed, restarting or shut down).
+var ErrServerDown = errors.New("mcp server is not running")
+
+// Tool is one MCP server tool as an agents.Tool named "<server>__<tool>".
+// Characters outside [A-Za-z0-9_-] in the server's tool name become "_" (the
+// names OpenAI-compatible APIs accept); the call uses the original name.
+type Tool struct {
+	name    string
+	remote  string
+	desc    string
+	schema  json.RawMessage
+	sess    *session
+	timeout time.Duration
+	cap     int
+}
+
+var _ agents.Tool = (*Tool)(nil)
+
+func newTool(m *Manager, s *session, t mcp.Tool) *Tool {
+	desc := t.Description
+	if desc == "" && t.Title != "" {
+		desc = t.Title
+	}
+	if desc == "" {
+		desc = t.Name
+	}
+	return &Tool{
+		name:    s.server + "__" + sanitize(t.Name),
+		remote:  t.Name,
+		desc:    fmt.Sprintf("%s (MCP server %s)", desc, s.server),
+		schema:  inputSchema(t),
+		sess:    s,
+		timeout: m.opts.CallTimeout,
+		cap:     m.opts.ResultCap,
+	}
+}
+
+// Name is "<server>__<tool>".
+func (t *Tool) Name() string { return t.name }
+
+// Description is the server's description of the tool, naming the server.
+func (t *Tool) Description() string { return t.desc }
+
+// Schema is the tool's inputSchema as the server sent it.
+func (t *Tool) Schema() json.RawMessage { return t.schema }
+
+// Call runs the tool on its server within the call timeout. A timeout, a lost
+// server or a result flagged isError come back as an error whose text the
+// model can read; result text is capped at Options.ResultCap bytes.
+func (t *Tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
+	if t.sess.closed.Load() {
+		return "", fmt.Errorf("%s: %w (it may be restarting; try again later)", t.name, ErrServerDown)
+	}
+	var args map[string]any
+	if len(bytes.TrimSpace(call.Args)) > 0 && string(call.Args) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(call.Args))
+		dec.UseNumber() // keep large integers exact
+		if err := dec.Decode(&args); err != nil {
+			return "", fmt.Errorf("arguments must be a JSON object: %v", err)
+		}
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	var req mcp.CallToolRequest
+	req.Params.Name = t.remote
+	req.Params.Arguments = args
+	res, err := t.sess.client.CallTool(ctx, req)
+	if err != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return "", fmt.Errorf("%s did not answer within %s; the call was abandoned", t.name, t.timeout)
+		case t.sess.closed.Load():
+			return "", fmt.Errorf("%s: %w", t.name, ErrServerDown)
+		}
+		return "", fmt.Errorf("%s: %v", t.name, err)
+	}
+	text := tools.Cap(renderResult(res), t.cap)
+	if res.IsError {
+		return "", fmt.Errorf("%s failed: %s", t.name, text)
+	}
+	return text, nil
+}
+
+// renderResult turns a tool result's content blocks into text for the model.
+func renderResult(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		parts = append(parts, renderContent(c))
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	if len(parts) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(parts, "\n")
+}
+
+func renderContent(c mcp.Content) string {
+	switch v := c.(type) {
+	case mcp.TextContent:
+		return v.Text
+	case *mcp.TextContent:
+		return v.Text
+	case mcp.ImageContent:
+		return fmt.Sprintf("[image %s, %d bytes base64]", v.MIMEType, len(v.Data))
+	case *mcp.ImageContent:
+		return fmt.Sprintf("[image %s, %d bytes base64]", v.MIMEType, len(v.Data))
+	case mcp.AudioContent:
+		return fmt.Sprintf("[audio %s, %d bytes base64]", v.MIMEType, len(v.Data))
+	case *mcp.AudioContent:
+		return fmt.Sprintf("[audio %s, %d bytes base64]", v.MIMEType, len(v.Data))
+	case mcp.ResourceLink:
+		return fmt.Sprintf("[resource %s: %s]", v.Name, v.URI)
+	case *mcp.ResourceLink:
+		return fmt.Sprintf("[resource %s: %s]", v.Name, v.URI)
+	case mcp.EmbeddedResource:
+		return renderResource(v.Resource)
+	case *mcp.EmbeddedResource:
+		return renderResource(v.Resource)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("%v", c)
+	}
+	return string(b)
+}
+
+func renderResource(r mcp.ResourceContents) string {
+	switch v := r.(type) {
+	case mcp.TextResourceContents:
+		return v.Text
+	case *mcp.TextResourceContents:
+		return v.Text
+	case mcp.BlobResourceContents:
+		return fmt.Sprintf("[resource %s %s, %d bytes base64]", v.URI, v.MIMEType, len(v.Blob))
+	case *mcp.BlobResourceContents:
+		return fmt.Sprintf("[resource %s %s, %d bytes base64]", v.URI, v.MIMEType, len(v.Blob))
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// inputSchema extracts the tool's inputSchema exactly as the server sent it;
+// a missing or non-object schema becomes {"type":"object"}.
+func inputSchema(t mcp.Tool) json.RawMessage {
+	if len(t.RawInputSchema) > 0 && json.Valid(t.RawInputSchema) {
+		return t.RawInputSchema
+	}
+	b, err := json.Marshal(t)
+	if err == nil {
+		var wire struct {
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(b, &wire) == nil && len(wire.InputSchema) > 0 && wire.InputSchema[0] == '{' {
+			return wire.InputSchema
+		}
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+
+// sanitize maps a tool name onto [A-Za-z0-9_-].
+func sanitize(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "_"
+	}
+	return string(b)
+}
