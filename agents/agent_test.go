@@ -609,3 +609,18 @@ func TestProviderSelection(t *testing.T) {
 		t.Errorf("New without providers = %v", err)
 	}
 }
+
+func TestRequestTimeoutIsAModelError(t *testing.T) {
+	srv := openaitest.New(t)
+	block := make(chan struct{})
+	defer close(block)
+	srv.Enqueue(openaitest.Reply{Text: "late", Wait: block})
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	a := newAgent(t, srv, nil, func(o *Options) { o.RequestTimeout = 100 * time.Millisecond })
+	_, err := execute(t, a, newJob(env, chief, false, trig))
+	var me *ModelError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "no complete answer within 100ms") {
+		t.Fatalf("err = %v, want a model error naming the request timeout", err)
+	}
+}
