@@ -115,6 +115,7 @@ type Adapter struct {
 
 	users    *userCache
 	progress *progressMap
+	working  *working
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded
@@ -192,6 +193,7 @@ func New(opts Options) (*Adapter, error) {
 		clock:    opts.Clock,
 		users:    newUserCache(1000, time.Hour),
 		progress: newProgressMap(1024),
+		working:  newWorking(1024),
 	}
 	for _, b := range opts.Bots {
 		a.bots[strings.ToLower(b.Handle)] = b

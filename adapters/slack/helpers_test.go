@@ -31,6 +31,7 @@ type fakeEngine struct {
 	err     error
 	changed chan struct{}
 	gate    chan struct{} // when set, Ingest waits for it (or ctx) first
+	woken   []string      // IngestResult.Woken for new messages
 }
 
 func newFakeEngine() *fakeEngine {
@@ -59,7 +60,7 @@ func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 		return core.IngestResult{Duplicate: true}, nil
 	}
 	f.seen[in.DedupKey] = true
-	return core.IngestResult{Thread: 1, Message: core.MessageID(len(f.got))}, nil
+	return core.IngestResult{Thread: 1, Message: core.MessageID(len(f.got)), Woken: f.woken}, nil
 }
 
 func (f *fakeEngine) inbounds() []core.Inbound {

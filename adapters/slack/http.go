@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -127,12 +128,18 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if n := r.Header.Get("X-Slack-Retry-Num"); n != "" {
 		a.log.Debug("slack event retry", "num", n, "reason", r.Header.Get("X-Slack-Retry-Reason"))
 	}
-	if err := a.handleEvent(r.Context(), ev); err != nil {
+	followUp, err := a.handleEvent(r.Context(), ev)
+	if err != nil {
 		a.log.Error("slack event not stored", "err", err)
 		http.Error(w, "not stored", http.StatusInternalServerError)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+	if followUp != nil {
+		// Answer Slack first; the reaction must not count against its 3 seconds.
+		_ = http.NewResponseController(w).Flush()
+		followUp(context.WithoutCancel(r.Context()))
+	}
 }
 
 // serveInteractive acknowledges button clicks (block_actions). The payload is

@@ -82,8 +82,11 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 				a.log.Error("slack event dropped at shutdown after ack", "type", ev.InnerEvent.Type)
 				continue
 			}
-			if err := a.handleEvent(procCtx, ev); err != nil {
+			followUp, err := a.handleEvent(procCtx, ev)
+			if err != nil {
 				a.log.Error("slack event not stored", "err", err)
+			} else if followUp != nil {
+				followUp(procCtx)
 			}
 		}
 	})
