@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/format")
+var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/format")
 
 // TestFormatGolden converts every testdata/format/*.md and compares it with the
 // .html file next to it. Run with -update to rewrite the goldens after a change,
@@ -27,7 +27,7 @@ func TestFormatGolden(t *testing.T) {
 			}
 			got := Format(string(md))
 			golden := strings.TrimSuffix(in, ".md") + ".html"
-			if *update {
+			if *updateGolden {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,263 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"openbot/core"
+)
+
+// Engine is the part of core.Engine an adapter uses: Ingest stores one inbound
+// message in one transaction (exactly once per DedupKey) and returns nil only once it
+// is durable.
+type Engine interface {
+	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
+}
+
+// Cursors persists small adapter positions durably (core.Store's Cursor/SetCursor;
+// cmd implements it, adapters never import the store). Cursor returns "" when the
+// name was never set. Both honour ctx.
+type Cursors interface {
+	Cursor(ctx context.Context, name string) (string, error)
+	SetCursor(ctx context.Context, name, value string) error
+}
+
+// Modes of receiving updates (issue 4 item 2).
+const (
+	ModePolling = "polling" // our own getUpdates loop (the default)
+	ModeWebhook = "webhook" // setWebhook plus POST /telegram/<name>/webhook
+)
+
+// DM policies (issue 4 item 1; DESIGN.md §9).
+const (
+	DMAllowlist = "allowlist" // only AllowUsers may DM the bot (the default)
+	DMOpen      = "open"      // anyone may
+)
+
+// DefaultPollTimeout is the getUpdates long-poll timeout when Options.PollTimeout is 0.
+const DefaultPollTimeout = 30 * time.Second
+
+// Options configures one Telegram account (config list "telegram:", issue 4 item 1).
+type Options struct {
+	// Name is the account name: AccountID "telegram/<Name>", webhook path
+	// "/telegram/<Name>/webhook", cursor "telegram/<Name>/offset". Required.
+	Name string
+	// Bot is the handle this account speaks as, or "*" to speak for the whole team
+	// (each reply then starts with the bot's name in bold). Required.
+	Bot string
+	// Token is the BotFather token. Required; never logged.
+	Token string
+	// Mode is ModePolling (default) or ModeWebhook.
+	Mode string
+	// WebhookURL is the public HTTPS URL Telegram posts to (webhook mode; required
+	// there). It should end in "/telegram/<Name>/webhook".
+	WebhookURL string
+	// SecretToken is setWebhook's secret_token, 1-256 characters of A-Z a-z 0-9 _ -,
+	// checked on every webhook POST (required in webhook mode).
+	SecretToken string
+	// APIEndpoint is the Bot API server: a base URL ("http://127.0.0.1:8081") or a
+	// format string with two %s for token and method as telegram-bot-api takes it.
+	// Default "https://api.telegram.org/bot%s/%s".
+	APIEndpoint string
+	// AllowUsers may DM the bot under DMAllowlist: numeric user ids or usernames
+	// (with or without "@", case-insensitive).
+	AllowUsers []string
+	// DMPolicy is DMAllowlist (default) or DMOpen. Group messages are not subject to it.
+	DMPolicy string
+	// Bots is the team, listed by /help and used to check Bot.
+	Bots []core.BotProfile
+	// Engine receives inbound messages. Required.
+	Engine Engine
+	// Cursors stores the polling offset. Required in polling mode.
+	Cursors Cursors
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// HTTPClient is used for every Bot API call; default a new http.Client. Calls
+	// are bounded by their own timeouts, so it needs none.
+	HTTPClient *http.Client
+	// PollTimeout is getUpdates' long-poll timeout (whole seconds, at least 1);
+	// default DefaultPollTimeout.
+	PollTimeout time.Duration
+}
+
+// Adapter is one Telegram bot account. It implements core.Adapter, core.Runner and
+// core.WebhookMounter. Create it with New; Run learns the bot's identity (getMe)
+// before any update is handled.
+type Adapter struct {
+	name     string
+	account  core.AccountID
+	bot      string
+	token    string
+	mode     string
+	hookURL  string
+	secret   string
+	endpoint string
+	allow    map[string]bool // user ids and lowercased usernames
+	open     bool
+	bots     []core.BotProfile
+	engine   Engine
+	cursors  Cursors
+	log      *slog.Logger
+	hc       *http.Client
+	pollWait time.Duration
+
+	mu       sync.Mutex
+	me       *tgbotapi.User         // set by Run after getMe
+	progress map[core.OutboxID]sent // parts of a split message already sent
+	typingCh chan typingReq         // to the typist goroutine Run owns; bounded
+}
+
+var (
+	_ core.Adapter        = (*Adapter)(nil)
+	_ core.Runner         = (*Adapter)(nil)
+	_ core.WebhookMounter = (*Adapter)(nil)
+)
+
+var (
+	nameRe   = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	secretRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+)
+
+// New validates opts and returns an Adapter. It does no I/O. Every problem is
+// reported, joined.
+func New(opts Options) (*Adapter, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("telegram: "+format, args...)) }
+	if !nameRe.MatchString(opts.Name) {
+		bad("account name %q must be non-empty letters, digits, '_', '.' or '-'", opts.Name)
+	}
+	if opts.Token == "" {
+		bad("account %q: token is required", opts.Name)
+	}
+	if opts.Engine == nil {
+		bad("account %q: Engine is required", opts.Name)
+	}
+	switch {
+	case opts.Bot == "":
+		bad("account %q: bot is required (a handle or \"*\")", opts.Name)
+	case opts.Bot != "*" && len(opts.Bots) > 0 && !hasBot(opts.Bots, opts.Bot):
+		bad("account %q: bot %q is not configured", opts.Name, opts.Bot)
+	}
+	mode := opts.Mode
+	if mode == "" {
+		mode = ModePolling
+	}
+	switch mode {
+	case ModePolling:
+		if opts.Cursors == nil {
+			bad("account %q: polling needs Cursors to persist the offset", opts.Name)
+		}
+	case ModeWebhook:
+		if !strings.HasPrefix(opts.WebhookURL, "https://") && !strings.HasPrefix(opts.WebhookURL, "http://") {
+			bad("account %q: webhook mode needs webhook_url", opts.Name)
+		}
+		if !secretRe.MatchString(opts.SecretToken) {
+			bad("account %q: webhook mode needs secret_token of 1-256 characters A-Z a-z 0-9 _ -", opts.Name)
+		}
+	default:
+		bad("account %q: mode %q is not %q or %q", opts.Name, opts.Mode, ModePolling, ModeWebhook)
+	}
+	policy := opts.DMPolicy
+	if policy == "" {
+		policy = DMAllowlist
+	}
+	if policy != DMAllowlist && policy != DMOpen {
+		bad("account %q: dm_policy %q is not %q or %q", opts.Name, opts.DMPolicy, DMAllowlist, DMOpen)
+	}
+	if opts.PollTimeout < 0 {
+		bad("account %q: negative poll timeout", opts.Name)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	a := &Adapter{
+		name:     opts.Name,
+		account:  AccountID(opts.Name),
+		bot:      opts.Bot,
+		token:    opts.Token,
+		mode:     mode,
+		hookURL:  opts.WebhookURL,
+		secret:   opts.SecretToken,
+		endpoint: endpointFormat(opts.APIEndpoint),
+		allow:    map[string]bool{},
+		open:     policy == DMOpen,
+		bots:     append([]core.BotProfile(nil), opts.Bots...),
+		engine:   opts.Engine,
+		cursors:  opts.Cursors,
+		log:      opts.Logger,
+		hc:       opts.HTTPClient,
+		pollWait: opts.PollTimeout,
+		progress: map[core.OutboxID]sent{},
+		typingCh: make(chan typingReq, typingQueue),
+	}
+	for _, u := range opts.AllowUsers {
+		if u = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(u), "@")); u != "" {
+			a.allow[u] = true
+		}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.log = a.log.With("account", string(a.account))
+	if a.hc == nil {
+		a.hc = &http.Client{}
+	}
+	if a.pollWait == 0 {
+		a.pollWait = DefaultPollTimeout
+	}
+	if a.pollWait < time.Second {
+		a.pollWait = time.Second
+	}
+	return a, nil
+}
+
+func hasBot(bots []core.BotProfile, handle string) bool {
+	for _, b := range bots {
+		if strings.EqualFold(b.Handle, handle) {
+			return true
+		}
+	}
+	return false
+}
+
+// endpointFormat turns Options.APIEndpoint into telegram-bot-api's format string.
+func endpointFormat(ep string) string {
+	switch {
+	case ep == "":
+		return tgbotapi.APIEndpoint
+	case strings.Contains(ep, "%s"):
+		return ep
+	default:
+		return strings.TrimRight(ep, "/") + "/bot%s/%s"
+	}
+}
+
+// Account returns "telegram/<name>".
+func (a *Adapter) Account() core.AccountID { return a.account }
+
+// Bot returns the handle this account speaks as, or "*".
+func (a *Adapter) Bot() string { return a.bot }
+
+// Self returns the bot user learned by getMe, and false before Run has learned it.
+func (a *Adapter) Self() (tgbotapi.User, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.me == nil {
+		return tgbotapi.User{}, false
+	}
+	return *a.me, true
+}
+
+// mentionHandle is what a native mention of this account means in Inbound.Mentions:
+// its bot's handle, or "*" (the thread's default bot) for a whole-team account.
+func (a *Adapter) mentionHandle() string { return a.bot }

@@ -1,0 +1,276 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/core"
+)
+
+// Fixture identities (testdata, copied from the shared fixtures).
+const (
+	botToken    = "7000000001:TESTtoken"
+	botID       = 7000000001
+	botUsername = "test_bridge_bot"
+	aliceID     = 100000001
+	groupChat   = -1001000000001
+	forumChat   = -1001000000002
+)
+
+var team = []core.BotProfile{
+	{Handle: "engineer", Name: "Engineer", Description: "writes and reviews code"},
+	{Handle: "writer", Name: "Writer", Description: "drafts release notes"},
+}
+
+// fakeEngine records every Inbound and deduplicates by DedupKey as core does.
+type fakeEngine struct {
+	mu      sync.Mutex
+	got     []core.Inbound
+	seen    map[string]bool
+	changed chan struct{}
+	// after, when set, runs after an Inbound was recorded (the "commit").
+	after func(core.Inbound)
+	err   error
+}
+
+func newFakeEngine() *fakeEngine {
+	return &fakeEngine{seen: map[string]bool{}, changed: make(chan struct{})}
+}
+
+func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {
+	if err := ctx.Err(); err != nil {
+		return core.IngestResult{}, err
+	}
+	e.mu.Lock()
+	if e.err != nil {
+		err := e.err
+		e.mu.Unlock()
+		return core.IngestResult{}, err
+	}
+	e.got = append(e.got, in)
+	dup := e.seen[in.DedupKey]
+	e.seen[in.DedupKey] = true
+	close(e.changed)
+	e.changed = make(chan struct{})
+	after := e.after
+	e.mu.Unlock()
+	if after != nil {
+		after(in)
+	}
+	res := core.IngestResult{Thread: 1, Message: 1, Duplicate: dup}
+	if !dup {
+		res.Woken = in.Mentions
+	}
+	return res, nil
+}
+
+func (e *fakeEngine) inbounds() []core.Inbound {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]core.Inbound(nil), e.got...)
+}
+
+// wait blocks until n Inbounds were recorded.
+func (e *fakeEngine) wait(t *testing.T, n int) []core.Inbound {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		e.mu.Lock()
+		got, ch := append([]core.Inbound(nil), e.got...), e.changed
+		e.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("got %d inbounds, want %d: %+v", len(got), n, got)
+		case <-ch:
+		}
+	}
+}
+
+// fakeCursors is an in-memory Cursors that honours ctx.
+type fakeCursors struct {
+	mu   sync.Mutex
+	m    map[string]string
+	sets int
+}
+
+func newFakeCursors() *fakeCursors { return &fakeCursors{m: map[string]string{}} }
+
+func (c *fakeCursors) Cursor(ctx context.Context, name string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[name], nil
+}
+
+func (c *fakeCursors) SetCursor(ctx context.Context, name, value string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[name] = value
+	c.sets++
+	return nil
+}
+
+func (c *fakeCursors) get(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[name]
+}
+
+type env struct {
+	srv     *telegramtest.Server
+	eng     *fakeEngine
+	cursors *fakeCursors
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := telegramtest.NewServer(telegramtest.Bot{Token: botToken, ID: botID, Username: botUsername, Name: "Bridge Bot"})
+	t.Cleanup(srv.Close)
+	return &env{srv: srv, eng: newFakeEngine(), cursors: newFakeCursors()}
+}
+
+// options returns valid polling Options for the fixture bot speaking as engineer.
+func (e *env) options() Options {
+	return Options{
+		Name:        "main",
+		Bot:         "engineer",
+		Token:       botToken,
+		APIEndpoint: e.srv.URL(),
+		AllowUsers:  []string{"@Alice_Example"},
+		Bots:        team,
+		Engine:      e.eng,
+		Cursors:     e.cursors,
+		PollTimeout: time.Second,
+	}
+}
+
+func (e *env) adapter(t *testing.T, opts Options) *Adapter {
+	t.Helper()
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// run starts a.Run and returns a stop function that cancels it and waits (bounded)
+// for it to return, failing on an error. stop is also registered as cleanup.
+func run(t *testing.T, a *Adapter) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("Run did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// started waits until Run has learned the bot's identity.
+func started(t *testing.T, a *Adapter) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := a.Self(); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run did not call getMe")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (e *env) push(t *testing.T, update []byte) int64 {
+	t.Helper()
+	id, err := e.srv.PushUpdate(botToken, update)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (e *env) waitConfirmed(t *testing.T, offset int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.srv.WaitConfirmed(ctx, botToken, offset); err != nil {
+		t.Fatalf("offset %d not confirmed (at %d): %v", offset, e.srv.Confirmed(botToken), err)
+	}
+}
+
+func (e *env) waitCalls(t *testing.T, method string, n int) []telegramtest.Call {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	calls, err := e.srv.WaitCalls(ctx, method, n)
+	if err != nil {
+		t.Fatalf("%d %s calls, want %d", len(calls), method, n)
+	}
+	return calls
+}
+
+// groupMsg builds a supergroup message update from alice.
+func groupMsg(id int64, text string, entities ...map[string]any) []byte {
+	m := map[string]any{
+		"message_id": id,
+		"from":       map[string]any{"id": aliceID, "is_bot": false, "first_name": "Alice", "username": "alice_example"},
+		"chat":       map[string]any{"id": groupChat, "title": "Test Engineering", "type": "supergroup"},
+		"date":       1767225660,
+		"text":       text,
+	}
+	if len(entities) > 0 {
+		m["entities"] = entities
+	}
+	b, _ := json.Marshal(map[string]any{"message": m})
+	return b
+}
+
+func ent(typ string, off, n int) map[string]any {
+	return map[string]any{"type": typ, "offset": off, "length": n}
+}
+
+type tgUser = tgbotapi.User
+
+// botUser is a second fixture-style bot, "@writer_bot".
+func botUser(token string) telegramtest.Bot {
+	return telegramtest.Bot{Token: token, ID: 7000000002, Username: "writer_bot", Name: "Writer Bot"}
+}

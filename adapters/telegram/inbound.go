@@ -1,0 +1,296 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"openbot/core"
+)
+
+// handleUpdate processes one update. It returns an error only when the update must
+// be offered again (Ingest failed), so the caller must not confirm it (polling
+// offset, webhook 2xx). Updates openbot does not act on return nil.
+func (a *Adapter) handleUpdate(ctx context.Context, u update) error {
+	me, ok := a.Self()
+	if !ok {
+		return errNotReady
+	}
+	switch {
+	case u.Message != nil:
+		return a.handleMessage(ctx, me, u.Message)
+	case u.CallbackQuery != nil:
+		a.answerCallback(ctx, u.CallbackQuery)
+	}
+	// edited_message and everything else: ignored (an edit must not start a run).
+	return nil
+}
+
+// decision is what an inbound message means for openbot.
+type decision struct {
+	ignore   bool   // not for us
+	refuse   bool   // DM from a user who is not allowed
+	command  string // lowercased command name without "/" and "@bot", "" for none
+	mentions bool   // natively addressed to this account's bot
+}
+
+// classify applies issue 4 item 3 "What starts a run": every message in a private
+// chat (subject to the DM policy); in groups only a `mention` entity equal to this
+// bot's @username (case-insensitive, whole entity), a `text_mention` of its user id,
+// a reply to one of its messages (not the forum-topic creation message), or a
+// command addressed to it (/cmd@this_bot). /cmd@other_bot and bare /cmd in a group
+// are ignored, as is every message from a bot and every message without text.
+func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
+	text, ents := messageText(m)
+	if m.From == nil || m.From.IsBot || text == "" {
+		return decision{ignore: true}
+	}
+	private := m.Chat.Type == "private"
+	var d decision
+	if cmd, target, ok := leadingCommand(text, ents); ok {
+		switch {
+		case target != "" && !strings.EqualFold(target, me.UserName):
+			return decision{ignore: true} // /cmd@other_bot
+		case target == "" && !private:
+			return decision{ignore: true} // a bare command in a group may be for any bot
+		}
+		d.command = cmd
+		d.mentions = !private
+	}
+	u16 := utf16.Encode([]rune(text))
+	for _, e := range ents {
+		if isSelfMention(me, u16, e) {
+			d.mentions = true
+		}
+	}
+	if r := m.ReplyToMessage; r != nil && len(r.ForumTopicCreated) == 0 && r.From != nil && r.From.ID == me.ID {
+		d.mentions = true
+	}
+	if private {
+		if !a.allowed(m.From) {
+			return decision{refuse: true}
+		}
+		d.mentions = false // every DM is for this account; core routes it
+		return d
+	}
+	if !d.mentions {
+		return decision{ignore: true}
+	}
+	return d
+}
+
+// messageText returns a message's text and entities, or its caption's.
+func messageText(m *message) (string, []tgbotapi.MessageEntity) {
+	if m.Text != "" {
+		return m.Text, m.Entities
+	}
+	return m.Caption, m.CaptionEntities
+}
+
+// leadingCommand finds a bot_command entity at offset 0 and returns its name
+// (lowercased, without "/") and the "@bot" it is addressed to, if any.
+func leadingCommand(text string, ents []tgbotapi.MessageEntity) (cmd, target string, ok bool) {
+	for _, e := range ents {
+		if e.Type != "bot_command" || e.Offset != 0 {
+			continue
+		}
+		s, ok := sliceEntity(utf16.Encode([]rune(text)), e)
+		if !ok || !strings.HasPrefix(s, "/") {
+			return "", "", false
+		}
+		cmd, target, _ = strings.Cut(s[1:], "@")
+		return strings.ToLower(cmd), target, true
+	}
+	return "", "", false
+}
+
+// sliceEntity slices an entity out of text given as UTF-16 code units (entity
+// offsets and lengths count UTF-16 units, not bytes or runes).
+func sliceEntity(u16 []uint16, e tgbotapi.MessageEntity) (string, bool) {
+	if e.Offset < 0 || e.Length <= 0 || e.Offset+e.Length > len(u16) {
+		return "", false
+	}
+	return string(utf16.Decode(u16[e.Offset : e.Offset+e.Length])), true
+}
+
+// isSelfMention reports whether e is a mention of this bot: "@username" exactly
+// (case-insensitive; "@this_bot_two" is someone else) or a text_mention of its id.
+func isSelfMention(me tgbotapi.User, u16 []uint16, e tgbotapi.MessageEntity) bool {
+	switch e.Type {
+	case "mention":
+		s, ok := sliceEntity(u16, e)
+		return ok && me.UserName != "" && strings.EqualFold(s, "@"+me.UserName)
+	case "text_mention":
+		return e.User != nil && e.User.ID == me.ID
+	}
+	return false
+}
+
+// allowed applies the DM policy to a user.
+func (a *Adapter) allowed(u *tgbotapi.User) bool {
+	if a.open {
+		return true
+	}
+	if a.allow[strconv.FormatInt(u.ID, 10)] {
+		return true
+	}
+	return u.UserName != "" && a.allow[strings.ToLower(u.UserName)]
+}
+
+// normalizeText rewrites native mentions of this bot to "@handle" (removes them for
+// a "*" account, whose mention means the thread's default bot) and drops the
+// "@this_bot" suffix of a leading command (DESIGN.md §3 "Mentions").
+func (a *Adapter) normalizeText(me tgbotapi.User, text string, ents []tgbotapi.MessageEntity) string {
+	u16 := utf16.Encode([]rune(text))
+	type edit struct {
+		off, n int
+		with   string
+	}
+	var edits []edit
+	repl := ""
+	if a.bot != "*" {
+		repl = "@" + a.bot
+	}
+	for _, e := range ents {
+		switch {
+		case isSelfMention(me, u16, e):
+			n := e.Length
+			if repl == "" && e.Offset+n < len(u16) && u16[e.Offset+n] == ' ' {
+				n++ // removing the mention also removes the space after it
+			}
+			edits = append(edits, edit{e.Offset, n, repl})
+		case e.Type == "bot_command" && e.Offset == 0:
+			if s, ok := sliceEntity(u16, e); ok {
+				if at := strings.IndexByte(s, '@'); at > 0 {
+					cmd := s[:at]
+					edits = append(edits, edit{e.Offset, e.Length, cmd})
+				}
+			}
+		}
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].off > edits[j].off })
+	for _, ed := range edits {
+		with := utf16.Encode([]rune(ed.with))
+		u16 = append(u16[:ed.off:ed.off], append(with, u16[ed.off+ed.n:]...)...)
+	}
+	return strings.TrimSpace(string(utf16.Decode(u16)))
+}
+
+// conversationOf returns where a message was posted: its chat, and its forum topic
+// when it is a topic message (a reply thread in a plain supergroup also carries
+// message_thread_id but is not a topic).
+func conversationOf(m *message) Conversation {
+	c := Conversation{Chat: m.Chat.ID}
+	if m.IsTopicMessage && m.MessageThreadID > 0 {
+		c.Topic = m.MessageThreadID
+	}
+	return c
+}
+
+func displayName(u *tgbotapi.User) string {
+	name := strings.TrimSpace(u.FirstName + " " + u.LastName)
+	switch {
+	case name != "":
+		return name
+	case u.UserName != "":
+		return u.UserName
+	}
+	return strconv.FormatInt(u.ID, 10)
+}
+
+// handleMessage turns one message into an Inbound, a direct reply (/help, a DM
+// refusal) or nothing. Only Ingest errors are returned.
+func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *message) error {
+	d := a.classify(me, m)
+	conv := conversationOf(m)
+	switch {
+	case d.ignore:
+		return nil
+	case d.refuse:
+		a.log.Info("refused a DM from a user not on allow_users", "user", m.From.ID)
+		a.reply(ctx, conv, m.MessageID, fmt.Sprintf(
+			"Sorry, you are not allowed to talk to this bot. Your Telegram user id is %d; an admin can add it to allow_users.", m.From.ID))
+		return nil
+	case d.command == "help":
+		a.reply(ctx, conv, m.MessageID, a.helpText())
+		return nil
+	}
+	text, ents := messageText(m)
+	in := core.Inbound{
+		Account:      a.account,
+		Platform:     Platform,
+		DedupKey:     DedupKey(m.Chat.ID, m.MessageID),
+		ThreadKey:    conv.ThreadKey(),
+		Conversation: conv.Ref(),
+		PlatformID:   strconv.FormatInt(m.MessageID, 10),
+		SenderID:     HumanActor(m.From.ID),
+		SenderName:   displayName(m.From),
+		Text:         a.normalizeText(me, text, ents),
+		StartThread:  true,
+		NewThread:    d.command == "new",
+		Received:     time.Unix(m.Date, 0).UTC(),
+	}
+	if a.bot != "*" {
+		in.DefaultBot = a.bot
+	}
+	if d.mentions {
+		in.Mentions = []string{a.mentionHandle()}
+	}
+	if in.Text == "" {
+		in.Text = "/" + d.command
+	}
+	res, err := a.engine.Ingest(ctx, in)
+	if err != nil {
+		return fmt.Errorf("telegram: ingest %s: %w", in.DedupKey, err)
+	}
+	if len(res.Woken) > 0 {
+		a.startTyping(conv)
+	}
+	return nil
+}
+
+// helpText lists the team for /help (issue 4 item 3).
+func (a *Adapter) helpText() string {
+	var b strings.Builder
+	b.WriteString("Bots on this team:\n")
+	for _, bot := range a.bots {
+		b.WriteString("@" + bot.Handle)
+		if bot.Name != "" && bot.Name != bot.Handle {
+			b.WriteString(" (" + bot.Name + ")")
+		}
+		if bot.Description != "" {
+			b.WriteString(": " + bot.Description)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me. " +
+		"Write @handle to ask a specific bot. /new starts a new conversation.")
+	return b.String()
+}
+
+// reply sends a short plain-text answer that is not stored (a /help list, a DM
+// refusal), as a reply to message id. Failures are logged, not returned: the update
+// is still confirmed, so a broken chat cannot stall the poller.
+func (a *Adapter) reply(ctx context.Context, conv Conversation, id int64, text string) {
+	if _, err := a.send(ctx, conv, text, "", id); err != nil {
+		a.log.Warn("direct reply failed", "chat", conv.Chat, "err", err)
+	}
+}
+
+// answerCallback acknowledges an inline-button click so the client stops its
+// spinner. Core has no question API yet, so the click changes nothing.
+func (a *Adapter) answerCallback(ctx context.Context, q *callbackQuery) {
+	_, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{
+		"callback_query_id": q.ID,
+		"text":              "This button is not active.",
+	}, requestTimeout)
+	if err != nil {
+		a.log.Warn("answerCallbackQuery failed", "err", err)
+	}
+}

@@ -1,0 +1,151 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"openbot/core"
+)
+
+// sent records how many parts of a split outbox entry reached Telegram, so a retry
+// after a failure in a later part (a 429, say) does not post the earlier ones twice.
+type sent struct {
+	parts int
+	first string // message_id of the first part
+}
+
+// maxProgress bounds the progress map; entries are removed on success or permanent
+// failure, so it only fills if the lanes give up on many half-sent entries.
+const maxProgress = 1024
+
+// permanentError is a core.DeliveryError that is never retried.
+type permanentError struct{ error }
+
+func (permanentError) Permanent() bool           { return true }
+func (permanentError) RetryAfter() time.Duration { return 0 }
+func (e permanentError) Unwrap() error           { return e.error }
+func (e permanentError) Error() string           { return e.error.Error() }
+
+// Deliver posts one outbox entry (core.Adapter; issue 4 item 5): the Markdown is
+// converted to Telegram HTML, prefixed with the speaking bot's name in bold when this
+// account does not speak as that bot (a "*" account, or another bot's reply routed
+// through this account), split at 4,096 UTF-16 code units, and sent with sendMessage
+// to the conversation's chat and forum topic (message_thread_id), the first part as
+// a reply to d.ReplyTo (reply_parameters, allow_sending_without_reply). A part that
+// Telegram cannot parse ("can't parse entities") is resent once as plain text. It
+// returns the first part's message_id. Errors are *APIError (429 carries
+// RetryAfter; 400 chat not found and 403 blocked are Permanent) or transport errors;
+// a malformed ConversationRef is permanent. Calls for one conversation never overlap
+// (core's lanes); calls for different conversations may run concurrently.
+func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
+	conv, err := ParseConversation(d.Conversation)
+	if err != nil {
+		return "", permanentError{fmt.Errorf("telegram: deliver to %q: %w", d.Conversation, err)}
+	}
+	a.stopTyping(conv)
+	var parts []string
+	for _, p := range Split(a.render(d), MaxMessageLen) {
+		if strings.TrimSpace(PlainText(p)) != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil // nothing visible to post
+	}
+	replyTo, _ := strconv.ParseInt(d.ReplyTo, 10, 64)
+
+	a.mu.Lock()
+	st := a.progress[d.Outbox]
+	a.mu.Unlock()
+	for i := st.parts; i < len(parts); i++ {
+		rt := int64(0)
+		if i == 0 {
+			rt = replyTo
+		}
+		id, err := a.send(ctx, conv, parts[i], "HTML", rt)
+		if err != nil {
+			var de core.DeliveryError
+			if errors.As(err, &de) && de.Permanent() {
+				a.setProgress(d.Outbox, sent{}, false)
+			}
+			return "", err
+		}
+		if i == 0 {
+			st.first = id
+		}
+		st.parts = i + 1
+		a.setProgress(d.Outbox, st, i+1 < len(parts))
+	}
+	return st.first, nil
+}
+
+func (a *Adapter) setProgress(id core.OutboxID, st sent, keep bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !keep {
+		delete(a.progress, id)
+		return
+	}
+	if _, ok := a.progress[id]; !ok && len(a.progress) >= maxProgress {
+		for k := range a.progress {
+			delete(a.progress, k) // evict one arbitrary entry; it may post twice on retry
+			break
+		}
+	}
+	a.progress[id] = st
+}
+
+// render returns the Telegram HTML of a delivery, with the bold name prefix when
+// another bot speaks through this account.
+func (a *Adapter) render(d core.Delivery) string {
+	html := Format(d.Text)
+	if h := d.Sender.Handle; h != "" && !strings.EqualFold(h, a.bot) {
+		name := d.Sender.Name
+		if name == "" {
+			name = h
+		}
+		html = "<b>" + escapeHTML(name) + "</b>\n" + html
+	}
+	return html
+}
+
+// send posts one message and returns its message_id. parseMode "" sends plain
+// text; with "HTML", a "can't parse entities" answer is followed by exactly one
+// plain-text resend of the same part.
+func (a *Adapter) send(ctx context.Context, conv Conversation, text, parseMode string, replyTo int64) (string, error) {
+	p := tgbotapi.Params{
+		"chat_id": strconv.FormatInt(conv.Chat, 10),
+		"text":    text,
+	}
+	p.AddNonEmpty("parse_mode", parseMode)
+	p.AddNonZero64("message_thread_id", conv.Topic)
+	if replyTo != 0 {
+		rp, _ := json.Marshal(replyParameters{MessageID: replyTo, AllowSendingWithoutReply: true})
+		p["reply_parameters"] = string(rp)
+	}
+	res, err := a.call(ctx, "sendMessage", p, requestTimeout)
+	var ae *APIError
+	if err != nil && parseMode != "" && errors.As(err, &ae) && ae.cantParseEntities() {
+		a.log.Warn("telegram could not parse our HTML; resending as plain text", "chat", conv.Chat, "err", err)
+		delete(p, "parse_mode")
+		p["text"] = PlainText(text)
+		res, err = a.call(ctx, "sendMessage", p, requestTimeout)
+	}
+	if err != nil {
+		return "", err
+	}
+	var m struct {
+		MessageID int64 `json:"message_id"`
+	}
+	if err := json.Unmarshal(res, &m); err != nil {
+		return "", fmt.Errorf("telegram sendMessage: decoding result: %w", err)
+	}
+	return strconv.FormatInt(m.MessageID, 10), nil
+}

@@ -1,0 +1,519 @@
+// Package telegramtest is a fake Telegram Bot API server for tests: an httptest
+// server on 127.0.0.1 that speaks the real wire protocol (POST /bot<token>/<method>,
+// form-encoded or JSON parameters, {"ok":…,"result":…} answers), so the real
+// telegram-bot-api code paths run. It serves getMe, getUpdates (a scripted queue per
+// bot that honours offset as confirmation and a short long-poll wait), sendMessage,
+// editMessageText, editMessageReplyMarkup, answerCallbackQuery, sendChatAction,
+// setWebhook and deleteWebhook for any number of bots, records every call with its
+// parameters, and can be scripted to fail calls (429 with retry_after, "can't parse
+// entities", 403 blocked, …).
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bot is a bot user served by getMe.
+type Bot struct {
+	Token    string
+	ID       int64
+	Username string
+	Name     string // first_name; defaults to Username
+}
+
+// Call is one recorded request.
+type Call struct {
+	Token  string
+	Method string
+	// Params are the request parameters as strings; nested objects
+	// (reply_parameters, reply_markup) are JSON text as the client sent them.
+	Params map[string]string
+	At     time.Time
+}
+
+// Error is a scripted Bot API error answer.
+type Error struct {
+	Code        int    // error_code and HTTP status
+	Description string // for example "Bad Request: can't parse entities: …"
+	RetryAfter  int    // parameters.retry_after, seconds
+}
+
+// Common scripted errors, with the descriptions Telegram sends.
+var (
+	ErrCantParse   = Error{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}
+	ErrChatMissing = Error{Code: 400, Description: "Bad Request: chat not found"}
+	ErrBlocked     = Error{Code: 403, Description: "Forbidden: bot was blocked by the user"}
+)
+
+// RateLimited returns a 429 answer asking to wait seconds.
+func RateLimited(seconds int) Error {
+	return Error{Code: 429, Description: fmt.Sprintf("Too Many Requests: retry after %d", seconds), RetryAfter: seconds}
+}
+
+type botState struct {
+	Bot
+	updates   []json.RawMessage // queued, ascending update_id
+	nextID    int64
+	confirmed int64 // highest offset seen in getUpdates
+	webhook   string
+	secret    string
+}
+
+// Server is the fake Bot API. Create it with NewServer and Close it when done.
+type Server struct {
+	srv *httptest.Server
+	// LongPollCap bounds how long getUpdates waits for updates, whatever timeout the
+	// client asks for; default 200ms, so tests stay fast.
+	LongPollCap time.Duration
+
+	mu      sync.Mutex
+	bots    map[string]*botState // by token
+	calls   []Call
+	fail    map[string][]Error // by method, consumed in order
+	nextMsg int64
+	changed chan struct{} // closed and replaced on every change
+}
+
+// NewServer starts a fake Bot API serving bots.
+func NewServer(bots ...Bot) *Server {
+	s := &Server{
+		LongPollCap: 200 * time.Millisecond,
+		bots:        map[string]*botState{},
+		fail:        map[string][]Error{},
+		nextMsg:     1000,
+		changed:     make(chan struct{}),
+	}
+	for _, b := range bots {
+		s.AddBot(b)
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// AddBot serves one more bot.
+func (s *Server) AddBot(b Bot) {
+	if b.Name == "" {
+		b.Name = b.Username
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bots[b.Token] = &botState{Bot: b, nextID: 1}
+}
+
+// URL is the server's base URL ("http://127.0.0.1:port"), usable as
+// telegram.Options.APIEndpoint.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Endpoint is the telegram-bot-api endpoint format string for
+// tgbotapi.NewBotAPIWithAPIEndpoint: URL()+"/bot%s/%s".
+func (s *Server) Endpoint() string { return s.srv.URL + "/bot%s/%s" }
+
+// Close shuts the server down.
+func (s *Server) Close() { s.srv.Close() }
+
+// PushUpdate queues an update for the bot with token. An update_id of 0 (or
+// missing) is replaced by the next id after the last queued one. It returns the
+// update_id used.
+func (s *Server) PushUpdate(token string, update []byte) (int64, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(update, &m); err != nil {
+		return 0, fmt.Errorf("telegramtest: update is not a JSON object: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.bots[token]
+	if !ok {
+		return 0, fmt.Errorf("telegramtest: no bot with that token")
+	}
+	var id int64
+	if raw, ok := m["update_id"]; ok {
+		_ = json.Unmarshal(raw, &id)
+	}
+	if id == 0 {
+		id = b.nextID
+		m["update_id"] = json.RawMessage(strconv.FormatInt(id, 10))
+		update, _ = json.Marshal(m)
+	}
+	if id >= b.nextID {
+		b.nextID = id + 1
+	}
+	b.updates = append(b.updates, json.RawMessage(update))
+	s.notifyLocked()
+	return id, nil
+}
+
+// Confirmed returns the highest offset the bot's client sent to getUpdates: every
+// update below it has been confirmed and dropped.
+func (s *Server) Confirmed(token string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.bots[token]; ok {
+		return b.confirmed
+	}
+	return 0
+}
+
+// Pending returns how many queued updates the bot has not confirmed.
+func (s *Server) Pending(token string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.bots[token]; ok {
+		return len(b.updates)
+	}
+	return 0
+}
+
+// Webhook returns the URL and secret_token of the bot's last setWebhook.
+func (s *Server) Webhook(token string) (url, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.bots[token]; ok {
+		return b.webhook, b.secret
+	}
+	return "", ""
+}
+
+// Fail makes the next calls of method (by any bot) answer with errs, one per call,
+// in order; later calls succeed again.
+func (s *Server) Fail(method string, errs ...Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail[method] = append(s.fail[method], errs...)
+}
+
+// Calls returns every recorded call of the given methods (all calls when none are
+// given), oldest first.
+func (s *Server) Calls(methods ...string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if len(methods) == 0 || contains(methods, c.Method) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WaitCalls blocks until at least n calls of method were recorded and returns all of
+// them, or returns ctx's error with those seen so far.
+func (s *Server) WaitCalls(ctx context.Context, method string, n int) ([]Call, error) {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		calls := s.Calls(method)
+		if len(calls) >= n {
+			return calls, nil
+		}
+		select {
+		case <-ctx.Done():
+			return calls, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// WaitConfirmed blocks until the bot's client confirmed every update below offset.
+func (s *Server) WaitConfirmed(ctx context.Context, token string, offset int64) error {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		done := s.bots[token] != nil && s.bots[token].confirmed >= offset
+		s.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+type answer struct {
+	OK          bool          `json:"ok"`
+	Result      any           `json:"result,omitempty"`
+	ErrorCode   int           `json:"error_code,omitempty"`
+	Description string        `json:"description,omitempty"`
+	Parameters  *answerParams `json:"parameters,omitempty"`
+}
+
+type answerParams struct {
+	RetryAfter int `json:"retry_after,omitempty"`
+}
+
+func writeAnswer(w http.ResponseWriter, status int, a answer) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(a)
+}
+
+func writeError(w http.ResponseWriter, e Error) {
+	a := answer{ErrorCode: e.Code, Description: e.Description}
+	if e.RetryAfter > 0 {
+		a.Parameters = &answerParams{RetryAfter: e.RetryAfter}
+	}
+	writeAnswer(w, e.Code, a)
+}
+
+// parseParams reads form-encoded (what telegram-bot-api sends), multipart, query or
+// JSON parameters into strings; JSON objects and arrays stay JSON text.
+func parseParams(r *http.Request) (map[string]string, error) {
+	out := map[string]string{}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "application/json" {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]json.RawMessage
+		if len(body) > 0 {
+			if err := json.Unmarshal(body, &m); err != nil {
+				return nil, err
+			}
+		}
+		for k, v := range m {
+			var str string
+			if json.Unmarshal(v, &str) == nil {
+				out[k] = str
+			} else {
+				out[k] = string(v)
+			}
+		}
+		return out, nil
+	}
+	if ct == "multipart/form-data" {
+		if err := r.ParseMultipartForm(1 << 20); err != nil {
+			return nil, err
+		}
+	} else if err := r.ParseForm(); err != nil {
+		return nil, err
+	}
+	for k, v := range r.Form {
+		if len(v) > 0 {
+			out[k] = v[0]
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	token, method, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
+		writeError(w, Error{Code: 404, Description: "Not Found"})
+		return
+	}
+	params, err := parseParams(r)
+	if err != nil {
+		writeError(w, Error{Code: 400, Description: "Bad Request: " + err.Error()})
+		return
+	}
+	s.mu.Lock()
+	b, known := s.bots[token]
+	s.calls = append(s.calls, Call{Token: token, Method: method, Params: params, At: time.Now()})
+	var scripted *Error
+	if known {
+		if q := s.fail[method]; len(q) > 0 {
+			scripted, s.fail[method] = &q[0], q[1:]
+		}
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	switch {
+	case !known:
+		writeError(w, Error{Code: 401, Description: "Unauthorized"})
+		return
+	case scripted != nil:
+		writeError(w, *scripted)
+		return
+	}
+
+	switch method {
+	case "getMe":
+		s.ok(w, map[string]any{"id": b.ID, "is_bot": true, "first_name": b.Name, "username": b.Username,
+			"can_join_groups": true, "can_read_all_group_messages": false, "supports_inline_queries": false})
+	case "getUpdates":
+		s.getUpdates(w, r, b, params)
+	case "sendMessage", "editMessageText", "editMessageReplyMarkup":
+		s.message(w, b, method, params)
+	case "answerCallbackQuery", "sendChatAction":
+		s.ok(w, true)
+	case "setWebhook":
+		s.mu.Lock()
+		b.webhook, b.secret = params["url"], params["secret_token"]
+		s.notifyLocked()
+		s.mu.Unlock()
+		writeAnswer(w, 200, answer{OK: true, Result: true, Description: "Webhook was set"})
+	case "deleteWebhook":
+		s.mu.Lock()
+		b.webhook, b.secret = "", ""
+		if params["drop_pending_updates"] == "true" {
+			b.updates = nil
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+		writeAnswer(w, 200, answer{OK: true, Result: true, Description: "Webhook was deleted"})
+	default:
+		writeError(w, Error{Code: 404, Description: "Not Found: method not found"})
+	}
+}
+
+func (s *Server) ok(w http.ResponseWriter, result any) {
+	writeAnswer(w, 200, answer{OK: true, Result: result})
+}
+
+// getUpdates confirms every update below offset, then answers the queued ones (at
+// most limit) or waits up to min(timeout, LongPollCap) for one to arrive.
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, b *botState, params map[string]string) {
+	offset, _ := strconv.ParseInt(params["offset"], 10, 64)
+	limit, _ := strconv.Atoi(params["limit"])
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	timeout, _ := strconv.Atoi(params["timeout"])
+	wait := time.Duration(timeout) * time.Second
+	if wait > s.LongPollCap {
+		wait = s.LongPollCap
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if b.webhook != "" {
+			s.mu.Unlock()
+			writeError(w, Error{Code: 409, Description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"})
+			return
+		}
+		if offset > b.confirmed {
+			b.confirmed = offset
+		}
+		kept := b.updates[:0]
+		for _, u := range b.updates {
+			var id struct {
+				UpdateID int64 `json:"update_id"`
+			}
+			_ = json.Unmarshal(u, &id)
+			if id.UpdateID >= offset {
+				kept = append(kept, u)
+			}
+		}
+		b.updates = kept
+		out := append([]json.RawMessage(nil), b.updates[:min(limit, len(b.updates))]...)
+		ch := s.changed
+		s.mu.Unlock()
+		if len(out) > 0 {
+			s.ok(w, out)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-deadline.C:
+			s.ok(w, []json.RawMessage{})
+			return
+		case <-ch:
+		}
+	}
+}
+
+// message answers sendMessage and the edit methods with a Message built from the
+// parameters: a new message_id for sendMessage, the given one for edits.
+func (s *Server) message(w http.ResponseWriter, b *botState, method string, params map[string]string) {
+	chatID, err := strconv.ParseInt(params["chat_id"], 10, 64)
+	if err != nil || chatID == 0 {
+		writeError(w, Error{Code: 400, Description: "Bad Request: chat_id is empty"})
+		return
+	}
+	if method == "sendMessage" && strings.TrimSpace(params["text"]) == "" {
+		writeError(w, Error{Code: 400, Description: "Bad Request: message text is empty"})
+		return
+	}
+	s.mu.Lock()
+	id := s.nextMsg
+	if method == "sendMessage" {
+		s.nextMsg++
+	} else {
+		id, _ = strconv.ParseInt(params["message_id"], 10, 64)
+	}
+	s.mu.Unlock()
+	chatType := "private"
+	if chatID < 0 {
+		chatType = "supergroup"
+	}
+	msg := map[string]any{
+		"message_id": id,
+		"from":       map[string]any{"id": b.ID, "is_bot": true, "first_name": b.Name, "username": b.Username},
+		"chat":       map[string]any{"id": chatID, "type": chatType},
+		"date":       time.Now().Unix(),
+		"text":       params["text"],
+	}
+	if t, err := strconv.ParseInt(params["message_thread_id"], 10, 64); err == nil && t != 0 {
+		msg["message_thread_id"] = t
+		msg["is_topic_message"] = true
+	}
+	if rm := params["reply_markup"]; rm != "" && json.Valid([]byte(rm)) {
+		msg["reply_markup"] = json.RawMessage(rm)
+	}
+	s.ok(w, msg)
+}
+
+// ParseReplyTo returns reply_parameters.message_id of a sendMessage call (or the
+// legacy reply_to_message_id), 0 when it has none.
+func ParseReplyTo(c Call) int64 {
+	if rp := c.Params["reply_parameters"]; rp != "" {
+		var v struct {
+			MessageID int64 `json:"message_id"`
+		}
+		if json.Unmarshal([]byte(rp), &v) == nil {
+			return v.MessageID
+		}
+	}
+	id, _ := strconv.ParseInt(c.Params["reply_to_message_id"], 10, 64)
+	return id
+}
+
+// WebhookRequest builds a webhook POST of update for url with the secret header set
+// (omitted when secret is "").
+func WebhookRequest(ctx context.Context, target string, secret string, update []byte) (*http.Request, error) {
+	if _, err := url.Parse(target); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(string(update)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	}
+	return req, nil
+}
