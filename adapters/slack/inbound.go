@@ -85,6 +85,13 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) (func(context.Co
 	}
 	text, self, humans := a.normalize(ctx, m.Text, id.UserID)
 	dm := isDMChannel(m.Channel, m.ChannelType)
+	botMentioned := self || a.mentionsBot(text)
+	if !dm && m.ThreadTS == "" && !botMentioned {
+		// A top-level channel post roots a thread of its own, which openbot cannot
+		// know yet: without a bot mention it starts nothing (issue 3 item 4).
+		log.Debug("slack event ignored: top-level post without a bot mention")
+		return nil, nil
+	}
 	in := core.Inbound{
 		Account:      a.Account(),
 		Platform:     "slack",
@@ -103,7 +110,6 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) (func(context.Co
 	if self {
 		in.Mentions = []string{a.bot} // "*" means the thread's default bot
 	}
-	botMentioned := self || a.mentionsBot(text)
 	in.StartThread = dm || botMentioned
 	in.MentionsHumans = humans && !botMentioned
 	res, err := a.engine.Ingest(ctx, in)

@@ -163,14 +163,26 @@ func TestTextHandleStartsThread(t *testing.T) {
 	body = strings.Replace(body, "1767225600.000100", "1767225601.000100", 2)
 	e.post(t, "/slack/acme/events", []byte(body), nil)
 	got := e.engine.inbounds()
-	if len(got) != 2 {
-		t.Fatalf("got %d inbounds", len(got))
+	if len(got) != 1 {
+		t.Fatalf("got %d inbounds, want 1 (the unknown @handle starts nothing)", len(got))
 	}
 	if !got[0].StartThread || len(got[0].Mentions) != 0 || got[0].Text != "@chief_of_staff can you review the failing build on main?" {
 		t.Errorf("@handle inbound %+v", got[0])
 	}
-	if got[1].StartThread {
-		t.Errorf("unknown @handle must not start a thread: %+v", got[1])
+}
+
+// TestTopLevelPostWithoutMention: a channel post that mentions no bot cannot belong
+// to a known thread, so it is not ingested and costs no users.info call.
+func TestTopLevelPostWithoutMention(t *testing.T) {
+	e := newEnv(t, nil)
+	body := strings.Replace(string(fixture(t, "events_api_message_channel_twin_of_mention.json")),
+		"<@U0TESTBOT> can you", "@nobody can you", 1)
+	e.post(t, "/slack/acme/events", []byte(body), nil)
+	if got := e.engine.inbounds(); len(got) != 0 {
+		t.Errorf("ingested %+v", got)
+	}
+	if n := len(e.slack.CallsTo("users.info")); n != 0 {
+		t.Errorf("%d users.info calls for an ignored post", n)
 	}
 }
 
