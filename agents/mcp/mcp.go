@@ -69,7 +69,8 @@ type Options struct {
 	// RestartMin and RestartMax bound the exponential backoff between restarts.
 	RestartMin time.Duration
 	RestartMax time.Duration
-	// HealthInterval is how often an HTTP server is pinged to notice it is gone.
+	// HealthInterval is how often an HTTP server's tools are listed, to notice
+	// that it is gone or that its tools changed without a notification.
 	HealthInterval time.Duration
 	// ResultCap bounds a tool result's text in bytes (a note says when cut).
 	ResultCap int

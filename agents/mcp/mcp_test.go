@@ -203,3 +203,26 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPServerGoneIsNoticed(t *testing.T) {
+	srv := httptest.NewServer(server.NewStreamableHTTPServer(newTestServer(false)))
+	t.Cleanup(srv.Close)
+	h := start(t, Options{
+		Servers:        []ServerConfig{{Name: "web", URL: srv.URL + "/mcp"}},
+		HealthInterval: 100 * time.Millisecond,
+		CallTimeout:    time.Second,
+	})
+	old := h.tool("web", "web__echo")
+	srv.CloseClientConnections()
+	srv.Close()
+	h.waitFor("tools withdrawn", func() bool {
+		hist := h.history["web"]
+		return len(hist) >= 2 && hist[1] == -1
+	})
+	if _, err := callTool(t, old, map[string]any{"text": "x"}); !errors.Is(err, ErrServerDown) {
+		t.Fatalf("call after the server went away: %v, want ErrServerDown", err)
+	}
+	h.waitFor("reconnect failure logged", func() bool {
+		return strings.Contains(h.logs.String(), "failed to start")
+	})
+}

@@ -55,7 +55,7 @@ func (s *session) stop(grace time.Duration) {
 	s.closed.Store(true)
 	s.cancel()
 	closed := make(chan struct{})
-	go func() { // bounded: an HTTP DELETE honours no ctx, so it is waited for at most grace
+	go func() { // bounded: mcp-go caps the HTTP session DELETE at 5s; waited for at most grace
 		defer close(closed)
 		_ = s.client.Close()
 	}()
@@ -150,7 +150,7 @@ func (m *Manager) connect(ctx context.Context, cfg ServerConfig) (*session, erro
 }
 
 // serve blocks while the session is healthy: it refreshes the tool list on
-// list_changed and pings HTTP servers. It returns nil when ctx is done, else
+// list_changed and lists an HTTP server's tools every HealthInterval. It returns nil when ctx is done, else
 // why the session was lost.
 func (m *Manager) serve(ctx context.Context, s *session) error {
 	var health <-chan time.Time
@@ -180,14 +180,39 @@ func (m *Manager) serve(ctx context.Context, s *session) error {
 			m.publish(s.server, tools)
 			m.log.Info("mcp tools refreshed", "mcp_server", s.server, "tools", len(tools))
 		case <-health:
-			pctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
-			err := s.client.Ping(pctx)
+			// Ping is a no-op on protocol 2026-07-28, so listing the tools is
+			// the liveness check; it also catches changes a legacy HTTP server
+			// had no stream to announce.
+			hctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+			tools, err := m.listTools(hctx, s)
 			cancel()
-			if err != nil && ctx.Err() == nil {
-				return fmt.Errorf("ping: %w", err)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("health check: %w", err)
+			}
+			if fingerprint(tools) != fingerprint(s.tools) {
+				s.tools = tools
+				m.publish(s.server, tools)
+				m.log.Info("mcp tools refreshed", "mcp_server", s.server, "tools", len(tools))
 			}
 		}
 	}
+}
+
+// fingerprint identifies a tool list by names, descriptions and schemas.
+func fingerprint(ts []agents.Tool) string {
+	var b strings.Builder
+	for _, t := range ts {
+		b.WriteString(t.Name())
+		b.WriteByte(0)
+		b.WriteString(t.Description())
+		b.WriteByte(0)
+		b.Write(t.Schema())
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // supervise runs one server until ctx is done: connect, publish its tools,
