@@ -160,7 +160,7 @@ func (a *Adapter) normalize(ctx context.Context, text, selfID string) (out strin
 			if body == selfID {
 				self = true
 				if a.bot == "*" {
-					return ""
+					return "\x00" // removed below with one adjacent space
 				}
 				return "@" + a.bot
 			}
@@ -187,9 +187,7 @@ func (a *Adapter) normalize(ctx context.Context, text, selfID string) (out strin
 		return body
 	})
 	out = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(out)
-	if self && a.bot == "*" {
-		out = strings.Join(strings.Fields(out), " ")
-	}
+	out = strings.NewReplacer("\x00 ", "", " \x00", "", "\x00", "").Replace(out)
 	return strings.TrimSpace(out), self, humans
 }
 

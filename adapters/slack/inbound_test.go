@@ -128,6 +128,14 @@ func TestStarAccountMentionMeansDefaultBot(t *testing.T) {
 	}
 }
 
+func TestNormalizeStarKeepsLines(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Bot = "*" })
+	got, self, _ := e.a.normalize(t.Context(), "<@U0TESTBOT> please\n\n- a\n- hey <@U0TESTBOT> b", "U0TESTBOT")
+	if want := "please\n\n- a\n- hey b"; got != want || !self {
+		t.Errorf("normalize = %q, %v; want %q, true", got, self, want)
+	}
+}
+
 func TestNormalize(t *testing.T) {
 	e := newEnv(t, nil)
 	e.slack.AddUser(slacktestBot("U0OTHERBOT", "chief_of_staff"))

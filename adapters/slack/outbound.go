@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -76,6 +77,9 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	conv, err := ParseConversation(d.Conversation)
 	if err != nil {
 		return "", &deliveryError{err: fmt.Errorf("%w: %q", err, d.Conversation), permanent: true}
+	}
+	if strings.TrimSpace(d.Text) == "" {
+		return "", &deliveryError{err: errors.New("slack: empty message"), permanent: true}
 	}
 	chunks := Split(Format(d.Text), MaxChunk)
 	key := uint64(d.Outbox)
