@@ -68,6 +68,9 @@ func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 	res := core.IngestResult{Thread: 1, Message: 1, Duplicate: dup}
 	if !dup {
 		res.Woken = in.Mentions
+		if len(res.Woken) == 0 && in.DefaultBot != "" {
+			res.Woken = []string{in.DefaultBot}
+		}
 	}
 	return res, nil
 }

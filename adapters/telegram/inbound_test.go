@@ -36,6 +36,10 @@ func TestPrivateMessageBecomesInbound(t *testing.T) {
 		t.Errorf("inbound\n got %+v\nwant %+v", got, want)
 	}
 	e.waitConfirmed(t, id+1)
+	// A bot was woken, so the chat shows "typing…".
+	if c := e.waitCalls(t, "sendChatAction", 1)[0]; c.Params["chat_id"] != "100000001" || c.Params["action"] != "typing" {
+		t.Errorf("sendChatAction %v", c.Params)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for e.cursors.get("telegram/main/offset") != "500000002" {
 		if time.Now().After(deadline) {

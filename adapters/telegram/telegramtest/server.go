@@ -192,6 +192,17 @@ func (s *Server) Fail(method string, errs ...Error) {
 	s.fail[method] = append(s.fail[method], errs...)
 }
 
+// FailAfter lets the next ok calls of method succeed and then answers errs, one per
+// call, in order (after anything queued before).
+func (s *Server) FailAfter(method string, ok int, errs ...Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range ok {
+		s.fail[method] = append(s.fail[method], Error{}) // Code 0: answer normally
+	}
+	s.fail[method] = append(s.fail[method], errs...)
+}
+
 // Calls returns every recorded call of the given methods (all calls when none are
 // given), oldest first.
 func (s *Server) Calls(methods ...string) []Call {
@@ -352,7 +363,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case !known:
 		writeError(w, Error{Code: 401, Description: "Unauthorized"})
 		return
-	case scripted != nil:
+	case scripted != nil && scripted.Code != 0:
 		writeError(w, *scripted)
 		return
 	}
