@@ -213,14 +213,16 @@ func (a *Adapter) BotOpenID() string {
 // credentials or long-connection permission are refused for good.
 func (a *Adapter) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		a.noticeLoop(ctx)
 	}()
-	defer wg.Wait()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 
 	if err := a.learnBot(ctx); err != nil {
 		if ctx.Err() != nil {

@@ -1,0 +1,724 @@
+package feishu_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/adapters/feishu"
+	"openbot/adapters/feishu/feishutest"
+	"openbot/core"
+)
+
+// fakeEngine records Inbounds and mimics core's ingest rules that matter to the
+// adapter: a seen DedupKey is a duplicate, an unknown thread without StartThread is
+// dropped.
+type fakeEngine struct {
+	mu      sync.Mutex
+	changed chan struct{}
+	ins     []core.Inbound
+	seen    map[string]bool
+	threads map[string]bool
+	fail    error
+}
+
+func newFakeEngine() *fakeEngine {
+	return &fakeEngine{changed: make(chan struct{}), seen: map[string]bool{}, threads: map[string]bool{}}
+}
+
+func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fail != nil {
+		return core.IngestResult{}, e.fail
+	}
+	e.ins = append(e.ins, in)
+	close(e.changed)
+	e.changed = make(chan struct{})
+	if e.seen[in.DedupKey] {
+		return core.IngestResult{Duplicate: true}, nil
+	}
+	e.seen[in.DedupKey] = true
+	if !e.threads[in.ThreadKey] && !in.StartThread {
+		return core.IngestResult{Dropped: true}, nil
+	}
+	e.threads[in.ThreadKey] = true
+	return core.IngestResult{Thread: 1, Message: core.MessageID(len(e.ins))}, nil
+}
+
+func (e *fakeEngine) inbounds() []core.Inbound {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]core.Inbound(nil), e.ins...)
+}
+
+func (e *fakeEngine) wait(t *testing.T, n int) []core.Inbound {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		e.mu.Lock()
+		got, ch := len(e.ins), e.changed
+		e.mu.Unlock()
+		if got >= n {
+			return e.inbounds()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d inbounds, have %d", n, got)
+		case <-ch:
+		}
+	}
+}
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// compact re-serialises a pretty fixture the way the platform sends it.
+func compact(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+type harness struct {
+	t      *testing.T
+	srv    *feishutest.Server
+	eng    *fakeEngine
+	a      *feishu.Adapter
+	web    *httptest.Server // the shared listener with MountHTTP
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func bots() []core.BotProfile {
+	return []core.BotProfile{{Handle: "engineer", Name: "Engineer"}, {Handle: "reviewer", Name: "Reviewer"}}
+}
+
+// newHarness builds an adapter against a fresh fake; edit may change the options.
+func newHarness(t *testing.T, edit func(*feishu.Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, srv: feishutest.New(t), eng: newFakeEngine()}
+	opts := feishu.Options{
+		Name: "acme", Bot: "engineer", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
+		Mode: feishu.ModeWebhook, VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey,
+		BaseURL: h.srv.URL(), AllowUsers: []string{feishutest.AliceOpenID}, Bots: bots(), Engine: h.eng,
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	a, err := feishu.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.a = a
+	mux := http.NewServeMux()
+	a.MountHTTP(mux)
+	h.web = httptest.NewServer(mux)
+	t.Cleanup(h.web.Close)
+	return h
+}
+
+// run starts Run and waits until the bot's open_id is known; the test's cleanup
+// stops it and checks that it returned nil promptly.
+func (h *harness) run() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- h.a.Run(ctx) }()
+	h.t.Cleanup(func() { h.stop() })
+	deadline := time.Now().Add(10 * time.Second)
+	for h.a.BotOpenID() == "" {
+		if time.Now().After(deadline) {
+			h.t.Fatal("bot open_id never learned")
+		}
+		select {
+		case err := <-h.done:
+			h.t.Fatalf("Run returned early: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (h *harness) stop() {
+	h.t.Helper()
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Errorf("Run returned %v after cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		h.t.Error("Run did not return after cancel")
+	}
+}
+
+// post sends payload to /feishu/acme/<path> as the platform would (encrypted and
+// signed with key when key is not empty) and returns the status and body.
+func (h *harness) post(path string, payload []byte, key string) (int, string) {
+	h.t.Helper()
+	req, err := feishutest.WebhookRequest(h.web.URL+"/feishu/acme/"+path, payload, key)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.do(req)
+}
+
+func (h *harness) do(req *http.Request) (int, string) {
+	h.t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+const (
+	atBotMessage = "om_d0b6b951d313294318002dfa2c33f529"
+	groupThread  = "feishu:oc_5fc90c2dcb8cb0a515bc34c4552b2895:om_d0b6b951d313294318002dfa2c33f529"
+)
+
+func TestWebhookGroupMentionThreadedReply(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	status, body := h.post("events", compact(t, fixture(t, "event_v2_im_message_receive_group_at_bot.json")), feishutest.EncryptKey)
+	if status != http.StatusOK || !strings.Contains(body, "success") {
+		t.Fatalf("status %d body %q", status, body)
+	}
+	ins := h.eng.inbounds()
+	if len(ins) != 1 {
+		t.Fatalf("got %d inbounds, want 1", len(ins))
+	}
+	in := ins[0]
+	want := core.Inbound{
+		Account: "feishu/acme", Platform: "feishu", DedupKey: "feishu:" + atBotMessage, ThreadKey: groupThread,
+		Conversation: core.ConversationRef(feishutest.GroupChat + ":" + atBotMessage), PlatformID: atBotMessage,
+		SenderID: core.ActorID("feishu:" + feishutest.AliceOpenID), SenderName: feishutest.AliceOpenID,
+		Text: "@engineer please summarise today's deploy failures", Mentions: []string{"engineer"},
+		StartThread: true, DefaultBot: "engineer", Received: time.UnixMilli(1767225600000).UTC(),
+	}
+	if !inboundEqual(in, want) {
+		t.Errorf("inbound\n got %+v\nwant %+v", in, want)
+	}
+
+	id, err := h.a.Deliver(ctxT(t), core.Delivery{Outbox: 7, Message: 3, Conversation: in.Conversation, ReplyTo: in.PlatformID,
+		Sender: core.Sender{Actor: "bot:engineer", Handle: "engineer", Name: "Engineer"}, Text: "**3** deploys failed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := h.srv.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("sent %d messages, want 1", len(msgs))
+	}
+	m := msgs[0]
+	if m.ID != id || m.Kind != "reply" || m.ReplyTo != atBotMessage || !m.InThread || m.MsgType != "interactive" || m.Text() != "**3** deploys failed" || m.UUID == "" {
+		t.Errorf("sent %+v (text %q), id %q", m, m.Text(), id)
+	}
+}
+
+func inboundEqual(a, b core.Inbound) bool {
+	return a.Account == b.Account && a.Platform == b.Platform && a.DedupKey == b.DedupKey && a.ThreadKey == b.ThreadKey &&
+		a.Conversation == b.Conversation && a.PlatformID == b.PlatformID && a.SenderID == b.SenderID &&
+		a.SenderName == b.SenderName && a.Text == b.Text && slices.Equal(a.Mentions, b.Mentions) &&
+		a.MentionsHumans == b.MentionsHumans && a.StartThread == b.StartThread && a.NewThread == b.NewThread &&
+		a.DefaultBot == b.DefaultBot && a.Received.Equal(b.Received)
+}
+
+func TestGroupThreadReplyAndUnmentioned(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	// Bob's reply in the topic mentions the bot and Alice.
+	if s, b := h.post("events", compact(t, fixture(t, "event_v2_im_message_receive_group_thread_reply.json")), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("thread reply: %d %s", s, b)
+	}
+	// A reply in the same topic with no mention continues it, without starting one.
+	plain := feishutest.MessageEvent{MessageID: "om_plainreply0001", RootID: atBotMessage, ThreadID: "omt_4b0a5fefc328e6b9", Sender: feishutest.BobOpenID, Text: "also on prod"}
+	if s, b := h.post("events", plain.JSON(), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("plain reply: %d %s", s, b)
+	}
+	// Top-level messages without a bot mention are not for openbot.
+	for _, f := range []string{"event_v2_im_message_receive_group_no_mention.json", "event_v2_im_message_receive_group_mentions_other_user.json"} {
+		if s, b := h.post("events", compact(t, fixture(t, f)), feishutest.EncryptKey); s != 200 {
+			t.Fatalf("%s: %d %s", f, s, b)
+		}
+	}
+	ins := h.eng.inbounds()
+	if len(ins) != 2 {
+		t.Fatalf("got %d inbounds, want 2: %+v", len(ins), ins)
+	}
+	if in := ins[0]; in.ThreadKey != groupThread || in.Text != "@engineer does this also hit staging? cc @Alice" ||
+		!in.StartThread || !slices.Equal(in.Mentions, []string{"engineer"}) || in.MentionsHumans {
+		t.Errorf("thread reply inbound %+v", in)
+	}
+	if in := ins[1]; in.ThreadKey != groupThread || in.StartThread || len(in.Mentions) != 0 || in.Text != "also on prod" ||
+		in.Conversation != core.ConversationRef(feishutest.GroupChat+":"+atBotMessage) {
+		t.Errorf("plain reply inbound %+v", in)
+	}
+}
+
+func TestWebhookRejectsForgeries(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	payload := compact(t, fixture(t, "event_v2_im_message_receive_group_at_bot.json"))
+
+	forged, _ := feishutest.WebhookRequest(h.web.URL+"/feishu/acme/events", payload, feishutest.EncryptKey)
+	forged.Header.Set("X-Lark-Signature", strings.Repeat("0", 64))
+	if s, _ := h.do(forged); s != http.StatusUnauthorized {
+		t.Errorf("forged signature: status %d, want 401", s)
+	}
+
+	unsigned, _ := feishutest.WebhookRequest(h.web.URL+"/feishu/acme/events", payload, feishutest.EncryptKey)
+	unsigned.Header.Del("X-Lark-Signature")
+	if s, _ := h.do(unsigned); s != http.StatusUnauthorized {
+		t.Errorf("unsigned encrypted event: status %d, want 401", s)
+	}
+
+	otherKey, _ := feishutest.WebhookRequest(h.web.URL+"/feishu/acme/events", payload, "some other encrypt key")
+	if s, _ := h.do(otherKey); s != http.StatusUnauthorized {
+		t.Errorf("signed with another key: status %d, want 401", s)
+	}
+
+	// Correctly signed, but the ciphertext is garbage.
+	garbage := []byte(`{"encrypt":"AAECAwQFBgcICQoLDA0ODwABAgMEBQYHCAkKCwwNDg8="}`)
+	req, _ := http.NewRequest(http.MethodPost, h.web.URL+"/feishu/acme/events", strings.NewReader(string(garbage)))
+	req.Header.Set("X-Lark-Request-Timestamp", "1767225601")
+	req.Header.Set("X-Lark-Request-Nonce", "n")
+	req.Header.Set("X-Lark-Signature", feishu.Signature("1767225601", "n", feishutest.EncryptKey, garbage))
+	if s, _ := h.do(req); s != http.StatusBadRequest {
+		t.Errorf("undecryptable body: status %d, want 400", s)
+	}
+
+	// Correctly encrypted and signed, but the wrong verification token.
+	bad := feishutest.MessageEvent{MessageID: "om_wrongtoken", Text: "@_user_1 hi", Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}, Token: "not the token"}
+	if s, _ := h.post("events", bad.JSON(), feishutest.EncryptKey); s != http.StatusUnauthorized {
+		t.Errorf("wrong token: status %d, want 401", s)
+	}
+	if n := len(h.eng.inbounds()); n != 0 {
+		t.Errorf("%d inbounds ingested from rejected requests", n)
+	}
+	// The fixture's own signature vector is accepted.
+	var v struct {
+		Vectors []struct {
+			Timestamp string `json:"X-Lark-Request-Timestamp"`
+			Nonce     string `json:"X-Lark-Request-Nonce"`
+			RawBody   string `json:"raw_body"`
+			Sig       string `json:"expected_X-Lark-Signature"`
+		}
+	}
+	if err := json.Unmarshal(fixture(t, "signature_vectors.json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequest(http.MethodPost, h.web.URL+"/feishu/acme/events", strings.NewReader(v.Vectors[0].RawBody))
+	req.Header.Set("X-Lark-Request-Timestamp", v.Vectors[0].Timestamp)
+	req.Header.Set("X-Lark-Request-Nonce", v.Vectors[0].Nonce)
+	req.Header.Set("X-Lark-Signature", v.Vectors[0].Sig)
+	if s, b := h.do(req); s != http.StatusOK {
+		t.Errorf("fixture signed body: %d %s", s, b)
+	}
+	if n := len(h.eng.inbounds()); n != 1 {
+		t.Errorf("got %d inbounds after the valid request, want 1", n)
+	}
+}
+
+func TestWebhookPlainTokenCheck(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.EncryptKey = "" })
+	h.run()
+	bad := feishutest.MessageEvent{MessageID: "om_x", Text: "@_user_1 hi", Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}, Token: "forged"}
+	if s, _ := h.post("events", bad.JSON(), ""); s != http.StatusUnauthorized {
+		t.Errorf("wrong token: status %d, want 401", s)
+	}
+	if s, _ := h.post("events", []byte(`{"encrypt":"AAAA"}`), ""); s != http.StatusBadRequest {
+		t.Errorf("encrypted body without a key: status %d, want 400", s)
+	}
+	good := bad
+	good.Token = ""
+	if s, b := h.post("events", good.JSON(), ""); s != http.StatusOK {
+		t.Errorf("good event: %d %s", s, b)
+	}
+	if n := len(h.eng.inbounds()); n != 1 {
+		t.Errorf("got %d inbounds, want 1", n)
+	}
+}
+
+func TestURLVerification(t *testing.T) {
+	want := `{"challenge":"TESTchallenge-ajls384kdjx98XX"}`
+	t.Run("plain", func(t *testing.T) {
+		h := newHarness(t, func(o *feishu.Options) { o.EncryptKey = "" })
+		s, b := h.post("events", fixture(t, "url_verification_plain.json"), "")
+		if s != 200 || strings.TrimSpace(b) != want {
+			t.Errorf("got %d %s", s, b)
+		}
+		forged := strings.Replace(string(fixture(t, "url_verification_plain.json")), "TESTverificationToken00000000001", "forged", 1)
+		if s, _ := h.post("events", []byte(forged), ""); s != http.StatusUnauthorized {
+			t.Errorf("forged token: %d, want 401", s)
+		}
+	})
+	t.Run("encrypted", func(t *testing.T) {
+		h := newHarness(t, nil)
+		// The platform does not sign challenges: post the fixture body as is.
+		req, _ := http.NewRequest(http.MethodPost, h.web.URL+"/feishu/acme/events", strings.NewReader(string(fixture(t, "url_verification_encrypted.json"))))
+		s, b := h.do(req)
+		if s != 200 || strings.TrimSpace(b) != want {
+			t.Errorf("got %d %s", s, b)
+		}
+	})
+	t.Run("card", func(t *testing.T) {
+		h := newHarness(t, nil)
+		s, b := h.post("card", []byte(`{"challenge":"c1","token":"TESTverificationToken00000000001","type":"url_verification"}`), "")
+		if s != 200 || strings.TrimSpace(b) != `{"challenge":"c1"}` {
+			t.Errorf("got %d %s", s, b)
+		}
+	})
+}
+
+func TestRedeliverySameDedupKey(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	first := compact(t, fixture(t, "event_v2_im_message_receive_group_at_bot.json"))
+	again := strings.Replace(string(fixture(t, "event_v2_im_message_receive_group_at_bot.redelivery.json")), "d0c77bc2374fe226a28da071812638e5", "0000000000000000000000000000beef", 1)
+	for i, p := range [][]byte{first, compact(t, []byte(again))} {
+		if s, b := h.post("events", p, feishutest.EncryptKey); s != 200 {
+			t.Fatalf("delivery %d: %d %s", i, s, b)
+		}
+	}
+	ins := h.eng.inbounds()
+	if len(ins) != 2 || ins[0].DedupKey != ins[1].DedupKey || ins[0].DedupKey != "feishu:"+atBotMessage {
+		t.Errorf("inbounds %+v", ins)
+	}
+}
+
+func TestMentionPlaceholders(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	var mentions []feishutest.Mention
+	text := ""
+	for i := 1; i <= 10; i++ {
+		key := "@_user_" + string(rune('0'+i%10))
+		if i == 10 {
+			key = "@_user_10"
+		}
+		name := "Person" + key[len("@_user_"):]
+		mentions = append(mentions, feishutest.Mention{Key: key, OpenID: "ou_person" + key[7:], UserID: "u" + key[7:], Name: name})
+		text += key + " "
+	}
+	mentions[0] = feishutest.BotMention("@_user_1")
+	ev := feishutest.MessageEvent{MessageID: "om_many", Text: text + "go", Mentions: mentions}
+	if s, b := h.post("events", ev.JSON(), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	ins := h.eng.inbounds()
+	if len(ins) != 1 {
+		t.Fatalf("got %d inbounds", len(ins))
+	}
+	want := "@engineer @Person2 @Person3 @Person4 @Person5 @Person6 @Person7 @Person8 @Person9 @Person10 go"
+	if ins[0].Text != want {
+		t.Errorf("text %q\nwant %q", ins[0].Text, want)
+	}
+}
+
+func TestStarAccount(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.Bot = "*" })
+	h.run()
+	if s, b := h.post("events", compact(t, fixture(t, "event_v2_im_message_receive_group_at_bot.json")), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	in := h.eng.inbounds()[0]
+	if in.Text != "please summarise today's deploy failures" || !slices.Equal(in.Mentions, []string{"*"}) || in.DefaultBot != "" {
+		t.Errorf("inbound %+v", in)
+	}
+	if _, err := h.a.Deliver(ctxT(t), core.Delivery{Conversation: in.Conversation, ReplyTo: in.PlatformID,
+		Sender: core.Sender{Actor: "bot:reviewer", Handle: "reviewer", Name: "Reviewer"}, Text: "LGTM"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.srv.Messages()[0].Text(); got != "**Reviewer**\nLGTM" {
+		t.Errorf("text %q", got)
+	}
+}
+
+func TestDirectMessages(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	ctx := ctxT(t)
+	// Alice is allowed.
+	if s, b := h.post("events", compact(t, fixture(t, "event_v2_im_message_receive_p2p.json")), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	in := h.eng.inbounds()[0]
+	if in.ThreadKey != "feishu:"+feishutest.P2PChat || in.Conversation != core.ConversationRef(feishutest.P2PChat) || !in.StartThread ||
+		in.Text != "hi bot, what's the on-call rota this week?" || in.NewThread {
+		t.Errorf("p2p inbound %+v", in)
+	}
+	// Bob is not: one short reply with his open_id, nothing ingested.
+	bob := feishutest.MessageEvent{MessageID: "om_bobdm", ChatID: "oc_bobdm", ChatType: "p2p", Sender: feishutest.BobOpenID, Text: "hello"}
+	if s, b := h.post("events", bob.JSON(), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	msgs, err := h.srv.WaitMessages(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := msgs[0]; m.ReplyTo != "om_bobdm" || m.InThread || !strings.Contains(m.Text(), feishutest.BobOpenID) {
+		t.Errorf("refusal %+v %q", m, m.Text())
+	}
+	// Unsupported types get a short reply and no run.
+	img := feishutest.MessageEvent{MessageID: "om_img", ChatID: feishutest.P2PChat, ChatType: "p2p", MsgType: "image", Content: `{"image_key":"img_v2_x"}`}
+	if s, b := h.post("events", img.JSON(), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	msgs, err = h.srv.WaitMessages(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := msgs[1]; m.ReplyTo != "om_img" || !strings.Contains(m.Text(), "image messages are not supported") {
+		t.Errorf("unsupported notice %+v %q", m, m.Text())
+	}
+	// "/new" then a message: the message starts a new thread.
+	for i, txt := range []string{"/new", "fresh start"} {
+		ev := feishutest.MessageEvent{MessageID: "om_new" + string(rune('a'+i)), ChatID: feishutest.P2PChat, ChatType: "p2p", Text: txt}
+		if s, b := h.post("events", ev.JSON(), feishutest.EncryptKey); s != 200 {
+			t.Fatalf("%d %s", s, b)
+		}
+	}
+	ins := h.eng.inbounds()
+	if len(ins) != 2 || !ins[1].NewThread || ins[1].Text != "fresh start" {
+		t.Errorf("after /new: %+v", ins)
+	}
+	// Deliver into the p2p chat creates a message there when there is no reply target.
+	if _, err := h.a.Deliver(ctx, core.Delivery{Conversation: in.Conversation, Text: "Rota: Bob"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs = h.srv.Messages()
+	if m := msgs[len(msgs)-1]; m.Kind != "create" || m.IDType != "chat_id" || m.ReceiveID != feishutest.P2PChat {
+		t.Errorf("p2p delivery %+v", m)
+	}
+}
+
+func TestTokenRefreshedOnInvalidToken(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := ctxT(t)
+	d := core.Delivery{Conversation: core.ConversationRef(feishutest.GroupChat + ":" + atBotMessage), Text: "one"}
+	if _, err := h.a.Deliver(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	h.srv.InvalidateTokens()
+	d.Text = "two"
+	if _, err := h.a.Deliver(ctx, d); err != nil {
+		t.Fatalf("Deliver after token expiry: %v", err)
+	}
+	if n := len(h.srv.CallsTo("/open-apis/auth/v3/tenant_access_token/internal")); n != 2 {
+		t.Errorf("token fetched %d times, want 2", n)
+	}
+	if n := len(h.srv.CallsTo("/open-apis/im/v1/messages")); n != 3 {
+		t.Errorf("%d message calls, want 3 (one refused)", n)
+	}
+	if n := len(h.srv.Messages()); n != 2 {
+		t.Errorf("%d messages sent, want 2", n)
+	}
+	// A token refused twice in a row is an error, not a loop.
+	h.srv.FailNext(feishutest.Failure{PathPrefix: "/open-apis/im/v1/messages", Code: feishu.CodeInvalidToken, Msg: "invalid"})
+	h.srv.FailNext(feishutest.Failure{PathPrefix: "/open-apis/im/v1/messages", Code: feishu.CodeInvalidToken, Msg: "invalid"})
+	if _, err := h.a.Deliver(ctx, d); err == nil {
+		t.Error("Deliver succeeded although the token was refused twice")
+	}
+}
+
+func TestDeliverErrors(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := ctxT(t)
+	d := core.Delivery{Outbox: 1, Conversation: core.ConversationRef(feishutest.GroupChat + ":" + atBotMessage), Text: "hi <b>"}
+
+	h.srv.RateLimitNext("/open-apis/im/v1/messages", 0)
+	if _, err := h.a.Deliver(ctx, d); err != nil {
+		t.Fatalf("rate limited once: %v", err)
+	}
+
+	h.srv.FailNext(feishutest.Failure{PathPrefix: "/open-apis/im/v1/messages", Code: feishu.CodeBotNotInChat, Msg: "Bot/User can NOT be out of the chat."})
+	_, err := h.a.Deliver(ctx, d)
+	var de core.DeliveryError
+	if !errors.As(err, &de) || !de.Permanent() {
+		t.Errorf("bot not in chat: %v, want a permanent DeliveryError", err)
+	}
+
+	h.srv.RateLimitNext("/open-apis/im/v1/messages", 30)
+	_, err = h.a.Deliver(ctx, d)
+	if !errors.As(err, &de) || de.Permanent() || de.RetryAfter() != 30*time.Second {
+		t.Errorf("long rate limit: %v, want temporary with RetryAfter 30s", err)
+	}
+
+	h.srv.FailNext(feishutest.Failure{PathPrefix: "/open-apis/im/v1/messages", Code: feishu.CodeInvalidRequest, Msg: "card invalid"})
+	before := len(h.srv.Messages())
+	if _, err := h.a.Deliver(ctx, core.Delivery{Outbox: 2, Conversation: d.Conversation, Text: "hi <b>"}); err != nil {
+		t.Fatalf("card rejected: %v", err)
+	}
+	msgs := h.srv.Messages()
+	if len(msgs) != before+1 || msgs[len(msgs)-1].MsgType != "text" || msgs[len(msgs)-1].Text() != "hi <b>" {
+		t.Errorf("fallback %+v", msgs[len(msgs)-1])
+	}
+
+	if _, err := h.a.Deliver(ctx, core.Delivery{Conversation: "a:b:c", Text: "x"}); !errors.As(err, &de) || !de.Permanent() {
+		t.Errorf("bad conversation: %v", err)
+	}
+
+	// A long reply is split; a retry of the same outbox entry posts nothing new.
+	long := strings.Repeat("paragraph of words. ", 150) + "\n\n" + strings.Repeat("more words here. ", 300)
+	before = len(h.srv.Messages())
+	long1 := core.Delivery{Outbox: 9, Conversation: d.Conversation, Text: long}
+	if _, err := h.a.Deliver(ctx, long1); err != nil {
+		t.Fatal(err)
+	}
+	after := len(h.srv.Messages())
+	if after-before < 2 {
+		t.Errorf("long reply sent as %d messages", after-before)
+	}
+	if _, err := h.a.Deliver(ctx, long1); err != nil || len(h.srv.Messages()) != after {
+		t.Errorf("retry posted again: %v, %d messages", err, len(h.srv.Messages())-after)
+	}
+}
+
+func TestLongConnection(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.Mode = feishu.ModeWebsocket; o.EncryptKey = "" })
+	h.run()
+	ctx := ctxT(t)
+	if err := h.srv.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	calls := h.srv.CallsTo("/callback/ws/endpoint")
+	if len(calls) == 0 || !strings.Contains(string(calls[0].Body), `"AppID":"cli_a0b1c2d3e4f5a6b7"`) || calls[0].Auth != "" {
+		t.Errorf("endpoint discovery %+v", calls)
+	}
+	if err := h.srv.WaitPings(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// A fragmented event is reassembled, handled and acked once.
+	if _, err := h.srv.PushEvent(ctx, compact(t, fixture(t, "event_v2_im_message_receive_group_thread_reply.json")), 3); err != nil {
+		t.Fatal(err)
+	}
+	acks, err := h.srv.WaitAcks(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := acks[0]; a.Code != 200 || a.Frame.Header("seq") != "2" || a.Frame.Header("biz_rt") == "" || a.Payload != `{"code":200,"headers":null,"data":null}` || a.Frame.Service != feishutest.ServiceID {
+		t.Errorf("ack %+v", a)
+	}
+	ins := h.eng.wait(t, 1)
+	if ins[0].ThreadKey != groupThread || ins[0].Text != "@engineer does this also hit staging? cc @Alice" {
+		t.Errorf("inbound %+v", ins[0])
+	}
+
+	// The server drops the connection: the adapter reconnects with a fresh endpoint.
+	h.srv.DropConnections()
+	if err := h.srv.WaitConnections(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.srv.CallsTo("/callback/ws/endpoint")); n < 2 {
+		t.Errorf("endpoint called %d times, want a fresh discovery per connection", n)
+	}
+	if _, err := h.srv.PushEvent(ctx, compact(t, fixture(t, "event_v2_im_message_receive_group_at_bot.json")), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.srv.WaitAcks(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if ins := h.eng.wait(t, 2); ins[1].DedupKey != "feishu:"+atBotMessage || !ins[1].StartThread {
+		t.Errorf("after reconnect %+v", ins[1])
+	}
+
+	// A failed ingest is acked with 500 so the platform redelivers.
+	h.eng.mu.Lock()
+	h.eng.fail = errors.New("disk full")
+	h.eng.mu.Unlock()
+	if _, err := h.srv.PushEvent(ctx, compact(t, fixture(t, "event_v2_im_message_receive_p2p.json")), 1); err != nil {
+		t.Fatal(err)
+	}
+	acks, err = h.srv.WaitAcks(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acks[2].Code != 500 {
+		t.Errorf("ack after failed ingest: %+v", acks[2])
+	}
+
+	// Cancel stops Run cleanly and closes the connection.
+	h.stop()
+	if err := h.srv.WaitDisconnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLongConnectionClientError(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.Mode = feishu.ModeWebsocket })
+	h.srv.FailEndpointNext(feishu.CodeEndpointTooMany, "exceed connection limit")
+	done := make(chan error, 1)
+	go func() { done <- h.a.Run(ctxT(t)) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Run returned nil after a client error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run kept going after a client error")
+	}
+}
+
+func TestLongConnectionRetriesBusyEndpoint(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.Mode = feishu.ModeWebsocket })
+	h.srv.FailEndpointNext(feishu.CodeSystemBusy, "system busy")
+	h.run()
+	if err := h.srv.WaitConnections(ctxT(t), 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	base := feishu.Options{Name: "a", Bot: "x", AppID: "i", AppSecret: "s", Engine: newFakeEngine()}
+	for name, edit := range map[string]func(*feishu.Options){
+		"no name":         func(o *feishu.Options) { o.Name = "" },
+		"no engine":       func(o *feishu.Options) { o.Engine = nil },
+		"bad mode":        func(o *feishu.Options) { o.Mode = "poll" },
+		"bad dm policy":   func(o *feishu.Options) { o.DMPolicy = "x" },
+		"webhook no auth": func(o *feishu.Options) { o.Mode = feishu.ModeWebhook },
+	} {
+		o := base
+		edit(&o)
+		if _, err := feishu.New(o); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+	a, err := feishu.New(base)
+	if err != nil || a.Account() != "feishu/a" || a.Bot() != "x" {
+		t.Errorf("New = %v, %v", a, err)
+	}
+}

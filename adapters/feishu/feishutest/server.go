@@ -1,0 +1,436 @@
+// Package feishutest is a fake Feishu/Lark Open API server for tests (issue 5 "Tests
+// that must exist"): an httptest server on 127.0.0.1 that speaks the real wire
+// protocol, so the adapter's real client code runs against it. It serves
+//
+//   - POST /open-apis/auth/v3/tenant_access_token/internal
+//   - POST /open-apis/im/v1/messages?receive_id_type=...   (create)
+//   - POST /open-apis/im/v1/messages/:id/reply
+//   - PATCH /open-apis/im/v1/messages/:id                  (card update)
+//   - GET  /open-apis/bot/v3/info
+//   - POST /callback/ws/endpoint                          (long-connection discovery)
+//   - GET  /ws/v2                                         (websocket with pbbp2 frames)
+//
+// records every call, and can be scripted: tokens invalidated, one-shot errors
+// (rate limits, rejected cards), events pushed over the long connection (fragmented
+// too), connections dropped. It also builds webhook requests (plain, or encrypted and
+// signed) and message events for the adapter's HTTP handlers.
+package feishutest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"openbot/adapters/feishu"
+)
+
+// Fixture identities (shared/fixtures/README.md "Identities").
+const (
+	AppID             = "cli_a0b1c2d3e4f5a6b7"
+	AppSecret         = "TESTappSecret0000000000000000001"
+	VerificationToken = "TESTverificationToken00000000001"
+	EncryptKey        = "TESTencryptKey000000000000000001"
+	BotOpenID         = "ou_fc1452416cb8c3d31fb471049ce3a074"
+	BotName           = "Bridge Bot"
+	AliceOpenID       = "ou_2bd806c97f0e00af1a1fc3328fa763a9"
+	BobOpenID         = "ou_81b637d8fcd2c6da6359e6963113a117"
+	GroupChat         = "oc_5fc90c2dcb8cb0a515bc34c4552b2895"
+	P2PChat           = "oc_ca92fff76249e5680de3669b4880557c"
+	ServiceID         = 33554678
+)
+
+// Call is one recorded HTTP request.
+type Call struct {
+	Method string
+	Path   string
+	Query  string
+	Auth   string // Authorization header
+	Body   []byte
+}
+
+// Message is one message the adapter sent (create or reply).
+type Message struct {
+	ID        string
+	Kind      string // "create" or "reply"
+	ReplyTo   string // reply: the message replied to
+	InThread  bool   // reply: reply_in_thread
+	ReceiveID string // create: receive_id
+	IDType    string // create: receive_id_type
+	MsgType   string // "text", "interactive", ...
+	Content   string // the content JSON string
+	UUID      string
+	ThreadID  string // the topic thread the reply went into
+}
+
+// Text returns what a person would read: the text of a text message, or the content
+// of the first markdown element of a card.
+func (m Message) Text() string {
+	var c struct {
+		Text string `json:"text"`
+		Body struct {
+			Elements []struct {
+				Tag     string `json:"tag"`
+				Content string `json:"content"`
+			} `json:"elements"`
+		} `json:"body"`
+	}
+	_ = json.Unmarshal([]byte(m.Content), &c)
+	if m.MsgType == "interactive" {
+		for _, e := range c.Body.Elements {
+			if e.Tag == "markdown" {
+				return e.Content
+			}
+		}
+	}
+	return c.Text
+}
+
+// Failure is a scripted error answered once to the next matching request.
+type Failure struct {
+	Method     string // "" matches any
+	PathPrefix string // e.g. "/open-apis/im/v1/messages"
+	Status     int    // HTTP status; default 400
+	Code       int
+	Msg        string
+	Header     map[string]string // e.g. x-ogw-ratelimit-reset
+}
+
+// Ack is one data-frame acknowledgement the client sent.
+type Ack struct {
+	Frame   feishu.Frame
+	Code    int
+	Payload string
+}
+
+// Server is the fake. Create it with New; it is closed by the test's cleanup.
+type Server struct {
+	srv *httptest.Server
+
+	mu          sync.Mutex
+	changed     chan struct{} // closed and replaced on every recorded change
+	calls       []Call
+	messages    []Message
+	tokens      map[string]bool
+	tokenSeq    int
+	msgSeq      int
+	uuids       map[string]string
+	threads     map[string]string // message id -> thread id
+	failures    []Failure
+	config      feishu.ClientConfig
+	endpointErr *Failure
+	conns       []*websocket.Conn
+	connCount   int
+	pings       int
+	acks        []Ack
+	frameSeq    uint64
+}
+
+// New starts a fake on 127.0.0.1 and closes it when tb ends. The long-connection
+// ClientConfig it hands out pings every 60 s and reconnects immediately (0 s
+// interval and jitter) so tests do not wait; change it with SetClientConfig.
+func New(tb interface {
+	Cleanup(func())
+	Helper()
+}) *Server {
+	tb.Helper()
+	s := &Server{
+		changed: make(chan struct{}),
+		tokens:  map[string]bool{},
+		uuids:   map[string]string{},
+		threads: map[string]string{},
+		config:  feishu.ClientConfig{ReconnectCount: -1, ReconnectInterval: 0, ReconnectNonce: 0, PingInterval: 60},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /open-apis/auth/v3/tenant_access_token/internal", s.token)
+	mux.HandleFunc("POST /open-apis/im/v1/messages", s.create)
+	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.reply)
+	mux.HandleFunc("PATCH /open-apis/im/v1/messages/{id}", s.patch)
+	mux.HandleFunc("GET /open-apis/bot/v3/info", s.botInfo)
+	mux.HandleFunc("POST /callback/ws/endpoint", s.endpoint)
+	mux.HandleFunc("GET /ws/v2", s.ws)
+	s.srv = httptest.NewServer(s.record(mux))
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// URL is the fake's base URL, for feishu.Options.BaseURL.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Close drops every websocket and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.CloseNow()
+	}
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// notify wakes waiters; s.mu must be held.
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// wait polls cond (called with s.mu held) until it is true or ctx is done.
+func (s *Server) wait(ctx context.Context, what string, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ok, ch := cond(), s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("feishutest: waiting for %s: %w", what, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+func (s *Server) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Body != nil {
+			body, _ = io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+		}
+		s.mu.Lock()
+		s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body})
+		f := s.takeFailure(r)
+		s.notify()
+		s.mu.Unlock()
+		if f != nil {
+			for k, v := range f.Header {
+				w.Header().Set(k, v)
+			}
+			status := f.Status
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
+			writeJSON(w, status, map[string]any{"code": f.Code, "msg": f.Msg})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// takeFailure removes and returns the first scripted failure matching r; s.mu held.
+func (s *Server) takeFailure(r *http.Request) *Failure {
+	for i, f := range s.failures {
+		if (f.Method == "" || f.Method == r.Method) && strings.HasPrefix(r.URL.Path, f.PathPrefix) {
+			s.failures = append(s.failures[:i], s.failures[i+1:]...)
+			return &f
+		}
+	}
+	return nil
+}
+
+// FailNext makes the next request matching f fail once with f's status and code.
+func (s *Server) FailNext(f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, f)
+}
+
+// RateLimitNext answers the next request under pathPrefix with HTTP 429, code
+// 99991400 and x-ogw-ratelimit-reset: resetSeconds.
+func (s *Server) RateLimitNext(pathPrefix string, resetSeconds int) {
+	s.FailNext(Failure{PathPrefix: pathPrefix, Status: http.StatusTooManyRequests, Code: feishu.CodeRateLimited,
+		Msg: "request trigger frequency limit", Header: map[string]string{"x-ogw-ratelimit-limit": "50", "x-ogw-ratelimit-reset": strconv.Itoa(resetSeconds)}})
+}
+
+// InvalidateTokens makes every token issued so far invalid: the next API call with
+// one gets code 99991663, as an expired tenant_access_token does.
+func (s *Server) InvalidateTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t := range s.tokens {
+		s.tokens[t] = false
+	}
+}
+
+// Calls returns every recorded request so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// CallsTo returns the recorded requests whose path starts with prefix.
+func (s *Server) CallsTo(prefix string) []Call {
+	var out []Call
+	for _, c := range s.Calls() {
+		if strings.HasPrefix(c.Path, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Messages returns the messages sent so far (create and reply), in order.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.messages...)
+}
+
+// WaitMessages waits until at least n messages were sent and returns them all.
+func (s *Server) WaitMessages(ctx context.Context, n int) ([]Message, error) {
+	err := s.wait(ctx, fmt.Sprintf("%d messages", n), func() bool { return len(s.messages) >= n })
+	return s.Messages(), err
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AppID     string `json:"app_id"`
+		AppSecret string `json:"app_secret"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.AppID != AppID || req.AppSecret != AppSecret {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 10014, "msg": "app secret invalid"})
+		return
+	}
+	s.mu.Lock()
+	s.tokenSeq++
+	tok := fmt.Sprintf("t-g1000TESTtenantAccessToken%013d", s.tokenSeq)
+	s.tokens[tok] = true
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": tok, "expire": 7200})
+}
+
+// authorized checks the bearer token and answers 99991663 when it is not valid.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	ok := s.tokens[tok]
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": feishu.CodeInvalidToken,
+			"msg": "Invalid access token for authorization. Please make a request with token attached."})
+	}
+	return ok
+}
+
+type sendRequest struct {
+	ReceiveID     string `json:"receive_id"`
+	MsgType       string `json:"msg_type"`
+	Content       string `json:"content"`
+	UUID          string `json:"uuid"`
+	ReplyInThread bool   `json:"reply_in_thread"`
+}
+
+func (s *Server) send(w http.ResponseWriter, r *http.Request, m Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.uuids[m.UUID]; ok && m.UUID != "" {
+		// Idempotent retry: the same message again, nothing new sent.
+		s.notify()
+		writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": id, "thread_id": s.threads[id]}})
+		return
+	}
+	s.msgSeq++
+	m.ID = fmt.Sprintf("om_fake%025d", s.msgSeq)
+	data := map[string]any{"message_id": m.ID, "msg_type": m.MsgType, "chat_id": m.ReceiveID}
+	if m.Kind == "reply" {
+		data["parent_id"] = m.ReplyTo
+		data["root_id"] = m.ReplyTo
+		if m.InThread {
+			th := s.threads[m.ReplyTo]
+			if th == "" {
+				th = fmt.Sprintf("omt_fake%08d", s.msgSeq)
+				s.threads[m.ReplyTo] = th
+			}
+			m.ThreadID = th
+			s.threads[m.ID] = th
+			data["thread_id"] = th
+		}
+	}
+	if m.UUID != "" {
+		s.uuids[m.UUID] = m.ID
+	}
+	s.messages = append(s.messages, m)
+	s.notify()
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": data})
+}
+
+func (s *Server) decodeSend(w http.ResponseWriter, r *http.Request) (sendRequest, bool) {
+	var req sendRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.MsgType == "" || !json.Valid([]byte(req.Content)) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid message content"})
+		return req, false
+	}
+	return req, true
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	idType := r.URL.Query().Get("receive_id_type")
+	switch idType {
+	case "chat_id", "open_id", "user_id", "union_id", "email":
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 99992402, "msg": "field validation failed: receive_id_type"})
+		return
+	}
+	req, ok := s.decodeSend(w, r)
+	if !ok {
+		return
+	}
+	s.send(w, r, Message{Kind: "create", ReceiveID: req.ReceiveID, IDType: idType, MsgType: req.MsgType, Content: req.Content, UUID: req.UUID})
+}
+
+func (s *Server) reply(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	req, ok := s.decodeSend(w, r)
+	if !ok {
+		return
+	}
+	s.send(w, r, Message{Kind: "reply", ReplyTo: r.PathValue("id"), InThread: req.ReplyInThread, MsgType: req.MsgType, Content: req.Content, UUID: req.UUID})
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	var req struct {
+		Content string `json:"content"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !json.Valid([]byte(req.Content)) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid card content"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
+}
+
+func (s *Server) botInfo(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "bot": map[string]any{
+		"activate_status": 2, "app_name": BotName, "avatar_url": "", "ip_white_list": []string{}, "open_id": BotOpenID}})
+}
+
+// ErrNoConnection is returned by Push when no long connection is open.
+var ErrNoConnection = errors.New("feishutest: no long connection")
