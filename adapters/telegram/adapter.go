@@ -261,3 +261,26 @@ func (a *Adapter) Self() (tgbotapi.User, bool) {
 // mentionHandle is what a native mention of this account means in Inbound.Mentions:
 // its bot's handle, or "*" (the thread's default bot) for a whole-team account.
 func (a *Adapter) mentionHandle() string { return a.bot }
+
+// StoreCursors adapts a core.Store's Cursor/SetCursor to Cursors, each call one
+// transaction, for cmd and end-to-end tests. An unset cursor reads as "".
+func StoreCursors(s core.Store) Cursors { return storeCursors{s} }
+
+type storeCursors struct{ s core.Store }
+
+func (c storeCursors) Cursor(ctx context.Context, name string) (string, error) {
+	var v string
+	err := c.s.View(ctx, func(tx core.ReadTx) error {
+		var err error
+		v, err = tx.Cursor(name)
+		if errors.Is(err, core.ErrNotFound) {
+			v, err = "", nil
+		}
+		return err
+	})
+	return v, err
+}
+
+func (c storeCursors) SetCursor(ctx context.Context, name, value string) error {
+	return c.s.Update(ctx, func(tx core.Tx) error { return tx.SetCursor(name, value) })
+}
