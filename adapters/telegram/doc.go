@@ -11,5 +11,18 @@
 // format.go converts Markdown to Telegram HTML; split.go cuts it into messages;
 // wire.go holds the Bot API types the library lacks (forum topics, reply_parameters);
 // inbound.go classifies updates; poll.go and webhook.go receive them; outbound.go
-// delivers. The fake Bot API server for tests is in package telegramtest.
+// delivers; typing.go shows "typing…" while a woken bot works. The fake Bot API
+// server for tests is in package telegramtest.
+//
+// Choices where the spec leaves room:
+//   - A group message that does not address this bot is not ingested at all (not
+//     even into a known thread), so chatter in a group never wakes a bot.
+//   - A group (and a forum's General topic) is one current dialog, "telegram:<chat>";
+//     a reply to any message in the group joins it, and /new@bot starts the next one.
+//     Reply chains into an older dialog would need core to map platform message ids
+//     to threads, which it does not expose yet.
+//   - Bare commands in groups are ignored (they may be meant for another bot); in a
+//     private chat, /new starts a new thread, /help lists the team, and any other
+//     command is passed on as text.
+//   - allow_users and dm_policy apply to private chats only.
 package telegram
