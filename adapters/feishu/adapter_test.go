@@ -722,3 +722,18 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("New = %v, %v", a, err)
 	}
 }
+
+// TestLongConnectionPingsAtServerInterval: the first ping goes out on connect, the
+// next after the PingInterval the server gave (1 s here).
+func TestLongConnectionPingsAtServerInterval(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.Mode = feishu.ModeWebsocket })
+	h.srv.SetClientConfig(feishu.ClientConfig{ReconnectCount: -1, PingInterval: 1})
+	h.run()
+	ctx := ctxT(t)
+	if err := h.srv.WaitPings(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.srv.Connections(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}
