@@ -38,6 +38,23 @@ type decision struct {
 	refuse   bool   // DM from a user who is not allowed
 	command  string // lowercased command name without "/" and "@bot", "" for none
 	mentions bool   // natively addressed to this account's bot
+	speaker  string // on a "*" account, the bot whose message this replies to
+}
+
+// speakerOf returns, for a "*" account, the handle of the bot whose name heads one
+// of this account's messages (the bold prefix Deliver writes), or "".
+func (a *Adapter) speakerOf(text string) string {
+	if a.bot != "*" {
+		return ""
+	}
+	first, _, _ := strings.Cut(text, "\n")
+	first = strings.TrimSpace(first)
+	for _, b := range a.bots {
+		if first != "" && (strings.EqualFold(first, b.Name) || strings.EqualFold(first, b.Handle)) {
+			return b.Handle
+		}
+	}
+	return ""
 }
 
 // classify applies issue 4 item 3 "What starts a run": every message in a private
@@ -71,6 +88,7 @@ func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
 	}
 	if r := m.ReplyToMessage; r != nil && len(r.ForumTopicCreated) == 0 && r.From != nil && r.From.ID == me.ID {
 		d.mentions = true
+		d.speaker = a.speakerOf(r.Text)
 	}
 	if private {
 		if !a.allowed(m.From) {
@@ -239,7 +257,10 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	if a.bot != "*" {
 		in.DefaultBot = a.bot
 	}
-	if d.mentions {
+	switch {
+	case d.speaker != "":
+		in.Mentions = []string{d.speaker} // a reply to a bot speaking through a "*" account
+	case d.mentions:
 		in.Mentions = []string{a.mentionHandle()}
 	}
 	if in.Text == "" {

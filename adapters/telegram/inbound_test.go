@@ -354,3 +354,36 @@ func TestTwoAccountsOneGroupMessage(t *testing.T) {
 		t.Errorf("both from %s", got[0].Account)
 	}
 }
+
+// TestWholeTeamAccountReplyGoesToSpeaker: on a "*" account, a reply to a message that
+// Deliver headed with "Writer" wakes the writer, not the thread's default bot.
+func TestWholeTeamAccountReplyGoesToSpeaker(t *testing.T) {
+	e := newEnv(t)
+	opts := e.options()
+	opts.Bot = "*"
+	a := e.adapter(t, opts)
+	a.me = testSelf()
+	for _, tt := range []struct{ botText, want string }{
+		{"Writer\nDraft ready.", "writer"},
+		{"Something else\nDraft ready.", "*"},
+	} {
+		var u map[string]map[string]any
+		_ = json.Unmarshal(groupMsg(int64(len(tt.botText)), "looks good"), &u)
+		u["message"]["reply_to_message"] = map[string]any{
+			"message_id": 202, "date": 1, "text": tt.botText,
+			"from": map[string]any{"id": botID, "is_bot": true, "first_name": "Bridge Bot", "username": botUsername},
+			"chat": map[string]any{"id": groupChat, "type": "supergroup"},
+		}
+		raw, _ := json.Marshal(u)
+		var up update
+		_ = json.Unmarshal(raw, &up)
+		before := len(e.eng.inbounds())
+		if err := a.handleUpdate(context.Background(), up); err != nil {
+			t.Fatal(err)
+		}
+		got := e.eng.inbounds()
+		if len(got) != before+1 || !slices.Equal(got[len(got)-1].Mentions, []string{tt.want}) {
+			t.Errorf("reply to %q: got %+v, want Mentions [%s]", tt.botText, got[len(got)-1].Mentions, tt.want)
+		}
+	}
+}
