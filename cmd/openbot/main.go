@@ -6,6 +6,7 @@
 //	openbot serve --config FILE          run every configured channel until SIGINT/SIGTERM
 //	openbot chat --config FILE           the same, plus the terminal channel on this terminal
 //	openbot config check --config FILE   validate and print every problem
+//	openbot bench                        measure ingest throughput and pick cost here
 //	openbot version
 //
 // In chat mode the log goes to openbot.log next to the store file, so it does not
@@ -46,6 +47,7 @@ const usage = `usage:
   openbot serve --config FILE [--log-level LEVEL]   run every configured channel
   openbot chat --config FILE [--log-level LEVEL]    serve plus the terminal channel
   openbot config check --config FILE                validate the configuration
+  openbot bench [--n N] [--workers W]               measure ingest and pick on this machine
   openbot version
 `
 
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitUsage
 		}
 		return runCheck(args[2:], stdout, stderr, lookupEnv)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// runBench is `openbot bench`: the issue 2 figures measured on this machine, in
+// one run so they are comparable. It prints the raw bbolt Batch rate, concurrent
+// Ingest throughput and their ratio (aim >= 0.5), and the cost of a pick with 10
+// and with 100,000 queued items spread over 1,000 threads (aim: flat).
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "directory for the scratch files (default: a new temporary directory)")
+	n := fs.Int("n", 5000, "messages to ingest (and raw puts)")
+	workers := fs.Int("workers", 64, "concurrent writers")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "openbot-bench-")
+		if err != nil {
+			fmt.Fprintln(stderr, "openbot bench:", err)
+			return exitFail
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
+
+	raw, err := bolt.RawBatchRate(ctx, filepath.Join(*dir, "raw.db"), *n, *workers)
+	if err != nil {
+		return fail(err)
+	}
+	ingest, err := ingestRate(ctx, filepath.Join(*dir, "ingest.db"), *n, *workers)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "raw bbolt Batch:   %8.0f puts/s      (%d puts, %d writers, fsync on)\n", raw, *n, *workers)
+	fmt.Fprintf(stdout, "core Ingest:       %8.0f messages/s  (%d messages over 1000 threads, %d writers)\n", ingest, *n, *workers)
+	fmt.Fprintf(stdout, "ratio:             %8.2f             (aim >= 0.5)\n", ingest/raw)
+	for _, total := range []int{10, 100000} {
+		next, whole, batch, err := pickCost(ctx, filepath.Join(*dir, fmt.Sprintf("pick%d.db", total)), total)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "pick, %6d queued over 1000 threads: next item %6.1f µs; with its thread's %d queued items %7.1f µs\n",
+			total, us(next), batch, us(whole))
+	}
+	return exitOK
+}
+
+// benchAgent never runs: the bench engine is not started.
+type benchAgent struct{}
+
+func (benchAgent) Execute(context.Context, *core.Job) (core.Result, error) {
+	return core.Result{}, errors.New("bench agent does not run")
+}
+
+func ingestRate(ctx context.Context, path string, n, workers int) (float64, error) {
+	st, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	eng, err := core.New(core.Options{Store: st, Agent: benchAgent{}, Bots: []core.BotProfile{{Handle: "chief_of_staff"}, {Handle: "engineer"}}})
+	if err != nil {
+		return 0, err
+	}
+	var (
+		seq   atomic.Int64
+		wg    sync.WaitGroup
+		first atomic.Value
+	)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := seq.Add(1)
+				if i > int64(n) || ctx.Err() != nil {
+					return
+				}
+				_, err := eng.Ingest(ctx, core.Inbound{
+					Account: "bench/local", Platform: "bench", DedupKey: fmt.Sprintf("bench:%d", i),
+					ThreadKey: fmt.Sprintf("bench:%d", i%1000), Conversation: "main",
+					SenderID: "bench:user", SenderName: "user", Text: "@engineer please look at this", StartThread: true,
+				})
+				if err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := first.Load().(error); ok {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), ctx.Err()
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// pickCost fills a store with total queued items over 1000 threads of 10 bots and
+// times the reads a pick makes: the bot's oldest queued item (next), and that plus
+// its thread's whole queue (whole), which grows with the batch coalesced (batch).
+func pickCost(ctx context.Context, path string, total int) (next, whole time.Duration, batch int, err error) {
+	st, err := bolt.Open(path, bolt.Options{NoSync: true})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer st.Close()
+	const threads, bots, chunk = 1000, 10, 10000
+	var ths []core.ThreadID
+	for done := 0; done < total; done += chunk {
+		err := st.Update(ctx, func(tx core.Tx) error {
+			for len(ths) < min(threads, total) {
+				t, err := tx.PutThread(core.Thread{Key: fmt.Sprint(len(ths))})
+				if err != nil {
+					return err
+				}
+				ths = append(ths, t.ID)
+			}
+			for i := done; i < min(done+chunk, total); i++ {
+				_, err := tx.PutItem(core.InboxItem{Actor: core.ActorID(fmt.Sprintf("bot:b%d", i%bots)), Thread: ths[i%len(ths)],
+					Kind: core.ItemMessage, Message: core.MessageID(i + 1), Status: core.ItemQueued})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	const rounds = 2000
+	for _, withThread := range []bool{false, true} {
+		start := time.Now()
+		for i := range rounds {
+			bot := core.ActorID(fmt.Sprintf("bot:b%d", i%bots))
+			err := st.View(ctx, func(tx core.ReadTx) error {
+				it, err := tx.NextQueued(bot, func(core.InboxItem) bool { return false })
+				if err != nil || !withThread {
+					return err
+				}
+				q, err := tx.QueuedInThread(bot, it.Thread)
+				batch = len(q)
+				return err
+			})
+			if err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		if withThread {
+			whole = time.Since(start) / rounds
+		} else {
+			next = time.Since(start) / rounds
+		}
+	}
+	return next, whole, batch, nil
+}
