@@ -26,6 +26,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dir := fs.String("dir", "", "directory for the scratch files (default: a new temporary directory)")
 	n := fs.Int("n", 5000, "messages to ingest (and raw puts)")
 	workers := fs.Int("workers", 64, "concurrent writers")
+	queued := fs.Int("queued", 100000, "queued items for the large pick measurement")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -51,7 +52,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "raw bbolt Batch:   %8.0f puts/s      (%d puts, %d writers, fsync on)\n", raw, *n, *workers)
 	fmt.Fprintf(stdout, "core Ingest:       %8.0f messages/s  (%d messages over 1000 threads, %d writers)\n", ingest, *n, *workers)
 	fmt.Fprintf(stdout, "ratio:             %8.2f             (aim >= 0.5)\n", ingest/raw)
-	for _, total := range []int{10, 100000} {
+	for _, total := range []int{10, *queued} {
 		next, whole, batch, err := pickCost(ctx, filepath.Join(*dir, fmt.Sprintf("pick%d.db", total)), total)
 		if err != nil {
 			return fail(err)

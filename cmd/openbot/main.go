@@ -47,7 +47,7 @@ const usage = `usage:
   openbot serve --config FILE [--log-level LEVEL]   run every configured channel
   openbot chat --config FILE [--log-level LEVEL]    serve plus the terminal channel
   openbot config check --config FILE                validate the configuration
-  openbot bench [--n N] [--workers W]               measure ingest and pick on this machine
+  openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
   openbot version
 `
 
