@@ -95,9 +95,10 @@ type Adapter struct {
 
 	notices chan notice // short replies sent by Run's notice loop; bounded
 
-	mu        sync.Mutex // guards botOpenID, fresh
+	mu        sync.Mutex // guards botOpenID, fresh, names
 	botOpenID string
-	fresh     map[string]bool // p2p chats whose next message starts a new thread (/new)
+	fresh     map[string]bool      // p2p chats whose next message starts a new thread (/new)
+	names     map[string]nameEntry // sender display names by open_id
 	// reconnectFloor is the smallest wait between long-connection attempts.
 	reconnectFloor time.Duration
 }
@@ -173,6 +174,7 @@ func New(opts Options) (*Adapter, error) {
 		http:       opts.HTTPClient,
 		notices:    make(chan notice, noticeQueue),
 		fresh:      map[string]bool{},
+		names:      map[string]nameEntry{},
 		api: &apiClient{
 			base:      strings.TrimRight(opts.BaseURL, "/"),
 			appID:     opts.AppID,

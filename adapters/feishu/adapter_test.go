@@ -225,7 +225,7 @@ func TestWebhookGroupMentionThreadedReply(t *testing.T) {
 	want := core.Inbound{
 		Account: "feishu/acme", Platform: "feishu", DedupKey: "feishu:" + atBotMessage, ThreadKey: groupThread,
 		Conversation: core.ConversationRef(feishutest.GroupChat + ":" + atBotMessage), PlatformID: atBotMessage,
-		SenderID: core.ActorID("feishu:" + feishutest.AliceOpenID), SenderName: feishutest.AliceOpenID,
+		SenderID: core.ActorID("feishu:" + feishutest.AliceOpenID), SenderName: "Alice",
 		Text: "@engineer please summarise today's deploy failures", Mentions: []string{"engineer"},
 		StartThread: true, DefaultBot: "engineer", Received: time.UnixMilli(1767225600000).UTC(),
 	}
@@ -281,6 +281,12 @@ func TestGroupThreadReplyAndUnmentioned(t *testing.T) {
 	if in := ins[0]; in.ThreadKey != groupThread || in.Text != "@engineer does this also hit staging? cc @Alice" ||
 		!in.StartThread || !slices.Equal(in.Mentions, []string{"engineer"}) || in.MentionsHumans {
 		t.Errorf("thread reply inbound %+v", in)
+	}
+	if ins[0].SenderName != "Bob" || ins[1].SenderName != "Bob" {
+		t.Errorf("sender names %q, %q, want Bob", ins[0].SenderName, ins[1].SenderName)
+	}
+	if n := len(h.srv.CallsTo("/open-apis/contact/v3/users/")); n != 1 {
+		t.Errorf("contact looked up %d times, want 1 (cached)", n)
 	}
 	if in := ins[1]; in.ThreadKey != groupThread || in.StartThread || len(in.Mentions) != 0 || in.Text != "also on prod" ||
 		in.Conversation != core.ConversationRef(feishutest.GroupChat+":"+atBotMessage) {
@@ -445,6 +451,13 @@ func TestMentionPlaceholders(t *testing.T) {
 	want := "@engineer @Person2 @Person3 @Person4 @Person5 @Person6 @Person7 @Person8 @Person9 @Person10 go"
 	if ins[0].Text != want {
 		t.Errorf("text %q\nwant %q", ins[0].Text, want)
+	}
+	stranger := feishutest.MessageEvent{MessageID: "om_stranger", Sender: "ou_stranger", Text: "@_user_1 hi", Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}}
+	if s, b := h.post("events", stranger.JSON(), feishutest.EncryptKey); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	if got := h.eng.inbounds()[1].SenderName; got != "ou_stranger" {
+		t.Errorf("unknown user's name %q, want the open_id", got)
 	}
 }
 

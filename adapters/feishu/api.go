@@ -352,3 +352,19 @@ func (c *apiClient) botInfo(ctx context.Context) (openID, name string, err error
 	}
 	return resp.Bot.OpenID, resp.Bot.AppName, nil
 }
+
+// userName returns a user's display name. It needs the contact:user.base:readonly
+// permission; callers fall back to the open_id when it fails.
+// https://open.feishu.cn/document/server-docs/contact-v3/user/get
+func (c *apiClient) userName(ctx context.Context, openID string) (string, error) {
+	var out struct {
+		User struct {
+			Name string `json:"name"`
+		} `json:"user"`
+	}
+	err := c.call(ctx, "contact.user.get", http.MethodGet, "/open-apis/contact/v3/users/"+url.PathEscape(openID), url.Values{"user_id_type": {"open_id"}}, nil, &out)
+	if err == nil && out.User.Name == "" {
+		err = errors.New("feishu: contact.user.get: empty name")
+	}
+	return out.User.Name, err
+}

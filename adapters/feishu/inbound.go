@@ -17,8 +17,9 @@ import (
 // resolved, so the event is refused and the platform redelivers it.
 var errNotReady = errors.New("feishu: bot open_id not known yet")
 
-// ingestTimeout bounds one Ingest so the platform gets its answer within 3 s.
-const ingestTimeout = 2500 * time.Millisecond
+// ingestTimeout bounds one Ingest so that, with the sender-name lookup
+// (nameLookupWait), the platform gets its answer within 3 s.
+const ingestTimeout = 2 * time.Second
 
 // envelope is any webhook body or long-connection payload after decryption: a v2
 // event, a url_verification challenge, or a legacy card callback (flat).
@@ -129,7 +130,6 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		DedupKey:   DedupKey(m.MessageID),
 		PlatformID: m.MessageID,
 		SenderID:   ActorID(sender),
-		SenderName: sender,
 		Text:       text,
 		Received:   msTime(m.CreateTime),
 	}
@@ -172,6 +172,7 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		in.StartThread = mentioned
 		in.MentionsHumans = !mentioned && len(m.Mentions) > 0
 	}
+	in.SenderName = a.senderName(ctx, sender)
 	ctx, cancel := context.WithTimeout(ctx, ingestTimeout)
 	defer cancel()
 	res, err := a.engine.Ingest(ctx, in)

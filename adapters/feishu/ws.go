@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -177,6 +178,7 @@ type wsSession struct {
 
 	frags     map[string]*fragSet // reader goroutine only
 	pingEvery chan time.Duration  // new ping period from a pong; cap 1
+	lastPong  atomic.Int64        // unix nanoseconds of the last pong (or connect)
 }
 
 type fragSet struct {
@@ -217,14 +219,22 @@ func (s *wsSession) run(ctx context.Context, ping time.Duration, cfg *ClientConf
 	return err
 }
 
-// pinger sends a ping right away and then every period, which a pong may change.
+// errNoPong is returned by the pinger when the server stopped answering pings.
+var errNoPong = errors.New("feishu: no pong for 3 ping intervals")
+
+// pinger sends a ping right away and then every period, which a pong may change. A
+// connection with no pong for 3 periods is treated as dead (LONG_CONNECTION.md §4).
 func (s *wsSession) pinger(ctx context.Context, period time.Duration) error {
 	if period <= 0 {
 		period = time.Duration(defaultClientConfig.PingInterval) * time.Second
 	}
+	s.lastPong.Store(time.Now().UnixNano())
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
+		if time.Since(time.Unix(0, s.lastPong.Load())) > 3*period {
+			return errNoPong
+		}
 		if err := s.write(ctx, pingFrame(s.service)); err != nil {
 			return err
 		}
@@ -259,6 +269,9 @@ func (s *wsSession) readLoop(ctx context.Context, cfg *ClientConfig) error {
 		}
 		switch f.Method {
 		case FrameControl:
+			if f.Header("type") == "pong" {
+				s.lastPong.Store(time.Now().UnixNano())
+			}
 			if f.Header("type") == "pong" && len(f.Payload) > 0 {
 				var cc ClientConfig
 				if err := json.Unmarshal(f.Payload, &cc); err == nil {

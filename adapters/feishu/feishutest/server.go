@@ -7,6 +7,7 @@
 //   - POST /open-apis/im/v1/messages/:id/reply
 //   - PATCH /open-apis/im/v1/messages/:id                  (card update)
 //   - GET  /open-apis/bot/v3/info
+//   - GET  /open-apis/contact/v3/users/:open_id            (Alice and Bob only)
 //   - POST /callback/ws/endpoint                          (long-connection discovery)
 //   - GET  /ws/v2                                         (websocket with pbbp2 frames)
 //
@@ -155,6 +156,7 @@ func New(tb interface {
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.reply)
 	mux.HandleFunc("PATCH /open-apis/im/v1/messages/{id}", s.patch)
 	mux.HandleFunc("GET /open-apis/bot/v3/info", s.botInfo)
+	mux.HandleFunc("GET /open-apis/contact/v3/users/{id}", s.user)
 	mux.HandleFunc("POST /callback/ws/endpoint", s.endpoint)
 	mux.HandleFunc("GET /ws/v2", s.ws)
 	s.srv = httptest.NewServer(s.record(mux))
@@ -434,3 +436,16 @@ func (s *Server) botInfo(w http.ResponseWriter, r *http.Request) {
 
 // ErrNoConnection is returned by Push when no long connection is open.
 var ErrNoConnection = errors.New("feishutest: no long connection")
+
+func (s *Server) user(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	name := map[string]string{AliceOpenID: "Alice", BobOpenID: "Bob"}[r.PathValue("id")]
+	if name == "" || r.URL.Query().Get("user_id_type") != "open_id" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 41050, "msg": "no user authority error"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
+		"user": map[string]any{"open_id": r.PathValue("id"), "name": name}}})
+}
