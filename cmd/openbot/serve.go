@@ -20,6 +20,7 @@ import (
 
 	"openbot/adapters/console"
 	"openbot/adapters/slack"
+	"openbot/adapters/telegram"
 	"openbot/config"
 	"openbot/core"
 	"openbot/store/bolt"
@@ -123,6 +124,7 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("tools", err)
 	}
+	mcpMgr := newMCP(a.cfg, reg, log)
 	agent, err := newAgent(a.cfg, reg, log)
 	if err != nil {
 		return a.fail("agents", err)
@@ -182,7 +184,19 @@ func (a *app) serve(ctx context.Context) int {
 	defer stopEngine()
 	var intake sync.WaitGroup
 
+	// MCP servers outlive the engine, so runs finishing during shutdown keep their tools.
+	mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMCP()
+	if mcpMgr != nil {
+		g.Go(func() error {
+			if err := mcpMgr.Run(mcpCtx); err != nil && mcpCtx.Err() == nil {
+				return fmt.Errorf("mcp: %w", err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
+		defer stopMCP()
 		if err := eng.Run(engCtx); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
@@ -347,8 +361,27 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	for _, t := range a.cfg.Telegram {
-		skip("telegram/"+t.Name, "the telegram adapter is not part of this build yet")
+	for i, t := range a.cfg.Telegram {
+		acc := "telegram/" + t.Name
+		if t.Token == "" {
+			skip(acc, fmt.Sprintf("telegram[%d] has no token (is its environment variable set?)", i))
+			continue
+		}
+		if t.Mode == "webhook" && (t.WebhookURL == "" || t.SecretToken == "") {
+			skip(acc, fmt.Sprintf("telegram[%d] in webhook mode needs webhook_url and secret_token", i))
+			continue
+		}
+		ad, err := telegram.New(telegram.Options{
+			Name: t.Name, Bot: t.Bot, Token: t.Token, Mode: t.Mode,
+			WebhookURL: t.WebhookURL, SecretToken: t.SecretToken, APIEndpoint: t.APIEndpoint,
+			AllowUsers: t.AllowUsers, DMPolicy: t.DMPolicy,
+			Bots: bots, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("telegram[%d]: %w", i, err)
+		}
+		hl.set(acc, "pending")
+		out = append(out, ad)
 	}
 	for _, f := range a.cfg.Feishu {
 		skip("feishu/"+f.Name, "the feishu adapter is not part of this build yet")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"openbot/agents"
+	"openbot/agents/mcp"
 	"openbot/agents/tools"
 	"openbot/config"
 	"openbot/core"
@@ -118,5 +119,29 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger) (*agen
 		Registry:  reg,
 		Limits:    coreLimits(cfg.Limits),
 		Logger:    log,
+	})
+}
+
+// newMCP builds the MCP manager for the configured servers (nil when there are
+// none). Each server's tools are published into reg as the source "<server>", so
+// bots select them by server name or "<server>__<tool>" (issue 6 item 3).
+func newMCP(cfg *config.Config, reg *agents.Registry, log *slog.Logger) *mcp.Manager {
+	if len(cfg.MCPServers) == 0 {
+		return nil
+	}
+	servers := make([]mcp.ServerConfig, 0, len(cfg.MCPServers))
+	for _, s := range cfg.MCPServers {
+		servers = append(servers, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
+	}
+	return mcp.NewManager(mcp.Options{
+		Servers: servers,
+		Logger:  log,
+		OnTools: func(server string, tools []agents.Tool) {
+			if err := reg.SetSource(server, tools); err != nil {
+				log.Error("mcp tools not registered", "server", server, "err", err)
+				return
+			}
+			log.Info("mcp tools", "server", server, "count", len(tools))
+		},
 	})
 }

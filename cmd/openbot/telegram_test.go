@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents/openaitest"
+	"openbot/config"
+)
+
+// TestServeTelegramPrivateMessage runs the real wiring with a Telegram account
+// pointed at the fake Bot API (issue 4 "Done when"): a fixture private message is
+// answered in the chat as a reply to it, the offset is saved after the durable
+// ingest, and a restart does not answer it again.
+func TestServeTelegramPrivateMessage(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Handle(func(openaitest.Request) openaitest.Reply {
+		return openaitest.Text("Yesterday: **two** incidents, both resolved.")
+	})
+	const token = "123456:TEST"
+	fake := telegramtest.NewServer(telegramtest.Bot{Token: token, ID: 900000001, Username: "openbot_chief_bot"})
+	defer fake.Close()
+
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	data, _ := os.ReadFile(path)
+	text := string(data) + `
+telegram:
+  - name: chief
+    bot: chief_of_staff
+    token: ${TELEGRAM_TOKEN}
+    api_endpoint: ` + fake.URL() + `
+    allow_users: ["100000001"]
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, envOf(map[string]string{"OPENAI_BASE_URL": llm.URL(), "TELEGRAM_TOKEN": token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	update, err := os.ReadFile("../../adapters/telegram/testdata/updates/01_private_text.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.PushUpdate(token, update); err != nil {
+		t.Fatal(err)
+	}
+
+	serveOnce := func() (string, int) {
+		var logs lockedBuffer
+		a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs, stderr: &logs, log: testLogger(&logs)}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		go func() { done <- a.serve(ctx) }()
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer wcancel()
+		if _, err := fake.WaitCalls(wctx, "sendMessage", 1); err != nil {
+			t.Fatalf("no reply sent: %v\n%s", err, logs.String())
+		}
+		if err := fake.WaitConfirmed(wctx, token, 500000002); err != nil {
+			t.Fatalf("offset not confirmed: %v\n%s", err, logs.String())
+		}
+		cancel()
+		select {
+		case code := <-done:
+			return logs.String(), code
+		case <-time.After(shutdownBound + 5*time.Second):
+			t.Fatal("serve did not stop within its bound")
+		}
+		return "", -1
+	}
+	logs, code := serveOnce()
+	if code != 0 {
+		t.Fatalf("serve exit %d:\n%s", code, logs)
+	}
+	sends := fake.Calls("sendMessage")
+	if len(sends) != 1 {
+		t.Fatalf("sendMessage calls = %d, want 1", len(sends))
+	}
+	p := sends[0].Params
+	if p["chat_id"] != "100000001" || !strings.Contains(p["reply_parameters"], `"message_id":10`) {
+		t.Errorf("reply went to chat %q with reply_parameters %q, want chat 100000001 replying to message 10", p["chat_id"], p["reply_parameters"])
+	}
+	if !strings.Contains(p["text"], "<b>two</b>") || p["parse_mode"] != "HTML" {
+		t.Errorf("reply text %q (parse_mode %q), want the model's answer as Telegram HTML", p["text"], p["parse_mode"])
+	}
+	if strings.Contains(logs, token) {
+		t.Error("the bot token appears in the log")
+	}
+
+	// A restart resumes from the stored offset: nothing is answered twice.
+	llmCalls := len(llm.Requests())
+	var logs2 lockedBuffer
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs2, stderr: &logs2, log: testLogger(&logs2)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- a.serve(ctx) }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if _, err := fake.WaitCalls(wctx, "getUpdates", len(fake.Calls("getUpdates"))+2); err != nil {
+		t.Fatalf("restarted adapter did not poll: %v", err)
+	}
+	cancel()
+	<-done
+	if n := len(fake.Calls("sendMessage")); n != 1 {
+		t.Fatalf("after restart sendMessage calls = %d, want still 1", n)
+	}
+	if n := len(llm.Requests()); n != llmCalls {
+		t.Fatalf("after restart the model was called %d more times", n-llmCalls)
+	}
+}
