@@ -750,3 +750,48 @@ func TestLongConnectionPingsAtServerInterval(t *testing.T) {
 		t.Errorf("%d connections, want 1", n)
 	}
 }
+
+func TestCardCallbacks(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	if s, b := h.post("card", compact(t, fixture(t, "card_action_trigger_v2.json")), feishutest.EncryptKey); s != 200 || strings.TrimSpace(b) != "{}" {
+		t.Errorf("card.action.trigger: %d %s", s, b)
+	}
+	var v struct {
+		Timestamp string `json:"X-Lark-Request-Timestamp"`
+		Nonce     string `json:"X-Lark-Request-Nonce"`
+		RawBody   string `json:"raw_body"`
+		Sig       string `json:"expected_X-Lark-Signature"`
+	}
+	if err := json.Unmarshal(fixture(t, "card_action_legacy_signature_vector.json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sig  string
+		want int
+	}{{v.Sig, 200}, {strings.Repeat("1", 40), 401}, {"", 401}} {
+		req, _ := http.NewRequest(http.MethodPost, h.web.URL+"/feishu/acme/card", strings.NewReader(v.RawBody))
+		req.Header.Set("X-Lark-Request-Timestamp", v.Timestamp)
+		req.Header.Set("X-Lark-Request-Nonce", v.Nonce)
+		if tc.sig != "" {
+			req.Header.Set("X-Lark-Signature", tc.sig)
+		}
+		if s, b := h.do(req); s != tc.want {
+			t.Errorf("legacy card with signature %q: %d %s, want %d", tc.sig, s, b, tc.want)
+		}
+	}
+	if n := len(h.eng.inbounds()); n != 0 {
+		t.Errorf("card callbacks ingested %d messages", n)
+	}
+}
+
+func TestUpdateCard(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.a.UpdateCard(ctxT(t), "om_74db9dfb56bf839128d21cabe82e7266", "✅ Approved by **Alice**"); err != nil {
+		t.Fatal(err)
+	}
+	calls := h.srv.CallsTo("/open-apis/im/v1/messages/om_74db9dfb56bf839128d21cabe82e7266")
+	if len(calls) != 1 || calls[0].Method != http.MethodPatch || !strings.Contains(string(calls[0].Body), `Approved by **Alice**`) {
+		t.Errorf("patch calls %+v", calls)
+	}
+}
