@@ -140,7 +140,10 @@ func escapeText(s string) string {
 	return b.String()
 }
 
-var autolinkRe = regexp.MustCompile(`^<((?:https?|mailto):[^\s<>|]+)>`)
+var (
+	autolinkRe = regexp.MustCompile(`^<((?:https?|mailto):[^\s<>|]+)>`)
+	schemeRe   = regexp.MustCompile(`^(?:https?|mailto|ftp):`)
+)
 
 // formatInline converts inline Markdown in one line: code spans, links, emphasis.
 func formatInline(s string) string {
@@ -167,7 +170,11 @@ func formatInline(s string) string {
 			continue
 		case c == '[':
 			if label, url, n, ok := parseLink(s[i:]); ok {
-				b.WriteString("<" + escapeURL(url) + "|" + strings.ReplaceAll(formatInline(label), "|", "¦") + ">")
+				if schemeRe.MatchString(url) {
+					b.WriteString("<" + escapeURL(url) + "|" + strings.ReplaceAll(formatInline(label), "|", "¦") + ">")
+				} else { // a relative link has nowhere to go in Slack
+					b.WriteString(formatInline(label) + " (" + escapeText(url) + ")")
+				}
 				i += n
 				continue
 			}
@@ -296,3 +303,6 @@ func parseLink(s string) (label, url string, n int, ok bool) {
 func escapeURL(u string) string {
 	return strings.ReplaceAll(escapeText(u), "|", "%7C")
 }
+
+// autolinkOrLink matches the <url> and <url|label> sequences Format writes.
+var autolinkOrLink = regexp.MustCompile(`<(?:https?|mailto):[^\s<>|]+(?:\|[^<>]*)?>`)

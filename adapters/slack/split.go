@@ -239,6 +239,16 @@ func hardCut(s string, limit int) []string {
 			i += size
 			n++
 		}
+		// Do not cut a ``` fence (or any backtick run) in two: cut before the run.
+		if i < len(s) && s[i-1] == '`' && s[i] == '`' {
+			k := i - 1
+			for k > 0 && s[k-1] == '`' {
+				k--
+			}
+			if k > 0 {
+				i = k
+			}
+		}
 		out = append(out, s[:i])
 		s = s[i:]
 	}
