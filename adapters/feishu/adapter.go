@@ -94,13 +94,14 @@ type Adapter struct {
 	api        *apiClient
 
 	notices chan notice // short replies sent by Run's notice loop; bounded
+	// reconnectFloor is the smallest wait between long-connection attempts, so a
+	// server that says "0 s" never makes a hot loop.
+	reconnectFloor time.Duration
 
 	mu        sync.Mutex // guards botOpenID, fresh, names
 	botOpenID string
 	fresh     map[string]bool      // p2p chats whose next message starts a new thread (/new)
 	names     map[string]nameEntry // sender display names by open_id
-	// reconnectFloor is the smallest wait between long-connection attempts.
-	reconnectFloor time.Duration
 }
 
 var (
