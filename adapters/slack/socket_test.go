@@ -145,3 +145,25 @@ func TestRunHTTPModeWaitsForCancel(t *testing.T) {
 		t.Errorf("http mode opened a websocket")
 	}
 }
+
+// TestSocketModeReconnectsAfterDrop: the websocket dies without a disconnect frame;
+// the adapter reconnects and keeps ingesting.
+func TestSocketModeReconnectsAfterDrop(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Mode = ModeSocket })
+	runAdapter(t, e.a)
+	ctx := waitCtx(t)
+	if err := e.slack.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.slack.DropConnections()
+	if err := e.slack.Wait(ctx, func(s *slacktest.Server) bool { open, total := s.Connections(); return open == 1 && total >= 2 }); err != nil {
+		t.Fatalf("no reconnect: %v", err)
+	}
+	if err := e.slack.Push(ctx, fixture(t, "socket_mode_events_api_app_mention.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000001"); err != nil {
+		t.Fatal(err)
+	}
+	e.engine.waitInbounds(t, 1)
+}

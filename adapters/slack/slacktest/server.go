@@ -154,6 +154,18 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
+// DropConnections closes every open websocket without a disconnect frame, as a
+// network failure would; the client is expected to reconnect.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	conns := append([]*wsConn(nil), s.conns...)
+	s.mu.Unlock()
+	for _, c := range conns {
+		_ = c.c.Close()
+		<-c.done
+	}
+}
+
 // AddUser makes users.info know u.
 func (s *Server) AddUser(u User) {
 	s.mu.Lock()

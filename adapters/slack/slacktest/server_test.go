@@ -1,0 +1,68 @@
+package slacktest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+func TestWebAPIThroughSlackGo(t *testing.T) {
+	s := New(Options{BotToken: "xoxb-1"})
+	defer s.Close()
+	s.AddUser(User{ID: "U1", Name: "alice", RealName: "Alice A", DisplayName: "Alice"})
+	api := slack.New("xoxb-1", slack.OptionAPIURL(s.APIURL()))
+	ctx := t.Context()
+
+	res, err := api.AuthTestContext(ctx)
+	if err != nil || res.UserID != DefaultBotUser || res.TeamID != DefaultTeam {
+		t.Fatalf("auth.test = %+v, %v", res, err)
+	}
+	u, err := api.GetUserInfoContext(ctx, "U1")
+	if err != nil || u.Profile.DisplayName != "Alice" || u.RealName != "Alice A" {
+		t.Fatalf("users.info = %+v, %v", u, err)
+	}
+	if _, err := api.GetUserInfoContext(ctx, "U404"); err == nil {
+		t.Error("unknown user answered")
+	}
+
+	s.FailAfter("chat.postMessage", 1, http.StatusTooManyRequests, "", 3*time.Second)
+	ch, ts1, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("one", false), slack.MsgOptionTS("1.1"))
+	if err != nil || ch != "C1" || ts1 == "" {
+		t.Fatalf("post = %q %q %v", ch, ts1, err)
+	}
+	_, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionText("two", false))
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter != 3*time.Second {
+		t.Fatalf("scripted 429: %v", err)
+	}
+	_, ts3, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("three", false))
+	if err != nil || ts3 <= ts1 {
+		t.Fatalf("post after 429 = %q %v", ts3, err)
+	}
+	posts := s.CallsTo("chat.postMessage")
+	if len(posts) != 3 || posts[0].Form.Get("thread_ts") != "1.1" || posts[0].Form.Has("token") {
+		t.Errorf("recorded posts %+v", posts)
+	}
+
+	bad := slack.New("xoxb-wrong", slack.OptionAPIURL(s.APIURL()))
+	if _, err := bad.AuthTestContext(ctx); err == nil || err.Error() != "invalid_auth" {
+		t.Errorf("wrong token: %v", err)
+	}
+}
+
+func TestWaitHonoursContext(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.WaitConnected(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitConnected = %v, want deadline exceeded", err)
+	}
+	if err := s.Push(ctx, []byte("{}")); err == nil {
+		t.Error("Push without a client succeeded")
+	}
+}
