@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"openbot/adapters/console"
+	"openbot/adapters/feishu"
 	"openbot/adapters/slack"
 	"openbot/adapters/telegram"
 	"openbot/config"
@@ -383,8 +384,26 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	for _, f := range a.cfg.Feishu {
-		skip("feishu/"+f.Name, "the feishu adapter is not part of this build yet")
+	for i, f := range a.cfg.Feishu {
+		acc := "feishu/" + f.Name
+		if f.AppID == "" || f.AppSecret == "" {
+			skip(acc, fmt.Sprintf("feishu[%d] has no app_id or app_secret (is its environment variable set?)", i))
+			continue
+		}
+		if f.Mode == "webhook" && f.VerificationToken == "" && f.EncryptKey == "" {
+			skip(acc, fmt.Sprintf("feishu[%d] in webhook mode needs verification_token or encrypt_key", i))
+			continue
+		}
+		ad, err := feishu.New(feishu.Options{
+			Name: f.Name, Bot: f.Bot, AppID: f.AppID, AppSecret: f.AppSecret, Mode: f.Mode,
+			VerificationToken: f.VerificationToken, EncryptKey: f.EncryptKey, BaseURL: f.BaseURL,
+			AllowUsers: f.AllowUsers, DMPolicy: f.DMPolicy, Bots: bots, Engine: eng, Logger: a.log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("feishu[%d]: %w", i, err)
+		}
+		hl.set(acc, "pending")
+		out = append(out, ad)
 	}
 	return out, con, nil
 }
