@@ -21,7 +21,9 @@ func TestServeFeishuGroupMention(t *testing.T) {
 	for _, mode := range []string{"webhook", "websocket"} {
 		t.Run(mode, func(t *testing.T) {
 			llm := openaitest.New(t)
-			llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("Release checklist: **3** items left.") })
+			llm.Handle(func(openaitest.Request) openaitest.Reply {
+				return openaitest.Text("Release checklist: **3** items left.")
+			})
 			fake := feishutest.New(t)
 			defer fake.Close()
 
