@@ -36,6 +36,34 @@ type WebhookMounter interface {
 	MountHTTP(mux *http.ServeMux)
 }
 
+// QuestionAdapter is implemented by adapters that show questions with buttons
+// (DESIGN.md §5): Slack Block Kit, Telegram inline keyboards, Feishu cards, the
+// terminal. Both methods are called from the delivery lane of the conversation, so
+// they are ordered with the thread's messages. Errors are DeliveryErrors as for
+// Deliver. An adapter without it gets the question as a plain Deliver text.
+type QuestionAdapter interface {
+	// PostQuestion shows d.Question with one button per Question.Options() (none
+	// for a free-text ask) whose payload carries Question.Token and the option's
+	// index, and returns the platform message id.
+	PostQuestion(ctx context.Context, d QuestionDelivery) (platformID string, err error)
+	// ResolveQuestion replaces the buttons of the message d.PlatformID with
+	// d.Question.Decision(). Idempotent.
+	ResolveQuestion(ctx context.Context, d QuestionDelivery) error
+}
+
+// QuestionDelivery is a question to show or resolve in one conversation.
+type QuestionDelivery struct {
+	Outbox       OutboxID
+	Conversation ConversationRef
+	// ReplyTo is the platform id of the message the run answers, when known.
+	ReplyTo string
+	// Sender is the asking bot.
+	Sender   Sender
+	Question Question
+	// PlatformID is the id PostQuestion returned (resolve only).
+	PlatformID string
+}
+
 // Sender says who a delivered message is from, so a "*" account can show the bot's
 // name (DESIGN.md §1 Account).
 type Sender struct {
@@ -112,6 +140,38 @@ type Inbound struct {
 	DefaultBot string
 	// Received is when the platform says the message was sent.
 	Received time.Time
+}
+
+// Answer is a person's answer to a question: a button click (Choice is the index
+// into Question.Options(), with Token from the button payload) or a free-text reply
+// (Choice -1, Text). Actor must identify the person; an Answer without one fails
+// closed.
+type Answer struct {
+	Token    string     // from a button payload; or
+	Question QuestionID // from a terminal /approve N
+	Choice   int
+	Text     string
+	Actor    ActorID
+	Name     string
+	Account  AccountID
+}
+
+// AnswerOutcome says what Engine.Answer did.
+type AnswerOutcome string
+
+// Answer outcomes. Only AnswerAccepted changed anything.
+const (
+	AnswerAccepted  AnswerOutcome = "accepted"
+	AnswerDecided   AnswerOutcome = "already_decided" // someone answered first, or it expired
+	AnswerForbidden AnswerOutcome = "forbidden"       // not an approver of this question
+	AnswerUnknown   AnswerOutcome = "unknown"         // no such question, or a bad choice
+)
+
+// AnswerResult is Engine.Answer's outcome and the question as it now stands (with
+// the earlier decision for AnswerDecided), so adapters can word private notices.
+type AnswerResult struct {
+	Outcome  AnswerOutcome
+	Question Question
 }
 
 // IngestResult says what Ingest did with an Inbound.

@@ -34,13 +34,34 @@ type Job struct {
 	Scoped bool
 	// Participants are the thread's actors with their names.
 	Participants []Actor
-	Env          RunEnv
+	// Resume is set when this run continues after its question was answered (or
+	// expired): the agent restores Run.Checkpoint and feeds the answer to the tool
+	// call Resume.CallID. Triggers are then the run's original triggers.
+	Resume *Question
+	Env    RunEnv
 }
 
-// Result is what an agent run produced.
+// Result is what an agent run produced. With Pause set the run waits for a person
+// (seed §7): core stores the question and Checkpoint in one transaction, parks the
+// thread for the bot and shows the question on every binding; Reply is ignored.
 type Result struct {
 	Reply string
 	Usage Usage
+	Pause *Pause
+	// Checkpoint is the transcript to resume from; required with Pause.
+	Checkpoint json.RawMessage
+}
+
+// Pause is what a paused run asks: ask_human (Kind QuestionAsk, Text, optional
+// Choices) or an approval of one tool call (Kind QuestionApproval, Tool, exact Args).
+// CallID is the model's tool call id the answer will resume.
+type Pause struct {
+	Kind    QuestionKind
+	Text    string
+	Choices []string
+	Tool    string
+	Args    json.RawMessage
+	CallID  string
 }
 
 // RunEnv is the run's window onto the store and the thread, provided by core.

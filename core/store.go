@@ -78,6 +78,13 @@ type ReadTx interface {
 	Activities(after uint64, limit int) ([]Activity, error)
 	// Cursor returns an adapter's persisted cursor (a Telegram offset), "" if unset.
 	Cursor(name string) (string, error)
+
+	Question(id QuestionID) (Question, error)
+	// QuestionByToken finds a question by its button token.
+	QuestionByToken(token string) (Question, error)
+	// Questions returns questions oldest first, at most limit (0 = all); with
+	// pendingOnly only pending ones, through an index.
+	Questions(pendingOnly bool, limit int) ([]Question, error)
 }
 
 // Tx is a read-write transaction. Put methods with a zero ID assign the next ID and
@@ -101,4 +108,7 @@ type Tx interface {
 	PutTodo(bot ActorID, thread ThreadID, items []TodoItem) error
 	AppendActivity(a Activity) error
 	SetCursor(name, value string) error
+	// PutQuestion stores a question; a new one (ID 0) must have a Token not used
+	// before. The pending index follows Status.
+	PutQuestion(q Question) (Question, error)
 }

@@ -55,6 +55,10 @@ type BotProfile struct {
 	Memory        bool     `json:"memory"`
 	// MaxModelCalls caps model calls per run; 0 means the global limit.
 	MaxModelCalls int `json:"max_model_calls"`
+	// Approvers may answer this bot's questions (ActorIDs such as
+	// "slack:T1:U1", "telegram:42", "feishu:ou_x", "console:you"); empty means the
+	// global approvers, else the humans who posted in the thread (DESIGN.md §5).
+	Approvers []ActorID `json:"approvers,omitempty"`
 }
 
 // ID returns the bot's ActorID.
@@ -231,12 +235,14 @@ type Run struct {
 	Triggers []MessageID `json:"triggers"`
 	Error    string      `json:"error,omitempty"`
 	Usage    Usage       `json:"usage"`
-	// Checkpoint is the agent's transcript, opaque to core, saved after every step so
-	// that a later change can resume a run instead of failing it after a restart.
+	// Checkpoint is the agent's transcript, opaque to core, saved after every step
+	// and kept while the run waits for a person, so the run resumes from it.
 	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
-	Created    time.Time       `json:"created"`
-	Started    time.Time       `json:"started,omitempty"`
-	Ended      time.Time       `json:"ended,omitempty"`
+	// Question is the pending question of a waiting_human run.
+	Question QuestionID `json:"question,omitempty"`
+	Created  time.Time  `json:"created"`
+	Started  time.Time  `json:"started,omitempty"`
+	Ended    time.Time  `json:"ended,omitempty"`
 }
 
 // RunEvent is one step inside a run, appended in order (seed §1; open-bot run_events).
@@ -259,6 +265,16 @@ const (
 	OutboxFailed    OutboxStatus = "failed" // permanent error, not retried
 )
 
+// OutboxOp is the kind of delivery an outbox entry asks for.
+type OutboxOp string
+
+// Outbox operations.
+const (
+	OpMessage  OutboxOp = ""
+	OpQuestion OutboxOp = "question"
+	OpResolve  OutboxOp = "resolve"
+)
+
 // OutboxEntry is one message to deliver to one binding (DESIGN.md §4).
 type OutboxEntry struct {
 	ID           OutboxID        `json:"id"`
@@ -267,7 +283,12 @@ type OutboxEntry struct {
 	Thread       ThreadID        `json:"thread"`
 	Message      MessageID       `json:"message"`
 	// ReplyTo is the platform id of the message this one answers, if known.
-	ReplyTo    string       `json:"reply_to,omitempty"`
+	ReplyTo string `json:"reply_to,omitempty"`
+	// Op is what to do: post the message (""), post a question with its buttons
+	// (OpQuestion), or replace a posted question's buttons with its decision
+	// (OpResolve). Question names the question for the last two.
+	Op         OutboxOp     `json:"op,omitempty"`
+	Question   QuestionID   `json:"question,omitempty"`
 	Status     OutboxStatus `json:"status"`
 	Attempts   int          `json:"attempts"`
 	PlatformID string       `json:"platform_id,omitempty"` // recorded on delivery
@@ -294,4 +315,108 @@ type Activity struct {
 type TodoItem struct {
 	Text   string `json:"text"`
 	Status string `json:"status"` // "pending", "in_progress", "done"
+}
+
+// QuestionID is a store-assigned sequence number.
+type QuestionID uint64
+
+// QuestionKind says what a paused run asks (seed §7, DESIGN.md §5).
+type QuestionKind string
+
+// Question kinds.
+const (
+	QuestionAsk      QuestionKind = "ask"      // ask_human: free text, or one of Choices
+	QuestionApproval QuestionKind = "approval" // a tool in the bot's approval_tools
+)
+
+// QuestionStatus is a question's state: pending -> answered | expired.
+type QuestionStatus string
+
+// Question statuses.
+const (
+	QuestionPending  QuestionStatus = "pending"
+	QuestionAnswered QuestionStatus = "answered"
+	QuestionExpired  QuestionStatus = "expired" // an expired approval is a rejection
+)
+
+// Approval choices: the indexes of Question.Options for an approval.
+const (
+	ChoiceApprove = 0
+	ChoiceReject  = 1
+)
+
+// QuestionPost is where a question is shown: one per binding of its thread, with
+// the platform message id once delivered, so the decision can replace the buttons.
+type QuestionPost struct {
+	Account      AccountID       `json:"account"`
+	Conversation ConversationRef `json:"conversation"`
+	PlatformID   string          `json:"platform_id,omitempty"`
+}
+
+// Question is a paused run's ask (seed §7, DESIGN.md §5). It is also the audit
+// record of the decision: who, when, through which account, what was approved and
+// the hash of its exact arguments.
+type Question struct {
+	ID QuestionID `json:"id"`
+	// Token is a short opaque identifier (at most 16 ASCII characters) for button
+	// payloads such as Telegram callback_data (64 bytes), unique in the store.
+	Token  string       `json:"token"`
+	Kind   QuestionKind `json:"kind"`
+	Run    RunID        `json:"run"`
+	Bot    ActorID      `json:"bot"`
+	Thread ThreadID     `json:"thread"`
+	// Text is what people are asked, in the bot's words.
+	Text string `json:"text"`
+	// Choices are ask_human's options (empty: free text). Approvals have none; their
+	// options are Approve and Reject (see Options).
+	Choices []string `json:"choices,omitempty"`
+	// Tool, Args and ArgsHash describe an approval: the tool, its exact JSON
+	// arguments, and the hex SHA-256 of Args. An approved tool runs with Args.
+	Tool     string          `json:"tool,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	ArgsHash string          `json:"args_hash,omitempty"`
+	// CallID is the model's tool call id the answer resumes.
+	CallID string         `json:"call_id,omitempty"`
+	Status QuestionStatus `json:"status"`
+	// Answer is the chosen option's text or the free-text reply.
+	Answer string `json:"answer,omitempty"`
+	// Choice is the index into Options of the answer, -1 for free text.
+	Choice         int            `json:"choice"`
+	AnsweredBy     ActorID        `json:"answered_by,omitempty"`
+	AnsweredByName string         `json:"answered_by_name,omitempty"`
+	AnsweredVia    AccountID      `json:"answered_via,omitempty"`
+	AnsweredAt     time.Time      `json:"answered_at,omitempty"`
+	Expires        time.Time      `json:"expires"`
+	Created        time.Time      `json:"created"`
+	Posts          []QuestionPost `json:"posts,omitempty"`
+}
+
+// Options are the buttons to show: Approve and Reject for an approval, Choices for
+// an ask_human with choices, none for a free-text ask_human.
+func (q Question) Options() []string {
+	if q.Kind == QuestionApproval {
+		return []string{"Approve", "Reject"}
+	}
+	return q.Choices
+}
+
+// Approved reports whether an approval was approved (expired means rejected).
+func (q Question) Approved() bool {
+	return q.Kind == QuestionApproval && q.Status == QuestionAnswered && q.Choice == ChoiceApprove
+}
+
+// Decision is a short human-readable outcome, "Approved by Alice", "Rejected by
+// Bob", "Expired: rejected", "Answered by Alice: yes", or "" while pending.
+func (q Question) Decision() string {
+	switch {
+	case q.Status == QuestionExpired:
+		return "Expired without an answer: rejected"
+	case q.Status != QuestionAnswered:
+		return ""
+	case q.Kind == QuestionApproval && q.Choice == ChoiceApprove:
+		return "Approved by " + q.AnsweredByName
+	case q.Kind == QuestionApproval:
+		return "Rejected by " + q.AnsweredByName
+	}
+	return "Answered by " + q.AnsweredByName + ": " + q.Answer
 }

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) core.Store) {
 		{"Todo", testTodo},
 		{"Activities", testActivities},
 		{"Cursors", testCursors},
+		{"Questions", testQuestions},
 		{"UpdateRollback", testUpdateRollback},
 		{"BatchRollback", testBatchRollback},
 		{"ValuesOutliveView", testValuesOutliveView},

@@ -145,6 +145,60 @@ func TestMigrateV0(t *testing.T) {
 	}
 }
 
+// TestMigrateV1 upgrades a version 1 file (no question buckets) to version 2: its
+// data stays and questions can be stored.
+func TestMigrateV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range v1Buckets() {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bktMeta).Put(keyVersion, u64(1)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bktMeta).Put(keyQueuedCount, u64(0)); err != nil {
+			return err
+		}
+		if _, err := tx.Bucket(bktThreads).NextSequence(); err != nil {
+			return err
+		}
+		data, _ := json.Marshal(core.Thread{ID: 1, Key: "console:local"})
+		return tx.Bucket(bktThreads).Put(u64(1), data)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open v1 file: %v", err)
+	}
+	defer s.Close()
+	if got := fileSchema(t, s); got != SchemaVersion {
+		t.Errorf("schema after upgrade = %d, want %d", got, SchemaVersion)
+	}
+	ctx := context.Background()
+	err = s.Update(ctx, func(tx core.Tx) error {
+		if th, err := tx.Thread(1); err != nil || th.Key != "console:local" {
+			t.Errorf("Thread(1) = %+v, %v", th, err)
+		}
+		_, err := tx.PutQuestion(core.Question{Token: "abc", Kind: core.QuestionAsk, Run: 1, Bot: "bot:eng", Thread: 1, Status: core.QuestionPending})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("store a question after upgrade: %v", err)
+	}
+	if err := s.Verify(ctx); err != nil {
+		t.Errorf("Verify after upgrade: %v", err)
+	}
+}
+
 func TestNewFileGetsCurrentSchema(t *testing.T) {
 	s := openTemp(t)
 	if got := fileSchema(t, s); got != SchemaVersion {

@@ -39,9 +39,15 @@ import (
 //	activity        Seq BE -> core.Activity                     (NextSequence: Seq)
 //	cursors         name -> value
 //
+// Version 2 adds the questions of paused runs (issue 7):
+//
+//	questions        QuestionID BE -> core.Question             (NextSequence: question IDs)
+//	question_tokens  Token -> QuestionID BE                      button payload lookup
+//	question_pending QuestionID BE                               pending questions
+//
 // CountQueued reads the "queued_count" counter, kept in the same transaction as the
 // queue index, so it costs O(1) rather than a walk of the queue.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 var (
 	bktMeta          = []byte("meta")
@@ -65,6 +71,10 @@ var (
 	bktActivity      = []byte("activity")
 	bktCursors       = []byte("cursors")
 
+	bktQuestions       = []byte("questions")
+	bktQuestionTokens  = []byte("question_tokens")
+	bktQuestionPending = []byte("question_pending")
+
 	keyVersion     = []byte("schema_version")
 	keyQueuedCount = []byte("queued_count")
 )
@@ -75,7 +85,7 @@ func allBuckets() [][]byte {
 		bktMeta, bktActors, bktBots, bktThreads, bktThreadKeys, bktMessages,
 		bktMessageThread, bktItems, bktQueue, bktQueueThread, bktItemStatus, bktRuns,
 		bktRunStatus, bktRunEvents, bktOutbox, bktOutboxPending, bktSeen, bktTodos,
-		bktActivity, bktCursors,
+		bktActivity, bktCursors, bktQuestions, bktQuestionTokens, bktQuestionPending,
 	}
 }
 
@@ -84,12 +94,18 @@ func allBuckets() [][]byte {
 // index. A file that has the items bucket but no meta bucket is version 0.
 func v0Buckets() [][]byte {
 	var out [][]byte
-	for _, b := range allBuckets() {
+	for _, b := range v1Buckets() {
 		if string(b) != string(bktMeta) && string(b) != string(bktItemStatus) {
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// v1Buckets is the version 1 layout: everything but the question buckets.
+func v1Buckets() [][]byte {
+	all := allBuckets()
+	return all[:len(all)-3]
 }
 
 // migration upgrades a file from version from to from+1 inside the open transaction.
@@ -104,7 +120,18 @@ type migration struct {
 func migrations() []migration {
 	return []migration{
 		{from: 0, desc: "add meta bucket, item_status index and queued counter", fn: migrate0to1},
+		{from: 1, desc: "add questions, question_tokens and question_pending buckets", fn: migrate1to2},
 	}
+}
+
+// migrate1to2 adds the question buckets; version 1 files have no questions.
+func migrate1to2(tx *bbolt.Tx) error {
+	for _, b := range [][]byte{bktQuestions, bktQuestionTokens, bktQuestionPending} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrate0to1 builds the item_status index and the queued counter from the items.

@@ -33,6 +33,7 @@ func (s *Store) Verify(ctx context.Context) error {
 		v.items()
 		v.runs()
 		v.outbox()
+		v.questions()
 		v.messages()
 		return errors.Join(v.errs...)
 	})
@@ -133,6 +134,27 @@ func (v *verifier) outbox() {
 		return nil
 	})
 	v.compare(bktOutboxPending, want)
+}
+
+func (v *verifier) questions() {
+	pending, tokens := map[string]bool{}, map[string]bool{}
+	_ = v.tx.Bucket(bktQuestions).ForEach(func(k, val []byte) error {
+		var q core.Question
+		if err := json.Unmarshal(val, &q); err != nil {
+			v.fail("question %x: decode: %v", k, err)
+			return nil
+		}
+		if q.Status == core.QuestionPending {
+			pending[string(k)] = true
+		}
+		tokens[q.Token] = true
+		if got := v.tx.Bucket(bktQuestionTokens).Get([]byte(q.Token)); got == nil || string(got) != string(k) {
+			v.fail("question_tokens: token %q does not point at question %x", q.Token, k)
+		}
+		return nil
+	})
+	v.compare(bktQuestionPending, pending)
+	v.compare(bktQuestionTokens, tokens)
 }
 
 func (v *verifier) messages() {
