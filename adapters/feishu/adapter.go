@@ -19,6 +19,10 @@ type Engine interface {
 	// Ingest stores one inbound human message and routes it in one transaction
 	// (core.Engine.Ingest); the platform is acknowledged only after it returns nil.
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
+	// Answer records a verified button click on a question card in one short
+	// transaction (core.Engine.Answer, issue 7); the card response is sent after it
+	// returns, and the card itself is updated later by ResolveQuestion.
+	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
 }
 
 // Modes of receiving events (issue 5 items 3 and 4).

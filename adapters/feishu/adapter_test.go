@@ -23,17 +23,56 @@ import (
 // fakeEngine records Inbounds and mimics core's ingest rules that matter to the
 // adapter: a seen DedupKey is a duplicate, an unknown thread without StartThread is
 // dropped.
+//
+// For questions it keeps core's answer rules: an unknown token or choice is
+// AnswerUnknown, a clicker not in approvers AnswerForbidden, a decided question
+// AnswerDecided, else the first answer is stored and AnswerAccepted.
 type fakeEngine struct {
-	mu      sync.Mutex
-	changed chan struct{}
-	ins     []core.Inbound
-	seen    map[string]bool
-	threads map[string]bool
-	fail    error
+	mu        sync.Mutex
+	changed   chan struct{}
+	ins       []core.Inbound
+	seen      map[string]bool
+	threads   map[string]bool
+	fail      error
+	answers   []core.Answer
+	questions map[string]*core.Question // by token
+	approvers map[core.ActorID]bool
+	answerErr error
 }
 
 func newFakeEngine() *fakeEngine {
-	return &fakeEngine{changed: make(chan struct{}), seen: map[string]bool{}, threads: map[string]bool{}}
+	return &fakeEngine{changed: make(chan struct{}), seen: map[string]bool{}, threads: map[string]bool{},
+		questions: map[string]*core.Question{}, approvers: map[core.ActorID]bool{}}
+}
+
+func (e *fakeEngine) Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.answers = append(e.answers, a)
+	close(e.changed)
+	e.changed = make(chan struct{})
+	if e.answerErr != nil {
+		return core.AnswerResult{}, e.answerErr
+	}
+	q := e.questions[a.Token]
+	if q == nil || a.Choice < 0 || a.Choice >= len(q.Options()) {
+		return core.AnswerResult{Outcome: core.AnswerUnknown}, nil
+	}
+	if a.Actor == "" || !e.approvers[a.Actor] {
+		return core.AnswerResult{Outcome: core.AnswerForbidden, Question: *q}, nil
+	}
+	if q.Status != core.QuestionPending {
+		return core.AnswerResult{Outcome: core.AnswerDecided, Question: *q}, nil
+	}
+	q.Status, q.Choice, q.Answer = core.QuestionAnswered, a.Choice, q.Options()[a.Choice]
+	q.AnsweredBy, q.AnsweredByName, q.AnsweredVia = a.Actor, a.Name, a.Account
+	return core.AnswerResult{Outcome: core.AnswerAccepted, Question: *q}, nil
+}
+
+func (e *fakeEngine) answered() []core.Answer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]core.Answer(nil), e.answers...)
 }
 
 func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {
@@ -782,6 +821,9 @@ func TestCardCallbacks(t *testing.T) {
 	}
 	if n := len(h.eng.inbounds()); n != 0 {
 		t.Errorf("card callbacks ingested %d messages", n)
+	}
+	if a := h.eng.answered(); len(a) != 0 {
+		t.Errorf("buttons of other cards answered questions: %+v", a)
 	}
 }
 

@@ -11,6 +11,10 @@
 //     protobuf frames, pings, acks, fragment reassembly, reconnects),
 //     https://open.feishu.cn/document/server-docs/event-subscription-guide/event-subscription-configure-/request-url-configuration-case#long-connection
 //   - inbound.go: im.message.receive_v1 to core.Inbound (mentions, threads, DM policy)
+//   - question.go and cardaction.go: questions and approvals as interactive cards
+//     with buttons (core.QuestionAdapter) and the card callbacks that answer them
+//     through Engine.Answer (issue 7, DESIGN.md §5),
+//     https://open.feishu.cn/document/uAjLw4CM/ukzMukzMukzM/feishu-cards/card-callback-communication
 //   - ids.go, format.go, split.go: the id codec, the Markdown formatter and the
 //     splitter, each pure and tested alone.
 //

@@ -22,7 +22,8 @@ var errNotReady = errors.New("feishu: bot open_id not known yet")
 const ingestTimeout = 2 * time.Second
 
 // envelope is any webhook body or long-connection payload after decryption: a v2
-// event, a url_verification challenge, or a legacy card callback (flat).
+// event, a url_verification challenge, or a legacy card callback (flat). Card
+// callbacks are answered by cardAction, not handleEvent.
 // https://open.feishu.cn/document/server-docs/event-subscription-guide/event-subscription-configure-/request-url-configuration-case
 type envelope struct {
 	Schema string `json:"schema"`
@@ -38,6 +39,11 @@ type envelope struct {
 	Challenge string          `json:"challenge"`
 	Token     string          `json:"token"`
 	Encrypt   *string         `json:"encrypt"`
+	// A legacy card callback is flat: the clicker, the card's message and the
+	// action at the top level.
+	OpenID        string      `json:"open_id"`
+	OpenMessageID string      `json:"open_message_id"`
+	Action        *cardAction `json:"action"`
 }
 
 // messageEvent is the "event" of im.message.receive_v1.
@@ -84,9 +90,6 @@ func (a *Adapter) handleEvent(ctx context.Context, env *envelope) error {
 			return nil
 		}
 		return a.handleMessage(ctx, &ev)
-	case "card.action.trigger":
-		a.log.Info("feishu card action received; card actions are not supported yet", "event_id", env.Header.EventID)
-		return nil
 	default:
 		a.log.Debug("feishu event ignored", "event_type", env.Header.EventType, "event_id", env.Header.EventID)
 		return nil

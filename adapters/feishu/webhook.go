@@ -121,8 +121,12 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request, card bool) {
 		writeJSON(w, map[string]string{"challenge": env.Challenge})
 		return
 	}
-	if card && env.Schema != "2.0" {
-		a.log.Info("feishu legacy card action received; card actions are not supported yet")
+	if isCardAction(env) {
+		writeJSON(w, a.cardAction(r.Context(), env))
+		return
+	}
+	if card {
+		a.log.Info("feishu card callback of an unknown shape ignored", "event_type", env.Header.EventType)
 		writeJSON(w, map[string]any{})
 		return
 	}
@@ -133,10 +137,6 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request, card bool) {
 		}
 		a.log.Warn("feishu event not handled; the platform will redeliver", "event_id", env.Header.EventID, "err", err)
 		http.Error(w, "not handled", status)
-		return
-	}
-	if card {
-		writeJSON(w, map[string]any{})
 		return
 	}
 	writeJSON(w, map[string]string{"msg": "success"})

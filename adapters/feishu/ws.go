@@ -292,7 +292,8 @@ func (s *wsSession) readLoop(ctx context.Context, cfg *ClientConfig) error {
 
 // data reassembles a data frame's payload (LONG_CONNECTION.md §6) and, once complete,
 // handles it and acks the frame that completed it: code 200 when handled, 500 when
-// the event should be redelivered. Only a failed write is returned.
+// the event should be redelivered. Frames of type "event" and "card" are handled
+// alike, dispatched on the payload. Only a failed write is returned.
 func (s *wsSession) data(ctx context.Context, f Frame) error {
 	payload := s.reassemble(f)
 	if payload == nil {
@@ -300,14 +301,29 @@ func (s *wsSession) data(ctx context.Context, f Frame) error {
 	}
 	start := time.Now()
 	code := 200
-	var env envelope
-	if err := json.Unmarshal(payload, &env); err != nil {
+	var (
+		env  envelope
+		data []byte
+	)
+	switch err := json.Unmarshal(payload, &env); {
+	case err != nil:
 		s.a.log.Warn("feishu long-connection payload is not JSON; acking", "err", err)
-	} else if err := s.a.handleEvent(ctx, &env); err != nil {
-		s.a.log.Warn("feishu event not handled; the platform will redeliver", "event_id", env.Header.EventID, "err", err)
-		code = 500
+	case isCardAction(&env):
+		// A card click (issue 7): the response (a toast) goes into the ack of a
+		// type=event frame; a type=card frame is acked without data, as responses
+		// there are reported to fail (LONG_CONNECTION.md §5), and the card is
+		// updated by ResolveQuestion either way.
+		resp := s.a.cardAction(ctx, &env)
+		if f.Header("type") != "card" {
+			data, _ = json.Marshal(resp)
+		}
+	default:
+		if err := s.a.handleEvent(ctx, &env); err != nil {
+			s.a.log.Warn("feishu event not handled; the platform will redeliver", "event_id", env.Header.EventID, "err", err)
+			code = 500
+		}
 	}
-	return s.write(ctx, ackFrame(f, code, nil, time.Since(start).Milliseconds()))
+	return s.write(ctx, ackFrame(f, code, data, time.Since(start).Milliseconds()))
 }
 
 // reassemble returns the complete payload once every fragment of f's message has

@@ -5,16 +5,18 @@
 //   - POST /open-apis/auth/v3/tenant_access_token/internal
 //   - POST /open-apis/im/v1/messages?receive_id_type=...   (create)
 //   - POST /open-apis/im/v1/messages/:id/reply
-//   - PATCH /open-apis/im/v1/messages/:id                  (card update)
+//   - PATCH /open-apis/im/v1/messages/:id                  (card update, recorded)
 //   - GET  /open-apis/bot/v3/info
 //   - GET  /open-apis/contact/v3/users/:open_id            (Alice and Bob only)
 //   - POST /callback/ws/endpoint                          (long-connection discovery)
 //   - GET  /ws/v2                                         (websocket with pbbp2 frames)
 //
 // records every call, and can be scripted: tokens invalidated, one-shot errors
-// (rate limits, rejected cards), events pushed over the long connection (fragmented
-// too), connections dropped. It also builds webhook requests (plain, or encrypted and
-// signed) and message events for the adapter's HTTP handlers.
+// (rate limits, rejected cards), events and card clicks pushed over the long
+// connection (fragmented too), connections dropped. It also builds webhook requests
+// (plain, or encrypted and signed, or legacy card callbacks signed with the
+// verification token), message events and card actions for the adapter's HTTP
+// handlers, and reads the buttons of the cards the adapter sent.
 package feishutest
 
 import (
@@ -110,6 +112,9 @@ type Ack struct {
 	Frame   feishu.Frame
 	Code    int
 	Payload string
+	// Data is the decoded (base64) callback response of a card action's ack, nil
+	// when the ack carried none.
+	Data []byte
 }
 
 // Server is the fake. Create it with New; it is closed by the test's cleanup.
@@ -133,6 +138,7 @@ type Server struct {
 	pings       int
 	acks        []Ack
 	frameSeq    uint64
+	patches     []Patch
 }
 
 // New starts a fake on 127.0.0.1 and closes it when tb ends. The long-connection
@@ -423,6 +429,10 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid card content"})
 		return
 	}
+	s.mu.Lock()
+	s.patches = append(s.patches, Patch{MessageID: r.PathValue("id"), Content: req.Content})
+	s.notify()
+	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 }
 

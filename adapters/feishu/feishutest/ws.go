@@ -107,11 +107,12 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 			}
 		case f.Method == feishu.FrameData:
 			var p struct {
-				Code int `json:"code"`
+				Code int    `json:"code"`
+				Data []byte `json:"data"` // base64 in JSON
 			}
 			_ = json.Unmarshal(f.Payload, &p)
 			s.mu.Lock()
-			s.acks = append(s.acks, Ack{Frame: f, Code: p.Code, Payload: string(f.Payload)})
+			s.acks = append(s.acks, Ack{Frame: f, Code: p.Code, Payload: string(f.Payload), Data: p.Data})
 			s.notify()
 			s.mu.Unlock()
 		}
@@ -178,6 +179,33 @@ func (s *Server) DropConnections() {
 // a type=event data frame, split into parts fragments (sum/seq headers, sent in
 // order) when parts > 1. It returns the frames' message_id header.
 func (s *Server) PushEvent(ctx context.Context, payload []byte, parts int) (string, error) {
+	return s.pushData(ctx, payload, parts, "event")
+}
+
+// PushCard sends a card callback payload (a card.action.trigger envelope, see
+// CardAction.JSON) on the newest long connection as one data frame of frameType
+// "event" (the official SDKs' path) or "card" (what third-party bridges report),
+// and returns the frame's message_id header, for WaitAck.
+func (s *Server) PushCard(ctx context.Context, payload []byte, frameType string) (string, error) {
+	return s.pushData(ctx, payload, 1, frameType)
+}
+
+// WaitAck waits for the ack of the data frame with the message_id header id.
+func (s *Server) WaitAck(ctx context.Context, id string) (Ack, error) {
+	var got Ack
+	err := s.wait(ctx, "ack of "+id, func() bool {
+		for _, a := range s.acks {
+			if a.Frame.Header("message_id") == id {
+				got = a
+				return true
+			}
+		}
+		return false
+	})
+	return got, err
+}
+
+func (s *Server) pushData(ctx context.Context, payload []byte, parts int, typ string) (string, error) {
 	parts = max(parts, 1)
 	s.mu.Lock()
 	s.frameSeq++
@@ -189,7 +217,7 @@ func (s *Server) PushEvent(ctx context.Context, payload []byte, parts int) (stri
 		lo, hi := min(i*size, len(payload)), min((i+1)*size, len(payload))
 		f := feishu.Frame{
 			SeqID: seq*100 + uint64(i), LogID: 7380000000000000000 + seq, Service: ServiceID, Method: feishu.FrameData,
-			Headers: []feishu.Header{{Key: "type", Value: "event"}, {Key: "message_id", Value: id},
+			Headers: []feishu.Header{{Key: "type", Value: typ}, {Key: "message_id", Value: id},
 				{Key: "sum", Value: strconv.Itoa(parts)}, {Key: "seq", Value: strconv.Itoa(i)}, {Key: "trace_id", Value: "TESTtrace-" + id}},
 			Payload: append([]byte{}, payload[lo:hi]...),
 		}
