@@ -18,9 +18,12 @@ import (
 
 // Engine is the part of core.Engine an adapter uses: Ingest stores one inbound
 // message in one transaction (exactly once per DedupKey) and returns nil only once it
-// is durable.
+// is durable; Answer records a button click on a question in one short transaction
+// (the first valid answer wins; core checks the approvers) and returns nil only once
+// the outcome is durable (issue 7 item 3).
 type Engine interface {
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
+	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
 }
 
 // Cursors persists small adapter positions durably (core.Store's Cursor/SetCursor;
@@ -89,8 +92,8 @@ type Options struct {
 	PollTimeout time.Duration
 }
 
-// Adapter is one Telegram bot account. It implements core.Adapter, core.Runner and
-// core.WebhookMounter. Create it with New; Run learns the bot's identity (getMe)
+// Adapter is one Telegram bot account. It implements core.Adapter, core.Runner,
+// core.WebhookMounter and core.QuestionAdapter. Create it with New; Run learns the bot's identity (getMe)
 // before any update is handled.
 type Adapter struct {
 	name     string

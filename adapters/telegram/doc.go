@@ -5,13 +5,18 @@
 // (the offset is persisted only after core has stored the update) or by webhook,
 // decides which messages start a run (every private message, and in groups only
 // messages addressed to this bot), turns them into core.Inbound values, and delivers
-// replies as Telegram HTML split at 4,096 UTF-16 code units.
+// replies as Telegram HTML split at 4,096 UTF-16 code units. Questions of paused
+// runs (issue 7; DESIGN.md §5) are messages with an inline keyboard whose
+// callback_data is "q:<token>:<index>"; a click (callback_query) is answered through
+// Engine.Answer and acknowledged with answerCallbackQuery, and the decision later
+// replaces the buttons (editMessageText).
 //
 // Files: ids.go builds and parses thread keys, conversation refs and dedup keys;
 // format.go converts Markdown to Telegram HTML; split.go cuts it into messages;
 // wire.go holds the Bot API types the library lacks (forum topics, reply_parameters);
 // inbound.go classifies updates; poll.go and webhook.go receive them; outbound.go
-// delivers; typing.go shows "typing…" while a woken bot works. The fake Bot API
+// delivers; question.go posts and resolves questions; callback.go handles button
+// clicks; typing.go shows "typing…" while a woken bot works. The fake Bot API
 // server for tests is in package telegramtest.
 //
 // Choices where the spec leaves room:

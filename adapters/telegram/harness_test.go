@@ -39,6 +39,38 @@ type fakeEngine struct {
 	// after, when set, runs after an Inbound was recorded (the "commit").
 	after func(core.Inbound)
 	err   error
+	// answers records Answer calls; answer, when set, decides their result
+	// (default: accepted).
+	answers []core.Answer
+	answer  func(core.Answer) (core.AnswerResult, error)
+}
+
+func (e *fakeEngine) Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error) {
+	if err := ctx.Err(); err != nil {
+		return core.AnswerResult{}, err
+	}
+	e.mu.Lock()
+	e.answers = append(e.answers, a)
+	fn := e.answer
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.mu.Unlock()
+	if fn != nil {
+		return fn(a)
+	}
+	return core.AnswerResult{Outcome: core.AnswerAccepted}, nil
+}
+
+func (e *fakeEngine) setAnswer(fn func(core.Answer) (core.AnswerResult, error)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.answer = fn
+}
+
+func (e *fakeEngine) answered() []core.Answer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]core.Answer(nil), e.answers...)
 }
 
 func newFakeEngine() *fakeEngine {

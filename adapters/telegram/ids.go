@@ -74,3 +74,68 @@ func AccountID(name string) core.AccountID { return core.AccountID("telegram/" +
 // CursorName is the name under which an account's polling offset is persisted
 // through Cursors: "telegram/<name>/offset".
 func CursorName(name string) string { return "telegram/" + name + "/offset" }
+
+// MaxCallbackData is the Bot API limit on an inline button's callback_data, in
+// bytes (core.telegram.org/bots/api#inlinekeyboardbutton).
+const MaxCallbackData = 64
+
+// maxToken bounds a question token in callback_data; core's tokens are 12
+// lowercase base32 characters (core.Question.Token: at most 16 ASCII characters).
+const maxToken = 32
+
+// ErrBadCallback is returned by CallbackData for a token or choice that cannot be
+// encoded within MaxCallbackData bytes.
+var ErrBadCallback = errors.New("telegram: question token or choice cannot be encoded as callback_data")
+
+// CallbackData encodes a question button (issue 7 item 2): "q:<token>:<index>",
+// where token is core.Question.Token and index the option's index in
+// Question.Options(). Only ASCII letters, digits, '_' and '-' are allowed in the
+// token, so the result is at most 2+32+1+4 = 39 bytes whatever the question's text
+// or language; anything else returns ErrBadCallback.
+func CallbackData(token string, choice int) (string, error) {
+	if !validToken(token) || choice < 0 || choice > 9999 {
+		return "", ErrBadCallback
+	}
+	s := "q:" + token + ":" + strconv.Itoa(choice)
+	if len(s) > MaxCallbackData {
+		return "", ErrBadCallback
+	}
+	return s, nil
+}
+
+// ParseCallbackData decodes data built by CallbackData; ok is false for anything
+// else (buttons of other software, older formats, tampered data).
+func ParseCallbackData(data string) (token string, choice int, ok bool) {
+	rest, found := strings.CutPrefix(data, "q:")
+	if !found || len(data) > MaxCallbackData {
+		return "", 0, false
+	}
+	token, idx, found := strings.Cut(rest, ":")
+	if !found || !validToken(token) || idx == "" || len(idx) > 4 {
+		return "", 0, false
+	}
+	for _, c := range idx {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+	}
+	choice, err := strconv.Atoi(idx)
+	if err != nil {
+		return "", 0, false
+	}
+	return token, choice, true
+}
+
+func validToken(t string) bool {
+	if t == "" || len(t) > maxToken {
+		return false
+	}
+	for _, c := range t {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"openbot/core"
@@ -51,5 +52,40 @@ func TestKeys(t *testing.T) {
 	}
 	if got, want := CursorName("main"), "telegram/main/offset"; got != want {
 		t.Errorf("CursorName = %q, want %q", got, want)
+	}
+}
+
+func TestCallbackData(t *testing.T) {
+	for _, tt := range []struct {
+		token  string
+		choice int
+		want   string
+	}{
+		{"abcdefghij23", 0, "q:abcdefghij23:0"},
+		{"abcdefghij23", 1, "q:abcdefghij23:1"},
+		{strings.Repeat("Z", 32), 9999, "q:" + strings.Repeat("Z", 32) + ":9999"},
+	} {
+		got, err := CallbackData(tt.token, tt.choice)
+		if err != nil || got != tt.want || len(got) > MaxCallbackData {
+			t.Errorf("CallbackData(%q, %d) = %q, %v; want %q", tt.token, tt.choice, got, err, tt.want)
+		}
+		tok, i, ok := ParseCallbackData(got)
+		if !ok || tok != tt.token || i != tt.choice {
+			t.Errorf("ParseCallbackData(%q) = %q, %d, %v", got, tok, i, ok)
+		}
+	}
+	for _, bad := range []struct {
+		token  string
+		choice int
+	}{{"", 0}, {strings.Repeat("a", 33), 0}, {"a:b", 0}, {"日本", 0}, {"ok", -1}, {"ok", 10000}} {
+		if got, err := CallbackData(bad.token, bad.choice); !errors.Is(err, ErrBadCallback) {
+			t.Errorf("CallbackData(%q, %d) = %q, %v; want ErrBadCallback", bad.token, bad.choice, got, err)
+		}
+	}
+	for _, bad := range []string{"", "q:", "q:abc", "q:abc:", "q::1", "q:abc:-1", "q:abc:1x", "q:abc:+1",
+		"q:abc:1:2", "approve:run-17", "x:abc:1", "q:ab c:1", "q:abc:12345", "q:" + strings.Repeat("a", 70) + ":1"} {
+		if tok, i, ok := ParseCallbackData(bad); ok {
+			t.Errorf("ParseCallbackData(%q) = %q, %d, true; want false", bad, tok, i)
+		}
 	}
 }

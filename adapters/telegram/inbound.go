@@ -26,7 +26,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, u update) error {
 	case u.Message != nil:
 		return a.handleMessage(ctx, me, u.Message)
 	case u.CallbackQuery != nil:
-		a.answerCallback(ctx, u.CallbackQuery)
+		return a.handleCallback(ctx, u.CallbackQuery)
 	}
 	// edited_message and everything else: ignored (an edit must not start a run).
 	return nil
@@ -301,17 +301,5 @@ func (a *Adapter) helpText() string {
 func (a *Adapter) reply(ctx context.Context, conv Conversation, id int64, text string) {
 	if _, err := a.send(ctx, conv, text, "", id); err != nil {
 		a.log.Warn("direct reply failed", "chat", conv.Chat, "err", err)
-	}
-}
-
-// answerCallback acknowledges an inline-button click so the client stops its
-// spinner. Core has no question API yet, so the click changes nothing.
-func (a *Adapter) answerCallback(ctx context.Context, q *callbackQuery) {
-	_, err := a.call(ctx, "answerCallbackQuery", tgbotapi.Params{
-		"callback_query_id": q.ID,
-		"text":              "This button is not active.",
-	}, requestTimeout)
-	if err != nil {
-		a.log.Warn("answerCallbackQuery failed", "err", err)
 	}
 }

@@ -105,24 +105,24 @@ func (a *Adapter) setProgress(id core.OutboxID, st sent, keep bool) {
 // render returns the Telegram HTML of a delivery, with the bold name prefix when
 // another bot speaks through this account.
 func (a *Adapter) render(d core.Delivery) string {
-	html := Format(d.Text)
-	if h := d.Sender.Handle; h != "" && !strings.EqualFold(h, a.bot) {
-		name := d.Sender.Name
-		if name == "" {
-			name = h
-		}
-		html = "<b>" + escapeHTML(name) + "</b>\n" + html
-	}
-	return html
+	return a.namePrefix(d.Sender) + Format(d.Text)
 }
 
 // send posts one message and returns its message_id. parseMode "" sends plain
 // text; with "HTML", a "can't parse entities" answer is followed by exactly one
 // plain-text resend of the same part.
 func (a *Adapter) send(ctx context.Context, conv Conversation, text, parseMode string, replyTo int64) (string, error) {
+	return a.sendWith(ctx, conv, text, parseMode, replyTo, nil)
+}
+
+// sendWith is send with extra sendMessage parameters (reply_markup).
+func (a *Adapter) sendWith(ctx context.Context, conv Conversation, text, parseMode string, replyTo int64, extra tgbotapi.Params) (string, error) {
 	p := tgbotapi.Params{
 		"chat_id": strconv.FormatInt(conv.Chat, 10),
 		"text":    text,
+	}
+	for k, v := range extra {
+		p[k] = v
 	}
 	p.AddNonEmpty("parse_mode", parseMode)
 	p.AddNonZero64("message_thread_id", conv.Topic)

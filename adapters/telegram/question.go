@@ -1,0 +1,268 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"openbot/core"
+)
+
+var _ core.QuestionAdapter = (*Adapter)(nil)
+
+// Size budgets of a question message, in UTF-16 code units (the unit of
+// MaxMessageLen). The question and its arguments are trimmed so that the message
+// plus the decision line ResolveQuestion appends stays within one message.
+const (
+	maxQuestionText = 1500 // the question, after formatting
+	maxDecisionLine = 300  // "Approved by …" or a free-text answer, trimmed
+	maxButtonText   = 64   // runes of one button label
+	maxButtons      = 100  // Telegram's limit on an inline keyboard
+	// shortChoice is the longest label (runes) that still shares a row with
+	// others; longer choices get a row each.
+	shortChoice = 16
+)
+
+// PostQuestion implements core.QuestionAdapter (issue 7 item 2; DESIGN.md §5
+// "Telegram: message with an inline keyboard"). It sends one HTML message with
+// sendMessage to the conversation's chat and forum topic, replying to d.ReplyTo,
+// showing the asking bot's name in bold when this account does not speak as that
+// bot, the question text (trimmed to 1,500 UTF-16 units), and for an approval the
+// tool and its exact arguments (indented JSON in a <pre> block, trimmed so the whole
+// message and the later decision line fit in MaxMessageLen). Each of
+// Question.Options() is one inline button whose callback_data is
+// CallbackData(token, index), at most 64 bytes whatever the ids and language
+// (Approve and Reject share a row; short choices share rows of three; long ones get
+// a row each). A free-text ask has no keyboard and says to reply to the message.
+// It returns the message_id. Errors are as for Deliver; a malformed
+// ConversationRef or a token CallbackData refuses is permanent.
+func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (string, error) {
+	conv, err := ParseConversation(d.Conversation)
+	if err != nil {
+		return "", permanentError{fmt.Errorf("telegram: post question to %q: %w", d.Conversation, err)}
+	}
+	kb, err := Keyboard(d.Question)
+	if err != nil {
+		return "", permanentError{fmt.Errorf("telegram: question %d: %w", d.Question.ID, err)}
+	}
+	a.stopTyping(conv) // the bot now waits for a person
+	extra := tgbotapi.Params{}
+	if kb != nil {
+		rm, err := json.Marshal(kb)
+		if err != nil {
+			return "", permanentError{fmt.Errorf("telegram: question %d keyboard: %w", d.Question.ID, err)}
+		}
+		extra["reply_markup"] = string(rm)
+	}
+	replyTo, _ := strconv.ParseInt(d.ReplyTo, 10, 64)
+	return a.sendWith(ctx, conv, a.QuestionHTML(d, false), "HTML", replyTo, extra)
+}
+
+// ResolveQuestion implements core.QuestionAdapter (issue 7 item 3): it edits the
+// question message d.PlatformID with editMessageText to the question followed by
+// d.Question.Decision() in bold ("Approved by Alice"). editMessageText without
+// reply_markup removes the inline keyboard, so one call replaces the buttons by the
+// decision. It is idempotent: Telegram's "message is not modified" answer is
+// success. A PlatformID that is not a message_id is a permanent error; others are
+// as for Deliver.
+func (a *Adapter) ResolveQuestion(ctx context.Context, d core.QuestionDelivery) error {
+	conv, err := ParseConversation(d.Conversation)
+	if err != nil {
+		return permanentError{fmt.Errorf("telegram: resolve question in %q: %w", d.Conversation, err)}
+	}
+	id, err := strconv.ParseInt(d.PlatformID, 10, 64)
+	if err != nil || id <= 0 {
+		return permanentError{fmt.Errorf("telegram: resolve question %d: bad message id %q", d.Question.ID, d.PlatformID)}
+	}
+	html := a.QuestionHTML(d, true)
+	p := tgbotapi.Params{
+		"chat_id":    strconv.FormatInt(conv.Chat, 10),
+		"message_id": strconv.FormatInt(id, 10),
+		"text":       html,
+		"parse_mode": "HTML",
+	}
+	_, err = a.call(ctx, "editMessageText", p, requestTimeout)
+	var ae *APIError
+	if err != nil && errors.As(err, &ae) && ae.cantParseEntities() {
+		a.log.Warn("telegram could not parse our HTML; editing as plain text", "chat", conv.Chat, "err", err)
+		delete(p, "parse_mode")
+		p["text"] = PlainText(html)
+		_, err = a.call(ctx, "editMessageText", p, requestTimeout)
+	}
+	if err != nil && errors.As(err, &ae) && ae.notModified() {
+		return nil // already shows the decision
+	}
+	return err
+}
+
+// notModified reports Telegram's answer to an edit that changes nothing.
+func (e *APIError) notModified() bool {
+	return e.Code == 400 && strings.Contains(strings.ToLower(e.Description), "message is not modified")
+}
+
+// Keyboard returns the inline keyboard of a question (one button per
+// Question.Options(), callback_data from CallbackData), or nil for a free-text
+// ask. At most 100 buttons are shown. It returns ErrBadCallback when the question's
+// token cannot be encoded.
+func Keyboard(q core.Question) (*tgbotapi.InlineKeyboardMarkup, error) {
+	opts := q.Options()
+	if len(opts) == 0 {
+		return nil, nil
+	}
+	if len(opts) > maxButtons {
+		opts = opts[:maxButtons]
+	}
+	var rows [][]tgbotapi.InlineKeyboardButton
+	var row []tgbotapi.InlineKeyboardButton
+	for i, o := range opts {
+		data, err := CallbackData(q.Token, i)
+		if err != nil {
+			return nil, err
+		}
+		label := trimRunes(strings.TrimSpace(o), maxButtonText)
+		if label == "" {
+			label = strconv.Itoa(i + 1)
+		}
+		long := q.Kind != core.QuestionApproval && len([]rune(label)) > shortChoice
+		if len(row) > 0 && (long || len(row) == 3) {
+			rows, row = append(rows, row), nil
+		}
+		row = append(row, tgbotapi.NewInlineKeyboardButtonData(label, data))
+		if long {
+			rows, row = append(rows, row), nil
+		}
+	}
+	if len(row) > 0 {
+		rows = append(rows, row)
+	}
+	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
+	return &kb, nil
+}
+
+// QuestionHTML renders a question as Telegram HTML: the bold bot name when another
+// bot speaks through this account, the question text, for an approval the tool and
+// its arguments, and then either the decision line (resolved) or, for a free-text
+// ask, a hint to reply. The result is at most MaxMessageLen UTF-16 code units.
+func (a *Adapter) QuestionHTML(d core.QuestionDelivery, resolved bool) string {
+	q := d.Question
+	var head strings.Builder
+	head.WriteString(a.namePrefix(d.Sender))
+	text := strings.TrimSpace(q.Text)
+	if text == "" && q.Kind == core.QuestionApproval {
+		text = "May I run this?"
+	}
+	body := Format(trimUnits(text, maxQuestionText))
+	if utf16Len(body) > maxQuestionText {
+		body = escapeTrim(PlainText(body), maxQuestionText)
+	}
+	head.WriteString(body)
+
+	var tail string
+	switch {
+	case resolved:
+		tail = "\n\n<b>" + escapeTrim(decisionLine(q), maxDecisionLine) + "</b>"
+	case len(q.Options()) == 0:
+		tail = "\n\n<i>Reply to this message to answer.</i>"
+	}
+	if q.Kind != core.QuestionApproval {
+		return head.String() + tail
+	}
+	tool := "\n\n<b>" + escapeTrim(q.Tool, 200) + "</b>\n"
+	// The arguments get what is left, keeping room for the decision line so the
+	// resolved message is never longer than the limit either.
+	budget := MaxMessageLen - utf16Len(head.String()) - utf16Len(tool) - len("<pre></pre>") -
+		max(utf16Len(tail), maxDecisionLine+len("\n\n<b></b>")+8)
+	args := "<pre>" + escapeTrim(prettyArgs(q.Args), max(budget, 16)) + "</pre>"
+	return head.String() + tool + args + tail
+}
+
+// decisionLine is the decision with a mark: ✅ approved, ❌ rejected or expired,
+// 💬 answered.
+func decisionLine(q core.Question) string {
+	dec := q.Decision()
+	switch {
+	case dec == "":
+		return "Decided"
+	case q.Approved():
+		return "✅ " + dec
+	case q.Kind == core.QuestionApproval || q.Status == core.QuestionExpired:
+		return "❌ " + dec
+	}
+	return "💬 " + dec
+}
+
+// namePrefix is the bold "<name>\n" heading of a message from a bot other than the
+// one this account speaks as (a "*" account, or a reply routed through it).
+func (a *Adapter) namePrefix(s core.Sender) string {
+	h := s.Handle
+	if h == "" || strings.EqualFold(h, a.bot) {
+		return ""
+	}
+	name := s.Name
+	if name == "" {
+		name = h
+	}
+	return "<b>" + escapeHTML(name) + "</b>\n"
+}
+
+// prettyArgs indents JSON arguments; anything else is shown as it is.
+func prettyArgs(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") == nil {
+		return b.String()
+	}
+	return string(raw)
+}
+
+// escapeTrim escapes s for Telegram HTML and cuts it, at a rune boundary, so that
+// the result (with "…" when cut) is at most budget UTF-16 code units.
+func escapeTrim(s string, budget int) string {
+	if e := escapeHTML(s); utf16Len(e) <= budget {
+		return e
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		e := escapeHTML(string(r))
+		l := utf16Len(e)
+		if n+l > budget-1 {
+			break
+		}
+		b.WriteString(e)
+		n += l
+	}
+	return b.String() + "…"
+}
+
+// trimUnits cuts s at a rune boundary to at most limit UTF-16 code units, ending
+// in "…" when cut.
+func trimUnits(s string, limit int) string {
+	if utf16Len(s) <= limit {
+		return s
+	}
+	n := 0
+	for i, r := range s {
+		l := max(utf16.RuneLen(r), 1)
+		if n+l > limit-1 {
+			return s[:i] + "…"
+		}
+		n += l
+	}
+	return s
+}
+
+// trimRunes cuts s to at most n runes, ending in "…" when cut.
+func trimRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
