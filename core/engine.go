@@ -66,6 +66,15 @@ type Options struct {
 	// done before cancelling them; default 10s. Delivery lanes get the same bound
 	// to flush.
 	ShutdownGrace time.Duration
+	// Approvers may answer any bot's questions unless the bot lists its own
+	// (BotProfile.Approvers); with neither, the humans who posted in the thread may.
+	Approvers []ActorID
+	// ApprovalTimeout is how long a question waits before it expires (an expired
+	// approval is a rejection); default 24h.
+	ApprovalTimeout time.Duration
+	// ExpiryInterval is how often pending questions are checked for expiry;
+	// default 30s.
+	ExpiryInterval time.Duration
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -86,6 +95,10 @@ type Engine struct {
 	bots       map[string]BotProfile // by handle
 	botOrder   []BotProfile
 	defaultBot string
+
+	approvers       []ActorID
+	approvalTimeout time.Duration
+	expiryEvery     time.Duration
 
 	mu       sync.Mutex
 	adapters map[AccountID]Adapter
@@ -130,6 +143,14 @@ func New(opts Options) (*Engine, error) {
 	}
 	if e.grace <= 0 {
 		e.grace = 10 * time.Second
+	}
+	e.approvers = append([]ActorID(nil), opts.Approvers...)
+	e.approvalTimeout, e.expiryEvery = opts.ApprovalTimeout, opts.ExpiryInterval
+	if e.approvalTimeout <= 0 {
+		e.approvalTimeout = 24 * time.Hour
+	}
+	if e.expiryEvery <= 0 {
+		e.expiryEvery = 30 * time.Second
 	}
 	for _, b := range opts.Bots {
 		if b.Handle == "" {
@@ -227,10 +248,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer cancelDeliver()
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		e.lanes.dispatch(deliverCtx)
+	}()
+	go func() {
+		defer wg.Done()
+		e.expiryLoop(ctx, e.expiryEvery)
 	}()
 
 	var workers sync.WaitGroup
@@ -324,7 +349,8 @@ func (e *Engine) Threads(ctx context.Context, limit int) ([]Thread, error) {
 }
 
 // WaitIdle blocks until no inbox item is queued or processing, no run is queued or
-// running, and no outbox entry is pending; runs waiting for a human do not count.
+// running, and no outbox entry is pending; runs waiting for a human, and messages
+// queued behind them in their parked threads, do not count.
 // It first waits for Ready, then polls the store every 20ms, and returns ctx.Err()
 // if ctx ends first.
 func (e *Engine) WaitIdle(ctx context.Context) error {
@@ -354,10 +380,6 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 func (e *Engine) idle(ctx context.Context) (bool, error) {
 	idle := false
 	err := e.store.View(ctx, func(tx ReadTx) error {
-		n, err := tx.CountQueued()
-		if err != nil || n > 0 {
-			return err
-		}
 		for _, st := range []RunStatus{RunQueued, RunRunning} {
 			rs, err := tx.RunsByStatus(st)
 			if err != nil || len(rs) > 0 {
@@ -371,6 +393,28 @@ func (e *Engine) idle(ctx context.Context) (bool, error) {
 		ob, err := tx.PendingOutbox(0, 1)
 		if err != nil || len(ob) > 0 {
 			return err
+		}
+		if n, err := tx.CountQueued(); err != nil || n == 0 {
+			idle = err == nil
+			return err
+		}
+		// Queued message items in a thread parked for their bot wait for a person.
+		waiting, err := tx.RunsByStatus(RunWaitingHuman)
+		if err != nil {
+			return err
+		}
+		parked := map[string]bool{}
+		for _, r := range waiting {
+			parked[fmt.Sprint(r.Bot, r.Thread)] = true
+		}
+		queued, err := tx.ItemsByStatus(ItemQueued)
+		if err != nil {
+			return err
+		}
+		for _, it := range queued {
+			if it.Kind != ItemMessage || !parked[fmt.Sprint(it.Actor, it.Thread)] {
+				return nil
+			}
 		}
 		idle = true
 		return nil

@@ -18,13 +18,21 @@ type scriptAgent struct {
 	mu    sync.Mutex
 	jobs  []*core.Job
 	reply map[string]func(ctx context.Context, job *core.Job) (string, error)
+	// pause, when set and returning true, decides the whole result (questions).
+	pause func(job *core.Job) (core.Result, bool)
 }
 
 func (a *scriptAgent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
 	a.mu.Lock()
 	a.jobs = append(a.jobs, job)
 	f := a.reply[job.Bot.Handle]
+	p := a.pause
 	a.mu.Unlock()
+	if p != nil {
+		if res, ok := p(job); ok {
+			return res, nil
+		}
+	}
 	if f == nil {
 		return core.Result{Reply: "ok from " + job.Bot.Handle, Usage: core.Usage{ModelCalls: 1}}, nil
 	}
@@ -103,11 +111,14 @@ type harness struct {
 	store  *bolt.Store
 	agent  *scriptAgent
 	ad     *recAdapter
+	qad    *questionAdapter // when set, registered instead of ad (it wraps ad)
 	eng    *core.Engine
 	cancel context.CancelFunc
 	done   chan error
 	seq    int
 	limits core.Limits
+	// opts, when set, adjusts the engine options before New.
+	opts func(*core.Options)
 }
 
 func newHarness(t *testing.T, limits core.Limits) *harness {
@@ -126,11 +137,19 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.store = st
-	eng, err := core.New(core.Options{Store: st, Agent: h.agent, Bots: team, Limits: h.limits, ShutdownGrace: 2 * time.Second})
+	o := core.Options{Store: st, Agent: h.agent, Bots: team, Limits: h.limits, ShutdownGrace: 2 * time.Second}
+	if h.opts != nil {
+		h.opts(&o)
+	}
+	eng, err := core.New(o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := eng.AddAdapter(h.ad); err != nil {
+	var ad core.Adapter = h.ad
+	if h.qad != nil {
+		ad = h.qad
+	}
+	if err := eng.AddAdapter(ad); err != nil {
 		h.t.Fatal(err)
 	}
 	h.eng = eng

@@ -124,6 +124,12 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 		name = string(in.SenderID)
 	}
 
+	// A reply that answers a pending ask_human resumes that bot's run instead of
+	// waking it with a message item.
+	answered, err := e.answerByReplyTx(tx, &t, in, name)
+	if err != nil {
+		return IngestResult{}, err
+	}
 	p, err := e.postTx(tx, &t, postSpec{
 		msg: Message{
 			Sender: in.SenderID, SenderName: name, Text: in.Text, Created: now,
@@ -131,9 +137,13 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 		},
 		native:         in.Mentions,
 		mentionsHumans: in.MentionsHumans,
+		answered:       answered,
 	})
 	if err != nil {
 		return IngestResult{}, err
+	}
+	if answered != "" {
+		p.woken = append(p.woken, answered)
 	}
 	if err := tx.MarkSeen(in.DedupKey, p.msg.ID); err != nil {
 		return IngestResult{}, err

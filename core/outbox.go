@@ -154,12 +154,21 @@ func (l *lanes) run(ctx context.Context, k laneKey, ch chan OutboxEntry) {
 // until it lands, fails permanently, runs out of tries, or ctx ends (the entry then
 // stays pending for the next start).
 func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
+	// The sweep that queued o may have read it before an earlier delivery of the
+	// same entry settled: re-read it so nothing is delivered twice.
+	if err := l.e.store.View(ctx, func(tx ReadTx) error {
+		cur, err := tx.Outbox(o.ID)
+		o = cur
+		return err
+	}); err != nil || o.Status != OutboxPending {
+		return
+	}
 	ad, ok := l.e.adapter(o.Account)
 	if !ok {
 		l.settle(ctx, o, "", fmt.Errorf("no adapter for account %q", o.Account), true)
 		return
 	}
-	d, err := l.delivery(ctx, o)
+	send, err := l.sender(ctx, ad, o)
 	if err != nil {
 		if ctx.Err() == nil {
 			l.settle(ctx, o, "", err, true)
@@ -170,7 +179,7 @@ func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
 	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 500*time.Millisecond, 30*time.Second, 0
 	for try := 1; ; try++ {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
-		pid, err := ad.Deliver(dctx, d)
+		pid, err := send(dctx)
 		cancel()
 		if err == nil {
 			l.settle(ctx, o, pid, nil, false)
@@ -202,6 +211,52 @@ func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
 		case <-t.C:
 		}
 	}
+}
+
+// sender returns the call that delivers entry o through ad: a message, a question
+// with buttons (QuestionAdapter.PostQuestion), a decision replacing them
+// (ResolveQuestion), or for adapters without buttons the plain-text rendering.
+func (l *lanes) sender(ctx context.Context, ad Adapter, o OutboxEntry) (func(context.Context) (string, error), error) {
+	if o.Op == OpMessage {
+		d, err := l.delivery(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (string, error) { return ad.Deliver(ctx, d) }, nil
+	}
+	var qd QuestionDelivery
+	err := l.e.store.View(ctx, func(tx ReadTx) error {
+		q, err := tx.Question(o.Question)
+		if err != nil {
+			return err
+		}
+		handle := strings.TrimPrefix(string(q.Bot), "bot:")
+		qd = QuestionDelivery{Outbox: o.ID, Conversation: o.Conversation, ReplyTo: o.ReplyTo, Question: q,
+			Sender: Sender{Actor: q.Bot, Handle: handle, Name: displayName(l.e.bots[handle])}}
+		for _, p := range q.Posts {
+			if p.Account == o.Account && p.Conversation == o.Conversation {
+				qd.PlatformID = p.PlatformID
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	qa, buttons := ad.(QuestionAdapter)
+	switch {
+	case o.Op == OpQuestion && buttons:
+		return func(ctx context.Context) (string, error) { return qa.PostQuestion(ctx, qd) }, nil
+	case o.Op == OpResolve && buttons && qd.PlatformID != "":
+		return func(ctx context.Context) (string, error) { return qd.PlatformID, qa.ResolveQuestion(ctx, qd) }, nil
+	}
+	text := QuestionText(qd.Question, qd.Sender.Handle)
+	if o.Op == OpResolve {
+		text = fmt.Sprintf("Question %d: %s", qd.Question.ID, qd.Question.Decision())
+	}
+	d := Delivery{Outbox: o.ID, Thread: o.Thread, Conversation: o.Conversation, ReplyTo: o.ReplyTo,
+		Sender: qd.Sender, Kind: KindNotice, Text: text}
+	return func(ctx context.Context) (string, error) { return ad.Deliver(ctx, d) }, nil
 }
 
 // delivery loads what an adapter needs to post entry o.
@@ -237,6 +292,11 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 			l.e.activity(tx, Activity{Event: "outbox.failed", Level: "error", Summary: fmt.Sprintf("delivery to %s failed: %v", o.Account, derr), Thread: o.Thread, Message: o.Message})
 		} else {
 			cur.Status, cur.PlatformID, cur.Error = OutboxDelivered, pid, ""
+			if cur.Op == OpQuestion {
+				if err := recordPost(tx, cur, pid); err != nil {
+					return err
+				}
+			}
 		}
 		cur.Attempts++
 		_, err = tx.PutOutbox(cur)
@@ -276,3 +336,18 @@ func (l *lanes) waitIdle(d time.Duration) bool {
 
 // wait blocks until every lane goroutine has returned (after ctx is done).
 func (l *lanes) wait() { l.wg.Wait() }
+
+// recordPost stores where a question was shown, so its decision can replace it.
+func recordPost(tx Tx, o OutboxEntry, pid string) error {
+	q, err := tx.Question(o.Question)
+	if err != nil {
+		return err
+	}
+	for i, p := range q.Posts {
+		if p.Account == o.Account && p.Conversation == o.Conversation {
+			q.Posts[i].PlatformID = pid
+		}
+	}
+	_, err = tx.PutQuestion(q)
+	return err
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -62,6 +63,9 @@ type postSpec struct {
 	mentionsHumans bool
 	// replyTo maps a conversation to the platform id of the message this answers.
 	replyTo map[ConversationRef]string
+	// answered is the bot whose question this human message answered; it gets a
+	// resume item, not a message item.
+	answered string
 }
 
 // posted is what postTx did.
@@ -125,12 +129,15 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 				targets = append(targets, h)
 			}
 		}
-		if len(mentions) == 0 && !spec.mentionsHumans {
+		if len(mentions) == 0 && !spec.mentionsHumans && spec.answered == "" {
 			if bots := e.botsIn(t); len(bots) == 1 {
 				targets = bots
 			} else {
 				targets = []string{e.threadDefault(t)}
 			}
+		}
+		if spec.answered != "" {
+			targets = slices.DeleteFunc(targets, func(h string) bool { return h == spec.answered })
 		}
 	}
 

@@ -97,19 +97,22 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile) (*Job, bool, error) {
 		}
 		skip := func(it InboxItem) bool { return it.Kind == ItemMessage && parked[it.Thread] }
 		first, err := tx.NextQueued(bot.ID(), skip)
-		for err == nil && first.Kind != ItemMessage {
-			// question and resume items are handled by the approvals change; until
-			// then they must not block the mailbox.
+		for err == nil && first.Kind == ItemQuestion {
+			// Bots are never asked questions; such an item must not block the mailbox.
 			first.Status = ItemCancelled
 			if _, err := tx.PutItem(first); err != nil {
 				return err
 			}
-			e.activity(tx, Activity{Event: "inbox.unsupported", Level: "warn", Summary: "item kind " + string(first.Kind) + " cancelled", Thread: first.Thread, Actor: bot.ID(), Item: first.ID})
+			e.activity(tx, Activity{Event: "inbox.unsupported", Level: "warn", Summary: "question item for a bot cancelled", Thread: first.Thread, Actor: bot.ID(), Item: first.ID})
 			first, err = tx.NextQueued(bot.ID(), skip)
 		}
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		} else if err != nil {
+			return err
+		}
+		if first.Kind == ItemResume {
+			job, err = e.pickResumeTx(tx, bot, first)
 			return err
 		}
 		items, err := tx.QueuedInThread(bot.ID(), first.Thread)
@@ -150,22 +153,79 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile) (*Job, bool, error) {
 		if err != nil {
 			return err
 		}
-		job = &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: e.Bots(), DefaultBot: e.threadDefault(&t)}
-		bots := e.botsIn(&t)
-		job.Scoped = job.DefaultBot != bot.Handle && len(bots) > 1
-		for _, p := range t.Participants {
-			a, err := tx.Actor(p)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			job.Participants = append(job.Participants, a)
+		if job, err = e.newJobTx(tx, bot, run, t, triggers); err != nil {
+			return err
 		}
 		e.activity(tx, Activity{Event: "run.started", Summary: fmt.Sprintf("@%s started run %d with %d trigger(s)", bot.Handle, run.ID, len(triggers)), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
 		return nil
 	})
 	return job, job != nil, err
+}
+
+// newJobTx assembles a Job: roster, the thread's default bot, the scope decision
+// (seed §6) and the participants with their names.
+func (e *Engine) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
+	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: e.Bots(), DefaultBot: e.threadDefault(&t)}
+	job.Scoped = job.DefaultBot != bot.Handle && len(e.botsIn(&t)) > 1
+	for _, p := range t.Participants {
+		a, err := tx.Actor(p)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		job.Participants = append(job.Participants, a)
+	}
+	return job, nil
+}
+
+// pickResumeTx turns a resume item into a Job that continues its waiting run under
+// the same run id with the answered question (seed §7).
+func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error) {
+	run, err := tx.Run(it.Run)
+	if err != nil {
+		return nil, fmt.Errorf("resume item %d: %w", it.ID, err)
+	}
+	q, qerr := tx.Question(run.Question)
+	if run.Status != RunWaitingHuman || qerr != nil || q.Status == QuestionPending {
+		// Stale (the run was settled another way): drop the item, keep the mailbox moving.
+		it.Status = ItemCancelled
+		_, err := tx.PutItem(it)
+		e.activity(tx, Activity{Event: "inbox.stale_resume", Level: "warn", Summary: fmt.Sprintf("resume of run %d (%s) cancelled", run.ID, run.Status), Thread: it.Thread, Actor: bot.ID(), Item: it.ID, Run: run.ID})
+		return nil, err
+	}
+	now := e.clock.Now()
+	run.Status, run.Started = RunRunning, now
+	run.Items = append(run.Items, it.ID)
+	if run, err = tx.PutRun(run); err != nil {
+		return nil, err
+	}
+	it.Status = ItemProcessing
+	if _, err := tx.PutItem(it); err != nil {
+		return nil, err
+	}
+	if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "resumed_by": q.ID}), At: now}); err != nil {
+		return nil, err
+	}
+	t, err := tx.Thread(run.Thread)
+	if err != nil {
+		return nil, err
+	}
+	var triggers []Message
+	for _, id := range run.Triggers {
+		m, err := tx.Message(id)
+		if err != nil {
+			return nil, err
+		}
+		triggers = append(triggers, m)
+	}
+	job, err := e.newJobTx(tx, bot, run, t, triggers)
+	if err != nil {
+		return nil, err
+	}
+	job.Resume = &q
+	e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d: %s", bot.Handle, run.ID, q.Decision()), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+	return job, nil
 }
 
 // execute runs the agent and settles the run: reply posted, items done, held
@@ -196,6 +256,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 			return err2
 		}
 		itemStatus := ItemDone
+		if err == nil && res.Pause != nil {
+			return e.pauseTx(tx, job, &r, &t, res)
+		}
 		if err == nil {
 			r.Status = RunCompleted
 			if strings.TrimSpace(res.Reply) != "" {
@@ -209,7 +272,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		} else {
 			r.Status, r.Error, itemStatus = RunFailed, err.Error(), ItemFailed
 			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-				Text: fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, failureCause(err))}
+				Text: fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, e.failureCause(err))}
 			if _, err2 := e.postTx(tx, &t, postSpec{msg: notice}); err2 != nil {
 				return err2
 			}
@@ -272,10 +335,10 @@ func (e *Engine) botReply(job *Job, text string) postSpec {
 }
 
 // failureCause is the short, user-facing cause of a failed run.
-func failureCause(err error) string {
+func (e *Engine) failureCause(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return "the run took longer than its time limit."
+		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.limits.RunTimeout)
 	case errors.Is(err, context.Canceled):
 		return "the run was stopped because openbot is shutting down."
 	}

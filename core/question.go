@@ -1,0 +1,347 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Questions (seed §7, DESIGN.md §5): a run pauses with a question, the thread is
+// parked for its bot, the question is shown on every binding, the first authorized
+// answer wins and resumes the run under the same id.
+
+// pauseTx settles a run that returned Result.Pause: the question is stored with the
+// checkpoint, the run waits for a person, and one OpQuestion outbox entry per
+// binding shows it.
+func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
+	p := res.Pause
+	if len(res.Checkpoint) == 0 {
+		return errors.New("agent paused without a checkpoint")
+	}
+	now := e.clock.Now()
+	token, err := newToken(tx)
+	if err != nil {
+		return err
+	}
+	q := Question{
+		Token: token, Kind: p.Kind, Run: r.ID, Bot: r.Bot, Thread: t.ID, Text: p.Text,
+		Choices: p.Choices, Tool: p.Tool, Args: p.Args, CallID: p.CallID,
+		Status: QuestionPending, Choice: -1, Created: now, Expires: now.Add(e.approvalTimeout),
+	}
+	if q.Kind == "" {
+		q.Kind = QuestionAsk
+	}
+	if q.Kind == QuestionApproval {
+		sum := sha256.Sum256(p.Args)
+		q.ArgsHash = hex.EncodeToString(sum[:])
+	}
+	for _, b := range t.Bindings {
+		if acct, ok := e.pickAccount(b, r.Bot); ok {
+			q.Posts = append(q.Posts, QuestionPost{Account: acct, Conversation: b.Conversation})
+		}
+	}
+	if q, err = tx.PutQuestion(q); err != nil {
+		return err
+	}
+	replyTo := e.botReply(job, "").replyTo
+	for _, post := range q.Posts {
+		if _, err := tx.PutOutbox(OutboxEntry{Account: post.Account, Conversation: post.Conversation, Thread: t.ID,
+			Op: OpQuestion, Question: q.ID, ReplyTo: replyTo[post.Conversation], Status: OutboxPending, Created: now}); err != nil {
+			return err
+		}
+	}
+	r.Status, r.Question, r.Checkpoint = RunWaitingHuman, q.ID, res.Checkpoint
+	if _, err := tx.PutRun(*r); err != nil {
+		return err
+	}
+	if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunWaitingHuman, "question": q.ID, "kind": q.Kind, "tool": q.Tool, "args_hash": q.ArgsHash}), At: now}); err != nil {
+		return err
+	}
+	for _, id := range r.Items {
+		it, err := tx.Item(id)
+		if err != nil {
+			return err
+		}
+		if it.Status == ItemProcessing {
+			it.Status = ItemDone
+			if _, err := tx.PutItem(it); err != nil {
+				return err
+			}
+		}
+	}
+	e.activity(tx, Activity{Event: "question.asked", Summary: fmt.Sprintf("@%s asks (%s %d): %s", job.Bot.Handle, q.Kind, q.ID, firstLine(q.Text, 120)), Thread: t.ID, Actor: r.Bot, Run: r.ID})
+	return nil
+}
+
+// newToken returns a fresh 12-character lowercase base32 token (60 random bits)
+// not used by any stored question.
+func newToken(tx ReadTx) (string, error) {
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding)
+	for range 8 {
+		b := make([]byte, 8)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		tok := strings.ToLower(enc.EncodeToString(b))[:12]
+		if _, err := tx.QuestionByToken(tok); errors.Is(err, ErrNotFound) {
+			return tok, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+	return "", errors.New("could not find an unused question token")
+}
+
+// Answer records a person's answer to a question (DESIGN.md §5): only from an
+// authorized human, first valid answer wins, stored before anything visible
+// changes. An accepted answer queues a resume item for the bot and one OpResolve
+// outbox entry per post of the question. It never blocks on a platform, so an
+// adapter can call it before acknowledging a click. Errors are store failures;
+// refusals are outcomes.
+func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
+	var res AnswerResult
+	var wake string
+	err := e.store.Update(ctx, func(tx Tx) error {
+		wake = ""
+		var q Question
+		var err error
+		switch {
+		case a.Token != "":
+			q, err = tx.QuestionByToken(a.Token)
+		case a.Question != 0:
+			q, err = tx.Question(a.Question)
+		default:
+			err = ErrNotFound
+		}
+		if errors.Is(err, ErrNotFound) {
+			res = AnswerResult{Outcome: AnswerUnknown}
+			return nil
+		} else if err != nil {
+			return err
+		}
+		res = AnswerResult{Question: q}
+		opts := q.Options()
+		switch {
+		case q.Status != QuestionPending:
+			res.Outcome = AnswerDecided
+			return nil
+		case a.Choice >= len(opts) || a.Choice < -1 || (a.Choice == -1 && (q.Kind == QuestionApproval || strings.TrimSpace(a.Text) == "")):
+			res.Outcome = AnswerUnknown
+			return nil
+		}
+		ok, err := e.authorizedTx(tx, q, a.Actor)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			res.Outcome = AnswerForbidden
+			return nil
+		}
+		text := a.Text
+		if a.Choice >= 0 {
+			text = opts[a.Choice]
+		}
+		q, err = e.decideTx(tx, q, QuestionAnswered, a.Choice, text, a.Actor, a.Name, a.Account)
+		if err != nil {
+			return err
+		}
+		res = AnswerResult{Outcome: AnswerAccepted, Question: q}
+		wake = strings.TrimPrefix(string(q.Bot), "bot:")
+		return nil
+	})
+	if err != nil {
+		return AnswerResult{}, err
+	}
+	if wake != "" {
+		e.wake(wake)
+		e.kickOutbox()
+	}
+	return res, nil
+}
+
+// decideTx stores a decision (answered or expired), queues the resume item and the
+// OpResolve entries, and records it in the activity log.
+func (e *Engine) decideTx(tx Tx, q Question, status QuestionStatus, choice int, text string, who ActorID, name string, via AccountID) (Question, error) {
+	now := e.clock.Now()
+	q.Status, q.Choice, q.Answer, q.AnsweredAt = status, choice, text, now
+	q.AnsweredBy, q.AnsweredByName, q.AnsweredVia = who, name, via
+	if q.AnsweredByName == "" {
+		q.AnsweredByName = string(who)
+	}
+	q, err := tx.PutQuestion(q)
+	if err != nil {
+		return q, err
+	}
+	if _, err := tx.PutItem(InboxItem{Actor: q.Bot, Thread: q.Thread, Kind: ItemResume, Run: q.Run, Status: ItemQueued, Created: now}); err != nil {
+		return q, err
+	}
+	for _, p := range q.Posts {
+		if _, err := tx.PutOutbox(OutboxEntry{Account: p.Account, Conversation: p.Conversation, Thread: q.Thread,
+			Op: OpResolve, Question: q.ID, Status: OutboxPending, Created: now}); err != nil {
+			return q, err
+		}
+	}
+	summary := fmt.Sprintf("question %d (%s", q.ID, q.Kind)
+	if q.Tool != "" {
+		summary += " of " + q.Tool + " args sha256:" + q.ArgsHash
+	}
+	summary += "): " + q.Decision()
+	if via != "" {
+		summary += " via " + string(via)
+	}
+	e.activity(tx, Activity{Event: "question." + string(status), Summary: summary, Thread: q.Thread, Actor: who, Run: q.Run})
+	return q, nil
+}
+
+// authorizedTx reports whether actor may answer q: the bot's approvers, else the
+// global approvers, else the humans who have posted in the thread. An empty actor
+// fails closed.
+func (e *Engine) authorizedTx(tx ReadTx, q Question, actor ActorID) (bool, error) {
+	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
+		return false, nil
+	}
+	if b, ok := e.bots[strings.TrimPrefix(string(q.Bot), "bot:")]; ok && len(b.Approvers) > 0 {
+		return slices.Contains(b.Approvers, actor), nil
+	}
+	if len(e.approvers) > 0 {
+		return slices.Contains(e.approvers, actor), nil
+	}
+	t, err := tx.Thread(q.Thread)
+	if err != nil {
+		return false, err
+	}
+	return t.HasParticipant(actor), nil
+}
+
+// answerByReplyTx answers the thread's oldest pending ask_human question with a
+// human's reply (DESIGN.md §5: a free-text question is answered by the next human
+// reply; with choices, a reply equal to a choice). It returns the asking bot's
+// handle, whose message item the caller then suppresses, or "".
+func (e *Engine) answerByReplyTx(tx Tx, t *Thread, in Inbound, name string) (string, error) {
+	pending, err := tx.Questions(true, 0)
+	if err != nil {
+		return "", err
+	}
+	for _, q := range pending {
+		if q.Thread != t.ID || q.Kind != QuestionAsk {
+			continue
+		}
+		choice := -1
+		if len(q.Choices) > 0 {
+			for i, c := range q.Choices {
+				if strings.EqualFold(strings.TrimSpace(in.Text), strings.TrimSpace(c)) {
+					choice = i
+				}
+			}
+			if choice < 0 {
+				continue
+			}
+		}
+		ok, err := e.authorizedTx(tx, q, in.SenderID)
+		if err != nil || !ok {
+			return "", err
+		}
+		text := in.Text
+		if choice >= 0 {
+			text = q.Choices[choice]
+		}
+		if _, err := e.decideTx(tx, q, QuestionAnswered, choice, text, in.SenderID, name, in.Account); err != nil {
+			return "", err
+		}
+		return strings.TrimPrefix(string(q.Bot), "bot:"), nil
+	}
+	return "", nil
+}
+
+// Questions lists questions, oldest first; with pendingOnly only those waiting.
+// It is the audit of decisions behind `openbot approvals list`.
+func (e *Engine) Questions(ctx context.Context, pendingOnly bool) ([]Question, error) {
+	var out []Question
+	err := e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		out, err = tx.Questions(pendingOnly, 0)
+		return err
+	})
+	return out, err
+}
+
+// expire rejects every pending question past its Expires time (DESIGN.md §5): the
+// run resumes with the rejection and the posts show it. It returns how many expired.
+func (e *Engine) expire(ctx context.Context) (int, error) {
+	now := e.clock.Now()
+	var due []Question
+	if err := e.store.View(ctx, func(tx ReadTx) error {
+		pending, err := tx.Questions(true, 0)
+		for _, q := range pending {
+			if !q.Expires.IsZero() && !now.Before(q.Expires) {
+				due = append(due, q)
+			}
+		}
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, q := range due {
+		err := e.store.Update(ctx, func(tx Tx) error {
+			cur, err := tx.Question(q.ID)
+			if err != nil || cur.Status != QuestionPending {
+				return err
+			}
+			_, err = e.decideTx(tx, cur, QuestionExpired, ChoiceReject, "expired", SystemActor, "expiry", "")
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		n++
+		e.wake(strings.TrimPrefix(string(q.Bot), "bot:"))
+	}
+	if n > 0 {
+		e.kickOutbox()
+	}
+	return n, nil
+}
+
+// expiryLoop runs expire every interval until ctx is done.
+func (e *Engine) expiryLoop(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := e.expire(ctx); err != nil && ctx.Err() == nil {
+			e.log.Error("question expiry", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// QuestionText renders a question as plain text, for adapters without buttons:
+// the question, an approval's tool and arguments, the options, and how to answer.
+func QuestionText(q Question, bot string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "❓ @%s asks (question %d): %s", bot, q.ID, q.Text)
+	if q.Kind == QuestionApproval {
+		args := string(q.Args)
+		if r := []rune(args); len(r) > 800 {
+			args = string(r[:800]) + "…"
+		}
+		fmt.Fprintf(&b, "\nTool: %s\n```\n%s\n```", q.Tool, args)
+	}
+	if opts := q.Options(); len(opts) > 0 {
+		fmt.Fprintf(&b, "\nOptions: %s", strings.Join(opts, " / "))
+	} else {
+		b.WriteString("\nReply in this thread to answer.")
+	}
+	return b.String()
+}
