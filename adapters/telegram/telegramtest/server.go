@@ -6,7 +6,8 @@
 // editMessageText, editMessageReplyMarkup, answerCallbackQuery, sendChatAction,
 // setWebhook and deleteWebhook for any number of bots, records every call with its
 // parameters, and can be scripted to fail calls (429 with retry_after, "can't parse
-// entities", 403 blocked, …).
+// entities", 403 blocked, …). CallbackUpdate builds inline-button clicks and
+// Buttons reads the inline keyboard a client sent.
 package telegramtest
 
 import (
