@@ -1,10 +1,11 @@
 // Package slacktest is a fake Slack for tests: an httptest server on 127.0.0.1 that
 // the real slack-go client talks to through slack.OptionAPIURL(s.APIURL()). It
 // answers the Web API methods openbot uses (auth.test, chat.postMessage, chat.update,
-// users.info, reactions.add, reactions.remove, apps.connections.open), runs a Socket
-// Mode websocket endpoint that says hello and can push envelopes, records every call
-// and every ack, and can be scripted to fail a method once (a 429 with Retry-After,
-// an ok:false error). Payload shapes follow the fixtures in testdata (Slack's wire
+// chat.postEphemeral, users.info, reactions.add, reactions.remove,
+// apps.connections.open), runs a Socket Mode websocket endpoint that says hello and
+// can push envelopes (events and block_actions clicks, see Click), records every
+// call and every ack, and can be scripted to fail a method once (a 429 with
+// Retry-After, an ok:false error). Payload shapes follow the fixtures in testdata (Slack's wire
 // format, fixtures API_NOTES.md).
 package slacktest
 
@@ -87,6 +88,7 @@ type Server struct {
 	acks     []Ack
 	users    map[string]User
 	fail     map[string][]failure
+	holds    map[string]chan struct{}
 	seq      int
 	conns    []*wsConn
 	dialed   int
@@ -122,6 +124,7 @@ func New(opts Options) *Server {
 		changed: make(chan struct{}),
 		users:   map[string]User{},
 		fail:    map[string][]failure{},
+		holds:   map[string]chan struct{}{},
 	}
 	// slack-go dials with "Origin: https://api.slack.com", which gorilla's default
 	// same-origin check refuses.
@@ -188,6 +191,27 @@ func (s *Server) FailAfter(method string, skip, status int, slackErr string, ret
 		slackErr = "ratelimited"
 	}
 	s.fail[method] = append(s.fail[method], failure{skip: skip, status: status, slackErr: slackErr, retryAfter: int(retryAfter / time.Second)})
+}
+
+// Hold makes calls of method wait, after they are recorded, until release is
+// called (or the client gives up), so a test can see what happens while a Web API
+// call is in flight. release is idempotent.
+func (s *Server) Hold(method string) (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.holds[method] = ch
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.holds[method] == ch {
+				delete(s.holds, method)
+			}
+			s.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 // Calls returns a copy of every recorded Web API call, oldest first.
@@ -419,8 +443,16 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			s.fail[method] = q[1:]
 		}
 	}
+	hold := s.holds[method]
 	s.mu.Unlock()
 
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if f != nil {
 		if f.retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
@@ -459,6 +491,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": ts, "message": msg})
 	case "chat.update":
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": call.Form.Get("ts"), "text": call.Form.Get("text")})
+	case "chat.postEphemeral":
+		s.mu.Lock()
+		s.seq++
+		ts := fmt.Sprintf("1767300000.%06d", s.seq)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "message_ts": ts})
 	case "users.info":
 		s.mu.Lock()
 		u, ok := s.users[call.Form.Get("user")]
