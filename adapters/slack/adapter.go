@@ -31,10 +31,12 @@ const (
 )
 
 // Engine is the part of core.Engine the adapter needs: the durable, exactly-once
-// ingestion of one inbound message (DESIGN.md §4). Ingest must be safe for concurrent
-// use.
+// ingestion of one inbound message (DESIGN.md §4) and the answer to a question from
+// a verified button click (DESIGN.md §5, issue 7 item 3), each one short store
+// transaction. Both must be safe for concurrent use.
 type Engine interface {
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
+	Answer(ctx context.Context, ans core.Answer) (core.AnswerResult, error)
 }
 
 // Options configures an Adapter (issue 3 item 1). Name, BotToken and Engine are
@@ -95,8 +97,8 @@ const (
 	userInfoTimeout = 2 * time.Second  // users.info while answering an event
 )
 
-// Adapter is one Slack app. It implements core.Adapter, core.Runner and
-// core.WebhookMounter. Its methods are safe for concurrent use.
+// Adapter is one Slack app. It implements core.Adapter, core.QuestionAdapter,
+// core.Runner and core.WebhookMounter. Its methods are safe for concurrent use.
 type Adapter struct {
 	name    string
 	bot     string
@@ -116,6 +118,7 @@ type Adapter struct {
 	users    *userCache
 	progress *progressMap
 	working  *working
+	bg       *background
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded
@@ -194,6 +197,7 @@ func New(opts Options) (*Adapter, error) {
 		users:    newUserCache(1000, time.Hour),
 		progress: newProgressMap(1024),
 		working:  newWorking(1024),
+		bg:       newBackground(maxBackground),
 	}
 	for _, b := range opts.Bots {
 		a.bots[strings.ToLower(b.Handle)] = b
@@ -254,8 +258,10 @@ func (a *Adapter) identity(ctx context.Context) (identity, error) {
 // with backoff), then in socket mode runs the Socket Mode connection, reconnecting
 // with backoff, until ctx is done; in http mode it just waits for ctx (events arrive
 // through MountHTTP's handlers). It returns nil when ctx is done and an error when
-// the credentials are refused for good (invalid_auth, account_inactive, …).
+// the credentials are refused for good (invalid_auth, account_inactive, …). Before
+// returning it waits up to 5 s for notices still being sent after button clicks.
 func (a *Adapter) Run(ctx context.Context) error {
+	defer a.bg.wait(drainGrace)
 	bo := newBackoff(time.Second, 5*time.Minute)
 	for {
 		_, err := a.identity(ctx)

@@ -32,6 +32,9 @@ type fakeEngine struct {
 	changed chan struct{}
 	gate    chan struct{} // when set, Ingest waits for it (or ctx) first
 	woken   []string      // IngestResult.Woken for new messages
+	answers []core.Answer
+	// answerFn decides Answer's result; nil accepts every answer.
+	answerFn func(core.Answer) (core.AnswerResult, error)
 }
 
 func newFakeEngine() *fakeEngine {
@@ -61,6 +64,43 @@ func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 	}
 	f.seen[in.DedupKey] = true
 	return core.IngestResult{Thread: 1, Message: core.MessageID(len(f.got)), Woken: f.woken}, nil
+}
+
+// Answer records ans and returns what answerFn says (default: accepted).
+func (f *fakeEngine) Answer(ctx context.Context, ans core.Answer) (core.AnswerResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, ans)
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+	if f.answerFn != nil {
+		return f.answerFn(ans)
+	}
+	return core.AnswerResult{Outcome: core.AnswerAccepted}, nil
+}
+
+func (f *fakeEngine) answered() []core.Answer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.Answer(nil), f.answers...)
+}
+
+// waitAnswers polls (with a deadline) until n answers were recorded.
+func (f *fakeEngine) waitAnswers(t *testing.T, n int) []core.Answer {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		if got := f.answered(); len(got) >= n {
+			return got
+		}
+		select {
+		case <-f.changed:
+		case <-deadline:
+			t.Fatalf("waited for %d answers, got %d", n, len(f.answered()))
+		}
+	}
 }
 
 func (f *fakeEngine) inbounds() []core.Inbound {
@@ -125,6 +165,7 @@ func newEnv(t *testing.T, mut func(*Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { a.bg.wait(10 * time.Second) }) // notices log through t
 	mux := http.NewServeMux()
 	a.MountHTTP(mux)
 	return &env{slack: srv, engine: eng, a: a, mux: mux}

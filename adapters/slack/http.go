@@ -142,9 +142,12 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveInteractive acknowledges button clicks (block_actions). The payload is
-// verified and parsed; acting on it belongs to the approvals issue, so for now the
-// click is logged and answered 200.
+// serveInteractive handles button clicks (block_actions; issue 7 item 3). The
+// request is verified before anything is parsed; a click on a question button is
+// answered through Engine.Answer (one store transaction, no Web API call), then
+// Slack gets its 200 well within its 3 seconds, and only after that the private
+// notice (not an approver, already decided) is sent, in the adapter's background.
+// Every verified, well-formed request gets 200, whatever the outcome.
 func (a *Adapter) serveInteractive(w http.ResponseWriter, r *http.Request) {
 	body, ok := a.readVerified(w, r)
 	if !ok {
@@ -160,15 +163,8 @@ func (a *Adapter) serveInteractive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad payload", http.StatusBadRequest)
 		return
 	}
-	a.handleInteraction(cb)
+	notice := a.handleClick(r.Context(), cb, false)
+	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
-}
-
-// handleInteraction records a button click. Answering questions is not wired yet.
-func (a *Adapter) handleInteraction(cb slack.InteractionCallback) {
-	var action string
-	if len(cb.ActionCallback.BlockActions) > 0 {
-		action = cb.ActionCallback.BlockActions[0].ActionID
-	}
-	a.log.Info("slack interaction received", "type", string(cb.Type), "user", cb.User.ID, "action", action)
+	a.notify(r.Context(), notice)
 }

@@ -36,6 +36,8 @@ var permanentErrors = map[string]bool{
 	"msg_too_long": true, "no_text": true, "invalid_blocks": true, "msg_blocks_too_long": true,
 	"invalid_arguments": true, "team_access_not_granted": true, "ekm_access_denied": true,
 	"too_many_attachments": true, "invalid_thread_ts": true, "cannot_reply_to_message": true,
+	"message_not_found": true, "cant_update_message": true, "edit_window_closed": true,
+	"user_not_in_channel": true,
 }
 
 // mapError turns a slack-go error into a core.DeliveryError: a 429 (slack-go's

@@ -50,7 +50,8 @@ func (a *Adapter) runSocketLoop(ctx context.Context) error {
 // runSocket runs one socketmode.Client until it fails or ctx is done. Three
 // goroutines, all joined before it returns: the client's RunContext, a reader that
 // acks every envelope the moment it arrives, before any other work (issue 3 item 2),
-// and one processor that ingests acked events in arrival order.
+// and one processor that ingests acked events and answers acked button clicks
+// (issue 7 item 3) in arrival order.
 func (a *Adapter) runSocket(ctx context.Context) error {
 	smc := socketmode.New(a.api, socketmode.OptionLog(slogPrinter{a.log}))
 	sockCtx, cancel := context.WithCancel(ctx)
@@ -63,7 +64,7 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(drainGrace, procCancel) })
 	defer stopGrace()
 
-	queue := make(chan slackevents.EventsAPIEvent, socketQueue)
+	queue := make(chan socketItem, socketQueue)
 	var (
 		wg     sync.WaitGroup
 		runErr error
@@ -77,12 +78,16 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 		a.readSocket(sockCtx, smc, queue)
 	})
 	wg.Go(func() {
-		for ev := range queue {
+		for it := range queue {
 			if procCtx.Err() != nil {
-				a.log.Error("slack event dropped at shutdown after ack", "type", ev.InnerEvent.Type)
+				a.log.Error("slack event dropped at shutdown after ack", "type", it.kind())
 				continue
 			}
-			followUp, err := a.handleEvent(procCtx, ev)
+			if it.click != nil {
+				a.notify(procCtx, a.handleClick(procCtx, *it.click, true))
+				continue
+			}
+			followUp, err := a.handleEvent(procCtx, it.event)
 			if err != nil {
 				a.log.Error("slack event not stored", "err", err)
 			} else if followUp != nil {
@@ -95,7 +100,7 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 }
 
 // readSocket acks and dispatches socketmode events until ctx is done.
-func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue chan<- slackevents.EventsAPIEvent) {
+func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue chan<- socketItem) {
 	for {
 		var evt socketmode.Event
 		select {
@@ -129,16 +134,36 @@ func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue 
 				a.log.Debug("slack envelope retry", "attempt", evt.Request.RetryAttempt, "reason", evt.Request.RetryReason)
 			}
 			select {
-			case queue <- ev:
+			case queue <- socketItem{event: ev}:
 			case <-ctx.Done():
 				return
 			}
 		case socketmode.EventTypeInteractive:
-			if cb, ok := evt.Data.(slack.InteractionCallback); ok {
-				a.handleInteraction(cb)
+			cb, ok := evt.Data.(slack.InteractionCallback)
+			if !ok {
+				continue
+			}
+			select {
+			case queue <- socketItem{click: &cb}:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}
+}
+
+// socketItem is one acked envelope waiting for the processor: an Events API event
+// or an interaction (a button click).
+type socketItem struct {
+	event slackevents.EventsAPIEvent
+	click *slack.InteractionCallback
+}
+
+func (it socketItem) kind() string {
+	if it.click != nil {
+		return "interactive"
+	}
+	return it.event.InnerEvent.Type
 }
 
 // errorOf extracts a loggable error from socketmode's event data.
