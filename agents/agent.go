@@ -81,6 +81,10 @@ type Options struct {
 	Memory MemoryRecaller
 	// Clock measures step durations; nil is the system clock.
 	Clock core.Clock
+
+	// Test hooks: the first retry backoff (default 500ms) and the retry wait.
+	retryInitial time.Duration
+	sleep        func(ctx context.Context, d time.Duration) error
 }
 
 // Agent implements core.Agent. It is safe for concurrent use by many runs.
@@ -88,7 +92,7 @@ type Agent struct {
 	opts    Options
 	log     *slog.Logger
 	clients map[string]*providerClient
-	history []Tool // read_history, recall_messages
+	history []Tool // read_history, recall_messages, ask_human
 }
 
 type providerClient struct {
@@ -147,14 +151,21 @@ func New(opts Options) (*Agent, error) {
 			base = hc.Transport
 		}
 	}
-	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: HistoryTools()}
+	if opts.retryInitial <= 0 {
+		opts.retryInitial = defaultRetryInitial
+	}
+	if opts.sleep == nil {
+		opts.sleep = sleepCtx
+	}
+	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: BuiltinTools()}
 	for name, p := range opts.Providers {
 		cfg := openai.DefaultConfig(p.APIKey)
 		if p.BaseURL != "" {
 			cfg.BaseURL = p.BaseURL
 		}
 		c := hc
-		c.Transport = &transport{base: base, headers: p.Headers}
+		c.Transport = &transport{base: base, headers: p.Headers, log: opts.Logger.With("provider", name),
+			retries: DefaultModelRetries, initial: opts.retryInitial, sleep: opts.sleep}
 		cfg.HTTPClient = &c
 		a.clients[name] = &providerClient{name: name, prov: p, client: openai.NewClientWithConfig(cfg)}
 	}
@@ -188,7 +199,8 @@ func (a *Agent) provider(bot core.BotProfile) (*providerClient, string, error) {
 }
 
 // tools returns the tools offered to the model: the bot's selection from the
-// registry plus the history tools, and the selected names that matched nothing.
+// registry plus the built-in tools (BuiltinTools), and the selected names that
+// matched nothing.
 func (a *Agent) tools(bot core.BotProfile) ([]Tool, []string) {
 	var names []string
 	for _, n := range bot.Tools {
@@ -224,9 +236,19 @@ func (a *Agent) maxModelCalls(bot core.BotProfile) int {
 }
 
 // Execute implements core.Agent: it unrolls the thread, runs the model/tool loop
-// and returns the final reply text. The returned Result carries the usage so far
-// even when err is not nil. Errors: ErrModelCallLimit, *ModelError for a failed
-// model call, ErrUnknownProvider, or ctx's error (run timeout, cancellation).
+// and returns the final reply text. The returned Result carries the usage of this
+// call (not of earlier segments of a resumed run) even when err is not nil.
+//
+// A call to ask_human, or to a tool in the bot's ApprovalTools, pauses the run
+// (DESIGN.md §5, seed §7): Result.Pause says what to ask and Result.Checkpoint is
+// the transcript to resume from. With job.Resume set, Execute restores
+// job.Run.Checkpoint, feeds the answer to the paused tool call (running an
+// approved tool with exactly the approved arguments) and goes on with the loop.
+//
+// Errors: ErrModelCallLimit, *ModelError for a failed model call (also an empty
+// answer, a cut-off or truncated stream), ErrBadCheckpoint for a resume that
+// cannot be restored, ErrUnknownProvider, or ctx's error (run timeout,
+// cancellation).
 func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
 	if job == nil || job.Env == nil {
 		return core.Result{}, errors.New("agents: job has no run environment")
@@ -238,35 +260,54 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 		return core.Result{}, err
 	}
 	tools, unavailable := a.tools(job.Bot)
-	v, err := unroll(ctx, job, a.opts.Limits)
-	if err != nil {
-		return core.Result{}, fmt.Errorf("unroll thread: %w", err)
-	}
-	in := promptInput{job: job, view: v, tools: tools, unavailable: unavailable}
-	for _, t := range tools {
-		if t.Name() == "todo_write" {
-			in.hasTodo = true
-		}
-	}
-	if in.hasTodo {
-		if in.todo, err = job.Env.Todo(ctx); err != nil {
-			a.log.Warn("read todo list", "bot", job.Bot.Handle, "thread", job.Thread.ID, "err", err)
-		}
-	}
-	if a.opts.Memory != nil && job.Bot.Memory {
-		if in.memories, err = a.opts.Memory.Recall(ctx, job.Bot, triggerText(job), memoryLimit); err != nil {
-			a.log.Warn("recall memories", "bot", job.Bot.Handle, "err", err)
-		}
-	}
 	r := &run{
 		agent: a,
 		job:   job,
 		pc:    pc,
 		model: model,
 		tools: tools,
-		in:    in,
 		max:   a.maxModelCalls(job.Bot),
 	}
-	reply, err := r.loop(ctx)
-	return core.Result{Reply: reply, Usage: r.usage}, err
+	if job.Resume != nil {
+		// The prompt comes from the checkpoint, exactly as the model saw it.
+		r.in = promptInput{job: job, view: &view{triggers: map[core.MessageID]bool{}}, tools: tools, unavailable: unavailable}
+		if err := r.restore(job.Run.Checkpoint); err != nil {
+			return core.Result{}, err
+		}
+		if err := r.resume(ctx, job.Resume); err != nil {
+			return core.Result{Usage: r.segmentUsage()}, err
+		}
+	} else {
+		v, err := unroll(ctx, job, a.opts.Limits)
+		if err != nil {
+			return core.Result{}, fmt.Errorf("unroll thread: %w", err)
+		}
+		in := promptInput{job: job, view: v, tools: tools, unavailable: unavailable}
+		for _, t := range tools {
+			if t.Name() == "todo_write" {
+				in.hasTodo = true
+			}
+		}
+		if in.hasTodo {
+			if in.todo, err = job.Env.Todo(ctx); err != nil {
+				a.log.Warn("read todo list", "bot", job.Bot.Handle, "thread", job.Thread.ID, "err", err)
+			}
+		}
+		if a.opts.Memory != nil && job.Bot.Memory {
+			if in.memories, err = a.opts.Memory.Recall(ctx, job.Bot, triggerText(job), memoryLimit); err != nil {
+				a.log.Warn("recall memories", "bot", job.Bot.Handle, "err", err)
+			}
+		}
+		r.in = in
+	}
+	reply, pause, err := r.loop(ctx)
+	res := core.Result{Reply: reply, Usage: r.segmentUsage()}
+	if err == nil && pause != nil {
+		cp, err := r.snapshot(true)
+		if err != nil {
+			return res, fmt.Errorf("save the checkpoint of the paused run: %w", err)
+		}
+		res.Reply, res.Pause, res.Checkpoint = "", pause, cp
+	}
+	return res, err
 }

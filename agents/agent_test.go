@@ -141,7 +141,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("requests = %d, want 2", len(reqs))
 	}
-	if got, want := reqs[0].ToolNames(), []string{"lookup", ReadHistoryName, RecallMessagesName}; !slices.Equal(got, want) {
+	if got, want := reqs[0].ToolNames(), []string{"lookup", ReadHistoryName, RecallMessagesName, AskHumanName}; !slices.Equal(got, want) {
 		t.Errorf("tools offered = %v, want %v", got, want)
 	}
 	params, _ := json.Marshal(reqs[0].Body.Tools[0].Function.Parameters)
@@ -347,7 +347,7 @@ func TestToolResultRendering(t *testing.T) {
 		{"empty result", []string{NoOutput}},
 		{"tool error", []string{"error: ", "file not found: a.txt"}},
 		{"capped", []string{strings.Repeat("x", 100) + "</untrusted>", "output truncated: showing the first 100 of 500"}},
-		{"unknown tool", []string{`no tool named "no_such_tool"`, "Available tools: big, boom, empty, fail, read_history, recall_messages"}},
+		{"unknown tool", []string{`no tool named "no_such_tool"`, "Available tools: ask_human, big, boom, empty, fail, read_history, recall_messages"}},
 		{"invalid JSON", []string{"not valid JSON"}},
 		{"panic", []string{"error: the tool boom failed unexpectedly"}},
 	}
@@ -377,7 +377,7 @@ func TestBotWithoutToolNeverSeesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := srv.Requests()[0]
-	if got, want := req.ToolNames(), []string{ReadHistoryName, RecallMessagesName}; !slices.Equal(got, want) {
+	if got, want := req.ToolNames(), []string{ReadHistoryName, RecallMessagesName, AskHumanName}; !slices.Equal(got, want) {
 		t.Errorf("tools = %v, want only %v", got, want)
 	}
 	if strings.Contains(string(req.Raw), "shell") || strings.Contains(string(req.Raw), "gh__pr") {
@@ -397,7 +397,7 @@ func TestUnavailableToolIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := srv.Requests()[0]
-	if got, want := req.ToolNames(), []string{"shell", ReadHistoryName, RecallMessagesName}; !slices.Equal(got, want) {
+	if got, want := req.ToolNames(), []string{"shell", ReadHistoryName, RecallMessagesName, AskHumanName}; !slices.Equal(got, want) {
 		t.Errorf("tools = %v, want %v", got, want)
 	}
 	if sys := systemText(t, req); !strings.Contains(sys, "unavailable right now: github") {
@@ -484,10 +484,13 @@ func TestModelCallLimit(t *testing.T) {
 
 func TestModelErrorNamesStatus(t *testing.T) {
 	srv := openaitest.New(t)
-	srv.Enqueue(openaitest.Error(http.StatusInternalServerError, "upstream overloaded for key "+testKey))
+	// The first try and DefaultModelRetries retries all fail.
+	for range 1 + DefaultModelRetries {
+		srv.Enqueue(openaitest.Error(http.StatusInternalServerError, "upstream overloaded for key "+testKey))
+	}
 	env := &fakeEnv{}
 	trig := env.add(alice, "Alice", "hi")
-	_, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+	_, err := execute(t, newAgent(t, srv, nil, fastRetry), newJob(env, chief, false, trig))
 	var me *ModelError
 	if !errors.As(err, &me) || me.Status != 500 {
 		t.Fatalf("err = %v, want a ModelError with status 500", err)

@@ -25,9 +25,14 @@ type run struct {
 	in    promptInput
 	max   int
 
+	// prompt is the system prompt and history restored from a checkpoint (a
+	// resumed run); nil builds them from in.
+	prompt     []openai.ChatCompletionMessage
 	transcript []openai.ChatCompletionMessage // this run's assistant and tool messages
-	usage      core.Usage
-	trimmed    bool // the one context-length retry was used
+	pending    *pendingTurn                   // tool calls of the last turn not all resolved
+	usage      core.Usage                     // cumulative over the run's segments
+	base       core.Usage                     // usage before this Execute call
+	trimmed    bool                           // the one context-length retry was used
 }
 
 // turn is one assembled model response.
@@ -38,19 +43,27 @@ type turn struct {
 	usage   openai.Usage
 }
 
-// loop calls the model until it answers without tool calls (seed §6).
-func (r *run) loop(ctx context.Context) (string, error) {
+// loop calls the model until it answers without tool calls (seed §6), or a tool
+// call waits for a person: then it returns the pause.
+func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 	defs := toolDefs(r.tools)
 	for {
 		if err := ctx.Err(); err != nil {
-			return "", fmt.Errorf("run stopped: %w", context.Cause(ctx))
+			return "", nil, fmt.Errorf("run stopped: %w", context.Cause(ctx))
+		}
+		if r.pending != nil {
+			p, err := r.advance(ctx)
+			if err != nil || p != nil {
+				return "", p, err
+			}
+			continue
 		}
 		if r.usage.ModelCalls >= r.max {
-			return "", fmt.Errorf("%w: the run made %d model calls without finishing", ErrModelCallLimit, r.max)
+			return "", nil, fmt.Errorf("%w: the run made %d model calls without finishing", ErrModelCallLimit, r.max)
 		}
 		msgs := r.messages()
 		start := r.agent.opts.Clock.Now()
-		t, err := r.callModel(ctx, msgs, defs)
+		t, retries, err := r.callModel(ctx, msgs, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
 		r.usage.ModelCalls++
 		r.usage.PromptTokens += t.usage.PromptTokens
@@ -59,6 +72,9 @@ func (r *run) loop(ctx context.Context) (string, error) {
 			"model": r.model, "provider": r.pc.name, "messages": len(msgs),
 			"prompt_tokens": t.usage.PromptTokens, "completion_tokens": t.usage.CompletionTokens,
 			"duration_ms": dur.Milliseconds(), "finish_reason": t.finish, "tool_calls": len(t.calls),
+		}
+		if retries > 0 {
+			ev["retries"] = retries
 		}
 		if err != nil {
 			ev["error"] = err.Error()
@@ -74,33 +90,52 @@ func (r *run) loop(ctx context.Context) (string, error) {
 					continue
 				}
 			}
-			return "", err
+			return "", nil, err
 		}
 		assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: t.content, ToolCalls: t.calls}
 		r.transcript = append(r.transcript, assistant)
-		r.checkpoint(ctx)
 		if len(t.calls) == 0 {
-			return strings.TrimSpace(t.content), nil
+			r.checkpoint(ctx)
+			return strings.TrimSpace(t.content), nil, nil
 		}
-		r.transcript = append(r.transcript, r.runTools(ctx, t.calls)...)
+		r.pending = r.classify(t.calls)
 		r.checkpoint(ctx)
 	}
 }
 
+// promptMessages are the system prompt and the unrolled history: restored from
+// the checkpoint for a resumed run, else built from the thread.
+func (r *run) promptMessages() []openai.ChatCompletionMessage {
+	if r.prompt != nil {
+		return r.prompt
+	}
+	hist := render(r.in.view, r.job.Bot, r.agent.opts.Limits.HistoryTokenBudget*4)
+	out := make([]openai.ChatCompletionMessage, 0, 1+len(hist))
+	out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(r.in)})
+	return append(out, hist...)
+}
+
 // messages is the full request: system prompt, unrolled history, transcript.
 func (r *run) messages() []openai.ChatCompletionMessage {
-	hist := render(r.in.view, r.job.Bot, r.agent.opts.Limits.HistoryTokenBudget*4)
-	out := make([]openai.ChatCompletionMessage, 0, 1+len(hist)+len(r.transcript))
-	out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(r.in)})
-	out = append(out, hist...)
+	p := r.promptMessages()
+	out := make([]openai.ChatCompletionMessage, 0, len(p)+len(r.transcript))
+	out = append(out, p...)
 	return append(out, r.transcript...)
 }
 
 // trim shrinks the request after a context-length error: it halves the unrolled
-// history, else drops the older half of this run's tool exchanges (an assistant
-// message with tool calls always goes together with its tool results).
+// history (for a resumed run, the restored one), else drops the older half of
+// this run's tool exchanges (an assistant message with tool calls always goes
+// together with its tool results).
 func (r *run) trim() bool {
-	if r.in.view.trim() {
+	if r.prompt != nil {
+		// system, history..., and the last history message is kept.
+		if hist := len(r.prompt) - 2; hist >= 2 {
+			drop := hist / 2
+			r.prompt = append(r.prompt[:1:1], r.prompt[1+drop:]...)
+			return true
+		}
+	} else if r.in.view.trim() {
 		return true
 	}
 	// Units: indexes where an assistant message starts.
@@ -118,10 +153,15 @@ func (r *run) trim() bool {
 	return true
 }
 
-// callModel makes one streaming chat completion and assembles the response.
-func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (turn, error) {
+// callModel makes one streaming chat completion and assembles the response. It
+// also returns how many times the request was retried (see transport). A stream
+// that ends without a finish_reason or [DONE], an answer cut off at the token
+// limit, a filtered answer and an empty answer are *ModelErrors that say so.
+func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (turn, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.agent.opts.RequestTimeout)
 	defer cancel()
+	si := &streamInfo{}
+	cctx = withStreamInfo(cctx, si)
 	req := openai.ChatCompletionRequest{
 		Model:         r.model,
 		Messages:      msgs,
@@ -131,7 +171,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 	}
 	stream, err := r.pc.client.CreateChatCompletionStream(cctx, req)
 	if err != nil {
-		return turn{}, r.modelErr(ctx, cctx, err)
+		return turn{}, int(si.retries.Load()), r.modelErr(ctx, cctx, err)
 	}
 	defer stream.Close()
 	var (
@@ -146,7 +186,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 		}
 		if err != nil {
 			t.content = content.String()
-			return t, r.modelErr(ctx, cctx, err)
+			return t, int(si.retries.Load()), r.modelErr(ctx, cctx, err)
 		}
 		if chunk.Usage != nil {
 			t.usage = *chunk.Usage
@@ -166,7 +206,30 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 	}
 	t.content = content.String()
 	t.calls = asm.calls()
-	return t, nil
+	return t, int(si.retries.Load()), r.checkTurn(ctx, t, si.done.Load())
+}
+
+// checkTurn reports a complete-looking stream that is not a usable answer.
+func (r *run) checkTurn(ctx context.Context, t turn, done bool) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("run stopped during a model call: %w", context.Cause(ctx))
+	}
+	var msg string
+	switch {
+	case t.finish == "":
+		msg = "the stream ended early: no finish_reason arrived"
+	case !done:
+		msg = "the stream ended early: the server did not send [DONE]"
+	case t.finish == string(openai.FinishReasonLength):
+		msg = "the model's answer was cut off (finish_reason=length); raise the model's output token limit or ask for a shorter answer"
+	case t.finish == string(openai.FinishReasonContentFilter):
+		msg = "the model's answer was withheld by its content filter (finish_reason=content_filter)"
+	case len(t.calls) == 0 && strings.TrimSpace(t.content) == "":
+		msg = "the model returned an empty answer (no text and no tool calls)"
+	default:
+		return nil
+	}
+	return &ModelError{Provider: r.pc.name, Message: msg}
 }
 
 // callAssembler joins streamed tool-call deltas by their index, so deltas of
@@ -255,28 +318,6 @@ func toolDefs(tools []Tool) []openai.Tool {
 func (r *run) event(ctx context.Context, typ string, payload any) {
 	if err := r.job.Env.RecordEvent(ctx, typ, payload); err != nil {
 		r.agent.log.Warn("record run event", "run", r.job.Run.ID, "type", typ, "err", err)
-	}
-}
-
-// checkpointData is the transcript saved on the run after every step.
-type checkpointData struct {
-	Model      string                         `json:"model"`
-	History    []core.MessageID               `json:"history"` // thread messages shown
-	Transcript []openai.ChatCompletionMessage `json:"transcript"`
-	Usage      core.Usage                     `json:"usage"`
-}
-
-func (r *run) checkpoint(ctx context.Context) {
-	ids := make([]core.MessageID, len(r.in.view.shown))
-	for i, m := range r.in.view.shown {
-		ids[i] = m.ID
-	}
-	raw, err := json.Marshal(checkpointData{Model: r.model, History: ids, Transcript: r.transcript, Usage: r.usage})
-	if err == nil {
-		err = r.job.Env.Checkpoint(ctx, raw)
-	}
-	if err != nil {
-		r.agent.log.Warn("checkpoint run", "run", r.job.Run.ID, "err", err)
 	}
 }
 

@@ -14,11 +14,11 @@ import (
 // NoOutput is the tool result shown to the model when a tool returned nothing.
 const NoOutput = "(no output)"
 
-// runTools runs one model turn's tool calls concurrently (at most
-// Options.MaxParallelTools at a time) and returns their tool messages in call order.
-// It records a tool_call event per call before starting and a tool_result event
-// per call after all are done.
-func (r *run) runTools(ctx context.Context, calls []openai.ToolCall) []openai.ChatCompletionMessage {
+// execCalls runs tool calls concurrently (at most Options.MaxParallelTools at a
+// time), each exactly once, and returns their result texts in call order. It
+// records a tool_call event per call before starting and a tool_result event per
+// call after all are done.
+func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall) []string {
 	byName := make(map[string]Tool, len(r.tools))
 	for _, t := range r.tools {
 		byName[t.Name()] = t
@@ -52,13 +52,13 @@ func (r *run) runTools(ctx context.Context, calls []openai.ToolCall) []openai.Ch
 		}()
 	}
 	wg.Wait()
-	out := make([]openai.ChatCompletionMessage, len(calls))
+	out := make([]string, len(calls))
 	for i, c := range calls {
 		res := results[i]
 		r.event(ctx, "tool_result", map[string]any{
 			"id": c.ID, "name": c.Function.Name, "duration_ms": res.ms, "chars": res.chars, "error": res.isErr,
 		})
-		out[i] = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Name: c.Function.Name, Content: res.text}
+		out[i] = res.text
 	}
 	return out
 }

@@ -2,49 +2,306 @@ package agents
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Model call retry defaults (issue 7 item 5b).
+const (
+	// DefaultModelRetries is how many times a model request is retried after a 429,
+	// a 408, a 5xx or a network error, so a call makes at most 4 attempts.
+	DefaultModelRetries = 3
+	// defaultRetryInitial is the first backoff wait; it doubles per retry (with
+	// jitter) up to retryMaxInterval.
+	defaultRetryInitial = 500 * time.Millisecond
+	retryMaxInterval    = 8 * time.Second
+	// retryMaxWait is the longest wait accepted, Retry-After included: a server
+	// asking for more gets its error passed on instead of a retry.
+	retryMaxWait = 60 * time.Second
+	// maxJSONBody bounds a non-streaming body read for a streaming request.
+	maxJSONBody = 32 << 20
 )
 
 // transport is the http.RoundTripper under each provider's go-openai client. It
-// adds the provider's custom headers and patches chat completion request bodies so
-// that every assistant message carries a "content" field.
 //
-// go-openai v1.43 marshals ChatCompletionMessage.Content with omitempty, so an
-// assistant message that only has tool calls goes out without "content". Several
-// OpenAI-compatible servers (and some chat templates) reject or mis-render such a
-// message; OpenAI itself accepts "content":"" there. The patch adds "content":""
-// where it is missing and leaves everything else byte-for-byte as go-openai wrote
-// it apart from key order inside the patched messages.
+//   - adds the provider's custom headers;
+//   - patches chat completion request bodies so that every assistant message
+//     carries a "content" field (see patchAssistantContent);
+//   - retries a request that got 429, 408, a 5xx or a network error, at most
+//     retries times, waiting Retry-After (or retry-after-ms) when the server sent
+//     one, else exponential backoff, always bounded by the request's context;
+//   - for a streaming request, turns a plain JSON chat completion body (a server
+//     that ignores "stream":true) into the equivalent server-sent events, and
+//     records on the request's streamInfo whether "data: [DONE]" arrived.
 type transport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	log     *slog.Logger
+	retries int
+	initial time.Duration
+	sleep   func(ctx context.Context, d time.Duration) error
+}
+
+// streamInfo is what the transport learned about one streaming call; callModel
+// puts it into the request context.
+type streamInfo struct {
+	done    atomic.Bool  // "data: [DONE]" was read
+	retries atomic.Int32 // retries made
+}
+
+type streamInfoKey struct{}
+
+func withStreamInfo(ctx context.Context, si *streamInfo) context.Context {
+	return context.WithValue(ctx, streamInfoKey{}, si)
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // RoundTrip implements http.RoundTripper. It never modifies the caller's request.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	out := req.Clone(req.Context())
+	ctx := req.Context()
+	out := req.Clone(ctx)
 	for k, v := range t.headers {
 		out.Header.Set(k, v)
 	}
+	var body []byte
 	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil {
-		body, err := io.ReadAll(req.Body)
+		var err error
+		body, err = io.ReadAll(req.Body)
 		_ = req.Body.Close()
 		if err != nil {
 			return nil, err
 		}
 		body = patchAssistantContent(body)
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.ContentLength = int64(len(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	return t.base.RoundTrip(out)
+	si, _ := ctx.Value(streamInfoKey{}).(*streamInfo)
+	retriable := body != nil || req.Body == nil
+	bo := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(t.initial),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0.2),
+		backoff.WithMaxInterval(retryMaxInterval),
+		backoff.WithMaxElapsedTime(0),
+	)
+	for attempt := 0; ; attempt++ {
+		try := out
+		if body != nil {
+			try = out.Clone(ctx)
+			try.Body = io.NopCloser(bytes.NewReader(body))
+			try.ContentLength = int64(len(body))
+			try.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		resp, err := t.base.RoundTrip(try)
+		if retriable && attempt < t.retries {
+			if wait, ok := retryWait(ctx, resp, err, bo); ok {
+				status := 0
+				if resp != nil {
+					status = resp.StatusCode
+					_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+					_ = resp.Body.Close()
+				}
+				t.log.Info("model request failed; retrying", "status", status, "err", errText(err),
+					"attempt", attempt+1, "wait", wait)
+				if si != nil {
+					si.retries.Add(1)
+				}
+				if err := t.sleep(ctx, wait); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if req.Header.Get("Accept") == "text/event-stream" && resp.StatusCode == http.StatusOK {
+			resp = adaptStream(resp, si)
+		}
+		return resp, nil
+	}
 }
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// retryWait decides whether a response or error is retried and after how long:
+// network errors, 408, 429 and 5xx are; the wait is the server's Retry-After when
+// given, else the next backoff. A wait beyond retryMaxWait or past ctx's deadline
+// is not taken.
+func retryWait(ctx context.Context, resp *http.Response, err error, bo backoff.BackOff) (time.Duration, bool) {
+	if ctx.Err() != nil {
+		return 0, false
+	}
+	var wait time.Duration
+	switch {
+	case err != nil:
+		wait = bo.NextBackOff()
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
+		wait = retryAfter(resp.Header, time.Now())
+		if wait <= 0 {
+			wait = bo.NextBackOff()
+		}
+	default:
+		return 0, false
+	}
+	if wait < 0 || wait > retryMaxWait {
+		return 0, false
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
+		return 0, false
+	}
+	return wait, true
+}
+
+// retryAfter reads retry-after-ms (Azure, OpenAI) or Retry-After (seconds or an
+// HTTP date); 0 when absent or unparsable.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
+}
+
+// adaptStream prepares a 200 response to a streaming request: a JSON chat
+// completion becomes server-sent events, and the body reports [DONE] to si.
+func adaptStream(resp *http.Response, si *streamInfo) *http.Response {
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "application/json") {
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody))
+		_ = resp.Body.Close()
+		if err != nil {
+			raw = nil
+		}
+		if sse, ok := jsonToSSE(raw); ok {
+			raw = sse
+			resp.Header.Set("Content-Type", "text/event-stream")
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(raw))
+		resp.ContentLength = int64(len(raw))
+	}
+	if si != nil {
+		resp.Body = &doneTracker{rc: resp.Body, si: si}
+	}
+	return resp
+}
+
+// jsonToSSE turns a non-streaming chat completion into one stream chunk carrying
+// the whole message, finish reason and usage, then [DONE]. Anything else (an
+// error object, garbage) is left alone: go-openai reports an error object itself.
+func jsonToSSE(raw []byte) ([]byte, bool) {
+	var cc openai.ChatCompletionResponse
+	if err := json.Unmarshal(raw, &cc); err != nil || len(cc.Choices) == 0 {
+		return nil, false
+	}
+	ch := cc.Choices[0]
+	calls := make([]openai.ToolCall, len(ch.Message.ToolCalls))
+	for i, c := range ch.Message.ToolCalls {
+		idx := i
+		c.Index = &idx
+		calls[i] = c
+	}
+	usage := cc.Usage
+	chunk := openai.ChatCompletionStreamResponse{
+		ID: cc.ID, Object: "chat.completion.chunk", Created: cc.Created, Model: cc.Model,
+		Choices: []openai.ChatCompletionStreamChoice{{
+			Index: 0,
+			Delta: openai.ChatCompletionStreamChoiceDelta{
+				Role: openai.ChatMessageRoleAssistant, Content: ch.Message.Content, ToolCalls: calls,
+				ReasoningContent: ch.Message.ReasoningContent,
+			},
+			FinishReason: ch.FinishReason,
+		}},
+		Usage: &usage,
+	}
+	b, err := json.Marshal(chunk)
+	if err != nil {
+		return nil, false
+	}
+	var out bytes.Buffer
+	out.WriteString("data: ")
+	out.Write(b)
+	out.WriteString("\n\ndata: [DONE]\n\n")
+	return out.Bytes(), true
+}
+
+// doneTracker passes a stream body through and notes a "data: [DONE]" line.
+type doneTracker struct {
+	rc   io.ReadCloser
+	si   *streamInfo
+	line []byte // the current line's start, at most 32 bytes
+	long bool   // the current line is longer than that
+}
+
+func (d *doneTracker) Read(p []byte) (int, error) {
+	n, err := d.rc.Read(p)
+	for _, c := range p[:n] {
+		if c == '\n' {
+			if !d.long {
+				l := bytes.TrimSpace(d.line)
+				if rest, ok := bytes.CutPrefix(l, []byte("data:")); ok && string(bytes.TrimSpace(rest)) == "[DONE]" {
+					d.si.done.Store(true)
+				}
+			}
+			d.line, d.long = d.line[:0], false
+			continue
+		}
+		if len(d.line) >= 32 {
+			d.long = true
+			continue
+		}
+		d.line = append(d.line, c)
+	}
+	return n, err
+}
+
+func (d *doneTracker) Close() error { return d.rc.Close() }
 
 // patchAssistantContent adds "content":"" to assistant messages without a content
 // field. A body it cannot parse is returned unchanged.
+//
+// go-openai v1.43 marshals ChatCompletionMessage.Content with omitempty, so an
+// assistant message that only has tool calls goes out without "content". Several
+// OpenAI-compatible servers (and some chat templates) reject or mis-render such a
+// message; OpenAI itself accepts "content":"" there. The patch leaves everything
+// else as go-openai wrote it apart from key order inside the patched messages.
 func patchAssistantContent(body []byte) []byte {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {

@@ -61,6 +61,18 @@ type Reply struct {
 	// Wait, when not nil, holds the response until it is closed or the client goes
 	// away (the request context is done), to test timeouts and cancellation.
 	Wait <-chan struct{}
+
+	// Header is added to the response, error or not (for example Retry-After).
+	Header map[string]string
+	// Finish overrides the finish_reason ("length", "content_filter").
+	Finish string
+	// NoFinish, in streaming mode, leaves out the chunk with the finish_reason.
+	NoFinish bool
+	// NoDone, in streaming mode, ends the body without "data: [DONE]".
+	NoDone bool
+	// JSON answers a streaming request with a plain chat.completion JSON body, as
+	// a server that ignores "stream":true does.
+	JSON bool
 }
 
 // Text returns a reply with plain assistant text.
@@ -229,12 +241,15 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
+	}
 	if reply.Status != 0 {
 		writeError(w, reply)
 		return
 	}
 	reply = s.fill(reply, len(raw))
-	if req.Body.Stream {
+	if req.Body.Stream && !reply.JSON {
 		s.writeStream(w, req, reply)
 		return
 	}
@@ -287,6 +302,9 @@ func nilIfEmpty(s string) any {
 }
 
 func finishReason(r Reply) string {
+	if r.Finish != "" {
+		return r.Finish
+	}
 	if len(r.ToolCalls) > 0 {
 		return "tool_calls"
 	}
@@ -355,7 +373,9 @@ func (s *Server) writeStream(w http.ResponseWriter, req Request, r Reply) {
 	for _, d := range toolDeltas(r.ToolCalls, r.Interleave) {
 		send(chunk(map[string]any{"tool_calls": []any{d}}, nil))
 	}
-	send(chunk(map[string]any{}, finishReason(r)))
+	if !r.NoFinish {
+		send(chunk(map[string]any{}, finishReason(r)))
+	}
 	// The usage chunk comes last with empty choices, as OpenAI sends it for
 	// stream_options.include_usage.
 	send(map[string]any{
@@ -366,7 +386,9 @@ func (s *Server) writeStream(w http.ResponseWriter, req Request, r Reply) {
 		"choices": []any{},
 		"usage":   usageJSON(r.Usage),
 	})
-	fmt.Fprint(w, "data: [DONE]\n\n")
+	if !r.NoDone {
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}
 	if flusher != nil {
 		flusher.Flush()
 	}

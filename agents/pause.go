@@ -1,0 +1,275 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"openbot/core"
+)
+
+// ErrBadCheckpoint is returned by Execute when a run is resumed (core.Job.Resume)
+// but its checkpoint is missing, corrupt, of an unknown version, or does not wait
+// for the answered tool call. The run cannot go on and fails.
+var ErrBadCheckpoint = errors.New("cannot resume the run")
+
+// checkpointVersion is the version of checkpointData written now.
+const checkpointVersion = 2
+
+// checkpointData is the run's transcript, saved on the run after every step
+// (RunEnv.Checkpoint) and returned in Result.Checkpoint when the run pauses.
+//
+// Version 2 (issue 7): Prompt is the system prompt and the unrolled history exactly
+// as sent to the model; it is always present in a pause checkpoint (and in every
+// checkpoint of a resumed run), so a resumed run continues the same conversation
+// even though the thread has moved on. Transcript is this run's assistant and tool
+// messages, ending with the assistant tool-call message while Pending is set.
+// Pending is the tool calls of that last message: the results of the calls already
+// executed or answered, and the calls still waiting for a person. Usage (with
+// ModelCalls) is cumulative over all segments of the run, so limits hold across
+// pause and resume.
+type checkpointData struct {
+	Version    int                            `json:"version"`
+	Model      string                         `json:"model"`
+	History    []core.MessageID               `json:"history,omitempty"` // thread messages shown
+	Prompt     []openai.ChatCompletionMessage `json:"prompt,omitempty"`
+	Transcript []openai.ChatCompletionMessage `json:"transcript"`
+	Pending    *pendingTurn                   `json:"pending,omitempty"`
+	Usage      core.Usage                     `json:"usage"`
+	ModelCalls int                            `json:"model_calls"`
+	Trimmed    bool                           `json:"trimmed,omitempty"`
+}
+
+// pendingTurn is a model turn whose tool calls are not all resolved yet.
+type pendingTurn struct {
+	Calls []pendingCall `json:"calls"`
+	// Waiting is the id of the call the run paused for; "" while none.
+	Waiting string `json:"waiting,omitempty"`
+}
+
+// pendingCall is one tool call of a pending turn. Kind is "" for a call that runs
+// at once, QuestionAsk for ask_human and QuestionApproval for a tool that needs
+// approval. Done calls have their Result, the text the model will get.
+type pendingCall struct {
+	Call   openai.ToolCall   `json:"call"`
+	Kind   core.QuestionKind `json:"kind,omitempty"`
+	Done   bool              `json:"done,omitempty"`
+	Result string            `json:"result,omitempty"`
+}
+
+// snapshot marshals the run's state; withPrompt includes the prompt as sent.
+func (r *run) snapshot(withPrompt bool) (json.RawMessage, error) {
+	var ids []core.MessageID
+	if r.in.view != nil {
+		ids = make([]core.MessageID, len(r.in.view.shown))
+		for i, m := range r.in.view.shown {
+			ids[i] = m.ID
+		}
+	}
+	cp := checkpointData{Version: checkpointVersion, Model: r.model, History: ids, Transcript: r.transcript,
+		Pending: r.pending, Usage: r.usage, ModelCalls: r.usage.ModelCalls, Trimmed: r.trimmed}
+	if withPrompt || r.prompt != nil {
+		cp.Prompt = r.promptMessages()
+	}
+	return json.Marshal(cp)
+}
+
+// checkpoint stores the run's state through RunEnv after a step; a failure is
+// logged, not fatal.
+func (r *run) checkpoint(ctx context.Context) {
+	raw, err := r.snapshot(false)
+	if err == nil {
+		err = r.job.Env.Checkpoint(ctx, raw)
+	}
+	if err != nil {
+		r.agent.log.Warn("checkpoint run", "run", r.job.Run.ID, "err", err)
+	}
+}
+
+// restore loads a pause checkpoint into r.
+func (r *run) restore(raw json.RawMessage) error {
+	id := r.job.Run.ID
+	if len(raw) == 0 {
+		return fmt.Errorf("%w %d: it has no saved checkpoint", ErrBadCheckpoint, id)
+	}
+	var cp checkpointData
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return fmt.Errorf("%w %d: its checkpoint is corrupt (%v)", ErrBadCheckpoint, id, err)
+	}
+	if cp.Version != checkpointVersion {
+		return fmt.Errorf("%w %d: checkpoint version %d is not supported (want %d)", ErrBadCheckpoint, id, cp.Version, checkpointVersion)
+	}
+	if len(cp.Prompt) == 0 || cp.Prompt[0].Role != openai.ChatMessageRoleSystem {
+		return fmt.Errorf("%w %d: its checkpoint has no prompt", ErrBadCheckpoint, id)
+	}
+	if cp.Pending == nil || len(cp.Transcript) == 0 {
+		return fmt.Errorf("%w %d: its checkpoint has no paused tool call", ErrBadCheckpoint, id)
+	}
+	cp.Usage.ModelCalls = max(cp.Usage.ModelCalls, cp.ModelCalls)
+	r.prompt = cp.Prompt
+	r.transcript = cp.Transcript
+	r.pending = cp.Pending
+	r.usage = cp.Usage
+	r.base = cp.Usage
+	r.trimmed = cp.Trimmed
+	return nil
+}
+
+// segmentUsage is the usage of this Execute call; core adds it to the run's.
+func (r *run) segmentUsage() core.Usage {
+	return core.Usage{
+		PromptTokens:     r.usage.PromptTokens - r.base.PromptTokens,
+		CompletionTokens: r.usage.CompletionTokens - r.base.CompletionTokens,
+		ModelCalls:       r.usage.ModelCalls - r.base.ModelCalls,
+	}
+}
+
+// classify turns a model turn's calls into a pending turn: ask_human calls and
+// calls of offered tools that need approval wait for a person; invalid ones of
+// those get their error result at once; the rest run at once.
+func (r *run) classify(calls []openai.ToolCall) *pendingTurn {
+	offered := make(map[string]bool, len(r.tools))
+	for _, t := range r.tools {
+		offered[t.Name()] = true
+	}
+	p := &pendingTurn{Calls: make([]pendingCall, len(calls))}
+	for i, c := range calls {
+		pc := pendingCall{Call: c}
+		name, args := c.Function.Name, strings.TrimSpace(c.Function.Arguments)
+		switch {
+		case name == AskHumanName:
+			if _, err := parseAsk(args); err != nil {
+				pc.Done, pc.Result = true, "error: "+err.Error()
+			} else {
+				pc.Kind = core.QuestionAsk
+			}
+		case offered[name] && needsApproval(name, r.job.Bot.ApprovalTools):
+			if !json.Valid([]byte(args)) {
+				pc.Done, pc.Result = true, fmt.Sprintf("error: the arguments for %s are not valid JSON. Call it again with a JSON object matching its schema.", name)
+			} else {
+				pc.Kind = core.QuestionApproval
+			}
+		}
+		p.Calls[i] = pc
+	}
+	return p
+}
+
+// advance works on the pending turn: it runs the calls that need nobody
+// (concurrently, each exactly once), then returns the pause for the first call
+// that waits for a person; when none is left it appends every result to the
+// transcript in call order and clears the pending turn.
+func (r *run) advance(ctx context.Context) (*core.Pause, error) {
+	p := r.pending
+	var idx []int
+	var calls []openai.ToolCall
+	for i, pc := range p.Calls {
+		if !pc.Done && pc.Kind == "" {
+			idx = append(idx, i)
+			calls = append(calls, pc.Call)
+		}
+	}
+	if len(calls) > 0 {
+		results := r.execCalls(ctx, calls)
+		waiting := false
+		for j, i := range idx {
+			p.Calls[i].Done, p.Calls[i].Result = true, results[j]
+		}
+		for _, pc := range p.Calls {
+			waiting = waiting || !pc.Done
+		}
+		if waiting {
+			r.checkpoint(ctx) // otherwise the checkpoint below covers the step
+		}
+	}
+	for _, pc := range p.Calls {
+		if pc.Done {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("run stopped: %w", context.Cause(ctx))
+		}
+		p.Waiting = pc.Call.ID
+		return r.pauseFor(pc), nil
+	}
+	for _, pc := range p.Calls {
+		r.transcript = append(r.transcript, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool,
+			ToolCallID: pc.Call.ID, Name: pc.Call.Function.Name, Content: pc.Result})
+	}
+	r.pending = nil
+	r.checkpoint(ctx)
+	return nil, nil
+}
+
+// pauseFor is the question for a waiting call.
+func (r *run) pauseFor(pc pendingCall) *core.Pause {
+	args := strings.TrimSpace(pc.Call.Function.Arguments)
+	if pc.Kind == core.QuestionAsk {
+		a, _ := parseAsk(args) // validated by classify
+		return &core.Pause{Kind: core.QuestionAsk, Text: a.Question, Choices: a.Choices, CallID: pc.Call.ID}
+	}
+	name := pc.Call.Function.Name
+	return &core.Pause{Kind: core.QuestionApproval, Tool: name, Args: json.RawMessage(pc.Call.Function.Arguments),
+		CallID: pc.Call.ID, Text: approvalText(r.job.Bot, name, args)}
+}
+
+// resume feeds the answer q to the call the run paused for: an approved tool runs
+// now with q.Args (the arguments people approved), exactly once; a rejection,
+// an expiry or an ask_human answer becomes the call's result.
+func (r *run) resume(ctx context.Context, q *core.Question) error {
+	id := r.job.Run.ID
+	p := r.pending
+	at := -1
+	for i, pc := range p.Calls {
+		if pc.Call.ID == q.CallID && !pc.Done && pc.Kind != "" {
+			at = i
+		}
+	}
+	if q.CallID == "" || p.Waiting != q.CallID || at < 0 {
+		return fmt.Errorf("%w %d: its checkpoint does not wait for tool call %q", ErrBadCheckpoint, id, q.CallID)
+	}
+	pc := &p.Calls[at]
+	name := pc.Call.Function.Name
+	if pc.Kind != q.Kind || (q.Kind == core.QuestionApproval && q.Tool != "" && q.Tool != name) {
+		return fmt.Errorf("%w %d: the answer (%s %s) does not match the paused call (%s %s)", ErrBadCheckpoint, id, q.Kind, q.Tool, pc.Kind, name)
+	}
+	if q.Status != core.QuestionAnswered && q.Status != core.QuestionExpired {
+		return fmt.Errorf("%w %d: question %d is %s, not answered", ErrBadCheckpoint, id, q.ID, q.Status)
+	}
+	who := q.AnsweredByName
+	if who == "" {
+		who = string(q.AnsweredBy)
+	}
+	if who == "" {
+		who = "a person"
+	}
+	ev := map[string]any{"id": pc.Call.ID, "name": name, "question": q.ID, "status": q.Status, "answered_by": q.AnsweredBy}
+	switch {
+	case q.Kind == core.QuestionApproval && q.Approved():
+		call := pc.Call
+		if len(q.Args) > 0 {
+			call.Function.Arguments = string(q.Args)
+		}
+		pc.Result = r.execCalls(ctx, []openai.ToolCall{call})[0]
+	case q.Kind == core.QuestionApproval && q.Status == core.QuestionExpired:
+		pc.Result = "expired without an answer after the approval timeout; treat it as rejected. The tool was not run."
+		r.event(ctx, "tool_result", ev)
+	case q.Kind == core.QuestionApproval:
+		pc.Result = "rejected by " + who + ". The tool was not run; do not try it again unless someone asks you to."
+		r.event(ctx, "tool_result", ev)
+	case q.Status == core.QuestionExpired:
+		pc.Result = "the question expired without an answer after the approval timeout; go on without it."
+		r.event(ctx, "tool_result", ev)
+	default:
+		pc.Result = who + " answered: " + untrusted(string(q.AnsweredBy), q.Answer)
+		r.event(ctx, "tool_result", ev)
+	}
+	pc.Done = true
+	p.Waiting = ""
+	r.checkpoint(ctx)
+	return nil
+}
