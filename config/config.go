@@ -24,6 +24,13 @@ type Config struct {
 	// Workspace is the root of the bots' file tools. Default "./data/workspace".
 	Workspace  string      `yaml:"workspace"`
 	MCPServers []MCPServer `yaml:"mcp_servers"`
+	// Approvers may answer any bot's questions and approvals (platform actor ids:
+	// "slack:<team>:<user>", "telegram:<user id>", "feishu:<open_id>",
+	// "console:you"). Empty: the humans who posted in the thread (DESIGN.md §5).
+	Approvers []string `yaml:"approvers"`
+	// ApprovalTimeout is how long a question waits before it expires (an expired
+	// approval is a rejection); a Go duration, default 24h.
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 
 	Console  []Console  `yaml:"console"`
 	Slack    []Slack    `yaml:"slack"`
@@ -90,9 +97,13 @@ type Bot struct {
 	LLM string `yaml:"llm"`
 	// Model overrides the profile's model.
 	Model         string   `yaml:"model"`
-	Tools         []string `yaml:"tools"`
+	Tools []string `yaml:"tools"`
+	// ApprovalTools pause the run for a person's approval before they run.
+	// Default (key absent): [shell]. An explicit empty list turns approvals off.
 	ApprovalTools []string `yaml:"approval_tools"`
-	Memory        bool     `yaml:"memory"`
+	// Approvers of this bot's questions; overrides the global approvers.
+	Approvers []string `yaml:"approvers"`
+	Memory    bool     `yaml:"memory"`
 	// MaxModelCalls caps model calls per run; 0 means limits.max_model_calls_per_run.
 	MaxModelCalls int `yaml:"max_model_calls"`
 }

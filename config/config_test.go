@@ -333,3 +333,43 @@ func TestEmptyFile(t *testing.T) {
 		t.Errorf("errors = %v", es)
 	}
 }
+
+func TestApprovalsConfig(t *testing.T) {
+	base := `
+llm: {default: {base_url: "http://127.0.0.1:1/v1", model: m}}
+bots:
+  - {handle: engineer, tools: [shell]}
+  - {handle: qa, approval_tools: []}
+  - {handle: ops, approval_tools: [shell, http_fetch], approvers: ["telegram:42", "bogus", "slack:U1"]}
+approvers: ["console:you", "slack:T1:U1"]
+approval_timeout: 2h
+`
+	c, err := Parse([]byte(base), func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatal("want errors for the bad approver ids")
+	}
+	msg := err.Error()
+	for _, want := range []string{`bots[2].approvers[1]: "bogus" is not an actor id`, `bots[2].approvers[2]: "slack:U1": a Slack approver is slack:<team id>:<user id>`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("errors lack %q:\n%s", want, msg)
+		}
+	}
+	fixed := strings.Replace(base, `, "bogus", "slack:U1"`, "", 1)
+	c, err = Parse([]byte(fixed), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Bots[0].ApprovalTools; len(got) != 1 || got[0] != "shell" {
+		t.Errorf("default approval_tools = %v, want [shell]", got)
+	}
+	if got := c.Bots[1].ApprovalTools; got == nil || len(got) != 0 {
+		t.Errorf("explicit empty approval_tools = %#v, want an empty list kept", got)
+	}
+	if c.ApprovalTimeout != 2*time.Hour || len(c.Approvers) != 2 || c.Bots[2].Approvers[0] != "telegram:42" {
+		t.Errorf("approvals config = %v %v %v", c.ApprovalTimeout, c.Approvers, c.Bots[2].Approvers)
+	}
+	d, _ := Parse([]byte("llm: {default: {base_url: \"http://127.0.0.1:1/v1\", model: m}}\nbots: [{handle: a}]\n"), func(string) (string, bool) { return "", false })
+	if d.ApprovalTimeout != DefaultApprovalTimeout {
+		t.Errorf("default approval_timeout = %v", d.ApprovalTimeout)
+	}
+}

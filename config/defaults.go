@@ -10,7 +10,12 @@ const (
 	DefaultHistoryTokenBudget  = 24000
 	DefaultHistoryMaxMessages  = 80
 	DefaultRunTimeout          = 10 * time.Minute
+	DefaultApprovalTimeout     = 24 * time.Hour
 )
+
+// DefaultApprovalTools is a bot's approval_tools when the key is absent (issue 6:
+// shell is approved by a person by default).
+var DefaultApprovalTools = []string{"shell"}
 
 // ApplyDefaults fills every empty field that has a default; it never overwrites a
 // value that was set. Load calls it before Validate. It is idempotent.
@@ -33,6 +38,9 @@ func (c *Config) ApplyDefaults() {
 	if l.RunTimeout == 0 {
 		l.RunTimeout = DefaultRunTimeout
 	}
+	if c.ApprovalTimeout == 0 {
+		c.ApprovalTimeout = DefaultApprovalTimeout
+	}
 
 	defaultProfile := "default"
 	if len(c.LLM) == 1 {
@@ -47,6 +55,9 @@ func (c *Config) ApplyDefaults() {
 		}
 		if b.LLM == "" {
 			b.LLM = defaultProfile
+		}
+		if b.ApprovalTools == nil {
+			b.ApprovalTools = append([]string(nil), DefaultApprovalTools...)
 		}
 	}
 	if c.DefaultBot == "" && len(c.Bots) > 0 {

@@ -17,8 +17,9 @@ import (
 // through lookup, defaults applied and validated. lookup is os.LookupEnv in cmd and
 // a map in tests; nil means every variable is unset. Unknown keys, values of the wrong
 // type and every validation problem come back together as Errors, each with its field
-// path (and the line for keys the schema does not know). A file that cannot be read
-// or is not YAML gives a plain error.
+// path (and the line for keys the schema does not know); the configuration is then
+// still returned, as far as it decoded, so callers can add checks of their own to
+// the same report. A file that cannot be read or is not YAML gives a plain error.
 func Load(path string, lookup LookupEnv) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -53,7 +54,7 @@ func Parse(data []byte, lookup LookupEnv) (*Config, error) {
 		p.errs = append(p.errs, err.(Errors)...)
 	}
 	if err := p.err(); err != nil {
-		return nil, err
+		return &cfg, err
 	}
 	return &cfg, nil
 }

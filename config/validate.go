@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 )
 
 var (
@@ -71,6 +73,10 @@ func (c *Config) validateLimits(p *problems) {
 			p.add("limits."+f.name, "must be positive, got %d", f.v)
 		}
 	}
+	if c.ApprovalTimeout <= 0 {
+		p.add("approval_timeout", "must be positive, got %s", c.ApprovalTimeout)
+	}
+	checkApprovers(p, "approvers", c.Approvers)
 	if l.RunTimeout <= 0 {
 		p.add("limits.run_timeout", "must be positive, got %s", l.RunTimeout)
 	}
@@ -129,8 +135,22 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		}
 		checkNames(p, path+".tools", b.Tools)
 		checkNames(p, path+".approval_tools", b.ApprovalTools)
+		checkApprovers(p, path+".approvers", b.Approvers)
 	}
 	return handles
+}
+
+// checkApprovers wants platform actor ids: "<platform>:<id...>".
+func checkApprovers(p *problems, path string, ids []string) {
+	for i, id := range ids {
+		platform, rest, ok := strings.Cut(id, ":")
+		switch {
+		case !ok || rest == "" || !slices.Contains([]string{"slack", "telegram", "feishu", "console"}, platform):
+			p.add(fmt.Sprintf("%s[%d]", path, i), "%q is not an actor id like slack:T012:U345, telegram:123456, feishu:ou_abc or console:you", id)
+		case strings.HasPrefix(id, "slack:") && strings.Count(id, ":") != 2:
+			p.add(fmt.Sprintf("%s[%d]", path, i), "%q: a Slack approver is slack:<team id>:<user id>", id)
+		}
+	}
 }
 
 func checkNames(p *problems, path string, names []string) {

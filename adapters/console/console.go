@@ -25,6 +25,10 @@ type Engine interface {
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
 	// Threads lists threads, newest first, at most limit (core.Engine.Threads).
 	Threads(ctx context.Context, limit int) ([]core.Thread, error)
+	// Answer records an answer to a question (core.Engine.Answer).
+	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
+	// Questions lists questions, pending only when asked (core.Engine.Questions).
+	Questions(ctx context.Context, pendingOnly bool) ([]core.Question, error)
 }
 
 // Platform is the binding platform name of console threads.
@@ -50,6 +54,10 @@ type Options struct {
 	Logger      *slog.Logger
 	// Now is the clock for Inbound.Received; default time.Now.
 	Now func() time.Time
+	// Settle, when set, is called before each line after the first and must
+	// return once the team is done with the previous one (core.Engine.WaitIdle).
+	// Scripted input sets it, so "/approve" lines follow the question they answer.
+	Settle func(ctx context.Context) error
 }
 
 // Adapter is the terminal channel. It implements core.Adapter (Deliver prints) and
@@ -63,6 +71,7 @@ type Adapter struct {
 	interactive bool
 	log         *slog.Logger
 	now         func() time.Time
+	settle      func(ctx context.Context) error
 
 	mu      sync.Mutex // guards out, seq, current, target, fresh
 	seq     uint64     // platform ids handed out by Deliver
@@ -99,6 +108,7 @@ func New(opts Options) (*Adapter, error) {
 		interactive: opts.Interactive,
 		log:         opts.Logger,
 		now:         opts.Now,
+		settle:      opts.Settle,
 	}, nil
 }
 

@@ -23,6 +23,21 @@ type fakeEngine struct {
 	next    core.ThreadID
 	threads []core.Thread
 	failOn  string
+	pending []core.Question
+	answers []core.Answer
+}
+
+func (f *fakeEngine) Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, a)
+	return core.AnswerResult{Outcome: core.AnswerAccepted}, nil
+}
+
+func (f *fakeEngine) Questions(ctx context.Context, pendingOnly bool) ([]core.Question, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.Question(nil), f.pending...), nil
 }
 
 func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {
@@ -117,7 +132,7 @@ func TestRunIngestsLinesUntilEOF(t *testing.T) {
 }
 
 func TestNewAndSwitch(t *testing.T) {
-	eng := &fakeEngine{}
+	eng := &fakeEngine{threads: []core.Thread{{ID: 7}}}
 	a := newAdapter(t, eng, "one\n/new\ntwo\nthree\n/switch 7\nfour\nfive\n/new\nsix\n/switch x\n", io.Discard)
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)

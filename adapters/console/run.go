@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -13,24 +14,52 @@ import (
 	"openbot/core"
 )
 
-// maxLine is the longest line Run accepts (1 MiB); longer input ends Run with an error.
+// maxLine is the longest line Run accepts (1 MiB); a longer line is refused with a
+// notice and reading goes on.
 const maxLine = 1 << 20
 
 // threadsShown is how many threads /threads lists at most.
 const threadsShown = 50
 
 const help = `commands:
-  /new        the next message starts a new thread
-  /threads    list console threads (* marks the current one)
-  /switch N   send following messages to thread N
-  /quit       leave
-  /help       this text
-Messages go to the thread's default bot; write @handle to address another bot.`
+  /new              the next message starts a new thread
+  /threads          list console threads (* marks the current one)
+  /switch N         send following messages to thread N
+  /approve [N]      approve question N (default: the newest waiting one)
+  /reject [N]       reject question N
+  /answer [N] TEXT  answer question N (a choice's number or text, or free text)
+  /quit, /exit      leave
+  /help             this text
+Messages go to the thread's default bot; write @handle to address another bot.
+Start a message with "//" to send a line that begins with "/".`
 
 type line struct {
-	text string
-	eof  bool
-	err  error
+	text    string
+	tooLong bool
+	eof     bool
+	err     error
+}
+
+// readLine reads one line without its end of line; a line longer than maxLine is
+// read to its end and discarded (tooLong). io.EOF comes with the last partial line.
+func readLine(r *bufio.Reader) (text string, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(buf)+len(chunk) > maxLine {
+			tooLong = true
+			buf = buf[:0]
+		} else {
+			buf = append(buf, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if tooLong {
+			return "", true, err
+		}
+		return strings.TrimRight(string(buf), "\r\n"), false, err
+	}
 }
 
 // Run reads In line by line until EOF, /quit or ctx is done, and returns nil in each
@@ -45,25 +74,37 @@ func (a *Adapter) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		sc := bufio.NewScanner(a.in)
-		sc.Buffer(make([]byte, 0, 64*1024), maxLine)
-		for sc.Scan() {
-			select {
-			case lines <- line{text: sc.Text()}:
-			case <-done:
+		r := bufio.NewReaderSize(a.in, 64*1024)
+		for {
+			text, tooLong, err := readLine(r)
+			if err == nil || (err == io.EOF && text != "") {
+				l := line{text: text}
+				if tooLong {
+					l = line{tooLong: true}
+				}
+				select {
+				case lines <- l:
+				case <-done:
+					return
+				}
+			}
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				select {
+				case lines <- line{eof: true, err: err}:
+				case <-done:
+				}
 				return
 			}
-		}
-		select {
-		case lines <- line{eof: true, err: sc.Err()}:
-		case <-done:
 		}
 	}()
 
 	if a.interactive {
 		a.notice("openbot console: type a message (@handle addresses a bot), /help for commands")
 	}
-	for {
+	for n := 0; ; n++ {
 		var l line
 		select {
 		case <-ctx.Done():
@@ -71,10 +112,19 @@ func (a *Adapter) Run(ctx context.Context) error {
 		case l = <-lines:
 		}
 		if l.err != nil {
-			return fmt.Errorf("console: read: %w", l.err)
+			return fmt.Errorf("read: %w", l.err)
 		}
 		if l.eof {
 			return nil
+		}
+		if l.tooLong {
+			a.notice("line not sent: longer than %d bytes", maxLine)
+			continue
+		}
+		if n > 0 && a.settle != nil {
+			if err := a.settle(ctx); err != nil {
+				return nil // ctx is done
+			}
 		}
 		if quit := a.handle(ctx, l.text); quit {
 			return nil
@@ -88,8 +138,8 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 	if text == "" {
 		return false
 	}
-	if !strings.HasPrefix(text, "/") {
-		a.send(ctx, text)
+	if !strings.HasPrefix(text, "/") || strings.HasPrefix(text, "//") {
+		a.send(ctx, strings.TrimPrefix(text, "/"))
 		return false
 	}
 	cmd, arg, _ := strings.Cut(text, " ")
@@ -106,10 +156,16 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.notice("your next message starts a new thread")
 	case "/threads":
 		a.listThreads(ctx)
+	case "/approve", "/reject", "/answer":
+		a.answer(ctx, cmd, arg)
 	case "/switch":
 		n, err := strconv.ParseUint(arg, 10, 64)
 		if err != nil || n == 0 {
 			a.notice("usage: /switch N, with N a thread id from /threads")
+			return false
+		}
+		if !a.threadExists(ctx, core.ThreadID(n)) {
+			a.notice("there is no thread #%d; /threads lists them", n)
 			return false
 		}
 		a.mu.Lock()
@@ -194,6 +250,21 @@ func (a *Adapter) listThreads(ctx context.Context) {
 		return
 	}
 	a.notice("threads:%s", b.String())
+}
+
+// threadExists reports whether the engine knows thread id (errors count as yes, so
+// the message itself reports them).
+func (a *Adapter) threadExists(ctx context.Context, id core.ThreadID) bool {
+	ts, err := a.engine.Threads(ctx, 0)
+	if err != nil {
+		return true
+	}
+	for _, t := range ts {
+		if t.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // bound reports whether a thread mirrors to this console account.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 
-	"openbot/agents"
 	"openbot/config"
 )
 
@@ -16,18 +15,22 @@ import (
 // there was any.
 func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *config.Config {
 	cfg, err := config.Load(path, lookupEnv)
-	if err == nil {
-		var reg *agents.Registry
-		if reg, err = newRegistry(cfg, slog.New(slog.DiscardHandler)); err == nil {
-			if es := checkTools(cfg, reg); len(es) > 0 {
-				err = es
-			}
+	var es config.Errors
+	if cfg != nil && (err == nil || errors.As(err, &es)) {
+		// Tool names are checked against the registry in the same report.
+		reg, rerr := newRegistry(cfg, slog.New(slog.DiscardHandler))
+		if rerr != nil {
+			es = append(es, config.FieldError{Path: "workspace", Msg: rerr.Error()})
+		} else {
+			es = append(es, checkTools(cfg, reg)...)
+		}
+		if len(es) > 0 {
+			err = es
 		}
 	}
 	if err == nil {
 		return cfg
 	}
-	var es config.Errors
 	if errors.As(err, &es) {
 		fmt.Fprintf(stderr, "%s: %d problem(s):\n", path, len(es))
 		for _, e := range es {
@@ -41,7 +44,7 @@ func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *conf
 
 // runCheck is `openbot config check --config FILE`: it prints every problem and
 // returns 1, or prints "config ok" and returns 0. A profile that can never work
-// (public OpenAI without a key) is a warning, not a failure: the file is valid.
+// (public OpenAI without a key) is a problem too: serve and chat refuse it.
 func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -54,7 +57,8 @@ func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEn
 		return exitFail
 	}
 	if msg := missingKey(cfg); msg != "" {
-		fmt.Fprintln(stderr, "warning: "+msg)
+		fmt.Fprintln(stderr, msg)
+		return exitFail
 	}
 	fmt.Fprintln(stdout, "config ok")
 	return exitOK

@@ -227,8 +227,8 @@ limits: {run_timeout: -5s}
 		t.Errorf("good config: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = runFor(t, []string{"config", "check", "--config", good}, nil, nil)
-	if r.code != 0 || !strings.Contains(r.stderr, "warning: ") || !strings.Contains(r.stderr, "OPENAI_API_KEY") {
-		t.Errorf("keyless config: exit %d stderr %q, want 0 with a warning", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "OPENAI_API_KEY") || r.stdout != "" {
+		t.Errorf("keyless config: exit %d stdout %q stderr %q, want 1 with the same sentence chat gives", r.code, r.stdout, r.stderr)
 	}
 	r = runFor(t, []string{"config", "check", "--config", filepath.Join(dir, "missing.yaml")}, nil, nil)
 	if r.code != 1 || !strings.Contains(r.stderr, "missing.yaml") {

@@ -131,13 +131,15 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("agents", err)
 	}
 	eng, err := core.New(core.Options{
-		Store:         st,
-		Agent:         agent,
-		Bots:          botProfiles(a.cfg),
-		DefaultBot:    a.cfg.DefaultBot,
-		Limits:        coreLimits(a.cfg.Limits),
-		Logger:        log,
-		ShutdownGrace: engineGrace,
+		Store:           st,
+		Agent:           agent,
+		Bots:            botProfiles(a.cfg),
+		DefaultBot:      a.cfg.DefaultBot,
+		Limits:          coreLimits(a.cfg.Limits),
+		Logger:          log,
+		ShutdownGrace:   engineGrace,
+		Approvers:       actorIDs(a.cfg.Approvers),
+		ApprovalTimeout: a.cfg.ApprovalTimeout,
 	})
 	if err != nil {
 		return a.fail("engine", err)
@@ -150,6 +152,7 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
+	mux.Handle("GET /approvals", approvalsHandler(eng))
 	for _, ad := range accounts {
 		if err := eng.AddAdapter(ad); err != nil {
 			return a.fail("adapters", err)
@@ -159,8 +162,14 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
-	if err != nil {
+	if err != nil && !a.chat {
 		return a.fail("http listener", err)
+	}
+	if err != nil {
+		// chat is usable without webhooks: say so once and go on.
+		log.Warn("http listener not started", "addr", a.cfg.HTTP.Listen, "err", err)
+		fmt.Fprintf(a.stderr, "openbot: no HTTP listener on %s (%v): webhooks and /healthz are off; set http.listen to another port to have them\n", a.cfg.HTTP.Listen, err)
+		ln = nil
 	}
 	srv := &http.Server{
 		Handler:           mux,
@@ -170,9 +179,11 @@ func (a *app) serve(ctx context.Context) int {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("http listening", "addr", ln.Addr().String())
-	if a.onListen != nil {
-		a.onListen(ln.Addr().String())
+	if ln != nil {
+		log.Info("http listening", "addr", ln.Addr().String())
+		if a.onListen != nil {
+			a.onListen(ln.Addr().String())
+		}
 	}
 
 	// Intake (HTTP and adapters) runs on gctx; the engine on its own context, which
@@ -206,14 +217,16 @@ func (a *app) serve(ctx context.Context) int {
 		}
 		return nil
 	})
-	intake.Add(1)
-	g.Go(func() error {
-		defer intake.Done()
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("http: %w", err)
-		}
-		return nil
-	})
+	if ln != nil {
+		intake.Add(1)
+		g.Go(func() error {
+			defer intake.Done()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("http: %w", err)
+			}
+			return nil
+		})
+	}
 	for _, ad := range accounts {
 		r, ok := ad.(core.Runner)
 		if !ok {
@@ -328,11 +341,17 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 		case con != nil:
 			skip(acc, "only one console account is attached to the terminal")
 		default:
-			var err error
-			con, err = console.New(console.Options{
+			opts := console.Options{
 				Name: c.Name, Engine: eng, In: a.stdin, Out: a.stdout,
 				Interactive: a.terminal, Logger: a.log,
-			})
+			}
+			if !a.terminal {
+				// Scripted input: each line waits until the team is done with the last,
+				// so "/approve" follows the question it answers.
+				opts.Settle = eng.WaitIdle
+			}
+			var err error
+			con, err = console.New(opts)
 			if err != nil {
 				return nil, nil, err
 			}

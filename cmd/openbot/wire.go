@@ -48,7 +48,17 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			ApprovalTools: b.ApprovalTools,
 			Memory:        b.Memory,
 			MaxModelCalls: b.MaxModelCalls,
+			Approvers:     actorIDs(b.Approvers),
 		})
+	}
+	return out
+}
+
+// actorIDs converts configured approver ids.
+func actorIDs(ids []string) []core.ActorID {
+	out := make([]core.ActorID, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, core.ActorID(id))
 	}
 	return out
 }

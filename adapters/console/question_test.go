@@ -1,0 +1,91 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"openbot/core"
+)
+
+func TestAnswerCommands(t *testing.T) {
+	eng := &fakeEngine{pending: []core.Question{
+		{ID: 4, Kind: core.QuestionApproval, Tool: "shell"},
+		{ID: 7, Kind: core.QuestionAsk, Choices: []string{"staging", "prod"}},
+		{ID: 9, Kind: core.QuestionAsk},
+	}}
+	var out syncBuffer
+	a := newAdapter(t, eng, "/approve 4\n/reject 4\n/answer 7 2\n/answer 7 Staging\n/answer 9 use the blue one\n/answer 7 moon\n/approve 9\n/approve 12\n", &out)
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []core.Answer{
+		{Question: 4, Choice: core.ChoiceApprove},
+		{Question: 4, Choice: core.ChoiceReject},
+		{Question: 7, Choice: 1},
+		{Question: 7, Choice: 0},
+		{Question: 9, Choice: -1, Text: "use the blue one"},
+	}
+	if len(eng.answers) != len(want) {
+		t.Fatalf("answers = %+v, want %d", eng.answers, len(want))
+	}
+	for i, w := range want {
+		g := eng.answers[i]
+		if g.Question != w.Question || g.Choice != w.Choice || g.Text != w.Text || g.Actor != Human || g.Account != "console/dev" {
+			t.Errorf("answer %d = %+v, want %+v from console:you", i, g, w)
+		}
+	}
+	s := out.String()
+	for _, msg := range []string{"one of the choices of question 7", "question 9 asks for an answer", "question 12 is not waiting"} {
+		if !strings.Contains(s, msg) {
+			t.Errorf("output lacks %q:\n%s", msg, s)
+		}
+	}
+}
+
+func TestApproveDefaultsToNewestPending(t *testing.T) {
+	eng := &fakeEngine{pending: []core.Question{{ID: 2, Kind: core.QuestionApproval}, {ID: 5, Kind: core.QuestionApproval}}}
+	a := newAdapter(t, eng, "/approve\n", &syncBuffer{})
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(eng.answers) != 1 || eng.answers[0].Question != 5 {
+		t.Fatalf("answers = %+v, want question 5", eng.answers)
+	}
+}
+
+func TestPostAndResolveQuestion(t *testing.T) {
+	var out syncBuffer
+	a := newAdapter(t, &fakeEngine{}, "", &out)
+	q := core.Question{ID: 3, Thread: 1, Kind: core.QuestionApproval, Text: "@engineer wants to run shell", Tool: "shell", Args: json.RawMessage(`{"command":"ls"}`)}
+	if _, err := a.PostQuestion(context.Background(), core.QuestionDelivery{Question: q, Sender: core.Sender{Actor: "bot:engineer", Handle: "engineer"}}); err != nil {
+		t.Fatal(err)
+	}
+	q.Status, q.Choice, q.AnsweredByName = core.QuestionAnswered, core.ChoiceApprove, "you"
+	if err := a.ResolveQuestion(context.Background(), core.QuestionDelivery{Question: q}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"[engineer] ❓ question 3: @engineer wants to run shell", `tool shell {"command":"ls"}`, "/approve 3 · /reject 3", "[system] question 3: Approved by you"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestLongLineRefusedAndReadingGoesOn(t *testing.T) {
+	eng := &fakeEngine{}
+	var out syncBuffer
+	a := newAdapter(t, eng, strings.Repeat("x", maxLine+10)+"\nafter\n//usr/bin is a path\n/switch 99\n", &out)
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := eng.inbounds()
+	if len(got) != 2 || got[0].Text != "after" || got[1].Text != "/usr/bin is a path" {
+		t.Fatalf("ingested %+v, want the lines after the long one, with // escaping a leading /", got)
+	}
+	if !strings.Contains(out.String(), "line not sent") || !strings.Contains(out.String(), "there is no thread #99") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
