@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// TestApprovalsList lists the audit from the store: every question with its
+// decision, who made it, through which account, and the argument hash.
+func TestApprovalsList(t *testing.T) {
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	st, err := bolt.Open(filepath.Join(dir, "data", "openbot.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	err = st.Update(context.Background(), func(tx core.Tx) error {
+		if _, err := tx.PutQuestion(core.Question{Token: "aaaaaaaaaaaa", Kind: core.QuestionApproval, Run: 1, Bot: "bot:engineer", Thread: 3,
+			Tool: "shell", Args: json.RawMessage(`{"command":"ls"}`), ArgsHash: "0123456789abcdef0123", Status: core.QuestionAnswered,
+			Choice: core.ChoiceApprove, AnsweredBy: "slack:T1:U1", AnsweredByName: "Alice", AnsweredVia: "slack/acme", AnsweredAt: at, Created: at}); err != nil {
+			return err
+		}
+		_, err := tx.PutQuestion(core.Question{Token: "bbbbbbbbbbbb", Kind: core.QuestionAsk, Run: 2, Bot: "bot:qa", Thread: 4,
+			Text: "Which environment?", Status: core.QuestionPending, Choice: -1, Created: at, Expires: at.Add(24 * time.Hour)})
+		return err
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENAI_API_KEY": "k"}
+	r := runFor(t, []string{"approvals", "list", "--config", path}, nil, env)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"Approved by Alice", "slack:T1:U1", "slack/acme", "0123456789abcdef", "shell", "ask: Which environment?", "waiting until 2026-12-01T09:00:00Z"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("list lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runFor(t, []string{"approvals", "list", "--pending", "--config", path}, nil, env)
+	if strings.Contains(r.stdout, "Alice") || !strings.Contains(r.stdout, "Which environment?") {
+		t.Errorf("--pending lists:\n%s", r.stdout)
+	}
+}
