@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,5 +196,43 @@ func TestRetryAfterParsing(t *testing.T) {
 		if got := retryAfter(h, now); got != tc.want {
 			t.Errorf("retryAfter(%v) = %v, want %v", tc.h, got, tc.want)
 		}
+	}
+}
+
+// TestRetryNetworkError: the first connection is dropped without an answer; the
+// retry reaches the model.
+func TestRetryNetworkError(t *testing.T) {
+	srv := openaitest.New(t)
+	srv.Enqueue(openaitest.Text("second try"))
+	target, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped atomic.Int32
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if dropped.Add(1) == 1 {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	w := &waits{}
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	a := newAgent(t, srv, nil, func(o *Options) {
+		o.sleep = w.sleep
+		o.Providers["default"] = Provider{BaseURL: front.URL + "/v1", Model: "fake-model"}
+	})
+	res, err := execute(t, a, newJob(env, chief, false, trig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply != "second try" || len(w.got()) != 1 || dropped.Load() != 2 {
+		t.Errorf("reply %q, waits %v, connections %d", res.Reply, w.got(), dropped.Load())
 	}
 }

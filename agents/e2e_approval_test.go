@@ -1,0 +1,155 @@
+package agents_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/agents"
+	"openbot/agents/openaitest"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// engineRun is one engine over a bolt file, stopped (bounded) by stop.
+type engineRun struct {
+	eng  *core.Engine
+	ad   *recAdapter
+	stop func()
+}
+
+func startEngine(t *testing.T, path string, agent core.Agent, bots []core.BotProfile) *engineRun {
+	t.Helper()
+	st, err := bolt.Open(path, bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: bots, ShutdownGrace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := &recAdapter{}
+	if err := eng.AddAdapter(ad); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("engine Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("engine did not stop")
+			}
+			_ = st.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &engineRun{eng: eng, ad: ad, stop: stop}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestApprovalSurvivesRestart: the engineer calls a tool that needs approval; the
+// run pauses with its checkpoint in bolt; the process restarts; the click is
+// answered by the new engine, the tool runs exactly once with the asked
+// arguments and the reply is delivered.
+func TestApprovalSurvivesRestart(t *testing.T) {
+	srv := openaitest.New(t)
+	srv.Handle(func(r openaitest.Request) openaitest.Reply {
+		last := r.Body.Messages[len(r.Body.Messages)-1]
+		if last.Role == "tool" {
+			return openaitest.Text("deployed: " + last.Content)
+		}
+		return openaitest.Calls(openaitest.ToolCall{ID: "d1", Name: "deploy", Arguments: `{"env":"prod"}`})
+	})
+	var mu sync.Mutex
+	var ran []string
+	reg := agents.NewRegistry()
+	if err := reg.Add(&agents.FuncTool{ToolName: "deploy", Fn: func(_ context.Context, c agents.ToolCall) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, string(c.Args))
+		return "ok", nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"deploy"}, ApprovalTools: []string{"deploy"}}}
+	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "openbot.db")
+
+	first := startEngine(t, path, agent, bots)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := first.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
+		ThreadKey: "console:main", Conversation: "main", PlatformID: "in1",
+		SenderID: "console:you", SenderName: "you", Text: "@engineer deploy to prod", StartThread: true}); err != nil {
+		t.Fatal(err)
+	}
+	var q core.Question
+	waitFor(t, "the question", func() bool {
+		qs, err := first.eng.Questions(ctx, true)
+		if err != nil || len(qs) == 0 {
+			return false
+		}
+		q = qs[0]
+		return true
+	})
+	if q.Kind != core.QuestionApproval || q.Tool != "deploy" || string(q.Args) != `{"env":"prod"}` ||
+		!strings.Contains(q.Text, "@engineer wants to run deploy") {
+		t.Fatalf("question = %+v", q)
+	}
+	mu.Lock()
+	n := len(ran)
+	mu.Unlock()
+	if n != 0 {
+		t.Fatal("the tool ran before approval")
+	}
+	first.stop()
+
+	second := startEngine(t, path, agent, bots)
+	res, err := second.eng.Answer(ctx, core.Answer{Question: q.ID, Choice: core.ChoiceApprove, Actor: "console:you", Name: "you", Account: "console/local"})
+	if err != nil || res.Outcome != core.AnswerAccepted {
+		t.Fatalf("Answer = %+v, %v", res, err)
+	}
+	waitFor(t, "the reply", func() bool {
+		for _, s := range second.ad.texts() {
+			if strings.HasPrefix(s, "[engineer] deployed:") {
+				return true
+			}
+		}
+		return false
+	})
+	if err := second.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran[0] != `{"env":"prod"}` {
+		t.Errorf("tool runs = %q, want one with the approved arguments", ran)
+	}
+	if again, _ := second.eng.Answer(ctx, core.Answer{Question: q.ID, Choice: core.ChoiceApprove, Actor: "console:you", Name: "you"}); again.Outcome != core.AnswerDecided {
+		t.Errorf("second click = %+v, want already decided", again.Outcome)
+	}
+}
