@@ -22,11 +22,11 @@ const (
 	// the index into core.Question.Options(). The button's value is "<token>:<index>".
 	ActionPrefix = "openbot_q_"
 
-	blockText     = "openbot_q_text"
-	blockArgs     = "openbot_q_args"
-	blockActions  = "openbot_q_actions"
-	blockDecision = "openbot_q_decision"
-	blockHint     = "openbot_q_hint"
+	blockText     = "openbot_question_text"
+	blockArgs     = "openbot_question_args"
+	blockActions  = "openbot_question_actions"
+	blockDecision = "openbot_question_decision"
+	blockHint     = "openbot_question_hint"
 
 	// maxQuestionText bounds the question text in its section before formatting
 	// (Slack allows 3,000 characters in a section's text).
@@ -173,37 +173,39 @@ func ParseButton(actionID, value string) (token string, index int, ok bool) {
 	return token, n, true
 }
 
-// questionBody is the part of a question that stays when it is resolved.
+// questionBody is the part of a question that stays when it is resolved: the
+// question's text (the bot's words, formatted to mrkdwn; a generated line when it
+// is empty) and, for an approval, the tool's arguments in a code block.
 func questionBody(q core.Question, from core.Sender) []slack.Block {
-	var head string
-	switch q.Kind {
-	case core.QuestionApproval:
-		head = "*" + escapeText(senderName(from)) + "* asks for approval to run `" + escapeText(q.Tool) + "`"
-		if t := strings.TrimSpace(q.Text); t != "" {
-			head += "\n" + formatBounded(t)
+	head := formatBounded(q.Text)
+	if strings.TrimSpace(q.Text) == "" {
+		if q.Kind == core.QuestionApproval {
+			head = "*" + escapeText(senderName(from)) + "* asks for approval to run `" + escapeText(q.Tool) + "`"
+		} else {
+			head = "*" + escapeText(senderName(from)) + "* has a question."
 		}
-	default:
-		head = "*" + escapeText(senderName(from)) + "* asks:\n" + formatBounded(q.Text)
 	}
 	blocks := []slack.Block{slack.NewSectionBlock(
 		slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockText))}
 	if q.Kind == core.QuestionApproval {
+		code := "`" + escapeText(q.Tool) + "`\n```\n" + ArgsText(q.Args, maxArgsText) + "\n```"
 		blocks = append(blocks, slack.NewSectionBlock(
-			slack.NewTextBlockObject(slack.MarkdownType, "```\n"+ArgsText(q.Args, maxArgsText)+"\n```", false, false),
+			slack.NewTextBlockObject(slack.MarkdownType, code, false, false),
 			nil, nil, slack.SectionBlockOptionBlockID(blockArgs)))
 	}
 	return blocks
 }
 
 // ArgsText renders tool arguments for a code block: indented JSON (or the raw text
-// when it is not JSON), &, < and > escaped, no run of three backticks left to end
+// when it is not JSON) with Go's \u003c, \u003e and \u0026 shown as the characters
+// they stand for, then &, < and > escaped for Slack, no run of three backticks left to end
 // the block early, cut after max characters with a note of how many were left out.
 // Pure.
 func ArgsText(args json.RawMessage, max int) string {
 	s := strings.TrimSpace(string(args))
 	var buf bytes.Buffer
 	if json.Valid(args) && json.Indent(&buf, args, "", "  ") == nil {
-		s = buf.String()
+		s = unescapeHTML(buf.String())
 	}
 	if s == "" {
 		s = "{}"
@@ -217,6 +219,41 @@ func ArgsText(args json.RawMessage, max int) string {
 		s = strings.ReplaceAll(s, "```", "`\u200b``")
 	}
 	return s
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes encoding/json writes
+// back into <, > and &, leaving every other escape (and an escaped backslash
+// followed by "u003c") as it is. s is valid JSON text.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch s[i+2 : i+6] {
+			case "003c", "003C":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e", "003E":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2])
+		i++
+	}
+	return b.String()
 }
 
 func decisionLine(q core.Question) string {

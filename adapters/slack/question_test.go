@@ -114,13 +114,13 @@ func TestPostQuestionApprovalBlocks(t *testing.T) {
 		t.Errorf("head %q", head)
 	}
 	code := bs[1].Text.Text
-	if !strings.HasPrefix(code, "```\n{\n  \"command\": ") || !strings.HasSuffix(code, "\n```") {
+	if !strings.HasPrefix(code, "`shell`\n```\n{\n  \"command\": ") || !strings.HasSuffix(code, "\n```") {
 		t.Errorf("args code block %q", code[:min(len(code), 80)])
 	}
 	if len(code) > 2000 || !strings.Contains(code, "more characters)") {
 		t.Errorf("args not trimmed: %d characters", len(code))
 	}
-	inner := strings.TrimSuffix(strings.TrimPrefix(code, "```"), "```")
+	inner := strings.TrimSuffix(strings.TrimPrefix(code, "`shell`\n```"), "```")
 	if strings.Contains(inner, "```") || strings.Contains(inner, "<hi>") || !strings.Contains(inner, "&lt;hi&gt; &amp;&amp;") {
 		t.Errorf("args must not close the code block early and must be escaped: %q", inner[:120])
 	}
@@ -246,6 +246,37 @@ func TestQuestionErrorsMapped(t *testing.T) {
 	_, err = e.a.PostQuestion(t.Context(), core.QuestionDelivery{Conversation: "nonsense", Question: q})
 	if !errors.As(err, &de) || !de.Permanent() {
 		t.Errorf("bad conversation = %v, want permanent", err)
+	}
+}
+
+func TestArgsText(t *testing.T) {
+	// encoding/json escapes <, > and & in strings; people should read the command.
+	got := ArgsText(json.RawMessage(`{"command":"echo x \u003e\u003e ran.txt \u0026\u0026 ls","raw":"\\u003e"}`), 100)
+	want := "{\n  \"command\": \"echo x &gt;&gt; ran.txt &amp;&amp; ls\",\n  \"raw\": \"\\\\u003e\"\n}"
+	if got != want {
+		t.Errorf("ArgsText = %q, want %q", got, want)
+	}
+	if got := ArgsText(json.RawMessage(`not json`), 100); got != "not json" {
+		t.Errorf("ArgsText(not json) = %q", got)
+	}
+	if got := ArgsText(nil, 100); got != "{}" {
+		t.Errorf("ArgsText(nil) = %q", got)
+	}
+}
+
+func TestPostQuestionApprovalWithText(t *testing.T) {
+	e := newEnv(t, nil)
+	q := approval(`{"command":"ls"}`)
+	q.Text = "@engineer wants to run **shell**"
+	if _, err := e.a.PostQuestion(t.Context(), core.QuestionDelivery{Conversation: conv, Sender: engineer, Question: q}); err != nil {
+		t.Fatal(err)
+	}
+	bs := blocksOf(t, e.slack.CallsTo("chat.postMessage")[0])
+	if bs[0].Text.Text != "@engineer wants to run *shell*" {
+		t.Errorf("question text %q", bs[0].Text.Text)
+	}
+	if !strings.Contains(bs[1].Text.Text, `"command": "ls"`) {
+		t.Errorf("args %q", bs[1].Text.Text)
 	}
 }
 

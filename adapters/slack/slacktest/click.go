@@ -56,7 +56,7 @@ func (c Click) Payload() json.RawMessage {
 		"state":                 map[string]any{"values": map[string]any{}},
 		"response_url":          "https://hooks.slack.com/actions/" + c.Team + "/1000000000001/TESTresponseURLtoken000000",
 		"actions": []any{map[string]any{
-			"action_id": c.ActionID, "block_id": "openbot_q_actions", "value": c.Value, "type": "button",
+			"action_id": c.ActionID, "block_id": "openbot_question_actions", "value": c.Value, "type": "button",
 			"text":      map[string]any{"type": "plain_text", "text": c.Label, "emoji": true},
 			"action_ts": "1767225700.123456",
 		}},
