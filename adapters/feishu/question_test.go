@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -357,5 +359,108 @@ func TestCardActionLongConnection(t *testing.T) {
 	}
 	if len(h.eng.inbounds()) != 0 {
 		t.Error("card clicks were ingested as messages")
+	}
+}
+
+// buttonKeys returns the sorted keys of every JSON object on the path to the first
+// button of a card, so our card can be compared with the fixture's shape.
+func buttonKeys(t *testing.T, card []byte) [][]string {
+	t.Helper()
+	var v struct {
+		Body struct {
+			Elements []json.RawMessage `json:"elements"`
+		} `json:"body"`
+	}
+	if err := json.Unmarshal(card, &v); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(raw json.RawMessage) []string {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &m)
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, e := range v.Body.Elements {
+		var set struct {
+			Tag     string `json:"tag"`
+			Columns []struct {
+				Elements []json.RawMessage `json:"elements"`
+			} `json:"columns"`
+		}
+		_ = json.Unmarshal(e, &set)
+		if set.Tag != "column_set" {
+			continue
+		}
+		btn := set.Columns[0].Elements[0]
+		var b struct {
+			Behaviors []json.RawMessage `json:"behaviors"`
+		}
+		_ = json.Unmarshal(btn, &b)
+		return [][]string{keys(e), keys(btn), keys(b.Behaviors[0])}
+	}
+	t.Fatalf("no column_set in %s", card)
+	return nil
+}
+
+func TestQuestionCardMatchesFixtureShape(t *testing.T) {
+	fix := fixture(t, "card_v2_with_buttons.json")
+	ours := []byte(feishu.QuestionCard(approvalQ(), "", false))
+	if got, want := buttonKeys(t, ours), buttonKeys(t, fix); !slices.EqualFunc(got, want, slices.Equal[[]string]) {
+		t.Errorf("button shape %v, fixture %v", got, want)
+	}
+	// The test helper reads the fixture's buttons as a person sees them.
+	btns := feishutest.CardButtons(string(fix))
+	if len(btns) != 2 || btns[0].Text != "Approve" || btns[0].Type != "primary_filled" || btns[1].Type != "danger" || !strings.Contains(string(btns[1].Value), `"reject"`) {
+		t.Errorf("fixture buttons %+v", btns)
+	}
+	// An approved card, like the fixture's, has no buttons and says who approved.
+	approved := fixture(t, "card_v2_approved.json")
+	if b := feishutest.CardButtons(string(approved)); len(b) != 0 || !strings.Contains(feishutest.CardText(string(approved)), "Approved by Alice") {
+		t.Errorf("approved fixture: %+v", b)
+	}
+}
+
+func TestCardResponseMatchesFixture(t *testing.T) {
+	var fix struct {
+		ToastOnly json.RawMessage `json:"toast_only"`
+	}
+	if err := json.Unmarshal(fixture(t, "card_action_trigger_v2.expected_responses.json"), &fix); err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Toast struct {
+			Type    string `json:"type"`
+			Content string `json:"content"`
+		} `json:"toast"`
+	}
+	_ = json.Unmarshal(fix.ToastOnly, &want)
+	b, _ := json.Marshal(feishu.CardResponse{Toast: &feishu.Toast{Type: want.Toast.Type, Content: want.Toast.Content}})
+	var got, fixNoI18n map[string]map[string]any
+	_ = json.Unmarshal(b, &got)
+	_ = json.Unmarshal(fix.ToastOnly, &fixNoI18n)
+	delete(fixNoI18n["toast"], "i18n")
+	if !reflect.DeepEqual(got, fixNoI18n) {
+		t.Errorf("response %s, fixture %s", b, fix.ToastOnly)
+	}
+	if b, _ := json.Marshal(feishu.CardResponse{}); string(b) != "{}" {
+		t.Errorf("no-change response %s", b)
+	}
+}
+
+func TestLegacyCardFixtureParsed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run()
+	// The fixture's button is another card's (no question payload): no change, no answer.
+	raw := compact(t, fixture(t, "card_action_legacy.json"))
+	req, _ := feishutest.LegacyCardRequest(h.web.URL+"/feishu/acme/card", raw, feishutest.VerificationToken)
+	if s, b := h.do(req); s != 200 || strings.TrimSpace(b) != "{}" {
+		t.Errorf("legacy fixture: %d %s", s, b)
+	}
+	if a := h.eng.answered(); len(a) != 0 {
+		t.Errorf("answered %+v", a)
 	}
 }
