@@ -66,6 +66,9 @@ type tgApprovalRig struct {
 	dbPath  string
 	ws      string
 	hook    *httptest.Server // webhook mode: the shared HTTP listener
+	// clock and expiry, when set before start, drive question expiry.
+	clock  *tgClock
+	expiry time.Duration
 
 	eng    *core.Engine
 	st     *bolt.Store
@@ -74,7 +77,27 @@ type tgApprovalRig struct {
 	wg     sync.WaitGroup
 }
 
-func startTelegramApproval(t *testing.T, webhook bool) *tgApprovalRig {
+// tgClock is a core.Clock the test moves forward.
+type tgClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *tgClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *tgClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// startTelegramApproval starts the rig with the tgApprovalModel script; setup, when
+// given, adjusts the rig (model script, clock) before anything starts.
+func startTelegramApproval(t *testing.T, webhook bool, setup ...func(*tgApprovalRig)) *tgApprovalRig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &tgApprovalRig{
@@ -83,6 +106,9 @@ func startTelegramApproval(t *testing.T, webhook bool) *tgApprovalRig {
 	}
 	t.Cleanup(r.fake.Close)
 	r.llm.Handle(tgApprovalModel)
+	for _, f := range setup {
+		f(r)
+	}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
@@ -119,10 +145,14 @@ func (r *tgApprovalRig) start() {
 			team[i].Tools, team[i].ApprovalTools = []string{"shell"}, []string{"shell"}
 		}
 	}
-	r.eng, err = core.New(core.Options{
+	eo := core.Options{
 		Store: r.st, Agent: ag, Bots: team, ShutdownGrace: 2 * time.Second,
 		Approvers: []core.ActorID{telegram.HumanActor(tgAlice.ID), telegram.HumanActor(tgBob.ID)},
-	})
+	}
+	if r.clock != nil {
+		eo.Clock, eo.ApprovalTimeout, eo.ExpiryInterval = r.clock, r.expiry, 20*time.Millisecond
+	}
+	r.eng, err = core.New(eo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -584,4 +614,84 @@ func TestTelegramApprovalParksOnlyItsThread(t *testing.T) {
 	if got := r.run(q.Run).Status; got != core.RunCompleted {
 		t.Errorf("run status %s, want completed", got)
 	}
+}
+
+// TestTelegramApprovalExpires: an approval nobody answers expires after
+// approval_timeout: it counts as a rejection, the message says so, the run goes on,
+// and a late click is told.
+func TestTelegramApprovalExpires(t *testing.T) {
+	r := startTelegramApproval(t, false, func(r *tgApprovalRig) {
+		r.clock, r.expiry = &tgClock{now: time.Now()}, time.Hour
+	})
+	q, approve, _ := r.asked()
+	r.clock.advance(2 * time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var cur core.Question
+		_ = r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+			var err error
+			cur, err = tx.Question(q.ID)
+			return err
+		})
+		if cur.Status == core.QuestionExpired {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("question status %s two hours after a one-hour timeout, want expired", cur.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 0 {
+		t.Fatalf("an expired approval ran the tool %d times", n)
+	}
+	reqs := r.llm.Requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "expired") {
+		t.Fatalf("the model's last request ends with %s %q, want the expiry as the tool result", tm.Role, tm.Content)
+	}
+	r.resolved(q, "Expired without an answer: rejected")
+	r.completed(q, "finished:")
+	ack := r.click("cb-late", tgAlice, q.Posts[0].PlatformID, approve)
+	if ack["text"] != "Already decided: Expired without an answer: rejected" || ack["show_alert"] != "true" {
+		t.Errorf("late click: answerCallbackQuery %v, want the expiry", ack)
+	}
+}
+
+// TestTelegramAskHumanFreeText: ask_human without choices shows no buttons; a
+// reply to the question in the group answers it and the run resumes with the text.
+func TestTelegramAskHumanFreeText(t *testing.T) {
+	r := startTelegramApproval(t, false, func(r *tgApprovalRig) {
+		r.llm.Handle(func(req openaitest.Request) openaitest.Reply {
+			ms := req.Body.Messages
+			if last := ms[len(ms)-1]; last.Role == "tool" {
+				return openaitest.Text("deploying " + strings.TrimSpace(last.Content))
+			}
+			return openaitest.Calls(openaitest.Call("ask_human", `{"question":"Which branch should I deploy?"}`))
+		})
+	})
+	r.push(tgMention(201, tgApprovalGroup, "deploy please"))
+	r.idle()
+	q := r.question()
+	if q.Kind != core.QuestionAsk || len(q.Options()) != 0 {
+		t.Fatalf("question %+v, want a free-text ask", q)
+	}
+	sends := r.fake.Calls("sendMessage")
+	if len(sends) != 1 || telegramtest.Buttons(sends[0]) != nil || !strings.Contains(sends[0].Params["text"], "Which branch should I deploy?") ||
+		!strings.Contains(sends[0].Params["text"], "Reply to this message to answer.") {
+		t.Fatalf("sent %v, want the question without buttons, asking for a reply", sends)
+	}
+	r.push([]byte(fmt.Sprintf(`{"message":{"message_id":203,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":%d,"type":"supergroup"},"date":1767225700,"text":"release-2.4",
+"reply_to_message":{"message_id":%s,"from":{"id":900,"is_bot":true,"first_name":"engineer_bot","username":"engineer_bot"},
+"chat":{"id":%d,"type":"supergroup"},"date":1767225690,"text":"Which branch should I deploy?"}}}`,
+		tgAlice.ID, tgApprovalGroup, q.Posts[0].PlatformID, tgApprovalGroup)))
+	r.idle()
+	reqs := r.llm.Requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "release-2.4") {
+		t.Fatalf("the model's last request ends with %s %q, want the reply as ask_human's result", tm.Role, tm.Content)
+	}
+	r.resolved(q, "Answered by Alice: release-2.4")
+	r.completed(q, "deploying")
 }
