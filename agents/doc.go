@@ -9,7 +9,23 @@
 // recorded as a run event and checkpointed.
 //
 // Tools come from a Registry that every tool source (built-ins, MCP servers) adds
-// to; the history tools read_history and recall_messages are always available.
-// Text from people, other bots and tools reaches the model wrapped in
-// <untrusted> tags.
+// to; read_history, recall_messages and ask_human are always available
+// (BuiltinTools). Text from people, other bots and tools reaches the model wrapped
+// in <untrusted> tags.
+//
+// Human in the loop (DESIGN.md §5, seed §7): a call to ask_human, or to a tool
+// matched by the bot's ApprovalTools, is not run. The turn's other calls run
+// first; then Execute returns core.Result.Pause for the first waiting call with a
+// versioned JSON checkpoint (prompt as sent, transcript, results so far, pending
+// calls, usage). When core resumes the run (core.Job.Resume), Execute restores it,
+// runs an approved tool exactly once with the approved arguments (or feeds the
+// rejection, expiry or answer to the model), pauses again for the turn's next
+// waiting call, and otherwise continues the loop. Model-call limits count across
+// segments; each segment's Result.Usage is only its own.
+//
+// Model calls are retried on 429, 408, 5xx and network errors (at most
+// DefaultModelRetries times, Retry-After honoured, exponential backoff otherwise,
+// bounded by the context); an empty answer, an answer cut off at the token limit
+// and a stream that ends without a finish_reason or [DONE] are errors that say so.
+// A server that answers a streaming request with a plain JSON completion works.
 package agents

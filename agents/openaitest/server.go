@@ -9,7 +9,10 @@
 //
 // Replies are scripted: a FIFO queue of Reply values (Enqueue), else a handler
 // (Handle), else the default echo behaviour, which answers "echo: <last user
-// message>". Every request is recorded, raw and decoded, for assertions.
+// message>". Every request is recorded, raw and decoded, for assertions. Replies can
+// also misbehave the ways real servers do: extra headers (Retry-After), a chosen
+// finish_reason, a stream without its finish chunk or without [DONE], and a plain
+// JSON body for a streaming request.
 package openaitest
 
 import (

@@ -184,3 +184,38 @@ func TestHandlerAndWait(t *testing.T) {
 	}
 	close(block)
 }
+
+// TestMisbehaviours checks the wire form of the broken replies, over raw HTTP.
+func TestMisbehaviours(t *testing.T) {
+	s := openaitest.New(t)
+	post := func(stream bool) (*http.Response, string) {
+		t.Helper()
+		body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":` + map[bool]string{true: "true", false: "false"}[stream] + `}`
+		resp, err := http.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(raw)
+	}
+	s.Enqueue(openaitest.Reply{Status: 429, ErrMessage: "slow", Header: map[string]string{"Retry-After": "3"}})
+	if resp, _ := post(true); resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" {
+		t.Errorf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	s.Enqueue(openaitest.Reply{Text: "cut", NoDone: true, NoFinish: true})
+	if _, body := post(true); strings.Contains(body, "[DONE]") || strings.Contains(body, `"finish_reason":"stop"`) || !strings.Contains(body, `"content":"c"`) {
+		t.Errorf("stream = %s", body)
+	}
+	s.Enqueue(openaitest.Reply{Text: "long", Finish: "length"})
+	if _, body := post(true); !strings.Contains(body, `"finish_reason":"length"`) || !strings.Contains(body, "[DONE]") {
+		t.Errorf("stream = %s", body)
+	}
+	s.Enqueue(openaitest.Reply{Text: "plain", JSON: true})
+	if resp, body := post(true); !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || !strings.Contains(body, `"chat.completion"`) {
+		t.Errorf("content type %q, body %s", resp.Header.Get("Content-Type"), body)
+	}
+}
