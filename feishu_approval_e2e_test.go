@@ -44,6 +44,7 @@ type fsRig struct {
 	llm  *openaitest.Server
 	db   string
 	work string
+	mode string // feishu.ModeWebhook or feishu.ModeWebsocket
 
 	eng  *core.Engine
 	st   *bolt.Store
@@ -83,10 +84,12 @@ func newestTrigger(r openaitest.Request) string {
 	return ""
 }
 
-func newFeishuRig(t *testing.T) *fsRig {
+func newFeishuRig(t *testing.T) *fsRig { return newFeishuRigMode(t, feishu.ModeWebhook) }
+
+func newFeishuRigMode(t *testing.T, mode string) *fsRig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &fsRig{t: t, fake: feishutest.New(t), llm: openaitest.New(t), db: filepath.Join(dir, "openbot.db"), work: filepath.Join(dir, "work")}
+	r := &fsRig{t: t, fake: feishutest.New(t), llm: openaitest.New(t), db: filepath.Join(dir, "openbot.db"), work: filepath.Join(dir, "work"), mode: mode}
 	r.llm.Handle(fsModel)
 	r.start()
 	t.Cleanup(func() {
@@ -134,8 +137,12 @@ func (r *fsRig) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key := feishutest.EncryptKey
+	if r.mode == feishu.ModeWebsocket {
+		key = "" // the long connection is authenticated when it is set up
+	}
 	r.ad, err = feishu.New(feishu.Options{Name: "acme", Bot: "engineer", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-		Mode: feishu.ModeWebhook, VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey,
+		Mode: r.mode, VerificationToken: feishutest.VerificationToken, EncryptKey: key,
 		BaseURL: r.fake.URL(), AllowUsers: []string{feishutest.AliceOpenID}, Bots: team, Engine: r.eng})
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +153,7 @@ func (r *fsRig) start() {
 	mux := http.NewServeMux()
 	r.ad.MountHTTP(mux)
 	r.hook = httptest.NewServer(mux)
+	conns := r.fake.Connections()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -158,6 +166,11 @@ func (r *fsRig) start() {
 			t.Fatal("the Feishu adapter never learned its bot")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if r.mode == feishu.ModeWebsocket {
+		if err := r.fake.WaitConnections(r.ctx(), conns+1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r.stop = func() {
 		r.hook.Close()
@@ -183,9 +196,20 @@ func (r *fsRig) ctx() context.Context {
 	return ctx
 }
 
-// event POSTs a message event, encrypted and signed, to the events URL.
+// event POSTs a message event, encrypted and signed, to the events URL, or sends
+// it over the long connection, and checks that it was acknowledged.
 func (r *fsRig) event(ev feishutest.MessageEvent) {
 	r.t.Helper()
+	if r.mode == feishu.ModeWebsocket {
+		id, err := r.fake.PushEvent(r.ctx(), ev.JSON(), 1)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if ack, err := r.fake.WaitAck(r.ctx(), id); err != nil || ack.Code != 200 {
+			r.t.Fatalf("event %s: ack %+v, %v", ev.MessageID, ack, err)
+		}
+		return
+	}
 	req, err := feishutest.WebhookRequest(r.hook.URL+"/feishu/acme/events", ev.JSON(), feishutest.EncryptKey)
 	if err != nil {
 		r.t.Fatal(err)
@@ -247,6 +271,32 @@ func (r *fsRig) click(m feishutest.Message, label, openID string) feishu.Toast {
 		return feishu.Toast{}
 	}
 	return *cr.Toast
+}
+
+// clickWS presses a button over the long connection in a data frame of frameType
+// ("event" or "card") and returns the toast in the ack, nil when it has none.
+func (r *fsRig) clickWS(m feishutest.Message, label, openID, frameType string) *feishu.Toast {
+	r.t.Helper()
+	b, ok := m.Button(label)
+	if !ok {
+		r.t.Fatalf("card has no %q button: %s", label, m.Content)
+	}
+	id, err := r.fake.PushCard(r.ctx(), feishutest.CardAction{OpenID: openID, MessageID: m.ID, Value: b.Value}.JSON(), frameType)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ack, err := r.fake.WaitAck(r.ctx(), id)
+	if err != nil || ack.Code != 200 {
+		r.t.Fatalf("card click ack %+v, %v", ack, err)
+	}
+	if ack.Data == nil {
+		return nil
+	}
+	var cr feishu.CardResponse
+	if err := json.Unmarshal(ack.Data, &cr); err != nil {
+		r.t.Fatalf("ack data %q: %v", ack.Data, err)
+	}
+	return cr.Toast
 }
 
 func (r *fsRig) idle() {
@@ -500,5 +550,27 @@ func TestFeishuApprovalParksOnlyThatTopic(t *testing.T) {
 	r.idle()
 	if n := r.ran(); n != 1 {
 		t.Errorf("shell ran %d times", n)
+	}
+}
+
+func TestFeishuApprovalOverLongConnection(t *testing.T) {
+	r := newFeishuRigMode(t, feishu.ModeWebsocket)
+	r.mention()
+	card := r.card()
+	// A type=event frame: the toast comes back in the ack.
+	if toast := r.clickWS(card, "Approve", fsCarol, "event"); toast == nil || toast.Type != "error" || toast.Content != "Only approvers of @engineer can answer this." {
+		t.Errorf("non-approver toast %+v", toast)
+	}
+	r.idle()
+	if r.ran() != 0 {
+		t.Fatal("the shell ran after a refused click")
+	}
+	// A type=card frame: acked without a toast, the approval counts.
+	if toast := r.clickWS(card, "Approve", feishutest.BobOpenID, "card"); toast != nil {
+		t.Errorf("toast %+v in the ack of a type=card frame", toast)
+	}
+	r.checkApprovedOnce(card, "Bob")
+	if toast := r.clickWS(card, "Reject", feishutest.AliceOpenID, "event"); toast == nil || toast.Content != "Already decided: Approved by Bob" {
+		t.Errorf("late click toast %+v", toast)
 	}
 }
