@@ -36,6 +36,14 @@ type WebhookMounter interface {
 	MountHTTP(mux *http.ServeMux)
 }
 
+// MessageKeyer is implemented by adapters whose people reply to a specific
+// message (Telegram): MessageKey returns the platform identity, in the format of
+// Inbound.DedupKey, of a message Deliver posted, so a later reply to it
+// (Inbound.ReplyToKey) finds its thread.
+type MessageKeyer interface {
+	MessageKey(conv ConversationRef, platformID string) string
+}
+
 // QuestionAdapter is implemented by adapters that show questions with buttons
 // (DESIGN.md §5): Slack Block Kit, Telegram inline keyboards, Feishu cards, the
 // terminal. Both methods are called from the delivery lane of the conversation, so
@@ -136,6 +144,10 @@ type Inbound struct {
 	// Thread, when non-zero, targets an existing thread directly (a terminal
 	// /switch) and rebinds ThreadKey to it.
 	Thread ThreadID
+	// ReplyToKey is the platform identity (DedupKey format) of the message this one
+	// replies to. When openbot stored or delivered that message, this one joins its
+	// thread (a Telegram reply chain), whatever ThreadKey says.
+	ReplyToKey string
 	// DefaultBot is the bot a new thread defaults to (an account's own bot), or "".
 	DefaultBot string
 	// Received is when the platform says the message was sent.

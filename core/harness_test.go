@@ -119,6 +119,8 @@ type harness struct {
 	limits core.Limits
 	// opts, when set, adjusts the engine options before New.
 	opts func(*core.Options)
+	// keyer registers the adapter as a core.MessageKeyer ("tg:<platform id>").
+	keyer bool
 }
 
 func newHarness(t *testing.T, limits core.Limits) *harness {
@@ -148,6 +150,9 @@ func (h *harness) start() {
 	var ad core.Adapter = h.ad
 	if h.qad != nil {
 		ad = h.qad
+	}
+	if h.keyer {
+		ad = keyAdapter{h.ad}
 	}
 	if err := eng.AddAdapter(ad); err != nil {
 		h.t.Fatal(err)

@@ -78,7 +78,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 
-	t, found, err := e.resolveThreadTx(tx, in)
+	t, found, viaReply, err := e.resolveThreadTx(tx, in)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -96,7 +96,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 			return IngestResult{}, err
 		}
 	}
-	if in.ThreadKey != "" {
+	if in.ThreadKey != "" && !viaReply { // a reply into an older thread leaves the current one
 		if err := tx.BindThreadKey(in.ThreadKey, t.ID); err != nil {
 			return IngestResult{}, err
 		}
@@ -152,29 +152,42 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	return IngestResult{Thread: t.ID, Message: p.msg.ID, Woken: p.woken}, nil
 }
 
-// resolveThreadTx finds the thread an inbound message belongs to.
-func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (Thread, bool, error) {
+// resolveThreadTx finds the thread an inbound message belongs to: an explicit
+// Thread, else the thread of the message it replies to, else ThreadKey's.
+func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (t Thread, found, viaReply bool, err error) {
 	if in.Thread != 0 {
 		t, err := tx.Thread(in.Thread)
 		if errors.Is(err, ErrNotFound) {
-			return Thread{}, false, fmt.Errorf("core: thread %d: %w", in.Thread, errNoThread)
+			return Thread{}, false, false, fmt.Errorf("core: thread %d: %w", in.Thread, errNoThread)
 		}
-		return t, err == nil, err
+		return t, err == nil, false, err
 	}
 	if in.NewThread {
-		return Thread{}, false, nil
+		return Thread{}, false, false, nil
+	}
+	if in.ReplyToKey != "" {
+		if mid, err := tx.Seen(in.ReplyToKey); err == nil {
+			m, err := tx.Message(mid)
+			if err != nil {
+				return Thread{}, false, false, err
+			}
+			t, err := tx.Thread(m.Thread)
+			return t, err == nil, err == nil, err
+		} else if !errors.Is(err, ErrNotFound) {
+			return Thread{}, false, false, err
+		}
 	}
 	id, err := tx.ThreadByKey(in.ThreadKey)
 	if errors.Is(err, ErrNotFound) {
-		return Thread{}, false, nil
+		return Thread{}, false, false, nil
 	} else if err != nil {
-		return Thread{}, false, err
+		return Thread{}, false, false, err
 	}
-	t, err := tx.Thread(id)
+	t, err = tx.Thread(id)
 	if err != nil {
-		return Thread{}, false, err
+		return Thread{}, false, false, err
 	}
-	return t, true, nil
+	return t, true, false, nil
 }
 
 // duplicateTx handles a redelivered message: record the account's presence and

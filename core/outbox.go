@@ -297,6 +297,15 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 					return err
 				}
 			}
+			// Remember the delivered message's platform identity, so a reply to it
+			// joins this thread (Inbound.ReplyToKey).
+			if mk, ok := l.adapterKeyer(cur.Account); ok && pid != "" && cur.Message != 0 {
+				if key := mk.MessageKey(cur.Conversation, pid); key != "" {
+					if err := tx.MarkSeen(key, cur.Message); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		cur.Attempts++
 		_, err = tx.PutOutbox(cur)
@@ -308,6 +317,15 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 	if failed {
 		l.e.log.Error("delivery failed for good", "account", o.Account, "outbox", o.ID, "err", derr)
 	}
+}
+
+func (l *lanes) adapterKeyer(id AccountID) (MessageKeyer, bool) {
+	ad, ok := l.e.adapter(id)
+	if !ok {
+		return nil, false
+	}
+	mk, ok := ad.(MessageKeyer)
+	return mk, ok
 }
 
 // waitIdle waits up to d until nothing is in flight and nothing is pending.
