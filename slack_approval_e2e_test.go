@@ -40,8 +40,14 @@ var slackUserNames = map[string]string{slackAlice: "alice", slackBob: "bob", sla
 
 func slackActor(user string) core.ActorID { return slack.HumanActor(slacktest.DefaultTeam, user) }
 
-// wantsShell matches a trigger that asks the engineer to run the script.
-var wantsShell = regexp.MustCompile(`\(new\): [^\n]*run the script`)
+// Triggers the engineer's model reacts to: run the script (shell, behind an
+// approval), which branch (a free-text ask_human), pick an environment (ask_human
+// with choices).
+var (
+	wantsShell = regexp.MustCompile(`\(new\): [^\n]*run the script`)
+	wantsAsk   = regexp.MustCompile(`\(new\): [^\n]*which branch`)
+	wantsPick  = regexp.MustCompile(`\(new\): [^\n]*pick an environment`)
+)
 
 // approvalModel is the engineer's model: asked to run the script it calls shell;
 // given the tool's result it reports it; anything else gets a short text. Other
@@ -53,13 +59,21 @@ func approvalModel(r openaitest.Request) openaitest.Reply {
 	}
 	ms := r.Body.Messages
 	if last := ms[len(ms)-1]; last.Role == "tool" {
-		if strings.Contains(strings.ToLower(last.Content), "rejected by") {
+		if prev := ms[len(ms)-2]; len(prev.ToolCalls) > 0 && prev.ToolCalls[0].Function.Name == "ask_human" {
+			return openaitest.Text("Going with the answer: " + last.Content)
+		}
+		if strings.Contains(strings.ToLower(last.Content), "reject") {
 			return openaitest.Text("Understood, I did not run it.")
 		}
 		return openaitest.Text("Done: the script ran.")
 	}
-	if wantsShell.MatchString(lastUser(r)) {
+	switch u := lastUser(r); {
+	case wantsShell.MatchString(u):
 		return openaitest.Calls(openaitest.Call("shell", `{"command":"echo x >> ran.txt"}`))
+	case wantsAsk.MatchString(u):
+		return openaitest.Calls(openaitest.Call("ask_human", `{"question":"Which branch should I build?"}`))
+	case wantsPick.MatchString(u):
+		return openaitest.Calls(openaitest.Call("ask_human", `{"question":"Deploy where?","choices":["staging","prod"]}`))
 	}
 	return openaitest.Text("engineer: nothing to run here")
 }
@@ -74,6 +88,9 @@ type approvalRig struct {
 	work  string
 	team  []core.BotProfile
 	appr  []core.ActorID
+	// expireAfter and expireEvery, when set, are the engine's ApprovalTimeout and
+	// ExpiryInterval.
+	expireAfter, expireEvery time.Duration
 
 	eng    *core.Engine
 	st     *bolt.Store
@@ -83,8 +100,9 @@ type approvalRig struct {
 }
 
 // startApproval starts a rig whose engineer has shell behind an approval; botAppr
-// are the engineer's own approvers, globalAppr the engine's.
-func startApproval(t *testing.T, botAppr, globalAppr []core.ActorID) *approvalRig {
+// are the engineer's own approvers, globalAppr the engine's; opts adjust the rig
+// before it starts.
+func startApproval(t *testing.T, botAppr, globalAppr []core.ActorID, opts ...func(*approvalRig)) *approvalRig {
 	t.Helper()
 	r := &approvalRig{
 		fake:  slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"}),
@@ -103,6 +121,9 @@ func startApproval(t *testing.T, botAppr, globalAppr []core.ActorID) *approvalRi
 			b.Tools, b.ApprovalTools, b.Approvers = []string{"shell"}, []string{"shell"}, botAppr
 		}
 		r.team = append(r.team, b)
+	}
+	for _, o := range opts {
+		o(r)
 	}
 	r.start(t)
 	t.Cleanup(func() { r.stop(t) })
@@ -136,7 +157,8 @@ func (r *approvalRig) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: ag, Bots: r.team, Approvers: r.appr, ShutdownGrace: 2 * time.Second})
+	r.eng, err = core.New(core.Options{Store: r.st, Agent: ag, Bots: r.team, Approvers: r.appr, ShutdownGrace: 2 * time.Second,
+		ApprovalTimeout: r.expireAfter, ExpiryInterval: r.expireEvery})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,4 +570,122 @@ func engineerRequests(m *openaitest.Server) []openaitest.Request {
 		}
 	}
 	return out
+}
+
+// allQuestions reads every question from the store, oldest first.
+func (r *approvalRig) allQuestions(t *testing.T) []core.Question {
+	t.Helper()
+	var qs []core.Question
+	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+		var err error
+		qs, err = tx.Questions(false, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return qs
+}
+
+// replied reports whether a chat.postMessage in the thread root contains text.
+func (r *approvalRig) replied(root, text string) bool {
+	for _, c := range r.fake.CallsTo("chat.postMessage") {
+		if c.Form.Get("thread_ts") == root && strings.Contains(c.Form.Get("text"), text) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSlackAskHumanFreeTextReply: ask_human without choices is posted with no
+// buttons and a hint; the next human reply in the thread answers it, the run
+// resumes with the text, and the message shows who answered what.
+func TestSlackAskHumanFreeTextReply(t *testing.T) {
+	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)})
+	r.say(t, slackAlice, slackRoot, "", "@engineer which branch do you want me to build?")
+	r.idle(t)
+	qs := r.allQuestions(t)
+	if len(qs) != 1 || qs[0].Kind != core.QuestionAsk || len(qs[0].Posts) != 1 {
+		t.Fatalf("questions %+v", qs)
+	}
+	var shown *slacktest.Call
+	for _, c := range r.fake.CallsTo("chat.postMessage") {
+		if strings.Contains(c.Form.Get("blocks"), "Which branch should I build?") {
+			shown = &c
+		}
+	}
+	if shown == nil || shown.Form.Get("thread_ts") != slackRoot {
+		t.Fatal("the question was not posted in the thread")
+	}
+	if b := shown.Form.Get("blocks"); strings.Contains(b, `"action_id"`) || !strings.Contains(b, "Reply in this thread") {
+		t.Errorf("free-text question blocks %s, want no buttons and the reply hint", b)
+	}
+	r.say(t, slackAlice, "1767225700.000100", slackRoot, "release-2.4 please")
+	r.idle(t)
+	if !r.replied(slackRoot, "Going with the answer: ") || !r.replied(slackRoot, "release-2.4 please") {
+		t.Fatalf("the run did not resume with the reply; posts %+v", r.fake.CallsTo("chat.postMessage"))
+	}
+	ups := r.fake.CallsTo("chat.update")
+	if len(ups) != 1 || ups[0].Form.Get("ts") != qs[0].Posts[0].PlatformID || !strings.Contains(ups[0].Form.Get("blocks"), "Answered by Alice: release-2.4 please") {
+		t.Fatalf("question message updates %+v", ups)
+	}
+}
+
+// TestSlackAskHumanChoiceClicked: ask_human with choices shows one button per
+// choice; the click on "prod" resumes the run with it.
+func TestSlackAskHumanChoiceClicked(t *testing.T) {
+	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)})
+	r.say(t, slackAlice, slackRoot, "", "@engineer pick an environment and deploy")
+	r.idle(t)
+	qs := r.allQuestions(t)
+	if len(qs) != 1 || len(qs[0].Choices) != 2 {
+		t.Fatalf("questions %+v", qs)
+	}
+	q := qs[0]
+	var blocks string
+	for _, c := range r.fake.CallsTo("chat.postMessage") {
+		if strings.Contains(c.Form.Get("blocks"), `"action_id"`) {
+			blocks = c.Form.Get("blocks")
+		}
+	}
+	for i, label := range []string{"staging", "prod"} {
+		if !strings.Contains(blocks, `"text":"`+label+`"`) || !strings.Contains(blocks, `"value":"`+slack.ButtonValue(q.Token, i)+`"`) {
+			t.Errorf("button %q missing in %s", label, blocks)
+		}
+	}
+	r.click(t, slackAlice, q, 1)
+	r.idle(t)
+	if !r.replied(slackRoot, "Going with the answer: ") || !r.replied(slackRoot, "prod") {
+		t.Fatalf("the run did not resume with the choice")
+	}
+	if ups := r.fake.CallsTo("chat.update"); len(ups) != 1 || !strings.Contains(ups[0].Form.Get("blocks"), "Answered by Alice: prod") {
+		t.Fatalf("question message updates %+v", ups)
+	}
+}
+
+// TestSlackApprovalExpires: nobody answers; after the approval timeout the
+// question expires as a rejection, the message says so, the tool never runs and
+// the run continues.
+func TestSlackApprovalExpires(t *testing.T) {
+	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)}, func(r *approvalRig) {
+		r.expireAfter, r.expireEvery = 500*time.Millisecond, 50*time.Millisecond
+	})
+	q, _ := r.askToRun(t, slackAlice)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := r.fake.WaitCalls(ctx, "chat.update", 1); err != nil {
+		t.Fatalf("the question did not expire: %v", err)
+	}
+	r.idle(t)
+	if n := r.ran(t); n != 0 {
+		t.Fatalf("an expired approval ran the tool %d times", n)
+	}
+	r.requireDone(t, q, "Expired without an answer: rejected", "Understood, I did not run it.")
+	r.click(t, slackAlice, q, core.ChoiceApprove)
+	if notes := r.ephemerals(t, slackAlice, 1); len(notes) != 1 || !strings.Contains(notes[0], "Already decided: Expired") {
+		t.Fatalf("a click after expiry: notices %q", notes)
+	}
+	r.idle(t)
+	if n := r.ran(t); n != 0 {
+		t.Fatalf("a click after expiry ran the tool %d times", n)
+	}
 }
