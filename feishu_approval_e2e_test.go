@@ -64,6 +64,10 @@ func fsModel(r openaitest.Request) openaitest.Reply {
 	switch {
 	case strings.Contains(u, fsRunIt):
 		return openaitest.Calls(openaitest.Call("shell", fsShellCmd))
+	case strings.Contains(u, "which branch"):
+		return openaitest.Calls(openaitest.Call("ask_human", `{"question":"Which branch?"}`))
+	case strings.Contains(u, "pick a db"):
+		return openaitest.Calls(openaitest.Call("ask_human", `{"question":"Which database?","choices":["Postgres","SQLite"]}`))
 	case strings.Contains(u, "check the logs"):
 		return openaitest.Text("logs look fine")
 	}
@@ -573,4 +577,43 @@ func TestFeishuApprovalOverLongConnection(t *testing.T) {
 	if toast := r.clickWS(card, "Reject", feishutest.AliceOpenID, "event"); toast == nil || toast.Content != "Already decided: Approved by Bob" {
 		t.Errorf("late click toast %+v", toast)
 	}
+}
+
+func TestFeishuAskHumanFreeTextAnsweredInTopic(t *testing.T) {
+	r := newFeishuRig(t)
+	r.event(feishutest.MessageEvent{MessageID: fsRootMsg, Text: "@_user_1 which branch should I use?", Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}})
+	q := r.waitText("Which branch?")
+	if len(q.Buttons()) != 0 || !strings.Contains(feishutest.CardText(q.Content), "Reply in this topic") || !q.InThread {
+		t.Errorf("free-text question card %+v", q)
+	}
+	r.idle()
+	// Bob answers by replying in the topic, without a mention.
+	r.event(feishutest.MessageEvent{MessageID: fsBobMsg, RootID: fsRootMsg, ParentID: fsRootMsg, Sender: feishutest.BobOpenID, Text: "release-2.1"})
+	done := r.waitText("done: ")
+	if !strings.Contains(done.Text(), "release-2.1") || !done.InThread {
+		t.Errorf("reply after the answer %+v", done)
+	}
+	if text := feishutest.CardText(r.waitPatch(q.ID)); !strings.Contains(text, "Answered by Bob: release-2.1") {
+		t.Errorf("patched question %q", text)
+	}
+	r.idle()
+}
+
+func TestFeishuAskHumanChoiceButton(t *testing.T) {
+	r := newFeishuRig(t)
+	r.event(feishutest.MessageEvent{MessageID: fsRootMsg, Text: "@_user_1 pick a db for me", Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}})
+	card := r.card()
+	if b := card.Buttons(); len(b) != 2 || b[0].Text != "Postgres" || b[1].Text != "SQLite" {
+		t.Fatalf("choice buttons %+v", b)
+	}
+	if toast := r.click(card, "SQLite", feishutest.AliceOpenID); toast.Content != "Recorded" {
+		t.Errorf("toast %+v", toast)
+	}
+	if done := r.waitText("done: "); !strings.Contains(done.Text(), "SQLite") {
+		t.Errorf("reply after the choice %q", done.Text())
+	}
+	if text := feishutest.CardText(r.waitPatch(card.ID)); !strings.Contains(text, "Answered by Alice: SQLite") {
+		t.Errorf("patched card %q", text)
+	}
+	r.idle()
 }
