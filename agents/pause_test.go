@@ -487,3 +487,20 @@ func TestModelCallLimitAcrossResume(t *testing.T) {
 		t.Errorf("resumed segment usage = %+v, want 2 model calls", res2.Usage)
 	}
 }
+
+func TestApprovalToolWithInvalidArgsDoesNotPause(t *testing.T) {
+	srv, a, shell, _, bot := approvalSetup(t)
+	srv.Enqueue(openaitest.Calls(openaitest.ToolCall{ID: "s1", Name: "shell", Arguments: `{"command":`}), openaitest.Text("I will fix my call."))
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "go")
+	res, err := execute(t, a, newJob(env, bot, false, trig))
+	if err != nil || res.Pause != nil || res.Reply != "I will fix my call." {
+		t.Fatalf("res = %+v, err = %v", res, err)
+	}
+	if got := lastMessages(srv.Requests()[1], 1)[0]; got.ToolCallID != "s1" || !strings.Contains(got.Content, "not valid JSON") {
+		t.Errorf("tool result = %+v", got)
+	}
+	if len(shell.calls()) != 0 {
+		t.Error("the tool ran")
+	}
+}

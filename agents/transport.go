@@ -216,6 +216,7 @@ func adaptStream(resp *http.Response, si *streamInfo) *http.Response {
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(raw))
 		resp.ContentLength = int64(len(raw))
+		resp.Header.Del("Content-Length")
 	}
 	if si != nil {
 		resp.Body = &doneTracker{rc: resp.Body, si: si}
