@@ -172,3 +172,68 @@ func TestTelegramRateLimitHonoured(t *testing.T) {
 		t.Fatalf("retried after %v, want at least retry_after 3s", gap)
 	}
 }
+
+// TestTelegramReplyChainJoinsOlderDialog: in a group, a reply to the bot's answer in
+// an earlier dialog joins that dialog, even after /new started another one.
+func TestTelegramReplyChainJoinsOlderDialog(t *testing.T) {
+	r := startTelegram(t, "chief_of_staff")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const tok = "tok-chief_of_staff"
+	push := func(id int64, body string) {
+		t.Helper()
+		if _, err := r.fake.PushUpdate(tok, []byte(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":7,"is_bot":false,"first_name":"Al"},"chat":{"id":-1002,"title":"G","type":"supergroup"},"date":1767225600,%s}}`, id, 100+id, body))); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fake.WaitConfirmed(ctx, tok, id+1); err != nil {
+			t.Fatal(err)
+		}
+		r.idle(t)
+	}
+	push(1, `"text":"@chief_of_staff_bot first topic","entities":[{"offset":0,"length":19,"type":"mention"}]`)
+	first := r.fake.Calls("sendMessage")[0]
+	push(2, `"text":"/new@chief_of_staff_bot second topic","entities":[{"offset":0,"length":23,"type":"bot_command"}]`)
+	// Reply to the bot's answer of the first dialog, without a mention.
+	replyTo := firstSentID(t, r, first)
+	push(3, fmt.Sprintf(`"text":"follow-up on the first","reply_to_message":{"message_id":%d,"from":{"id":900,"is_bot":true,"first_name":"chief","username":"chief_of_staff_bot"},"chat":{"id":-1002,"type":"supergroup"},"date":1767225600,"text":"chief_of_staff on it"}`, replyTo))
+	threadOf := func(text string) core.ThreadID {
+		var id core.ThreadID
+		_ = r.st.View(ctx, func(tx core.ReadTx) error {
+			ths, _ := tx.Threads(0)
+			for _, th := range ths {
+				ms, _ := tx.Messages(th.ID, 0, 0)
+				for _, m := range ms {
+					if strings.Contains(m.Text, text) {
+						id = th.ID
+					}
+				}
+			}
+			return nil
+		})
+		return id
+	}
+	a, b, c := threadOf("first topic"), threadOf("second topic"), threadOf("follow-up on the first")
+	if a == 0 || a == b || c != a {
+		t.Fatalf("threads: first %d, second %d, follow-up %d; want the follow-up in the first", a, b, c)
+	}
+	if r.agent.runs["chief_of_staff"] != 3 {
+		t.Fatalf("runs = %v, want 3 (the reply to the bot wakes it)", r.agent.runs)
+	}
+}
+
+// firstSentID returns the message_id the fake gave the first sendMessage.
+func firstSentID(t *testing.T, r *tgRig, c telegramtest.Call) int64 {
+	t.Helper()
+	var id int64
+	_ = r.st.View(context.Background(), func(tx core.ReadTx) error {
+		o, err := tx.Outbox(1)
+		if err == nil {
+			fmt.Sscan(o.PlatformID, &id)
+		}
+		return nil
+	})
+	if id == 0 {
+		t.Fatalf("no platform id recorded for the first reply (%v)", c.Params)
+	}
+	return id
+}

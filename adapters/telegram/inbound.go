@@ -257,6 +257,10 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	if a.bot != "*" {
 		in.DefaultBot = a.bot
 	}
+	if r := m.ReplyToMessage; r != nil && len(r.ForumTopicCreated) == 0 {
+		// A reply chain: a reply to a message of an older dialog joins that dialog.
+		in.ReplyToKey = DedupKey(m.Chat.ID, r.MessageID)
+	}
 	switch {
 	case d.speaker != "":
 		in.Mentions = []string{d.speaker} // a reply to a bot speaking through a "*" account

@@ -102,6 +102,19 @@ func (a *Adapter) setProgress(id core.OutboxID, st sent, keep bool) {
 	a.progress[id] = st
 }
 
+var _ core.MessageKeyer = (*Adapter)(nil)
+
+// MessageKey is the platform identity of a message Deliver posted (the DedupKey
+// format), so a reply to it joins its thread (core.Inbound.ReplyToKey).
+func (a *Adapter) MessageKey(ref core.ConversationRef, platformID string) string {
+	conv, err := ParseConversation(ref)
+	id, perr := strconv.ParseInt(platformID, 10, 64)
+	if err != nil || perr != nil {
+		return ""
+	}
+	return DedupKey(conv.Chat, id)
+}
+
 // render returns the Telegram HTML of a delivery, with the bold name prefix when
 // another bot speaks through this account.
 func (a *Adapter) render(d core.Delivery) string {
