@@ -134,6 +134,10 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not stored", http.StatusInternalServerError)
 		return
 	}
+	// An explicit empty body lets the flush below complete the response, so Slack
+	// is not kept waiting for the follow-up (a chunked response would end only
+	// when this handler returns).
+	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 	if followUp != nil {
 		// Answer Slack first; the reaction must not count against its 3 seconds.
