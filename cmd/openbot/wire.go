@@ -89,7 +89,7 @@ func checkTools(cfg *config.Config, reg *agents.Registry) config.Errors {
 	for _, n := range reg.Names() {
 		known[n] = true
 	}
-	for _, t := range agents.HistoryTools() {
+	for _, t := range agents.BuiltinTools() {
 		known[t.Name()] = true
 	}
 	servers := map[string]bool{}
