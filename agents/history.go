@@ -159,8 +159,23 @@ func render(v *view, bot core.BotProfile, maxChars int) []openai.ChatCompletionM
 	}
 	flush()
 	if len(out) == 0 || out[len(out)-1].Role != openai.ChatMessageRoleUser {
-		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
-			Content: "[system]: There is nothing new since your last reply. Continue the task if it is unfinished; otherwise reply briefly."})
+		// The bot spoke last. Triggers that arrived before that reply (queued while
+		// its thread was parked or busy) are still what this run answers: repeat them.
+		var pending []string
+		for _, m := range v.shown {
+			if v.triggers[m.ID] && m.Sender != bot.ID() {
+				text := m.Text
+				if len(text) > maxChars {
+					text = cutString(text, maxChars)
+				}
+				pending = append(pending, renderForeign(m, text, true))
+			}
+		}
+		content := "[system]: There is nothing new since your last reply. Continue the task if it is unfinished; otherwise reply briefly."
+		if len(pending) > 0 {
+			content = "[system]: These messages arrived while you were busy with your last reply and you have not answered them yet; answer them now:\n\n" + strings.Join(pending, "\n\n")
+		}
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: content})
 	}
 	return out
 }

@@ -259,3 +259,22 @@ func assistantCall(id string) openai.ChatCompletionMessage {
 func toolResult(id string) openai.ChatCompletionMessage {
 	return openai.ChatCompletionMessage{Role: "tool", ToolCallID: id, Content: "r"}
 }
+
+// TestTriggerBeforeOwnLastReply: a message that was queued while the bot's thread
+// was parked lands before the resumed run's reply; the next run must still be
+// asked to answer it, not told that nothing is new.
+func TestTriggerBeforeOwnLastReply(t *testing.T) {
+	srv := openaitest.New(t)
+	env := &fakeEnv{}
+	env.add(alice, "Alice", "@engineer deploy it", "engineer")
+	waiting := env.add(alice, "Alice", "@engineer also what is the ETA?", "engineer")
+	env.add(engineer.ID(), "Engineer", "Deployed.")
+	if _, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, engineer, false, waiting)); err != nil {
+		t.Fatal(err)
+	}
+	ms := srv.Requests()[0].Body.Messages
+	last := ms[len(ms)-1]
+	if last.Role != "user" || strings.Contains(last.Content, "nothing new") || !strings.Contains(last.Content, "what is the ETA?") {
+		t.Fatalf("last message = %s %q, want the unanswered trigger repeated", last.Role, last.Content)
+	}
+}
