@@ -91,6 +91,9 @@ type approvalRig struct {
 	// expireAfter and expireEvery, when set, are the engine's ApprovalTimeout and
 	// ExpiryInterval.
 	expireAfter, expireEvery time.Duration
+	// socket runs the Slack app in Socket Mode: events and clicks arrive as
+	// envelopes over the fake's websocket instead of signed POSTs.
+	socket bool
 
 	eng    *core.Engine
 	st     *bolt.Store
@@ -162,8 +165,12 @@ func (r *approvalRig) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: slack.ModeHTTP, BotToken: "xoxb-e2e", SigningSecret: slackSecret,
-		APIURL: r.fake.APIURL(), Bots: r.team, Engine: r.eng})
+	so := slack.Options{Name: "acme", Bot: "*", Mode: slack.ModeHTTP, BotToken: "xoxb-e2e", SigningSecret: slackSecret,
+		APIURL: r.fake.APIURL(), Bots: r.team, Engine: r.eng}
+	if r.socket {
+		so.Mode, so.AppToken, so.SigningSecret = slack.ModeSocket, "xapp-e2e", ""
+	}
+	ad, err := slack.New(so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +224,23 @@ func (r *approvalRig) say(t *testing.T, user, ts, threadTS, text string) {
 	body, _ := json.Marshal(map[string]any{"token": "TESTverificationTOKEN000", "team_id": slacktest.DefaultTeam,
 		"api_app_id": slacktest.DefaultAppID, "event": ev, "type": "event_callback", "event_id": "Ev" + strings.ReplaceAll(ts, ".", ""),
 		"event_time": 1767225600})
+	if r.socket {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		env := "env-" + ts
+		if err := r.fake.PushEnvelope(ctx, "events_api", env, body, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.fake.WaitAck(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		// Acked first, ingested after: wait until the message is stored.
+		r.waitStore(t, func(tx core.ReadTx) bool {
+			_, err := tx.Seen(slack.DedupKey(slacktest.DefaultTeam, "C0TEST001", ts))
+			return err == nil
+		})
+		return
+	}
 	req, _ := http.NewRequest(http.MethodPost, r.hook.URL+"/slack/acme/events", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	slacktest.Sign(req.Header, body, slackSecret, time.Now())
@@ -227,6 +251,23 @@ func (r *approvalRig) say(t *testing.T, user, ts, threadTS, text string) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("events POST = %d", resp.StatusCode)
+	}
+}
+
+// waitStore polls the store (with a deadline) until cond holds.
+func (r *approvalRig) waitStore(t *testing.T, cond func(core.ReadTx) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var ok bool
+		_ = r.eng.Store().View(context.Background(), func(tx core.ReadTx) error { ok = cond(tx); return nil })
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not reach the expected state")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -688,4 +729,43 @@ func TestSlackApprovalExpires(t *testing.T) {
 	if n := r.ran(t); n != 0 {
 		t.Fatalf("a click after expiry ran the tool %d times", n)
 	}
+}
+
+// TestSlackApprovalOverSocketMode: the same app in Socket Mode: the question's
+// clicks arrive as interactive envelopes, acked at once; a non-approver is refused
+// privately, then the approver's click (named through users.info) runs the tool once.
+func TestSlackApprovalOverSocketMode(t *testing.T) {
+	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)}, func(r *approvalRig) { r.socket = true })
+	q, _ := r.askToRun(t, slackAlice)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	push := func(env, user string) {
+		t.Helper()
+		c := slacktest.Click{User: user, UserName: slackUserNames[user], Channel: "C0TEST001", ThreadTS: slackRoot,
+			MessageTS: q.Posts[0].PlatformID, ActionID: slack.ActionPrefix + "0", Value: slack.ButtonValue(q.Token, 0)}
+		if err := r.fake.PushClick(ctx, env, c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.fake.WaitAck(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push("env-bob", slackBob)
+	if notes := r.ephemerals(t, slackBob, 1); len(notes) != 1 || !strings.Contains(notes[0], "Only approvers of @engineer") {
+		t.Fatalf("bob's notices %q", notes)
+	}
+	r.idle(t)
+	if n := r.ran(t); n != 0 {
+		t.Fatalf("a refused click ran the tool %d times", n)
+	}
+	push("env-alice", slackAlice)
+	r.waitStore(t, func(tx core.ReadTx) bool {
+		cur, err := tx.Question(q.ID)
+		return err == nil && cur.Status != core.QuestionPending
+	})
+	r.idle(t)
+	if n := r.ran(t); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+	r.requireDone(t, q, "Approved by Alice", "Done: the script ran.")
 }
