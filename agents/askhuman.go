@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"openbot/core"
@@ -23,10 +22,6 @@ const (
 	askMaxChoices   = 10
 	askMaxChoiceLen = 80   // characters of one choice
 	askMaxQuestion  = 4000 // characters of the question
-	// approvalArgsChars bounds the rendering of an approval's arguments in
-	// Pause.Text; the adapters show the exact arguments themselves.
-	approvalArgsChars = 400
-	approvalValueLen  = 160
 )
 
 // askHumanTool is the ask_human definition offered to the model.
@@ -114,46 +109,8 @@ func needsApproval(name string, patterns []string) bool {
 }
 
 // approvalText is the human sentence of an approval question: who wants to run
-// what, and a trimmed rendering of the arguments (one "key: value" line per
-// top-level field, sorted by key).
-func approvalText(bot core.BotProfile, tool, args string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "@%s wants to run %s", bot.Handle, tool)
-	if r := renderArgs(args); r != "" {
-		b.WriteString(":\n")
-		b.WriteString(r)
-	}
-	return b.String()
-}
-
-// renderArgs renders JSON arguments for people, at most approvalArgsChars long.
-func renderArgs(args string) string {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(args), &obj); err != nil {
-		return trimText(strings.TrimSpace(args), approvalArgsChars)
-	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var lines []string
-	for _, k := range keys {
-		v := string(obj[k])
-		var s string
-		if json.Unmarshal(obj[k], &s) == nil {
-			v = s
-		}
-		v = strings.Join(strings.Fields(v), " ")
-		lines = append(lines, k+": "+trimText(v, approvalValueLen))
-	}
-	return trimText(strings.Join(lines, "\n"), approvalArgsChars)
-}
-
-// trimText cuts s to at most n bytes on a rune boundary, marking the cut.
-func trimText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return cutString(s, n-3) + "..."
+// what. The exact arguments are shown by every adapter from Question.Args (in a
+// code block), so they are not repeated here.
+func approvalText(bot core.BotProfile, tool, _ string) string {
+	return fmt.Sprintf("@%s wants to run %s.", bot.Handle, tool)
 }

@@ -96,7 +96,7 @@ type Bot struct {
 	// LLM names a profile in the llm section; default: the only profile, else "default".
 	LLM string `yaml:"llm"`
 	// Model overrides the profile's model.
-	Model         string   `yaml:"model"`
+	Model string   `yaml:"model"`
 	Tools []string `yaml:"tools"`
 	// ApprovalTools pause the run for a person's approval before they run.
 	// Default (key absent): [shell]. An explicit empty list turns approvals off.

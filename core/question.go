@@ -1,11 +1,13 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -332,7 +334,7 @@ func QuestionText(q Question, bot string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "❓ @%s asks (question %d): %s", bot, q.ID, q.Text)
 	if q.Kind == QuestionApproval {
-		args := string(q.Args)
+		args := q.PrettyArgs()
 		if r := []rune(args); len(r) > 800 {
 			args = string(r[:800]) + "…"
 		}
@@ -344,4 +346,37 @@ func QuestionText(q Question, bot string) string {
 		b.WriteString("\nReply in this thread to answer.")
 	}
 	return b.String()
+}
+
+// PrettyArgs is an approval's arguments for people: JSON indented by two spaces,
+// keys and values exactly as stored, except that the escapes \u003c, \u003e and
+// \u0026 (which Go's JSON encoder writes for <, > and &) show as those characters;
+// an escaped backslash before "u003e" is left alone. Text that is not JSON comes
+// back as it is.
+func (q Question) PrettyArgs() string {
+	var b bytes.Buffer
+	if json.Indent(&b, q.Args, "", "  ") != nil {
+		return string(q.Args)
+	}
+	s := b.String()
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			out.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			if c, ok := map[string]byte{"003c": '<', "003e": '>', "0026": '&'}[strings.ToLower(s[i+2:i+6])]; ok {
+				out.WriteByte(c)
+				i += 5
+				continue
+			}
+		}
+		out.WriteString(s[i : i+2]) // any other escape, \\ included, stays whole
+		i++
+	}
+	return out.String()
 }

@@ -313,3 +313,16 @@ func TestQuestionWithoutButtonsFallsBackToText(t *testing.T) {
 		t.Fatalf("delivered %q, want the question as text", got)
 	}
 }
+
+func TestPrettyArgs(t *testing.T) {
+	for _, tt := range []struct{ raw, want string }{
+		{`{"command":"echo x \u003e\u003e ran.txt \u0026\u0026 ls \u003Cin"}`, "{\n  \"command\": \"echo x >> ran.txt && ls <in\"\n}"},
+		{`{"a":"\\u003e stays"}`, "{\n  \"a\": \"\\\\u003e stays\"\n}"},
+		{`{"s":"\"\u00e9\n"}`, "{\n  \"s\": \"\\\"\\u00e9\\n\"\n}"},
+		{`not json`, `not json`},
+	} {
+		if got := (core.Question{Args: json.RawMessage(tt.raw)}).PrettyArgs(); got != tt.want {
+			t.Errorf("PrettyArgs(%s) = %q, want %q", tt.raw, got, tt.want)
+		}
+	}
+}

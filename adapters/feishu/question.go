@@ -1,7 +1,6 @@
 package feishu
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,7 +89,7 @@ func QuestionCard(q core.Question, name string, p2p bool) string {
 	}
 	c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: text})
 	if q.Kind == core.QuestionApproval {
-		c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: argsBlock(q.Tool, q.Args)})
+		c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: argsBlock(q.Tool, q.PrettyArgs())})
 	}
 	opts := q.Options()
 	switch {
@@ -153,15 +152,10 @@ func decisionMark(q core.Question) string {
 	return "✅"
 }
 
-// argsBlock shows an approval's tool and its JSON arguments, indented, in a code
-// block; arguments longer than maxArgsShown are cut at a rune boundary with "…",
+// argsBlock shows an approval's tool and its arguments (core.Question.PrettyArgs)
+// in a code block; arguments longer than maxArgsShown are cut at a rune boundary with "…",
 // and a "```" inside them cannot close the block.
-func argsBlock(tool string, args json.RawMessage) string {
-	var buf bytes.Buffer
-	s := string(args)
-	if json.Indent(&buf, args, "", "  ") == nil {
-		s = buf.String()
-	}
+func argsBlock(tool string, s string) string {
 	if len(s) > maxArgsShown {
 		cut := maxArgsShown
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,11 +201,7 @@ func questionBody(q core.Question, from core.Sender) []slack.Block {
 // the block early, cut after max characters with a note of how many were left out.
 // Pure.
 func ArgsText(args json.RawMessage, max int) string {
-	s := strings.TrimSpace(string(args))
-	var buf bytes.Buffer
-	if json.Valid(args) && json.Indent(&buf, args, "", "  ") == nil {
-		s = unescapeHTML(buf.String())
-	}
+	s := strings.TrimSpace(core.Question{Args: args}.PrettyArgs())
 	if s == "" {
 		s = "{}"
 	}
@@ -219,41 +214,6 @@ func ArgsText(args json.RawMessage, max int) string {
 		s = strings.ReplaceAll(s, "```", "`\u200b``")
 	}
 	return s
-}
-
-// unescapeHTML turns the \u003c, \u003e and \u0026 escapes encoding/json writes
-// back into <, > and &, leaving every other escape (and an escaped backslash
-// followed by "u003c") as it is. s is valid JSON text.
-func unescapeHTML(s string) string {
-	if !strings.Contains(s, `\u00`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		if s[i+1] == 'u' && i+6 <= len(s) {
-			switch s[i+2 : i+6] {
-			case "003c", "003C":
-				b.WriteByte('<')
-				i += 5
-				continue
-			case "003e", "003E":
-				b.WriteByte('>')
-				i += 5
-				continue
-			case "0026":
-				b.WriteByte('&')
-				i += 5
-				continue
-			}
-		}
-		b.WriteString(s[i : i+2])
-		i++
-	}
-	return b.String()
 }
 
 func decisionLine(q core.Question) string {

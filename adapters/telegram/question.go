@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,7 +178,7 @@ func (a *Adapter) QuestionHTML(d core.QuestionDelivery, resolved bool) string {
 	// resolved message is never longer than the limit either.
 	budget := MaxMessageLen - utf16Len(head.String()) - utf16Len(tool) - len("<pre></pre>") -
 		max(utf16Len(tail), maxDecisionLine+len("\n\n<b></b>")+8)
-	args := "<pre>" + escapeTrim(prettyArgs(q.Args), max(budget, 16)) + "</pre>"
+	args := "<pre>" + escapeTrim(q.PrettyArgs(), max(budget, 16)) + "</pre>"
 	return head.String() + tool + args + tail
 }
 
@@ -210,52 +209,6 @@ func (a *Adapter) namePrefix(s core.Sender) string {
 		name = h
 	}
 	return "<b>" + escapeHTML(name) + "</b>\n"
-}
-
-// prettyArgs indents JSON arguments, keeping their keys and values exactly, and
-// shows the escapes \u003c, \u003e and \u0026 that Go's encoder writes for <, >
-// and & as those characters; anything that is not JSON is shown as it is.
-func prettyArgs(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Indent(&b, raw, "", "  ") != nil {
-		return string(raw)
-	}
-	return unescapeHTMLEscapes(b.String())
-}
-
-// unescapeHTMLEscapes replaces \u003c, \u003e and \u0026 in valid JSON text by <,
-// > and &, which mean the same inside a JSON string; an escaped backslash followed
-// by "u003e" is left alone.
-func unescapeHTMLEscapes(s string) string {
-	if !strings.Contains(s, `\u00`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		if s[i+1] == 'u' && i+6 <= len(s) {
-			switch strings.ToLower(s[i+2 : i+6]) {
-			case "003c":
-				b.WriteByte('<')
-				i += 5
-				continue
-			case "003e":
-				b.WriteByte('>')
-				i += 5
-				continue
-			case "0026":
-				b.WriteByte('&')
-				i += 5
-				continue
-			}
-		}
-		b.WriteString(s[i : i+2]) // any other escape, \\ included, stays whole
-		i++
-	}
-	return b.String()
 }
 
 // escapeTrim escapes s for Telegram HTML and cuts it, at a rune boundary, so that

@@ -297,17 +297,3 @@ func TestResolveDecisionLines(t *testing.T) {
 		}
 	}
 }
-
-func TestPrettyArgsKeepsArgumentsExact(t *testing.T) {
-	tests := []struct{ raw, want string }{
-		{`{"command":"echo x \u003e\u003e ran.txt \u0026\u0026 cat \u003C f"}`, "{\n  \"command\": \"echo x >> ran.txt && cat < f\"\n}"},
-		{`{"b":1,"a":"\\u003e"}`, "{\n  \"b\": 1,\n  \"a\": \"\\\\u003e\"\n}"}, // an escaped backslash stays
-		{`{"s":"\"\u00e9\n"}`, "{\n  \"s\": \"\\\"\\u00e9\\n\"\n}"},
-		{`not json <`, `not json <`},
-	}
-	for _, tt := range tests {
-		if got := prettyArgs(json.RawMessage(tt.raw)); got != tt.want {
-			t.Errorf("prettyArgs(%s)\n got %q\nwant %q", tt.raw, got, tt.want)
-		}
-	}
-}
