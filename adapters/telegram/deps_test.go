@@ -12,8 +12,8 @@ import (
 var _ Engine = (*core.Engine)(nil)
 
 // TestImports keeps the layering honest (STYLE.md "Packages and files"): the adapter
-// imports core, the standard library and SDKs, never agents, store, config or
-// another adapter.
+// imports core, the pure markdown scanner, the standard library and SDKs, never
+// agents, store, config or another adapter.
 func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
 	if err != nil {
@@ -23,7 +23,7 @@ func TestImports(t *testing.T) {
 		if !strings.HasPrefix(p, "openbot/") {
 			continue
 		}
-		if p != "openbot/core" && p != "openbot/adapters/telegram" {
+		if p != "openbot/core" && p != "openbot/markdown" && p != "openbot/adapters/telegram" {
 			t.Errorf("adapters/telegram depends on %s", p)
 		}
 	}

@@ -3,8 +3,9 @@ package telegram
 import (
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"openbot/markdown"
 )
 
 // Format converts the Markdown a model writes into Telegram HTML (parse_mode HTML,
@@ -21,10 +22,10 @@ func Format(md string) string {
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		trimmed := strings.TrimLeft(line, " \t")
-		if fence, lang, ok := openingFence(trimmed); ok {
+		if fence, lang, ok := markdown.OpeningFence(trimmed); ok {
 			var body []string
 			for i++; i < len(lines); i++ {
-				if isClosingFence(strings.TrimLeft(lines[i], " \t"), fence) {
+				if markdown.ClosingFence(strings.TrimLeft(lines[i], " \t"), fence) {
 					break
 				}
 				body = append(body, escapeHTML(lines[i]))
@@ -37,9 +38,9 @@ func Format(md string) string {
 			}
 			continue
 		}
-		if isTableLine(trimmed) && i+1 < len(lines) && isTableSeparator(strings.TrimSpace(lines[i+1])) {
+		if markdown.TableLine(trimmed) && i+1 < len(lines) && markdown.TableSeparator(strings.TrimSpace(lines[i+1])) {
 			var body []string
-			for ; i < len(lines) && isTableLine(strings.TrimLeft(lines[i], " \t")); i++ {
+			for ; i < len(lines) && markdown.TableLine(strings.TrimLeft(lines[i], " \t")); i++ {
 				body = append(body, escapeHTML(lines[i]))
 			}
 			i--
@@ -61,15 +62,13 @@ func Format(md string) string {
 }
 
 var (
-	headingRe   = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$`)
-	bulletRe    = regexp.MustCompile(`^([ \t]*)[-*+][ \t]+(.*)$`)
-	taskRe      = regexp.MustCompile(`^\[([ xX])\][ \t]+(.*)$`)
-	orderedRe   = regexp.MustCompile(`^([ \t]*)(\d{1,9})[.)][ \t]+(.*)$`)
-	quoteRe     = regexp.MustCompile(`^[ \t]*>[ \t]?(.*)$`)
-	ruleRe      = regexp.MustCompile(`^[ \t]*(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$`)
-	tableSepRe  = regexp.MustCompile(`^\|?[ \t]*:?-{2,}:?[ \t]*(\|[ \t]*:?-{2,}:?[ \t]*)*\|?$`)
-	autolinkRe  = regexp.MustCompile(`^<((?:https?|mailto):[^\s<>]+)>`)
-	fenceLangRe = regexp.MustCompile(`^[A-Za-z0-9_+#.-]*$`)
+	headingRe  = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$`)
+	bulletRe   = regexp.MustCompile(`^([ \t]*)[-*+][ \t]+(.*)$`)
+	taskRe     = regexp.MustCompile(`^\[([ xX])\][ \t]+(.*)$`)
+	orderedRe  = regexp.MustCompile(`^([ \t]*)(\d{1,9})[.)][ \t]+(.*)$`)
+	quoteRe    = regexp.MustCompile(`^[ \t]*>[ \t]?(.*)$`)
+	ruleRe     = regexp.MustCompile(`^[ \t]*(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$`)
+	autolinkRe = regexp.MustCompile(`^<((?:https?|mailto):[^\s<>]+)>`)
 )
 
 // formatLine converts one line outside code blocks and quotes.
@@ -98,44 +97,6 @@ func formatLine(line string) string {
 	}
 	return formatInline(line)
 }
-
-// openingFence reports whether a line opens a fenced code block and returns the
-// fence ("```" or "~~~", possibly longer) and the info string's language word.
-func openingFence(s string) (fence, lang string, ok bool) {
-	for _, ch := range []byte{'`', '~'} {
-		n := 0
-		for n < len(s) && s[n] == ch {
-			n++
-		}
-		if n >= 3 {
-			info := strings.TrimSpace(s[n:])
-			if ch == '`' && strings.Contains(info, "`") {
-				return "", "", false // inline code like ```x``` on one line
-			}
-			lang, _, _ = strings.Cut(info, " ")
-			if !fenceLangRe.MatchString(lang) {
-				lang = ""
-			}
-			return s[:n], lang, true
-		}
-	}
-	return "", "", false
-}
-
-func isClosingFence(s, fence string) bool {
-	s = strings.TrimRight(s, " \t")
-	if len(s) < len(fence) || s[0] != fence[0] {
-		return false
-	}
-	return strings.Trim(s, fence[:1]) == ""
-}
-
-func isTableLine(s string) bool {
-	s = strings.TrimSpace(s)
-	return len(s) > 1 && s[0] == '|'
-}
-
-func isTableSeparator(s string) bool { return tableSepRe.MatchString(s) }
 
 // escapeHTML escapes the characters Telegram's HTML parser treats as markup: &, <
 // and > (core.telegram.org/bots/api#html-style), plus " for attribute values.
@@ -173,7 +134,7 @@ func formatInline(s string) string {
 			i += 2
 			continue
 		case c == '`':
-			n := runLen(s, i, '`')
+			n := markdown.RunLen(s, i, '`')
 			closing := strings.Index(s[i+n:], s[i:i+n])
 			if closing >= 0 {
 				b.WriteString("<code>" + escapeHTML(s[i+n:i+n+closing]) + "</code>")
@@ -184,7 +145,7 @@ func formatInline(s string) string {
 			i += n
 			continue
 		case c == '[':
-			if label, url, n, ok := parseLink(s[i:]); ok {
+			if label, url, n, ok := markdown.Link(s[i:]); ok {
 				b.WriteString(`<a href="` + escapeHTML(url) + `">` + formatInline(label) + "</a>")
 				i += n
 				continue
@@ -196,7 +157,7 @@ func formatInline(s string) string {
 				continue
 			}
 		case c == '*' || c == '_' || c == '~':
-			if r, inner, n, ok := emphasis(s, i, c); ok {
+			if r, inner, n, ok := markdown.Emphasis(s, i, c); ok {
 				inner = formatInline(inner)
 				switch {
 				case c == '~':
@@ -221,97 +182,6 @@ func formatInline(s string) string {
 		i += size
 	}
 	return b.String()
-}
-
-func runLen(s string, i int, c byte) int {
-	n := 0
-	for i+n < len(s) && s[i+n] == c {
-		n++
-	}
-	return n
-}
-
-// emphasis matches a delimiter run of one to three copies of c at s[i] (exactly two
-// for "~") and its closer of the same length, following CommonMark's flanking rules
-// closely enough for model output: the opener is followed by a non-space, the closer
-// preceded by one, and for "_" neither touches a word (snake_case stays as it is).
-// It returns the run length, the text between the delimiters and the bytes consumed.
-func emphasis(s string, i int, c byte) (run int, inner string, consumed int, ok bool) {
-	r := runLen(s, i, c)
-	if r > 3 || (c == '~' && r != 2) {
-		return 0, "", 0, false
-	}
-	start := i + r
-	if start >= len(s) || s[start] == ' ' || s[start] == '\t' {
-		return 0, "", 0, false
-	}
-	if c == '_' && i > 0 && isWordByte(s, i-1) {
-		return 0, "", 0, false
-	}
-	for j := start + 1; j < len(s); j++ {
-		switch s[j] {
-		case '`': // a code span inside emphasis is skipped whole
-			m := runLen(s, j, '`')
-			if k := strings.Index(s[j+m:], s[j:j+m]); k >= 0 {
-				j += m + k + m - 1
-			} else {
-				j += m - 1
-			}
-			continue
-		case c:
-		default:
-			continue
-		}
-		rr := runLen(s, j, c)
-		end := j + rr
-		if rr == r && s[j-1] != ' ' && s[j-1] != '\t' && !(c == '_' && end < len(s) && isWordByte(s, end)) {
-			return r, s[start:j], end - i, true
-		}
-		j += rr - 1
-	}
-	return 0, "", 0, false
-}
-
-func isWordByte(s string, i int) bool {
-	r, _ := utf8.DecodeRuneInString(s[i:])
-	if r == utf8.RuneError {
-		r, _ = utf8.DecodeLastRuneInString(s[:i+1])
-	}
-	return unicode.IsLetter(r) || unicode.IsDigit(r)
-}
-
-// parseLink parses "[label](url)" or "[label](url "title")" at the start of s.
-func parseLink(s string) (label, url string, n int, ok bool) {
-	depth := 0
-	for j := 0; j < len(s); j++ {
-		switch s[j] {
-		case '[':
-			depth++
-		case ']':
-			depth--
-			if depth == 0 {
-				if j+1 >= len(s) || s[j+1] != '(' {
-					return "", "", 0, false
-				}
-				end := strings.IndexByte(s[j+2:], ')')
-				if end < 0 {
-					return "", "", 0, false
-				}
-				target := strings.TrimSpace(s[j+2 : j+2+end])
-				if sp := strings.IndexAny(target, " \t"); sp >= 0 {
-					target = target[:sp] // drop a "title"
-				}
-				target = strings.Trim(target, "<>")
-				if target == "" {
-					return "", "", 0, false
-				}
-				return s[1:j], target, j + 2 + end + 1, true
-			}
-		case '`':
-			return "", "", 0, false
-		}
-	}
-	return "", "", 0, false
 }
 
 // PlainText returns the visible text of Telegram HTML as Format and Split produce

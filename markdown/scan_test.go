@@ -1,0 +1,61 @@
+package markdown
+
+import "testing"
+
+func TestEmphasis(t *testing.T) {
+	for _, tt := range []struct {
+		s     string
+		c     byte
+		run   int
+		inner string
+		ok    bool
+	}{
+		{"**bold** rest", '*', 2, "bold", true},
+		{"*it* x", '*', 1, "it", true},
+		{"_it_", '_', 1, "it", true},
+		{"snake_case_name", '_', 0, "", false}, // starts inside a word at i=5
+		{"~~gone~~", '~', 2, "gone", true},
+		{"~one~", '~', 0, "", false},
+		{"** not**", '*', 0, "", false},
+		{"*a `*` b*", '*', 1, "a `*` b", true},
+	} {
+		i := 0
+		if tt.s == "snake_case_name" {
+			i = 5
+		}
+		run, inner, _, ok := Emphasis(tt.s, i, tt.c)
+		if ok != tt.ok || run != tt.run || inner != tt.inner {
+			t.Errorf("Emphasis(%q) = %d %q %v, want %d %q %v", tt.s, run, inner, ok, tt.run, tt.inner, tt.ok)
+		}
+	}
+}
+
+func TestLink(t *testing.T) {
+	label, url, n, ok := Link(`[the docs](https://x.io/a "Title") after`)
+	if !ok || label != "the docs" || url != "https://x.io/a" || n != len(`[the docs](https://x.io/a "Title")`) {
+		t.Errorf("Link = %q %q %d %v", label, url, n, ok)
+	}
+	for _, s := range []string{"[no target]", "[a](<>)", "[`code`](x)", "[open(x"} {
+		if _, _, _, ok := Link(s); ok {
+			t.Errorf("Link(%q) matched", s)
+		}
+	}
+}
+
+func TestFencesAndTables(t *testing.T) {
+	if f, lang, ok := OpeningFence("```go"); !ok || f != "```" || lang != "go" {
+		t.Errorf("OpeningFence(```go) = %q %q %v", f, lang, ok)
+	}
+	if f, lang, ok := OpeningFence("~~~~ we!rd lang"); !ok || f != "~~~~" || lang != "" {
+		t.Errorf("OpeningFence(~~~~) = %q %q %v", f, lang, ok)
+	}
+	if _, _, ok := OpeningFence("```x```"); ok {
+		t.Error("inline ```x``` taken for a fence")
+	}
+	if !ClosingFence("````  ", "```") || ClosingFence("~~~", "```") || ClosingFence("``` x", "```") {
+		t.Error("ClosingFence wrong")
+	}
+	if !TableLine(" | a | b |") || TableLine("|") || !TableSeparator("|---|:--:|") || TableSeparator("| a |") {
+		t.Error("table detection wrong")
+	}
+}
