@@ -59,3 +59,29 @@ func TestFencesAndTables(t *testing.T) {
 		t.Error("table detection wrong")
 	}
 }
+
+func TestParseLine(t *testing.T) {
+	for _, tt := range []struct {
+		in     string
+		kind   LineKind
+		text   string
+		marker string
+	}{
+		{"---", Rule, "", ""},
+		{"## A **bold** title ##", Heading, "A bold title", ""},
+		{"  - item", Bullet, "item", "• "},
+		{"- [x] done", Bullet, "done", "☑ "},
+		{"* [ ] todo", Bullet, "todo", "☐ "},
+		{"12) twelfth", Ordered, "twelfth", "12. "},
+		{"> quoted", Quote, "quoted", ""},
+		{"plain -not a list", Text, "plain -not a list", ""},
+	} {
+		l := ParseLine(tt.in)
+		if l.Kind != tt.kind || l.Text != tt.text || l.Marker() != tt.marker {
+			t.Errorf("ParseLine(%q) = %+v marker %q, want kind %d text %q marker %q", tt.in, l, l.Marker(), tt.kind, tt.text, tt.marker)
+		}
+	}
+	if l := ParseLine("  - item"); l.Indent != "  " {
+		t.Errorf("indent = %q", l.Indent)
+	}
+}

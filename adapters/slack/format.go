@@ -46,41 +46,18 @@ func Format(md string) string {
 	return strings.Join(out, "\n")
 }
 
-var (
-	headingRe = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$`)
-	bulletRe  = regexp.MustCompile(`^([ \t]*)[-*+][ \t]+(.*)$`)
-	taskRe    = regexp.MustCompile(`^\[([ xX])\][ \t]+(.*)$`)
-	orderedRe = regexp.MustCompile(`^([ \t]*)(\d{1,9})[.)][ \t]+(.*)$`)
-	quoteRe   = regexp.MustCompile(`^[ \t]*>[ \t]?(.*)$`)
-	ruleRe    = regexp.MustCompile(`^[ \t]*(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$`)
-)
-
 // formatLine converts one line outside code blocks.
 func formatLine(line string) string {
-	switch {
-	case ruleRe.MatchString(line):
-		return "──────────"
-	case headingRe.MatchString(line):
-		m := headingRe.FindStringSubmatch(line)
-		// A heading is already bold; bold inside it would close the outer *.
-		text := strings.NewReplacer("**", "", "__", "").Replace(m[1])
-		return "*" + formatInline(text) + "*"
-	case bulletRe.MatchString(line):
-		m := bulletRe.FindStringSubmatch(line)
-		if t := taskRe.FindStringSubmatch(m[2]); t != nil {
-			box := "☐"
-			if t[1] != " " {
-				box = "☑"
-			}
-			return m[1] + box + " " + formatInline(t[2])
-		}
-		return m[1] + "• " + formatInline(m[2])
-	case orderedRe.MatchString(line):
-		m := orderedRe.FindStringSubmatch(line)
-		return m[1] + m[2] + ". " + formatInline(m[3])
-	case quoteRe.MatchString(line):
-		m := quoteRe.FindStringSubmatch(line)
-		return ">" + " " + formatLine(m[1])
+	l := markdown.ParseLine(line)
+	switch l.Kind {
+	case markdown.Rule:
+		return markdown.RuleText
+	case markdown.Heading:
+		return "*" + formatInline(l.Text) + "*"
+	case markdown.Bullet, markdown.Ordered:
+		return l.Indent + l.Marker() + formatInline(l.Text)
+	case markdown.Quote:
+		return "> " + formatLine(l.Text)
 	}
 	return formatInline(line)
 }

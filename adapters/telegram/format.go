@@ -47,10 +47,14 @@ func Format(md string) string {
 			out = append(out, "<pre>"+strings.Join(body, "\n")+"</pre>")
 			continue
 		}
-		if quoteRe.MatchString(line) {
+		if markdown.ParseLine(line).Kind == markdown.Quote {
 			var body []string
-			for ; i < len(lines) && quoteRe.MatchString(lines[i]); i++ {
-				body = append(body, formatLine(quoteRe.FindStringSubmatch(lines[i])[1]))
+			for ; i < len(lines); i++ {
+				q := markdown.ParseLine(lines[i])
+				if q.Kind != markdown.Quote {
+					break
+				}
+				body = append(body, formatLine(q.Text))
 			}
 			i--
 			out = append(out, "<blockquote>"+strings.Join(body, "\n")+"</blockquote>")
@@ -62,38 +66,19 @@ func Format(md string) string {
 }
 
 var (
-	headingRe  = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$`)
-	bulletRe   = regexp.MustCompile(`^([ \t]*)[-*+][ \t]+(.*)$`)
-	taskRe     = regexp.MustCompile(`^\[([ xX])\][ \t]+(.*)$`)
-	orderedRe  = regexp.MustCompile(`^([ \t]*)(\d{1,9})[.)][ \t]+(.*)$`)
-	quoteRe    = regexp.MustCompile(`^[ \t]*>[ \t]?(.*)$`)
-	ruleRe     = regexp.MustCompile(`^[ \t]*(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$`)
 	autolinkRe = regexp.MustCompile(`^<((?:https?|mailto):[^\s<>]+)>`)
 )
 
 // formatLine converts one line outside code blocks and quotes.
 func formatLine(line string) string {
-	switch {
-	case ruleRe.MatchString(line):
-		return "──────────"
-	case headingRe.MatchString(line):
-		m := headingRe.FindStringSubmatch(line)
-		// A heading is bold already; bold markers inside it are dropped.
-		text := strings.NewReplacer("**", "", "__", "").Replace(m[1])
-		return "<b>" + formatInline(text) + "</b>"
-	case bulletRe.MatchString(line):
-		m := bulletRe.FindStringSubmatch(line)
-		if t := taskRe.FindStringSubmatch(m[2]); t != nil {
-			box := "☐"
-			if t[1] != " " {
-				box = "☑"
-			}
-			return m[1] + box + " " + formatInline(t[2])
-		}
-		return m[1] + "• " + formatInline(m[2])
-	case orderedRe.MatchString(line):
-		m := orderedRe.FindStringSubmatch(line)
-		return m[1] + m[2] + ". " + formatInline(m[3])
+	l := markdown.ParseLine(line)
+	switch l.Kind {
+	case markdown.Rule:
+		return markdown.RuleText
+	case markdown.Heading:
+		return "<b>" + formatInline(l.Text) + "</b>"
+	case markdown.Bullet, markdown.Ordered:
+		return l.Indent + l.Marker() + formatInline(l.Text)
 	}
 	return formatInline(line)
 }
