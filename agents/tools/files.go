@@ -48,15 +48,11 @@ func workspaceReadTool(ws *workspace) agents.Tool {
 			if a.Path == "" {
 				return "", errors.New("path is required")
 			}
-			base, root, err := ws.openRoot(call)
+			root, _, rel, err := ws.open(call, a.Path)
 			if err != nil {
 				return "", err
 			}
 			defer root.Close()
-			rel, err := resolve(base, a.Path)
-			if err != nil {
-				return "", err
-			}
 			f, err := root.Open(rel)
 			if err != nil {
 				return "", rootErr(a.Path, err)
@@ -121,15 +117,11 @@ func workspaceWriteTool(ws *workspace) agents.Tool {
 			if int64(len(a.Content)) > ws.opts.WriteCap {
 				return "", fmt.Errorf("content is %d bytes; the limit is %d bytes: write it in parts with append", len(a.Content), ws.opts.WriteCap)
 			}
-			base, root, err := ws.openRoot(call)
+			root, _, rel, err := ws.open(call, a.Path)
 			if err != nil {
 				return "", err
 			}
 			defer root.Close()
-			rel, err := resolve(base, a.Path)
-			if err != nil {
-				return "", err
-			}
 			if rel == "." {
 				return "", errors.New("path names the workspace itself; give a file name")
 			}
@@ -182,15 +174,11 @@ func workspaceListTool(ws *workspace) agents.Tool {
 			if err := decodeArgs(call.Args, &a); err != nil {
 				return "", err
 			}
-			base, root, err := ws.openRoot(call)
+			root, base, rel, err := ws.open(call, a.Path)
 			if err != nil {
 				return "", err
 			}
 			defer root.Close()
-			rel, err := resolve(base, a.Path)
-			if err != nil {
-				return "", err
-			}
 			st, err := root.Stat(rel)
 			if err != nil {
 				return "", rootErr(a.Path, err)
@@ -301,15 +289,11 @@ func workspaceSearchTool(ws *workspace) agents.Tool {
 					return "", fmt.Errorf("invalid glob %q: %v", a.Glob, err)
 				}
 			}
-			base, root, err := ws.openRoot(call)
+			root, _, rel, err := ws.open(call, a.Path)
 			if err != nil {
 				return "", err
 			}
 			defer root.Close()
-			rel, err := resolve(base, a.Path)
-			if err != nil {
-				return "", err
-			}
 			if _, err := root.Stat(rel); err != nil {
 				return "", rootErr(a.Path, err)
 			}

@@ -63,6 +63,21 @@ func (w *workspace) openRoot(call agents.ToolCall) (string, *os.Root, error) {
 	return dir, r, nil
 }
 
+// open opens the call's workspace root and resolves path inside it (resolve), for
+// the file tools; it returns the root, the workspace directory and the path
+// relative to it. The caller closes the root.
+func (w *workspace) open(call agents.ToolCall, path string) (root *os.Root, base, rel string, err error) {
+	base, root, err = w.openRoot(call)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if rel, err = resolve(base, path); err != nil {
+		root.Close()
+		return nil, "", "", err
+	}
+	return root, base, rel, nil
+}
+
 // resolve checks that rel names something inside base (an absolute, symlink-free
 // directory) and returns it cleaned and relative to base ("." for base itself).
 // Absolute paths and ".." that climb out are refused, then the longest existing
