@@ -96,7 +96,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 			return IngestResult{}, err
 		}
 	}
-	if in.ThreadKey != "" && !viaReply { // a reply into an older thread leaves the current one
+	if in.ThreadKey != "" && !viaReply && (!found || in.Thread != 0 || t.Key != in.ThreadKey) { // a reply into an older thread leaves the current one
 		if err := tx.BindThreadKey(in.ThreadKey, t.ID); err != nil {
 			return IngestResult{}, err
 		}

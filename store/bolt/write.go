@@ -69,10 +69,19 @@ func (w *writeTx) PutThread(t core.Thread) (core.Thread, error) {
 			return t, err
 		}
 		t.ID = core.ThreadID(id)
-	} else if _, err := w.Thread(t.ID); err != nil {
+	} else if err := w.threadExists(t.ID); err != nil {
 		return t, err
 	}
 	return t, w.put(bktThreads, u64(uint64(t.ID)), t)
+}
+
+// threadExists is a key lookup: threads have no indexes to maintain, so the old
+// record need not be decoded.
+func (w *writeTx) threadExists(id core.ThreadID) error {
+	if w.bucket(bktThreads).Get(u64(uint64(id))) == nil {
+		return fmt.Errorf("thread %d: %w", id, core.ErrNotFound)
+	}
+	return nil
 }
 
 // BindThreadKey fails with ErrNotFound when the thread does not exist.
@@ -80,7 +89,7 @@ func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
 	if key == "" {
 		return invalid("empty thread key")
 	}
-	if _, err := w.Thread(id); err != nil {
+	if err := w.threadExists(id); err != nil {
 		return err
 	}
 	return w.bucket(bktThreadKeys).Put([]byte(key), u64(uint64(id)))
