@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -190,6 +191,9 @@ func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
 		}
 		var de DeliveryError
 		isDE := errors.As(err, &de)
+		if isDE && de.Permanent() && l.reroute(ctx, o, ad, err) {
+			return
+		}
 		if (isDE && de.Permanent()) || try >= maxDeliverTries {
 			l.settle(ctx, o, "", err, true)
 			return
@@ -211,6 +215,92 @@ func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
 		case <-t.C:
 		}
 	}
+}
+
+// reroute handles a bot's own account being refused in a conversation (not a
+// member, DESIGN.md §3): the entry goes back to pending through another account of
+// the binding, which shows the bot's name, and the refused account is forgotten
+// for this binding, so later messages take the other account directly. It reports
+// whether it rerouted; a whole-team account's failure is not rerouted.
+func (l *lanes) reroute(ctx context.Context, o OutboxEntry, ad Adapter, cause error) bool {
+	if ad.Bot() == "*" {
+		return false
+	}
+	rerouted := false
+	err := l.e.store.Update(ctx, func(tx Tx) error {
+		rerouted = false
+		sender, err := l.senderOf(tx, o)
+		if err != nil || sender != BotActorID(ad.Bot()) {
+			return err
+		}
+		t, err := tx.Thread(o.Thread)
+		if err != nil {
+			return err
+		}
+		for i, b := range t.Bindings {
+			if b.Conversation != o.Conversation || !slices.Contains(b.Accounts, o.Account) {
+				continue
+			}
+			var alt AccountID
+			for _, a := range b.Accounts {
+				if _, ok := l.e.adapter(a); ok && a != o.Account && alt == "" {
+					alt = a
+				}
+			}
+			if alt == "" {
+				return nil
+			}
+			t.Bindings[i].Accounts = slices.DeleteFunc(slices.Clone(b.Accounts), func(a AccountID) bool { return a == o.Account })
+			if _, err := tx.PutThread(t); err != nil {
+				return err
+			}
+			cur, err := tx.Outbox(o.ID)
+			if err != nil {
+				return err
+			}
+			cur.Account, cur.Status, cur.Error = alt, OutboxPending, fmt.Sprintf("%s refused (%v); sent through %s", o.Account, cause, alt)
+			if _, err := tx.PutOutbox(cur); err != nil {
+				return err
+			}
+			if cur.Op == OpQuestion {
+				q, err := tx.Question(cur.Question)
+				if err != nil {
+					return err
+				}
+				for j, p := range q.Posts {
+					if p.Account == o.Account && p.Conversation == o.Conversation {
+						q.Posts[j].Account = alt
+					}
+				}
+				if _, err := tx.PutQuestion(q); err != nil {
+					return err
+				}
+			}
+			l.e.activity(tx, Activity{Event: "outbox.rerouted", Level: "warn", Summary: cur.Error, Thread: o.Thread, Message: o.Message})
+			rerouted = true
+			return nil
+		}
+		return nil
+	})
+	if err != nil {
+		l.e.log.Error("outbox reroute", "outbox", o.ID, "err", err)
+		return false
+	}
+	if rerouted {
+		l.e.log.Warn("own account refused; rerouted", "account", o.Account, "outbox", o.ID, "err", cause)
+		l.e.kickOutbox()
+	}
+	return rerouted
+}
+
+// senderOf is who an entry speaks for: the message's sender, or the asking bot.
+func (l *lanes) senderOf(tx ReadTx, o OutboxEntry) (ActorID, error) {
+	if o.Op != OpMessage {
+		q, err := tx.Question(o.Question)
+		return q.Bot, err
+	}
+	m, err := tx.Message(o.Message)
+	return m.Sender, err
 }
 
 // sender returns the call that delivers entry o through ad: a message, a question
