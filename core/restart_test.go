@@ -42,6 +42,10 @@ func TestRestartRecovery(t *testing.T) {
 		if _, err := tx.PutItem(it); err != nil {
 			return err
 		}
+		// A run that was created but never started (queued) in thread C.
+		if _, err := tx.PutRun(core.Run{Bot: core.BotActorID("reviewer"), Thread: c.Thread, Status: core.RunQueued}); err != nil {
+			return err
+		}
 		// An earlier reply in thread C, already delivered, plus one still pending.
 		if _, err := tx.PutOutbox(core.OutboxEntry{Account: "console/local", Conversation: "other", Thread: c.Thread, Message: c.Message, Status: core.OutboxDelivered, PlatformID: "old"}); err != nil {
 			return err
@@ -70,6 +74,18 @@ func TestRestartRecovery(t *testing.T) {
 	if last.Kind != core.KindNotice || !strings.Contains(last.Text, "restarted") {
 		t.Fatalf("thread A's last message = %+v, want a restart notice", last)
 	}
+	if n := len(h.runs(core.RunQueued)) + len(h.runs(core.RunRunning)); n != 0 {
+		t.Fatalf("%d queued/running runs left after recovery", n)
+	}
+	noticeC := 0
+	for _, m := range h.messages(c.Thread) {
+		if m.Kind == core.KindNotice && strings.Contains(m.Text, "@reviewer") && strings.Contains(m.Text, "restarted") {
+			noticeC++
+		}
+	}
+	if noticeC != 1 {
+		t.Fatalf("thread C has %d restart notices for the queued run, want 1", noticeC)
+	}
 	var got []string
 	for _, d := range h.ad.deliveries() {
 		got = append(got, string(d.Conversation)+":"+d.Text)
@@ -79,7 +95,7 @@ func TestRestartRecovery(t *testing.T) {
 		if g == "other:@reviewer task C" {
 			pendingC++
 		}
-		if strings.HasPrefix(g, "main:") && strings.Contains(g, "restarted") {
+		if strings.HasPrefix(g, "main:@engineer") && strings.Contains(g, "restarted") {
 			noticeA++
 		}
 	}
