@@ -28,6 +28,8 @@ type session struct {
 	// cancel ends the session's own context (Listen stream, transport).
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // session goroutines (subscriptions/listen)
+	// closed is set once the session is over, before its tools are withdrawn
+	// (OnTools with nil); calls on its tools then return ErrServerDown.
 	closed atomic.Bool
 	tools  []agents.Tool
 }
@@ -240,6 +242,11 @@ func (m *Manager) supervise(ctx context.Context, cfg ServerConfig) {
 			m.publish(cfg.Name, s.tools)
 			started := time.Now()
 			err := m.serve(ctx, s)
+			// Mark the session closed before its tools are withdrawn, so that
+			// anyone who has seen the withdrawal (OnTools with nil) and still
+			// holds an old tool value gets ErrServerDown from it, never a
+			// transport error from the dead connection.
+			s.closed.Store(true)
 			m.publish(cfg.Name, nil)
 			s.stop(m.opts.ShutdownGrace)
 			if ctx.Err() != nil {

@@ -16,7 +16,11 @@ import (
 )
 
 // ErrServerDown is returned (wrapped) by an MCP tool whose server session has
-// ended (crashed, restarting or shut down).
+// ended (crashed, restarting or shut down). A session is marked ended before
+// its tools are withdrawn, so every call on a tool value made after OnTools
+// reported the withdrawal returns it. A call already under way when the server
+// died may instead return the transport's error, if it fails before the
+// Manager notices.
 var ErrServerDown = errors.New("mcp server is not running")
 
 // Tool is one MCP server tool as an agents.Tool named "<server>__<tool>".
