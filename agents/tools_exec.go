@@ -14,10 +14,16 @@ import (
 // NoOutput is the tool result shown to the model when a tool returned nothing.
 const NoOutput = "(no output)"
 
+// eventResultCap bounds the result text kept in a tool_result run event, in
+// bytes; a longer result is cut with a note of its full size.
+const eventResultCap = 2000
+
 // execCalls runs tool calls concurrently (at most Options.MaxParallelTools at a
 // time), each exactly once, and returns their result texts in call order. It
 // records a tool_call event per call before starting and a tool_result event per
-// call after all are done.
+// call after all are done; the tool_result event carries the result text the
+// model gets ("result", capped at eventResultCap bytes) and its full size
+// ("result_bytes").
 func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall) []string {
 	byName := make(map[string]Tool, len(r.tools))
 	for _, t := range r.tools {
@@ -57,6 +63,7 @@ func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall) []string {
 		res := results[i]
 		r.event(ctx, "tool_result", map[string]any{
 			"id": c.ID, "name": c.Function.Name, "duration_ms": res.ms, "chars": res.chars, "error": res.isErr,
+			"result": eventResult(res.text), "result_bytes": len(res.text),
 		})
 		out[i] = res.text
 	}
@@ -125,4 +132,13 @@ func (r *run) wrapCapped(source, out string) string {
 
 func (r *run) capResult(s string) string {
 	return cutString(s, r.agent.opts.MaxToolResultChars)
+}
+
+// eventResult is text as kept in a tool_result event: at most eventResultCap
+// bytes, with a note of the full size when cut.
+func eventResult(text string) string {
+	if len(text) <= eventResultCap {
+		return text
+	}
+	return cutString(text, eventResultCap) + fmt.Sprintf("\n[cut for the event log: the first %d of %d bytes]", eventResultCap, len(text))
 }
