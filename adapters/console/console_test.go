@@ -24,6 +24,7 @@ type fakeEngine struct {
 	threads []core.Thread
 	failOn  string
 	pending []core.Question
+	decided []core.Question
 	answers []core.Answer
 }
 
@@ -37,7 +38,10 @@ func (f *fakeEngine) Answer(ctx context.Context, a core.Answer) (core.AnswerResu
 func (f *fakeEngine) Questions(ctx context.Context, pendingOnly bool) ([]core.Question, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]core.Question(nil), f.pending...), nil
+	if pendingOnly {
+		return append([]core.Question(nil), f.pending...), nil
+	}
+	return append(append([]core.Question(nil), f.decided...), f.pending...), nil
 }
 
 func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {

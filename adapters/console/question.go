@@ -19,11 +19,12 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 	var b strings.Builder
 	fmt.Fprintf(&b, "❓ question %d: %s", q.ID, q.Text)
 	if q.Kind == core.QuestionApproval {
-		args := string(q.Args)
-		if r := []rune(args); len(r) > 600 {
-			args = string(r[:600]) + "…"
+		args := q.PrettyArgs()
+		if r := []rune(args); len(r) > 1200 {
+			args = string(r[:1200]) + "…"
 		}
-		fmt.Fprintf(&b, "\n   tool %s %s\n   /approve %d · /reject %d", q.Tool, args, q.ID, q.ID)
+		args = strings.ReplaceAll(args, "\n", "\n     ")
+		fmt.Fprintf(&b, "\n   tool %s\n     %s\n   /approve %d · /reject %d", q.Tool, args, q.ID, q.ID)
 	} else if len(q.Choices) > 0 {
 		for i, c := range q.Choices {
 			fmt.Fprintf(&b, "\n   %d. %s", i+1, c)
@@ -42,31 +43,44 @@ func (a *Adapter) ResolveQuestion(ctx context.Context, d core.QuestionDelivery) 
 	return err
 }
 
-// answer runs /approve, /reject and /answer: "[id] [text]", the id defaulting to
-// the newest pending question.
+// answer runs /approve [N], /reject [N] and /answer [N] TEXT; N defaults to the
+// newest pending question. For /answer a leading number is the question id only
+// when a question with that id is waiting and text follows it; otherwise the whole
+// argument is the answer ("/answer 2" picks choice 2 of the newest question).
 func (a *Adapter) answer(ctx context.Context, cmd, arg string) {
-	var id core.QuestionID
-	first, rest, _ := strings.Cut(arg, " ")
-	if n, err := strconv.ParseUint(first, 10, 64); err == nil && n > 0 {
-		id, arg = core.QuestionID(n), strings.TrimSpace(rest)
-	}
 	pending, err := a.engine.Questions(ctx, true)
 	if err != nil {
 		a.notice("cannot read questions: %v", err)
 		return
 	}
-	var q *core.Question
-	for i := range pending {
-		if id == 0 || pending[i].ID == id {
-			q = &pending[i]
+	byID := func(id core.QuestionID) *core.Question {
+		for i := range pending {
+			if pending[i].ID == id {
+				return &pending[i]
+			}
 		}
+		return nil
+	}
+	var id core.QuestionID
+	first, rest, _ := strings.Cut(arg, " ")
+	n, nerr := strconv.ParseUint(first, 10, 64)
+	switch {
+	case cmd != "/answer" && arg != "" && (nerr != nil || n == 0 || strings.TrimSpace(rest) != ""):
+		a.notice("%q is not a question number; use %s N, or %s alone for the newest question", arg, cmd, cmd)
+		return
+	case cmd != "/answer" && arg != "":
+		id = core.QuestionID(n)
+	case cmd == "/answer" && nerr == nil && strings.TrimSpace(rest) != "" && byID(core.QuestionID(n)) != nil:
+		id, arg = core.QuestionID(n), strings.TrimSpace(rest)
+	}
+	var q *core.Question
+	if id != 0 {
+		q = byID(id)
+	} else if len(pending) > 0 {
+		q = &pending[len(pending)-1]
 	}
 	if q == nil {
-		if id == 0 {
-			a.notice("no question is waiting for an answer")
-		} else {
-			a.notice("question %d is not waiting for an answer", id)
-		}
+		a.explainNotPending(ctx, id)
 		return
 	}
 	ans := core.Answer{Question: q.ID, Choice: -1, Actor: Human, Name: "you", Account: a.account}
@@ -111,4 +125,69 @@ func (a *Adapter) answer(ctx context.Context, cmd, arg string) {
 	case res.Outcome == core.AnswerUnknown:
 		a.notice("question %d is not waiting for that answer", q.ID)
 	}
+}
+
+// explainNotPending says why question id (0: any) cannot be answered: none is
+// waiting, it does not exist, or it was decided already.
+func (a *Adapter) explainNotPending(ctx context.Context, id core.QuestionID) {
+	if id == 0 {
+		a.notice("no question is waiting for an answer")
+		return
+	}
+	all, err := a.engine.Questions(ctx, false)
+	if err == nil {
+		for _, q := range all {
+			if q.ID == id {
+				a.notice("question %d was already decided: %s", id, q.Decision())
+				return
+			}
+		}
+	}
+	a.notice("there is no question %d; /questions lists the waiting ones", id)
+}
+
+// listQuestions prints the questions waiting in this console's threads, as at
+// start-up after a restart and for /questions.
+func (a *Adapter) listQuestions(ctx context.Context, quietIfNone bool) {
+	pending, err := a.engine.Questions(ctx, true)
+	if err != nil {
+		a.notice("cannot read questions: %v", err)
+		return
+	}
+	threads, err := a.engine.Threads(ctx, 0)
+	if err != nil {
+		a.notice("cannot list threads: %v", err)
+		return
+	}
+	mine := map[core.ThreadID]bool{}
+	for _, t := range threads {
+		if a.bound(t) {
+			mine[t.ID] = true
+		}
+	}
+	var b strings.Builder
+	for _, q := range pending {
+		if !mine[q.Thread] {
+			continue
+		}
+		how := fmt.Sprintf("/answer %d TEXT", q.ID)
+		if q.Kind == core.QuestionApproval {
+			how = fmt.Sprintf("/approve %d or /reject %d", q.ID, q.ID)
+		}
+		fmt.Fprintf(&b, "\n  question %d in thread #%d (%s): %s  → %s", q.ID, q.Thread, strings.TrimPrefix(string(q.Bot), "bot:"), firstLineOf(q.Text), how)
+	}
+	switch {
+	case b.Len() > 0:
+		a.notice("waiting for your answer:%s", b.String())
+	case !quietIfNone:
+		a.notice("no question is waiting for an answer")
+	}
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 100 {
+		return string(r[:99]) + "…"
+	}
+	return s
 }

@@ -37,7 +37,7 @@ func TestAnswerCommands(t *testing.T) {
 		}
 	}
 	s := out.String()
-	for _, msg := range []string{"one of the choices of question 7", "question 9 asks for an answer", "question 12 is not waiting"} {
+	for _, msg := range []string{"one of the choices of question 7", "question 9 asks for an answer", "there is no question 12"} {
 		if !strings.Contains(s, msg) {
 			t.Errorf("output lacks %q:\n%s", msg, s)
 		}
@@ -67,7 +67,7 @@ func TestPostAndResolveQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, want := range []string{"[engineer] ❓ question 3: @engineer wants to run shell", `tool shell {"command":"ls"}`, "/approve 3 · /reject 3", "[system] question 3: Approved by you"} {
+	for _, want := range []string{"[engineer] ❓ question 3: @engineer wants to run shell", "tool shell\n     {\n       \"command\": \"ls\"\n     }", "/approve 3 · /reject 3", "[system] question 3: Approved by you"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
@@ -87,5 +87,28 @@ func TestLongLineRefusedAndReadingGoesOn(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "line not sent") || !strings.Contains(out.String(), "there is no thread #99") {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+func TestAnswerArgumentMistakes(t *testing.T) {
+	eng := &fakeEngine{
+		pending: []core.Question{{ID: 8, Kind: core.QuestionApproval, Thread: 1}, {ID: 10, Kind: core.QuestionAsk, Choices: []string{"a", "b"}, Thread: 1}},
+		decided: []core.Question{{ID: 3, Kind: core.QuestionApproval, Status: core.QuestionAnswered, Choice: core.ChoiceApprove, AnsweredByName: "you"}},
+		threads: []core.Thread{{ID: 1, Bindings: []core.Binding{{Platform: "console", Accounts: []core.AccountID{"console/dev"}}}}},
+	}
+	var out syncBuffer
+	a := newAdapter(t, eng, "/approve 8x\n/reject abc\n/approve 3\n/answer 2\n/questions\n", &out)
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(eng.answers) != 1 || eng.answers[0].Question != 10 || eng.answers[0].Choice != 1 {
+		t.Fatalf("answers = %+v, want only /answer 2 as choice 2 of question 10", eng.answers)
+	}
+	s := out.String()
+	for _, want := range []string{`"8x" is not a question number`, `"abc" is not a question number`, "question 3 was already decided: Approved by you",
+		"waiting for your answer:", "question 8 in thread #1", "/approve 8 or /reject 8", "question 10 in thread #1"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
 	}
 }

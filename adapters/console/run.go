@@ -28,6 +28,7 @@ const help = `commands:
   /approve [N]      approve question N (default: the newest waiting one)
   /reject [N]       reject question N
   /answer [N] TEXT  answer question N (a choice's number or text, or free text)
+  /questions        list the questions waiting for your answer
   /quit, /exit      leave
   /help             this text
 Messages go to the thread's default bot; write @handle to address another bot.
@@ -104,6 +105,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if a.interactive {
 		a.notice("openbot console: type a message (@handle addresses a bot), /help for commands")
 	}
+	a.listQuestions(ctx, true) // questions still open from before a restart
 	for n := 0; ; n++ {
 		var l line
 		select {
@@ -158,6 +160,8 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.listThreads(ctx)
 	case "/approve", "/reject", "/answer":
 		a.answer(ctx, cmd, arg)
+	case "/questions":
+		a.listQuestions(ctx, false)
 	case "/switch":
 		n, err := strconv.ParseUint(arg, 10, 64)
 		if err != nil || n == 0 {
