@@ -149,6 +149,11 @@ func (a *Adapter) explainNotPending(ctx context.Context, id core.QuestionID) {
 // listQuestions prints the questions waiting in this console's threads, as at
 // start-up after a restart and for /questions.
 func (a *Adapter) listQuestions(ctx context.Context, quietIfNone bool) {
+	a.printQuestions(ctx, quietIfNone, "waiting for your answer:")
+}
+
+// printQuestions prints the pending questions of this console's threads under header.
+func (a *Adapter) printQuestions(ctx context.Context, quietIfNone bool, header string) {
 	pending, err := a.engine.Questions(ctx, true)
 	if err != nil {
 		a.notice("cannot read questions: %v", err)
@@ -178,7 +183,7 @@ func (a *Adapter) listQuestions(ctx context.Context, quietIfNone bool) {
 	}
 	switch {
 	case b.Len() > 0:
-		a.notice("waiting for your answer:%s", b.String())
+		a.notice("%s%s", header, b.String())
 	case !quietIfNone:
 		a.notice("no question is waiting for an answer")
 	}

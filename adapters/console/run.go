@@ -117,6 +117,10 @@ func (a *Adapter) Run(ctx context.Context) error {
 			return fmt.Errorf("read: %w", l.err)
 		}
 		if l.eof {
+			if a.settle != nil && a.settle(ctx) == nil {
+				// Scripted input ran out: say what is still open, so it is not lost.
+				a.printQuestions(ctx, true, "input ended; still waiting for an answer (start openbot chat again to answer):")
+			}
 			return nil
 		}
 		if l.tooLong {

@@ -57,3 +57,24 @@ func TestChatApproveAndReject(t *testing.T) {
 		t.Fatalf("ran.txt has %d lines across %v, want 1", lines, matches)
 	}
 }
+
+// TestChatInputEndsWithQuestionOpen: piped input that ends while a question waits
+// says so, and the question stays for the next chat.
+func TestChatInputEndsWithQuestionOpen(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Handle(func(r openaitest.Request) openaitest.Reply {
+		return openaitest.Calls(openaitest.Call("shell", `{"command":"echo hi"}`))
+	})
+	dir := t.TempDir()
+	cfg := exampleConfig(t, dir)
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL()}
+	r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("@engineer run it\n"), env)
+	if r.code != 0 || !strings.Contains(r.stdout, "input ended; still waiting for an answer") || !strings.Contains(r.stdout, "/approve 1 or /reject 1") {
+		t.Fatalf("exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+	// The next chat lists it at start and can approve it.
+	r = runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("/approve 1\n"), env)
+	if !strings.Contains(r.stdout, "waiting for your answer:") || !strings.Contains(r.stdout, "question 1: Approved by you") {
+		t.Fatalf("second chat stdout:\n%s", r.stdout)
+	}
+}
