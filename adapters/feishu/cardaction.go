@@ -67,28 +67,29 @@ type click struct {
 }
 
 // isCardAction reports whether env is a card callback: a v2 card.action.trigger
-// event, or a legacy (flat) card callback with an operator and an action.
+// event, or a legacy (flat) card callback with an action. A callback that does not
+// name its clicker is still one: cardAction refuses it rather than dropping it.
 func isCardAction(env *envelope) bool {
 	if env.Schema == "2.0" {
 		return env.Header.EventType == "card.action.trigger"
 	}
-	return env.OpenID != "" && env.Action != nil
+	return env.Action != nil
 }
 
 // parseClick extracts the click from a card callback envelope; ok is false for a
-// malformed one.
+// malformed one. The clicker's open_id may be empty.
 func parseClick(env *envelope) (click, bool) {
 	if env.Schema != "2.0" {
 		if env.Action == nil {
 			return click{}, false
 		}
-		return click{openID: env.OpenID, messageID: env.OpenMessageID, value: env.Action.Value}, env.OpenID != ""
+		return click{openID: env.OpenID, messageID: env.OpenMessageID, value: env.Action.Value}, true
 	}
 	var ev cardActionEvent
 	if err := json.Unmarshal(env.Event, &ev); err != nil {
 		return click{}, false
 	}
-	return click{openID: ev.Operator.OpenID, messageID: ev.Context.OpenMessageID, value: ev.Action.Value}, ev.Operator.OpenID != ""
+	return click{openID: ev.Operator.OpenID, messageID: ev.Context.OpenMessageID, value: ev.Action.Value}, true
 }
 
 // ParseButtonValue decodes a button's callback value as QuestionCard writes it,
@@ -115,8 +116,9 @@ func ParseButtonValue(raw json.RawMessage) (ButtonValue, bool) {
 // Engine.Answer with the clicker "feishu:<open_id>" and returns the toast for the
 // outcome. The card itself is patched later by the delivery lanes
 // (ResolveQuestion), so the response carries no card. A click on a button that is
-// not a question button gets no change; a failed Answer gets an error toast asking
-// to try again.
+// not a question button gets no change; a click that does not say who clicked (no
+// open_id) fails closed: nothing is answered and the clicker is told it is not
+// allowed; a failed Answer gets an error toast asking to try again.
 func (a *Adapter) cardAction(ctx context.Context, env *envelope) CardResponse {
 	c, ok := parseClick(env)
 	if !ok {
@@ -127,6 +129,10 @@ func (a *Adapter) cardAction(ctx context.Context, env *envelope) CardResponse {
 	if !ok {
 		a.log.Info("feishu card action without a question payload ignored", "message_id", c.messageID)
 		return CardResponse{}
+	}
+	if c.openID == "" {
+		a.log.Warn("feishu card action without an operator open_id refused", "message_id", c.messageID)
+		return CardResponse{Toast: &Toast{Type: ToastError, Content: "You are not allowed to answer this: Feishu did not say who clicked."}}
 	}
 	ans := core.Answer{
 		Token:   v.Q,

@@ -96,17 +96,13 @@ feishu:
 					t.Fatal(err)
 				}
 			}
-			msgs, err := fake.WaitMessages(wctx, 1)
-			if err != nil {
+			if _, err := fake.WaitMessages(wctx, 1); err != nil {
 				t.Fatalf("no reply: %v\n%s", err, logs.String())
 			}
-			m := msgs[0]
-			if m.Kind != "reply" || m.ReplyTo != "om_test_mention_1" || !m.InThread {
-				t.Errorf("reply %+v: want a reply in thread to om_test_mention_1", m)
-			}
-			if !strings.Contains(m.Text(), "**3** items left") {
-				t.Errorf("reply text %q", m.Text())
-			}
+			// Exactly one reply: let the process settle (no new message or model call
+			// for a while, bounded), then stop it so anything still queued is
+			// flushed, and count.
+			feishuSettle(t, func() int { return len(fake.Messages()) + len(llm.Requests()) })
 			cancel()
 			select {
 			case code := <-done:
@@ -116,9 +112,40 @@ feishu:
 			case <-time.After(shutdownBound + 5*time.Second):
 				t.Fatal("serve did not stop within its bound")
 			}
+			msgs := fake.Messages()
+			if len(msgs) != 1 {
+				t.Fatalf("sent %d messages, want exactly one reply: %+v\n%s", len(msgs), msgs, logs.String())
+			}
+			if n := len(llm.Requests()); n != 1 {
+				t.Errorf("the model was called %d times, want once (one run)", n)
+			}
+			m := msgs[0]
+			if m.Kind != "reply" || m.ReplyTo != "om_test_mention_1" || !m.InThread {
+				t.Errorf("reply %+v: want a reply in thread to om_test_mention_1", m)
+			}
+			if !strings.Contains(m.Text(), "**3** items left") {
+				t.Errorf("reply text %q", m.Text())
+			}
 			if strings.Contains(logs.String(), feishutest.AppSecret) {
 				t.Error("the app secret appears in the log")
 			}
 		})
+	}
+}
+
+// feishuSettle waits until count stays the same for 300 ms (at most 5 s), so that a
+// duplicate reply or run that was going to happen has happened.
+func feishuSettle(t *testing.T, count func() int) {
+	t.Helper()
+	const quiet = 300 * time.Millisecond
+	deadline := time.Now().Add(5 * time.Second)
+	last, since := count(), time.Now()
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if n := count(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= quiet {
+			return
+		}
 	}
 }
