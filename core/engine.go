@@ -73,7 +73,8 @@ type Options struct {
 	// approval is a rejection); default 24h.
 	ApprovalTimeout time.Duration
 	// ExpiryInterval is how often pending questions are checked for expiry;
-	// default 30s.
+	// default a tenth of ApprovalTimeout, at most 30s. An answer that arrives past
+	// the deadline is refused either way.
 	ExpiryInterval time.Duration
 }
 
@@ -150,7 +151,7 @@ func New(opts Options) (*Engine, error) {
 		e.approvalTimeout = 24 * time.Hour
 	}
 	if e.expiryEvery <= 0 {
-		e.expiryEvery = 30 * time.Second
+		e.expiryEvery = min(30*time.Second, max(e.approvalTimeout/10, 100*time.Millisecond))
 	}
 	for _, b := range opts.Bots {
 		if b.Handle == "" {

@@ -129,6 +129,16 @@ func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
 			return err
 		}
 		res = AnswerResult{Question: q}
+		if q.Status == QuestionPending && !q.Expires.IsZero() && !e.clock.Now().Before(q.Expires) {
+			// Past its deadline but not swept yet: it expires now, not later.
+			q, err = e.decideTx(tx, q, QuestionExpired, ChoiceReject, "expired", SystemActor, "expiry", "")
+			if err != nil {
+				return err
+			}
+			res = AnswerResult{Outcome: AnswerDecided, Question: q}
+			wake = strings.TrimPrefix(string(q.Bot), "bot:")
+			return nil
+		}
 		opts := q.Options()
 		switch {
 		case q.Status != QuestionPending:

@@ -326,3 +326,46 @@ func TestPrettyArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerAfterDeadlineIsRefused: a question past its deadline that the sweep has
+// not reached yet expires when someone answers it, and nothing runs.
+func TestAnswerAfterDeadlineIsRefused(t *testing.T) {
+	h := newQuestionHarness(t, "console:you")
+	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	h.opts = func(o *core.Options) {
+		o.Approvers, o.Clock = []core.ActorID{"console:you"}, clock
+		o.ApprovalTimeout, o.ExpiryInterval = time.Hour, 24*time.Hour // the sweep never runs in time
+	}
+	ran := approvalScript(h)
+	h.start()
+	h.say("@engineer deploy please")
+	h.idle()
+	posted, _ := h.qad.snapshot()
+	clock.advance(2 * time.Hour) // past the one-hour deadline
+	r, err := h.eng.Answer(context.Background(), core.Answer{Token: posted[0].Question.Token, Choice: core.ChoiceApprove, Actor: "console:you"})
+	if err != nil || r.Outcome != core.AnswerDecided || r.Question.Status != core.QuestionExpired {
+		t.Fatalf("late answer = %+v, %v; want decided as expired", r, err)
+	}
+	h.idle()
+	if *ran != 0 {
+		t.Fatal("a late approval ran the tool")
+	}
+}
+
+// fakeClock is a settable core.Clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
