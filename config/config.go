@@ -24,6 +24,10 @@ type Config struct {
 	// Workspace is the root of the bots' file tools. Default "./data/workspace".
 	Workspace  string      `yaml:"workspace"`
 	MCPServers []MCPServer `yaml:"mcp_servers"`
+	// FetchAllowHosts are hosts ("wiki.internal") or host:port pairs that the
+	// http_fetch tool may reach although they resolve to a loopback, private,
+	// link-local, CGNAT or metadata address (refused by default).
+	FetchAllowHosts []string `yaml:"fetch_allow_hosts"`
 	// Approvers may answer any bot's questions and approvals (platform actor ids:
 	// "slack:<team>:<user>", "telegram:<user id>", "feishu:<open_id>",
 	// "console:you"). Empty: the humans who posted in the thread (DESIGN.md §5).

@@ -209,7 +209,7 @@ func (f *fetcher) call(ctx context.Context, call agents.ToolCall) (string, error
 	resp, err := f.client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrBlockedAddress) {
-			return "", fmt.Errorf("refused: %v (only hosts allowed in the configuration may be reached at such addresses)", unwrapURLErr(err))
+			return "", fmt.Errorf("refused: %v (only hosts listed in the config key fetch_allow_hosts may be reached at such addresses)", unwrapURLErr(err))
 		}
 		return "", fmt.Errorf("fetch %s: %v", a.URL, unwrapURLErr(err))
 	}

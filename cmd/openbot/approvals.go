@@ -7,7 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,6 +51,9 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer, 
 }
 
 func readQuestions(ctx context.Context, cfg *config.Config, pending bool) ([]core.Question, error) {
+	if _, err := os.Stat(cfg.Store.Path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // nothing has run with this store yet; do not create one
+	}
 	st, err := bolt.Open(cfg.Store.Path, bolt.Options{Timeout: 300 * time.Millisecond})
 	if err == nil {
 		defer st.Close()
@@ -77,27 +84,50 @@ func readQuestions(ctx context.Context, cfg *config.Config, pending bool) ([]cor
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
 	}
-	var qs []core.Question
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&qs); err != nil {
+	var body approvalsBody
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body); err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
-	return qs, nil
+	// The listener may belong to another openbot: only trust it for this store.
+	want, _ := filepath.Abs(cfg.Store.Path)
+	if body.Store != want {
+		return nil, fmt.Errorf("%v, and the openbot answering at %s serves another store (%s)", err, url, body.Store)
+	}
+	return body.Questions, nil
 }
 
-// approvalsHandler serves GET /approvals[?pending=1] as JSON on the loopback
-// listener, for `openbot approvals list` while serve holds the store.
-func approvalsHandler(eng *core.Engine) http.Handler {
+// approvalsBody is what GET /approvals answers: the store it reads and its
+// questions, without their button tokens.
+type approvalsBody struct {
+	Store     string          `json:"store"`
+	Questions []core.Question `json:"questions"`
+}
+
+// approvalsHandler serves GET /approvals[?pending=1] as JSON, for `openbot
+// approvals list` while serve holds the store. The listener also takes platform
+// webhooks and may be reachable from outside, so only loopback peers are answered
+// (403 otherwise) and button tokens are left out.
+func approvalsHandler(eng *core.Engine, storePath string) http.Handler {
+	abs, _ := filepath.Abs(storePath)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			http.Error(w, "the approval audit is only served to this machine", http.StatusForbidden)
+			return
+		}
 		qs, err := eng.Questions(r.Context(), r.URL.Query().Get("pending") != "")
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		for i := range qs {
+			qs[i].Token = ""
+		}
 		if qs == nil {
 			qs = []core.Question{}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(qs)
+		_ = json.NewEncoder(w).Encode(approvalsBody{Store: abs, Questions: qs})
 	})
 }
 
@@ -124,7 +154,7 @@ func printQuestions(w io.Writer, qs []core.Question) {
 		if decision == "" {
 			decision = "waiting until " + q.Expires.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ID, q.Status, q.Created.UTC().Format(time.RFC3339),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ID, status(q), q.Created.UTC().Format(time.RFC3339),
 			strings.TrimPrefix(string(q.Bot), "bot:"), q.Thread, what, hash, decision, orDash(string(q.AnsweredBy)), orDash(string(q.AnsweredVia)), at)
 	}
 	tw.Flush()
@@ -143,4 +173,15 @@ func firstRunes(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// status is approved or rejected for a decided approval, else the stored status.
+func status(q core.Question) string {
+	if q.Kind == core.QuestionApproval && q.Status == core.QuestionAnswered {
+		if q.Approved() {
+			return "approved"
+		}
+		return "rejected"
+	}
+	return string(q.Status)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,5 +50,48 @@ func TestApprovalsList(t *testing.T) {
 	r = runFor(t, []string{"approvals", "list", "--pending", "--config", path}, nil, env)
 	if strings.Contains(r.stdout, "Alice") || !strings.Contains(r.stdout, "Which environment?") {
 		t.Errorf("--pending lists:\n%s", r.stdout)
+	}
+}
+
+// TestApprovalsHandler: the audit endpoint answers loopback peers only, names its
+// store, and leaves out button tokens.
+func TestApprovalsHandler(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "openbot.db")
+	st, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Update(context.Background(), func(tx core.Tx) error {
+		_, err := tx.PutQuestion(core.Question{Token: "secrettoken1", Kind: core.QuestionAsk, Run: 1, Bot: "bot:qa", Thread: 1, Status: core.QuestionPending})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := core.New(core.Options{Store: st, Agent: benchAgent{}, Bots: []core.BotProfile{{Handle: "qa"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := approvalsHandler(eng, path)
+	for _, tc := range []struct {
+		remote string
+		code   int
+	}{{"203.0.113.9:5555", 403}, {"10.0.0.2:1", 403}, {"127.0.0.1:5555", 200}, {"[::1]:5555", 200}} {
+		req := httptest.NewRequest("GET", "/approvals?pending=1", nil)
+		req.RemoteAddr = tc.remote
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.code {
+			t.Errorf("%s: status %d, want %d", tc.remote, rec.Code, tc.code)
+		}
+		if tc.code == 200 {
+			var body approvalsBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Store != path || len(body.Questions) != 1 {
+				t.Errorf("body = %s (%v)", rec.Body.String(), err)
+			}
+			if strings.Contains(rec.Body.String(), "secrettoken1") {
+				t.Error("the button token was served")
+			}
+		}
 	}
 }

@@ -14,13 +14,24 @@ import (
 // every problem to stderr, one per line with its field path, returning nil when
 // there was any.
 func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *config.Config {
+	return loadConfigChecked(path, stderr, lookupEnv, false)
+}
+
+// loadConfigChecked is loadConfig; with keyProblem a bot profile that can never
+// work (the public OpenAI API without a key) is one more problem in the report.
+func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv, keyProblem bool) *config.Config {
 	cfg, err := config.Load(path, lookupEnv)
 	var es config.Errors
 	if cfg != nil && (err == nil || errors.As(err, &es)) {
+		if keyProblem {
+			if prof, msg := missingKeyProfile(cfg); msg != "" {
+				es = append(es, config.FieldError{Path: "llm." + prof + ".api_key", Msg: msg})
+			}
+		}
 		// Tool names are checked against the registry in the same report.
 		reg, rerr := newRegistry(cfg, slog.New(slog.DiscardHandler))
 		if rerr != nil {
-			es = append(es, config.FieldError{Path: "workspace", Msg: rerr.Error()})
+			es = append(es, config.FieldError{Path: "fetch_allow_hosts", Msg: rerr.Error()})
 		} else {
 			es = append(es, checkTools(cfg, reg)...)
 		}
@@ -52,12 +63,8 @@ func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEn
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	cfg := loadConfig(*path, stderr, lookupEnv)
+	cfg := loadConfigChecked(*path, stderr, lookupEnv, true)
 	if cfg == nil {
-		return exitFail
-	}
-	if msg := missingKey(cfg); msg != "" {
-		fmt.Fprintln(stderr, msg)
 		return exitFail
 	}
 	fmt.Fprintln(stdout, "config ok")
@@ -67,10 +74,15 @@ func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEn
 // missingKey returns the one-sentence fix when a bot's LLM profile is the public
 // OpenAI API without an api_key, else "".
 func missingKey(cfg *config.Config) string {
+	_, msg := missingKeyProfile(cfg)
+	return msg
+}
+
+func missingKeyProfile(cfg *config.Config) (profile, msg string) {
 	for _, b := range cfg.Bots {
 		if p := cfg.LLM[b.LLM]; p.NeedsKey() {
-			return fmt.Sprintf("llm profile %q has no api_key for %s: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).", b.LLM, config.OpenAIBaseURL)
+			return b.LLM, fmt.Sprintf("llm profile %q has no api_key for %s: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).", b.LLM, config.OpenAIBaseURL)
 		}
 	}
-	return ""
+	return "", ""
 }

@@ -152,7 +152,7 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
-	mux.Handle("GET /approvals", approvalsHandler(eng))
+	mux.Handle("GET /approvals", approvalsHandler(eng, a.cfg.Store.Path))
 	for _, ad := range accounts {
 		if err := eng.AddAdapter(ad); err != nil {
 			return a.fail("adapters", err)

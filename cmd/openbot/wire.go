@@ -67,7 +67,7 @@ func actorIDs(ids []string) []core.ActorID {
 // the configured workspace.
 func newRegistry(cfg *config.Config, log *slog.Logger) (*agents.Registry, error) {
 	reg := agents.NewRegistry()
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: cfg.Workspace, Logger: log})
+	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: cfg.Workspace, FetchAllowHosts: cfg.FetchAllowHosts, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("built-in tools: %w", err)
 	}
