@@ -36,6 +36,27 @@ type WebhookMounter interface {
 	MountHTTP(mux *http.ServeMux)
 }
 
+// WorkIndicator is implemented by adapters that show when a bot is working in a
+// conversation (a Slack reaction on the trigger, Telegram's typing action). Core
+// calls Working with Started true when a run begins or resumes and false when it
+// ends or pauses for a person, for every binding of the run's thread, through the
+// account that would post the bot's reply. Calls are bounded by a short timeout,
+// their errors only logged, and they never delay delivery of the reply.
+type WorkIndicator interface {
+	Working(ctx context.Context, w Work)
+}
+
+// Work is one start or end of a bot's work in a conversation.
+type Work struct {
+	Conversation ConversationRef
+	// ReplyTo is the platform id of the message the run answers, when known.
+	ReplyTo string
+	Bot     Sender
+	Thread  ThreadID
+	Run     RunID
+	Started bool
+}
+
 // MessageKeyer is implemented by adapters whose people reply to a specific
 // message (Telegram): MessageKey returns the platform identity, in the format of
 // Inbound.DedupKey, of a message Deliver posted, so a later reply to it

@@ -132,7 +132,10 @@ func newHarness(t *testing.T, limits core.Limits) *harness {
 }
 
 // start opens the store and runs the engine until the test ends or stop is called.
-func (h *harness) start() {
+func (h *harness) start() { h.t.Helper(); h.start2(nil) }
+
+// start2 is start with a given adapter registered instead of the default one.
+func (h *harness) start2(custom core.Adapter) {
 	h.t.Helper()
 	st, err := bolt.Open(h.path, bolt.Options{})
 	if err != nil {
@@ -153,6 +156,9 @@ func (h *harness) start() {
 	}
 	if h.keyer {
 		ad = keyAdapter{h.ad}
+	}
+	if custom != nil {
+		ad = custom
 	}
 	if err := eng.AddAdapter(ad); err != nil {
 		h.t.Fatal(err)

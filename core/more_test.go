@@ -107,3 +107,34 @@ func TestPostMessageRoutesLikeAReply(t *testing.T) {
 		t.Fatalf("the progress note was not delivered: %q", got)
 	}
 }
+
+// workAdapter records WorkIndicator calls.
+type workAdapter struct {
+	*recAdapter
+	wmu  sync.Mutex
+	work []core.Work
+}
+
+func (w *workAdapter) Working(_ context.Context, x core.Work) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.work = append(w.work, x)
+}
+
+// TestWorkIndicator: an adapter that shows work hears a start before the run and
+// an end after it, answering the trigger, for the bot that runs.
+func TestWorkIndicator(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	wa := &workAdapter{recAdapter: h.ad}
+	h.start2(wa)
+	h.say("hello")
+	h.idle()
+	wa.wmu.Lock()
+	defer wa.wmu.Unlock()
+	if len(wa.work) != 2 || !wa.work[0].Started || wa.work[1].Started {
+		t.Fatalf("work calls = %+v, want start then end", wa.work)
+	}
+	if w := wa.work[0]; w.Bot.Handle != "chief_of_staff" || w.ReplyTo != "in1" || w.Conversation != "main" {
+		t.Fatalf("start = %+v", w)
+	}
+}

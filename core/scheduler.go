@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // worker drains one bot's mailbox, one run at a time (seed §5, invariant 3).
@@ -235,6 +236,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer cancel()
 	env := &runEnv{e: e, job: job}
 	job.Env = env
+	e.showWork(ctx, job, true)
 	res, err := e.agent.Execute(ctx, job)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
@@ -305,6 +307,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 	}
+	e.showWork(sctx, job, false)
 	if err != nil {
 		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", err)
 	}
@@ -312,6 +315,34 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		e.wake(h)
 	}
 	e.kickOutbox()
+}
+
+// workTimeout bounds one WorkIndicator call.
+const workTimeout = 3 * time.Second
+
+// showWork tells every binding's account that supports it that job's bot started
+// or stopped working (WorkIndicator).
+func (e *Engine) showWork(ctx context.Context, job *Job, started bool) {
+	replyTo := e.botReply(job, "").replyTo
+	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
+	for _, b := range job.Thread.Bindings {
+		acct, ok := e.pickAccount(b, job.Bot.ID())
+		if !ok {
+			continue
+		}
+		ad, ok := e.adapter(acct)
+		if !ok {
+			continue
+		}
+		wi, ok := ad.(WorkIndicator)
+		if !ok {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), workTimeout)
+		wi.Working(wctx, Work{Conversation: b.Conversation, ReplyTo: replyTo[b.Conversation], Bot: sender,
+			Thread: job.Thread.ID, Run: job.Run.ID, Started: started})
+		cancel()
+	}
 }
 
 // botReply builds the postSpec of a bot's message in a run: hop is one more than
