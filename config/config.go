@@ -7,6 +7,8 @@ package config
 
 import (
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Config is the whole configuration file. Field order here is the order of
@@ -40,6 +42,9 @@ type Config struct {
 	Slack    []Slack    `yaml:"slack"`
 	Telegram []Telegram `yaml:"telegram"`
 	Feishu   []Feishu   `yaml:"feishu"`
+
+	// source is the file as written, before ${VAR} expansion (see EnvVars).
+	source *yaml.Node
 }
 
 // HTTP is the one shared HTTP listener (webhooks, /healthz).

@@ -373,3 +373,35 @@ approval_timeout: 2h
 		t.Errorf("default approval_timeout = %v", d.ApprovalTimeout)
 	}
 }
+
+func TestEnvVars(t *testing.T) {
+	text := `
+llm: {default: {base_url: "${OPENAI_BASE_URL:-http://127.0.0.1:1/v1}", model: m}}
+bots: [{handle: a}]
+slack:
+  - name: acme
+    bot: "*"
+    bot_token: ${SLACK_BOT_TOKEN}
+    app_token: "${SLACK_APP_TOKEN}"
+    signing_secret: literal
+`
+	c, err := Parse([]byte(text), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path []any
+		want string
+	}{
+		{[]any{"slack", 0, "bot_token"}, "SLACK_BOT_TOKEN"},
+		{[]any{"slack", 0, "app_token"}, "SLACK_APP_TOKEN"},
+		{[]any{"slack", 0, "signing_secret"}, ""},
+		{[]any{"slack", 1, "bot_token"}, ""},
+		{[]any{"llm", "default", "base_url"}, "OPENAI_BASE_URL"},
+	} {
+		got := strings.Join(c.EnvVars(tt.path...), ",")
+		if got != tt.want {
+			t.Errorf("EnvVars(%v) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}

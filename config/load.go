@@ -49,6 +49,11 @@ func Parse(data []byte, lookup LookupEnv) (*Config, error) {
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
 
+	// Keep the unexpanded document, so EnvVars can name a variable later.
+	var src yaml.Node
+	if yaml.Unmarshal(data, &src) == nil {
+		cfg.source = &src
+	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		p.errs = append(p.errs, err.(Errors)...)

@@ -33,3 +33,35 @@ limits: {run_timeout: 10minutes}
 		}
 	}
 }
+
+// TestSkippedAccountNamesTheVariable: an account skipped for an empty secret says
+// which environment variable to set (issue 3 item 1).
+func TestSkippedAccountNamesTheVariable(t *testing.T) {
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	data, _ := os.ReadFile(path)
+	text := string(data) + `
+slack:
+  - name: acme
+    bot: "*"
+    app_token: ${SLACK_APP_TOKEN}
+    bot_token: ${SLACK_BOT_TOKEN}
+telegram:
+  - name: tg
+    bot: engineer
+    token: ${TELEGRAM_TOKEN}
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := loadConfig(path, &strings.Builder{}, envOf(map[string]string{"OPENAI_API_KEY": "k", "SLACK_APP_TOKEN": "xapp-1"}))
+	if cfg == nil {
+		t.Fatal("config did not load")
+	}
+	if got := slackMissing(cfg, 0, cfg.Slack[0]); got != "slack[0].bot_token is empty: set SLACK_BOT_TOKEN" {
+		t.Errorf("slack: %q", got)
+	}
+	if got := emptySecrets(cfg, "telegram", 0, "token"); got != "telegram[0].token is empty: set TELEGRAM_TOKEN" {
+		t.Errorf("telegram: %q", got)
+	}
+}

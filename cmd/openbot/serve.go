@@ -365,7 +365,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 	bots := botProfiles(a.cfg)
 	for i, s := range a.cfg.Slack {
 		acc := "slack/" + s.Name
-		if missing := slackMissing(i, s); missing != "" {
+		if missing := slackMissing(a.cfg, i, s); missing != "" {
 			skip(acc, missing)
 			continue
 		}
@@ -384,7 +384,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 	for i, t := range a.cfg.Telegram {
 		acc := "telegram/" + t.Name
 		if t.Token == "" {
-			skip(acc, fmt.Sprintf("telegram[%d] has no token (is its environment variable set?)", i))
+			skip(acc, emptySecrets(a.cfg, "telegram", i, "token"))
 			continue
 		}
 		if t.Mode == "webhook" && (t.WebhookURL == "" || t.SecretToken == "") {
@@ -406,7 +406,14 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 	for i, f := range a.cfg.Feishu {
 		acc := "feishu/" + f.Name
 		if f.AppID == "" || f.AppSecret == "" {
-			skip(acc, fmt.Sprintf("feishu[%d] has no app_id or app_secret (is its environment variable set?)", i))
+			var empty []string
+			if f.AppID == "" {
+				empty = append(empty, "app_id")
+			}
+			if f.AppSecret == "" {
+				empty = append(empty, "app_secret")
+			}
+			skip(acc, emptySecrets(a.cfg, "feishu", i, empty...))
 			continue
 		}
 		if f.Mode == "webhook" && f.VerificationToken == "" && f.EncryptKey == "" {
@@ -429,8 +436,8 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 
 // slackMissing names the empty credential that makes a Slack account unusable, or
 // returns "" when it has what its mode needs (issue 3 item 1: such an account is
-// skipped with one log line; the rest keeps running).
-func slackMissing(i int, s config.Slack) string {
+// skipped with one log line naming the variable to set; the rest keeps running).
+func slackMissing(cfg *config.Config, i int, s config.Slack) string {
 	var missing []string
 	if s.BotToken == "" {
 		missing = append(missing, "bot_token")
@@ -444,5 +451,24 @@ func slackMissing(i int, s config.Slack) string {
 	if len(missing) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("slack[%d] has no %s (is its environment variable set?)", i, strings.Join(missing, " or "))
+	return emptySecrets(cfg, "slack", i, missing...)
+}
+
+// emptySecrets says which fields of account kind[i] are empty and, when the file
+// writes them as ${VAR}, which environment variables to set:
+// "slack[0].bot_token is empty: set SLACK_BOT_TOKEN".
+func emptySecrets(cfg *config.Config, kind string, i int, fields ...string) string {
+	var parts, vars []string
+	for _, f := range fields {
+		parts = append(parts, fmt.Sprintf("%s[%d].%s", kind, i, f))
+		vars = append(vars, cfg.EnvVars(kind, i, f)...)
+	}
+	msg := strings.Join(parts, " and ") + " is empty"
+	if len(parts) > 1 {
+		msg = strings.Join(parts, " and ") + " are empty"
+	}
+	if len(vars) > 0 {
+		return msg + ": set " + strings.Join(vars, " and ")
+	}
+	return msg + " in the config"
 }
