@@ -81,3 +81,50 @@ func (l Line) Marker() string {
 
 // RuleText is how a thematic break is shown in chat.
 const RuleText = "──────────"
+
+// BlockKind is the kind of a Block.
+type BlockKind int
+
+// Block kinds.
+const (
+	TextBlock  BlockKind = iota // one line outside code and tables (see ParseLine)
+	CodeBlock                   // a fenced code block: its lines, without the fences
+	TableBlock                  // a pipe table: its lines as written
+)
+
+// Block is one block of a Markdown text.
+type Block struct {
+	Kind  BlockKind
+	Lang  string   // a code block's language, if it names one
+	Lines []string // CodeBlock and TableBlock lines; one line for a TextBlock
+}
+
+// Blocks splits Markdown into fenced code blocks (closed by the same fence, or by
+// the end of the text), pipe tables (a table line followed by a separator line, up
+// to the last table line) and single text lines. CRLF is read as LF.
+func Blocks(md string) []Block {
+	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	var out []Block
+	for i := 0; i < len(lines); i++ {
+		trimmed := strings.TrimLeft(lines[i], " \t")
+		if fence, lang, ok := OpeningFence(trimmed); ok {
+			b := Block{Kind: CodeBlock, Lang: lang}
+			for i++; i < len(lines) && !ClosingFence(strings.TrimLeft(lines[i], " \t"), fence); i++ {
+				b.Lines = append(b.Lines, lines[i])
+			}
+			out = append(out, b)
+			continue
+		}
+		if TableLine(trimmed) && i+1 < len(lines) && TableSeparator(lines[i+1]) {
+			b := Block{Kind: TableBlock}
+			for ; i < len(lines) && TableLine(lines[i]); i++ {
+				b.Lines = append(b.Lines, lines[i])
+			}
+			i--
+			out = append(out, b)
+			continue
+		}
+		out = append(out, Block{Kind: TextBlock, Lines: []string{lines[i]}})
+	}
+	return out
+}

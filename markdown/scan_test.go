@@ -85,3 +85,24 @@ func TestParseLine(t *testing.T) {
 		t.Errorf("indent = %q", l.Indent)
 	}
 }
+
+func TestBlocks(t *testing.T) {
+	md := "intro\r\n```go\nx := 1\n```\n| a | b |\n|---|---|\n| 1 | 2 |\nafter\n~~~\nunclosed"
+	bs := Blocks(md)
+	want := []struct {
+		kind  BlockKind
+		lang  string
+		lines int
+	}{{TextBlock, "", 1}, {CodeBlock, "go", 1}, {TableBlock, "", 3}, {TextBlock, "", 1}, {CodeBlock, "", 1}}
+	if len(bs) != len(want) {
+		t.Fatalf("blocks = %+v", bs)
+	}
+	for i, w := range want {
+		if bs[i].Kind != w.kind || bs[i].Lang != w.lang || len(bs[i].Lines) != w.lines {
+			t.Errorf("block %d = %+v, want %+v", i, bs[i], w)
+		}
+	}
+	if bs[0].Lines[0] != "intro" || bs[1].Lines[0] != "x := 1" || bs[4].Lines[0] != "unclosed" {
+		t.Errorf("lines: %q %q %q", bs[0].Lines, bs[1].Lines, bs[4].Lines)
+	}
+}

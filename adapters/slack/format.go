@@ -16,32 +16,18 @@ import (
 // everywhere as Slack requires, except in the links and quote markers Format itself
 // writes. Format is pure and safe for concurrent use.
 func Format(md string) string {
-	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
-	out := make([]string, 0, len(lines))
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		trimmed := strings.TrimLeft(line, " \t")
-		if fence, _, ok := markdown.OpeningFence(trimmed); ok {
+	var out []string
+	for _, b := range markdown.Blocks(md) {
+		switch b.Kind {
+		case markdown.CodeBlock, markdown.TableBlock:
 			out = append(out, "```")
-			for i++; i < len(lines); i++ {
-				if markdown.ClosingFence(strings.TrimLeft(lines[i], " \t"), fence) {
-					break
-				}
-				out = append(out, escapeText(lines[i]))
+			for _, l := range b.Lines {
+				out = append(out, escapeText(l))
 			}
 			out = append(out, "```")
-			continue
+		default:
+			out = append(out, formatLine(b.Lines[0]))
 		}
-		if markdown.TableLine(trimmed) && i+1 < len(lines) && markdown.TableSeparator(strings.TrimSpace(lines[i+1])) {
-			out = append(out, "```")
-			for ; i < len(lines) && markdown.TableLine(strings.TrimLeft(lines[i], " \t")); i++ {
-				out = append(out, escapeText(lines[i]))
-			}
-			i--
-			out = append(out, "```")
-			continue
-		}
-		out = append(out, formatLine(line))
 	}
 	return strings.Join(out, "\n")
 }

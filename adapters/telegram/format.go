@@ -17,50 +17,46 @@ import (
 // (and " inside href), so model text can never inject markup. Every tag Format opens
 // it closes on the same block. Format is pure and safe for concurrent use.
 func Format(md string) string {
-	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
-	out := make([]string, 0, len(lines))
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		trimmed := strings.TrimLeft(line, " \t")
-		if fence, lang, ok := markdown.OpeningFence(trimmed); ok {
+	blocks := markdown.Blocks(md)
+	var out []string
+	for i := 0; i < len(blocks); i++ {
+		b := blocks[i]
+		switch b.Kind {
+		case markdown.CodeBlock:
 			var body []string
-			for i++; i < len(lines); i++ {
-				if markdown.ClosingFence(strings.TrimLeft(lines[i], " \t"), fence) {
-					break
-				}
-				body = append(body, escapeHTML(lines[i]))
+			for _, l := range b.Lines {
+				body = append(body, escapeHTML(l))
 			}
 			code := strings.Join(body, "\n")
-			if lang != "" {
-				out = append(out, `<pre><code class="language-`+escapeHTML(lang)+`">`+code+"</code></pre>")
+			if b.Lang != "" {
+				out = append(out, `<pre><code class="language-`+escapeHTML(b.Lang)+`">`+code+"</code></pre>")
 			} else {
 				out = append(out, "<pre>"+code+"</pre>")
 			}
 			continue
-		}
-		if markdown.TableLine(trimmed) && i+1 < len(lines) && markdown.TableSeparator(strings.TrimSpace(lines[i+1])) {
+		case markdown.TableBlock:
 			var body []string
-			for ; i < len(lines) && markdown.TableLine(strings.TrimLeft(lines[i], " \t")); i++ {
-				body = append(body, escapeHTML(lines[i]))
+			for _, l := range b.Lines {
+				body = append(body, escapeHTML(l))
 			}
-			i--
 			out = append(out, "<pre>"+strings.Join(body, "\n")+"</pre>")
 			continue
 		}
-		if markdown.ParseLine(line).Kind == markdown.Quote {
-			var body []string
-			for ; i < len(lines); i++ {
-				q := markdown.ParseLine(lines[i])
-				if q.Kind != markdown.Quote {
-					break
-				}
-				body = append(body, formatLine(q.Text))
+		// Consecutive "> " lines make one blockquote.
+		var quote []string
+		for ; i < len(blocks) && blocks[i].Kind == markdown.TextBlock; i++ {
+			q := markdown.ParseLine(blocks[i].Lines[0])
+			if q.Kind != markdown.Quote {
+				break
 			}
+			quote = append(quote, formatLine(q.Text))
+		}
+		if len(quote) > 0 {
 			i--
-			out = append(out, "<blockquote>"+strings.Join(body, "\n")+"</blockquote>")
+			out = append(out, "<blockquote>"+strings.Join(quote, "\n")+"</blockquote>")
 			continue
 		}
-		out = append(out, formatLine(line))
+		out = append(out, formatLine(b.Lines[0]))
 	}
 	return strings.Join(out, "\n")
 }
