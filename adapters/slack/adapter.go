@@ -98,7 +98,8 @@ const (
 )
 
 // Adapter is one Slack app. It implements core.Adapter, core.QuestionAdapter,
-// core.Runner and core.WebhookMounter. Its methods are safe for concurrent use.
+// core.Runner, core.WebhookMounter and core.WorkIndicator. Its methods are safe for
+// concurrent use.
 type Adapter struct {
 	name    string
 	bot     string
@@ -196,7 +197,7 @@ func New(opts Options) (*Adapter, error) {
 		clock:    opts.Clock,
 		users:    newUserCache(1000, time.Hour),
 		progress: newProgressMap(1024),
-		working:  newWorking(1024),
+		working:  newWorking(reactionLinger),
 		bg:       newBackground(maxBackground),
 	}
 	for _, b := range opts.Bots {
@@ -259,9 +260,11 @@ func (a *Adapter) identity(ctx context.Context) (identity, error) {
 // with backoff, until ctx is done; in http mode it just waits for ctx (events arrive
 // through MountHTTP's handlers). It returns nil when ctx is done and an error when
 // the credentials are refused for good (invalid_auth, account_inactive, …). Before
-// returning it waits up to 5 s for notices still being sent after button clicks.
+// returning it waits up to 5 s for notices still being sent after button clicks
+// and for working reactions still to be taken off (see Working).
 func (a *Adapter) Run(ctx context.Context) error {
 	defer a.bg.wait(drainGrace)
+	defer a.closeWorking(drainGrace)
 	bo := newBackoff(time.Second, 5*time.Minute)
 	for {
 		_, err := a.identity(ctx)

@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -128,22 +127,12 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if n := r.Header.Get("X-Slack-Retry-Num"); n != "" {
 		a.log.Debug("slack event retry", "num", n, "reason", r.Header.Get("X-Slack-Retry-Reason"))
 	}
-	followUp, err := a.handleEvent(r.Context(), ev)
-	if err != nil {
+	if err := a.handleEvent(r.Context(), ev); err != nil {
 		a.log.Error("slack event not stored", "err", err)
 		http.Error(w, "not stored", http.StatusInternalServerError)
 		return
 	}
-	// An explicit empty body lets the flush below complete the response, so Slack
-	// is not kept waiting for the follow-up (a chunked response would end only
-	// when this handler returns).
-	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
-	if followUp != nil {
-		// Answer Slack first; the reaction must not count against its 3 seconds.
-		_ = http.NewResponseController(w).Flush()
-		followUp(context.WithoutCancel(r.Context()))
-	}
 }
 
 // serveInteractive handles button clicks (block_actions; issue 7 item 3). The

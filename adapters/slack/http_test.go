@@ -1,17 +1,13 @@
 package slack
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"openbot/adapters/slack/slacktest"
 )
 
 func TestSignatureVectors(t *testing.T) {
@@ -146,54 +142,5 @@ func TestNewValidates(t *testing.T) {
 	}
 	if a.Account() != "slack/a" || a.Bot() != "*" {
 		t.Errorf("Account %q Bot %q", a.Account(), a.Bot())
-	}
-}
-
-// TestEventsResponseCompleteBeforeReaction: Slack gets its whole 200 response
-// while the working reaction (the follow-up) is still in flight.
-func TestEventsResponseCompleteBeforeReaction(t *testing.T) {
-	e := newEnv(t, nil)
-	e.engine.woken = []string{"engineer"}
-	release := e.slack.Hold("reactions.add")
-	defer release()
-	srv := httptest.NewServer(e.mux)
-	defer srv.Close()
-	e.a.clock = fixedClock{time.Now()}
-	body := fixture(t, "events_api_app_mention_channel.json")
-	req, err := http.NewRequestWithContext(waitCtx(t), http.MethodPost, srv.URL+"/slack/acme/events", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	slacktest.Sign(req.Header, body, testSecret, time.Now())
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadAll(resp.Body); err != nil { // EOF only once the response is complete
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	// The reaction was still held when the response ended: released now, it
-	// succeeds (without the early end it would have timed out before the response).
-	if _, err := e.slack.WaitCalls(waitCtx(t), "reactions.add", 1); err != nil {
-		t.Fatal(err)
-	}
-	release()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		e.a.working.mu.Lock()
-		n := len(e.a.working.m)
-		e.a.working.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the reaction did not complete after the response")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -27,12 +27,10 @@ type message struct {
 // one core.Inbound and ingests it (issue 3 items 3-5). It returns an error only when
 // the engine failed to store the message, so the caller can make Slack retry.
 // Events that are not for openbot (bot and own messages, edits, joins, other event
-// types, channels or users outside the allow lists) return nil. The returned
-// follow-up, when not nil, is slower cosmetic work (the working reaction) the caller
-// runs after answering Slack.
-func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent) (followUp func(context.Context), err error) {
+// types, channels or users outside the allow lists) return nil.
+func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent) error {
 	if ev.Type != slackevents.CallbackEvent {
-		return nil, nil
+		return nil
 	}
 	var m message
 	switch e := ev.InnerEvent.Data.(type) {
@@ -46,7 +44,7 @@ func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent
 			m.Edited = true
 		}
 	default:
-		return nil, nil
+		return nil
 	}
 	m.Team = ev.TeamID
 	return a.handleMessage(ctx, m)
@@ -62,23 +60,23 @@ func ignoredSubtype(st string) bool {
 	return true // bot_message, message_changed, message_deleted, channel_join, …
 }
 
-func (a *Adapter) handleMessage(ctx context.Context, m message) (func(context.Context), error) {
+func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	log := a.log.With("channel", m.Channel, "ts", m.TS)
 	if m.User == "" || m.BotID != "" || ignoredSubtype(m.SubType) || m.Edited || m.TS == "" {
 		log.Debug("slack event ignored", "subtype", m.SubType, "bot_id", m.BotID, "edited", m.Edited)
-		return nil, nil
+		return nil
 	}
 	id, err := a.identity(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if m.User == id.UserID {
 		log.Debug("slack event ignored: own message")
-		return nil, nil
+		return nil
 	}
 	if (a.allowCh != nil && !a.allowCh[m.Channel]) || (a.allowU != nil && !a.allowU[m.User]) {
 		log.Debug("slack event ignored: not allowed", "user", m.User)
-		return nil, nil
+		return nil
 	}
 	if m.Team == "" {
 		m.Team = id.Team
@@ -90,7 +88,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) (func(context.Co
 		// A top-level channel post roots a thread of its own, which openbot cannot
 		// know yet: without a bot mention it starts nothing (issue 3 item 4).
 		log.Debug("slack event ignored: top-level post without a bot mention")
-		return nil, nil
+		return nil
 	}
 	in := core.Inbound{
 		Account:      a.Account(),
@@ -114,13 +112,10 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) (func(context.Co
 	in.MentionsHumans = humans && !botMentioned
 	res, err := a.engine.Ingest(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("slack ingest %s: %w", in.DedupKey, err)
+		return fmt.Errorf("slack ingest %s: %w", in.DedupKey, err)
 	}
 	log.Debug("slack message ingested", "thread", res.Thread, "duplicate", res.Duplicate, "dropped", res.Dropped, "woken", res.Woken)
-	if res.Duplicate || res.Dropped || len(res.Woken) == 0 {
-		return nil, nil
-	}
-	return func(ctx context.Context) { a.markWorking(ctx, in.Conversation, m.Channel, m.TS) }, nil
+	return nil
 }
 
 // tsTime converts a Slack ts ("1767225600.000100") to a time; zero if malformed.

@@ -72,9 +72,7 @@ func mapError(err error) error {
 // (username and icon_emoji, needs chat:write.customize). It returns the ts of the
 // first chunk. Chunks already posted by an earlier, failed attempt for the same
 // outbox entry are not posted again. Errors are core.DeliveryErrors: 429 with
-// RetryAfter, channel_not_found, not_in_channel, invalid_auth, … permanent. A
-// successful delivery takes the working reaction off the messages of that
-// conversation (see working.go).
+// RetryAfter, channel_not_found, not_in_channel, invalid_auth, … permanent.
 func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
 	conv, err := ParseConversation(d.Conversation)
 	if err != nil {
@@ -116,7 +114,6 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 		pr.posted = i + 1
 	}
 	a.progress.done(key)
-	a.doneWorking(ctx, d.Conversation)
 	return pr.firstTS, nil
 }
 

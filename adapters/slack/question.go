@@ -77,7 +77,6 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 		a.log.Warn("slack question post failed", "channel", conv.Channel, "question", d.Question.ID, "err", err)
 		return "", mapError(err)
 	}
-	a.doneWorking(ctx, d.Conversation)
 	return ts, nil
 }
 

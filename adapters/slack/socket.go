@@ -87,11 +87,8 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 				a.notify(procCtx, a.handleClick(procCtx, *it.click, true))
 				continue
 			}
-			followUp, err := a.handleEvent(procCtx, it.event)
-			if err != nil {
+			if err := a.handleEvent(procCtx, it.event); err != nil {
 				a.log.Error("slack event not stored", "err", err)
-			} else if followUp != nil {
-				followUp(procCtx)
 			}
 		}
 	})

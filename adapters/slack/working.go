@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -10,83 +11,266 @@ import (
 	"openbot/core"
 )
 
-// WorkingReaction is the reaction put on a message while a bot works on it (issue 3
-// item 6 "while a bot is working on a thread, show it").
+// WorkingReaction is the reaction put on the message a bot is working on (issue 3
+// item 6: "while a bot is working on a thread, show it ... and remove it when
+// done").
 const WorkingReaction = "eyes"
 
-// reactionTimeout bounds one reactions.add or reactions.remove call.
-const reactionTimeout = 5 * time.Second
+const (
+	// reactionLinger is how long the reaction stays after the last bot working on
+	// a message ended. Core reports a run's end before the run's reply is delivered
+	// and before a bot it handed off to starts, so taking the reaction off at once
+	// would remove it just before the answer shows, and make it flicker off and on
+	// at every hand-off.
+	reactionLinger = 2 * time.Second
+	// reactionTimeout bounds one reactions.add or reactions.remove call.
+	reactionTimeout = 5 * time.Second
+	// maxWorking bounds the runs tracked at once; beyond it a start shows nothing.
+	maxWorking = 1024
+)
 
-// working remembers the messages that carry WorkingReaction, per conversation, so
-// the next reply delivered to that conversation can take it off. Core does not tell
-// adapters when runs start and end, so "working" is approximated as "from the
-// ingest that woke a bot until the next reply in that conversation". Bounded: at
-// most max conversations are remembered, the oldest forgotten first. Safe for
-// concurrent use.
+// msgKey is a Slack message: channel and ts.
+type msgKey struct{ channel, ts string }
+
+// runKey is one run's work in one conversation.
+type runKey struct {
+	run  core.RunID
+	conv core.ConversationRef
+}
+
+// reaction is the working state of one message.
+type reaction struct {
+	conv  core.ConversationRef // the conversation whose work put it there
+	seq   uint64               // when work last started on it, to find the latest
+	n     int                  // runs working on it; guarded by working.mu
+	timer *time.Timer          // pending removal after the last end; guarded by working.mu
+	gen   uint64               // bumped when timer is replaced or cancelled; guarded by working.mu
+	op    chan struct{}        // capacity 1: serializes this message's add and remove calls
+	shown bool                 // the reaction is (or may be) on the message; guarded by op
+}
+
+// working counts, per message, the runs working on it (core.WorkIndicator), so the
+// reaction stays until the last of them ends. Safe for concurrent use; bounded by
+// maxWorking runs plus the messages still lingering.
 type working struct {
-	mu    sync.Mutex
-	max   int
-	order []core.ConversationRef
-	m     map[core.ConversationRef][]reacted
+	mu     sync.Mutex
+	linger time.Duration
+	seq    uint64
+	msgs   map[msgKey]*reaction
+	runs   map[runKey]msgKey
+	closed bool           // Run returned: no new work shown, removals immediate
+	wg     sync.WaitGroup // lingering removals, pending or running
 }
 
-type reacted struct{ channel, ts string }
-
-func newWorking(max int) *working {
-	return &working{max: max, m: map[core.ConversationRef][]reacted{}}
+func newWorking(linger time.Duration) *working {
+	return &working{linger: linger, msgs: map[msgKey]*reaction{}, runs: map[runKey]msgKey{}}
 }
 
-func (w *working) add(conv core.ConversationRef, r reacted) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.m[conv]; !ok {
-		w.order = append(w.order, conv)
-		for len(w.order) > w.max {
-			delete(w.m, w.order[0])
-			w.order = w.order[1:]
-		}
+var _ core.WorkIndicator = (*Adapter)(nil)
+
+// Working shows that a bot works in a conversation (core.WorkIndicator; issue 3
+// item 6): when a run starts or resumes, WorkingReaction is added to the message it
+// answers (w.ReplyTo, that message's ts). A run without one (a bot woken by another
+// bot's hand-off) marks the message that carries the reaction for earlier work in
+// the same conversation, else the conversation's thread root. When the run ends or
+// pauses for a person, the reaction is taken off once no run works on that message
+// any more, reactionLinger later, so it survives a hand-off and goes only after
+// the reply has been posted. Best effort: failures (no reactions:write scope) are
+// logged at debug; already_reacted and no_reaction count as success. Web API calls
+// are bounded by ctx, except the lingering removal, which has its own timeout and
+// is done at once when Run returns.
+func (a *Adapter) Working(ctx context.Context, w core.Work) {
+	if w.Started {
+		a.startWork(ctx, w)
+	} else {
+		a.endWork(ctx, w)
 	}
-	w.m[conv] = append(w.m[conv], r)
 }
 
-// take removes and returns the reacted messages of conv.
-func (w *working) take(conv core.ConversationRef) []reacted {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	rs, ok := w.m[conv]
-	if !ok {
-		return nil
-	}
-	delete(w.m, conv)
-	for i, c := range w.order {
-		if c == conv {
-			w.order = append(w.order[:i], w.order[i+1:]...)
-			break
-		}
-	}
-	return rs
-}
-
-// markWorking puts WorkingReaction on a message a bot was woken for. Best effort:
-// a failure (no reactions:write scope) is logged at debug and changes nothing else.
-func (a *Adapter) markWorking(ctx context.Context, conv core.ConversationRef, channel, ts string) {
-	ctx, cancel := context.WithTimeout(ctx, reactionTimeout)
-	defer cancel()
-	if err := a.api.AddReactionContext(ctx, WorkingReaction, slack.NewRefToMessage(channel, ts)); err != nil {
-		a.log.Debug("slack working reaction not added", "channel", channel, "ts", ts, "err", err)
+func (a *Adapter) startWork(ctx context.Context, w core.Work) {
+	conv, err := ParseConversation(w.Conversation)
+	if err != nil {
+		a.log.Debug("slack working: bad conversation", "conversation", w.Conversation, "err", err)
 		return
 	}
-	a.working.add(conv, reacted{channel: channel, ts: ts})
+	st := a.working
+	rk := runKey{w.Run, w.Conversation}
+	st.mu.Lock()
+	if _, dup := st.runs[rk]; dup || st.closed {
+		st.mu.Unlock()
+		return
+	}
+	if len(st.runs) >= maxWorking {
+		st.mu.Unlock()
+		a.log.Debug("slack working reaction skipped: too many runs tracked", "run", w.Run)
+		return
+	}
+	ts := w.ReplyTo
+	if ts == "" {
+		var latest uint64
+		for k, r := range st.msgs {
+			if r.conv == w.Conversation && k.channel == conv.Channel && r.seq > latest {
+				ts, latest = k.ts, r.seq
+			}
+		}
+	}
+	if ts == "" {
+		ts = conv.ThreadTS
+	}
+	if ts == "" {
+		st.mu.Unlock()
+		a.log.Debug("slack working reaction skipped: no message to mark", "run", w.Run, "conversation", w.Conversation)
+		return
+	}
+	k := msgKey{conv.Channel, ts}
+	r := st.msgs[k]
+	if r == nil {
+		r = &reaction{conv: w.Conversation, op: make(chan struct{}, 1)}
+		st.msgs[k] = r
+	}
+	st.seq++
+	r.seq = st.seq
+	r.n++
+	if r.timer != nil { // ended a moment ago: keep it instead
+		r.gen++
+		if r.timer.Stop() {
+			st.wg.Done()
+		}
+		r.timer = nil
+	}
+	st.runs[rk] = k
+	st.mu.Unlock()
+	a.reconcile(ctx, k, r)
 }
 
-// doneWorking takes WorkingReaction off the messages of conv. Best effort.
-func (a *Adapter) doneWorking(ctx context.Context, conv core.ConversationRef) {
-	for _, r := range a.working.take(conv) {
+func (a *Adapter) endWork(ctx context.Context, w core.Work) {
+	st := a.working
+	rk := runKey{w.Run, w.Conversation}
+	st.mu.Lock()
+	k, ok := st.runs[rk]
+	if !ok { // its start showed nothing
+		st.mu.Unlock()
+		return
+	}
+	delete(st.runs, rk)
+	r := st.msgs[k]
+	r.n--
+	if r.n > 0 {
+		st.mu.Unlock()
+		return
+	}
+	if st.closed || st.linger <= 0 {
+		st.mu.Unlock()
+		a.reconcile(ctx, k, r)
+		return
+	}
+	r.gen++
+	gen := r.gen
+	st.wg.Add(1)
+	r.timer = time.AfterFunc(st.linger, func() { a.lingerDone(k, r, gen) })
+	st.mu.Unlock()
+}
+
+// lingerDone runs reactionLinger after the last end on r: unless work started on it
+// again meanwhile, the reaction is taken off.
+func (a *Adapter) lingerDone(k msgKey, r *reaction, gen uint64) {
+	st := a.working
+	defer st.wg.Done()
+	st.mu.Lock()
+	if r.gen != gen {
+		st.mu.Unlock()
+		return
+	}
+	r.timer = nil
+	st.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), reactionTimeout)
+	defer cancel()
+	a.reconcile(ctx, k, r)
+}
+
+// reconcile makes the message show the reaction when a run works on it (or its
+// removal is pending) and not otherwise. Calls for one message are serialized and
+// each applies the state current when it runs, so concurrent starts and ends
+// settle on the last state whatever order they run in. A message nobody works on
+// any more is forgotten.
+func (a *Adapter) reconcile(ctx context.Context, k msgKey, r *reaction) {
+	select {
+	case r.op <- struct{}{}:
+	case <-ctx.Done():
+		a.log.Debug("slack working reaction not updated", "channel", k.channel, "ts", k.ts, "err", ctx.Err())
+		return
+	}
+	defer func() { <-r.op }()
+	st := a.working
+	st.mu.Lock()
+	want := r.n > 0 || r.timer != nil
+	st.mu.Unlock()
+	ref := slack.NewRefToMessage(k.channel, k.ts)
+	switch {
+	case want && !r.shown:
 		cctx, cancel := context.WithTimeout(ctx, reactionTimeout)
-		err := a.api.RemoveReactionContext(cctx, WorkingReaction, slack.NewRefToMessage(r.channel, r.ts))
+		err := a.api.AddReactionContext(cctx, WorkingReaction, ref)
 		cancel()
-		if err != nil {
-			a.log.Debug("slack working reaction not removed", "channel", r.channel, "ts", r.ts, "err", err)
+		if err != nil && isSlackErr(err, "already_reacted") {
+			err = nil
 		}
+		// A refusal from Slack means it is not there; a transport error may hide a
+		// success, so the end still tries to remove it.
+		var se slack.SlackErrorResponse
+		r.shown = err == nil || !errors.As(err, &se)
+		if err != nil {
+			a.log.Debug("slack working reaction not added", "channel", k.channel, "ts", k.ts, "err", err)
+		}
+	case !want && r.shown:
+		cctx, cancel := context.WithTimeout(ctx, reactionTimeout)
+		err := a.api.RemoveReactionContext(cctx, WorkingReaction, ref)
+		cancel()
+		r.shown = false
+		if err != nil && !isSlackErr(err, "no_reaction") {
+			a.log.Debug("slack working reaction not removed", "channel", k.channel, "ts", k.ts, "err", err)
+		}
+	}
+	if !want {
+		st.mu.Lock()
+		if r.n == 0 && r.timer == nil && st.msgs[k] == r {
+			delete(st.msgs, k)
+		}
+		st.mu.Unlock()
+	}
+}
+
+func isSlackErr(err error, code string) bool {
+	var se slack.SlackErrorResponse
+	return errors.As(err, &se) && se.Err == code
+}
+
+// closeWorking is called when Run returns: new work is no longer shown, pending
+// removals run now, and it waits for them at most d.
+func (a *Adapter) closeWorking(d time.Duration) {
+	st := a.working
+	st.mu.Lock()
+	st.closed = true
+	for k, r := range st.msgs {
+		if r.timer == nil || !r.timer.Stop() {
+			continue // none pending, or already running
+		}
+		r.gen++
+		r.timer = nil
+		go func() {
+			defer st.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), reactionTimeout)
+			defer cancel()
+			a.reconcile(ctx, k, r)
+		}()
+	}
+	st.mu.Unlock()
+	done := make(chan struct{})
+	go func() { st.wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		a.log.Warn("slack working reactions not all removed at shutdown")
 	}
 }

@@ -1,60 +1,253 @@
 package slack
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
 	"testing"
+	"time"
+
+	"openbot/adapters/slack/slacktest"
+	"openbot/core"
 )
 
-// TestWorkingReaction: a message that woke a bot gets :eyes:, a duplicate or a
-// message that woke nobody gets nothing, and the next reply delivered to that
-// conversation takes the reaction off.
-func TestWorkingReaction(t *testing.T) {
+const (
+	workConv = core.ConversationRef("T0TEST:C0TEST001:1767225600.000100")
+	trigger  = "1767225600.000200" // a reply in that thread that woke a bot
+)
+
+// workEnv is newEnv with the given linger; pending removals are flushed when the
+// test ends, before the fake Slack closes.
+func workEnv(t *testing.T, linger time.Duration) *env {
+	t.Helper()
 	e := newEnv(t, nil)
-	e.engine.woken = []string{"engineer"}
-	e.postEvent(t, "events_api_app_mention_channel.json")
-	e.postEvent(t, "events_api_message_channel_twin_of_mention.json") // duplicate
-	adds := e.slack.CallsTo("reactions.add")
-	if len(adds) != 1 {
-		t.Fatalf("%d reactions.add, want 1", len(adds))
-	}
-	f := adds[0].Form
-	if f.Get("name") != WorkingReaction || f.Get("channel") != "C0TEST001" || f.Get("timestamp") != "1767225600.000100" {
-		t.Errorf("reactions.add form %v", f)
-	}
+	e.a.working = newWorking(linger)
+	t.Cleanup(func() { e.a.closeWorking(10 * time.Second) })
+	return e
+}
 
-	if _, err := e.a.Deliver(t.Context(), delivery("done")); err != nil {
-		t.Fatal(err)
-	}
-	removes := e.slack.CallsTo("reactions.remove")
-	if len(removes) != 1 || removes[0].Form.Get("timestamp") != "1767225600.000100" || removes[0].Form.Get("name") != WorkingReaction {
-		t.Fatalf("reactions.remove calls %+v", removes)
-	}
-	if _, err := e.a.Deliver(t.Context(), delivery("again")); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(e.slack.CallsTo("reactions.remove")); n != 1 {
-		t.Errorf("%d reactions.remove after a second reply, want still 1", n)
-	}
+func work(run core.RunID, replyTo string, started bool) core.Work {
+	return core.Work{Conversation: workConv, ReplyTo: replyTo, Run: run, Thread: 1,
+		Bot: core.Sender{Actor: core.BotActorID("engineer"), Handle: "engineer"}, Started: started}
+}
 
-	e2 := newEnv(t, nil) // woken nobody
-	e2.postEvent(t, "events_api_message_thread_reply.json")
-	if n := len(e2.slack.CallsTo("reactions.add")); n != 0 {
-		t.Errorf("%d reactions.add for a message that woke nobody", n)
+// reactions lists the reaction calls in order as "add <channel> <ts>" or
+// "remove <channel> <ts>", checking the reaction name.
+func reactions(t *testing.T, e *env) []string {
+	t.Helper()
+	var out []string
+	for _, c := range e.slack.Calls() {
+		op, ok := map[string]string{"reactions.add": "add", "reactions.remove": "remove"}[c.Method]
+		if !ok {
+			continue
+		}
+		if c.Form.Get("name") != WorkingReaction {
+			t.Errorf("%s with name %q", c.Method, c.Form.Get("name"))
+		}
+		out = append(out, op+" "+c.Form.Get("channel")+" "+c.Form.Get("timestamp"))
+	}
+	return out
+}
+
+func wantReactions(t *testing.T, e *env, want ...string) {
+	t.Helper()
+	if got := reactions(t, e); !slices.Equal(got, want) {
+		t.Fatalf("reaction calls\n got %q\nwant %q", got, want)
 	}
 }
 
-func TestWorkingBounded(t *testing.T) {
-	w := newWorking(2)
-	w.add("a", reacted{"C", "1"})
-	w.add("b", reacted{"C", "2"})
-	w.add("a", reacted{"C", "3"})
-	w.add("c", reacted{"C", "4"})
-	if got := w.take("a"); got != nil {
-		t.Errorf("oldest conversation kept: %v", got)
+// waitReactions waits until n reaction calls were made.
+func waitReactions(t *testing.T, e *env, n int) {
+	t.Helper()
+	ctx := waitCtx(t)
+	if err := e.slack.Wait(ctx, func(*slacktest.Server) bool { return len(reactions(t, e)) >= n }); err != nil {
+		t.Fatalf("reaction calls %q, want %d", reactions(t, e), n)
 	}
-	if got := w.take("b"); len(got) != 1 {
-		t.Errorf("b = %v", got)
+}
+
+// waitForgotten waits until the adapter tracks no run and no message.
+func waitForgotten(t *testing.T, e *env) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := e.a.working
+		st.mu.Lock()
+		n := len(st.msgs) + len(st.runs)
+		st.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages or runs still tracked", n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	if got := w.take("c"); len(got) != 1 {
-		t.Errorf("c = %v", got)
+}
+
+// TestWorkingReactionStartEnd: a run's start puts :eyes: on the message it answers
+// before Working returns; its end takes it off after the linger, not at once.
+func TestWorkingReactionStartEnd(t *testing.T) {
+	e := workEnv(t, 200*time.Millisecond)
+	e.a.Working(t.Context(), work(1, trigger, true))
+	wantReactions(t, e, "add C0TEST001 "+trigger)
+	e.a.Working(t.Context(), work(1, trigger, false))
+	wantReactions(t, e, "add C0TEST001 "+trigger) // still lingering
+	waitReactions(t, e, 2)
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
+	waitForgotten(t, e)
+}
+
+// TestWorkingReactionUntilLastRunEnds: two bots on one trigger share one reaction,
+// taken off only after the second ends; another trigger has its own.
+func TestWorkingReactionUntilLastRunEnds(t *testing.T) {
+	const linger = 50 * time.Millisecond
+	e := workEnv(t, linger)
+	const other = "1767225600.000300"
+	e.a.Working(t.Context(), work(1, trigger, true))
+	e.a.Working(t.Context(), work(2, trigger, true))
+	e.a.Working(t.Context(), work(3, other, true))
+	wantReactions(t, e, "add C0TEST001 "+trigger, "add C0TEST001 "+other)
+	e.a.Working(t.Context(), work(1, trigger, false))
+	e.a.Working(t.Context(), work(1, trigger, false)) // a repeated end changes nothing
+	time.Sleep(5 * linger)
+	wantReactions(t, e, "add C0TEST001 "+trigger, "add C0TEST001 "+other)
+	e.a.Working(t.Context(), work(2, trigger, false))
+	waitReactions(t, e, 3)
+	wantReactions(t, e, "add C0TEST001 "+trigger, "add C0TEST001 "+other, "remove C0TEST001 "+trigger)
+	e.a.Working(t.Context(), work(3, other, false))
+	waitReactions(t, e, 4)
+	waitForgotten(t, e)
+}
+
+// TestWorkingReactionSurvivesHandOff: the chief ends and the engineer it handed off
+// to starts (core gives the engineer's run no ReplyTo: its trigger is the chief's
+// message): the reaction stays on the human's message, without flicker, until the
+// engineer ends. A paused run that resumes does the same.
+func TestWorkingReactionSurvivesHandOff(t *testing.T) {
+	const linger = 300 * time.Millisecond
+	e := workEnv(t, linger)
+	e.a.Working(t.Context(), work(1, trigger, true))
+	e.a.Working(t.Context(), work(1, trigger, false))
+	e.a.Working(t.Context(), work(2, "", true)) // the hand-off
+	time.Sleep(2 * linger)
+	wantReactions(t, e, "add C0TEST001 "+trigger)
+	e.a.Working(t.Context(), work(2, "", false)) // pauses for a person
+	e.a.Working(t.Context(), work(2, "", true))  // resumes
+	time.Sleep(2 * linger)
+	wantReactions(t, e, "add C0TEST001 "+trigger)
+	e.a.Working(t.Context(), work(2, "", false))
+	waitReactions(t, e, 2)
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
+	waitForgotten(t, e)
+}
+
+// TestWorkingReactionWithoutReplyTo: with no trigger known, the thread root is
+// marked; a top-level DM without one shows nothing; a malformed ref is ignored.
+func TestWorkingReactionWithoutReplyTo(t *testing.T) {
+	e := workEnv(t, 0)
+	e.a.Working(t.Context(), work(1, "", true))
+	e.a.Working(t.Context(), work(1, "", false))
+	wantReactions(t, e, "add C0TEST001 1767225600.000100", "remove C0TEST001 1767225600.000100")
+
+	dm := work(2, "", true)
+	dm.Conversation = "T0TEST:D0TEST001"
+	e.a.Working(t.Context(), dm)
+	dm.ReplyTo = "1767225600.000500"
+	dm.Run = 3
+	e.a.Working(t.Context(), dm)
+	bad := work(4, trigger, true)
+	bad.Conversation = "nonsense"
+	e.a.Working(t.Context(), bad)
+	wantReactions(t, e, "add C0TEST001 1767225600.000100", "remove C0TEST001 1767225600.000100",
+		"add D0TEST001 1767225600.000500")
+}
+
+// TestWorkingReactionErrors: already_reacted and no_reaction are fine; a refused
+// add (missing scope) means there is nothing to remove.
+func TestWorkingReactionErrors(t *testing.T) {
+	e := workEnv(t, 0)
+	e.slack.FailNext("reactions.add", http.StatusOK, "already_reacted", 0)
+	e.slack.FailNext("reactions.remove", http.StatusOK, "no_reaction", 0)
+	e.a.Working(t.Context(), work(1, trigger, true))
+	e.a.Working(t.Context(), work(1, trigger, false))
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
+
+	e.slack.FailNext("reactions.add", http.StatusOK, "missing_scope", 0)
+	e.a.Working(t.Context(), work(2, trigger, true))
+	e.a.Working(t.Context(), work(2, trigger, false))
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger, "add C0TEST001 "+trigger)
+	waitForgotten(t, e)
+}
+
+// TestWorkingReactionBoundedByCtx: a hanging reactions.add does not hold Working
+// past its ctx; as the add may have worked, the end still removes the reaction.
+func TestWorkingReactionBoundedByCtx(t *testing.T) {
+	e := workEnv(t, 0)
+	release := e.slack.Hold("reactions.add")
+	defer release()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	e.a.Working(ctx, work(1, trigger, true))
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Working took %v with a 200ms ctx", d)
 	}
+	release()
+	e.a.Working(t.Context(), work(1, trigger, false))
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
+}
+
+// TestWorkingReactionShutdown: when Run returns, a lingering removal is done at
+// once, and later starts show nothing.
+func TestWorkingReactionShutdown(t *testing.T) {
+	e := workEnv(t, time.Hour)
+	e.a.Working(t.Context(), work(1, trigger, true))
+	e.a.Working(t.Context(), work(1, trigger, false))
+	e.a.closeWorking(10 * time.Second)
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
+	e.a.Working(t.Context(), work(2, trigger, true))
+	e.a.Working(t.Context(), work(2, trigger, false))
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
+}
+
+// TestWorkingReactionConcurrent: many runs starting and ending on one message at
+// once settle on no reaction, the last call a removal.
+func TestWorkingReactionConcurrent(t *testing.T) {
+	e := workEnv(t, 5*time.Millisecond)
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 10 {
+				run := core.RunID(g*100 + i + 1)
+				e.a.Working(t.Context(), work(run, trigger, true))
+				time.Sleep(time.Duration(i%3) * time.Millisecond)
+				e.a.Working(t.Context(), work(run, trigger, false))
+			}
+		})
+	}
+	wg.Wait()
+	waitForgotten(t, e)
+	got := reactions(t, e)
+	if len(got) == 0 || got[len(got)-1] != "remove C0TEST001 "+trigger {
+		t.Fatalf("reaction calls end with %q, want a removal", got[max(0, len(got)-3):])
+	}
+	for i, c := range got { // add and remove alternate
+		if want := map[bool]string{true: "add", false: "remove"}[i%2 == 0]; c != fmt.Sprintf("%s C0TEST001 %s", want, trigger) {
+			t.Fatalf("call %d = %q in %q", i, c, got)
+		}
+	}
+}
+
+// TestIngestAndDeliverLeaveReactionsAlone: reactions follow core's Working calls
+// only; waking a bot or delivering a reply does not touch them.
+func TestIngestAndDeliverLeaveReactionsAlone(t *testing.T) {
+	e := workEnv(t, 0)
+	e.engine.woken = []string{"engineer"}
+	e.postEvent(t, "events_api_app_mention_channel.json")
+	if _, err := e.a.Deliver(t.Context(), delivery("done")); err != nil {
+		t.Fatal(err)
+	}
+	wantReactions(t, e)
 }
