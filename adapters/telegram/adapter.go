@@ -93,8 +93,8 @@ type Options struct {
 }
 
 // Adapter is one Telegram bot account. It implements core.Adapter, core.Runner,
-// core.WebhookMounter and core.QuestionAdapter. Create it with New; Run learns the bot's identity (getMe)
-// before any update is handled.
+// core.WebhookMounter, core.QuestionAdapter and core.WorkIndicator. Create it with
+// New; Run learns the bot's identity (getMe) before any update is handled.
 type Adapter struct {
 	name     string
 	account  core.AccountID
@@ -116,7 +116,7 @@ type Adapter struct {
 	mu       sync.Mutex
 	me       *tgbotapi.User         // set by Run after getMe
 	progress map[core.OutboxID]sent // parts of a split message already sent
-	typingCh chan typingReq         // to the typist goroutine Run owns; bounded
+	typing   *typing                // conversations bots work in (typing.go)
 }
 
 var (
@@ -201,7 +201,7 @@ func New(opts Options) (*Adapter, error) {
 		hc:       opts.HTTPClient,
 		pollWait: opts.PollTimeout,
 		progress: map[core.OutboxID]sent{},
-		typingCh: make(chan typingReq, typingQueue),
+		typing:   newTyping(),
 	}
 	for _, u := range opts.AllowUsers {
 		if u = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(u), "@")); u != "" {

@@ -28,7 +28,6 @@ const (
 // acknowledgement stays within Telegram's time limit. An Answer error is returned,
 // so the update is not confirmed (no offset saved, webhook 500) and comes again;
 // a failed answerCallbackQuery is only logged, as the answer is already stored.
-// An accepted answer shows "typing…" in the chat while the bot resumes.
 func (a *Adapter) handleCallback(ctx context.Context, q *callbackQuery) error {
 	token, choice, ok := ParseCallbackData(q.Data)
 	if !ok {
@@ -47,9 +46,6 @@ func (a *Adapter) handleCallback(ctx context.Context, q *callbackQuery) error {
 	a.log.Info("question button clicked", "token", token, "choice", choice, "user", q.From.ID, "outcome", res.Outcome)
 	text, alert := CallbackNotice(res, choice)
 	a.answerCallback(ctx, q.ID, text, alert)
-	if res.Outcome == core.AnswerAccepted && q.Message != nil {
-		a.startTyping(conversationOf(q.Message)) // the bot resumes work there
-	}
 	return nil
 }
 

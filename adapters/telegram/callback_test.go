@@ -84,10 +84,8 @@ func TestCallbackQueryAnswers(t *testing.T) {
 			if p["callback_query_id"] != "cb-1" || p["text"] != tt.text || (p["show_alert"] == "true") != tt.alert {
 				t.Errorf("answerCallbackQuery %v, want text %q alert %v", p, tt.text, tt.alert)
 			}
-			if tt.res.Outcome == core.AnswerAccepted {
-				if c := e.waitCalls(t, "sendChatAction", 1); c[0].Params["chat_id"] != "42" {
-					t.Errorf("typing shown in %v, want the clicked chat 42", c[0].Params)
-				}
+			if c := e.srv.Calls("sendChatAction"); len(c) != 0 { // core's Working shows the resumed run
+				t.Errorf("typing shown on a click: %v", c[0].Params)
 			}
 			if in := e.eng.inbounds(); len(in) != 0 {
 				t.Errorf("a click was ingested as a message: %+v", in)

@@ -16,7 +16,8 @@
 // wire.go holds the Bot API types the library lacks (forum topics, reply_parameters);
 // inbound.go classifies updates; poll.go and webhook.go receive them; outbound.go
 // delivers; question.go posts and resolves questions; callback.go handles button
-// clicks; typing.go shows "typing…" while a woken bot works. The fake Bot API
+// clicks; typing.go shows "typing…" while core reports a bot working in the chat
+// (core.WorkIndicator). The fake Bot API
 // server for tests is in package telegramtest.
 //
 // Choices where the spec leaves room:

@@ -270,12 +270,8 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	if in.Text == "" {
 		in.Text = "/" + d.command
 	}
-	res, err := a.engine.Ingest(ctx, in)
-	if err != nil {
+	if _, err := a.engine.Ingest(ctx, in); err != nil {
 		return fmt.Errorf("telegram: ingest %s: %w", in.DedupKey, err)
-	}
-	if len(res.Woken) > 0 {
-		a.startTyping(conv)
 	}
 	return nil
 }

@@ -49,7 +49,6 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	if err != nil {
 		return "", permanentError{fmt.Errorf("telegram: deliver to %q: %w", d.Conversation, err)}
 	}
-	a.stopTyping(conv)
 	var parts []string
 	for _, p := range Split(a.render(d), MaxMessageLen) {
 		if strings.TrimSpace(PlainText(p)) != "" {

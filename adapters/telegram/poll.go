@@ -28,7 +28,8 @@ const allowedUpdates = `["message","edited_message","callback_query"]`
 // redelivered update carries the same DedupKey and core ignores it). In webhook mode
 // it registers the webhook with secret_token and blocks. Run returns nil when ctx is
 // done, and an error for a rejected token (401/404) or a refused setWebhook. It owns
-// one helper goroutine (typing indicators) and waits for it before returning.
+// one helper goroutine (the typing indicator's repeats, see Working) and waits for
+// it before returning; no typing is shown after that.
 func (a *Adapter) Run(ctx context.Context) error {
 	var me tgbotapi.User
 	err := a.retry(ctx, "getMe", func() error {

@@ -51,7 +51,6 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 	if err != nil {
 		return "", permanentError{fmt.Errorf("telegram: question %d: %w", d.Question.ID, err)}
 	}
-	a.stopTyping(conv) // the bot now waits for a person
 	extra := tgbotapi.Params{}
 	if kb != nil {
 		rm, err := json.Marshal(kb)

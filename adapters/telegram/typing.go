@@ -3,80 +3,165 @@ package telegram
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"openbot/core"
 )
 
-// Typing indicator (issue 4 item 5): Telegram shows "typing…" for about 5 seconds
-// per sendChatAction, so it is repeated while a bot works on a chat. Core has no
-// run-start or run-end hook yet, so the adapter starts it when Ingest woke a bot and
-// stops it at the next Deliver to that conversation or after typingMax.
+// Typing indicator (issue 4 item 5: "typing chat action repeated every few seconds
+// while a bot works on the chat"). Telegram shows "typing…" for about 5 seconds per
+// sendChatAction, or until the bot's next message, so it is repeated while core
+// reports a bot working in the conversation (core.WorkIndicator).
 const (
 	typingEvery   = 4 * time.Second
-	typingMax     = 2 * time.Minute
-	typingQueue   = 64
-	typingTimeout = 5 * time.Second
+	typingMax     = 10 * time.Minute // safety cap: a conversation shows typing at most this long per start
+	typingTimeout = 5 * time.Second  // one repeated sendChatAction
+	maxTyping     = 1024             // runs tracked at once; beyond it a start shows nothing
 )
 
-type typingReq struct {
+// typingRun is one run's work in one conversation.
+type typingRun struct {
+	run  core.RunID
 	conv Conversation
-	stop bool
 }
 
-// startTyping asks the typist to show "typing…" in conv; dropped if its queue is full.
-func (a *Adapter) startTyping(conv Conversation) {
-	select {
-	case a.typingCh <- typingReq{conv: conv}:
-	default:
+// typingChat is a conversation some runs work in.
+type typingChat struct {
+	n      int       // runs working there
+	since  time.Time // last start
+	capped bool      // typingMax passed: no longer shown
+}
+
+// typing counts the runs working in each conversation. Safe for concurrent use.
+type typing struct {
+	mu    sync.Mutex
+	every time.Duration
+	max   time.Duration
+	runs  map[typingRun]bool
+	chats map[Conversation]*typingChat
+	done  bool // Run's typist has stopped: nothing more is sent
+}
+
+func newTyping() *typing {
+	return &typing{every: typingEvery, max: typingMax, runs: map[typingRun]bool{}, chats: map[Conversation]*typingChat{}}
+}
+
+var _ core.WorkIndicator = (*Adapter)(nil)
+
+// Working implements core.WorkIndicator: while at least one bot works in a chat (or
+// forum topic) the chat shows "typing…". The first start there sends sendChatAction
+// at once, bounded by ctx; Run's typist repeats it every 4 seconds until the last
+// run working there ends or pauses for a person, for at most 10 minutes after the
+// latest start, and not after Run returned. Counting is per run, so a repeated
+// start or end changes nothing. Failures are logged at debug.
+func (a *Adapter) Working(ctx context.Context, w core.Work) {
+	conv, err := ParseConversation(w.Conversation)
+	if err != nil {
+		a.log.Debug("telegram working: bad conversation", "conversation", w.Conversation, "err", err)
+		return
+	}
+	t := a.typing
+	k := typingRun{w.Run, conv}
+	t.mu.Lock()
+	if !w.Started {
+		if t.runs[k] {
+			delete(t.runs, k)
+			c := t.chats[conv]
+			if c.n--; c.n == 0 {
+				delete(t.chats, conv)
+			}
+		}
+		t.mu.Unlock()
+		return
+	}
+	if t.runs[k] || len(t.runs) >= maxTyping {
+		t.mu.Unlock()
+		return
+	}
+	t.runs[k] = true
+	c := t.chats[conv]
+	if c == nil {
+		c = &typingChat{}
+		t.chats[conv] = c
+	}
+	c.n++
+	c.since, c.capped = time.Now(), false
+	send := c.n == 1 && !t.done
+	t.mu.Unlock()
+	if send {
+		a.sendTyping(ctx, conv, typingTimeout)
 	}
 }
 
-// stopTyping asks the typist to stop showing "typing…" in conv.
-func (a *Adapter) stopTyping(conv Conversation) {
-	select {
-	case a.typingCh <- typingReq{conv: conv, stop: true}:
-	default:
-	}
-}
-
-// typist is Run's helper goroutine that sends the typing actions, one at a time,
-// until ctx is done.
+// typist is Run's helper goroutine: every typing.every it repeats the typing action
+// in each conversation a bot works in, until ctx is done.
 func (a *Adapter) typist(ctx context.Context) {
-	active := map[Conversation]time.Time{} // until when
-	t := time.NewTicker(typingEvery)
-	defer t.Stop()
+	t := a.typing
+	t.mu.Lock()
+	t.done = false
+	every := t.every
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.done = true
+		t.mu.Unlock()
+	}()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case r := <-a.typingCh:
-			_, on := active[r.conv]
-			switch {
-			case r.stop:
-				delete(active, r.conv)
-			case !on:
-				active[r.conv] = time.Now().Add(typingMax)
-				a.sendTyping(ctx, r.conv)
-			default:
-				active[r.conv] = time.Now().Add(typingMax)
-			}
-		case now := <-t.C:
-			for conv, until := range active {
-				if now.After(until) {
-					delete(active, conv)
-					continue
-				}
-				a.sendTyping(ctx, conv)
-			}
+		case <-tick.C:
 		}
+		var wg sync.WaitGroup
+		for _, conv := range a.typingChats(time.Now()) {
+			wg.Go(func() {
+				if a.stillTyping(conv) {
+					a.sendTyping(ctx, conv, every)
+				}
+			})
+		}
+		wg.Wait() // one round at a time, so a slow chat never piles calls up
 	}
 }
 
-func (a *Adapter) sendTyping(ctx context.Context, conv Conversation) {
+// typingChats returns the conversations to show typing in now, marking those past
+// the cap.
+func (a *Adapter) typingChats(now time.Time) []Conversation {
+	t := a.typing
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Conversation
+	for conv, c := range t.chats {
+		switch {
+		case c.capped:
+		case now.Sub(c.since) > t.max:
+			c.capped = true
+			a.log.Warn("typing indicator stopped: a bot has worked in this chat longer than the cap", "chat", conv.Chat, "topic", conv.Topic, "cap", t.max)
+		default:
+			out = append(out, conv)
+		}
+	}
+	return out
+}
+
+// stillTyping reports whether a bot still works in conv, so an end that came
+// during a round stops it before its call.
+func (a *Adapter) stillTyping(conv Conversation) bool {
+	a.typing.mu.Lock()
+	defer a.typing.mu.Unlock()
+	c := a.typing.chats[conv]
+	return c != nil && !c.capped
+}
+
+func (a *Adapter) sendTyping(ctx context.Context, conv Conversation, timeout time.Duration) {
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(conv.Chat, 10), "action": "typing"}
 	p.AddNonZero64("message_thread_id", conv.Topic)
-	if _, err := a.call(ctx, "sendChatAction", p, typingTimeout); err != nil && ctx.Err() == nil {
-		a.log.Debug("sendChatAction failed", "err", err)
+	if _, err := a.call(ctx, "sendChatAction", p, min(timeout, typingTimeout)); err != nil && ctx.Err() == nil {
+		a.log.Debug("sendChatAction failed", "chat", conv.Chat, "topic", conv.Topic, "err", err)
 	}
 }

@@ -1,0 +1,180 @@
+package telegram
+
+import (
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/core"
+)
+
+const (
+	privateConv = core.ConversationRef("100000001")
+	topicConv   = core.ConversationRef("-1001000000002:topic:7")
+	generalConv = core.ConversationRef("-1001000000002")
+)
+
+func work(run core.RunID, conv core.ConversationRef, started bool) core.Work {
+	return core.Work{Conversation: conv, ReplyTo: "10", Run: run, Thread: 1,
+		Bot: core.Sender{Actor: core.BotActorID("engineer"), Handle: "engineer"}, Started: started}
+}
+
+// typingAdapter returns an adapter whose typist repeats every every, capped at
+// limit; running says whether Run (and so the typist) is started.
+func typingAdapter(t *testing.T, every, limit time.Duration, running bool) (*env, *Adapter, func()) {
+	t.Helper()
+	e := newEnv(t)
+	a := e.adapter(t, e.options())
+	a.typing.every, a.typing.max = every, limit
+	stop := func() {}
+	if running {
+		stop = run(t, a)
+		started(t, a)
+	}
+	return e, a, stop
+}
+
+// typingIn returns the sendChatAction calls for chat (and topic, "" for none),
+// checking the action.
+func typingIn(t *testing.T, e *env, chat, topic string) []telegramtest.Call {
+	t.Helper()
+	var out []telegramtest.Call
+	for _, c := range e.srv.Calls("sendChatAction") {
+		if c.Params["action"] != "typing" {
+			t.Errorf("sendChatAction %v", c.Params)
+		}
+		if c.Params["chat_id"] == chat && c.Params["message_thread_id"] == topic {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// waitTyping waits until chat/topic had at least n typing actions.
+func waitTyping(t *testing.T, e *env, chat, topic string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(typingIn(t, e, chat, topic)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d typing actions in %s/%s, want %d", len(typingIn(t, e, chat, topic)), chat, topic, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// quiet checks that chat/topic gets no typing action for a while (after letting a
+// round that was under way finish).
+func quiet(t *testing.T, e *env, chat, topic string, every time.Duration) {
+	t.Helper()
+	time.Sleep(2 * every)
+	n := len(typingIn(t, e, chat, topic))
+	time.Sleep(5 * every)
+	if m := len(typingIn(t, e, chat, topic)); m != n {
+		t.Fatalf("%d typing actions in %s/%s after it should have stopped", m-n, chat, topic)
+	}
+}
+
+// TestTypingWhileWorking: a run's start shows typing at once and it repeats while
+// the run works; its end stops it.
+func TestTypingWhileWorking(t *testing.T) {
+	const every = 40 * time.Millisecond
+	e, a, _ := typingAdapter(t, every, time.Hour, true)
+	a.Working(t.Context(), work(1, privateConv, true))
+	if n := len(typingIn(t, e, "100000001", "")); n != 1 {
+		t.Fatalf("%d typing actions right after the start, want 1", n)
+	}
+	waitTyping(t, e, "100000001", "", 4)
+	a.Working(t.Context(), work(1, privateConv, false))
+	quiet(t, e, "100000001", "", every)
+}
+
+// TestTypingCountsRuns: typing goes on until the last run working in a
+// conversation ends; a second start there sends nothing extra; repeated starts and
+// ends of one run count once; conversations (a forum topic, the group's General)
+// are separate.
+func TestTypingCountsRuns(t *testing.T) {
+	e, a, _ := typingAdapter(t, time.Hour, time.Hour, false) // no typist: starts only
+	a.Working(t.Context(), work(1, privateConv, true))
+	a.Working(t.Context(), work(2, privateConv, true))
+	a.Working(t.Context(), work(2, privateConv, true))
+	if n := len(typingIn(t, e, "100000001", "")); n != 1 {
+		t.Fatalf("%d typing actions for two runs in one chat, want 1", n)
+	}
+	a.Working(t.Context(), work(1, privateConv, false))
+	a.Working(t.Context(), work(1, privateConv, false))
+	if !a.stillTyping(Conversation{Chat: 100000001}) {
+		t.Fatal("typing stopped while run 2 still works")
+	}
+	a.Working(t.Context(), work(2, privateConv, false))
+	if a.stillTyping(Conversation{Chat: 100000001}) {
+		t.Fatal("typing goes on after the last run ended")
+	}
+	a.Working(t.Context(), work(3, privateConv, true)) // working again: shown again
+	if n := len(typingIn(t, e, "100000001", "")); n != 2 {
+		t.Fatalf("%d typing actions after a new start, want 2", n)
+	}
+
+	a.Working(t.Context(), work(4, topicConv, true))
+	a.Working(t.Context(), work(5, generalConv, true))
+	a.Working(t.Context(), work(5, generalConv, false))
+	if len(typingIn(t, e, "-1001000000002", "7")) != 1 || len(typingIn(t, e, "-1001000000002", "")) != 1 {
+		t.Fatalf("typing in topic and General: %v", e.srv.Calls("sendChatAction"))
+	}
+	if !a.stillTyping(Conversation{Chat: -1001000000002, Topic: 7}) {
+		t.Fatal("the end in General stopped the topic")
+	}
+
+	a.Working(t.Context(), work(6, "not-a-chat", true))
+	a.Working(t.Context(), work(7, privateConv, false)) // never started
+	if n := len(e.srv.Calls("sendChatAction")); n != 4 {
+		t.Fatalf("%d typing actions, want 4", n)
+	}
+	a.typing.mu.Lock()
+	runs := len(a.typing.runs)
+	a.typing.mu.Unlock()
+	if runs != 2 { // 3 and 4
+		t.Fatalf("%d runs tracked, want 2", runs)
+	}
+}
+
+// TestTypingOverlapRepeats: with two runs in a chat, the first one's end does not
+// stop the repeats; the second's does.
+func TestTypingOverlapRepeats(t *testing.T) {
+	const every = 40 * time.Millisecond
+	e, a, _ := typingAdapter(t, every, time.Hour, true)
+	a.Working(t.Context(), work(1, topicConv, true))
+	a.Working(t.Context(), work(2, topicConv, true))
+	a.Working(t.Context(), work(1, topicConv, false))
+	n := len(typingIn(t, e, "-1001000000002", "7"))
+	waitTyping(t, e, "-1001000000002", "7", n+3)
+	a.Working(t.Context(), work(2, topicConv, false))
+	quiet(t, e, "-1001000000002", "7", every)
+}
+
+// TestTypingCap: a conversation shows typing at most max after its latest start,
+// even when no end comes; a new start there shows it again.
+func TestTypingCap(t *testing.T) {
+	const every = 20 * time.Millisecond
+	e, a, _ := typingAdapter(t, every, 150*time.Millisecond, true)
+	a.Working(t.Context(), work(1, privateConv, true))
+	waitTyping(t, e, "100000001", "", 3)
+	quiet(t, e, "100000001", "", 5*every)
+	n := len(typingIn(t, e, "100000001", ""))
+	a.Working(t.Context(), work(2, privateConv, true))
+	waitTyping(t, e, "100000001", "", n+2)
+}
+
+// TestTypingStopsAtShutdown: once Run returned nothing is sent, even for a start.
+func TestTypingStopsAtShutdown(t *testing.T) {
+	const every = 20 * time.Millisecond
+	e, a, stop := typingAdapter(t, every, time.Hour, true)
+	a.Working(t.Context(), work(1, privateConv, true))
+	waitTyping(t, e, "100000001", "", 3)
+	stop()
+	n := len(e.srv.Calls("sendChatAction"))
+	a.Working(t.Context(), work(2, topicConv, true))
+	time.Sleep(5 * every)
+	if m := len(e.srv.Calls("sendChatAction")); m != n {
+		t.Fatalf("%d typing actions after Run returned", m-n)
+	}
+}
