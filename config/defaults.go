@@ -13,9 +13,9 @@ const (
 	DefaultApprovalTimeout     = 24 * time.Hour
 )
 
-// DefaultApprovalTools is a bot's approval_tools when the key is absent (issue 6:
-// shell is approved by a person by default).
-var DefaultApprovalTools = []string{"shell"}
+// DefaultApprovalTools returns a bot's approval_tools when the key is absent
+// (issue 6: shell is approved by a person by default).
+func DefaultApprovalTools() []string { return []string{"shell"} }
 
 // ApplyDefaults fills every empty field that has a default; it never overwrites a
 // value that was set. Load calls it before Validate. It is idempotent.
@@ -57,7 +57,7 @@ func (c *Config) ApplyDefaults() {
 			b.LLM = defaultProfile
 		}
 		if b.ApprovalTools == nil {
-			b.ApprovalTools = append([]string(nil), DefaultApprovalTools...)
+			b.ApprovalTools = DefaultApprovalTools()
 		}
 	}
 	if c.DefaultBot == "" && len(c.Bots) > 0 {
