@@ -237,3 +237,40 @@ func firstSentID(t *testing.T, r *tgRig, c telegramtest.Call) int64 {
 	}
 	return id
 }
+
+// TestTelegramTwoBotsPrivateChatsStaySeparate: one person's private chats with two
+// bot accounts have the same chat id and count message ids separately; they are
+// two threads, each answered by its own bot through its own account, and a message
+// with a message_id the other chat already used is not taken for a duplicate.
+func TestTelegramTwoBotsPrivateChatsStaySeparate(t *testing.T) {
+	r := startTelegram(t, "chief_of_staff", "engineer")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dm := func(tok string, update int64, text string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":15,"from":{"id":4242,"is_bot":false,"first_name":"Alice"},"chat":{"id":4242,"type":"private"},"date":1767225600,"text":%q}}`, update, text)
+		if _, err := r.fake.PushUpdate(tok, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fake.WaitConfirmed(ctx, tok, update+1); err != nil {
+			t.Fatal(err)
+		}
+		r.idle(t)
+	}
+	dm("tok-chief_of_staff", 1, "hello chief")
+	dm("tok-engineer", 1, "engineer, are you there?")
+	if r.agent.runs["chief_of_staff"] != 1 || r.agent.runs["engineer"] != 1 {
+		t.Fatalf("runs = %v, want one each: the second DM must not be dropped or routed to the chief", r.agent.runs)
+	}
+	by := map[string]string{}
+	for _, c := range r.fake.Calls("sendMessage") {
+		by[c.Token] = c.Params["text"]
+	}
+	if !strings.Contains(by["tok-chief_of_staff"], "chief_of_staff on it") || !strings.Contains(by["tok-engineer"], "engineer on it") {
+		t.Fatalf("replies by account: %v; each DM must be answered by its own bot", by)
+	}
+	threads, _ := r.eng.Threads(ctx, 0)
+	if len(threads) != 2 {
+		t.Fatalf("threads = %d, want 2", len(threads))
+	}
+}

@@ -181,10 +181,10 @@ func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = st.View(ctx, func(tx core.ReadTx) error {
-				if _, err := tx.Seen(telegram.DedupKey(tc.users[0], 11)); err != nil {
+				if _, err := tx.Seen(telegram.DedupKey(900, tc.users[0], 11)); err != nil {
 					t.Errorf("the first update was not stored before the crash: %v", err)
 				}
-				if _, err := tx.Seen(telegram.DedupKey(tc.users[1], 12)); err == nil {
+				if _, err := tx.Seen(telegram.DedupKey(900, tc.users[1], 12)); err == nil {
 					t.Error("the second update was stored before the crash")
 				}
 				if v, _ := tx.Cursor(telegram.CursorName("acme")); v != "" {
@@ -228,7 +228,7 @@ func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 			}
 			var humans []core.MessageID
 			_ = second.st.View(ctx, func(tx core.ReadTx) error {
-				for _, key := range []string{telegram.DedupKey(tc.users[0], 11), telegram.DedupKey(tc.users[1], 12)} {
+				for _, key := range []string{telegram.DedupKey(900, tc.users[0], 11), telegram.DedupKey(900, tc.users[1], 12)} {
 					id, err := tx.Seen(key)
 					if err != nil {
 						return err
@@ -310,7 +310,7 @@ func TestTelegramGroupWhatStartsARun(t *testing.T) {
 	thread := map[string]core.ThreadID{}
 	_ = r.st.View(ctx, func(tx core.ReadTx) error {
 		for _, m := range []int64{1, 2, 3, 4, 5, 6, 7} {
-			id, err := tx.Seen(telegram.DedupKey(chat, m))
+			id, err := tx.Seen(telegram.DedupKey(900, chat, m))
 			if err != nil {
 				continue
 			}
@@ -375,7 +375,7 @@ func TestTelegramForumTopicReplies(t *testing.T) {
 	thread := map[int64]core.ThreadID{}
 	_ = r.st.View(ctx, func(tx core.ReadTx) error {
 		for _, m := range []int64{43, 80, 90, 44} {
-			if id, err := tx.Seen(telegram.DedupKey(forum, m)); err == nil {
+			if id, err := tx.Seen(telegram.DedupKey(900, forum, m)); err == nil {
 				if msg, err := tx.Message(id); err == nil {
 					thread[m] = msg.Thread
 				}

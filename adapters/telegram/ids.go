@@ -32,10 +32,18 @@ func (c Conversation) Ref() core.ConversationRef {
 	return core.ConversationRef(strconv.FormatInt(c.Chat, 10) + ":topic:" + strconv.FormatInt(c.Topic, 10))
 }
 
-// ThreadKey is the openbot thread key of the conversation (DESIGN.md §3 table):
-// "telegram:<chat>" for a private chat's or a group's current dialog, and
-// "telegram:<chat>:topic:<id>" for a forum topic.
-func (c Conversation) ThreadKey() string { return "telegram:" + string(c.Ref()) }
+// ThreadKey is the openbot thread key of the conversation as bot (the account's
+// bot user id) sees it (DESIGN.md §3 table): "telegram:<chat>" for a group's
+// current dialog, "telegram:<chat>:topic:<id>" for a forum topic, and
+// "telegram:<bot>:<chat>" for a private chat. A private chat's id is the user's id
+// whichever bot they talk to, so two bot accounts' DMs with one person must not
+// share a key; private chat ids are positive, group ids negative.
+func (c Conversation) ThreadKey(bot int64) string {
+	if c.Chat > 0 {
+		return "telegram:" + strconv.FormatInt(bot, 10) + ":" + string(c.Ref())
+	}
+	return "telegram:" + string(c.Ref())
+}
 
 // ParseConversation decodes a ref built by Conversation.Ref. It returns
 // ErrBadConversation for any other shape, a zero chat id or a non-positive topic.
@@ -56,10 +64,16 @@ func ParseConversation(ref core.ConversationRef) (Conversation, error) {
 	return c, nil
 }
 
-// DedupKey is the platform identity of one Telegram message (DESIGN.md §3):
-// "telegram:<chat>:<message_id>". message_id is unique per chat, so the copies two
-// bot accounts in one group receive, and redelivered updates, share it.
-func DedupKey(chat int64, messageID int64) string {
+// DedupKey is the platform identity of one Telegram message as bot (the account's
+// bot user id) receives it (DESIGN.md §3): "telegram:<chat>:<message_id>" in a
+// group, where message_id is unique per chat, so the copies two bot accounts in one
+// group receive, and redelivered updates, share it; "telegram:<bot>:<chat>:<id>" in
+// a private chat (positive chat id), where each bot's chat with the person counts
+// its own message ids.
+func DedupKey(bot, chat, messageID int64) string {
+	if chat > 0 {
+		return "telegram:" + strconv.FormatInt(bot, 10) + ":" + strconv.FormatInt(chat, 10) + ":" + strconv.FormatInt(messageID, 10)
+	}
 	return "telegram:" + strconv.FormatInt(chat, 10) + ":" + strconv.FormatInt(messageID, 10)
 }
 

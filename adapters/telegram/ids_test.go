@@ -14,7 +14,7 @@ func TestConversationRoundTrip(t *testing.T) {
 		ref     core.ConversationRef
 		threadK string
 	}{
-		{Conversation{Chat: 100000001}, "100000001", "telegram:100000001"},
+		{Conversation{Chat: 100000001}, "100000001", "telegram:900:100000001"}, // private: per bot
 		{Conversation{Chat: -1001000000001}, "-1001000000001", "telegram:-1001000000001"},
 		{Conversation{Chat: -1001000000002, Topic: 42}, "-1001000000002:topic:42", "telegram:-1001000000002:topic:42"},
 	}
@@ -22,7 +22,7 @@ func TestConversationRoundTrip(t *testing.T) {
 		if got := tt.c.Ref(); got != tt.ref {
 			t.Errorf("%+v.Ref() = %q, want %q", tt.c, got, tt.ref)
 		}
-		if got := tt.c.ThreadKey(); got != tt.threadK {
+		if got := tt.c.ThreadKey(900); got != tt.threadK {
 			t.Errorf("%+v.ThreadKey() = %q, want %q", tt.c, got, tt.threadK)
 		}
 		back, err := ParseConversation(tt.ref)
@@ -41,8 +41,14 @@ func TestParseConversationRejects(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	if got, want := DedupKey(-1001000000001, 201), "telegram:-1001000000001:201"; got != want {
-		t.Errorf("DedupKey = %q, want %q", got, want)
+	if got, want := DedupKey(900, -1001000000001, 201), "telegram:-1001000000001:201"; got != want {
+		t.Errorf("group DedupKey = %q, want %q (shared by every bot in the group)", got, want)
+	}
+	if got, want := DedupKey(900, 100000001, 15), "telegram:900:100000001:15"; got != want {
+		t.Errorf("private DedupKey = %q, want %q (per bot)", got, want)
+	}
+	if DedupKey(900, 100000001, 15) == DedupKey(901, 100000001, 15) {
+		t.Error("two bots' private chats with one person share a dedup key")
 	}
 	if got, want := HumanActor(100000002), core.ActorID("telegram:100000002"); got != want {
 		t.Errorf("HumanActor = %q, want %q", got, want)

@@ -243,8 +243,8 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	in := core.Inbound{
 		Account:      a.account,
 		Platform:     Platform,
-		DedupKey:     DedupKey(m.Chat.ID, m.MessageID),
-		ThreadKey:    conv.ThreadKey(),
+		DedupKey:     DedupKey(me.ID, m.Chat.ID, m.MessageID),
+		ThreadKey:    conv.ThreadKey(me.ID),
 		Conversation: conv.Ref(),
 		PlatformID:   strconv.FormatInt(m.MessageID, 10),
 		SenderID:     HumanActor(m.From.ID),
@@ -259,7 +259,7 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	}
 	if r := m.ReplyToMessage; r != nil && len(r.ForumTopicCreated) == 0 {
 		// A reply chain: a reply to a message of an older dialog joins that dialog.
-		in.ReplyToKey = DedupKey(m.Chat.ID, r.MessageID)
+		in.ReplyToKey = DedupKey(me.ID, m.Chat.ID, r.MessageID)
 	}
 	switch {
 	case d.speaker != "":

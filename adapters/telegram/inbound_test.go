@@ -21,8 +21,8 @@ func TestPrivateMessageBecomesInbound(t *testing.T) {
 	want := core.Inbound{
 		Account:      "telegram/main",
 		Platform:     "telegram",
-		DedupKey:     "telegram:100000001:10",
-		ThreadKey:    "telegram:100000001",
+		DedupKey:     "telegram:7000000001:100000001:10",
+		ThreadKey:    "telegram:7000000001:100000001",
 		Conversation: "100000001",
 		PlatformID:   "10",
 		SenderID:     "telegram:100000001",
@@ -79,7 +79,7 @@ func TestFixtureUpdates(t *testing.T) {
 		newThread                 bool
 	}
 	want := []row{
-		{"telegram:100000001:10", "telegram:100000001", "100000001", "Hello! Can you summarise yesterday's incidents?", nil, false},
+		{"telegram:7000000001:100000001:10", "telegram:7000000001:100000001", "100000001", "Hello! Can you summarise yesterday's incidents?", nil, false},
 		{"telegram:-1001000000001:201", "telegram:-1001000000001", "-1001000000001", "👋 @engineer please loop in Bob on the release checklist", []string{"engineer"}, false},
 		{"telegram:-1001000000001:203", "telegram:-1001000000001", "-1001000000001", "/ask what is blocking the deploy?", []string{"engineer"}, false},
 		{"telegram:-1001000000001:204", "telegram:-1001000000001", "-1001000000001", "which test exactly?", []string{"engineer"}, false},
@@ -87,7 +87,7 @@ func TestFixtureUpdates(t *testing.T) {
 		// 06 (plain message in a topic the bot created) is not a reply to the bot; 07 is.
 		{"telegram:-1001000000002:45", "telegram:-1001000000002:topic:42", "-1001000000002:topic:42", "yes please", []string{"engineer"}, false},
 		// 08 callback query and 09 edited message start nothing.
-		{"telegram:100000001:11", "telegram:100000001", "100000001", "/start", nil, false},
+		{"telegram:7000000001:100000001:11", "telegram:7000000001:100000001", "100000001", "/start", nil, false},
 	}
 	got := e.eng.inbounds()
 	if len(got) != len(want) {
@@ -290,7 +290,7 @@ func TestCrashBetweenIngestAndOffset(t *testing.T) {
 	e.waitConfirmed(t, second+1)
 	got := e.eng.wait(t, 3)
 	keys := []string{got[0].DedupKey, got[1].DedupKey, got[2].DedupKey}
-	want := []string{"telegram:100000001:10", "telegram:100000001:10", "telegram:-1001000000001:201"}
+	want := []string{"telegram:7000000001:100000001:10", "telegram:7000000001:100000001:10", "telegram:-1001000000001:201"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("ingested %v, want %v (the first again, in order)", keys, want)
 	}

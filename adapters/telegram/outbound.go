@@ -108,10 +108,11 @@ var _ core.MessageKeyer = (*Adapter)(nil)
 func (a *Adapter) MessageKey(ref core.ConversationRef, platformID string) string {
 	conv, err := ParseConversation(ref)
 	id, perr := strconv.ParseInt(platformID, 10, 64)
-	if err != nil || perr != nil {
+	me, known := a.Self()
+	if err != nil || perr != nil || !known {
 		return ""
 	}
-	return DedupKey(conv.Chat, id)
+	return DedupKey(me.ID, conv.Chat, id)
 }
 
 // render returns the Telegram HTML of a delivery, with the bold name prefix when
