@@ -303,13 +303,17 @@ func TestTelegramGroupWhatStartsARun(t *testing.T) {
 	push(6, fmt.Sprintf(`"text":"agreed","reply_to_message":{"message_id":1,"from":{"id":8,"is_bot":false,"first_name":"Bo"},"chat":{"id":%d,"type":"supergroup"},"date":1767225600,"text":"morning all"}`, chat))
 	check("reply to a person", 2, map[int64]int{4: 1, 5: 1})
 
+	// A bare /new@this_bot is confirmed without a run; the next message for the bot
+	// begins the new thread.
 	push(7, `"text":"/new@engineer_bot","entities":[{"offset":0,"length":17,"type":"bot_command"}]`)
-	check("/new@engineer_bot", 3, map[int64]int{4: 1, 5: 1, 7: 1})
+	check("/new@engineer_bot", 2, map[int64]int{4: 1, 5: 1, 7: 1})
+	push(8, `"text":"@engineer_bot next topic","entities":[{"offset":0,"length":13,"type":"mention"}]`)
+	check("after /new", 3, map[int64]int{4: 1, 5: 1, 7: 1, 8: 1})
 
 	// /new started another thread; the mention and the reply share the first.
 	thread := map[string]core.ThreadID{}
 	_ = r.st.View(ctx, func(tx core.ReadTx) error {
-		for _, m := range []int64{1, 2, 3, 4, 5, 6, 7} {
+		for _, m := range []int64{1, 2, 3, 4, 5, 6, 7, 8} {
 			id, err := tx.Seen(telegram.DedupKey(900, chat, m))
 			if err != nil {
 				continue
@@ -321,8 +325,8 @@ func TestTelegramGroupWhatStartsARun(t *testing.T) {
 		}
 		return nil
 	})
-	if len(thread) != 3 || thread["4"] == 0 || thread["5"] != thread["4"] || thread["7"] == thread["4"] || thread["7"] == 0 {
-		t.Errorf("stored messages by thread %v, want only 4, 5 (one thread) and 7 (a new one)", thread)
+	if len(thread) != 3 || thread["4"] == 0 || thread["5"] != thread["4"] || thread["8"] == thread["4"] || thread["8"] == 0 {
+		t.Errorf("stored messages by thread %v, want only 4, 5 (one thread) and 8 (a new one)", thread)
 	}
 }
 

@@ -113,10 +113,13 @@ type Adapter struct {
 	hc       *http.Client
 	pollWait time.Duration
 
-	mu       sync.Mutex
-	me       *tgbotapi.User         // set by Run after getMe
-	progress map[core.OutboxID]sent // parts of a split message already sent
-	typing   *typing                // conversations bots work in (typing.go)
+	mu sync.Mutex
+	me *tgbotapi.User // set by Run after getMe
+	// newPending remembers a bare /new per conversation when there is no Cursors
+	// store (webhook mode without one); bounded by the number of chats.
+	newPending map[Conversation]bool
+	progress   map[core.OutboxID]sent // parts of a split message already sent
+	typing     *typing                // conversations bots work in (typing.go)
 }
 
 var (
@@ -184,24 +187,25 @@ func New(opts Options) (*Adapter, error) {
 	}
 
 	a := &Adapter{
-		name:     opts.Name,
-		account:  AccountID(opts.Name),
-		bot:      opts.Bot,
-		token:    opts.Token,
-		mode:     mode,
-		hookURL:  opts.WebhookURL,
-		secret:   opts.SecretToken,
-		endpoint: endpointFormat(opts.APIEndpoint),
-		allow:    map[string]bool{},
-		open:     policy == DMOpen,
-		bots:     append([]core.BotProfile(nil), opts.Bots...),
-		engine:   opts.Engine,
-		cursors:  opts.Cursors,
-		log:      opts.Logger,
-		hc:       opts.HTTPClient,
-		pollWait: opts.PollTimeout,
-		progress: map[core.OutboxID]sent{},
-		typing:   newTyping(),
+		newPending: map[Conversation]bool{},
+		name:       opts.Name,
+		account:    AccountID(opts.Name),
+		bot:        opts.Bot,
+		token:      opts.Token,
+		mode:       mode,
+		hookURL:    opts.WebhookURL,
+		secret:     opts.SecretToken,
+		endpoint:   endpointFormat(opts.APIEndpoint),
+		allow:      map[string]bool{},
+		open:       policy == DMOpen,
+		bots:       append([]core.BotProfile(nil), opts.Bots...),
+		engine:     opts.Engine,
+		cursors:    opts.Cursors,
+		log:        opts.Logger,
+		hc:         opts.HTTPClient,
+		pollWait:   opts.PollTimeout,
+		progress:   map[core.OutboxID]sent{},
+		typing:     newTyping(),
 	}
 	for _, u := range opts.AllowUsers {
 		if u = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(u), "@")); u != "" {

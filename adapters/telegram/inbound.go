@@ -238,6 +238,9 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	case d.command == "help":
 		a.reply(ctx, conv, m.MessageID, a.helpText())
 		return nil
+	case d.command == "start":
+		a.reply(ctx, conv, m.MessageID, "Hi! Write a message and the team answers here.\n\n"+a.helpText())
+		return nil
 	}
 	text, ents := messageText(m)
 	in := core.Inbound{
@@ -267,13 +270,66 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	case d.mentions:
 		in.Mentions = []string{a.mentionHandle()}
 	}
+	if d.command == "new" {
+		// "/new" alone starts a new conversation with the next message; "/new TEXT"
+		// starts it with TEXT. The flag is stored, so a restart does not lose it.
+		in.Text = strings.TrimSpace(strings.TrimPrefix(in.Text, "/new"))
+		if in.Text == "" {
+			if err := a.setPendingNew(ctx, conv, true); err != nil {
+				return err
+			}
+			a.reply(ctx, conv, m.MessageID, "Started a new conversation: your next message begins it.")
+			return nil
+		}
+	} else if pending, err := a.pendingNew(ctx, conv); err != nil {
+		return err
+	} else if pending {
+		in.NewThread = true
+	}
 	if in.Text == "" {
 		in.Text = "/" + d.command
 	}
 	if _, err := a.engine.Ingest(ctx, in); err != nil {
 		return fmt.Errorf("telegram: ingest %s: %w", in.DedupKey, err)
 	}
+	if in.NewThread {
+		return a.setPendingNew(ctx, conv, false)
+	}
 	return nil
+}
+
+// pendingNewName is the cursor that remembers a bare /new in a conversation.
+func (a *Adapter) pendingNewName(conv Conversation) string {
+	return "telegram/" + a.name + "/new/" + string(conv.Ref())
+}
+
+// pendingNew reports whether a bare /new waits for the next message in conv.
+func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, error) {
+	if a.cursors == nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.newPending[conv], nil
+	}
+	v, err := a.cursors.Cursor(ctx, a.pendingNewName(conv))
+	return v != "", err
+}
+
+func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool) error {
+	if a.cursors == nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if on {
+			a.newPending[conv] = true
+		} else {
+			delete(a.newPending, conv)
+		}
+		return nil
+	}
+	v := ""
+	if on {
+		v = "1"
+	}
+	return a.cursors.SetCursor(ctx, a.pendingNewName(conv), v)
 }
 
 // helpText lists the team for /help (issue 4 item 3).

@@ -86,8 +86,8 @@ func TestFixtureUpdates(t *testing.T) {
 		{"telegram:-1001000000002:43", "telegram:-1001000000002:topic:42", "-1001000000002:topic:42", "@engineer draft the release notes for 2.4", []string{"engineer"}, false},
 		// 06 (plain message in a topic the bot created) is not a reply to the bot; 07 is.
 		{"telegram:-1001000000002:45", "telegram:-1001000000002:topic:42", "-1001000000002:topic:42", "yes please", []string{"engineer"}, false},
-		// 08 callback query and 09 edited message start nothing.
-		{"telegram:7000000001:100000001:11", "telegram:7000000001:100000001", "100000001", "/start", nil, false},
+		// 08 callback query and 09 edited message start nothing; 10 /start is
+		// answered with the welcome and the team, without a run.
 	}
 	got := e.eng.inbounds()
 	if len(got) != len(want) {
@@ -136,8 +136,10 @@ func TestWhatStartsARun(t *testing.T) {
 		{"other bot", groupMsg(5, "@someone_else hi", ent("mention", 0, 13)), false, "", false},
 		{"text mention", groupMsg(6, "Bridge, hi", textMention), true, "@engineer, hi", false},
 		{"reply to bot", replyToBot(7), true, "which test?", false},
-		{"new for this bot", groupMsg(8, "/new@test_bridge_bot", ent("bot_command", 0, 20)), true, "/new", true},
-		{"new with text", groupMsg(9, "/new@test_bridge_bot plan 2.5", ent("bot_command", 0, 20)), true, "/new plan 2.5", true},
+		// A bare /new starts nothing itself: it is confirmed and the next message
+		// begins the new thread (TestBareNewThenMessage).
+		{"new for this bot", groupMsg(8, "/new@test_bridge_bot", ent("bot_command", 0, 20)), false, "", false},
+		{"new with text", groupMsg(9, "/new@test_bridge_bot plan 2.5", ent("bot_command", 0, 20)), true, "plan 2.5", true},
 		{"new for other bot", groupMsg(10, "/new@other_bot", ent("bot_command", 0, 14)), false, "", false},
 		{"bare command in group", groupMsg(11, "/new", ent("bot_command", 0, 4)), false, "", false},
 		{"mention in text only", groupMsg(12, "@test_bridge_bot hi"), false, "", false},
@@ -385,5 +387,35 @@ func TestWholeTeamAccountReplyGoesToSpeaker(t *testing.T) {
 		if len(got) != before+1 || !slices.Equal(got[len(got)-1].Mentions, []string{tt.want}) {
 			t.Errorf("reply to %q: got %+v, want Mentions [%s]", tt.botText, got[len(got)-1].Mentions, tt.want)
 		}
+	}
+}
+
+// TestBareNewThenMessage: "/new" alone is confirmed without a run, and the next
+// message starts the new thread, once; "/start" gets the welcome and no run.
+func TestBareNewThenMessage(t *testing.T) {
+	e := newEnv(t)
+	a := e.adapter(t, e.options())
+	a.me = testSelf()
+	for i, body := range []string{
+		`{"update_id":1,"message":{"message_id":1,"from":{"id":100000001,"is_bot":false,"first_name":"Alice","username":"alice_example"},"chat":{"id":100000001,"type":"private"},"date":1,"text":"/new","entities":[{"offset":0,"length":4,"type":"bot_command"}]}}`,
+		`{"update_id":2,"message":{"message_id":2,"from":{"id":100000001,"is_bot":false,"first_name":"Alice","username":"alice_example"},"chat":{"id":100000001,"type":"private"},"date":1,"text":"first of the new"}}`,
+		`{"update_id":3,"message":{"message_id":3,"from":{"id":100000001,"is_bot":false,"first_name":"Alice","username":"alice_example"},"chat":{"id":100000001,"type":"private"},"date":1,"text":"second"}}`,
+		`{"update_id":4,"message":{"message_id":4,"from":{"id":100000001,"is_bot":false,"first_name":"Alice","username":"alice_example"},"chat":{"id":100000001,"type":"private"},"date":1,"text":"/start","entities":[{"offset":0,"length":6,"type":"bot_command"}]}}`,
+	} {
+		var u update
+		if err := json.Unmarshal([]byte(body), &u); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.handleUpdate(context.Background(), u); err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+	}
+	got := e.eng.inbounds()
+	if len(got) != 2 || got[0].Text != "first of the new" || !got[0].NewThread || got[1].NewThread {
+		t.Fatalf("inbounds = %+v; want the message after /new to start a thread, once", got)
+	}
+	sends := e.srv.Calls("sendMessage")
+	if len(sends) != 2 || !strings.Contains(sends[0].Params["text"], "Started a new conversation") || !strings.Contains(sends[1].Params["text"], "Bots on this team") {
+		t.Fatalf("replies = %+v", sends)
 	}
 }
