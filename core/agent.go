@@ -39,6 +39,10 @@ type Job struct {
 	// call Resume.CallID. Triggers are then the run's original triggers.
 	Resume *Question
 	Env    RunEnv
+
+	// startedBy maps a conversation to the platform id of the newest human message
+	// in it, which a hand-off's reply answers when its own trigger has no origin.
+	startedBy map[ConversationRef]string
 }
 
 // Result is what an agent run produced. With Pause set the run waits for a person

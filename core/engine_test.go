@@ -72,6 +72,11 @@ func TestHandoffWakesMentionedBotWithScopedView(t *testing.T) {
 	if got := h.ad.texts(); !slices.Equal(got, want) {
 		t.Fatalf("delivered:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	for _, d := range h.ad.deliveries() {
+		if d.ReplyTo != "in1" {
+			t.Errorf("%s's message answers %q, want the person's message in1 that started the work", d.Sender.Handle, d.ReplyTo)
+		}
+	}
 	ms := h.messages(eng[0].Thread.ID)
 	if ms[2].Hop != 2 || ms[1].Hop != 1 || ms[0].Hop != 0 {
 		t.Errorf("hops = %d,%d,%d, want 0,1,2", ms[0].Hop, ms[1].Hop, ms[2].Hop)

@@ -168,6 +168,11 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile) (*Job, bool, error) {
 func (e *Engine) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
 	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: e.Bots(), DefaultBot: e.threadDefault(&t)}
 	job.Scoped = job.DefaultBot != bot.Handle && len(e.botsIn(&t)) > 1
+	startedBy, err := startedByTx(tx, t)
+	if err != nil {
+		return nil, err
+	}
+	job.startedBy = startedBy
 	for _, p := range t.Participants {
 		a, err := tx.Actor(p)
 		if errors.Is(err, ErrNotFound) {
@@ -358,11 +363,41 @@ func (e *Engine) botReply(job *Job, text string) postSpec {
 			replyTo[m.Origin.Conversation] = m.Origin.PlatformID
 		}
 	}
+	// A hand-off's trigger is a bot's message with no platform origin: answer the
+	// person's message that started the work in that conversation instead.
+	for conv, id := range job.startedBy {
+		if _, ok := replyTo[conv]; !ok {
+			replyTo[conv] = id
+		}
+	}
 	return postSpec{
 		msg: Message{Sender: job.Bot.ID(), SenderName: displayName(job.Bot), Text: text,
 			Hop: hop + 1, Run: job.Run.ID},
 		replyTo: replyTo,
 	}
+}
+
+// startedByLookback is how many recent messages newJobTx reads to find the human
+// message that started the work in each conversation.
+const startedByLookback = 50
+
+// startedByTx maps each conversation of t to the platform id of its newest human
+// message among the thread's last startedByLookback messages.
+func startedByTx(tx ReadTx, t Thread) (map[ConversationRef]string, error) {
+	ms, err := tx.MessagesBefore(t.ID, 0, startedByLookback)
+	if err != nil {
+		return nil, err
+	}
+	out := map[ConversationRef]string{}
+	for _, m := range ms { // newest first
+		if m.Origin == nil || m.Origin.PlatformID == "" {
+			continue
+		}
+		if _, ok := out[m.Origin.Conversation]; !ok {
+			out[m.Origin.Conversation] = m.Origin.PlatformID
+		}
+	}
+	return out, nil
 }
 
 // failureCause is the short, user-facing cause of a failed run.
