@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"openbot/config"
 )
@@ -31,8 +32,14 @@ func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv
 		// Tool names are checked against the registry in the same report.
 		reg, rerr := newRegistry(cfg, slog.New(slog.DiscardHandler))
 		if rerr != nil {
-			es = append(es, config.FieldError{Path: "fetch_allow_hosts", Msg: rerr.Error()})
-		} else {
+			// Only a bad fetch_allow_hosts entry fails here; check the tool names
+			// against a registry without it, so they are reported too.
+			es = append(es, config.FieldError{Path: "fetch_allow_hosts", Msg: strings.TrimPrefix(rerr.Error(), "built-in tools: tools: ")})
+			plain := *cfg
+			plain.FetchAllowHosts = nil
+			reg, rerr = newRegistry(&plain, slog.New(slog.DiscardHandler))
+		}
+		if rerr == nil {
 			es = append(es, checkTools(cfg, reg)...)
 		}
 		if len(es) > 0 {

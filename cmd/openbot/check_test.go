@@ -19,6 +19,7 @@ bots:
   - {handle: chief_of_staff}
 default_bot: nobody
 limits: {run_timeout: 10minutes}
+fetch_allow_hosts: ["http://x/"]
 `
 	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
@@ -27,7 +28,10 @@ limits: {run_timeout: 10minutes}
 	if r.code != 1 {
 		t.Fatalf("exit %d", r.code)
 	}
-	for _, want := range []string{"bots[1].handle", "default_bot", "run_timeout", `bots[0].tools[0]: unknown tool "workspace_reed"`, `bots[0].tools[1]`, "llm.default.api_key", "OPENAI_API_KEY"} {
+	if strings.Contains(r.stderr, "tools: tools:") {
+		t.Errorf("repeated prefix in:\n%s", r.stderr)
+	}
+	for _, want := range []string{"bots[1].handle", "default_bot", "run_timeout", `bots[0].tools[0]: unknown tool "workspace_reed"`, `bots[0].tools[1]`, "llm.default.api_key", "OPENAI_API_KEY", "fetch_allow_hosts: "} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.stderr)
 		}
