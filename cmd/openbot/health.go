@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -19,7 +20,8 @@ func newHealth(engineReady <-chan struct{}) *health {
 	return &health{engine: engineReady, accounts: map[string]string{}}
 }
 
-// set records an account's state: "pending", "started" or "skipped: <why>".
+// set records an account's state: "pending", "started", "skipped: <why>" or
+// "failed: <why>" (an account that stopped for good; /healthz then answers 503).
 func (h *health) set(account, state string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -40,9 +42,13 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Strings(names)
 	lines := make([]string, 0, len(names))
+	failed := false
 	for _, n := range names {
 		if h.accounts[n] == "pending" {
 			ready = false
+		}
+		if strings.HasPrefix(h.accounts[n], "failed") {
+			failed = true
 		}
 		lines = append(lines, n+": "+h.accounts[n])
 	}
@@ -50,10 +56,14 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if ready {
+	switch {
+	case ready && failed:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "degraded: an account has stopped")
+	case ready:
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprintln(w, "ok")
-	} else {
+	default:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "starting")
 	}

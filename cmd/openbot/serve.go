@@ -250,7 +250,12 @@ func (a *app) serve(ctx context.Context) int {
 				return a.consoleDone(gctx, eng, err, stop)
 			}
 			if err != nil && gctx.Err() == nil {
-				return fmt.Errorf("%s: %w", acc, err)
+				// One account failing for good (a revoked token) must not stop the
+				// others: say so, show it on /healthz, and keep serving.
+				log.Error("account stopped", "account", acc, "err", err)
+				hl.set(acc, "failed: "+err.Error())
+				fmt.Fprintf(a.stderr, "openbot: %s stopped: %v; the other accounts keep running\n", acc, err)
+				return nil
 			}
 			return nil
 		})

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -112,5 +114,81 @@ telegram:
 	}
 	if n := len(llm.Requests()); n != llmCalls {
 		t.Fatalf("after restart the model was called %d more times", n-llmCalls)
+	}
+}
+
+// TestServeOneAccountFailingKeepsOthers: a Telegram account whose token the Bot API
+// refuses stops alone; the other account keeps answering and /healthz says so.
+func TestServeOneAccountFailingKeepsOthers(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("still here") })
+	const good = "123456:GOOD"
+	fake := telegramtest.NewServer(telegramtest.Bot{Token: good, ID: 900000001, Username: "openbot_chief_bot"})
+	defer fake.Close()
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	data, _ := os.ReadFile(path)
+	text := string(data) + `
+telegram:
+  - name: chief
+    bot: chief_of_staff
+    token: ` + good + `
+    api_endpoint: ` + fake.URL() + `
+    allow_users: ["100000001"]
+  - name: broken
+    bot: engineer
+    token: "999:REVOKED"
+    api_endpoint: ` + fake.URL() + "\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, envOf(map[string]string{"OPENAI_BASE_URL": llm.URL()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	addr := make(chan string, 1)
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs, stderr: &logs, log: testLogger(&logs), onListen: func(s string) { addr <- s }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- a.serve(ctx) }()
+	listen := <-addr
+	update, _ := os.ReadFile("../../adapters/telegram/testdata/updates/01_private_text.json")
+	if _, err := fake.PushUpdate(good, update); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if _, err := fake.WaitCalls(wctx, "sendMessage", 1); err != nil {
+		t.Fatalf("the good account did not answer: %v\n%s", err, logs.String())
+	}
+	var body string
+	for wctx.Err() == nil {
+		resp, err := http.Get("http://" + listen + "/healthz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "telegram/broken: failed") {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(body, "degraded") || !strings.Contains(body, "telegram/chief: started") {
+		t.Fatalf("/healthz = %q", body)
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("serve stopped (exit %d) because one account failed:\n%s", code, logs.String())
+	default:
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("serve exit %d", code)
+	}
+	if !strings.Contains(logs.String(), "telegram/broken stopped") || strings.Contains(logs.String(), "REVOKED") {
+		t.Errorf("want one line naming the stopped account and no token in the output:\n%s", logs.String())
 	}
 }
