@@ -72,6 +72,9 @@ func (a *Adapter) answer(ctx context.Context, cmd, arg string) {
 		id = core.QuestionID(n)
 	case cmd == "/answer" && nerr == nil && strings.TrimSpace(rest) != "" && byID(core.QuestionID(n)) != nil:
 		id, arg = core.QuestionID(n), strings.TrimSpace(rest)
+	case cmd == "/answer" && nerr == nil && strings.TrimSpace(rest) != "" && a.questionExists(ctx, core.QuestionID(n)):
+		a.explainNotPending(ctx, core.QuestionID(n))
+		return
 	}
 	var q *core.Question
 	if id != 0 {
@@ -125,6 +128,20 @@ func (a *Adapter) answer(ctx context.Context, cmd, arg string) {
 	case res.Outcome == core.AnswerUnknown:
 		a.notice("question %d is not waiting for that answer", q.ID)
 	}
+}
+
+// questionExists reports whether any question, waiting or decided, has id.
+func (a *Adapter) questionExists(ctx context.Context, id core.QuestionID) bool {
+	all, err := a.engine.Questions(ctx, false)
+	if err != nil {
+		return false
+	}
+	for _, q := range all {
+		if q.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // explainNotPending says why question id (0: any) cannot be answered: none is

@@ -97,7 +97,7 @@ func TestAnswerArgumentMistakes(t *testing.T) {
 		threads: []core.Thread{{ID: 1, Bindings: []core.Binding{{Platform: "console", Accounts: []core.AccountID{"console/dev"}}}}},
 	}
 	var out syncBuffer
-	a := newAdapter(t, eng, "/approve 8x\n/reject abc\n/approve 3\n/answer 2\n/questions\n", &out)
+	a := newAdapter(t, eng, "/approve 8x\n/reject abc\n/approve 3\n/answer 3 yes\n/answer 2\n/questions\n", &out)
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,9 @@ func TestAnswerArgumentMistakes(t *testing.T) {
 		t.Fatalf("answers = %+v, want only /answer 2 as choice 2 of question 10", eng.answers)
 	}
 	s := out.String()
+	if n := strings.Count(s, "question 3 was already decided"); n != 2 {
+		t.Errorf("/approve 3 and /answer 3 yes on a decided question: %d explanations, want 2:\n%s", n, s)
+	}
 	for _, want := range []string{`"8x" is not a question number`, `"abc" is not a question number`, "question 3 was already decided: Approved by you",
 		"waiting for your answer:", "question 8 in thread #1", "/approve 8 or /reject 8", "question 10 in thread #1"} {
 		if !strings.Contains(s, want) {

@@ -150,6 +150,10 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("adapters", err)
 	}
+	if len(accounts) == 0 {
+		log.Warn("no channel is configured")
+		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
 	mux.Handle("GET /approvals", approvalsHandler(eng, a.cfg.Store.Path))
