@@ -236,10 +236,10 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 			"Sorry, you are not allowed to talk to this bot. Your Telegram user id is %d; an admin can add it to allow_users.", m.From.ID))
 		return nil
 	case d.command == "help":
-		a.reply(ctx, conv, m.MessageID, a.helpText())
+		a.reply(ctx, conv, m.MessageID, a.helpText(conv))
 		return nil
 	case d.command == "start":
-		a.reply(ctx, conv, m.MessageID, "Hi! Write a message and the team answers here.\n\n"+a.helpText())
+		a.reply(ctx, conv, m.MessageID, "Hi! Write a message and the team answers here.\n\n"+a.helpText(conv))
 		return nil
 	}
 	text, ents := messageText(m)
@@ -333,7 +333,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 }
 
 // helpText lists the team for /help (issue 4 item 3).
-func (a *Adapter) helpText() string {
+func (a *Adapter) helpText(conv Conversation) string {
 	var b strings.Builder
 	b.WriteString("Bots on this team:\n")
 	for _, bot := range a.bots {
@@ -346,8 +346,12 @@ func (a *Adapter) helpText() string {
 		}
 		b.WriteString("\n")
 	}
+	newCmd := "/new"
+	if me, ok := a.Self(); ok && conv.Chat < 0 {
+		newCmd = "/new@" + me.UserName // a bare /new in a group may be for any bot
+	}
 	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me. " +
-		"Write @handle to ask a specific bot. /new starts a new conversation.")
+		"Write @handle to ask a specific bot. " + newCmd + " starts a new conversation.")
 	return b.String()
 }
 
