@@ -106,3 +106,30 @@ func TestBlocks(t *testing.T) {
 		t.Errorf("lines: %q %q %q", bs[0].Lines, bs[1].Lines, bs[4].Lines)
 	}
 }
+
+// bracket renders spans visibly, to test the walk independently of a platform.
+type bracket struct{}
+
+func (bracket) Text(s string) string     { return s }
+func (bracket) Code(c string) string     { return "{code:" + c + "}" }
+func (bracket) Link(l, u string) string  { return "{link:" + l + "|" + u + "}" }
+func (bracket) Autolink(u string) string { return "{auto:" + u + "}" }
+func (bracket) Emphasis(k Emph, in string) string {
+	return "{" + [...]string{"i", "b", "bi", "s"}[k] + ":" + in + "}"
+}
+
+func TestInline(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"a **b _c_** d", "a {b:b {i:c}} d"},
+		{"see [the *docs*](https://x.io) or <https://y.io>", "see {link:the {i:docs}|https://x.io} or {auto:https://y.io}"},
+		{"`**not bold**` and \\*lit\\*", "{code:**not bold**} and *lit*"},
+		{"~~gone~~ ***both***", "{s:gone} {bi:both}"},
+		{"snake_case_name stays", "snake_case_name stays"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"``` lone", "``` lone"},
+	} {
+		if got := Inline(tt.in, bracket{}); got != tt.want {
+			t.Errorf("Inline(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

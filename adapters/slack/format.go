@@ -3,7 +3,6 @@ package slack
 import (
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"openbot/markdown"
 )
@@ -70,71 +69,34 @@ func escapeText(s string) string {
 }
 
 var (
-	autolinkRe = regexp.MustCompile(`^<((?:https?|mailto):[^\s<>|]+)>`)
-	schemeRe   = regexp.MustCompile(`^(?:https?|mailto|ftp):`)
+	schemeRe = regexp.MustCompile(`^(?:https?|mailto|ftp):`)
 )
 
-// formatInline converts inline Markdown in one line: code spans, links, emphasis.
-func formatInline(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s) && strings.IndexByte("\\`*_{}[]()#+-.!~|<>&", s[i+1]) >= 0:
-			b.WriteString(escapeText(s[i+1 : i+2]))
-			i += 2
-			continue
-		case c == '`':
-			n := markdown.RunLen(s, i, '`')
-			closing := strings.Index(s[i+n:], s[i:i+n])
-			if closing >= 0 {
-				b.WriteByte('`')
-				b.WriteString(escapeText(s[i+n : i+n+closing]))
-				b.WriteByte('`')
-				i += n + closing + n
-				continue
-			}
-			b.WriteString(s[i : i+n])
-			i += n
-			continue
-		case c == '[':
-			if label, url, n, ok := markdown.Link(s[i:]); ok {
-				if schemeRe.MatchString(url) {
-					b.WriteString("<" + escapeURL(url) + "|" + strings.ReplaceAll(formatInline(label), "|", "¦") + ">")
-				} else { // a relative link has nowhere to go in Slack
-					b.WriteString(formatInline(label) + " (" + escapeText(url) + ")")
-				}
-				i += n
-				continue
-			}
-		case c == '<':
-			if m := autolinkRe.FindStringSubmatch(s[i:]); m != nil {
-				b.WriteString("<" + escapeURL(m[1]) + ">")
-				i += len(m[0])
-				continue
-			}
-		case c == '*' || c == '_' || c == '~':
-			if r, inner, n, ok := markdown.Emphasis(s, i, c); ok {
-				inner = formatInline(inner)
-				switch {
-				case c == '~':
-					b.WriteString("~" + inner + "~")
-				case r == 1:
-					b.WriteString("_" + inner + "_")
-				case r == 2:
-					b.WriteString("*" + inner + "*")
-				default:
-					b.WriteString("*_" + inner + "_*")
-				}
-				i += n
-				continue
-			}
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		b.WriteString(escapeText(string(r)))
-		i += size
+// formatInline converts inline Markdown to mrkdwn (see mrkdwn).
+func formatInline(s string) string { return markdown.Inline(s, mrkdwn{}) }
+
+// mrkdwn renders inline spans as Slack mrkdwn.
+type mrkdwn struct{}
+
+func (mrkdwn) Text(s string) string    { return escapeText(s) }
+func (mrkdwn) Code(code string) string { return "`" + escapeText(code) + "`" }
+func (mrkdwn) Link(label, url string) string {
+	if !schemeRe.MatchString(url) { // a relative link has nowhere to go in Slack
+		return label + " (" + escapeText(url) + ")"
 	}
-	return b.String()
+	return "<" + escapeURL(url) + "|" + strings.ReplaceAll(label, "|", "¦") + ">"
+}
+func (mrkdwn) Autolink(url string) string { return "<" + escapeURL(url) + ">" }
+func (mrkdwn) Emphasis(kind markdown.Emph, inner string) string {
+	switch kind {
+	case markdown.Strike:
+		return "~" + inner + "~"
+	case markdown.Italic:
+		return "_" + inner + "_"
+	case markdown.Bold:
+		return "*" + inner + "*"
+	}
+	return "*_" + inner + "_*"
 }
 
 // escapeURL makes a URL safe inside <url|label>: & < > escaped, | percent-encoded.

@@ -1,9 +1,7 @@
 package telegram
 
 import (
-	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"openbot/markdown"
 )
@@ -61,10 +59,6 @@ func Format(md string) string {
 	return strings.Join(out, "\n")
 }
 
-var (
-	autolinkRe = regexp.MustCompile(`^<((?:https?|mailto):[^\s<>]+)>`)
-)
-
 // formatLine converts one line outside code blocks and quotes.
 func formatLine(line string) string {
 	l := markdown.ParseLine(line)
@@ -103,66 +97,30 @@ func escapeHTML(s string) string {
 	return b.String()
 }
 
-// formatInline converts inline Markdown in one line: escapes, code spans, links,
-// autolinks and emphasis.
-func formatInline(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s) && strings.IndexByte("\\`*_{}[]()#+-.!~|<>&", s[i+1]) >= 0:
-			b.WriteString(escapeHTML(s[i+1 : i+2]))
-			i += 2
-			continue
-		case c == '`':
-			n := markdown.RunLen(s, i, '`')
-			closing := strings.Index(s[i+n:], s[i:i+n])
-			if closing >= 0 {
-				b.WriteString("<code>" + escapeHTML(s[i+n:i+n+closing]) + "</code>")
-				i += n + closing + n
-				continue
-			}
-			b.WriteString(s[i : i+n])
-			i += n
-			continue
-		case c == '[':
-			if label, url, n, ok := markdown.Link(s[i:]); ok {
-				b.WriteString(`<a href="` + escapeHTML(url) + `">` + formatInline(label) + "</a>")
-				i += n
-				continue
-			}
-		case c == '<':
-			if m := autolinkRe.FindStringSubmatch(s[i:]); m != nil {
-				b.WriteString(`<a href="` + escapeHTML(m[1]) + `">` + escapeHTML(m[1]) + "</a>")
-				i += len(m[0])
-				continue
-			}
-		case c == '*' || c == '_' || c == '~':
-			if r, inner, n, ok := markdown.Emphasis(s, i, c); ok {
-				inner = formatInline(inner)
-				switch {
-				case c == '~':
-					b.WriteString("<s>" + inner + "</s>")
-				case r == 1:
-					b.WriteString("<i>" + inner + "</i>")
-				case r == 2:
-					b.WriteString("<b>" + inner + "</b>")
-				default:
-					b.WriteString("<b><i>" + inner + "</i></b>")
-				}
-				i += n
-				continue
-			}
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b.WriteString("\uFFFD") // invalid UTF-8 would make Telegram reject the message
-		} else {
-			b.WriteString(escapeHTML(s[i : i+size]))
-		}
-		i += size
+// formatInline converts inline Markdown to Telegram HTML (see html).
+func formatInline(s string) string { return markdown.Inline(s, html{}) }
+
+// html renders inline spans as Telegram HTML.
+type html struct{}
+
+func (html) Text(s string) string    { return escapeHTML(s) }
+func (html) Code(code string) string { return "<code>" + escapeHTML(code) + "</code>" }
+func (html) Link(label, url string) string {
+	return `<a href="` + escapeHTML(url) + `">` + label + "</a>"
+}
+func (html) Autolink(url string) string {
+	return `<a href="` + escapeHTML(url) + `">` + escapeHTML(url) + "</a>"
+}
+func (html) Emphasis(kind markdown.Emph, inner string) string {
+	switch kind {
+	case markdown.Strike:
+		return "<s>" + inner + "</s>"
+	case markdown.Italic:
+		return "<i>" + inner + "</i>"
+	case markdown.Bold:
+		return "<b>" + inner + "</b>"
 	}
-	return b.String()
+	return "<b><i>" + inner + "</i></b>"
 }
 
 // PlainText returns the visible text of Telegram HTML as Format and Split produce
