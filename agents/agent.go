@@ -25,15 +25,12 @@ var (
 	ErrUnknownProvider = errors.New("unknown llm provider")
 )
 
-// Defaults for Options and core.Limits fields left zero.
+// Defaults for Options fields left zero; zero core.Limits fields take
+// core.Limits.WithDefaults.
 const (
-	DefaultRequestTimeout      = 5 * time.Minute
-	DefaultMaxToolResultChars  = 16000
-	DefaultMaxParallelTools    = 8
-	DefaultMaxModelCallsPerRun = 40
-	DefaultHistoryTokenBudget  = 24000
-	DefaultHistoryMaxMessages  = 80
-	DefaultRunTimeout          = 10 * time.Minute
+	DefaultRequestTimeout     = 5 * time.Minute
+	DefaultMaxToolResultChars = 16000
+	DefaultMaxParallelTools   = 8
 	// memoryLimit is how many memories go into the prompt (seed §6 item 4).
 	memoryLimit = 8
 )
@@ -130,19 +127,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.MaxParallelTools <= 0 {
 		opts.MaxParallelTools = DefaultMaxParallelTools
 	}
-	l := &opts.Limits
-	if l.MaxModelCallsPerRun <= 0 {
-		l.MaxModelCallsPerRun = DefaultMaxModelCallsPerRun
-	}
-	if l.HistoryTokenBudget <= 0 {
-		l.HistoryTokenBudget = DefaultHistoryTokenBudget
-	}
-	if l.HistoryMaxMessages <= 0 {
-		l.HistoryMaxMessages = DefaultHistoryMaxMessages
-	}
-	if l.RunTimeout <= 0 {
-		l.RunTimeout = DefaultRunTimeout
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	base := http.DefaultTransport
 	var hc http.Client
 	if opts.HTTPClient != nil {

@@ -26,7 +26,7 @@ func BenchmarkUnrollRender(b *testing.B) {
 		}
 	}
 	trig := env.add(alice, "Alice", "latest")
-	lim := core.Limits{HistoryTokenBudget: DefaultHistoryTokenBudget, HistoryMaxMessages: DefaultHistoryMaxMessages}
+	lim := core.Limits{}.WithDefaults()
 	for _, scoped := range []bool{false, true} {
 		b.Run(fmt.Sprintf("scoped=%v", scoped), func(b *testing.B) {
 			job := newJob(env, engineer, scoped, trig)
