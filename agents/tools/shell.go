@@ -16,41 +16,93 @@ import (
 	"openbot/agents"
 )
 
+// shell is the shell tool: a tool with a sandbox and a Reach description.
+type shell struct {
+	*tool
+	sb *sandbox
+}
+
+// Reach says in one sentence what a shell command can reach, for the approval
+// prompt (DESIGN.md §5, §9). The network is a per-bot setting: when some bots
+// have it on, the sentence names them; ReachFor gives one bot's exact answer.
+func (s *shell) Reach() string {
+	if s.sb.none() {
+		return s.sb.reach(false)
+	}
+	var on []string
+	for h, yes := range s.sb.opts.ShellNetwork {
+		if yes {
+			on = append(on, "@"+h)
+		}
+	}
+	if len(on) == 0 {
+		return s.sb.reach(false)
+	}
+	sort.Strings(on)
+	return "runs in a sandbox: sees only this thread's workspace; network on for " +
+		strings.Join(on, ", ") + ", off for other bots"
+}
+
+// ReachFor is Reach for the bot with this handle.
+func (s *shell) ReachFor(handle string) string {
+	return s.sb.reach(s.sb.opts.ShellNetwork[handle])
+}
+
 func shellTool(ws *workspace) agents.Tool {
 	o := ws.opts
-	return &tool{
+	sb := &sandbox{opts: o}
+	where := "in a sandbox that sees only your workspace (at " + SandboxWorkdir + ", also HOME), " +
+		"read-only system programs and an empty /tmp; the network is off unless enabled for you"
+	if sb.none() {
+		where = "in your workspace directory"
+	}
+	t := &tool{
 		name: "shell",
-		desc: fmt.Sprintf("Run a shell command (sh -c) in your workspace directory and return its exit status and "+
-			"combined stdout/stderr. The environment is minimal (PATH, HOME=workspace, LANG, TERM=dumb). "+
+		desc: fmt.Sprintf("Run a shell command (sh -c) %s, and return its exit status and "+
+			"combined stdout/stderr. The environment is minimal (PATH, HOME, LANG, TERM=dumb). "+
 			"The command is killed with all its child processes after %s by default (at most %s via timeout_seconds). "+
 			"Output beyond %d bytes keeps its beginning and end. Background processes are killed when the command ends.",
-			o.ShellTimeout, o.ShellMaxTimeout, o.OutputCap),
+			where, o.ShellTimeout, o.ShellMaxTimeout, o.OutputCap),
 		schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"command":{"type":"string","description":"The command line, run with sh -c"},` +
 			`"timeout_seconds":{"type":"integer","minimum":1,"description":"Timeout in seconds"}},` +
 			`"required":["command"],"additionalProperties":false}`),
-		fn: func(ctx context.Context, call agents.ToolCall) (string, error) {
-			var a struct {
-				Command        string `json:"command"`
-				TimeoutSeconds int64  `json:"timeout_seconds"`
-			}
-			if err := decodeArgs(call.Args, &a); err != nil {
-				return "", err
-			}
-			if strings.TrimSpace(a.Command) == "" {
-				return "", errors.New("command is required")
-			}
-			timeout := o.ShellTimeout
-			if a.TimeoutSeconds > 0 {
-				timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, o.ShellMaxTimeout)
-			}
-			dir, err := ws.dir(call)
-			if err != nil {
-				return "", err
-			}
-			return runShell(ctx, o, dir, a.Command, timeout)
-		},
 	}
+	t.fn = func(ctx context.Context, call agents.ToolCall) (string, error) {
+		var a struct {
+			Command        string `json:"command"`
+			TimeoutSeconds int64  `json:"timeout_seconds"`
+		}
+		if err := decodeArgs(call.Args, &a); err != nil {
+			return "", err
+		}
+		if strings.TrimSpace(a.Command) == "" {
+			return "", errors.New("command is required")
+		}
+		timeout := o.ShellTimeout
+		if a.TimeoutSeconds > 0 {
+			timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, o.ShellMaxTimeout)
+		}
+		if err := sb.ready(ctx); err != nil {
+			return "", err
+		}
+		dir, err := ws.dir(call)
+		if err != nil {
+			return "", err
+		}
+		if sb.none() {
+			return runShell(ctx, o, []string{"/bin/sh", "-c", a.Command}, dir, shellEnv(o, dir), timeout)
+		}
+		bwrap, err := exec.LookPath(o.BwrapPath)
+		if err != nil { // removed since the probe
+			sb.ok.Store(false)
+			return "", fmt.Errorf("%w: bubblewrap (%q) was not found: %s", ErrNoSandbox, o.BwrapPath, fixHint)
+		}
+		env := sandboxEnv(o)
+		argv := append([]string{bwrap}, bwrapArgs(o, dir, o.ShellNetwork[call.Bot.Handle], env, a.Command)...)
+		return runShell(ctx, o, argv, dir, env, timeout)
+	}
+	return &shell{tool: t, sb: sb}
 }
 
 // shellEnv is the whole environment of a command: nothing is inherited from the
@@ -73,17 +125,19 @@ func shellEnv(o Options, dir string) []string {
 	return env
 }
 
-// runShell runs command in its own process group; the group is killed with
-// SIGKILL when the timeout passes, when ctx is done, and as soon as the shell
-// exits (stray background children). Output goes through a pipe we own, so a
-// process that escaped the group and holds it open delays the result by at
-// most Options.ShellKillDelay.
-func runShell(ctx context.Context, o Options, dir, command string, timeout time.Duration) (string, error) {
+// runShell runs argv (sh -c, or bwrap wrapping it) in dir with env, in its own
+// process group; the group is killed with SIGKILL when the timeout passes, when
+// ctx is done, and as soon as the command exits (stray background children).
+// Under bwrap the group is bwrap itself; its --die-with-parent and the pid
+// namespace take every process of the sandbox with it. Output goes through a
+// pipe we own, so a process that escaped the group and holds it open delays
+// the result by at most Options.ShellKillDelay.
+func runShell(ctx context.Context, o Options, argv []string, dir string, env []string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = shellEnv(o, dir)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = o.ShellKillDelay

@@ -3,12 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,101 +13,85 @@ import (
 	"openbot/core"
 )
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
+// modes runs f once under bubblewrap and once with `sandbox: none`: process
+// group handling must hold in both.
+func modes(t *testing.T, f func(t *testing.T, sandbox string)) {
+	for _, m := range []string{SandboxBwrap, SandboxNone} {
+		t.Run(m, func(t *testing.T) {
+			if m == SandboxBwrap {
+				requireBwrap(t)
+			}
+			f(t, m)
+		})
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// state follows "pid (comm) ": the field after the last ')'.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
-}
-
-// waitGone polls until pid is gone or the deadline passes.
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("pid file: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("pid file: %q", b)
-	}
-	return pid
 }
 
 func TestShellTimeoutKillsProcessGroup(t *testing.T) {
-	root := t.TempDir()
-	tl := builtins(t, Options{WorkspaceRoot: root, ShellTimeout: 300 * time.Millisecond})
-	// The background sleep keeps the group alive after sh would be killed alone;
-	// it also holds the output pipe open.
-	got, err := call(t, tl["shell"], nil, map[string]any{
-		"command": "sleep 300 & echo $! > bg.pid; echo started; sleep 300",
+	modes(t, func(t *testing.T, sandbox string) {
+		tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), Sandbox: sandbox, ShellTimeout: 300 * time.Millisecond})
+		bg := sleepMarker()
+		// The background sleep keeps the group alive after sh would be killed
+		// alone; it also holds the output pipe open.
+		got, err := call(t, tl["shell"], nil, map[string]any{
+			"command": "sleep " + bg + " & echo started; sleep " + sleepMarker(),
+		})
+		if err == nil || !strings.Contains(err.Error(), "timed out") || !strings.Contains(err.Error(), "started") {
+			t.Fatalf("got %q, %v; want a timeout error with the output so far", got, err)
+		}
+		waitNoSleep(t, bg)
 	})
-	if err == nil || !strings.Contains(err.Error(), "timed out") || !strings.Contains(err.Error(), "started") {
-		t.Fatalf("got %q, %v; want a timeout error with the output so far", got, err)
-	}
-	waitGone(t, readPid(t, filepath.Join(root, "thread-7", "bg.pid")))
 }
 
 func TestShellCancelKillsProcessGroup(t *testing.T) {
-	root := t.TempDir()
-	tl := builtins(t, Options{WorkspaceRoot: root})
-	ctx, cancel := context.WithCancel(context.Background())
-	pidFile := filepath.Join(root, "thread-7", "bg.pid")
-	done := make(chan error, 1)
-	go func() {
-		_, err := tl["shell"].Call(ctx, agents.ToolCall{
-			Args:   json.RawMessage(`{"command":"sleep 300 & echo $! > bg.pid; sleep 300"}`),
-			Thread: 7,
-		})
-		done <- err
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
-			break
+	modes(t, func(t *testing.T, sandbox string) {
+		root := t.TempDir()
+		tl := builtins(t, Options{WorkspaceRoot: root, Sandbox: sandbox})
+		ctx, cancel := context.WithCancel(context.Background())
+		bg := sleepMarker()
+		done := make(chan error, 1)
+		go func() {
+			_, err := tl["shell"].Call(ctx, agents.ToolCall{
+				Args:   json.RawMessage(`{"command":"sleep ` + bg + ` & echo $! > bg.pid; sleep 300"}`),
+				Thread: 7,
+			})
+			done <- err
+		}()
+		pidFile := filepath.Join(root, "thread-7", "bg.pid")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("command did not start")
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("command did not start")
+		if len(sleepPids(bg)) == 0 {
+			t.Fatal("the background sleep is not visible from the host")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "cancelled") {
-		t.Fatalf("err = %v, want cancelled", err)
-	}
-	waitGone(t, readPid(t, pidFile))
+		cancel()
+		if err := <-done; err == nil || !strings.Contains(err.Error(), "cancelled") {
+			t.Fatalf("err = %v, want cancelled", err)
+		}
+		waitNoSleep(t, bg)
+	})
 }
 
 func TestShellKillsBackgroundChildrenOnExit(t *testing.T) {
-	root := t.TempDir()
-	tl := builtins(t, Options{WorkspaceRoot: root})
-	got, err := call(t, tl["shell"], nil, map[string]any{"command": "sleep 300 & echo $! > bg.pid; echo ok"})
-	if err != nil || !strings.HasPrefix(got, "exit status: 0") || !strings.Contains(got, "ok") {
-		t.Fatalf("got %q, %v", got, err)
-	}
-	waitGone(t, readPid(t, filepath.Join(root, "thread-7", "bg.pid")))
+	modes(t, func(t *testing.T, sandbox string) {
+		tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), Sandbox: sandbox})
+		bg := sleepMarker()
+		got, err := call(t, tl["shell"], nil, map[string]any{"command": "sleep " + bg + " & echo ok"})
+		if err != nil || !strings.HasPrefix(got, "exit status: 0") || !strings.Contains(got, "ok") {
+			t.Fatalf("got %q, %v", got, err)
+		}
+		waitNoSleep(t, bg)
+	})
 }
 
 func TestShellOutputCapKeepsHeadAndTail(t *testing.T) {
+	requireBwrap(t)
 	tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), OutputCap: 1000})
 	got, err := call(t, tl["shell"], nil, map[string]any{
 		"command": "echo FIRSTLINE; i=0; while [ $i -lt 3000 ]; do echo filler-line-$i; i=$((i+1)); done; echo LASTLINE >&2",
@@ -132,6 +113,7 @@ func TestShellOutputCapKeepsHeadAndTail(t *testing.T) {
 }
 
 func TestShellEnvironmentIsMinimal(t *testing.T) {
+	requireBwrap(t)
 	t.Setenv("OPENBOT_CANARY_SECRET", "canary-value-1234")
 	t.Setenv("OPENAI_API_KEY", "sk-canary")
 	root := t.TempDir()
@@ -145,7 +127,7 @@ func TestShellEnvironmentIsMinimal(t *testing.T) {
 			t.Errorf("environment leaked %q:\n%s", bad, got)
 		}
 	}
-	ws, _ := filepath.EvalSymlinks(filepath.Join(root, "thread-7"))
+	ws := SandboxWorkdir
 	for _, want := range []string{"HOME=" + ws, "TERM=dumb", "PATH=" + DefaultShellPath, "EXTRA=set-by-operator", "\n" + ws + "\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output missing %q:\n%s", want, got)
@@ -154,6 +136,7 @@ func TestShellEnvironmentIsMinimal(t *testing.T) {
 }
 
 func TestShellExitStatus(t *testing.T) {
+	requireBwrap(t)
 	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})
 	got, err := call(t, tl["shell"], nil, map[string]any{"command": "echo oops >&2; exit 3"})
 	if err != nil || !strings.HasPrefix(got, "exit status: 3") || !strings.Contains(got, "oops") {

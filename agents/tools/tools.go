@@ -1,4 +1,4 @@
-// Package tools is openbot's built-in toolbox (DESIGN.md §6, issue 6): the
+// Package tools is openbot's built-in toolbox (DESIGN.md §6): the
 // workspace-jailed file tools (workspace_read, workspace_write, workspace_list,
 // workspace_search), shell, http_fetch, todo_write and post_message. Each is an
 // agents.Tool; Builtins returns them all for the agents Registry.
@@ -59,6 +59,22 @@ type Options struct {
 	// explicitly by the operator. Nothing else of openbot's environment is passed.
 	ShellPath string
 	ShellEnv  map[string]string
+	// Sandbox confines shell commands (DESIGN.md §9): SandboxBwrap (default,
+	// "") or SandboxNone. With SandboxBwrap and no working bubblewrap the shell
+	// refuses every command with ErrNoSandbox.
+	Sandbox string
+	// BwrapPath is the bubblewrap binary, a path or a name looked up in PATH;
+	// default DefaultBwrapPath.
+	BwrapPath string
+	// ShellNetwork lists the bot handles whose shell commands share the host's
+	// network; every other bot's commands get a network namespace of their own
+	// with only a loopback interface (network off).
+	ShellNetwork map[string]bool
+	// SandboxHide are files or directories (openbot's config, store and log)
+	// that are masked inside the sandbox when they lie under a directory it
+	// shows (the system directories or the workspace). Files elsewhere are not
+	// mounted at all.
+	SandboxHide []string
 	// ShellKillDelay bounds how long shell waits for output pipes after the
 	// process group was killed (exec.Cmd.WaitDelay).
 	ShellKillDelay time.Duration
@@ -105,6 +121,12 @@ func (o Options) withDefaults() Options {
 	if o.ShellPath == "" {
 		o.ShellPath = DefaultShellPath
 	}
+	if o.Sandbox == "" {
+		o.Sandbox = SandboxBwrap
+	}
+	if o.BwrapPath == "" {
+		o.BwrapPath = DefaultBwrapPath
+	}
 	if o.ShellKillDelay <= 0 {
 		o.ShellKillDelay = DefaultShellKillDelay
 	}
@@ -125,9 +147,13 @@ func (o Options) withDefaults() Options {
 
 // Builtins returns every built-in tool configured by opts. It does no I/O:
 // workspace directories are created on first use. It returns an error only for
-// invalid options (an allow-list entry that is not a host or host:port).
+// invalid options (an allow-list entry that is not a host or host:port, an
+// unknown Sandbox mode).
 func Builtins(opts Options) ([]agents.Tool, error) {
 	opts = opts.withDefaults()
+	if opts.Sandbox != SandboxBwrap && opts.Sandbox != SandboxNone {
+		return nil, fmt.Errorf("tools: sandbox %q: want %q or %q", opts.Sandbox, SandboxBwrap, SandboxNone)
+	}
 	ws := &workspace{opts: opts}
 	fetch, err := newFetcher(opts)
 	if err != nil {

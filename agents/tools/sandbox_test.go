@@ -1,0 +1,317 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"openbot/agents"
+	"openbot/core"
+)
+
+// Secrets set in the test process's environment; none may show in a sandbox.
+var canaries = map[string]string{
+	"OPENAI_API_KEY":       "sk-canary-model-key-4821",
+	"SLACK_BOT_TOKEN":      "xoxb-canary-slack-token-4821",
+	"TELEGRAM_BOT_TOKEN":   "123:canary-telegram-token-4821",
+	"OPENBOT_CANARY_TOKEN": "canary-platform-token-4821",
+}
+
+func setCanaries(t *testing.T) {
+	for k, v := range canaries {
+		t.Setenv(k, v)
+	}
+}
+
+func noCanary(t *testing.T, out string) {
+	t.Helper()
+	for k, v := range canaries {
+		if strings.Contains(out, v) || strings.Contains(out, k) {
+			t.Errorf("sandbox output shows %s:\n%s", k, out)
+		}
+	}
+}
+
+func TestSandboxHidesOpenbotEnvironment(t *testing.T) {
+	requireBwrap(t)
+	setCanaries(t)
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	// The parent of sh, pid 1, and every process the sandbox can see.
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": `echo PPID=$PPID; ` +
+		`tr '\0' '\n' < /proc/$PPID/environ; tr '\0' '\n' < /proc/1/environ; ` +
+		`for p in /proc/[0-9]*; do tr '\0' '\n' < $p/environ; tr '\0' ' ' < $p/cmdline; echo; done 2>&1`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "PATH="+DefaultShellPath) {
+		t.Fatalf("the environ files were not readable, so this test proves nothing:\n%s", got)
+	}
+	noCanary(t, got)
+	// t.Setenv does not change /proc/self/environ: also look for the test
+	// process's own start-up environment, which is what a child would see.
+	inside := map[string]bool{}
+	for _, kv := range shellEnv(Options{}.withDefaults(), SandboxWorkdir) {
+		inside[kv] = true
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(got, "\n") {
+		lines[l] = true
+	}
+	own, err := os.ReadFile("/proc/self/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(own), "\x00") {
+		if kv != "" && !inside[kv] && lines[kv] {
+			t.Errorf("sandbox shows openbot's environment entry %q", kv)
+		}
+	}
+}
+
+func TestSandboxHidesOpenbotProcesses(t *testing.T) {
+	requireBwrap(t)
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": `ps -e -o pid=,comm=; cat /proc/[0-9]*/comm; ` +
+		fmt.Sprintf("kill -0 %d && echo SIGNALLED", os.Getpid())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Base(os.Args[0]) // the test binary stands in for openbot
+	if len(self) > 15 {
+		self = self[:15] // comm is at most 15 bytes
+	}
+	if strings.Contains(got, self) || strings.Contains(got, "SIGNALLED") {
+		t.Errorf("the sandbox sees or signals the host process %q:\n%s", self, got)
+	}
+	if !strings.Contains(got, "sh") || !strings.Contains(got, "ps") {
+		t.Fatalf("ps did not run:\n%s", got)
+	}
+}
+
+func TestSandboxHidesConfigStoreAndHome(t *testing.T) {
+	requireBwrap(t)
+	outside := t.TempDir()
+	cfg := filepath.Join(outside, "config.yaml")
+	store := filepath.Join(outside, "openbot.db")
+	for _, f := range []string{cfg, store} {
+		if err := os.WriteFile(f, []byte("secret-file-content-4821"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": fmt.Sprintf(
+		"cat %s; cat %s; ls %s; ls /root /home /work /etc/shadow 2>&1; exit 0", cfg, store, outside)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "secret-file-content") {
+		t.Errorf("config or store readable from the sandbox:\n%s", got)
+	}
+	if !strings.Contains(got, "No such file") {
+		t.Errorf("want 'No such file' for the outside paths:\n%s", got)
+	}
+}
+
+func TestSandboxMasksHiddenFilesInsideTheWorkspace(t *testing.T) {
+	requireBwrap(t)
+	root := t.TempDir() // shared workspace that (wrongly) also holds the config
+	cfg := filepath.Join(root, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("secret-file-content-4821"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tl := builtins(t, Options{WorkspaceRoot: root, SharedWorkspace: true, SandboxHide: []string{cfg}})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": "cat config.yaml; echo [read]; echo x > config.yaml; ls"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "secret-file-content") || !strings.Contains(got, "[read]") {
+		t.Errorf("hidden file readable:\n%s", got)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != "secret-file-content-4821" {
+		t.Errorf("hidden file changed to %q", b)
+	}
+}
+
+func TestSandboxWritesOnlyTheWorkspace(t *testing.T) {
+	requireBwrap(t)
+	root := t.TempDir()
+	outside := t.TempDir()
+	// Host paths a broken sandbox would write; removed again if it does.
+	name := "openbot-sandbox-escape-" + sleepMarker()
+	hostFiles := []string{"/usr/" + name, "/" + name}
+	t.Cleanup(func() {
+		for _, f := range hostFiles {
+			os.Remove(f)
+		}
+	})
+	tl := builtins(t, Options{WorkspaceRoot: root})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": fmt.Sprintf(
+		// Refuse to try anything outside a sandbox: a broken one must not
+		// write on the host.
+		"[ \"$(pwd)\" = %[4]s ] || { echo NOT-SANDBOXED; exit 0; }; "+
+			"echo x > %[1]s/escape.txt; mkdir -p %[1]s && echo x > %[1]s/escape.txt; "+
+			"echo x > %[2]s; echo x > %[3]s; "+
+			"echo ok > /tmp/scratch && echo ok > in.txt && echo WROTE; exit 0", outside, hostFiles[0], hostFiles[1], SandboxWorkdir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "WROTE") || !strings.Contains(got, "Read-only file system") {
+		t.Errorf("want workspace and /tmp writable, the rest read-only:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escape.txt")); err == nil {
+		t.Error("the sandbox wrote outside the workspace")
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "thread-7", "in.txt")); err != nil || string(b) != "ok\n" {
+		t.Errorf("workspace file = %q, %v", b, err)
+	}
+	for _, f := range hostFiles {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s was written on the host", f)
+		}
+	}
+}
+
+// listen returns a 127.0.0.1 listener's port and a channel that receives once
+// a connection is accepted.
+func listen(t *testing.T) (int, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan struct{}, 1)
+	go func() { // ends when the listener is closed by the cleanup
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, accepted
+}
+
+func TestSandboxNetworkIsPerBot(t *testing.T) {
+	requireBwrap(t)
+	port, accepted := listen(t)
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), ShellNetwork: map[string]bool{"netbot": true}})
+	cmd := fmt.Sprintf(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED' 2>&1; exit 0`, port)
+	run := func(bot string) string {
+		got, err := tl["shell"].Call(context.Background(), agents.ToolCall{
+			Args: []byte(fmt.Sprintf(`{"command":%q}`, cmd)), Bot: botProfile(bot), Thread: 7,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := run("engineer"); strings.Contains(got, "CONNECTED") {
+		t.Errorf("network off, yet the sandbox reached the host's 127.0.0.1:%d:\n%s", port, got)
+	}
+	select {
+	case <-accepted:
+		t.Error("the listener accepted a connection from a sandbox with network off")
+	default:
+	}
+	if got := run("netbot"); !strings.Contains(got, "CONNECTED") {
+		t.Errorf("network on, yet no connection:\n%s", got)
+	}
+	<-accepted
+}
+
+func TestShellRefusesWithoutSandbox(t *testing.T) {
+	root := t.TempDir()
+	opts := Options{WorkspaceRoot: root, BwrapPath: filepath.Join(t.TempDir(), "no-such-bwrap")}
+	tl := builtins(t, opts)
+	_, err := call(t, tl["shell"], nil, map[string]any{"command": "echo ran > ran.txt"})
+	if !errors.Is(err, ErrNoSandbox) {
+		t.Fatalf("err = %v, want ErrNoSandbox", err)
+	}
+	for _, want := range []string{"apt-get install bubblewrap", "sandbox: none"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal does not name the fix %q: %v", want, err)
+		}
+	}
+	if _, serr := os.Stat(filepath.Join(root, "thread-7", "ran.txt")); serr == nil {
+		t.Error("the command ran without a sandbox")
+	}
+	if err := CheckSandbox(context.Background(), opts); !errors.Is(err, ErrNoSandbox) {
+		t.Errorf("CheckSandbox = %v, want ErrNoSandbox", err)
+	}
+	// A bwrap that exists but cannot build the sandbox is refused too.
+	opts.BwrapPath = "/bin/false"
+	if err := CheckSandbox(context.Background(), opts); !errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), "sandbox: none") {
+		t.Errorf("CheckSandbox(/bin/false) = %v, want ErrNoSandbox naming the fix", err)
+	}
+}
+
+func TestSandboxNoneRunsUnsandboxed(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "visible.txt")
+	if err := os.WriteFile(outside, []byte("host-file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{WorkspaceRoot: root, Sandbox: SandboxNone, BwrapPath: "/no/such/bwrap"}
+	tl := builtins(t, opts)
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": "pwd; cat " + outside})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := filepath.EvalSymlinks(filepath.Join(root, "thread-7"))
+	if !strings.Contains(got, ws) || !strings.Contains(got, "host-file") {
+		t.Errorf("sandbox none: got %q, want the host workspace path and the outside file", got)
+	}
+	if err := CheckSandbox(context.Background(), opts); err != nil {
+		t.Errorf("CheckSandbox(none) = %v", err)
+	}
+	if _, err := Builtins(Options{Sandbox: "docker"}); err == nil {
+		t.Error("unknown sandbox mode accepted")
+	}
+}
+
+func TestShellReach(t *testing.T) {
+	reach := func(o Options) interface {
+		Reach() string
+		ReachFor(string) string
+	} {
+		return builtins(t, o)["shell"].(interface {
+			Reach() string
+			ReachFor(string) string
+		})
+	}
+	off := reach(Options{WorkspaceRoot: t.TempDir()})
+	if got := off.Reach(); !strings.Contains(got, "sandbox") || !strings.Contains(got, "network off") {
+		t.Errorf("Reach = %q", got)
+	}
+	mixed := reach(Options{WorkspaceRoot: t.TempDir(), ShellNetwork: map[string]bool{"engineer": true}})
+	if got := mixed.Reach(); !strings.Contains(got, "network on for @engineer") {
+		t.Errorf("Reach = %q", got)
+	}
+	if got := mixed.ReachFor("engineer"); !strings.HasSuffix(got, "network on") {
+		t.Errorf("ReachFor(engineer) = %q", got)
+	}
+	if got := mixed.ReachFor("qa"); !strings.HasSuffix(got, "network off") {
+		t.Errorf("ReachFor(qa) = %q", got)
+	}
+	none := reach(Options{WorkspaceRoot: t.TempDir(), Sandbox: SandboxNone})
+	if got := none.Reach(); !strings.Contains(got, "WITHOUT a sandbox") {
+		t.Errorf("Reach = %q", got)
+	}
+	fetch := builtins(t, Options{})["http_fetch"].(interface{ Reach() string })
+	if got := fetch.Reach(); !strings.Contains(got, "public internet") {
+		t.Errorf("http_fetch Reach = %q", got)
+	}
+}
+
+func botProfile(handle string) core.BotProfile { return core.BotProfile{Handle: handle} }
