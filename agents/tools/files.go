@@ -68,6 +68,9 @@ func workspaceReadTool(ws *workspace) agents.Tool {
 			if !st.Mode().IsRegular() {
 				return "", fmt.Errorf("%q is not a regular file", a.Path)
 			}
+			if err := checkLinks(a.Path, st); err != nil {
+				return "", err
+			}
 			if a.Offset < 0 || (a.Offset > 0 && a.Offset >= st.Size()) {
 				return "", fmt.Errorf("offset %d is past the end of %q (%d bytes)", a.Offset, a.Path, st.Size())
 			}
@@ -130,16 +133,19 @@ func workspaceWriteTool(ws *workspace) agents.Tool {
 					return "", rootErr(a.Path, err)
 				}
 			}
-			flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+			// Opened without O_TRUNC: the link count is checked on the open
+			// file before anything changes, then it is truncated.
+			flag := os.O_WRONLY | os.O_CREATE
 			if a.Append {
-				flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-				if st, err := root.Stat(rel); err == nil && st.Size()+int64(len(a.Content)) > ws.opts.WriteCap*16 {
-					return "", fmt.Errorf("%q would grow past %d bytes", a.Path, ws.opts.WriteCap*16)
-				}
+				flag |= os.O_APPEND
 			}
 			f, err := root.OpenFile(rel, flag, 0o640)
 			if err != nil {
 				return "", rootErr(a.Path, err)
+			}
+			if err := checkWritable(f, a.Path, a.Append, int64(len(a.Content)), ws.opts.WriteCap*16); err != nil {
+				f.Close()
+				return "", err
 			}
 			if _, err := io.WriteString(f, a.Content); err != nil {
 				f.Close()
@@ -184,6 +190,9 @@ func workspaceListTool(ws *workspace) agents.Tool {
 				return "", rootErr(a.Path, err)
 			}
 			if !st.IsDir() {
+				if err := checkLinks(a.Path, st); err != nil {
+					return "", err
+				}
 				return fmt.Sprintf("%s (%d bytes)", filepath.ToSlash(rel), st.Size()), nil
 			}
 			var lines []string
@@ -227,6 +236,10 @@ func workspaceListTool(ws *workspace) agents.Tool {
 					size := int64(0)
 					if ierr == nil {
 						size = info.Size()
+						if checkLinks(p, info) != nil {
+							lines = append(lines, show+" (hard link to a file that may be outside the workspace: not accessible)")
+							return nil
+						}
 					}
 					lines = append(lines, fmt.Sprintf("%s (%d bytes)", show, size))
 				}
@@ -343,8 +356,8 @@ func (s *searcher) file(p string) error {
 		return nil // e.g. a link leading outside: skipped
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > searchFileMax {
-		return nil
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > searchFileMax || checkLinks(p, st) != nil {
+		return nil // hard links are skipped: they may point outside
 	}
 	br := bufio.NewReader(f)
 	if head, _ := br.Peek(512); bytes.IndexByte(head, 0) >= 0 {
@@ -365,6 +378,32 @@ func (s *searcher) file(p string) error {
 			text = cutUTF8(text[:searchLineMax]) + "…"
 		}
 		s.out = append(s.out, fmt.Sprintf("%s:%d: %s", p, line, text))
+	}
+	return nil
+}
+
+// checkWritable checks a file workspace_write opened without O_TRUNC: it must
+// be a regular file with one link (ErrHardLink otherwise), and an append must
+// not grow it past maxSize. When not appending it is then truncated.
+func checkWritable(f *os.File, name string, appending bool, add, maxSize int64) error {
+	st, err := f.Stat()
+	if err != nil {
+		return rootErr(name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%q is not a regular file", name)
+	}
+	if err := checkLinks(name, st); err != nil {
+		return err
+	}
+	if appending {
+		if st.Size()+add > maxSize {
+			return fmt.Errorf("%q would grow past %d bytes", name, maxSize)
+		}
+		return nil
+	}
+	if err := f.Truncate(0); err != nil {
+		return rootErr(name, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"openbot/agents"
 )
@@ -16,6 +17,31 @@ import (
 // workspace tools for a path that is absolute, climbs out with "..", or goes
 // through a symbolic link that leads outside the workspace.
 var ErrOutsideWorkspace = errors.New("path is outside the workspace")
+
+// ErrHardLink is returned (wrapped, with the path) by the workspace file tools
+// for a regular file with more than one hard link: another name of the same
+// file may be outside the workspace (a link made from outside), so reading or
+// writing it could reach a file the tools must not.
+var ErrHardLink = errors.New("file has other hard links, which may be outside the workspace")
+
+// checkLinks refuses a regular file whose link count is above one (ErrHardLink).
+func checkLinks(rel string, st fs.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return nil
+	}
+	if n := linkCount(st); n > 1 {
+		return fmt.Errorf("%q: %w (%d links)", rel, ErrHardLink, n)
+	}
+	return nil
+}
+
+// linkCount is st's number of hard links (1 when the platform does not say).
+func linkCount(st fs.FileInfo) uint64 {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(s.Nlink)
+	}
+	return 1
+}
 
 // workspace resolves the per-bot, per-thread directory the file tools and shell
 // work in (DESIGN.md §6 "workspace-jailed file tools").
