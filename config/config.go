@@ -30,6 +30,10 @@ type Config struct {
 	// http_fetch tool may reach although they resolve to a loopback, private,
 	// link-local, CGNAT or metadata address (refused by default).
 	FetchAllowHosts []string `yaml:"fetch_allow_hosts"`
+	// Sandbox confines the shell tool (DESIGN.md §9): SandboxBwrap (default)
+	// runs each command under bubblewrap, seeing only the thread's workspace;
+	// SandboxNone is the explicit opt-out, logged at WARN on start.
+	Sandbox string `yaml:"sandbox"`
 	// Approvers may answer any bot's questions and approvals (platform actor ids:
 	// "slack:<team>:<user>", "telegram:<user id>", "feishu:<open_id>",
 	// "console:you"). Empty: the humans who posted in the thread (DESIGN.md §5).
@@ -115,6 +119,9 @@ type Bot struct {
 	Memory    bool     `yaml:"memory"`
 	// MaxModelCalls caps model calls per run; 0 means limits.max_model_calls_per_run.
 	MaxModelCalls int `yaml:"max_model_calls"`
+	// ShellNetwork lets this bot's shell commands use the network; default
+	// false: the sandbox has only its own loopback.
+	ShellNetwork bool `yaml:"shell_network"`
 }
 
 // MCPServer is one MCP server (stdio when Command is set, streamable HTTP when URL
@@ -200,6 +207,12 @@ const (
 	DefaultWorkspace = "./data/workspace"
 	DefaultBotHandle = "chief_of_staff"
 	DefaultConsole   = "local"
+)
+
+// Values of Config.Sandbox.
+const (
+	SandboxBwrap = "bwrap"
+	SandboxNone  = "none"
 )
 
 func trimSlash(s string) string {

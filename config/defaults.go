@@ -29,6 +29,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Workspace == "" {
 		c.Workspace = DefaultWorkspace
 	}
+	if c.Sandbox == "" {
+		c.Sandbox = SandboxBwrap
+	}
 	l := &c.Limits
 	setInt(&l.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
 	setInt(&l.MaxBotHops, DefaultMaxBotHops)

@@ -19,7 +19,8 @@ var (
 
 // Validate checks the configuration after ApplyDefaults and returns Errors with
 // every problem found, each at its field path, or nil. Rules:
-//   - http.listen is host:port; store.path and workspace are set;
+//   - http.listen is host:port; store.path and workspace are set; sandbox is
+//     "bwrap" or "none";
 //   - limits are positive;
 //   - llm has at least one profile; each has an http(s) base_url;
 //   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
@@ -46,6 +47,7 @@ func (c *Config) Validate() error {
 	if c.Workspace == "" {
 		p.add("workspace", "must be set")
 	}
+	checkEnum(&p, "sandbox", c.Sandbox, SandboxBwrap, SandboxNone)
 	c.validateLimits(&p)
 	c.validateLLM(&p)
 	handles := c.validateBots(&p)
