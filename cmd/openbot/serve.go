@@ -29,13 +29,16 @@ import (
 
 // app is one `serve` or `chat` invocation.
 type app struct {
-	chat     bool
-	cfg      *config.Config
-	log      *slog.Logger
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
-	terminal bool // stdin is a terminal (chat reads it interactively)
+	chat bool
+	cfg  *config.Config
+	// configPath is the config file, masked inside the shell sandbox ("" when
+	// not known, as in tests that build the app directly).
+	configPath string
+	log        *slog.Logger
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
+	terminal   bool // stdin is a terminal (chat reads it interactively)
 	// onListen, when set, is told the HTTP listener's address (tests listen on :0).
 	onListen func(addr string)
 }
@@ -63,7 +66,7 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 		return exitFail
 	}
 
-	a := &app{chat: mode == "chat", cfg: cfg, stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{chat: mode == "chat", cfg: cfg, configPath: *path, stdin: stdin, stdout: stdout, stderr: stderr}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		a.terminal = true
 	}
@@ -121,10 +124,12 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}()
 
-	reg, err := newRegistry(a.cfg, log)
+	hide := ownFiles(a.configPath, a.cfg)
+	reg, err := newRegistry(a.cfg, log, hide...)
 	if err != nil {
 		return a.fail("tools", err)
 	}
+	a.reportSandbox(ctx, toolOptions(a.cfg, log, hide))
 	mcpMgr := newMCP(a.cfg, reg, log)
 	agent, err := newAgent(a.cfg, reg, log)
 	if err != nil {

@@ -64,10 +64,11 @@ func actorIDs(ids []string) []core.ActorID {
 }
 
 // newRegistry builds the process's tool registry: the built-in tools, rooted at
-// the configured workspace.
-func newRegistry(cfg *config.Config, log *slog.Logger) (*agents.Registry, error) {
+// the configured workspace, with hide masked inside the shell sandbox
+// (toolOptions).
+func newRegistry(cfg *config.Config, log *slog.Logger, hide ...string) (*agents.Registry, error) {
 	reg := agents.NewRegistry()
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: cfg.Workspace, FetchAllowHosts: cfg.FetchAllowHosts, Logger: log})
+	builtins, err := tools.Builtins(toolOptions(cfg, log, hide))
 	if err != nil {
 		return nil, fmt.Errorf("built-in tools: %w", err)
 	}
