@@ -139,7 +139,9 @@ func TestServeAdminOff(t *testing.T) {
 // terminal, and the notice shows no internal address.
 func TestChatModelFailureRedacted(t *testing.T) {
 	llm := openaitest.New(t)
-	llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Error(http.StatusUnauthorized, "invalid credentials") })
+	llm.Handle(func(openaitest.Request) openaitest.Reply {
+		return openaitest.Error(http.StatusUnauthorized, "invalid credentials")
+	})
 	dir := t.TempDir()
 	cfg := exampleConfig(t, dir)
 	base := strings.Replace(llm.URL(), "http://", "http://alice:hunter2pass@", 1) + "?api-key=SECRETKEY123"
