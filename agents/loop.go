@@ -434,15 +434,15 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 	case errors.As(err, &reqErr):
 		me.Status = reqErr.HTTPStatusCode
 		me.Message = strings.TrimSpace(string(reqErr.Body))
-		if me.Message == "" {
-			me.Message = http.StatusText(reqErr.HTTPStatusCode)
-		}
 	case errors.As(err, &urlErr):
 		me.Message = err.Error()
 		me.Summary = fmt.Sprintf("the model service of llm profile %q could not be reached (%s); the log has the details.", r.pc.name, attempts)
 	default:
 		me.Message = err.Error()
 		me.Summary = "the model's answer could not be read; the log has the details."
+	}
+	if strings.TrimSpace(me.Message) == "" && me.Status != 0 {
+		me.Message = http.StatusText(me.Status)
 	}
 	me.Message = r.redact(me.Message)
 	if me.Summary == "" {

@@ -119,3 +119,20 @@ func TestProviderRequestTimeout(t *testing.T) {
 		t.Fatalf("err = %v, want a model error naming the provider's request timeout", err)
 	}
 }
+
+// TestModelErrorTextOnce: an error status without a message names the status
+// once, in words, in the error and in the notice.
+func TestModelErrorTextOnce(t *testing.T) {
+	srv := openaitest.New(t)
+	srv.Enqueue(openaitest.Reply{Status: 403})
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	_, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+	var me *ModelError
+	if !errors.As(err, &me) || err.Error() != "model call failed (default): status 403: Forbidden" {
+		t.Fatalf("err = %v", err)
+	}
+	if n := me.Notice(); n != "the model service answered HTTP 403: Forbidden" {
+		t.Errorf("notice = %q", n)
+	}
+}
