@@ -21,8 +21,9 @@ import (
 
 // Model call retry defaults.
 const (
-	// DefaultModelRetries is how many times a model request is retried after a 429,
-	// a 408, a 5xx or a network error, so a call makes at most 4 attempts.
+	// DefaultModelRetries is how many times a model call is retried after a 429,
+	// a 408, a 5xx, a network error or a stall (StallError), so a call makes at
+	// most 4 attempts.
 	DefaultModelRetries = 3
 	// defaultRetryInitial is the first backoff wait; it doubles per retry (with
 	// jitter) up to retryMaxInterval.
