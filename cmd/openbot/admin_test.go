@@ -166,3 +166,14 @@ func TestChatModelFailureRedacted(t *testing.T) {
 		t.Errorf("requests = %d (%+v)", n, llm.Requests())
 	}
 }
+
+func TestDialAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		":8080": "127.0.0.1:8080", "0.0.0.0:8080": "127.0.0.1:8080", "[::]:9": "127.0.0.1:9",
+		"127.0.0.1:8080": "127.0.0.1:8080", "bot.example:80": "bot.example:80", "[::1]:7": "[::1]:7",
+	} {
+		if got := dialAddr(in); got != want {
+			t.Errorf("dialAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -73,7 +74,7 @@ func readQuestions(ctx context.Context, cfg *config.Config, pending bool) ([]cor
 	if cfg.Admin.Token == "" {
 		return nil, fmt.Errorf("%v: a running openbot holds it; set admin.token (the same as the server's) to read the audit through its listener", err)
 	}
-	url := "http://" + cfg.HTTP.Listen + "/approvals"
+	url := "http://" + dialAddr(cfg.HTTP.Listen) + "/approvals"
 	if pending {
 		url += "?pending=1"
 	}
@@ -105,6 +106,19 @@ func readQuestions(ctx context.Context, cfg *config.Config, pending bool) ([]cor
 		return nil, fmt.Errorf("%v, and the openbot answering at %s serves another store (%s)", err, url, body.Store)
 	}
 	return body.Questions, nil
+}
+
+// dialAddr is the address to reach a listener on this host: an empty or
+// unspecified host (":8080", "0.0.0.0:8080", "[::]:8080") becomes loopback.
+func dialAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // approvalsBody is what GET /approvals answers: the store it reads and its
