@@ -65,36 +65,47 @@ func TestStallMidStream(t *testing.T) {
 }
 
 // TestStallRetriesRunOut: a model that stalls on every attempt (before the
-// headers or midway, mixed) fails the call after the retry budget with a
+// headers, midway, or mixed) fails the call after the retry budget with a
 // ModelError whose notice says in words that the model stopped responding.
 func TestStallRetriesRunOut(t *testing.T) {
-	srv := openaitest.New(t)
-	block := make(chan struct{})
-	defer close(block)
-	for i := range 1 + DefaultModelRetries {
-		if i%2 == 0 {
-			srv.Enqueue(openaitest.Reply{Text: "x", Wait: block})
-		} else {
-			srv.Enqueue(openaitest.Reply{Text: "half an answer", StallMidStream: block})
-		}
-	}
-	srv.Enqueue(openaitest.Text("too late"))
-	w := &waits{}
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	_, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
-	var me *ModelError
-	if !errors.As(err, &me) || !me.Stalled {
-		t.Fatalf("err = %v, want a stalled ModelError", err)
-	}
-	if n := len(srv.Requests()); n != 1+DefaultModelRetries {
-		t.Errorf("requests = %d, want %d", n, 1+DefaultModelRetries)
-	}
-	if len(w.got()) != DefaultModelRetries {
-		t.Errorf("waits = %v, want %d", w.got(), DefaultModelRetries)
-	}
-	if n := me.Notice(); !strings.Contains(n, "the model stopped responding") || !strings.Contains(n, "200ms") {
-		t.Errorf("notice = %q, want it to say the model stopped responding", n)
+	for _, tc := range []struct {
+		name string
+		mid  func(attempt int) bool
+	}{
+		{"before headers", func(int) bool { return false }},
+		{"mid-stream", func(int) bool { return true }},
+		{"mixed", func(i int) bool { return i%2 == 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openaitest.New(t)
+			block := make(chan struct{})
+			defer close(block)
+			for i := range 1 + DefaultModelRetries {
+				if tc.mid(i) {
+					srv.Enqueue(openaitest.Reply{Text: "half an answer", StallMidStream: block})
+				} else {
+					srv.Enqueue(openaitest.Reply{Text: "x", Wait: block})
+				}
+			}
+			srv.Enqueue(openaitest.Text("too late"))
+			w := &waits{}
+			env := &fakeEnv{}
+			trig := env.add(alice, "Alice", "hi")
+			_, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
+			var me *ModelError
+			if !errors.As(err, &me) || !me.Stalled {
+				t.Fatalf("err = %v, want a stalled ModelError", err)
+			}
+			if n := len(srv.Requests()); n != 1+DefaultModelRetries {
+				t.Errorf("requests = %d, want %d", n, 1+DefaultModelRetries)
+			}
+			if len(w.got()) != DefaultModelRetries {
+				t.Errorf("waits = %v, want %d", w.got(), DefaultModelRetries)
+			}
+			if n := me.Notice(); !strings.Contains(n, "the model stopped responding") || !strings.Contains(n, "200ms") {
+				t.Errorf("notice = %q, want it to say the model stopped responding", n)
+			}
+		})
 	}
 }
 
