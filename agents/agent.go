@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -28,7 +29,11 @@ var (
 // Defaults for Options fields left zero; zero core.Limits fields take
 // core.Limits.WithDefaults.
 const (
-	DefaultRequestTimeout     = 5 * time.Minute
+	// DefaultRequestTimeout bounds one model call, the whole stream included.
+	DefaultRequestTimeout = 5 * time.Minute
+	// DefaultIdleTimeout aborts a model request that receives nothing for this
+	// long, before the response headers or between two reads of the stream.
+	DefaultIdleTimeout        = 30 * time.Second
 	DefaultMaxToolResultChars = 16000
 	DefaultMaxParallelTools   = 8
 	// memoryLimit is how many memories go into the prompt (seed §6 item 4).
@@ -44,6 +49,14 @@ type Provider struct {
 	Model   string // default model; a bot's Model overrides it
 	// Headers are added to every request (OpenRouter's HTTP-Referer, a gateway key).
 	Headers map[string]string
+	// RequestTimeout bounds one model call including the whole stream; zero takes
+	// Options.RequestTimeout.
+	RequestTimeout time.Duration
+	// IdleTimeout aborts a request that receives no bytes for this long (before
+	// the headers or mid-stream); it is retried like a network error, and when the
+	// retries run out the run fails with a notice saying the model stopped
+	// responding. Zero takes Options.IdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // MemoryRecaller is the hook for a bot's long-term memory (seed §6 item 4, §9):
@@ -68,8 +81,12 @@ type Options struct {
 	// HTTPClient is the base client for model calls; its Transport is wrapped. Nil
 	// uses http.DefaultTransport. Leave its Timeout zero: RequestTimeout bounds calls.
 	HTTPClient *http.Client
-	// RequestTimeout bounds one model call including the whole stream; default 5m.
+	// RequestTimeout bounds one model call including the whole stream, for
+	// providers without their own; default 5m.
 	RequestTimeout time.Duration
+	// IdleTimeout is the stream idle timeout of providers without their own
+	// (Provider.IdleTimeout); default 30s.
+	IdleTimeout time.Duration
 	// MaxToolResultChars caps one tool result shown to the model; default 16000.
 	MaxToolResultChars int
 	// MaxParallelTools caps concurrently running tool calls of one model turn; default 8.
@@ -94,8 +111,9 @@ type Agent struct {
 
 type providerClient struct {
 	name   string
-	prov   Provider
+	prov   Provider // timeouts filled in from Options when zero
 	client *openai.Client
+	tr     *transport
 }
 
 var _ core.Agent = (*Agent)(nil)
@@ -121,6 +139,9 @@ func New(opts Options) (*Agent, error) {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
 	if opts.MaxToolResultChars <= 0 {
 		opts.MaxToolResultChars = DefaultMaxToolResultChars
 	}
@@ -144,15 +165,32 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: BuiltinTools()}
 	for name, p := range opts.Providers {
+		if p.RequestTimeout <= 0 {
+			p.RequestTimeout = opts.RequestTimeout
+		}
+		if p.IdleTimeout <= 0 {
+			p.IdleTimeout = opts.IdleTimeout
+		}
 		cfg := openai.DefaultConfig(p.APIKey)
+		tr := &transport{base: base, headers: p.Headers, log: opts.Logger.With("provider", name),
+			retries: DefaultModelRetries, idle: p.IdleTimeout, initial: opts.retryInitial, sleep: opts.sleep}
 		if p.BaseURL != "" {
-			cfg.BaseURL = p.BaseURL
+			u, err := url.Parse(p.BaseURL)
+			if err != nil {
+				return nil, fmt.Errorf("%w: provider %q: base URL %q: %v", ErrUnknownProvider, name, core.Redact(p.BaseURL), core.Redact(err.Error()))
+			}
+			// go-openai appends the endpoint path to the base URL as text, so a
+			// query (a gateway's api-key) must travel separately.
+			if u.RawQuery != "" {
+				tr.query = u.Query()
+				u.RawQuery, u.ForceQuery = "", false
+			}
+			cfg.BaseURL = u.String()
 		}
 		c := hc
-		c.Transport = &transport{base: base, headers: p.Headers, log: opts.Logger.With("provider", name),
-			retries: DefaultModelRetries, initial: opts.retryInitial, sleep: opts.sleep}
+		c.Transport = tr
 		cfg.HTTPClient = &c
-		a.clients[name] = &providerClient{name: name, prov: p, client: openai.NewClientWithConfig(cfg)}
+		a.clients[name] = &providerClient{name: name, prov: p, client: openai.NewClientWithConfig(cfg), tr: tr}
 	}
 	return a, nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -155,12 +157,14 @@ func (r *run) trim() bool {
 
 // callModel makes one streaming chat completion and assembles the response. It
 // also returns how many times the request was retried (see transport). A stream
-// that ends without a finish_reason or [DONE], an answer cut off at the token
-// limit, a filtered answer and an empty answer are *ModelErrors that say so.
+// that stalls midway (no bytes for the provider's idle timeout) is asked again
+// from the start while the retry budget lasts. A stream that ends without a
+// finish_reason or [DONE], an answer cut off at the token limit, a filtered
+// answer and an empty answer are *ModelErrors that say so.
 func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (turn, int, error) {
-	cctx, cancel := context.WithTimeout(ctx, r.agent.opts.RequestTimeout)
+	cctx, cancel := context.WithTimeout(ctx, r.pc.prov.RequestTimeout)
 	defer cancel()
-	si := &streamInfo{}
+	si := &streamInfo{bo: newBackoff(r.agent.opts.retryInitial)}
 	cctx = withStreamInfo(cctx, si)
 	req := openai.ChatCompletionRequest{
 		Model:         r.model,
@@ -169,9 +173,35 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 		Stream:        true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 	}
-	stream, err := r.pc.client.CreateChatCompletionStream(cctx, req)
+	for {
+		si.done.Store(false)
+		t, err := r.stream(cctx, req)
+		var stall *StallError
+		if err != nil && errors.As(err, &stall) && stall.MidStream && ctx.Err() == nil && cctx.Err() == nil {
+			used := int(si.retries.Load())
+			wait := si.bo.NextBackOff()
+			if dl, ok := cctx.Deadline(); used < r.pc.tr.retries && (!ok || time.Until(dl) > wait) {
+				r.pc.tr.log.Info("model request failed; retrying", "status", http.StatusOK, "err", stall.Error(),
+					"attempt", used+1, "wait", wait)
+				si.retries.Add(1)
+				if err := r.agent.opts.sleep(cctx, wait); err == nil {
+					continue
+				}
+			}
+		}
+		retries := int(si.retries.Load())
+		if err != nil {
+			return t, retries, r.modelErr(ctx, cctx, err, retries)
+		}
+		return t, retries, r.checkTurn(ctx, t, si.done.Load())
+	}
+}
+
+// stream makes one streaming request and reads it to its end.
+func (r *run) stream(ctx context.Context, req openai.ChatCompletionRequest) (turn, error) {
+	stream, err := r.pc.client.CreateChatCompletionStream(ctx, req)
 	if err != nil {
-		return turn{}, int(si.retries.Load()), r.modelErr(ctx, cctx, err)
+		return turn{}, err
 	}
 	defer stream.Close()
 	var (
@@ -186,7 +216,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 		}
 		if err != nil {
 			t.content = content.String()
-			return t, int(si.retries.Load()), r.modelErr(ctx, cctx, err)
+			return t, err
 		}
 		if chunk.Usage != nil {
 			t.usage = *chunk.Usage
@@ -206,7 +236,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 	}
 	t.content = content.String()
 	t.calls = asm.calls()
-	return t, int(si.retries.Load()), r.checkTurn(ctx, t, si.done.Load())
+	return t, nil
 }
 
 // checkTurn reports a complete-looking stream that is not a usable answer.
@@ -229,7 +259,7 @@ func (r *run) checkTurn(ctx context.Context, t turn, done bool) error {
 	default:
 		return nil
 	}
-	return &ModelError{Provider: r.pc.name, Message: msg}
+	return &ModelError{Provider: r.pc.name, Message: msg, Summary: msg}
 }
 
 // callAssembler joins streamed tool-call deltas by their index, so deltas of
@@ -321,14 +351,23 @@ func (r *run) event(ctx context.Context, typ string, payload any) {
 	}
 }
 
-// ModelError is a failed model call, with a short message that is safe to show in
-// the thread: the HTTP status and the server's message, never the API key.
+// ModelError is a failed model call. Error() is the detail for the log and the
+// stored run error (the HTTP status and the server's message, or the network
+// error with its address), never the API key or URL credentials; Notice() says
+// the cause in words for the thread (core.Noticer, DESIGN.md §9).
 type ModelError struct {
 	Provider string
 	Status   int    // HTTP status; 0 when no response arrived
 	Code     string // the server's error code, e.g. "context_length_exceeded"
-	Message  string
+	Message  string // the detail, redacted (core.Redact)
+	// Summary is the cause in words for people in the thread, without addresses
+	// or credentials; empty falls back to Message with addresses hidden.
+	Summary string
+	// Stalled: nothing arrived for the idle timeout on the last attempt.
+	Stalled bool
 }
+
+var _ core.Noticer = (*ModelError)(nil)
 
 // Error implements error.
 func (e *ModelError) Error() string {
@@ -336,6 +375,14 @@ func (e *ModelError) Error() string {
 		return fmt.Sprintf("model call failed (%s): %s", e.Provider, e.Message)
 	}
 	return fmt.Sprintf("model call failed (%s): status %d: %s", e.Provider, e.Status, e.Message)
+}
+
+// Notice implements core.Noticer.
+func (e *ModelError) Notice() string {
+	if e.Summary != "" {
+		return e.Summary
+	}
+	return core.ForPeople(e.Message)
 }
 
 // ContextLength reports whether the prompt was too long for the model.
@@ -349,17 +396,33 @@ func (e *ModelError) ContextLength() bool {
 }
 
 // modelErr turns a go-openai error into a ModelError or a timeout/cancellation
-// error. ctx is the run's context and cctx the call's.
-func (r *run) modelErr(ctx, cctx context.Context, err error) error {
+// error. ctx is the run's context and cctx the call's; retries is how many times
+// the call was retried.
+func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("run stopped during a model call: %w", context.Cause(ctx))
 	}
 	me := &ModelError{Provider: r.pc.name}
-	var apiErr *openai.APIError
-	var reqErr *openai.RequestError
+	var (
+		apiErr *openai.APIError
+		reqErr *openai.RequestError
+		stall  *StallError
+		urlErr *url.Error
+	)
+	attempts := "1 attempt"
+	if retries > 0 {
+		attempts = fmt.Sprintf("%d attempts", retries+1)
+	}
 	switch {
 	case cctx.Err() != nil:
-		me.Message = fmt.Sprintf("no complete answer within %s", r.agent.opts.RequestTimeout)
+		me.Message = fmt.Sprintf("no complete answer within %s", r.pc.prov.RequestTimeout)
+		me.Summary = fmt.Sprintf("the model did not finish its answer within %s (the request timeout of llm profile %q).",
+			r.pc.prov.RequestTimeout, r.pc.name)
+	case errors.As(err, &stall):
+		me.Stalled = true
+		me.Message = fmt.Sprintf("%s (%s)", stall.Error(), attempts)
+		me.Summary = fmt.Sprintf("the model stopped responding: nothing arrived from it for %s (%s). Try again later.",
+			stall.Idle, attempts)
 	case errors.As(err, &apiErr):
 		me.Status = apiErr.HTTPStatusCode
 		me.Message = apiErr.Message
@@ -371,21 +434,36 @@ func (r *run) modelErr(ctx, cctx context.Context, err error) error {
 	case errors.As(err, &reqErr):
 		me.Status = reqErr.HTTPStatusCode
 		me.Message = strings.TrimSpace(string(reqErr.Body))
-		if me.Message == "" {
-			me.Message = reqErr.HTTPStatus
-		}
+	case errors.As(err, &urlErr):
+		me.Message = err.Error()
+		me.Summary = fmt.Sprintf("the model service of llm profile %q could not be reached (%s); the log has the details.", r.pc.name, attempts)
 	default:
 		me.Message = err.Error()
+		me.Summary = "the model's answer could not be read; the log has the details."
+	}
+	if strings.TrimSpace(me.Message) == "" && me.Status != 0 {
+		me.Message = http.StatusText(me.Status)
 	}
 	me.Message = r.redact(me.Message)
+	if me.Summary == "" {
+		// An HTTP error: the server's own message is the cause.
+		me.Summary = fmt.Sprintf("the model service answered HTTP %d", me.Status)
+		if me.Status == 0 {
+			me.Summary = "the model service answered with an error"
+		}
+		if msg := core.ForPeople(me.Message); msg != "" {
+			me.Summary += ": " + msg
+		}
+	}
 	return me
 }
 
-// redact removes the API key from text and bounds its length.
+// redact removes the API key and URL credentials from text and bounds its length.
 func (r *run) redact(s string) string {
 	if k := r.pc.prov.APIKey; len(k) >= 4 {
-		s = strings.ReplaceAll(s, k, "[redacted]")
+		s = strings.ReplaceAll(s, k, core.Redacted)
 	}
+	s = core.Redact(s)
 	if len(s) > 300 {
 		s = cutString(s, 300) + "..."
 	}

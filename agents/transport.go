@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,12 +15,15 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	openai "github.com/sashabaranov/go-openai"
+
+	"openbot/core"
 )
 
-// Model call retry defaults (issue 7 item 5b).
+// Model call retry defaults.
 const (
-	// DefaultModelRetries is how many times a model request is retried after a 429,
-	// a 408, a 5xx or a network error, so a call makes at most 4 attempts.
+	// DefaultModelRetries is how many times a model call is retried after a 429,
+	// a 408, a 5xx, a network error or a stall (StallError), so a call makes at
+	// most 4 attempts.
 	DefaultModelRetries = 3
 	// defaultRetryInitial is the first backoff wait; it doubles per retry (with
 	// jitter) up to retryMaxInterval.
@@ -37,26 +41,48 @@ const (
 //   - adds the provider's custom headers;
 //   - patches chat completion request bodies so that every assistant message
 //     carries a "content" field (see patchAssistantContent);
-//   - retries a request that got 429, 408, a 5xx or a network error, at most
-//     retries times, waiting Retry-After (or retry-after-ms) when the server sent
-//     one, else exponential backoff, always bounded by the request's context;
+//   - adds the query parameters of the provider's base URL (an api-key query of
+//     a gateway) to every request;
+//   - aborts an attempt that receives nothing for idle (before the headers or
+//     between two body reads) with a *StallError;
+//   - retries a request that got 429, 408, a 5xx, a network error or stalled
+//     before its headers, at most retries times per model call (the budget is
+//     shared with callModel's repeats of a stream that stalled midway), waiting
+//     Retry-After (or retry-after-ms) when the server sent one, else exponential
+//     backoff, always bounded by the request's context; each retry is logged with
+//     the HTTP status and the error text, credentials redacted;
 //   - for a streaming request, turns a plain JSON chat completion body (a server
 //     that ignores "stream":true) into the equivalent server-sent events, and
 //     records on the request's streamInfo whether "data: [DONE]" arrived.
 type transport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	query   url.Values // from the base URL; nil when it has none
 	log     *slog.Logger
 	retries int
+	idle    time.Duration // 0: no idle timeout
 	initial time.Duration
 	sleep   func(ctx context.Context, d time.Duration) error
 }
 
-// streamInfo is what the transport learned about one streaming call; callModel
-// puts it into the request context.
+// streamInfo is what the transport learned about one model call (all its
+// attempts); callModel puts it into the request context.
 type streamInfo struct {
 	done    atomic.Bool  // "data: [DONE]" was read
-	retries atomic.Int32 // retries made
+	retries atomic.Int32 // retries made, by the transport and by callModel
+	bo      backoff.BackOff
+}
+
+// newBackoff is the retry backoff: initial, doubling with jitter up to
+// retryMaxInterval, no overall limit (the call's context bounds it).
+func newBackoff(initial time.Duration) backoff.BackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(initial),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0.2),
+		backoff.WithMaxInterval(retryMaxInterval),
+		backoff.WithMaxElapsedTime(0),
+	)
 }
 
 type streamInfoKey struct{}
@@ -84,6 +110,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range t.headers {
 		out.Header.Set(k, v)
 	}
+	if len(t.query) > 0 {
+		q := out.URL.Query()
+		for k, vs := range t.query {
+			if !q.Has(k) {
+				q[k] = vs
+			}
+		}
+		out.URL.RawQuery = q.Encode()
+	}
 	var body []byte
 	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil {
 		var err error
@@ -96,32 +131,38 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	si, _ := ctx.Value(streamInfoKey{}).(*streamInfo)
 	retriable := body != nil || req.Body == nil
-	bo := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(t.initial),
-		backoff.WithMultiplier(2),
-		backoff.WithRandomizationFactor(0.2),
-		backoff.WithMaxInterval(retryMaxInterval),
-		backoff.WithMaxElapsedTime(0),
-	)
+	bo := newBackoff(t.initial)
+	if si != nil && si.bo != nil {
+		bo = si.bo
+	}
 	for attempt := 0; ; attempt++ {
-		try := out
+		actx, wd := startWatchdog(ctx, t.idle)
+		try := out.Clone(actx)
 		if body != nil {
-			try = out.Clone(ctx)
 			try.Body = io.NopCloser(bytes.NewReader(body))
 			try.ContentLength = int64(len(body))
 			try.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 		resp, err := t.base.RoundTrip(try)
-		if retriable && attempt < t.retries {
+		if err != nil && wd.stalled() {
+			err = &StallError{Idle: t.idle}
+		}
+		used := attempt
+		if si != nil {
+			used = int(si.retries.Load())
+		}
+		if retriable && used < t.retries {
 			if wait, ok := retryWait(ctx, resp, err, bo); ok {
-				status := 0
+				status, text := 0, ""
 				if resp != nil {
-					status = resp.StatusCode
-					_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+					status, text = resp.StatusCode, errorBodyText(resp.Body)
 					_ = resp.Body.Close()
+				} else {
+					text = core.Redact(err.Error())
 				}
-				t.log.Info("model request failed; retrying", "status", status, "err", errText(err),
-					"attempt", attempt+1, "wait", wait)
+				wd.stop()
+				t.log.Info("model request failed; retrying", "status", status, "err", text,
+					"attempt", used+1, "wait", wait)
 				if si != nil {
 					si.retries.Add(1)
 				}
@@ -132,7 +173,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		if err != nil {
+			wd.stop()
 			return nil, err
+		}
+		if wd != nil {
+			wd.kick() // the headers arrived; now the body must keep coming
+			resp.Body = &idleBody{rc: resp.Body, w: wd}
 		}
 		if req.Header.Get("Accept") == "text/event-stream" && resp.StatusCode == http.StatusOK {
 			resp = adaptStream(resp, si)
@@ -141,11 +187,24 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-func errText(err error) string {
-	if err == nil {
-		return ""
+// errorBodyText reads an error response body (at most 64 KiB) and returns the
+// server's message: error.message of an OpenAI error object, else the trimmed
+// text, at most 300 bytes, credentials redacted.
+func errorBodyText(body io.Reader) string {
+	raw, _ := io.ReadAll(io.LimitReader(body, 64<<10))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	return err.Error()
+	text := strings.TrimSpace(string(raw))
+	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+		text = e.Error.Message
+	}
+	if len(text) > 300 {
+		text = cutString(text, 300) + "..."
+	}
+	return core.Redact(text)
 }
 
 // retryWait decides whether a response or error is retried and after how long:

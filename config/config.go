@@ -15,6 +15,7 @@ import (
 // config.example.yaml, which documents every key.
 type Config struct {
 	HTTP   HTTP   `yaml:"http"`
+	Admin  Admin  `yaml:"admin"`
 	Store  Store  `yaml:"store"`
 	Limits Limits `yaml:"limits"`
 	// LLM maps a profile name to an OpenAI-compatible provider.
@@ -57,6 +58,19 @@ type HTTP struct {
 	Listen string `yaml:"listen"`
 }
 
+// Admin guards every endpoint of the HTTP listener that is neither a platform
+// webhook nor /healthz (DESIGN.md §9): the approval audit today, the admin API
+// later.
+type Admin struct {
+	// Token is the bearer token those endpoints require ("Authorization: Bearer
+	// <token>"), compared in constant time; write it as ${OPENBOT_ADMIN_TOKEN}.
+	// Empty turns those endpoints off (404). At least 16 characters when set.
+	Token string `yaml:"token"`
+}
+
+// MinAdminTokenLen is the shortest admin.token accepted.
+const MinAdminTokenLen = 16
+
 // Store is the bbolt file.
 type Store struct {
 	// Path of the database file; default "./data/openbot.db".
@@ -87,6 +101,14 @@ type LLMProfile struct {
 	Model string `yaml:"model"`
 	// Headers are extra HTTP headers sent with every request.
 	Headers map[string]string `yaml:"headers"`
+	// RequestTimeout bounds one model call, the whole streamed answer included;
+	// a Go duration, 0 or absent for the default (5m, agents.DefaultRequestTimeout).
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// StreamIdleTimeout aborts a model request that receives no bytes for this
+	// long, before the response starts or mid-stream; it is retried, then the
+	// thread gets a notice that the model stopped responding. 0 or absent for the
+	// default (30s, agents.DefaultIdleTimeout).
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
 }
 
 // OpenAIBaseURL is the public OpenAI API, the example's default base_url.

@@ -259,6 +259,10 @@ func TestValidationRulesBotsAndLLM(t *testing.T) {
 		{"negative calls", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, max_model_calls: -1}]", "bots[0].max_model_calls", "must not be negative"},
 		{"tool dup", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, tools: [shell, shell]}]", "bots[0].tools[1]", "listed twice"},
 		{"approval empty", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, approval_tools: ['']}]", "bots[0].approval_tools[0]", "must not be empty"},
+		{"negative request timeout", "llm: {default: {base_url: 'http://h/v1', model: m, request_timeout: -1s}}\nbots: [{handle: a}]", "llm.default.request_timeout", "must not be negative"},
+		{"negative idle timeout", "llm: {default: {base_url: 'http://h/v1', model: m, stream_idle_timeout: -1s}}\nbots: [{handle: a}]", "llm.default.stream_idle_timeout", "must not be negative"},
+		{"short admin token", "admin: {token: abc}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.token", "at least 16 characters"},
+		{"base_url password not echoed", "llm: {default: {base_url: 'ftp://u:hunter2@h/v1', model: m}}\nbots: [{handle: a}]", "llm.default.base_url", "ftp://u:xxxxx@h/v1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -403,5 +407,21 @@ slack:
 		if got != tt.want {
 			t.Errorf("EnvVars(%v) = %q, want %q", tt.path, got, tt.want)
 		}
+	}
+}
+
+func TestLLMTimeoutsAndAdminToken(t *testing.T) {
+	cfg := parseOK(t, `
+admin: {token: "${ADMIN_TOKEN}"}
+llm:
+  default: {base_url: "http://h/v1", model: m, request_timeout: 90s, stream_idle_timeout: 15s}
+bots: [{handle: a}]
+`, map[string]string{"ADMIN_TOKEN": "0123456789abcdef0123"})
+	p := cfg.LLM["default"]
+	if p.RequestTimeout != 90*time.Second || p.StreamIdleTimeout != 15*time.Second {
+		t.Errorf("timeouts = %s, %s", p.RequestTimeout, p.StreamIdleTimeout)
+	}
+	if cfg.Admin.Token != "0123456789abcdef0123" {
+		t.Errorf("admin.token = %q", cfg.Admin.Token)
 	}
 }

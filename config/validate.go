@@ -20,9 +20,11 @@ var (
 // Validate checks the configuration after ApplyDefaults and returns Errors with
 // every problem found, each at its field path, or nil. Rules:
 //   - http.listen is host:port; store.path and workspace are set; sandbox is
-//     "bwrap" or "none";
+//     "bwrap" or "none"; admin.token is empty or at least MinAdminTokenLen
+//     characters;
 //   - limits are positive;
-//   - llm has at least one profile; each has an http(s) base_url;
+//   - llm has at least one profile; each has an http(s) base_url, and
+//     request_timeout and stream_idle_timeout are not negative;
 //   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
 //     profile; a model is set on the bot or its profile; max_model_calls >= 0;
 //     tools and approval_tools have no empty or repeated names;
@@ -43,6 +45,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Store.Path == "" {
 		p.add("store.path", "must be set")
+	}
+	if t := c.Admin.Token; t != "" && len(t) < MinAdminTokenLen {
+		p.add("admin.token", "must be at least %d characters (or empty to turn the admin endpoints off)", MinAdminTokenLen)
 	}
 	if c.Workspace == "" {
 		p.add("workspace", "must be set")
@@ -101,6 +106,12 @@ func (c *Config) validateLLM(p *problems) {
 			p.add(path, "profile name must match [a-z0-9_-]+")
 		}
 		checkURL(p, path+".base_url", prof.BaseURL, true)
+		if prof.RequestTimeout < 0 {
+			p.add(path+".request_timeout", "must not be negative, got %s", prof.RequestTimeout)
+		}
+		if prof.StreamIdleTimeout < 0 {
+			p.add(path+".stream_idle_timeout", "must not be negative, got %s", prof.StreamIdleTimeout)
+		}
 	}
 }
 
@@ -276,6 +287,12 @@ func checkURL(p *problems, path, raw string, required bool) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.add(path, "%q is not an http(s) URL", raw)
+		shown := raw
+		if err == nil {
+			shown = u.Redacted() // never echo a password
+		} else if _, rest, ok := strings.Cut(raw, "@"); ok {
+			shown = "...@" + rest
+		}
+		p.add(path, "%q is not an http(s) URL", shown)
 	}
 }

@@ -202,8 +202,8 @@ func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
 		if isDE && de.RetryAfter() > 0 {
 			wait = de.RetryAfter()
 		}
-		l.e.log.Warn("delivery failed; retrying", "account", o.Account, "outbox", o.ID, "try", try, "wait", wait, "err", err)
-		o.Attempts, o.Error = try, err.Error()
+		l.e.log.Warn("delivery failed; retrying", "account", o.Account, "outbox", o.ID, "try", try, "wait", wait, "err", Redact(err.Error()))
+		o.Attempts, o.Error = try, Redact(err.Error())
 		if err := l.e.store.Update(ctx, func(tx Tx) error { _, err := tx.PutOutbox(o); return err }); err != nil && ctx.Err() == nil {
 			l.e.log.Error("outbox update", "err", err)
 		}
@@ -378,8 +378,8 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 			return err
 		}
 		if failed {
-			cur.Status, cur.Error = OutboxFailed, derr.Error()
-			l.e.activity(tx, Activity{Event: "outbox.failed", Level: "error", Summary: fmt.Sprintf("delivery to %s failed: %v", o.Account, derr), Thread: o.Thread, Message: o.Message})
+			cur.Status, cur.Error = OutboxFailed, Redact(derr.Error())
+			l.e.activity(tx, Activity{Event: "outbox.failed", Level: "error", Summary: fmt.Sprintf("delivery to %s failed: %s", o.Account, Redact(derr.Error())), Thread: o.Thread, Message: o.Message})
 		} else {
 			cur.Status, cur.PlatformID, cur.Error = OutboxDelivered, pid, ""
 			if cur.Op == OpQuestion {
@@ -405,7 +405,7 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 		l.e.log.Error("outbox settle", "outbox", o.ID, "err", err)
 	}
 	if failed {
-		l.e.log.Error("delivery failed for good", "account", o.Account, "outbox", o.ID, "err", derr)
+		l.e.log.Error("delivery failed for good", "account", o.Account, "outbox", o.ID, "err", Redact(derr.Error()))
 	}
 }
 

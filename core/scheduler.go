@@ -277,7 +277,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 			}
 			e.activity(tx, Activity{Event: "run.completed", Summary: fmt.Sprintf("@%s completed run %d", job.Bot.Handle, r.ID), Thread: t.ID, Actor: r.Bot, Run: r.ID})
 		} else {
-			r.Status, r.Error, itemStatus = RunFailed, err.Error(), ItemFailed
+			r.Status, r.Error, itemStatus = RunFailed, Redact(err.Error()), ItemFailed
 			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
 				Text: fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, e.failureCause(err))}
 			if _, err2 := e.postTx(tx, &t, postSpec{msg: notice}); err2 != nil {
@@ -314,7 +314,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	}
 	e.showWork(sctx, job, false)
 	if err != nil {
-		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", err)
+		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", Redact(err.Error()))
 	}
 	for _, h := range woken {
 		e.wake(h)
@@ -400,15 +400,19 @@ func startedByTx(tx ReadTx, t Thread) (map[ConversationRef]string, error) {
 	return out, nil
 }
 
-// failureCause is the short, user-facing cause of a failed run.
+// failureCause is the short, user-facing cause of a failed run: an error's own
+// words when it is a Noticer, never credentials or internal addresses (ForPeople).
 func (e *Engine) failureCause(err error) string {
+	var n Noticer
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.limits.RunTimeout)
 	case errors.Is(err, context.Canceled):
 		return "the run was stopped because openbot is shutting down."
+	case errors.As(err, &n):
+		return ForPeople(n.Notice())
 	}
-	s := err.Error()
+	s := ForPeople(err.Error())
 	if r := []rune(s); len(r) > 300 {
 		s = string(r[:300]) + "…"
 	}

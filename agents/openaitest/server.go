@@ -11,11 +11,13 @@
 // (Handle), else the default echo behaviour, which answers "echo: <last user
 // message>". Every request is recorded, raw and decoded, for assertions. Replies can
 // also misbehave the ways real servers do: extra headers (Retry-After), a chosen
-// finish_reason, a stream without its finish chunk or without [DONE], and a plain
-// JSON body for a streaming request.
+// finish_reason, a stream without its finish chunk or without [DONE], a plain
+// JSON body for a streaming request, and stalls before the headers (Wait) or in
+// the middle of the stream (StallMidStream).
 package openaitest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,8 +64,14 @@ type Reply struct {
 	ErrCode    string
 
 	// Wait, when not nil, holds the response until it is closed or the client goes
-	// away (the request context is done), to test timeouts and cancellation.
+	// away (the request context is done), to test timeouts and cancellation: the
+	// server stalls before sending any header.
 	Wait <-chan struct{}
+	// StallMidStream, in streaming mode and when not nil, sends the headers and
+	// the first chunk (the assistant role and the first piece of Text), then holds
+	// the rest until it is closed or the client goes away: a server that stops
+	// mid-answer. A client that went away gets nothing more.
+	StallMidStream <-chan struct{}
 
 	// Header is added to the response, error or not (for example Retry-After).
 	Header map[string]string
@@ -253,7 +261,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	reply = s.fill(reply, len(raw))
 	if req.Body.Stream && !reply.JSON {
-		s.writeStream(w, req, reply)
+		s.writeStream(r.Context(), w, req, reply)
 		return
 	}
 	s.writeJSON(w, req, reply)
@@ -347,7 +355,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, req Request, r Reply) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-func (s *Server) writeStream(w http.ResponseWriter, req Request, r Reply) {
+func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, req Request, r Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -369,8 +377,20 @@ func (s *Server) writeStream(w http.ResponseWriter, req Request, r Reply) {
 		}
 	}
 
-	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, piece := range split(r.Text, 4) {
+	pieces := split(r.Text, 4)
+	first := ""
+	if len(pieces) > 0 {
+		first, pieces = pieces[0], pieces[1:]
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": first}, nil))
+	if r.StallMidStream != nil {
+		select {
+		case <-r.StallMidStream:
+		case <-ctx.Done():
+			return
+		}
+	}
+	for _, piece := range pieces {
 		send(chunk(map[string]any{"content": piece}, nil))
 	}
 	for _, d := range toolDeltas(r.ToolCalls, r.Interleave) {

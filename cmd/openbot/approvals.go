@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -22,9 +23,10 @@ import (
 )
 
 // runApprovals is `openbot approvals list [--pending] --config FILE`: the audit of
-// every question and decision (issue 7 item 6): who decided, when, through which
+// every question and decision (DESIGN.md §5): who decided, when, through which
 // account, what tool with which argument hash. It reads the store directly, or,
-// while `openbot serve` holds the store, asks that server on its loopback listener.
+// while `openbot serve` holds the store, asks that server on its listener with
+// the admin token (admin.token of the same config).
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	if len(args) == 0 || args[0] != "list" {
 		fmt.Fprint(stderr, usage)
@@ -68,20 +70,30 @@ func readQuestions(ctx context.Context, cfg *config.Config, pending bool) ([]cor
 	if !errors.Is(err, bolt.ErrLocked) {
 		return nil, err
 	}
-	// A running server holds the store: ask it.
-	url := "http://" + cfg.HTTP.Listen + "/approvals"
+	// A running server holds the store: ask it, with the admin token.
+	if cfg.Admin.Token == "" {
+		return nil, fmt.Errorf("%v: a running openbot holds it; set admin.token (the same as the server's) to read the audit through its listener", err)
+	}
+	url := "http://" + dialAddr(cfg.HTTP.Listen) + "/approvals"
 	if pending {
 		url += "?pending=1"
 	}
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(hctx, http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+cfg.Admin.Token)
 	resp, rerr := http.DefaultClient.Do(req)
 	if rerr != nil {
 		return nil, fmt.Errorf("%v, and the running server did not answer at %s: %w", err, url, rerr)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return nil, fmt.Errorf("%s refused admin.token: the running server has another one", url)
+	case http.StatusNotFound:
+		return nil, fmt.Errorf("%s answered 404: the running server has no admin.token, so its admin endpoints are off", url)
+	default:
 		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
 	}
 	var body approvalsBody
@@ -96,6 +108,19 @@ func readQuestions(ctx context.Context, cfg *config.Config, pending bool) ([]cor
 	return body.Questions, nil
 }
 
+// dialAddr is the address to reach a listener on this host: an empty or
+// unspecified host (":8080", "0.0.0.0:8080", "[::]:8080") becomes loopback.
+func dialAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // approvalsBody is what GET /approvals answers: the store it reads and its
 // questions, without their button tokens.
 type approvalsBody struct {
@@ -104,20 +129,16 @@ type approvalsBody struct {
 }
 
 // approvalsHandler serves GET /approvals[?pending=1] as JSON, for `openbot
-// approvals list` while serve holds the store. The listener also takes platform
-// webhooks and may be reachable from outside, so only loopback peers are answered
-// (403 otherwise) and button tokens are left out.
-func approvalsHandler(eng *core.Engine, storePath string) http.Handler {
+// approvals list` while serve holds the store. serve mounts it behind adminOnly
+// (the admin bearer token); button tokens are left out, and a store failure is
+// logged and answered with a bare 500.
+func approvalsHandler(eng *core.Engine, storePath string, log *slog.Logger) http.Handler {
 	abs, _ := filepath.Abs(storePath)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			http.Error(w, "the approval audit is only served to this machine", http.StatusForbidden)
-			return
-		}
 		qs, err := eng.Questions(r.Context(), r.URL.Query().Get("pending") != "")
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			log.Error("approvals endpoint", "err", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
 			return
 		}
 		for i := range qs {

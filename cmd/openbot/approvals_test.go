@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -53,8 +55,9 @@ func TestApprovalsList(t *testing.T) {
 	}
 }
 
-// TestApprovalsHandler: the audit endpoint answers loopback peers only, names its
-// store, and leaves out button tokens.
+// TestApprovalsHandler: the audit endpoint answers only the admin bearer token,
+// whatever the peer's address (a loopback peer without it is refused), names its
+// store, and leaves out button tokens. With no admin.token it is off (404).
 func TestApprovalsHandler(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "openbot.db")
 	st, err := bolt.Open(path, bolt.Options{})
@@ -72,26 +75,52 @@ func TestApprovalsHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := approvalsHandler(eng, path)
+	const token = "admin-token-0123456789"
+	on := adminOnly(token, approvalsHandler(eng, path, slog.New(slog.DiscardHandler)))
+	off := adminOnly("", approvalsHandler(eng, path, slog.New(slog.DiscardHandler)))
 	for _, tc := range []struct {
-		remote string
-		code   int
-	}{{"203.0.113.9:5555", 403}, {"10.0.0.2:1", 403}, {"127.0.0.1:5555", 200}, {"[::1]:5555", 200}} {
-		req := httptest.NewRequest("GET", "/approvals?pending=1", nil)
-		req.RemoteAddr = tc.remote
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != tc.code {
-			t.Errorf("%s: status %d, want %d", tc.remote, rec.Code, tc.code)
-		}
-		if tc.code == 200 {
-			var body approvalsBody
-			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Store != path || len(body.Questions) != 1 {
-				t.Errorf("body = %s (%v)", rec.Body.String(), err)
+		name, remote, auth string
+		h                  http.Handler
+		code               int
+	}{
+		{"no token configured", "127.0.0.1:5555", "Bearer " + token, off, 404},
+		{"loopback without token", "127.0.0.1:5555", "", on, 401},
+		{"ipv6 loopback without token", "[::1]:5555", "", on, 401},
+		{"wrong token", "127.0.0.1:5555", "Bearer admin-token-0123456788", on, 401},
+		{"short wrong token", "127.0.0.1:5555", "Bearer x", on, 401},
+		{"basic auth", "127.0.0.1:5555", "Basic " + token, on, 401},
+		{"right token from afar", "203.0.113.9:5555", "Bearer " + token, on, 200},
+		{"right token, lower-case scheme", "127.0.0.1:5555", "bearer " + token, on, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/approvals?pending=1", nil)
+			req.RemoteAddr = tc.remote
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
 			}
-			if strings.Contains(rec.Body.String(), "secrettoken1") {
-				t.Error("the button token was served")
+			rec := httptest.NewRecorder()
+			tc.h.ServeHTTP(rec, req)
+			if rec.Code != tc.code {
+				t.Fatalf("status %d, want %d", rec.Code, tc.code)
 			}
-		}
+			switch tc.code {
+			case 200:
+				var body approvalsBody
+				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Store != path || len(body.Questions) != 1 {
+					t.Errorf("body = %s (%v)", rec.Body.String(), err)
+				}
+				if strings.Contains(rec.Body.String(), "secrettoken1") {
+					t.Error("the button token was served")
+				}
+			case 401:
+				if rec.Body.String() != "unauthorized\n" {
+					t.Errorf("401 body = %q, want no detail", rec.Body.String())
+				}
+			default:
+				if strings.Contains(rec.Body.String(), "qa") || strings.Contains(rec.Body.String(), path) {
+					t.Errorf("refusal reveals the audit: %q", rec.Body.String())
+				}
+			}
+		})
 	}
 }

@@ -161,7 +161,11 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
-	mux.Handle("GET /approvals", approvalsHandler(eng, a.cfg.Store.Path))
+	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
+	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
+	if a.cfg.Admin.Token == "" {
+		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals")
+	}
 	for _, ad := range accounts {
 		if err := eng.AddAdapter(ad); err != nil {
 			return a.fail("adapters", err)
@@ -261,9 +265,9 @@ func (a *app) serve(ctx context.Context) int {
 			if err != nil && gctx.Err() == nil {
 				// One account failing for good (a revoked token) must not stop the
 				// others: say so, show it on /healthz, and keep serving.
-				log.Error("account stopped", "account", acc, "err", err)
-				hl.set(acc, "failed: "+err.Error())
-				fmt.Fprintf(a.stderr, "openbot: %s stopped: %v; the other accounts keep running\n", acc, err)
+				log.Error("account stopped", "account", acc, "err", core.Redact(err.Error()))
+				hl.set(acc, "failed: "+core.ForPeople(err.Error()))
+				fmt.Fprintf(a.stderr, "openbot: %s stopped: %s; the other accounts keep running\n", acc, core.Redact(err.Error()))
 				return nil
 			}
 			return nil

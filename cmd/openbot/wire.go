@@ -118,12 +118,14 @@ func checkTools(cfg *config.Config, reg *agents.Registry) config.Errors {
 }
 
 // newAgent builds the agent loop with every LLM profile as a provider. Secrets go
-// into the providers only, never into logs.
+// into the providers only, never into logs: the logged base_url is redacted of
+// user:password and secret query parameters (DESIGN.md §9).
 func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger) (*agents.Agent, error) {
 	providers := make(map[string]agents.Provider, len(cfg.LLM))
 	for name, p := range cfg.LLM {
-		providers[name] = agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers}
-		log.Info("llm profile", "name", name, "base_url", p.BaseURL, "model", p.Model, "api_key_set", p.APIKey != "")
+		providers[name] = agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
+			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
+		log.Info("llm profile", "name", name, "base_url", core.Redact(p.BaseURL), "model", p.Model, "api_key_set", p.APIKey != "")
 	}
 	return agents.New(agents.Options{
 		Providers: providers,

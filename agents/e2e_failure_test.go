@@ -1,0 +1,229 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/agents/openaitest"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// syncBuffer is a bytes.Buffer for a logger shared by goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// noWait skips retry waits.
+func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// noticeRecorder is a whole-team console account that records delivered texts.
+type noticeRecorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *noticeRecorder) Account() core.AccountID { return "console/local" }
+func (r *noticeRecorder) Bot() string             { return "*" }
+func (r *noticeRecorder) Deliver(_ context.Context, d core.Delivery) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, d.Text)
+	return "p", nil
+}
+
+func (r *noticeRecorder) texts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// failedRun is what a failed run left behind.
+type failedRun struct {
+	notice string // the thread's notice
+	log    string // every log line of engine and agent
+	stored string // the stored run error and run events
+}
+
+// runToFailure sends one message to a one-bot team on the given provider and
+// waits until the run has failed and its notice is delivered.
+func runToFailure(t *testing.T, prov Provider) failedRun {
+	t.Helper()
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	agent, err := New(Options{Providers: map[string]Provider{"default": prov}, Logger: log, sleep: noWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: []core.BotProfile{{Handle: "chief_of_staff"}},
+		Logger: log, ShutdownGrace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := &noticeRecorder{}
+	if err := eng.AddAdapter(ad); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("engine did not stop")
+		}
+	}()
+	if _, err := eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
+		ThreadKey: "console:main", Conversation: "main", PlatformID: "in1",
+		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := eng.WaitIdle(wctx); err != nil {
+		t.Fatalf("WaitIdle: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(ad.texts()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	texts := ad.texts()
+	if len(texts) != 1 {
+		t.Fatalf("deliveries = %q, want one notice", texts)
+	}
+	var out failedRun
+	out.notice = texts[0]
+	err = st.View(ctx, func(tx core.ReadTx) error {
+		r, err := tx.Run(1)
+		if err != nil {
+			return err
+		}
+		if r.Status != core.RunFailed || r.Error == "" {
+			t.Errorf("run = %+v, want failed with an error", r)
+		}
+		out.stored = r.Error
+		evs, err := tx.RunEvents(1)
+		for _, e := range evs {
+			out.stored += "\n" + string(e.Payload)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.log = logs.String()
+	return out
+}
+
+// TestModelFailureKeepsCredentialsOut: a base_url with user:password and an
+// api-key query, pointing at an address where nothing listens. The secret is in
+// no log line, no stored error and no notice; the notice names the cause in words
+// and shows no internal address, while the log keeps the address.
+func TestModelFailureKeepsCredentialsOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused
+	prov := Provider{BaseURL: "http://alice:hunter2pass@" + addr + "/v1?api-key=SECRETKEY123", APIKey: "sk-APIKEY-456", Model: "m"}
+	got := runToFailure(t, prov)
+	for where, text := range map[string]string{"log": got.log, "stored error": got.stored, "notice": got.notice} {
+		for _, secret := range []string{"SECRETKEY123", "hunter2pass", "sk-APIKEY-456"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s contains %q:\n%s", where, secret, text)
+			}
+		}
+	}
+	if strings.Contains(got.notice, "127.0.0.1") || !strings.Contains(got.notice, "could not be reached") {
+		t.Errorf("notice = %q, want the cause in words without the address", got.notice)
+	}
+	if !strings.Contains(got.log, "127.0.0.1") {
+		t.Errorf("the log lost the address it needs for diagnosis:\n%s", got.log)
+	}
+}
+
+// TestModelHTTPErrorNotice: a model server answering 5xx with an address in its
+// message: the retry log lines carry the status and the message once, the notice
+// has the status and no address, and nothing carries the api-key query.
+func TestModelHTTPErrorNotice(t *testing.T) {
+	srv := openaitest.New(t)
+	srv.Handle(func(openaitest.Request) openaitest.Reply {
+		return openaitest.Error(502, "upstream 10.1.2.3:8000 is overloaded")
+	})
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.RawQuery = "api-key=SECRETKEY123"
+	got := runToFailure(t, Provider{BaseURL: u.String(), Model: "m"})
+	if strings.Contains(got.log+got.stored+got.notice, "SECRETKEY123") {
+		t.Errorf("the api-key leaked:\nlog %s\nstored %s\nnotice %s", got.log, got.stored, got.notice)
+	}
+	if !strings.Contains(got.notice, "HTTP 502") || strings.Contains(got.notice, "10.1.2.3") || strings.Contains(got.notice, "127.0.0.1") {
+		t.Errorf("notice = %q", got.notice)
+	}
+	for _, l := range strings.Split(got.log, "\n") {
+		if !strings.Contains(l, "retrying") {
+			continue
+		}
+		if !strings.Contains(l, "status=502") || strings.Count(l, "is overloaded") != 1 {
+			t.Errorf("retry log line lacks the status or the error text, or repeats it: %s", l)
+		}
+	}
+	if !strings.Contains(got.log, "retrying") {
+		t.Errorf("no retry logged:\n%s", got.log)
+	}
+	// The api-key query reached the server as a query parameter.
+	for _, r := range srv.Requests() {
+		if r.Path != "/v1/chat/completions" {
+			t.Errorf("path = %q", r.Path)
+		}
+	}
+}
+
+// TestStalledModelNotice: a model that stalls on every attempt leaves a notice
+// saying in words that it stopped responding.
+func TestStalledModelNotice(t *testing.T) {
+	srv := openaitest.New(t)
+	block := make(chan struct{})
+	defer close(block)
+	srv.Handle(func(openaitest.Request) openaitest.Reply {
+		return openaitest.Reply{Text: "half an answer", StallMidStream: block}
+	})
+	got := runToFailure(t, Provider{BaseURL: srv.URL(), Model: "m", IdleTimeout: 200 * time.Millisecond})
+	if !strings.Contains(got.notice, "the model stopped responding") {
+		t.Errorf("notice = %q", got.notice)
+	}
+	if n := len(srv.Requests()); n != 1+DefaultModelRetries {
+		t.Errorf("requests = %d, want %d", n, 1+DefaultModelRetries)
+	}
+}

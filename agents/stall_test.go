@@ -1,0 +1,149 @@
+package agents
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"openbot/agents/openaitest"
+)
+
+// stallIdle is the short idle timeout of these tests; they assert on outcomes,
+// never on elapsed time.
+const stallIdle = 200 * time.Millisecond
+
+func stallAgent(t *testing.T, srv *openaitest.Server, w *waits) *Agent {
+	return newAgent(t, srv, nil, func(o *Options) {
+		o.sleep = w.sleep
+		p := o.Providers["default"]
+		p.IdleTimeout = stallIdle
+		o.Providers["default"] = p
+	})
+}
+
+// TestStallBeforeHeaders: a server that never sends its headers is abandoned
+// after the idle timeout and asked again; the retry gets the answer.
+func TestStallBeforeHeaders(t *testing.T) {
+	srv := openaitest.New(t)
+	block := make(chan struct{})
+	defer close(block)
+	srv.Enqueue(openaitest.Reply{Text: "never", Wait: block}, openaitest.Text("second try"))
+	w := &waits{}
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	res, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply != "second try" || len(srv.Requests()) != 2 || len(w.got()) != 1 {
+		t.Errorf("reply %q, requests %d, waits %v", res.Reply, len(srv.Requests()), w.got())
+	}
+	if ev := env.events[0].Payload; ev["retries"] != float64(1) {
+		t.Errorf("model_call event = %v, want retries 1", ev)
+	}
+}
+
+// TestStallMidStream: a stream that stops after its first chunk is abandoned
+// after the idle timeout and the whole call is made again; the half answer is
+// dropped.
+func TestStallMidStream(t *testing.T) {
+	srv := openaitest.New(t)
+	block := make(chan struct{})
+	defer close(block)
+	srv.Enqueue(openaitest.Reply{Text: "half an answer that never ends", StallMidStream: block}, openaitest.Text("whole answer"))
+	w := &waits{}
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	res, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reply != "whole answer" || len(srv.Requests()) != 2 || len(w.got()) != 1 {
+		t.Errorf("reply %q, requests %d, waits %v", res.Reply, len(srv.Requests()), w.got())
+	}
+}
+
+// TestStallRetriesRunOut: a model that stalls on every attempt (before the
+// headers, midway, or mixed) fails the call after the retry budget with a
+// ModelError whose notice says in words that the model stopped responding.
+func TestStallRetriesRunOut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mid  func(attempt int) bool
+	}{
+		{"before headers", func(int) bool { return false }},
+		{"mid-stream", func(int) bool { return true }},
+		{"mixed", func(i int) bool { return i%2 == 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openaitest.New(t)
+			block := make(chan struct{})
+			defer close(block)
+			for i := range 1 + DefaultModelRetries {
+				if tc.mid(i) {
+					srv.Enqueue(openaitest.Reply{Text: "half an answer", StallMidStream: block})
+				} else {
+					srv.Enqueue(openaitest.Reply{Text: "x", Wait: block})
+				}
+			}
+			srv.Enqueue(openaitest.Text("too late"))
+			w := &waits{}
+			env := &fakeEnv{}
+			trig := env.add(alice, "Alice", "hi")
+			_, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
+			var me *ModelError
+			if !errors.As(err, &me) || !me.Stalled {
+				t.Fatalf("err = %v, want a stalled ModelError", err)
+			}
+			if n := len(srv.Requests()); n != 1+DefaultModelRetries {
+				t.Errorf("requests = %d, want %d", n, 1+DefaultModelRetries)
+			}
+			if len(w.got()) != DefaultModelRetries {
+				t.Errorf("waits = %v, want %d", w.got(), DefaultModelRetries)
+			}
+			if n := me.Notice(); !strings.Contains(n, "the model stopped responding") || !strings.Contains(n, "200ms") {
+				t.Errorf("notice = %q, want it to say the model stopped responding", n)
+			}
+		})
+	}
+}
+
+// TestProviderRequestTimeout: a provider's own request timeout wins over the
+// agent-wide one.
+func TestProviderRequestTimeout(t *testing.T) {
+	srv := openaitest.New(t)
+	block := make(chan struct{})
+	defer close(block)
+	srv.Enqueue(openaitest.Reply{Text: "late", Wait: block})
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	a := newAgent(t, srv, nil, func(o *Options) {
+		p := o.Providers["default"]
+		p.RequestTimeout = 150 * time.Millisecond
+		o.Providers["default"] = p
+	})
+	_, err := execute(t, a, newJob(env, chief, false, trig))
+	var me *ModelError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "no complete answer within 150ms") ||
+		!strings.Contains(me.Notice(), "did not finish its answer within 150ms") {
+		t.Fatalf("err = %v, want a model error naming the provider's request timeout", err)
+	}
+}
+
+// TestModelErrorTextOnce: an error status without a message names the status
+// once, in words, in the error and in the notice.
+func TestModelErrorTextOnce(t *testing.T) {
+	srv := openaitest.New(t)
+	srv.Enqueue(openaitest.Reply{Status: 403})
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	_, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+	var me *ModelError
+	if !errors.As(err, &me) || err.Error() != "model call failed (default): status 403: Forbidden" {
+		t.Fatalf("err = %v", err)
+	}
+	if n := me.Notice(); n != "the model service answered HTTP 403: Forbidden" {
+		t.Errorf("notice = %q", n)
+	}
+}
