@@ -24,7 +24,11 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 			args = string(r[:1200]) + "…"
 		}
 		args = strings.ReplaceAll(args, "\n", "\n     ")
-		fmt.Fprintf(&b, "\n   tool %s\n     %s\n   /approve %d · /reject %d", q.Tool, args, q.ID, q.ID)
+		fmt.Fprintf(&b, "\n   tool %s\n     %s", q.Tool, args)
+		if r := strings.TrimSpace(q.Reach); r != "" {
+			fmt.Fprintf(&b, "\n   reach: %s", r)
+		}
+		fmt.Fprintf(&b, "\n   /approve %d · /reject %d", q.ID, q.ID)
 	} else if len(q.Choices) > 0 {
 		for i, c := range q.Choices {
 			fmt.Fprintf(&b, "\n   %d. %s", i+1, c)

@@ -115,3 +115,17 @@ func TestAnswerArgumentMistakes(t *testing.T) {
 		}
 	}
 }
+
+// TestPostQuestionShowsReach: an approval says what the tool can reach.
+func TestPostQuestionShowsReach(t *testing.T) {
+	var out syncBuffer
+	a := newAdapter(t, &fakeEngine{}, "", &out)
+	q := core.Question{ID: 3, Thread: 1, Kind: core.QuestionApproval, Text: "@engineer wants to run shell", Tool: "shell",
+		Args: json.RawMessage(`{"command":"ls"}`), Reach: "runs in the sandbox with network off"}
+	if _, err := a.PostQuestion(context.Background(), core.QuestionDelivery{Question: q, Sender: core.Sender{Actor: "bot:engineer", Handle: "engineer"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "\n   reach: runs in the sandbox with network off\n   /approve 3 · /reject 3") {
+		t.Errorf("output lacks the reach:\n%s", s)
+	}
+}
