@@ -243,3 +243,17 @@ func TestFreeTextAnswerByReplyToTheQuestion(t *testing.T) {
 		t.Fatalf("engineer jobs = %d: the mention still wakes the engineer", len(jobs))
 	}
 }
+
+// TestThreadByKey: the thread a key is bound to, 0 for an unknown key.
+func TestThreadByKey(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	h.start()
+	res := h.say("@engineer hello")
+	h.idle()
+	if id, err := h.eng.ThreadByKey(context.Background(), "console:main"); err != nil || id != res.Thread {
+		t.Fatalf("ThreadByKey = %d, %v; want %d", id, err, res.Thread)
+	}
+	if id, err := h.eng.ThreadByKey(context.Background(), "console:nope"); err != nil || id != 0 {
+		t.Fatalf("unknown key = %d, %v; want 0", id, err)
+	}
+}
