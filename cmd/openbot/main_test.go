@@ -375,3 +375,29 @@ bots:
 		t.Errorf("stderr =\n%s\nwant suffix\n%s", r.stderr, want)
 	}
 }
+
+// TestChatPipedExitsNonZeroWhenARunFailed: a script piping into chat can tell a
+// failed run from the exit code, and stderr says which run failed and why; the
+// notice is in the conversation as always.
+func TestChatPipedExitsNonZeroWhenARunFailed(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Enqueue(openaitest.Error(400, "model gpt-x does not exist"), openaitest.Text("fine"))
+	cfg := exampleConfig(t, t.TempDir())
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL()}
+	r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("hello\n"), env)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"openbot: chat: 1 run(s) failed in this chat:", "@chief_of_staff (run 1, thread #1):", "gpt-x does not exist"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if !strings.Contains(r.stdout, "could not finish") {
+		t.Errorf("stdout lacks the failure notice:\n%s", r.stdout)
+	}
+	// A session whose runs all succeed exits 0 as before.
+	if r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("again\n"), env); r.code != 0 {
+		t.Fatalf("clean session exit %d; stderr %q", r.code, r.stderr)
+	}
+}
