@@ -94,14 +94,7 @@ func parseAsk(raw string) (askArgs, error) {
 // pattern "<server>__*", as Registry.Select resolves tool selections.
 func needsApproval(name string, patterns []string) bool {
 	for _, p := range patterns {
-		switch {
-		case p == name:
-			return true
-		case strings.HasSuffix(p, SourceSeparator+"*"):
-			if strings.HasPrefix(name, strings.TrimSuffix(p, "*")) {
-				return true
-			}
-		case !strings.Contains(p, SourceSeparator) && strings.HasPrefix(name, p+SourceSeparator):
+		if core.ToolMatches(p, name) {
 			return true
 		}
 	}

@@ -132,9 +132,9 @@ func (r *run) segmentUsage() core.Usage {
 // calls of offered tools that need approval wait for a person; invalid ones of
 // those get their error result at once; the rest run at once.
 func (r *run) classify(calls []openai.ToolCall) *pendingTurn {
-	offered := make(map[string]bool, len(r.tools))
+	offered := make(map[string]Tool, len(r.tools))
 	for _, t := range r.tools {
-		offered[t.Name()] = true
+		offered[t.Name()] = t
 	}
 	p := &pendingTurn{Calls: make([]pendingCall, len(calls))}
 	for i, c := range calls {
@@ -147,7 +147,7 @@ func (r *run) classify(calls []openai.ToolCall) *pendingTurn {
 			} else {
 				pc.Kind = core.QuestionAsk
 			}
-		case offered[name] && needsApproval(name, r.job.Bot.ApprovalTools):
+		case offered[name] != nil && (needsApproval(name, r.job.Bot.ApprovalTools) || callNeedsApproval(offered[name], args)):
 			if !json.Valid([]byte(args)) {
 				pc.Done, pc.Result = true, fmt.Sprintf("error: the arguments for %s are not valid JSON. Call it again with a JSON object matching its schema.", name)
 			} else {
@@ -213,8 +213,32 @@ func (r *run) pauseFor(pc pendingCall) *core.Pause {
 		return &core.Pause{Kind: core.QuestionAsk, Text: a.Question, Choices: a.Choices, CallID: pc.Call.ID}
 	}
 	name := pc.Call.Function.Name
+	reach := ""
+	for _, t := range r.tools {
+		if rt, ok := t.(Reacher); ok && t.Name() == name {
+			reach = rt.Reach(r.job.Bot.Handle)
+		}
+	}
 	return &core.Pause{Kind: core.QuestionApproval, Tool: name, Args: json.RawMessage(pc.Call.Function.Arguments),
-		CallID: pc.Call.ID, Text: approvalText(r.job.Bot, name, args)}
+		CallID: pc.Call.ID, Text: approvalText(r.job.Bot, name, args), Reach: reach}
+}
+
+// callNeedsApproval asks a CallApprover tool whether this call needs a person's
+// approval; a panicking check counts as yes.
+func callNeedsApproval(t Tool, args string) (yes bool) {
+	ca, ok := t.(CallApprover)
+	if !ok {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			yes = true
+		}
+	}()
+	if args == "" {
+		args = "{}"
+	}
+	return ca.NeedsApproval(json.RawMessage(args))
 }
 
 // resume feeds the answer q to the call the run paused for: an approved tool runs

@@ -34,3 +34,22 @@ type ToolCall struct {
 	Thread core.ThreadID
 	Run    core.RunID
 }
+
+// Reacher is implemented by a tool that can say what a call of it can reach. Reach
+// returns one sentence describing what a call of this tool can reach ("runs in the
+// sandbox with network off"), shown in approval prompts (core.Question.Reach,
+// DESIGN.md §5). It must be cheap and safe for concurrent use.
+type Reacher interface {
+	// Reach describes a call made by the bot with this handle (settings such as
+	// the shell's network are per bot).
+	Reach(bot string) string
+}
+
+// CallApprover is implemented by a tool some of whose calls need a person's
+// approval although the tool is not in the bot's approval_tools (http_fetch with a
+// method that sends data, DESIGN.md §5). NeedsApproval gets the call's raw JSON
+// arguments exactly as the model wrote them; it must be cheap, pure and safe for
+// concurrent use, and answer true for arguments it cannot read (it fails closed).
+type CallApprover interface {
+	NeedsApproval(args json.RawMessage) bool
+}

@@ -37,7 +37,8 @@ type Config struct {
 	Sandbox string `yaml:"sandbox"`
 	// Approvers may answer any bot's questions and approvals (platform actor ids:
 	// "slack:<team>:<user>", "telegram:<user id>", "feishu:<open_id>",
-	// "console:you"). Empty: the humans who posted in the thread (DESIGN.md §5).
+	// "console:you"). Empty: only the person who asked for the work may approve
+	// (DESIGN.md §5).
 	Approvers []string `yaml:"approvers"`
 	// ApprovalTimeout is how long a question waits before it expires (an expired
 	// approval is a rejection); a Go duration, default 24h.
@@ -133,9 +134,11 @@ type Bot struct {
 	// Model overrides the profile's model.
 	Model string   `yaml:"model"`
 	Tools []string `yaml:"tools"`
-	// ApprovalTools pause the run for a person's approval before they run.
-	// Default (key absent): [shell]. An explicit empty list turns approvals off.
-	ApprovalTools []string `yaml:"approval_tools"`
+	// ApprovalTools pause the run for a person's approval before they run; an
+	// entry may name its own approvers (ApprovalTool). Default (key absent):
+	// [shell]. An explicit empty list turns approvals off (http_fetch calls that
+	// send data still ask, DESIGN.md §5).
+	ApprovalTools []ApprovalTool `yaml:"approval_tools"`
 	// Approvers of this bot's questions; overrides the global approvers.
 	Approvers []string `yaml:"approvers"`
 	Memory    bool     `yaml:"memory"`

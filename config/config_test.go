@@ -363,7 +363,7 @@ approval_timeout: 2h
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Bots[0].ApprovalTools; len(got) != 1 || got[0] != "shell" {
+	if got := c.Bots[0].ApprovalTools; len(got) != 1 || got[0].Tool != "shell" {
 		t.Errorf("default approval_tools = %v, want [shell]", got)
 	}
 	if got := c.Bots[1].ApprovalTools; got == nil || len(got) != 0 {

@@ -13,9 +13,9 @@ const (
 	DefaultApprovalTimeout     = 24 * time.Hour
 )
 
-// DefaultApprovalTools returns a bot's approval_tools when the key is absent
-// (issue 6: shell is approved by a person by default).
-func DefaultApprovalTools() []string { return []string{"shell"} }
+// DefaultApprovalTools returns a bot's approval_tools when the key is absent: a
+// person approves every shell command by default (DESIGN.md §5).
+func DefaultApprovalTools() []ApprovalTool { return []ApprovalTool{{Tool: "shell"}} }
 
 // ApplyDefaults fills every empty field that has a default; it never overwrites a
 // value that was set. Load calls it before Validate. It is idempotent.

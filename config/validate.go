@@ -27,7 +27,8 @@ var (
 //     request_timeout and stream_idle_timeout are not negative;
 //   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
 //     profile; a model is set on the bot or its profile; max_model_calls >= 0;
-//     tools and approval_tools have no empty or repeated names;
+//     tools and approval_tools have no empty or repeated names; approvers (of a
+//     bot, of an approval_tools entry, global) are platform actor ids;
 //   - default_bot names a bot;
 //   - mcp_servers: name unique, made of letters, digits, "-" and single "_"
 //     (tools are "<name>__<tool>"); exactly one of command and url; url is http(s);
@@ -147,7 +148,7 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 			p.add(path+".max_model_calls", "must not be negative, got %d", b.MaxModelCalls)
 		}
 		checkNames(p, path+".tools", b.Tools)
-		checkNames(p, path+".approval_tools", b.ApprovalTools)
+		validateApprovalTools(p, path+".approval_tools", b.ApprovalTools)
 		checkApprovers(p, path+".approvers", b.Approvers)
 	}
 	return handles

@@ -66,8 +66,9 @@ type Options struct {
 	// done before cancelling them; default 10s. Delivery lanes get the same bound
 	// to flush.
 	ShutdownGrace time.Duration
-	// Approvers may answer any bot's questions unless the bot lists its own
-	// (BotProfile.Approvers); with neither, the humans who posted in the thread may.
+	// Approvers may answer any bot's questions unless the bot or the tool lists its
+	// own (BotProfile.Approvers, ToolApprovers); with none, only the person who
+	// asked for the work may approve (DESIGN.md §5).
 	Approvers []ActorID
 	// ApprovalTimeout is how long a question waits before it expires (an expired
 	// approval is a rejection); default 24h.

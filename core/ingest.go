@@ -152,6 +152,22 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	return IngestResult{Thread: t.ID, Message: p.msg.ID, Woken: p.woken}, nil
 }
 
+// ThreadByKey returns the thread a platform thread key is bound to now (the one
+// a message with that ThreadKey would join), or 0 when none is. A terminal uses
+// it to know its current thread after a restart. Errors are store failures.
+func (e *Engine) ThreadByKey(ctx context.Context, key string) (ThreadID, error) {
+	var id ThreadID
+	err := e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		id, err = tx.ThreadByKey(key)
+		if errors.Is(err, ErrNotFound) {
+			id, err = 0, nil
+		}
+		return err
+	})
+	return id, err
+}
+
 // resolveThreadTx finds the thread an inbound message belongs to: an explicit
 // Thread, else the thread of the message it replies to, else ThreadKey's.
 func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (t Thread, found, viaReply bool, err error) {

@@ -34,8 +34,11 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 	}
 	q := Question{
 		Token: token, Kind: p.Kind, Run: r.ID, Bot: r.Bot, Thread: t.ID, Text: p.Text,
-		Choices: p.Choices, Tool: p.Tool, Args: p.Args, CallID: p.CallID,
+		Choices: p.Choices, Tool: p.Tool, Args: p.Args, CallID: p.CallID, Reach: strings.TrimSpace(p.Reach),
 		Status: QuestionPending, Choice: -1, Created: now, Expires: now.Add(e.approvalTimeout),
+	}
+	if q.Askers, err = askersTx(tx, job.Triggers); err != nil {
+		return err
 	}
 	if q.Kind == "" {
 		q.Kind = QuestionAsk
@@ -212,37 +215,26 @@ func (e *Engine) decideTx(tx Tx, q Question, status QuestionStatus, choice int, 
 	return q, nil
 }
 
-// authorizedTx reports whether actor may answer q: the bot's approvers, else the
-// global approvers, else the humans who have posted in the thread. An empty actor
-// fails closed.
-func (e *Engine) authorizedTx(tx ReadTx, q Question, actor ActorID) (bool, error) {
-	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
-		return false, nil
-	}
-	if b, ok := e.bots[strings.TrimPrefix(string(q.Bot), "bot:")]; ok && len(b.Approvers) > 0 {
-		return slices.Contains(b.Approvers, actor), nil
-	}
-	if len(e.approvers) > 0 {
-		return slices.Contains(e.approvers, actor), nil
-	}
-	t, err := tx.Thread(q.Thread)
-	if err != nil {
-		return false, err
-	}
-	return t.HasParticipant(actor), nil
-}
-
-// answerByReplyTx answers the thread's oldest pending ask_human question with a
-// human's reply (DESIGN.md §5: a free-text question is answered by the next human
-// reply; with choices, a reply equal to a choice). It returns the asking bot's
-// handle, whose message item the caller then suppresses, or "".
+// answerByReplyTx answers a pending ask_human question of the thread with a
+// human's message (DESIGN.md §5): the question the message replies to, else the
+// oldest one the message is meant for (it addresses no other bot or person); a
+// question with choices takes only a reply equal to a choice. It returns the
+// asking bot's handle, whose message item the caller then suppresses, or "".
 func (e *Engine) answerByReplyTx(tx Tx, t *Thread, in Inbound, name string) (string, error) {
 	pending, err := tx.Questions(true, 0)
 	if err != nil {
 		return "", err
 	}
+	pending = slices.DeleteFunc(pending, func(q Question) bool { return q.Thread != t.ID || q.Kind != QuestionAsk })
 	for _, q := range pending {
-		if q.Thread != t.ID || q.Kind != QuestionAsk {
+		if e.repliesTo(q, in) {
+			pending = []Question{q}
+			break
+		}
+	}
+	addressed := e.addressedBots(in)
+	for _, q := range pending {
+		if !e.meantFor(q, in, addressed) {
 			continue
 		}
 		choice := -1
@@ -339,7 +331,8 @@ func (e *Engine) expiryLoop(ctx context.Context, interval time.Duration) {
 }
 
 // QuestionText renders a question as plain text, for adapters without buttons:
-// the question, an approval's tool and arguments, the options, and how to answer.
+// the question, an approval's tool, arguments and reach, the options, and how to
+// answer.
 func QuestionText(q Question, bot string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "❓ @%s asks (question %d): %s", bot, q.ID, q.Text)
@@ -349,6 +342,9 @@ func QuestionText(q Question, bot string) string {
 			args = string(r[:800]) + "…"
 		}
 		fmt.Fprintf(&b, "\nTool: %s\n```\n%s\n```", q.Tool, args)
+		if q.Reach != "" {
+			fmt.Fprintf(&b, "\nReach: %s", q.Reach)
+		}
 	}
 	if opts := q.Options(); len(opts) > 0 {
 		fmt.Fprintf(&b, "\nOptions: %s", strings.Join(opts, " / "))

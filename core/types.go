@@ -57,8 +57,19 @@ type BotProfile struct {
 	MaxModelCalls int `json:"max_model_calls"`
 	// Approvers may answer this bot's questions (ActorIDs such as
 	// "slack:T1:U1", "telegram:42", "feishu:ou_x", "console:you"); empty means the
-	// global approvers, else the humans who posted in the thread (DESIGN.md §5).
+	// global approvers, else the person who asked for the work (DESIGN.md §5).
 	Approvers []ActorID `json:"approvers,omitempty"`
+	// ToolApprovers name who may approve calls of particular tools; for an
+	// approval of a tool they match (ToolMatches), the first entry with approvers
+	// overrides Approvers (DESIGN.md §5 "the approvers configured for that tool").
+	ToolApprovers []ToolApprovers `json:"tool_approvers,omitempty"`
+}
+
+// ToolApprovers is one approval_tools entry that names its own approvers: Tool is
+// a tool name or pattern as in ApprovalTools ("shell", "gh", "gh__*").
+type ToolApprovers struct {
+	Tool      string    `json:"tool"`
+	Approvers []ActorID `json:"approvers"`
 }
 
 // ID returns the bot's ActorID.
@@ -375,6 +386,15 @@ type Question struct {
 	Tool     string          `json:"tool,omitempty"`
 	Args     json.RawMessage `json:"args,omitempty"`
 	ArgsHash string          `json:"args_hash,omitempty"`
+	// Reach is one sentence saying what the paused tool call can reach ("runs in
+	// the sandbox with network off"), shown in approval prompts; "" when the tool
+	// does not say.
+	Reach string `json:"reach,omitempty"`
+	// Askers are the people who asked for the work the question belongs to: the
+	// human senders of the run's trigger messages, found through a hand-off chain
+	// back to the human message that started it. With no approvers configured,
+	// only they may approve (DESIGN.md §5); empty fails closed.
+	Askers []ActorID `json:"askers,omitempty"`
 	// CallID is the model's tool call id the answer resumes.
 	CallID string         `json:"call_id,omitempty"`
 	Status QuestionStatus `json:"status"`

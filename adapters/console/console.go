@@ -29,6 +29,9 @@ type Engine interface {
 	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
 	// Questions lists questions, pending only when asked (core.Engine.Questions).
 	Questions(ctx context.Context, pendingOnly bool) ([]core.Question, error)
+	// ThreadByKey is the thread a thread key is bound to now, 0 for none
+	// (core.Engine.ThreadByKey).
+	ThreadByKey(ctx context.Context, key string) (core.ThreadID, error)
 }
 
 // Platform is the binding platform name of console threads.

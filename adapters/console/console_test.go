@@ -66,6 +66,12 @@ func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 	return core.IngestResult{Thread: id, Message: core.MessageID(len(f.got))}, nil
 }
 
+func (f *fakeEngine) ThreadByKey(ctx context.Context, key string) (core.ThreadID, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byKey[key], nil
+}
+
 func (f *fakeEngine) Threads(ctx context.Context, limit int) ([]core.Thread, error) {
 	return f.threads, nil
 }

@@ -24,7 +24,11 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 			args = string(r[:1200]) + "…"
 		}
 		args = strings.ReplaceAll(args, "\n", "\n     ")
-		fmt.Fprintf(&b, "\n   tool %s\n     %s\n   /approve %d · /reject %d", q.Tool, args, q.ID, q.ID)
+		fmt.Fprintf(&b, "\n   tool %s\n     %s", q.Tool, args)
+		if r := strings.TrimSpace(q.Reach); r != "" {
+			fmt.Fprintf(&b, "\n   reach: %s", r)
+		}
+		fmt.Fprintf(&b, "\n   /approve %d · /reject %d", q.ID, q.ID)
 	} else if len(q.Choices) > 0 {
 		for i, c := range q.Choices {
 			fmt.Fprintf(&b, "\n   %d. %s", i+1, c)
@@ -43,10 +47,13 @@ func (a *Adapter) ResolveQuestion(ctx context.Context, d core.QuestionDelivery) 
 	return err
 }
 
-// answer runs /approve [N], /reject [N] and /answer [N] TEXT; N defaults to the
-// newest pending question. For /answer a leading number is the question id only
-// when a question with that id is waiting and text follows it; otherwise the whole
-// argument is the answer ("/answer 2" picks choice 2 of the newest question).
+// answer runs /approve [N], /reject [N] and /answer [N] TEXT. Without N it takes
+// the only question of the current thread waiting for that command (an approval
+// for /approve and /reject, an ask for /answer); with none or several it refuses
+// and lists the waiting ones, so a bare /approve never approves something the
+// person did not see. For /answer a leading number is the question id only when
+// a question with that id is waiting and text follows it; otherwise the whole
+// argument is the answer ("/answer 2" picks choice 2).
 func (a *Adapter) answer(ctx context.Context, cmd, arg string) {
 	pending, err := a.engine.Questions(ctx, true)
 	if err != nil {
@@ -79,11 +86,11 @@ func (a *Adapter) answer(ctx context.Context, cmd, arg string) {
 	var q *core.Question
 	if id != 0 {
 		q = byID(id)
-	} else if len(pending) > 0 {
-		q = &pending[len(pending)-1]
-	}
-	if q == nil {
-		a.explainNotPending(ctx, id)
+		if q == nil {
+			a.explainNotPending(ctx, id)
+			return
+		}
+	} else if q = a.onlyWaiting(ctx, cmd, pending); q == nil {
 		return
 	}
 	ans := core.Answer{Question: q.ID, Choice: -1, Actor: Human, Name: "you", Account: a.account}
@@ -122,12 +129,46 @@ func (a *Adapter) answer(ctx context.Context, cmd, arg string) {
 	case err != nil:
 		a.notice("answer not recorded: %v", err)
 	case res.Outcome == core.AnswerForbidden:
-		a.notice("you are not an approver of question %d", q.ID)
+		a.notice("not allowed: you are not an approver of question %d", q.ID)
 	case res.Outcome == core.AnswerDecided:
 		a.notice("question %d was already decided: %s", q.ID, res.Question.Decision())
 	case res.Outcome == core.AnswerUnknown:
 		a.notice("question %d is not waiting for that answer", q.ID)
 	}
+}
+
+// onlyWaiting is the one question of the current thread that cmd answers without
+// a number; with none or several it prints why and the waiting questions, and
+// returns nil.
+func (a *Adapter) onlyWaiting(ctx context.Context, cmd string, pending []core.Question) *core.Question {
+	cur := a.currentThread()
+	var here []core.Question
+	for _, q := range pending {
+		if q.Thread == cur && cur != 0 && (q.Kind == core.QuestionApproval) == (cmd != "/answer") {
+			here = append(here, q)
+		}
+	}
+	what := "approval"
+	if cmd == "/answer" {
+		what = "question"
+	}
+	switch {
+	case len(here) == 1:
+		return &here[0]
+	case len(here) > 1:
+		var b strings.Builder
+		for _, q := range here {
+			b.WriteString(questionLine(q))
+		}
+		a.notice("%d %ss are waiting in this thread; say which with %s N:%s", len(here), what, cmd, b.String())
+	default:
+		where := "in this thread"
+		if cur == 0 {
+			where = "yet: this console has no current thread"
+		}
+		a.printQuestions(ctx, false, fmt.Sprintf("no %s is waiting %s; say which with %s N:", what, where, cmd))
+	}
+	return nil
 }
 
 // questionExists reports whether any question, waiting or decided, has id.
@@ -189,14 +230,9 @@ func (a *Adapter) printQuestions(ctx context.Context, quietIfNone bool, header s
 	}
 	var b strings.Builder
 	for _, q := range pending {
-		if !mine[q.Thread] {
-			continue
+		if mine[q.Thread] {
+			b.WriteString(questionLine(q))
 		}
-		how := fmt.Sprintf("/answer %d TEXT", q.ID)
-		if q.Kind == core.QuestionApproval {
-			how = fmt.Sprintf("/approve %d or /reject %d", q.ID, q.ID)
-		}
-		fmt.Fprintf(&b, "\n  question %d in thread #%d (%s): %s  → %s", q.ID, q.Thread, strings.TrimPrefix(string(q.Bot), "bot:"), firstLineOf(q.Text), how)
 	}
 	switch {
 	case b.Len() > 0:
@@ -204,6 +240,16 @@ func (a *Adapter) printQuestions(ctx context.Context, quietIfNone bool, header s
 	case !quietIfNone:
 		a.notice("no question is waiting for an answer")
 	}
+}
+
+// questionLine is one waiting question as listed: "\n  question N in thread #T
+// (bot): text  → how to answer".
+func questionLine(q core.Question) string {
+	how := fmt.Sprintf("/answer %d TEXT", q.ID)
+	if q.Kind == core.QuestionApproval {
+		how = fmt.Sprintf("/approve %d or /reject %d", q.ID, q.ID)
+	}
+	return fmt.Sprintf("\n  question %d in thread #%d (%s): %s  → %s", q.ID, q.Thread, strings.TrimPrefix(string(q.Bot), "bot:"), firstLineOf(q.Text), how)
 }
 
 func firstLineOf(s string) string {

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,14 +45,73 @@ func TestAnswerCommands(t *testing.T) {
 	}
 }
 
-func TestApproveDefaultsToNewestPending(t *testing.T) {
-	eng := &fakeEngine{pending: []core.Question{{ID: 2, Kind: core.QuestionApproval}, {ID: 5, Kind: core.QuestionApproval}}}
-	a := newAdapter(t, eng, "/approve\n", &syncBuffer{})
+// consoleThreads are threads 1 to n bound to the "console/dev" account.
+func consoleThreads(n int) []core.Thread {
+	var out []core.Thread
+	for i := 1; i <= n; i++ {
+		out = append(out, core.Thread{ID: core.ThreadID(i), Title: fmt.Sprintf("task %d", i),
+			Bindings: []core.Binding{{Platform: "console", Accounts: []core.AccountID{"console/dev"}}}})
+	}
+	return out
+}
+
+// TestApproveWithoutNumber: a bare /approve takes the only approval waiting in
+// the current thread (known after a restart from the console's thread key); with
+// several, or none there, it refuses and lists them.
+func TestApproveWithoutNumber(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		pending []core.Question
+		current core.ThreadID
+		want    core.QuestionID // 0: refused
+		says    []string
+	}{
+		{"only one in this thread", []core.Question{{ID: 2, Thread: 1, Kind: core.QuestionApproval}, {ID: 5, Thread: 2, Kind: core.QuestionApproval}, {ID: 6, Thread: 2, Kind: core.QuestionAsk}}, 2, 5, nil},
+		{"only one, older", []core.Question{{ID: 2, Thread: 1, Kind: core.QuestionApproval}, {ID: 5, Thread: 2, Kind: core.QuestionApproval}}, 1, 2, nil},
+		{"several here", []core.Question{{ID: 2, Thread: 1, Kind: core.QuestionApproval}, {ID: 5, Thread: 1, Kind: core.QuestionApproval}}, 1, 0,
+			[]string{"2 approvals are waiting in this thread; say which with /approve N:", "question 2 in thread #1", "question 5 in thread #1"}},
+		{"none here", []core.Question{{ID: 2, Thread: 1, Kind: core.QuestionApproval}}, 2, 0,
+			[]string{"no approval is waiting in this thread; say which with /approve N:", "question 2 in thread #1 (", "→ /approve 2 or /reject 2"}},
+		{"no current thread", []core.Question{{ID: 2, Thread: 1, Kind: core.QuestionApproval}}, 0, 0,
+			[]string{"no approval is waiting yet: this console has no current thread", "question 2 in thread #1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := &fakeEngine{pending: tt.pending, threads: consoleThreads(2), byKey: map[string]core.ThreadID{}}
+			if tt.current != 0 {
+				eng.byKey["console:dev"] = tt.current
+			}
+			var out syncBuffer
+			a := newAdapter(t, eng, "/approve\n", &out)
+			if err := a.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == 0 && len(eng.answers) != 0:
+				t.Fatalf("answers = %+v, want the bare /approve refused", eng.answers)
+			case tt.want != 0 && (len(eng.answers) != 1 || eng.answers[0].Question != tt.want):
+				t.Fatalf("answers = %+v, want question %d", eng.answers, tt.want)
+			}
+			for _, want := range tt.says {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestThreadsMarksCurrentAfterRestart: a console started again marks the thread
+// its key is bound to as the current one.
+func TestThreadsMarksCurrentAfterRestart(t *testing.T) {
+	eng := &fakeEngine{threads: consoleThreads(3), byKey: map[string]core.ThreadID{"console:dev": 2}}
+	var out syncBuffer
+	a := newAdapter(t, eng, "/threads\n", &out)
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(eng.answers) != 1 || eng.answers[0].Question != 5 {
-		t.Fatalf("answers = %+v, want question 5", eng.answers)
+	s := out.String()
+	if !strings.Contains(s, "\n * #2  task 2") || strings.Contains(s, "* #1") || strings.Contains(s, "* #3") {
+		t.Errorf("/threads after a restart does not mark thread 2:\n%s", s)
 	}
 }
 
@@ -95,6 +155,7 @@ func TestAnswerArgumentMistakes(t *testing.T) {
 		pending: []core.Question{{ID: 8, Kind: core.QuestionApproval, Thread: 1}, {ID: 10, Kind: core.QuestionAsk, Choices: []string{"a", "b"}, Thread: 1}},
 		decided: []core.Question{{ID: 3, Kind: core.QuestionApproval, Status: core.QuestionAnswered, Choice: core.ChoiceApprove, AnsweredByName: "you"}},
 		threads: []core.Thread{{ID: 1, Bindings: []core.Binding{{Platform: "console", Accounts: []core.AccountID{"console/dev"}}}}},
+		byKey:   map[string]core.ThreadID{"console:dev": 1},
 	}
 	var out syncBuffer
 	a := newAdapter(t, eng, "/approve 8x\n/reject abc\n/approve 3\n/answer 3 yes\n/answer 2\n/questions\n", &out)
@@ -113,5 +174,19 @@ func TestAnswerArgumentMistakes(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestPostQuestionShowsReach: an approval says what the tool can reach.
+func TestPostQuestionShowsReach(t *testing.T) {
+	var out syncBuffer
+	a := newAdapter(t, &fakeEngine{}, "", &out)
+	q := core.Question{ID: 3, Thread: 1, Kind: core.QuestionApproval, Text: "@engineer wants to run shell", Tool: "shell",
+		Args: json.RawMessage(`{"command":"ls"}`), Reach: "runs in the sandbox with network off"}
+	if _, err := a.PostQuestion(context.Background(), core.QuestionDelivery{Question: q, Sender: core.Sender{Actor: "bot:engineer", Handle: "engineer"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "\n   reach: runs in the sandbox with network off\n   /approve 3 · /reject 3") {
+		t.Errorf("output lacks the reach:\n%s", s)
 	}
 }

@@ -25,9 +25,10 @@ const help = `commands:
   /new              the next message starts a new thread
   /threads          list console threads (* marks the current one)
   /switch N         send following messages to thread N
-  /approve [N]      approve question N (default: the newest waiting one)
-  /reject [N]       reject question N
-  /answer [N] TEXT  answer question N (a choice's number or text, or free text)
+  /approve [N]      approve question N (default: the only approval waiting in this thread)
+  /reject [N]       reject question N (same default)
+  /answer [N] TEXT  answer question N (a choice's number or text, or free text;
+                    default: the only question waiting in this thread)
   /questions        list the questions waiting for your answer
   /quit, /exit      leave
   /help             this text
@@ -105,6 +106,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if a.interactive {
 		a.notice("openbot console: type a message (@handle addresses a bot), /help for commands")
 	}
+	a.resumeThread(ctx)
 	a.listQuestions(ctx, true) // questions still open from before a restart
 	for n := 0; ; n++ {
 		var l line
@@ -184,6 +186,32 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.notice("unknown command %s; /help lists the commands", cmd)
 	}
 	return false
+}
+
+// resumeThread makes the thread this console's key is bound to the current one,
+// so after a restart /threads marks it and /approve finds its questions. A
+// failure leaves no current thread; the next message finds it anyway.
+func (a *Adapter) resumeThread(ctx context.Context) {
+	id, err := a.engine.ThreadByKey(ctx, a.ThreadKey())
+	if err != nil {
+		a.log.Warn("console: current thread", "err", err)
+		return
+	}
+	a.mu.Lock()
+	if a.current == 0 && !a.fresh && a.target == 0 {
+		a.current = id
+	}
+	a.mu.Unlock()
+}
+
+// currentThread is the thread the next message goes to, 0 when it starts one.
+func (a *Adapter) currentThread() core.ThreadID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fresh {
+		return 0
+	}
+	return a.current
 }
 
 // send ingests one message. Failures are shown in the terminal, not returned: the

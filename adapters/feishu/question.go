@@ -18,6 +18,9 @@ var _ core.QuestionAdapter = (*Adapter)(nil)
 // arguments are cut with "…" (the decision still applies to the exact, stored ones).
 const maxArgsShown = 1500
 
+// maxReachText bounds the tool's reach sentence (core.Question.Reach), in runes.
+const maxReachText = 300
+
 // ButtonValue is the callback value of a question button (issue 7 payload
 // convention): the question's Token and the index of the option in
 // core.Question.Options(). Feishu hands it back unchanged in action.value.
@@ -90,6 +93,12 @@ func QuestionCard(q core.Question, name string, p2p bool) string {
 	c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: text})
 	if q.Kind == core.QuestionApproval {
 		c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: argsBlock(q.Tool, q.PrettyArgs())})
+		if r := strings.TrimSpace(q.Reach); r != "" {
+			if rs := []rune(r); len(rs) > maxReachText {
+				r = string(rs[:maxReachText]) + "…"
+			}
+			c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: "**Reach:** " + Format(r)})
+		}
 	}
 	opts := q.Options()
 	switch {

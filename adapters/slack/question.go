@@ -33,6 +33,8 @@ const (
 	// maxArgsText bounds the tool arguments shown in the code block; the rest is
 	// cut with a note saying how much was left out.
 	maxArgsText = 1500
+	// maxReachText bounds the tool's reach sentence (core.Question.Reach).
+	maxReachText = 300
 	// maxButtonText is Slack's limit for a button label.
 	maxButtonText = 75
 	// maxButtons is Slack's limit of elements in one actions block.
@@ -173,7 +175,8 @@ func ParseButton(actionID, value string) (token string, index int, ok bool) {
 
 // questionBody is the part of a question that stays when it is resolved: the
 // question's text (the bot's words, formatted to mrkdwn; a generated line when it
-// is empty) and, for an approval, the tool's arguments in a code block.
+// is empty) and, for an approval, the tool's arguments in a code block and what
+// the tool can reach.
 func questionBody(q core.Question, from core.Sender) []slack.Block {
 	head := formatBounded(q.Text)
 	if strings.TrimSpace(q.Text) == "" {
@@ -187,6 +190,9 @@ func questionBody(q core.Question, from core.Sender) []slack.Block {
 		slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockText))}
 	if q.Kind == core.QuestionApproval {
 		code := "`" + escapeText(q.Tool) + "`\n```\n" + ArgsText(q.Args, maxArgsText) + "\n```"
+		if r := strings.TrimSpace(q.Reach); r != "" {
+			code += "\n*Reach:* " + escapeText(truncate(r, maxReachText))
+		}
 		blocks = append(blocks, slack.NewSectionBlock(
 			slack.NewTextBlockObject(slack.MarkdownType, code, false, false),
 			nil, nil, slack.SectionBlockOptionBlockID(blockArgs)))

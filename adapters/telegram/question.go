@@ -23,6 +23,7 @@ const (
 	maxQuestionText = 1500 // the question, after formatting
 	maxDecisionLine = 300  // "Approved by …" or a free-text answer, trimmed
 	maxButtonText   = 64   // runes of one button label
+	maxReachText    = 300  // the tool's reach sentence (core.Question.Reach)
 	maxButtons      = 100  // Telegram's limit on an inline keyboard
 	// shortChoice is the longest label (runes) that still shares a row with
 	// others; longer choices get a row each.
@@ -173,6 +174,9 @@ func (a *Adapter) QuestionHTML(d core.QuestionDelivery, resolved bool) string {
 		return head.String() + tail
 	}
 	tool := "\n\n<b>" + escapeTrim(q.Tool, 200) + "</b>\n"
+	if r := strings.TrimSpace(q.Reach); r != "" {
+		tool += "<i>Reach: " + escapeTrim(r, maxReachText) + "</i>\n"
+	}
 	// The arguments get what is left, keeping room for the decision line so the
 	// resolved message is never longer than the limit either.
 	budget := MaxMessageLen - utf16Len(head.String()) - utf16Len(tool) - len("<pre></pre>") -

@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"openbot/agents"
 )
 
 func TestBlockedAddr(t *testing.T) {
@@ -152,5 +156,54 @@ func TestHTTPFetchCapsAndRedirectLimit(t *testing.T) {
 	}
 	if _, err := call(t, tl["http_fetch"], nil, map[string]any{"url": "file:///etc/passwd"}); err == nil {
 		t.Fatal("file URL accepted")
+	}
+}
+
+// TestHTTPFetchApprovalByMethod: methods that send data need approval by default
+// (DESIGN.md §5); GET and HEAD do not; arguments that cannot be read do.
+func TestHTTPFetchApprovalByMethod(t *testing.T) {
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})["http_fetch"]
+	ca, ok := tl.(agents.CallApprover)
+	if !ok {
+		t.Fatal("http_fetch does not say which calls need approval")
+	}
+	for args, want := range map[string]bool{
+		`{"url":"https://x"}`:                    false,
+		`{"url":"https://x","method":"get"}`:     false,
+		`{"url":"https://x","method":"HEAD"}`:    false,
+		`{"url":"https://x","method":""}`:        false,
+		`{"url":"https://x","method":"POST"}`:    true,
+		`{"url":"https://x","method":" put "}`:   true,
+		`{"url":"https://x","method":"PATCH"}`:   true,
+		`{"url":"https://x","method":"delete"}`:  true,
+		`{"url":"https://x","method":"OPTIONS"}`: true,
+		`{"url":"https://x","method":7}`:         true,
+		`not json`:                               true,
+	} {
+		if got := ca.NeedsApproval(json.RawMessage(args)); got != want {
+			t.Errorf("NeedsApproval(%s) = %v, want %v", args, got, want)
+		}
+	}
+	if r, ok := tl.(agents.Reacher); !ok || !strings.Contains(r.Reach("engineer"), "public internet") {
+		t.Errorf("http_fetch reach missing")
+	}
+}
+
+// TestHTTPFetchSendsWithEveryWriteMethod: PUT, PATCH and DELETE reach the server
+// with their bodies.
+func TestHTTPFetchSendsWithEveryWriteMethod(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.Header.Get("Content-Type"), b)
+	})
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), FetchAllowHosts: []string{strings.TrimPrefix(srv.URL, "http://")}})["http_fetch"]
+	for _, m := range []string{"PUT", "PATCH", "DELETE"} {
+		got, err := call(t, tl, nil, map[string]any{"url": srv.URL, "method": m, "body": "v"})
+		if err != nil || !strings.Contains(got, m+" application/json v") {
+			t.Errorf("%s: %q %v", m, got, err)
+		}
+	}
+	if _, err := call(t, tl, nil, map[string]any{"url": srv.URL, "method": "TRACE"}); err == nil {
+		t.Error("TRACE was accepted")
 	}
 }

@@ -281,35 +281,26 @@ func TestSandboxNoneRunsUnsandboxed(t *testing.T) {
 }
 
 func TestShellReach(t *testing.T) {
-	reach := func(o Options) interface {
-		Reach() string
-		ReachFor(string) string
-	} {
-		return builtins(t, o)["shell"].(interface {
-			Reach() string
-			ReachFor(string) string
-		})
+	reach := func(o Options) agents.Reacher {
+		return builtins(t, o)["shell"].(agents.Reacher)
 	}
 	off := reach(Options{WorkspaceRoot: t.TempDir()})
-	if got := off.Reach(); !strings.Contains(got, "sandbox") || !strings.Contains(got, "network off") {
+	if got := off.Reach("qa"); !strings.Contains(got, "sandbox") || !strings.Contains(got, "network off") {
 		t.Errorf("Reach = %q", got)
 	}
 	mixed := reach(Options{WorkspaceRoot: t.TempDir(), ShellNetwork: map[string]bool{"engineer": true}})
-	if got := mixed.Reach(); !strings.Contains(got, "network on for @engineer") {
-		t.Errorf("Reach = %q", got)
+	if got := mixed.Reach("engineer"); !strings.HasSuffix(got, "network on") {
+		t.Errorf("Reach(engineer) = %q", got)
 	}
-	if got := mixed.ReachFor("engineer"); !strings.HasSuffix(got, "network on") {
-		t.Errorf("ReachFor(engineer) = %q", got)
-	}
-	if got := mixed.ReachFor("qa"); !strings.HasSuffix(got, "network off") {
-		t.Errorf("ReachFor(qa) = %q", got)
+	if got := mixed.Reach("qa"); !strings.HasSuffix(got, "network off") {
+		t.Errorf("Reach(qa) = %q", got)
 	}
 	none := reach(Options{WorkspaceRoot: t.TempDir(), Sandbox: SandboxNone})
-	if got := none.Reach(); !strings.Contains(got, "WITHOUT a sandbox") {
+	if got := none.Reach("qa"); !strings.Contains(got, "WITHOUT a sandbox") {
 		t.Errorf("Reach = %q", got)
 	}
-	fetch := builtins(t, Options{})["http_fetch"].(interface{ Reach() string })
-	if got := fetch.Reach(); !strings.Contains(got, "public internet") {
+	fetch := builtins(t, Options{})["http_fetch"].(agents.Reacher)
+	if got := fetch.Reach("qa"); !strings.Contains(got, "public internet") {
 		t.Errorf("http_fetch Reach = %q", got)
 	}
 }

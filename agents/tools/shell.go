@@ -22,30 +22,11 @@ type shell struct {
 	sb *sandbox
 }
 
-// Reach says in one sentence what a shell command can reach, for the approval
-// prompt (DESIGN.md §5, §9). The network is a per-bot setting: when some bots
-// have it on, the sentence names them; ReachFor gives one bot's exact answer.
-func (s *shell) Reach() string {
-	if s.sb.none() {
-		return s.sb.reach(false)
-	}
-	var on []string
-	for h, yes := range s.sb.opts.ShellNetwork {
-		if yes {
-			on = append(on, "@"+h)
-		}
-	}
-	if len(on) == 0 {
-		return s.sb.reach(false)
-	}
-	sort.Strings(on)
-	return "runs in a sandbox: sees only this thread's workspace; network on for " +
-		strings.Join(on, ", ") + ", off for other bots"
-}
-
-// ReachFor is Reach for the bot with this handle.
-func (s *shell) ReachFor(handle string) string {
-	return s.sb.reach(s.sb.opts.ShellNetwork[handle])
+// Reach says in one sentence what a shell command of the bot with this handle
+// can reach, for the approval prompt (DESIGN.md §5, §9): the sandbox and that
+// bot's network setting.
+func (s *shell) Reach(bot string) string {
+	return s.sb.reach(s.sb.opts.ShellNetwork[bot])
 }
 
 func shellTool(ws *workspace) agents.Tool {

@@ -18,15 +18,16 @@ func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *conf
 	return loadConfigChecked(path, stderr, lookupEnv, false)
 }
 
-// loadConfigChecked is loadConfig; with keyProblem a bot profile that can never
-// work (the public OpenAI API without a key) is one more problem in the report.
-func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv, keyProblem bool) *config.Config {
+// loadConfigChecked is loadConfig; with warnKey a bot profile that cannot work
+// yet (the public OpenAI API without a key) is printed as a warning first, which
+// is not a problem: the key usually comes from the environment at run time.
+func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv, warnKey bool) *config.Config {
 	cfg, err := config.Load(path, lookupEnv)
 	var es config.Errors
 	if cfg != nil && (err == nil || errors.As(err, &es)) {
-		if keyProblem {
+		if warnKey {
 			if prof, msg := missingKeyProfile(cfg); msg != "" {
-				es = append(es, config.FieldError{Path: "llm." + prof + ".api_key", Msg: msg})
+				fmt.Fprintf(stderr, "%s: warning: %s\n", path, config.FieldError{Path: "llm." + prof + ".api_key", Msg: msg}.Error())
 			}
 		}
 		// Tool names are checked against the registry in the same report.
@@ -61,8 +62,10 @@ func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv
 }
 
 // runCheck is `openbot config check --config FILE`: it prints every problem and
-// returns 1, or prints "config ok" and returns 0. A profile that can never work
-// (public OpenAI without a key) is a problem too: serve and chat refuse it.
+// returns 1, or prints "config ok" and returns 0. A profile without the key it
+// needs (public OpenAI without OPENAI_API_KEY) is a warning on stderr, not a
+// problem: the file is valid, and serve and chat refuse to start until the key is
+// set, with the same sentence.
 func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -69,3 +69,16 @@ telegram:
 		t.Errorf("telegram: %q", got)
 	}
 }
+
+// TestConfigCheckExampleWithoutKey: the example's header suggests `openbot config
+// check --config config.example.yaml`; without OPENAI_API_KEY it passes with a
+// warning naming the variable.
+func TestConfigCheckExampleWithoutKey(t *testing.T) {
+	r := runFor(t, []string{"config", "check", "--config", "../../config.example.yaml"}, nil, nil)
+	if r.code != 0 || r.stdout != "config ok\n" {
+		t.Fatalf("exit %d stdout %q stderr %q, want config ok", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "warning: llm.default.api_key") || !strings.Contains(r.stderr, "set OPENAI_API_KEY") {
+		t.Errorf("stderr %q lacks the warning", r.stderr)
+	}
+}

@@ -11,7 +11,8 @@
 //	openbot version
 //
 // In chat mode the log goes to openbot.log next to the store file, so it does not
-// interleave with the conversation; serve logs to stderr.
+// interleave with the conversation; serve logs to stderr. Piped chat (input not a
+// terminal) exits 1 when a run of the session failed, naming each on stderr.
 package main
 
 import (

@@ -39,6 +39,8 @@ type app struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	terminal   bool // stdin is a terminal (chat reads it interactively)
+	// failures records failed runs in piped chat, which then exits non-zero.
+	failures *runFailures
 	// onListen, when set, is told the HTTP listener's address (tests listen on :0).
 	onListen func(addr string)
 }
@@ -135,9 +137,14 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("agents", err)
 	}
+	var runner core.Agent = agent
+	if a.chat && !a.terminal {
+		a.failures = &runFailures{Agent: agent}
+		runner = a.failures
+	}
 	eng, err := core.New(core.Options{
 		Store:           st,
-		Agent:           agent,
+		Agent:           runner,
 		Bots:            botProfiles(a.cfg),
 		DefaultBot:      a.cfg.DefaultBot,
 		Limits:          coreLimits(a.cfg.Limits),
@@ -297,6 +304,9 @@ func (a *app) serve(ctx context.Context) int {
 	if err := st.Close(); err != nil {
 		return a.fail("close store", err)
 	}
+	if errors.Is(runErr, errRunsFailed) {
+		return a.fail("chat", runErr)
+	}
 	if runErr != nil {
 		return a.fail("stopped", runErr)
 	}
@@ -305,16 +315,21 @@ func (a *app) serve(ctx context.Context) int {
 }
 
 // consoleDone ends chat mode once the terminal input is over: with piped input it
-// first waits until no run is queued or running and every reply is delivered.
+// first waits until no run is queued or running and every reply is delivered, and
+// returns the runs that failed in the session (errRunsFailed), if any.
 func (a *app) consoleDone(ctx context.Context, eng *core.Engine, runErr error, stop func()) error {
 	if runErr == nil && !a.terminal && ctx.Err() == nil {
 		if err := eng.WaitIdle(ctx); err != nil && ctx.Err() == nil {
 			runErr = err
 		}
 	}
+	interrupted := ctx.Err() != nil
 	stop()
 	if runErr != nil {
 		return fmt.Errorf("console: %w", runErr)
+	}
+	if a.failures != nil && !interrupted {
+		return a.failures.err() // piped chat: a failed run fails the command
 	}
 	return nil
 }

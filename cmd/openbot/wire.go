@@ -45,11 +45,23 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			LLM:           b.LLM,
 			Model:         b.Model,
 			Tools:         b.Tools,
-			ApprovalTools: b.ApprovalTools,
+			ApprovalTools: config.ApprovalToolNames(b.ApprovalTools),
+			ToolApprovers: toolApprovers(b.ApprovalTools),
 			Memory:        b.Memory,
 			MaxModelCalls: b.MaxModelCalls,
 			Approvers:     actorIDs(b.Approvers),
 		})
+	}
+	return out
+}
+
+// toolApprovers maps the approval_tools entries that name their own approvers.
+func toolApprovers(entries []config.ApprovalTool) []core.ToolApprovers {
+	var out []core.ToolApprovers
+	for _, e := range entries {
+		if len(e.Approvers) > 0 {
+			out = append(out, core.ToolApprovers{Tool: e.Tool, Approvers: actorIDs(e.Approvers)})
+		}
 	}
 	return out
 }
@@ -112,7 +124,7 @@ func checkTools(cfg *config.Config, reg *agents.Registry) config.Errors {
 	}
 	for i, b := range cfg.Bots {
 		check(fmt.Sprintf("bots[%d].tools", i), b.Tools)
-		check(fmt.Sprintf("bots[%d].approval_tools", i), b.ApprovalTools)
+		check(fmt.Sprintf("bots[%d].approval_tools", i), config.ApprovalToolNames(b.ApprovalTools))
 	}
 	return errs
 }

@@ -1,0 +1,117 @@
+package agents_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/agents"
+	"openbot/agents/openaitest"
+	"openbot/agents/tools"
+	"openbot/core"
+)
+
+// TestHTTPFetchSendingDataNeedsApproval: http_fetch is not in the bot's
+// approval_tools, yet a POST pauses the run for a person's approval (with the
+// tool's reach in the question) and is sent only once approved; a GET runs at once.
+func TestHTTPFetchSendingDataNeedsApproval(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+string(b))
+		mu.Unlock()
+		io.WriteString(w, "done")
+	}))
+	t.Cleanup(site.Close)
+	requests := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+
+	model := openaitest.New(t)
+	model.Handle(func(r openaitest.Request) openaitest.Reply {
+		msgs := r.Body.Messages
+		last := msgs[len(msgs)-1]
+		if last.Role == "tool" {
+			return openaitest.Text("result: " + last.Content)
+		}
+		method := "GET"
+		if strings.Contains(last.Content, "post") {
+			method = "POST"
+		}
+		return openaitest.Calls(openaitest.ToolCall{ID: "f-" + method, Name: "http_fetch",
+			Arguments: fmt.Sprintf(`{"url":%q,"method":%q,"body":"x=1"}`, site.URL, method)})
+	})
+	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: t.TempDir(), FetchAllowHosts: []string{strings.TrimPrefix(site.URL, "http://")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	for _, tl := range builtins {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"http_fetch"}, ApprovalTools: []string{}}}
+	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: model.URL(), Model: "m"}}, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startEngine(t, filepath.Join(t.TempDir(), "openbot.db"), agent, bots)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	say := func(n int, text string) {
+		if _, err := run.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", n),
+			ThreadKey: fmt.Sprintf("console:%d", n), Conversation: "main", PlatformID: fmt.Sprintf("in%d", n),
+			SenderID: "console:you", SenderName: "you", Text: text, StartThread: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.eng.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	say(1, "@engineer please post the form")
+	qs, err := run.eng.Questions(ctx, true)
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("pending questions = %+v, %v; want the POST waiting for approval", qs, err)
+	}
+	q := qs[0]
+	if q.Kind != core.QuestionApproval || q.Tool != "http_fetch" || !strings.Contains(string(q.Args), `"POST"`) {
+		t.Fatalf("question = %+v", q)
+	}
+	if !strings.Contains(q.Reach, "public internet") {
+		t.Errorf("reach = %q, want what http_fetch can reach", q.Reach)
+	}
+	if r := requests(); len(r) != 0 {
+		t.Fatalf("the POST was sent before approval: %v", r)
+	}
+	res, err := run.eng.Answer(ctx, core.Answer{Question: q.ID, Choice: core.ChoiceApprove, Actor: "console:you", Name: "you"})
+	if err != nil || res.Outcome != core.AnswerAccepted {
+		t.Fatalf("Answer = %+v, %v", res, err)
+	}
+	if err := run.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := requests(); len(r) != 1 || r[0] != "POST x=1" {
+		t.Fatalf("requests after approval = %v, want one POST", r)
+	}
+
+	say(2, "@engineer please get the page")
+	if qs, _ := run.eng.Questions(ctx, true); len(qs) != 0 {
+		t.Fatalf("a GET asked for approval: %+v", qs)
+	}
+	if r := requests(); len(r) != 2 || !strings.HasPrefix(r[1], "GET") {
+		t.Fatalf("requests = %v, want the GET sent at once", r)
+	}
+}

@@ -1,0 +1,66 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"openbot/agents/openaitest"
+)
+
+// gatedTool says what it reaches and needs approval for calls with "write": true.
+type gatedTool struct{ *FuncTool }
+
+func (gatedTool) Reach(string) string { return "runs in the sandbox with network off" }
+func (gatedTool) NeedsApproval(args json.RawMessage) bool {
+	var a struct{ Write bool }
+	return json.Unmarshal(args, &a) != nil || a.Write
+}
+
+// TestToolReachAndPerCallApproval: a tool's Reach sentence goes on the pause; a
+// CallApprover's call that needs approval pauses although the tool is not in
+// approval_tools, and one that does not runs at once.
+func TestToolReachAndPerCallApproval(t *testing.T) {
+	for _, tt := range []struct {
+		name, args string
+		approval   []string
+		wantPause  bool
+	}{
+		{"listed tool", `{"write":false}`, []string{"store"}, true},
+		{"call that writes", `{"write":true}`, nil, true},
+		{"unreadable args", `{"write":"yes"}`, nil, true},
+		{"call that reads", `{"write":false}`, nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := openaitest.New(t)
+			srv.Enqueue(openaitest.Calls(openaitest.ToolCall{ID: "c1", Name: "store", Arguments: tt.args}), openaitest.Text("done"))
+			ran := 0
+			reg := NewRegistry()
+			if err := reg.Add(gatedTool{&FuncTool{ToolName: "store", Fn: func(context.Context, ToolCall) (string, error) {
+				ran++
+				return "ok", nil
+			}}}); err != nil {
+				t.Fatal(err)
+			}
+			bot := engineer
+			bot.Tools, bot.ApprovalTools = []string{"store"}, tt.approval
+			env := &fakeEnv{}
+			res, err := execute(t, newAgent(t, srv, reg, nil), newJob(env, bot, false, env.add(alice, "Alice", "save it")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.wantPause && (res.Pause == nil || res.Pause.Reach != "runs in the sandbox with network off" || ran != 0):
+				t.Fatalf("pause = %+v, ran %d; want a pause with the reach and nothing run", res.Pause, ran)
+			case !tt.wantPause && (res.Pause != nil || ran != 1 || !strings.Contains(res.Reply, "done")):
+				t.Fatalf("result = %+v, ran %d; want the call run at once", res, ran)
+			}
+		})
+	}
+}
+
+var _ interface {
+	Reacher
+	CallApprover
+} = gatedTool{}

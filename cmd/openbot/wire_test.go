@@ -1,0 +1,39 @@
+package main
+
+import (
+	"log/slog"
+	"slices"
+	"testing"
+
+	"openbot/config"
+	"openbot/core"
+)
+
+// TestBotProfilesToolApprovers: approval_tools entries become the bot's approval
+// tool names, and those naming approvers become core.ToolApprovers.
+func TestBotProfilesToolApprovers(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+llm: {default: {base_url: "http://127.0.0.1:1/v1", model: m}}
+bots:
+  - handle: ops
+    tools: [shell, http_fetch]
+    approval_tools: [http_fetch, {tool: shell, approvers: ["slack:T1:U1"]}]
+`), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := botProfiles(cfg)[0]
+	if !slices.Equal(b.ApprovalTools, []string{"http_fetch", "shell"}) {
+		t.Errorf("approval tools = %v", b.ApprovalTools)
+	}
+	if len(b.ToolApprovers) != 1 || b.ToolApprovers[0].Tool != "shell" || !slices.Equal(b.ToolApprovers[0].Approvers, []core.ActorID{"slack:T1:U1"}) {
+		t.Errorf("tool approvers = %+v", b.ToolApprovers)
+	}
+	reg, err := newRegistry(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := checkTools(cfg, reg); len(errs) != 0 {
+		t.Errorf("checkTools = %v", errs)
+	}
+}

@@ -1,0 +1,174 @@
+package core
+
+import (
+	"errors"
+	"slices"
+	"strings"
+)
+
+// Who may answer a question (DESIGN.md §5). An approval is answered only by the
+// approvers configured for its tool, else the bot's, else the global approvers,
+// else the person who asked for the work; it fails closed. A free-text question
+// of ask_human may be answered by the people of the thread unless approvers are
+// configured, and only by a message meant for it.
+
+// maxAskerRuns bounds how many runs askersTx follows back through a hand-off
+// chain; a chain is at most Limits.MaxBotHops long, so this is never reached in
+// practice, but a corrupt store must not make it loop.
+const maxAskerRuns = 256
+
+// toolSourceSeparator separates an MCP server's name from its tool's name
+// ("<server>__<tool>"), as agents.SourceSeparator does.
+const toolSourceSeparator = "__"
+
+// ToolMatches reports whether an approval_tools entry covers a tool name: the
+// exact name, a source name "<server>" (every "<server>__<tool>"), or the pattern
+// "<server>__*" (DESIGN.md §5, §6).
+func ToolMatches(pattern, name string) bool {
+	switch {
+	case pattern == name:
+		return true
+	case strings.HasSuffix(pattern, toolSourceSeparator+"*"):
+		return strings.HasPrefix(name, strings.TrimSuffix(pattern, "*"))
+	case !strings.Contains(pattern, toolSourceSeparator):
+		return strings.HasPrefix(name, pattern+toolSourceSeparator)
+	}
+	return false
+}
+
+// approversFor returns the configured approvers of q, most specific first: the
+// tool's (approvals only), the bot's, the global ones; nil when none is configured.
+func (e *Engine) approversFor(q Question) []ActorID {
+	b, ok := e.bots[strings.TrimPrefix(string(q.Bot), "bot:")]
+	if ok && q.Kind == QuestionApproval && q.Tool != "" {
+		for _, ta := range b.ToolApprovers {
+			if len(ta.Approvers) > 0 && ToolMatches(ta.Tool, q.Tool) {
+				return ta.Approvers
+			}
+		}
+	}
+	if ok && len(b.Approvers) > 0 {
+		return b.Approvers
+	}
+	if len(e.approvers) > 0 {
+		return e.approvers
+	}
+	return nil
+}
+
+// authorizedTx reports whether actor may answer q: a configured approver
+// (approversFor); with none configured, for an approval one of the people who
+// asked for the work (Question.Askers), for ask_human a human of the thread. An
+// empty or bot actor fails closed.
+func (e *Engine) authorizedTx(tx ReadTx, q Question, actor ActorID) (bool, error) {
+	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
+		return false, nil
+	}
+	if approvers := e.approversFor(q); approvers != nil {
+		return slices.Contains(approvers, actor), nil
+	}
+	if q.Kind == QuestionApproval {
+		return slices.Contains(q.Askers, actor), nil
+	}
+	t, err := tx.Thread(q.Thread)
+	if err != nil {
+		return false, err
+	}
+	return t.HasParticipant(actor), nil
+}
+
+// askersTx returns the people who asked for the work of a run with these
+// triggers, in order of first appearance: the human senders among them, and for
+// a bot's message (a hand-off) the askers of the run that posted it, followed
+// back to the human message that started the chain. System messages ask nothing.
+func askersTx(tx ReadTx, triggers []Message) ([]ActorID, error) {
+	var out []ActorID
+	seen := map[RunID]bool{}
+	queue := append([]Message(nil), triggers...)
+	for len(queue) > 0 {
+		m := queue[0]
+		queue = queue[1:]
+		switch {
+		case m.Sender == SystemActor:
+		case !strings.HasPrefix(string(m.Sender), "bot:"):
+			if !slices.Contains(out, m.Sender) {
+				out = append(out, m.Sender)
+			}
+		case m.Run != 0 && !seen[m.Run] && len(seen) < maxAskerRuns:
+			seen[m.Run] = true
+			r, err := tx.Run(m.Run)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			for _, id := range r.Triggers {
+				tm, err := tx.Message(id)
+				if errors.Is(err, ErrNotFound) {
+					continue
+				} else if err != nil {
+					return nil, err
+				}
+				queue = append(queue, tm)
+			}
+		}
+	}
+	return out, nil
+}
+
+// addressedBots are the bots a human message addresses by name: its native
+// mentions (except "*", the account's own all-team mention) and its @handles.
+func (e *Engine) addressedBots(in Inbound) []string {
+	var out []string
+	for _, h := range in.Mentions {
+		if h = strings.ToLower(h); h != "*" && e.knownBot(h) && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	for _, h := range ParseMentions(in.Text, e.knownBot) {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// repliesTo reports whether in is a platform reply to one of q's posts
+// (Inbound.ReplyToKey against the MessageKeyer key of each post).
+func (e *Engine) repliesTo(q Question, in Inbound) bool {
+	if in.ReplyToKey == "" {
+		return false
+	}
+	for _, p := range q.Posts {
+		if p.PlatformID == "" {
+			continue
+		}
+		ad, ok := e.adapter(p.Account)
+		if !ok {
+			continue
+		}
+		if mk, ok := ad.(MessageKeyer); ok && mk.MessageKey(p.Conversation, p.PlatformID) == in.ReplyToKey {
+			return true
+		}
+	}
+	return false
+}
+
+// meantFor reports whether a human message is meant as the answer to q: a reply
+// to the question's message always is; otherwise it must address no other bot and
+// no other person (DESIGN.md §5).
+func (e *Engine) meantFor(q Question, in Inbound, addressed []string) bool {
+	if e.repliesTo(q, in) {
+		return true
+	}
+	if in.MentionsHumans {
+		return false
+	}
+	asker := strings.TrimPrefix(string(q.Bot), "bot:")
+	for _, h := range addressed {
+		if h != asker {
+			return false
+		}
+	}
+	return true
+}
