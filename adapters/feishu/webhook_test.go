@@ -154,4 +154,3 @@ func TestSignedRequestFreshness(t *testing.T) {
 		t.Errorf("fresh requests ingested %d messages, want 2", n)
 	}
 }
-
