@@ -25,6 +25,14 @@ type Engine interface {
 	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
 }
 
+// Cursors persists small flags durably (core.Cursors: Cursor returns "" for a
+// name never set; both honour ctx). cmd passes core.StoreCursors(store); adapters
+// never import the store.
+type Cursors interface {
+	Cursor(ctx context.Context, name string) (string, error)
+	SetCursor(ctx context.Context, name, value string) error
+}
+
 // Modes of receiving events (issue 5 items 3 and 4).
 const (
 	ModeWebsocket = "websocket" // long connection; no public URL needed
@@ -71,6 +79,9 @@ type Options struct {
 	Bots []core.BotProfile
 	// Engine receives inbound messages. Required.
 	Engine Engine
+	// Cursors persists a pending "/new" per conversation (core.StoreCursors), so a
+	// restart does not forget it. Without it the flag is kept in memory only.
+	Cursors Cursors
 	// Logger defaults to discarding; HTTPClient to a client with no timeout of its
 	// own (every call has one); Clock to the system clock.
 	Logger     *slog.Logger
@@ -91,7 +102,9 @@ type Adapter struct {
 	dmOpen     bool
 	allow      map[string]bool
 	handles    []string
+	bots       []core.BotProfile
 	engine     Engine
+	cursors    Cursors
 	log        *slog.Logger
 	clock      core.Clock
 	http       *http.Client
@@ -104,7 +117,7 @@ type Adapter struct {
 
 	mu        sync.Mutex // guards botOpenID, fresh, names
 	botOpenID string
-	fresh     map[string]bool      // p2p chats whose next message starts a new thread (/new)
+	fresh     map[core.ConversationRef]bool // conversations whose next message starts a new thread (/new), when there are no Cursors
 	names     map[string]nameEntry // sender display names by open_id
 }
 
@@ -112,6 +125,7 @@ var (
 	_ core.Adapter        = (*Adapter)(nil)
 	_ core.Runner         = (*Adapter)(nil)
 	_ core.WebhookMounter = (*Adapter)(nil)
+	_ core.MessageKeyer   = (*Adapter)(nil)
 )
 
 type systemClock struct{}
@@ -174,11 +188,13 @@ func New(opts Options) (*Adapter, error) {
 		dmOpen:     opts.DMPolicy == DMOpen,
 		allow:      map[string]bool{},
 		engine:     opts.Engine,
+		cursors:    opts.Cursors,
+		bots:       append([]core.BotProfile(nil), opts.Bots...),
 		log:        log,
 		clock:      opts.Clock,
 		http:       opts.HTTPClient,
 		notices:    make(chan notice, noticeQueue),
-		fresh:      map[string]bool{},
+		fresh:      map[core.ConversationRef]bool{},
 		names:      map[string]nameEntry{},
 		api: &apiClient{
 			base:      strings.TrimRight(opts.BaseURL, "/"),
@@ -268,16 +284,18 @@ func (a *Adapter) learnBot(ctx context.Context) error {
 	}
 }
 
-// notice is a short reply to one message that starts no run.
+// notice is a short reply to one message that starts no run. inThread replies in
+// the message's topic thread (group messages), as Deliver does.
 type notice struct {
-	replyTo string
-	text    string
+	replyTo  string
+	text     string
+	inThread bool
 }
 
 // queueNotice queues a short text reply to messageID; it never blocks.
-func (a *Adapter) queueNotice(messageID, text string) {
+func (a *Adapter) queueNotice(messageID, text string, inThread bool) {
 	select {
-	case a.notices <- notice{messageID, text}:
+	case a.notices <- notice{messageID, text, inThread}:
 	default:
 		a.log.Warn("feishu notice queue full; dropping", "message_id", messageID)
 	}
@@ -289,7 +307,7 @@ func (a *Adapter) noticeLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case n := <-a.notices:
-			if _, err := a.api.replyMessage(ctx, n.replyTo, "text", textContent(n.text), false, ""); err != nil {
+			if _, err := a.api.replyMessage(ctx, n.replyTo, "text", textContent(n.text), n.inThread, ""); err != nil {
 				a.log.Warn("feishu notice failed", "message_id", n.replyTo, "err", err)
 			}
 		}
@@ -375,6 +393,17 @@ func (a *Adapter) post(ctx context.Context, conv Conversation, replyTo, msgType,
 		m, err = a.api.createMessage(ctx, "chat_id", conv.Chat, msgType, content, uuid)
 	}
 	return m.MessageID, err
+}
+
+// MessageKey implements core.MessageKeyer: the platform identity of a message this
+// app posted (DedupKey of its message_id, whatever the conversation), so a
+// person's reply to it (parent_id) joins its thread (core.Inbound.ReplyToKey;
+// DESIGN.md §3).
+func (a *Adapter) MessageKey(_ core.ConversationRef, platformID string) string {
+	if platformID == "" {
+		return ""
+	}
+	return DedupKey(platformID)
 }
 
 // UpdateCard replaces the card of a message this app sent with a card showing the

@@ -270,24 +270,6 @@ func (a *Adapter) Self() (tgbotapi.User, bool) {
 func (a *Adapter) mentionHandle() string { return a.bot }
 
 // StoreCursors adapts a core.Store's Cursor/SetCursor to Cursors, each call one
-// transaction, for cmd and end-to-end tests. An unset cursor reads as "".
-func StoreCursors(s core.Store) Cursors { return storeCursors{s} }
-
-type storeCursors struct{ s core.Store }
-
-func (c storeCursors) Cursor(ctx context.Context, name string) (string, error) {
-	var v string
-	err := c.s.View(ctx, func(tx core.ReadTx) error {
-		var err error
-		v, err = tx.Cursor(name)
-		if errors.Is(err, core.ErrNotFound) {
-			v, err = "", nil
-		}
-		return err
-	})
-	return v, err
-}
-
-func (c storeCursors) SetCursor(ctx context.Context, name, value string) error {
-	return c.s.Update(ctx, func(tx core.Tx) error { return tx.SetCursor(name, value) })
-}
+// transaction, for cmd and end-to-end tests (core.StoreCursors). An unset cursor
+// reads as "".
+func StoreCursors(s core.Store) Cursors { return core.StoreCursors(s) }
