@@ -118,7 +118,7 @@ type Adapter struct {
 	mu        sync.Mutex // guards botOpenID, fresh, names
 	botOpenID string
 	fresh     map[core.ConversationRef]bool // conversations whose next message starts a new thread (/new), when there are no Cursors
-	names     map[string]nameEntry // sender display names by open_id
+	names     map[string]nameEntry          // sender display names by open_id
 }
 
 var (
