@@ -154,3 +154,83 @@ func TestSignedRequestFreshness(t *testing.T) {
 		t.Errorf("fresh requests ingested %d messages, want 2", n)
 	}
 }
+
+// TestRefusalsLogWarn: every malformed or refused request leaves a WARN line that
+// names the account and a reason, and no log line carries the app secret, the
+// encrypt key or the verification token.
+func TestRefusalsLogWarn(t *testing.T) {
+	bot := []feishutest.Mention{feishutest.BotMention("@_user_1")}
+	signedAt := func(h *harness, path string, payload []byte, at time.Time) *http.Request {
+		req, err := feishutest.WebhookRequestAt(h.web.URL+"/feishu/acme/"+path, payload, feishutest.EncryptKey, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	raw := func(h *harness, path, body string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, h.web.URL+"/feishu/acme/"+path, strings.NewReader(body))
+		return req
+	}
+	cases := []struct {
+		name    string
+		noKey   bool // token-only account (no encrypt key)
+		request func(h *harness) *http.Request
+	}{
+		{"bad signature", false, func(h *harness) *http.Request {
+			req := signedAt(h, "events", feishutest.MessageEvent{MessageID: "om_1", Text: "hi"}.JSON(), time.Now())
+			req.Header.Set("X-Lark-Signature", strings.Repeat("ab", 32))
+			return req
+		}},
+		{"stale", false, func(h *harness) *http.Request {
+			return signedAt(h, "events", feishutest.MessageEvent{MessageID: "om_2", Text: "@_user_1 hi", Mentions: bot}.JSON(), time.Now().Add(-30*24*time.Hour))
+		}},
+		{"unsigned, not a challenge", false, func(h *harness) *http.Request { return raw(h, "events", `{"encrypt":"AAAA"}`) }},
+		{"signed, not JSON inside", false, func(h *harness) *http.Request {
+			return signedAt(h, "events", []byte("not json"), time.Now())
+		}},
+		{"signed, malformed message event", false, func(h *harness) *http.Request {
+			return signedAt(h, "events", []byte(`{"schema":"2.0","header":{"event_type":"im.message.receive_v1","token":"`+feishutest.VerificationToken+`"},"event":"oops"}`), time.Now())
+		}},
+		{"wrong verification token", true, func(h *harness) *http.Request {
+			return raw(h, "events", string(feishutest.MessageEvent{MessageID: "om_3", Text: "hi", Token: "forged"}.JSON()))
+		}},
+		{"not JSON", true, func(h *harness) *http.Request { return raw(h, "events", "{nope") }},
+		{"encrypted body without a key", true, func(h *harness) *http.Request { return raw(h, "events", `{"encrypt":"AAAA"}`) }},
+		{"unknown user in DM", false, func(h *harness) *http.Request {
+			ev := feishutest.MessageEvent{MessageID: "om_4", ChatID: "oc_bob", ChatType: "p2p", Sender: feishutest.BobOpenID, Text: "hello"}
+			return signedAt(h, "events", ev.JSON(), time.Now())
+		}},
+		{"card click from a non-approver", false, func(h *harness) *http.Request {
+			q := approvalQ()
+			h.eng.questions[q.Token] = &q
+			v := feishutest.CardButtons(feishu.QuestionCard(q, "", false))[0].Value
+			return signedAt(h, "card", feishutest.CardAction{MessageID: "om_card", OpenID: feishutest.BobOpenID, Value: v}.JSON(), time.Now())
+		}},
+		{"card click on a button that is not a question", false, func(h *harness) *http.Request {
+			return signedAt(h, "card", feishutest.CardAction{MessageID: "om_card", Value: []byte(`{"x":1}`)}.JSON(), time.Now())
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &recordingHandler{}
+			h := newHarness(t, func(o *feishu.Options) {
+				o.Logger = slog.New(logs)
+				if tc.noKey {
+					o.EncryptKey = ""
+				}
+			})
+			h.run()
+			logs.reset()
+			h.do(tc.request(h))
+			if got := logs.warned("account", "feishu/acme"); len(got) == 0 {
+				t.Errorf("no WARN line naming the account; logged %v", logs.all())
+			}
+			if n := len(h.eng.inbounds()); n != 0 {
+				t.Errorf("%d messages ingested", n)
+			}
+			if l := logs.leaks(feishutest.AppSecret, feishutest.EncryptKey, feishutest.VerificationToken); len(l) != 0 {
+				t.Errorf("secrets in logs: %v", l)
+			}
+		})
+	}
+}

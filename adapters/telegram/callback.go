@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -31,6 +32,7 @@ const (
 func (a *Adapter) handleCallback(ctx context.Context, q *callbackQuery) error {
 	token, choice, ok := ParseCallbackData(q.Data)
 	if !ok {
+		a.log.Warn("button click with callback data openbot did not write; ignored", "user", q.From.ID, "bytes", len(q.Data))
 		a.answerCallback(ctx, q.ID, noticeUnknown, false)
 		return nil
 	}
@@ -43,7 +45,11 @@ func (a *Adapter) handleCallback(ctx context.Context, q *callbackQuery) error {
 	if err != nil {
 		return fmt.Errorf("telegram: answer to question %s from %s: %w", token, ans.Actor, err)
 	}
-	a.log.Info("question button clicked", "token", token, "choice", choice, "user", q.From.ID, "outcome", res.Outcome)
+	level := slog.LevelInfo
+	if res.Outcome == core.AnswerForbidden {
+		level = slog.LevelWarn // a refused click
+	}
+	a.log.Log(ctx, level, "question button clicked", "token", token, "choice", choice, "user", q.From.ID, "outcome", res.Outcome)
 	text, alert := CallbackNotice(res, choice)
 	a.answerCallback(ctx, q.ID, text, alert)
 	return nil
