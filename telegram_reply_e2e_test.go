@@ -114,3 +114,72 @@ func TestTelegramReplyToNoteOrQuestionJoinsItsThread(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegramNewSurvivesRestart: a bare /new in a private chat is confirmed
+// without a model call; the process restarts (store reopened, new engine and
+// adapter) before the next message, which still starts a new thread.
+func TestTelegramNewSurvivesRestart(t *testing.T) {
+	fake := telegramtest.NewServer()
+	t.Cleanup(fake.Close)
+	fake.AddBot(telegramtest.Bot{Token: "tok-engineer", ID: 900, Username: "engineer_bot"})
+	db := filepath.Join(t.TempDir(), "openbot.db")
+	agent := &noteAgent{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p := startTgProc(t, fake, db, agent, nil)
+	var update int64
+	push := func(msg int64, text string) {
+		t.Helper()
+		update++
+		body := privateUpdate(update, msg, 7, text)
+		if strings.HasPrefix(text, "/") {
+			body = []byte(strings.Replace(string(body), `,"text":`, fmt.Sprintf(`,"entities":[{"offset":0,"length":%d,"type":"bot_command"}],"text":`, len(text)), 1))
+		}
+		if _, err := fake.PushUpdate("tok-engineer", body); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.WaitConfirmed(ctx, "tok-engineer", update+1); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.eng.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	threadOf := func(text string) core.ThreadID {
+		var id core.ThreadID
+		_ = p.st.View(ctx, func(tx core.ReadTx) error {
+			ths, _ := tx.Threads(0)
+			for _, th := range ths {
+				ms, _ := tx.Messages(th.ID, 0, 0)
+				for _, m := range ms {
+					if strings.Contains(m.Text, text) {
+						id = th.ID
+					}
+				}
+			}
+			return nil
+		})
+		return id
+	}
+	push(11, "old dialog")
+	runs := agent.count()
+	push(12, "/new")
+	if got := agent.count(); got != runs {
+		t.Errorf("/new made %d model runs, want none", got-runs)
+	}
+	var confirmed bool
+	for _, c := range fake.Calls("sendMessage") {
+		confirmed = confirmed || (telegramtest.ParseReplyTo(c) == 12 && strings.Contains(c.Params["text"], "new conversation"))
+	}
+	if !confirmed {
+		t.Error("/new was not confirmed")
+	}
+	p.stop(t)
+
+	p = startTgProc(t, fake, db, agent, nil)
+	defer p.stop(t)
+	push(13, "fresh dialog")
+	if a, b := threadOf("old dialog"), threadOf("fresh dialog"); a == 0 || a == b {
+		t.Errorf("threads: old %d, fresh %d; want the message after /new and a restart in a new thread", a, b)
+	}
+}
