@@ -1,6 +1,6 @@
 package openbot_test
 
-// End-to-end tests of issue 4 through getUpdates on the real engine: core.New over
+// End-to-end tests of the Telegram adapter through getUpdates on the real engine: core.New over
 // bbolt with a scripted agent (fixedAgent), the real Telegram adapter and the fake
 // Bot API.
 

@@ -20,7 +20,7 @@ type Engine interface {
 	// (core.Engine.Ingest); the platform is acknowledged only after it returns nil.
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
 	// Answer records a verified button click on a question card in one short
-	// transaction (core.Engine.Answer, issue 7); the card response is sent after it
+	// transaction (core.Engine.Answer, DESIGN.md §5); the card response is sent after it
 	// returns, and the card itself is updated later by ResolveQuestion.
 	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
 }
@@ -33,13 +33,13 @@ type Cursors interface {
 	SetCursor(ctx context.Context, name, value string) error
 }
 
-// Modes of receiving events (issue 5 items 3 and 4).
+// Modes of receiving events (DESIGN.md §2: webhook or long connection).
 const (
 	ModeWebsocket = "websocket" // long connection; no public URL needed
 	ModeWebhook   = "webhook"   // events POSTed to the shared HTTP listener
 )
 
-// DM policies (issue 5 item 1, as for Telegram).
+// DM policies (DESIGN.md §9, as for Telegram).
 const (
 	DMAllowlist = "allowlist" // only AllowUsers may talk to the bots in p2p chats
 	DMOpen      = "open"      // anyone who can reach the app may
@@ -322,7 +322,7 @@ func (e permanentError) Unwrap() error             { return e.err }
 func (e permanentError) Permanent() bool           { return true }
 func (e permanentError) RetryAfter() time.Duration { return 0 }
 
-// Deliver posts one message (issue 5 items 6 and 7). In a group topic it replies to
+// Deliver posts one message (DESIGN.md §3 "Where replies go", §4). In a group topic it replies to
 // d.ReplyTo (else the topic root) with reply_in_thread; in a p2p chat it replies to
 // d.ReplyTo when set, else creates a message in the chat. The text is rendered by
 // Format into a card markdown element and split by Split; a card the server rejects

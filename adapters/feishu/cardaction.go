@@ -113,7 +113,7 @@ func ParseButtonValue(raw json.RawMessage) (ButtonValue, bool) {
 	return ButtonValue{Q: v.Q, I: i}, true
 }
 
-// cardAction answers one verified card button click (issue 7): it calls
+// cardAction answers one verified card button click (DESIGN.md §5): it calls
 // Engine.Answer with the clicker "feishu:<open_id>" and returns the toast for the
 // outcome. The card itself is patched later by the delivery lanes
 // (ResolveQuestion), so the response carries no card. A click on a button that is

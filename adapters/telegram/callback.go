@@ -11,14 +11,14 @@ import (
 	"openbot/core"
 )
 
-// Private notices for a click, shown by answerCallbackQuery (issue 7 item 3).
+// Private notices for a click, shown by answerCallbackQuery (DESIGN.md §5).
 const (
 	noticeUnknown = "This question is no longer open."
 	maxAlertLen   = 200 // answerCallbackQuery text limit, characters
 )
 
-// handleCallback handles an inline-button click (a callback_query update; issue 7
-// item 3). Data that is not CallbackData("q:<token>:<index>") is answered "This
+// handleCallback handles an inline-button click (a callback_query update;
+// DESIGN.md §5). Data that is not CallbackData("q:<token>:<index>") is answered "This
 // question is no longer open." and changes nothing. Otherwise the clicker,
 // "telegram:<from.id>" with their display name, is passed to Engine.Answer, which
 // checks the approvers (the DM allowlist does not apply: a click is not a message

@@ -57,7 +57,7 @@ func (a *Adapter) speakerOf(text string) string {
 	return ""
 }
 
-// classify applies issue 4 item 3 "What starts a run": every message in a private
+// classify decides what starts a run (DESIGN.md §3): every message in a private
 // chat (subject to the DM policy); in groups only a `mention` entity equal to this
 // bot's @username (case-insensitive, whole entity), a `text_mention` of its user id,
 // a reply to one of its messages (not the forum-topic creation message), or a
@@ -332,7 +332,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 	return a.cursors.SetCursor(ctx, a.pendingNewName(conv), v)
 }
 
-// helpText lists the team for /help (issue 4 item 3).
+// helpText lists the team for /help.
 func (a *Adapter) helpText(conv Conversation) string {
 	var b strings.Builder
 	b.WriteString("Bots on this team:\n")
