@@ -303,3 +303,43 @@ func TestFeishuNewSurvivesRestart(t *testing.T) {
 		t.Errorf("the message after the fresh one went to thread %d, want %d", b, a)
 	}
 }
+
+// TestFeishuStaleSignedRequestStartsNoRun: a correctly encrypted and signed
+// @mention whose X-Lark-Request-Timestamp is 30 days old (a captured request
+// replayed) is refused, stores nothing and starts no run; the same event with a
+// fresh timestamp is answered.
+func TestFeishuStaleSignedRequestStartsNoRun(t *testing.T) {
+	fake := feishutest.New(t)
+	agent := &noteAgent{}
+	p := startFsProc(t, fake, filepath.Join(t.TempDir(), "openbot.db"), agent)
+	ev := feishutest.MessageEvent{MessageID: "om_replayed", Text: "@_user_1 deploy to prod", Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}}
+	req, err := feishutest.WebhookRequestAt(p.hook.URL+"/feishu/acme/events", ev.JSON(), feishutest.EncryptKey, time.Now().Add(-30*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("30-day-old signed request: status %d, want 401", res.StatusCode)
+	}
+	if err := p.eng.WaitIdle(p.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	var threads int
+	_ = p.st.View(context.Background(), func(tx core.ReadTx) error {
+		ths, _ := tx.Threads(0)
+		threads = len(ths)
+		return nil
+	})
+	if threads != 0 || agent.count() != 0 || len(fake.Messages()) != 0 {
+		t.Fatalf("stale request: %d threads, %d runs, %d messages sent; want none", threads, agent.count(), len(fake.Messages()))
+	}
+	p.send(ev)
+	p.sent("engineer on it")
+	if agent.count() != 1 {
+		t.Errorf("fresh request: %d runs, want 1", agent.count())
+	}
+}
