@@ -165,8 +165,9 @@ func (a *Adapter) stale(ts string) string {
 // decrypt to valid padding, decrypts to something that is not JSON, or is JSON
 // but not a challenge, is refused with one reason and one answer, after the same
 // work: base64, a full AES-CBC decryption with a constant-time padding check, and
-// a JSON parse run whatever came before. Distinct answers here would be a CBC
-// padding oracle over captured events (DESIGN.md §9).
+// a JSON parse run whatever came before (its cost varies with the decrypted
+// bytes, not with whether their padding was valid). Distinct answers here would be
+// a CBC padding oracle over captured events (DESIGN.md §9).
 func (a *Adapter) openChallenge(body []byte) (*envelope, *rejection) {
 	const reason = "unsigned request that is not a url_verification challenge"
 	if len(body) > maxUnsignedBody {
