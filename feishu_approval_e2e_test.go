@@ -1,6 +1,6 @@
 package openbot_test
 
-// End-to-end tests of issue 7 on Feishu: the real engine, the real agent loop with
+// End-to-end tests of approvals (DESIGN.md §5) on Feishu: the real engine, the real agent loop with
 // the built-in shell tool under approval, the bbolt store, the fake OpenAI server
 // and the fake Feishu Open API. Approval cards are clicked through the card
 // callback URL, signed as the platform signs them.

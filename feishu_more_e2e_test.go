@@ -1,6 +1,6 @@
 package openbot_test
 
-// End-to-end tests of issue 5 on the real engine: core.New over bbolt with a
+// End-to-end tests of the Feishu adapter on the real engine: core.New over bbolt with a
 // scripted agent (fixedAgent), the real Feishu adapter and the fake Open API, in
 // webhook mode (encrypted, signed requests to the mounted handler) and over the
 // long connection.

@@ -1,6 +1,6 @@
 package openbot_test
 
-// End-to-end tests of issue 7 on Telegram: the real engine, the real agent loop with
+// End-to-end tests of approvals (DESIGN.md §5) on Telegram: the real engine, the real agent loop with
 // the built-in shell tool behind an approval, the bbolt store, the Telegram adapter
 // against the fake Bot API, and the fake OpenAI server. The model asks for
 // `echo x >> ran.txt`, so the lines of ran.txt count how often the tool ran.

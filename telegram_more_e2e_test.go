@@ -1,6 +1,6 @@
 package openbot_test
 
-// End-to-end tests of issue 4 through getUpdates on the real engine: core.New over
+// End-to-end tests of the Telegram adapter through getUpdates on the real engine: core.New over
 // bbolt with a scripted agent (fixedAgent), the real Telegram adapter and the fake
 // Bot API.
 
@@ -57,7 +57,7 @@ type tgProc struct {
 
 // startTgProc runs a process over db; wrap, when set, wraps the offset store and
 // may call crash (which cancels the process's context) from inside it.
-func startTgProc(t *testing.T, fake *telegramtest.Server, db string, agent *fixedAgent, wrap func(c telegram.Cursors, eng *core.Engine, crash func()) telegram.Cursors) *tgProc {
+func startTgProc(t *testing.T, fake *telegramtest.Server, db string, agent core.Agent, wrap func(c telegram.Cursors, eng *core.Engine, crash func()) telegram.Cursors) *tgProc {
 	t.Helper()
 	p := &tgProc{}
 	var err error

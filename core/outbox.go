@@ -389,12 +389,8 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 			}
 			// Remember the delivered message's platform identity, so a reply to it
 			// joins this thread (Inbound.ReplyToKey).
-			if mk, ok := l.adapterKeyer(cur.Account); ok && pid != "" && cur.Message != 0 {
-				if key := mk.MessageKey(cur.Conversation, pid); key != "" {
-					if err := tx.MarkSeen(key, cur.Message); err != nil {
-						return err
-					}
-				}
+			if err := l.rememberPlatformID(tx, cur, pid); err != nil {
+				return err
 			}
 		}
 		cur.Attempts++
@@ -407,6 +403,34 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 	if failed {
 		l.e.log.Error("delivery failed for good", "account", o.Account, "outbox", o.ID, "err", Redact(derr.Error()))
 	}
+}
+
+// rememberPlatformID records the platform identity of a delivered message or
+// question (MessageKeyer) against a message of its thread, so a person's reply
+// to either joins the thread (DESIGN.md §3). A question has no message of its
+// own; its key points at the thread's newest message, which serves the same
+// purpose: only the message's thread is looked up.
+func (l *lanes) rememberPlatformID(tx Tx, o OutboxEntry, pid string) error {
+	if pid == "" || (o.Op != OpMessage && o.Op != OpQuestion) {
+		return nil
+	}
+	mk, ok := l.adapterKeyer(o.Account)
+	if !ok {
+		return nil
+	}
+	key := mk.MessageKey(o.Conversation, pid)
+	if key == "" {
+		return nil
+	}
+	mid := o.Message
+	if mid == 0 {
+		newest, err := tx.MessagesBefore(o.Thread, 0, 1)
+		if err != nil || len(newest) == 0 {
+			return err
+		}
+		mid = newest[0].ID
+	}
+	return tx.MarkSeen(key, mid)
 }
 
 func (l *lanes) adapterKeyer(id AccountID) (MessageKeyer, bool) {

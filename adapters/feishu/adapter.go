@@ -20,18 +20,26 @@ type Engine interface {
 	// (core.Engine.Ingest); the platform is acknowledged only after it returns nil.
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
 	// Answer records a verified button click on a question card in one short
-	// transaction (core.Engine.Answer, issue 7); the card response is sent after it
+	// transaction (core.Engine.Answer, DESIGN.md §5); the card response is sent after it
 	// returns, and the card itself is updated later by ResolveQuestion.
 	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
 }
 
-// Modes of receiving events (issue 5 items 3 and 4).
+// Cursors persists small flags durably (core.Cursors: Cursor returns "" for a
+// name never set; both honour ctx). cmd passes core.StoreCursors(store); adapters
+// never import the store.
+type Cursors interface {
+	Cursor(ctx context.Context, name string) (string, error)
+	SetCursor(ctx context.Context, name, value string) error
+}
+
+// Modes of receiving events (DESIGN.md §2: webhook or long connection).
 const (
 	ModeWebsocket = "websocket" // long connection; no public URL needed
 	ModeWebhook   = "webhook"   // events POSTed to the shared HTTP listener
 )
 
-// DM policies (issue 5 item 1, as for Telegram).
+// DM policies (DESIGN.md §9, as for Telegram).
 const (
 	DMAllowlist = "allowlist" // only AllowUsers may talk to the bots in p2p chats
 	DMOpen      = "open"      // anyone who can reach the app may
@@ -71,6 +79,9 @@ type Options struct {
 	Bots []core.BotProfile
 	// Engine receives inbound messages. Required.
 	Engine Engine
+	// Cursors persists a pending "/new" per conversation (core.StoreCursors), so a
+	// restart does not forget it. Without it the flag is kept in memory only.
+	Cursors Cursors
 	// Logger defaults to discarding; HTTPClient to a client with no timeout of its
 	// own (every call has one); Clock to the system clock.
 	Logger     *slog.Logger
@@ -91,7 +102,9 @@ type Adapter struct {
 	dmOpen     bool
 	allow      map[string]bool
 	handles    []string
+	bots       []core.BotProfile
 	engine     Engine
+	cursors    Cursors
 	log        *slog.Logger
 	clock      core.Clock
 	http       *http.Client
@@ -104,14 +117,15 @@ type Adapter struct {
 
 	mu        sync.Mutex // guards botOpenID, fresh, names
 	botOpenID string
-	fresh     map[string]bool      // p2p chats whose next message starts a new thread (/new)
-	names     map[string]nameEntry // sender display names by open_id
+	fresh     map[core.ConversationRef]bool // conversations whose next message starts a new thread (/new), when there are no Cursors
+	names     map[string]nameEntry          // sender display names by open_id
 }
 
 var (
 	_ core.Adapter        = (*Adapter)(nil)
 	_ core.Runner         = (*Adapter)(nil)
 	_ core.WebhookMounter = (*Adapter)(nil)
+	_ core.MessageKeyer   = (*Adapter)(nil)
 )
 
 type systemClock struct{}
@@ -174,11 +188,13 @@ func New(opts Options) (*Adapter, error) {
 		dmOpen:     opts.DMPolicy == DMOpen,
 		allow:      map[string]bool{},
 		engine:     opts.Engine,
+		cursors:    opts.Cursors,
+		bots:       append([]core.BotProfile(nil), opts.Bots...),
 		log:        log,
 		clock:      opts.Clock,
 		http:       opts.HTTPClient,
 		notices:    make(chan notice, noticeQueue),
-		fresh:      map[string]bool{},
+		fresh:      map[core.ConversationRef]bool{},
 		names:      map[string]nameEntry{},
 		api: &apiClient{
 			base:      strings.TrimRight(opts.BaseURL, "/"),
@@ -268,16 +284,18 @@ func (a *Adapter) learnBot(ctx context.Context) error {
 	}
 }
 
-// notice is a short reply to one message that starts no run.
+// notice is a short reply to one message that starts no run. inThread replies in
+// the message's topic thread (group messages), as Deliver does.
 type notice struct {
-	replyTo string
-	text    string
+	replyTo  string
+	text     string
+	inThread bool
 }
 
 // queueNotice queues a short text reply to messageID; it never blocks.
-func (a *Adapter) queueNotice(messageID, text string) {
+func (a *Adapter) queueNotice(messageID, text string, inThread bool) {
 	select {
-	case a.notices <- notice{messageID, text}:
+	case a.notices <- notice{messageID, text, inThread}:
 	default:
 		a.log.Warn("feishu notice queue full; dropping", "message_id", messageID)
 	}
@@ -289,7 +307,7 @@ func (a *Adapter) noticeLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case n := <-a.notices:
-			if _, err := a.api.replyMessage(ctx, n.replyTo, "text", textContent(n.text), false, ""); err != nil {
+			if _, err := a.api.replyMessage(ctx, n.replyTo, "text", textContent(n.text), n.inThread, ""); err != nil {
 				a.log.Warn("feishu notice failed", "message_id", n.replyTo, "err", err)
 			}
 		}
@@ -304,7 +322,7 @@ func (e permanentError) Unwrap() error             { return e.err }
 func (e permanentError) Permanent() bool           { return true }
 func (e permanentError) RetryAfter() time.Duration { return 0 }
 
-// Deliver posts one message (issue 5 items 6 and 7). In a group topic it replies to
+// Deliver posts one message (DESIGN.md §3 "Where replies go", §4). In a group topic it replies to
 // d.ReplyTo (else the topic root) with reply_in_thread; in a p2p chat it replies to
 // d.ReplyTo when set, else creates a message in the chat. The text is rendered by
 // Format into a card markdown element and split by Split; a card the server rejects
@@ -375,6 +393,17 @@ func (a *Adapter) post(ctx context.Context, conv Conversation, replyTo, msgType,
 		m, err = a.api.createMessage(ctx, "chat_id", conv.Chat, msgType, content, uuid)
 	}
 	return m.MessageID, err
+}
+
+// MessageKey implements core.MessageKeyer: the platform identity of a message this
+// app posted (DedupKey of its message_id, whatever the conversation), so a
+// person's reply to it (parent_id) joins its thread (core.Inbound.ReplyToKey;
+// DESIGN.md §3).
+func (a *Adapter) MessageKey(_ core.ConversationRef, platformID string) string {
+	if platformID == "" {
+		return ""
+	}
+	return DedupKey(platformID)
 }
 
 // UpdateCard replaces the card of a message this app sent with a card showing the

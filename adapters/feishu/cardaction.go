@@ -3,6 +3,7 @@ package feishu
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -112,7 +113,7 @@ func ParseButtonValue(raw json.RawMessage) (ButtonValue, bool) {
 	return ButtonValue{Q: v.Q, I: i}, true
 }
 
-// cardAction answers one verified card button click (issue 7): it calls
+// cardAction answers one verified card button click (DESIGN.md §5): it calls
 // Engine.Answer with the clicker "feishu:<open_id>" and returns the toast for the
 // outcome. The card itself is patched later by the delivery lanes
 // (ResolveQuestion), so the response carries no card. A click on a button that is
@@ -127,7 +128,7 @@ func (a *Adapter) cardAction(ctx context.Context, env *envelope) CardResponse {
 	}
 	v, ok := ParseButtonValue(c.value)
 	if !ok {
-		a.log.Info("feishu card action without a question payload ignored", "message_id", c.messageID)
+		a.log.Warn("feishu card action without a question payload ignored", "message_id", c.messageID, "open_id", c.openID)
 		return CardResponse{}
 	}
 	if c.openID == "" {
@@ -148,7 +149,11 @@ func (a *Adapter) cardAction(ctx context.Context, env *envelope) CardResponse {
 		a.log.Warn("feishu answer not recorded", "message_id", c.messageID, "open_id", c.openID, "err", err)
 		return CardResponse{Toast: &Toast{Type: ToastError, Content: "Could not record your answer; please try again."}}
 	}
-	a.log.Info("feishu question answered", "message_id", c.messageID, "open_id", c.openID, "outcome", res.Outcome, "question", res.Question.ID)
+	level := slog.LevelInfo
+	if res.Outcome == core.AnswerForbidden {
+		level = slog.LevelWarn // a refused click
+	}
+	a.log.Log(ctx, level, "feishu question answered", "message_id", c.messageID, "open_id", c.openID, "outcome", res.Outcome, "question", res.Question.ID)
 	return CardResponse{Toast: answerToast(res)}
 }
 

@@ -26,23 +26,51 @@ func aesKey(encryptKey string) []byte {
 // Decrypt decodes the "encrypt" field of an encrypted event or callback body: base64
 // of IV (16 bytes) || AES-256-CBC ciphertext under SHA-256(encryptKey), PKCS#7 padded
 // (fixtures feishu/API_NOTES.md "Encryption"). It returns ErrDecrypt on any failure.
+// The padding is checked in constant time (decryptBlocks).
 func Decrypt(encryptKey, encrypted string) ([]byte, error) {
 	raw, err := base64.StdEncoding.DecodeString(encrypted)
-	if err != nil || len(raw) < 2*aes.BlockSize || len(raw)%aes.BlockSize != 0 {
+	if err != nil || !wholeBlocks(raw) {
 		return nil, ErrDecrypt
+	}
+	plain, ok := decryptBlocks(encryptKey, raw)
+	if ok != 1 {
+		return nil, ErrDecrypt
+	}
+	return plain, nil
+}
+
+// wholeBlocks reports whether raw is an IV and at least one whole AES block.
+func wholeBlocks(raw []byte) bool {
+	return len(raw) >= 2*aes.BlockSize && len(raw)%aes.BlockSize == 0
+}
+
+// decryptBlocks decrypts raw (IV || ciphertext, whole blocks) and strips the PKCS#7
+// padding, doing the same work whether the padding is valid or not: ok is 1 for
+// valid padding, else 0 and plain is the unstripped plaintext. A raw of the wrong
+// length is replaced by two zero blocks and gives ok 0, so even that costs the
+// same. This is what keeps the unsigned challenge path from being a padding oracle
+// (DESIGN.md §9).
+func decryptBlocks(encryptKey string, raw []byte) (plain []byte, ok int) {
+	ok = 1
+	if !wholeBlocks(raw) {
+		raw, ok = make([]byte, 2*aes.BlockSize), 0
 	}
 	block, err := aes.NewCipher(aesKey(encryptKey))
 	if err != nil {
-		return nil, ErrDecrypt
+		return nil, 0
 	}
 	iv, ct := raw[:aes.BlockSize], raw[aes.BlockSize:]
 	out := make([]byte, len(ct))
 	cipher.NewCBCDecrypter(block, iv).CryptBlocks(out, ct)
 	n := int(out[len(out)-1])
-	if n < 1 || n > aes.BlockSize || !bytes.Equal(out[len(out)-n:], bytes.Repeat([]byte{byte(n)}, n)) {
-		return nil, ErrDecrypt
+	pad := subtle.ConstantTimeLessOrEq(1, n) & subtle.ConstantTimeLessOrEq(n, aes.BlockSize)
+	for i := 0; i < aes.BlockSize; i++ {
+		inPad := subtle.ConstantTimeLessOrEq(i+1, n)
+		same := subtle.ConstantTimeByteEq(out[len(out)-1-i], byte(n))
+		pad &= same | (inPad ^ 1)
 	}
-	return out[:len(out)-n], nil
+	cut := subtle.ConstantTimeSelect(pad, n, 0)
+	return out[:len(out)-cut], ok & pad
 }
 
 // Encrypt is the inverse of Decrypt with the given 16-byte IV (Feishu uses a random
@@ -84,7 +112,7 @@ func LegacyCardSignature(timestamp, nonce, verificationToken string, body []byte
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// equalFold compares two hex signatures in constant time, ignoring case.
+// equalSig compares two hex signatures in constant time, ignoring case.
 func equalSig(got, want string) bool {
 	return subtle.ConstantTimeCompare(bytes.ToLower([]byte(got)), []byte(want)) == 1
 }

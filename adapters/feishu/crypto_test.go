@@ -1,6 +1,10 @@
 package feishu
 
 import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -120,4 +124,43 @@ func TestEncryptedBodyFixture(t *testing.T) {
 	if string(ja) != string(jb) {
 		t.Errorf("decrypted body differs from the at_bot fixture:\n%s\n%s", ja, jb)
 	}
+}
+
+// TestDecryptBlocksPadding checks the constant-time padding check against every
+// padding length and against broken paddings.
+func TestDecryptBlocksPadding(t *testing.T) {
+	key := "TESTencryptKey000000000000000001"
+	iv := make([]byte, 16)
+	for n := 0; n < 40; n++ {
+		plain := bytes.Repeat([]byte{'x'}, n)
+		enc, _ := Encrypt(key, plain, iv)
+		got, err := Decrypt(key, enc)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Errorf("length %d: got %q, %v", n, got, err)
+		}
+	}
+	for name, last := range map[string][]byte{
+		"zero":           {0},
+		"seventeen":      {17},
+		"inconsistent":   {1, 2},
+		"long and wrong": append([]byte{3}, bytes.Repeat([]byte{16}, 15)...),
+	} {
+		block := append(bytes.Repeat([]byte{'y'}, 16-len(last)), last...)
+		enc := rawEncrypt(t, key, block, iv)
+		if _, err := Decrypt(key, enc); err == nil {
+			t.Errorf("%s padding accepted", name)
+		}
+	}
+}
+
+// rawEncrypt encrypts whole blocks without adding padding.
+func rawEncrypt(t *testing.T, key string, blocks, iv []byte) string {
+	t.Helper()
+	b, err := aes.NewCipher(aesKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append(append([]byte(nil), iv...), make([]byte, len(blocks))...)
+	cipher.NewCBCEncrypter(b, iv).CryptBlocks(out[16:], blocks)
+	return base64.StdEncoding.EncodeToString(out)
 }

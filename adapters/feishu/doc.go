@@ -1,4 +1,4 @@
-// Package feishu is the Feishu/Lark adapter (issue 5, DESIGN.md §1 to §4 and §9): one
+// Package feishu is the Feishu/Lark adapter (DESIGN.md §1 to §4 and §9): one
 // Feishu app is one openbot account. It speaks the Open API and the event protocol
 // directly with net/http, because the official SDK is not available here:
 //
@@ -13,7 +13,7 @@
 //   - inbound.go: im.message.receive_v1 to core.Inbound (mentions, threads, DM policy)
 //   - question.go and cardaction.go: questions and approvals as interactive cards
 //     with buttons (core.QuestionAdapter) and the card callbacks that answer them
-//     through Engine.Answer (issue 7, DESIGN.md §5),
+//     through Engine.Answer (DESIGN.md §5),
 //     https://open.feishu.cn/document/uAjLw4CM/ukzMukzMukzM/feishu-cards/card-callback-communication
 //   - ids.go, format.go, split.go: the id codec, the Markdown formatter and the
 //     splitter, each pure and tested alone.

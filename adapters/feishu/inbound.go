@@ -96,8 +96,10 @@ func (a *Adapter) handleEvent(ctx context.Context, env *envelope) error {
 	}
 }
 
-// handleMessage turns one im.message.receive_v1 into a core.Inbound (issue 5 items
-// 5 and 6) and ingests it, or sends a short notice, or ignores it.
+// handleMessage turns one im.message.receive_v1 into a core.Inbound (DESIGN.md §3)
+// and ingests it, or answers a command (/new, /help) or sends a short notice, or
+// ignores it. A reply (parent_id) to a message openbot stored or delivered joins
+// that message's thread (Inbound.ReplyToKey), in p2p chats and groups alike.
 func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 	m := &ev.Message
 	if ev.Sender.SenderType != "" && ev.Sender.SenderType != "user" {
@@ -109,6 +111,7 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 	}
 	sender := ev.Sender.SenderID.OpenID
 	p2p := m.ChatType == "p2p"
+	inThread := !p2p // notices in a group go to the message's topic thread
 	native := false
 	for _, mn := range m.Mentions {
 		if mn.ID.OpenID == botID {
@@ -117,13 +120,13 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 	}
 	text, supported := messageText(m.MessageType, m.Content, m.Mentions, botID, a.botMentionText())
 	if p2p && !a.dmOpen && !a.allow[sender] && !a.allow[ev.Sender.SenderID.UserID] {
-		a.log.Info("feishu dm refused", "open_id", sender)
-		a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, you are not allowed to talk to this bot yet. Ask an admin to add your open_id %s to allow_users.", sender))
+		a.log.Warn("feishu dm refused: sender not on allow_users", "open_id", sender, "message_id", m.MessageID)
+		a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, you are not allowed to talk to this bot yet. Ask an admin to add your open_id %s to allow_users.", sender), false)
 		return nil
 	}
 	if !supported {
 		if p2p || native {
-			a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, %s messages are not supported yet; please send text.", m.MessageType))
+			a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, %s messages are not supported yet; please send text.", m.MessageType), inThread)
 		}
 		return nil
 	}
@@ -142,25 +145,11 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 	if native {
 		in.Mentions = []string{a.bot}
 	}
+	var conv Conversation
 	if p2p {
 		in.ThreadKey = DialogKey(m.ChatID)
-		in.Conversation = Conversation{Chat: m.ChatID}.Ref()
+		conv = Conversation{Chat: m.ChatID}
 		in.StartThread = true
-		if rest, ok := command(text, "/new"); ok {
-			if rest == "" {
-				a.mu.Lock()
-				a.fresh[m.ChatID] = true
-				a.mu.Unlock()
-				a.queueNotice(m.MessageID, "OK, your next message starts a new conversation.")
-				return nil
-			}
-			in.Text, in.NewThread = rest, true
-		}
-		a.mu.Lock()
-		if a.fresh[m.ChatID] {
-			in.NewThread = true
-		}
-		a.mu.Unlock()
 	} else {
 		mentioned := native || a.textMentionsBot(text)
 		if m.RootID == "" && !mentioned {
@@ -171,21 +160,57 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		if root == "" {
 			root = m.MessageID
 		}
-		in.Conversation = Conversation{Chat: m.ChatID, Root: root}.Ref()
+		conv = Conversation{Chat: m.ChatID, Root: root}
 		in.StartThread = mentioned
 		in.MentionsHumans = !mentioned && len(m.Mentions) > 0
 	}
+	in.Conversation = conv.Ref()
+	if m.ParentID != "" && (p2p || m.ParentID != m.RootID) {
+		// A reply to a specific message: when openbot stored or delivered it, this
+		// joins its thread. In a group topic a plain message names the topic root
+		// as its parent; that is the topic's own thread key, which /new may have
+		// moved on, so only a reply to another message counts.
+		in.ReplyToKey = DedupKey(m.ParentID)
+	}
+
+	// Commands: every message in a p2p chat, in a group only when it mentions
+	// this app's bot natively ("@Bot /new"), as Telegram's /cmd@this_bot.
+	if p2p || native {
+		bare, _ := messageText(m.MessageType, m.Content, m.Mentions, botID, "")
+		if _, ok := command(bare, "/help"); ok {
+			a.queueNotice(m.MessageID, a.helpText(p2p), inThread)
+			return nil
+		}
+		if rest, ok := command(bare, "/new"); ok {
+			if rest == "" {
+				if err := a.setPendingNew(ctx, conv, true); err != nil {
+					return fmt.Errorf("feishu: remembering /new in %s: %w", conv.Ref(), err)
+				}
+				a.queueNotice(m.MessageID, "OK, your next message here starts a new conversation.", inThread)
+				return nil
+			}
+			in.Text, in.NewThread = rest, true
+		}
+	}
+	if !in.NewThread {
+		pending, err := a.pendingNew(ctx, conv)
+		if err != nil {
+			return fmt.Errorf("feishu: reading /new of %s: %w", conv.Ref(), err)
+		}
+		in.NewThread = pending
+	}
 	in.SenderName = a.senderName(ctx, sender)
-	ctx, cancel := context.WithTimeout(ctx, ingestTimeout)
+	ictx, cancel := context.WithTimeout(ctx, ingestTimeout)
 	defer cancel()
-	res, err := a.engine.Ingest(ctx, in)
+	res, err := a.engine.Ingest(ictx, in)
 	if err != nil {
 		return fmt.Errorf("feishu: ingest %s: %w", m.MessageID, err)
 	}
-	if p2p && in.NewThread {
-		a.mu.Lock()
-		delete(a.fresh, m.ChatID)
-		a.mu.Unlock()
+	if in.NewThread {
+		if err := a.setPendingNew(ctx, conv, false); err != nil {
+			// The message is stored; at worst the next one starts yet another thread.
+			a.log.Warn("feishu clearing /new failed", "conversation", conv.Ref(), "err", err)
+		}
 	}
 	a.log.Debug("feishu message ingested", "message_id", m.MessageID, "thread", res.Thread, "duplicate", res.Duplicate, "dropped", res.Dropped)
 	return nil
@@ -223,18 +248,6 @@ func (a *Adapter) textMentionsBot(text string) bool {
 
 func isWordByte(b byte) bool {
 	return b == '_' || b == '-' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
-}
-
-// command reports whether text is the command cmd ("/new" or "/new rest") and
-// returns the rest.
-func command(text, cmd string) (string, bool) {
-	if text == cmd {
-		return "", true
-	}
-	if strings.HasPrefix(text, cmd+" ") || strings.HasPrefix(text, cmd+"\n") {
-		return strings.TrimSpace(text[len(cmd):]), true
-	}
-	return "", false
 }
 
 // msTime parses a millisecond timestamp string; zero on failure.

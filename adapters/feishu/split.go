@@ -11,7 +11,7 @@ import (
 // card wrapper, and keep one message readable.
 const MaxChunk = 4000
 
-// Split cuts text into chunks of at most limit runes (issue 5 item 7). It cuts between
+// Split cuts text into chunks of at most limit runes (DESIGN.md §4: split at the platform's length limit). It cuts between
 // paragraphs when it can and never inside a fenced code block that fits in a chunk; a
 // longer paragraph is cut between lines, then between words, then anywhere; a longer
 // code block is cut between lines (or anywhere inside an overlong line) and every

@@ -45,8 +45,8 @@ const (
 	maxReconnectBackoff = 2 * time.Minute
 )
 
-// runLongConnection keeps one long connection up until ctx is done (issue 5 item 4,
-// LONG_CONNECTION.md §7): every attempt discovers a fresh endpoint and dials it;
+// runLongConnection keeps one long connection up until ctx is done
+// (LONG_CONNECTION.md §7): every attempt discovers a fresh endpoint and dials it;
 // after a connection drops it waits a random 0..ReconnectNonce s, after a failed
 // attempt it backs off (doubling from 1 s up to ReconnectInterval, plus jitter).
 // Client errors stop it with an error; ReconnectCount >= 0 bounds consecutive
@@ -309,7 +309,7 @@ func (s *wsSession) data(ctx context.Context, f Frame) error {
 	case err != nil:
 		s.a.log.Warn("feishu long-connection payload is not JSON; acking", "err", err)
 	case isCardAction(&env):
-		// A card click (issue 7): the response (a toast) goes into the ack of a
+		// A card click (DESIGN.md §5): the response (a toast) goes into the ack of a
 		// type=event frame; a type=card frame is acked without data, as responses
 		// there are reported to fail (LONG_CONNECTION.md §5), and the card is
 		// updated by ResolveQuestion either way.

@@ -20,7 +20,7 @@ import (
 // message in one transaction (exactly once per DedupKey) and returns nil only once it
 // is durable; Answer records a button click on a question in one short transaction
 // (the first valid answer wins; core checks the approvers) and returns nil only once
-// the outcome is durable (issue 7 item 3).
+// the outcome is durable (DESIGN.md §5).
 type Engine interface {
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
 	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
@@ -34,13 +34,13 @@ type Cursors interface {
 	SetCursor(ctx context.Context, name, value string) error
 }
 
-// Modes of receiving updates (issue 4 item 2).
+// Modes of receiving updates (DESIGN.md §2).
 const (
 	ModePolling = "polling" // our own getUpdates loop (the default)
 	ModeWebhook = "webhook" // setWebhook plus POST /telegram/<name>/webhook
 )
 
-// DM policies (issue 4 item 1; DESIGN.md §9).
+// DM policies (DESIGN.md §9).
 const (
 	DMAllowlist = "allowlist" // only AllowUsers may DM the bot (the default)
 	DMOpen      = "open"      // anyone may
@@ -49,7 +49,7 @@ const (
 // DefaultPollTimeout is the getUpdates long-poll timeout when Options.PollTimeout is 0.
 const DefaultPollTimeout = 30 * time.Second
 
-// Options configures one Telegram account (config list "telegram:", issue 4 item 1).
+// Options configures one Telegram account (config list "telegram:").
 type Options struct {
 	// Name is the account name: AccountID "telegram/<Name>", webhook path
 	// "/telegram/<Name>/webhook", cursor "telegram/<Name>/offset". Required.
@@ -270,24 +270,6 @@ func (a *Adapter) Self() (tgbotapi.User, bool) {
 func (a *Adapter) mentionHandle() string { return a.bot }
 
 // StoreCursors adapts a core.Store's Cursor/SetCursor to Cursors, each call one
-// transaction, for cmd and end-to-end tests. An unset cursor reads as "".
-func StoreCursors(s core.Store) Cursors { return storeCursors{s} }
-
-type storeCursors struct{ s core.Store }
-
-func (c storeCursors) Cursor(ctx context.Context, name string) (string, error) {
-	var v string
-	err := c.s.View(ctx, func(tx core.ReadTx) error {
-		var err error
-		v, err = tx.Cursor(name)
-		if errors.Is(err, core.ErrNotFound) {
-			v, err = "", nil
-		}
-		return err
-	})
-	return v, err
-}
-
-func (c storeCursors) SetCursor(ctx context.Context, name, value string) error {
-	return c.s.Update(ctx, func(tx core.Tx) error { return tx.SetCursor(name, value) })
-}
+// transaction, for cmd and end-to-end tests (core.StoreCursors). An unset cursor
+// reads as "".
+func StoreCursors(s core.Store) Cursors { return core.StoreCursors(s) }

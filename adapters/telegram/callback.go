@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -10,14 +11,14 @@ import (
 	"openbot/core"
 )
 
-// Private notices for a click, shown by answerCallbackQuery (issue 7 item 3).
+// Private notices for a click, shown by answerCallbackQuery (DESIGN.md §5).
 const (
 	noticeUnknown = "This question is no longer open."
 	maxAlertLen   = 200 // answerCallbackQuery text limit, characters
 )
 
-// handleCallback handles an inline-button click (a callback_query update; issue 7
-// item 3). Data that is not CallbackData("q:<token>:<index>") is answered "This
+// handleCallback handles an inline-button click (a callback_query update;
+// DESIGN.md §5). Data that is not CallbackData("q:<token>:<index>") is answered "This
 // question is no longer open." and changes nothing. Otherwise the clicker,
 // "telegram:<from.id>" with their display name, is passed to Engine.Answer, which
 // checks the approvers (the DM allowlist does not apply: a click is not a message
@@ -31,6 +32,7 @@ const (
 func (a *Adapter) handleCallback(ctx context.Context, q *callbackQuery) error {
 	token, choice, ok := ParseCallbackData(q.Data)
 	if !ok {
+		a.log.Warn("button click with callback data openbot did not write; ignored", "user", q.From.ID, "bytes", len(q.Data))
 		a.answerCallback(ctx, q.ID, noticeUnknown, false)
 		return nil
 	}
@@ -43,7 +45,11 @@ func (a *Adapter) handleCallback(ctx context.Context, q *callbackQuery) error {
 	if err != nil {
 		return fmt.Errorf("telegram: answer to question %s from %s: %w", token, ans.Actor, err)
 	}
-	a.log.Info("question button clicked", "token", token, "choice", choice, "user", q.From.ID, "outcome", res.Outcome)
+	level := slog.LevelInfo
+	if res.Outcome == core.AnswerForbidden {
+		level = slog.LevelWarn // a refused click
+	}
+	a.log.Log(ctx, level, "question button clicked", "token", token, "choice", choice, "user", q.From.ID, "outcome", res.Outcome)
 	text, alert := CallbackNotice(res, choice)
 	a.answerCallback(ctx, q.ID, text, alert)
 	return nil

@@ -1,12 +1,12 @@
 // Package telegram puts openbot's bots into Telegram through the Bot API
 // (core.telegram.org/bots/api) with github.com/go-telegram-bot-api/telegram-bot-api/v5
-// (issue 4; DESIGN.md sections 1 to 4 and 9). One Adapter is one bot token
+// (DESIGN.md sections 1 to 4 and 9). One Adapter is one bot token
 // (an "account"): it receives updates by long polling from its own getUpdates loop
 // (the offset is persisted only after core has stored the update) or by webhook,
 // decides which messages start a run (every private message, and in groups only
 // messages addressed to this bot), turns them into core.Inbound values, and delivers
 // replies as Telegram HTML split at 4,096 UTF-16 code units. Questions of paused
-// runs (issue 7; DESIGN.md §5) are messages with an inline keyboard whose
+// runs (DESIGN.md §5) are messages with an inline keyboard whose
 // callback_data is "q:<token>:<index>"; a click (callback_query) is answered through
 // Engine.Answer and acknowledged with answerCallbackQuery, and the decision later
 // replaces the buttons (editMessageText).

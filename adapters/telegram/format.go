@@ -7,7 +7,7 @@ import (
 )
 
 // Format converts the Markdown a model writes into Telegram HTML (parse_mode HTML,
-// core.telegram.org/bots/api#html-style; issue 4 item 5): **bold** and __bold__
+// core.telegram.org/bots/api#html-style; DESIGN.md §4): **bold** and __bold__
 // become <b>, *italic* and _italic_ <i>, ~~strike~~ <s>, `code` <code>, fenced code
 // blocks <pre> (with <code class="language-x"> when a language is given),
 // [label](url) and <url> become <a href>, headings bold lines, bullets "•", "> "

@@ -101,7 +101,7 @@ const maxToken = 32
 // encoded within MaxCallbackData bytes.
 var ErrBadCallback = errors.New("telegram: question token or choice cannot be encoded as callback_data")
 
-// CallbackData encodes a question button (issue 7 item 2): "q:<token>:<index>",
+// CallbackData encodes a question button (DESIGN.md §5): "q:<token>:<index>",
 // where token is core.Question.Token and index the option's index in
 // Question.Options(). Only ASCII letters, digits, '_' and '-' are allowed in the
 // token, so the result is at most 2+32+1+4 = 39 bytes whatever the question's text

@@ -57,7 +57,7 @@ func (a *Adapter) speakerOf(text string) string {
 	return ""
 }
 
-// classify applies issue 4 item 3 "What starts a run": every message in a private
+// classify decides what starts a run (DESIGN.md §3): every message in a private
 // chat (subject to the DM policy); in groups only a `mention` entity equal to this
 // bot's @username (case-insensitive, whole entity), a `text_mention` of its user id,
 // a reply to one of its messages (not the forum-topic creation message), or a
@@ -231,7 +231,7 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	case d.ignore:
 		return nil
 	case d.refuse:
-		a.log.Info("refused a DM from a user not on allow_users", "user", m.From.ID)
+		a.log.Warn("refused a DM from a user not on allow_users", "user", m.From.ID, "chat", m.Chat.ID)
 		a.reply(ctx, conv, m.MessageID, fmt.Sprintf(
 			"Sorry, you are not allowed to talk to this bot. Your Telegram user id is %d; an admin can add it to allow_users.", m.From.ID))
 		return nil
@@ -332,7 +332,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 	return a.cursors.SetCursor(ctx, a.pendingNewName(conv), v)
 }
 
-// helpText lists the team for /help (issue 4 item 3).
+// helpText lists the team for /help.
 func (a *Adapter) helpText(conv Conversation) string {
 	var b strings.Builder
 	b.WriteString("Bots on this team:\n")

@@ -107,7 +107,7 @@ func TestFixtureUpdates(t *testing.T) {
 	}
 }
 
-// TestWhatStartsARun covers issue 4 item 3 for group messages.
+// TestWhatStartsARun covers what starts a run in a group (DESIGN.md §3).
 func TestWhatStartsARun(t *testing.T) {
 	replyToBot := func(id int64) []byte {
 		var u map[string]map[string]any

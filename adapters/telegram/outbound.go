@@ -33,7 +33,7 @@ func (permanentError) RetryAfter() time.Duration { return 0 }
 func (e permanentError) Unwrap() error           { return e.error }
 func (e permanentError) Error() string           { return e.error.Error() }
 
-// Deliver posts one outbox entry (core.Adapter; issue 4 item 5): the Markdown is
+// Deliver posts one outbox entry (core.Adapter; DESIGN.md §4): the Markdown is
 // converted to Telegram HTML, prefixed with the speaking bot's name in bold when this
 // account does not speak as that bot (a "*" account, or another bot's reply routed
 // through this account), split at 4,096 UTF-16 code units, and sent with sendMessage

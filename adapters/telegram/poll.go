@@ -20,7 +20,7 @@ var errNotReady = errors.New("telegram: adapter is not running yet (getMe pendin
 // allowedUpdates is getUpdates' and setWebhook's allowed_updates.
 const allowedUpdates = `["message","edited_message","callback_query"]`
 
-// Run implements core.Runner (issue 4 item 2). It calls getMe (retrying transient
+// Run implements core.Runner (DESIGN.md §2). It calls getMe (retrying transient
 // failures) to learn the bot's @username and id, then in polling mode removes any
 // webhook and runs our own getUpdates loop: each update is stored through
 // Engine.Ingest first, and only then is offset = update_id+1 persisted through

@@ -165,7 +165,7 @@ type cut struct {
 }
 
 // Split cuts Telegram HTML into parts of at most limit UTF-16 code units each
-// (MaxMessageLen when limit <= 0; issue 4 item 5). It never cuts inside a tag, an
+// (MaxMessageLen when limit <= 0; DESIGN.md §4). It never cuts inside a tag, an
 // entity or a surrogate pair: tags open at a cut are closed at the end of the part
 // and reopened at the start of the next, so every part is valid HTML on its own. It
 // prefers, within the second half of a part, a paragraph break, then a line break,

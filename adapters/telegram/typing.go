@@ -11,7 +11,7 @@ import (
 	"openbot/core"
 )
 
-// Typing indicator (issue 4 item 5: "typing chat action repeated every few seconds
+// Typing indicator ("typing chat action repeated every few seconds
 // while a bot works on the chat"). Telegram shows "typing…" for about 5 seconds per
 // sendChatAction, or until the bot's next message, so it is repeated while core
 // reports a bot working in the conversation (core.WorkIndicator).

@@ -18,11 +18,12 @@ const maxWebhookBody = 1 << 20
 // WebhookPath is where an account's webhook is served: "/telegram/<name>/webhook".
 func WebhookPath(name string) string { return "/telegram/" + name + "/webhook" }
 
-// MountHTTP implements core.WebhookMounter: POST /telegram/<name>/webhook (issue 4
-// item 2, DESIGN.md §9). In polling mode nothing is mounted. The secret header is
-// compared in constant time before the body is read (401 on mismatch); the update is
-// then handled and answered 200 only after Ingest stored it, 500 otherwise (Telegram
-// redelivers), 503 before Run has learned the bot's identity.
+// MountHTTP implements core.WebhookMounter: POST /telegram/<name>/webhook
+// (DESIGN.md §9). In polling mode nothing is mounted. The secret header is
+// compared in constant time before the body is read (401 and a WARN line on
+// mismatch); an undecodable update is logged at WARN and acknowledged; an update is
+// answered 200 only after Ingest stored it, 500 otherwise (Telegram redelivers),
+// 503 before Run has learned the bot's identity.
 func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	if a.mode != ModeWebhook {
 		return
@@ -37,15 +38,19 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
+	// From here the request carries the secret, so it comes from Telegram: a body
+	// that cannot be read or decoded is logged and acknowledged, since a
+	// redelivery could not fix it and would hold back the updates behind it.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 	if err != nil {
-		http.Error(w, "body too large or unreadable", http.StatusBadRequest)
+		a.log.Warn("webhook update unreadable or too large; acknowledged", "err", err)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	var u update
 	if err := json.Unmarshal(body, &u); err != nil {
-		a.log.Error("undecodable webhook update", "err", err)
-		http.Error(w, "bad update", http.StatusBadRequest)
+		a.log.Warn("webhook update is not JSON; acknowledged", "err", err, "bytes", len(body))
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if err := a.handleUpdate(r.Context(), u); err != nil {

@@ -457,6 +457,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Name: f.Name, Bot: f.Bot, AppID: f.AppID, AppSecret: f.AppSecret, Mode: f.Mode,
 			VerificationToken: f.VerificationToken, EncryptKey: f.EncryptKey, BaseURL: f.BaseURL,
 			AllowUsers: f.AllowUsers, DMPolicy: f.DMPolicy, Bots: bots, Engine: eng, Logger: a.log,
+			Cursors: core.StoreCursors(eng.Store()),
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("feishu[%d]: %w", i, err)

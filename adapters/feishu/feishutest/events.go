@@ -104,8 +104,14 @@ func (e MessageEvent) JSON() []byte {
 // the body is {"encrypt": ...} under a random IV and signed with the
 // X-Lark-Request-Timestamp/Nonce/Signature headers; without one it is payload as is.
 func WebhookRequest(target string, payload []byte, encryptKey string) (*http.Request, error) {
+	return WebhookRequestAt(target, payload, encryptKey, time.Now())
+}
+
+// WebhookRequestAt is WebhookRequest with the X-Lark-Request-Timestamp of at, for
+// tests of the freshness window and adapters on a test clock.
+func WebhookRequestAt(target string, payload []byte, encryptKey string, at time.Time) (*http.Request, error) {
 	body := payload
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts := strconv.FormatInt(at.Unix(), 10)
 	nonce := rand.Text()
 	if encryptKey != "" {
 		iv := make([]byte, 16)

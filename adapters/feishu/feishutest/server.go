@@ -1,4 +1,4 @@
-// Package feishutest is a fake Feishu/Lark Open API server for tests (issue 5 "Tests
+// Package feishutest is a fake Feishu/Lark Open API server for tests ("Tests
 // that must exist"): an httptest server on 127.0.0.1 that speaks the real wire
 // protocol, so the adapter's real client code runs against it. It serves
 //

@@ -1,0 +1,83 @@
+package feishu
+
+import (
+	"context"
+	"strings"
+)
+
+// Chat commands (DESIGN.md §3, the same small set as Telegram's): "/new" starts a
+// new conversation, "/help" lists the team. In a p2p chat every message may be a
+// command; in a group only one that mentions this app's bot ("@Bot /new").
+
+// command reports whether text is the command cmd ("/new" or "/new rest") and
+// returns the rest.
+func command(text, cmd string) (string, bool) {
+	if text == cmd {
+		return "", true
+	}
+	if strings.HasPrefix(text, cmd+" ") || strings.HasPrefix(text, cmd+"\n") {
+		return strings.TrimSpace(text[len(cmd):]), true
+	}
+	return "", false
+}
+
+// pendingNewName is the cursor that remembers a bare /new in a conversation:
+// "feishu/<name>/new/<conversation ref>".
+func (a *Adapter) pendingNewName(conv Conversation) string {
+	return "feishu/" + a.name + "/new/" + string(conv.Ref())
+}
+
+// pendingNew reports whether a bare /new waits for the next message in conv.
+func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, error) {
+	if a.cursors == nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.fresh[conv.Ref()], nil
+	}
+	v, err := a.cursors.Cursor(ctx, a.pendingNewName(conv))
+	return v != "", err
+}
+
+// setPendingNew sets or clears the pending /new of conv, durably when the adapter
+// has Cursors.
+func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool) error {
+	if a.cursors == nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if on {
+			a.fresh[conv.Ref()] = true
+		} else {
+			delete(a.fresh, conv.Ref())
+		}
+		return nil
+	}
+	v := ""
+	if on {
+		v = "1"
+	}
+	return a.cursors.SetCursor(ctx, a.pendingNewName(conv), v)
+}
+
+// helpText lists the team and the commands for /help.
+func (a *Adapter) helpText(p2p bool) string {
+	var b strings.Builder
+	b.WriteString("Bots on this team:\n")
+	for _, bot := range a.bots {
+		b.WriteString("@" + bot.Handle)
+		if bot.Name != "" && bot.Name != bot.Handle {
+			b.WriteString(" (" + bot.Name + ")")
+		}
+		if bot.Description != "" {
+			b.WriteString(": " + bot.Description)
+		}
+		b.WriteString("\n")
+	}
+	if p2p {
+		b.WriteString("\nEvery message here is answered. Write @handle to ask a specific bot. " +
+			"/new starts a new conversation; /help shows this.")
+	} else {
+		b.WriteString("\nIn a group, mention me to start a conversation; replies in its thread continue it. " +
+			"Write @handle to ask a specific bot. Mention me with /new to start a new conversation in this thread; /help shows this.")
+	}
+	return b.String()
+}

@@ -1,0 +1,38 @@
+package core
+
+import (
+	"context"
+	"errors"
+)
+
+// Cursors persists small adapter positions and flags durably, one Store
+// transaction per call (DESIGN.md §8: adapters resume from persisted cursors): a
+// Telegram polling offset, a pending "/new" in a conversation. Cursor returns ""
+// for a name never set. Both honour ctx. Adapters take it as an option, so they
+// never import the store.
+type Cursors interface {
+	Cursor(ctx context.Context, name string) (string, error)
+	SetCursor(ctx context.Context, name, value string) error
+}
+
+// StoreCursors adapts a Store's Cursor/SetCursor to Cursors.
+func StoreCursors(s Store) Cursors { return storeCursors{s} }
+
+type storeCursors struct{ s Store }
+
+func (c storeCursors) Cursor(ctx context.Context, name string) (string, error) {
+	var v string
+	err := c.s.View(ctx, func(tx ReadTx) error {
+		var err error
+		v, err = tx.Cursor(name)
+		if errors.Is(err, ErrNotFound) {
+			v, err = "", nil
+		}
+		return err
+	})
+	return v, err
+}
+
+func (c storeCursors) SetCursor(ctx context.Context, name, value string) error {
+	return c.s.Update(ctx, func(tx Tx) error { return tx.SetCursor(name, value) })
+}
