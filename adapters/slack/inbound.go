@@ -30,6 +30,7 @@ type message struct {
 // types, channels or users outside the allow lists) return nil.
 func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent) error {
 	if ev.Type != slackevents.CallbackEvent {
+		a.refuse("unknown event envelope type", "type", ev.Type)
 		return nil
 	}
 	var m message
@@ -44,6 +45,7 @@ func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent
 			m.Edited = true
 		}
 	default:
+		a.refuse("event type openbot does not subscribe to", "type", ev.InnerEvent.Type)
 		return nil
 	}
 	m.Team = ev.TeamID
@@ -62,7 +64,18 @@ func ignoredSubtype(st string) bool {
 
 func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	log := a.log.With("channel", m.Channel, "ts", m.TS)
-	if m.User == "" || m.BotID != "" || ignoredSubtype(m.SubType) || m.Edited || m.TS == "" {
+	switch {
+	case m.TS == "":
+		a.refuse("message event without ts", "channel", m.Channel)
+		return nil
+	case m.Channel == "":
+		a.refuse("message event without channel", "ts", m.TS)
+		return nil
+	case m.User == "" && m.BotID == "" && !ignoredSubtype(m.SubType):
+		a.refuse("message event without user", "channel", m.Channel, "ts", m.TS)
+		return nil
+	}
+	if m.User == "" || m.BotID != "" || ignoredSubtype(m.SubType) || m.Edited {
 		log.Debug("slack event ignored", "subtype", m.SubType, "bot_id", m.BotID, "edited", m.Edited)
 		return nil
 	}
@@ -75,7 +88,13 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		return nil
 	}
 	if (a.allowCh != nil && !a.allowCh[m.Channel]) || (a.allowU != nil && !a.allowU[m.User]) {
-		log.Debug("slack event ignored: not allowed", "user", m.User)
+		// A message that addresses openbot (a DM, a mention of this app) is a
+		// refused request; other chatter in a channel the app sits in is not.
+		if isDMChannel(m.Channel, m.ChannelType) || strings.Contains(m.Text, "<@"+id.UserID) {
+			a.refuse("channel or user not on the allow list", "channel", m.Channel, "user", m.User)
+		} else {
+			log.Debug("slack event ignored: not allowed", "user", m.User)
+		}
 		return nil
 	}
 	if m.Team == "" {
