@@ -124,8 +124,12 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	if a.bot != "*" {
 		in.DefaultBot = a.bot
 	}
-	if self {
-		in.Mentions = []string{a.bot} // "*" means the thread's default bot
+	if self && (a.bot != "*" || !a.mentionsBot(text)) {
+		// For a "*" app the mention of the app is transport, not a target: it means
+		// the thread's default bot ("*") only when no bot is named in the text.
+		// Core applies the same rule; dropping it here also keeps a second app's
+		// copy of the message from waking the default bot (DESIGN.md §3 Mentions).
+		in.Mentions = []string{a.bot}
 	}
 	in.StartThread = dm || botMentioned
 	in.MentionsHumans = humans && !botMentioned
