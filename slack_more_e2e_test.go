@@ -1,8 +1,16 @@
 package openbot_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"openbot/adapters/slack/slacktest"
+	"openbot/core"
 )
 
 // slackEvent is an Events API callback for one message event, as Slack sends it.
@@ -46,5 +54,88 @@ func TestSlackAppMentionIsTransport(t *testing.T) {
 	r.idle(t)
 	if n := len(r.agent.runs("chief_of_staff")); n != 1 {
 		t.Errorf("the app mention alone ran the default bot %d times, want 1", n)
+	}
+}
+
+// command sends a signed slash command POST and returns the status and body.
+func (r *slackRig) command(t *testing.T, c slacktest.Command) (int, string) {
+	t.Helper()
+	req, err := slacktest.CommandRequest(context.Background(), r.hook.URL+"/slack/acme/commands", slackSecret, c, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// dm posts a DM message from U0TEST001 in D0TEST001 and waits until it is handled.
+func (r *slackRig) dm(t *testing.T, ts, threadTS, text string) {
+	t.Helper()
+	if code := r.post(t, slackEvent(t, "message", "D0TEST001", "im", "U0TEST001", ts, threadTS, text)); code != 200 {
+		t.Fatalf("DM POST = %d", code)
+	}
+	r.idle(t)
+}
+
+// lastRun is the newest run of bot h.
+func (r *slackRig) lastRun(t *testing.T, h string) *core.Job {
+	t.Helper()
+	runs := r.agent.runs(h)
+	if len(runs) == 0 {
+		t.Fatalf("@%s never ran", h)
+	}
+	return runs[len(runs)-1]
+}
+
+// TestSlackNewInDMLastsAcrossRestart: a DM is one thread until /new; the slash
+// command (a signed form POST) is confirmed without a model call, the pending /new
+// is stored, survives a restart, and the next DM message begins a new thread that
+// the messages after it continue.
+func TestSlackNewInDMLastsAcrossRestart(t *testing.T) {
+	r := startSlack(t, nil)
+	r.dm(t, "1767225600.000100", "", "hello")
+	r.dm(t, "1767225601.000100", "", "still the same topic")
+	first := r.lastRun(t, "chief_of_staff").Thread.ID
+	if got := r.agent.runs("chief_of_staff"); len(got) != 2 || got[0].Thread.ID != first {
+		t.Fatalf("two DMs ran %d times / in different threads", len(got))
+	}
+
+	code, body := r.command(t, slacktest.Command{Channel: "D0TEST001", User: "U0TEST001", UserName: "alice", Command: "/new"})
+	if code != 200 || !strings.Contains(body, "Started a new conversation") || !strings.Contains(body, `"ephemeral"`) {
+		t.Fatalf("/new answered %d %s", code, body)
+	}
+	r.idle(t)
+	if n := len(r.agent.runs("chief_of_staff")); n != 2 {
+		t.Fatalf("/new made a model call (runs %d)", n)
+	}
+
+	r.close(t)
+	r.open(t)
+
+	r.dm(t, "1767225700.000100", "", "a different topic")
+	second := r.lastRun(t, "chief_of_staff")
+	if second.Thread.ID == first {
+		t.Fatal("after /new and a restart the next DM continued the old thread")
+	}
+	r.dm(t, "1767225701.000100", "", "more on it")
+	if got := r.lastRun(t, "chief_of_staff").Thread.ID; got != second.Thread.ID {
+		t.Fatalf("the DM after the new thread's first message went to thread %d, want %d", got, second.Thread.ID)
+	}
+}
+
+// TestSlackPlainNewInDM: a DM that is just "new" works like the slash command.
+func TestSlackPlainNewInDM(t *testing.T) {
+	r := startSlack(t, nil)
+	r.dm(t, "1767225600.000100", "", "hello")
+	first := r.lastRun(t, "chief_of_staff").Thread.ID
+	r.dm(t, "1767225601.000100", "", "new")
+	r.dm(t, "1767225602.000100", "", "a different topic")
+	if got := r.lastRun(t, "chief_of_staff"); got.Thread.ID == first || len(r.agent.runs("chief_of_staff")) != 2 {
+		t.Fatalf("runs %d, last in thread %d (first %d): want a second run in a new thread", len(r.agent.runs("chief_of_staff")), got.Thread.ID, first)
 	}
 }

@@ -70,6 +70,10 @@ type Options struct {
 	IconEmoji map[string]string
 	// Engine receives inbound messages.
 	Engine Engine
+	// State persists a pending /new per DM and finds the bot message a Slack
+	// thread hangs under; cmd passes StoreState(store). Nil keeps a pending /new in
+	// memory only and does not recognize replies to bot messages.
+	State State
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 	// HTTPClient is used for the Web API; default a client with a 30 s timeout.
@@ -111,6 +115,7 @@ type Adapter struct {
 	bots    map[string]core.BotProfile // by lower-case handle
 	icons   map[string]string
 	engine  Engine
+	state   State
 	log     *slog.Logger
 	clock   core.Clock
 	api     *slack.Client
@@ -193,12 +198,16 @@ func New(opts Options) (*Adapter, error) {
 		bots:     map[string]core.BotProfile{},
 		icons:    opts.IconEmoji,
 		engine:   opts.Engine,
+		state:    opts.State,
 		log:      opts.Logger.With("account", string(AccountID(opts.Name))),
 		clock:    opts.Clock,
 		users:    newUserCache(1000, time.Hour),
 		progress: newProgressMap(1024),
 		working:  newWorking(reactionLinger),
 		bg:       newBackground(maxBackground),
+	}
+	if a.state == nil {
+		a.state = &memState{}
 	}
 	for _, b := range opts.Bots {
 		a.bots[strings.ToLower(b.Handle)] = b

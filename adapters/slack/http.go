@@ -79,9 +79,10 @@ func signatureReason(err error) string {
 	}
 }
 
-// MountHTTP registers the Events API endpoints on the shared listener (issue 3
-// item 2): POST /slack/<name>/events and POST /slack/<name>/interactive. Both verify
-// the v0 signature and the 5-minute window before parsing anything (401 otherwise).
+// MountHTTP registers the Events API endpoints on the shared listener:
+// POST /slack/<name>/events, /slack/<name>/interactive and /slack/<name>/commands
+// (slash commands). All verify the v0 signature and the 5-minute window before
+// parsing anything (401 otherwise, DESIGN.md §9).
 // Without a signing secret nothing is mounted.
 func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	if a.secret == "" {
@@ -90,6 +91,7 @@ func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("POST /slack/"+a.name+"/events", a.serveEvents)
 	mux.HandleFunc("POST /slack/"+a.name+"/interactive", a.serveInteractive)
+	mux.HandleFunc("POST /slack/"+a.name+"/commands", a.serveCommands)
 	mux.HandleFunc("/slack/"+a.name+"/", a.serveOther)
 }
 

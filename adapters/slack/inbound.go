@@ -133,9 +133,33 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	}
 	in.StartThread = dm || botMentioned
 	in.MentionsHumans = humans && !botMentioned
+	if dm && m.ThreadTS == "" {
+		// The plain-text /new of a DM (see commands.go), and a stored /new that
+		// makes this message begin a new thread.
+		if rest, ok := newCommand(text); ok {
+			if rest == "" {
+				if err := a.setPendingNew(ctx, m.Team, m.Channel, true); err != nil {
+					return fmt.Errorf("slack /new in %s: %w", m.Channel, err)
+				}
+				log.Info("slack new conversation pending")
+				a.confirm(ctx, m.Channel, replyNewPending)
+				return nil
+			}
+			in.Text, in.NewThread = rest, true
+		} else if pending, err := a.pendingNew(ctx, m.Team, m.Channel); err != nil {
+			return fmt.Errorf("slack /new in %s: %w", m.Channel, err)
+		} else if pending {
+			in.NewThread = true
+		}
+	}
 	res, err := a.engine.Ingest(ctx, in)
 	if err != nil {
 		return fmt.Errorf("slack ingest %s: %w", in.DedupKey, err)
+	}
+	if in.NewThread && !res.Duplicate {
+		if err := a.setPendingNew(ctx, m.Team, m.Channel, false); err != nil {
+			return fmt.Errorf("slack /new in %s: %w", m.Channel, err)
+		}
 	}
 	log.Debug("slack message ingested", "thread", res.Thread, "duplicate", res.Duplicate, "dropped", res.Dropped, "woken", res.Woken)
 	return nil

@@ -122,10 +122,24 @@ func badRequests() []badRequest {
 				}
 			},
 			req: postInteractive(questionClick("U0TEST001"))},
+		{name: "slash command without a user", reason: "slash command without command, channel or user", req: postCommand(slacktest.Command{Channel: "D0TEST001", Command: "/new"})},
+		{name: "unknown slash command", reason: "unknown slash command", req: postCommand(slacktest.Command{Channel: "D0TEST001", User: "U0TEST001", Command: "/deploy"})},
+		{name: "slash command from a user not allowed", reason: "channel or user not on the allow list",
+			opts: func(o *Options) { o.AllowUsers = []string{"U0TEST002"} },
+			req:  postCommand(slacktest.Command{Channel: "D0TEST001", User: "U0TEST001", Command: "/new"})},
+		{name: "unsigned slash command", reason: "missing signature headers", req: func(_ *testing.T, e *env) *http.Request {
+			return httptest.NewRequest(http.MethodPost, "/slack/acme/commands", strings.NewReader(slacktest.Command{Channel: "D0TEST001", User: "U0TEST001", Command: "/new"}.Form().Encode()))
+		}},
 		{name: "GET on the events endpoint", reason: "no such endpoint", req: func(_ *testing.T, e *env) *http.Request {
 			return httptest.NewRequest(http.MethodGet, "/slack/acme/events", nil)
 		}},
 		{name: "unknown endpoint", reason: "no such endpoint", req: postEventsTo("/slack/acme/nope")},
+	}
+}
+
+func postCommand(c slacktest.Command) func(*testing.T, *env) *http.Request {
+	return func(_ *testing.T, e *env) *http.Request {
+		return signed(e, http.MethodPost, "/slack/acme/commands", "application/x-www-form-urlencoded", []byte(c.Form().Encode()))
 	}
 }
 

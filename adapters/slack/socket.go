@@ -162,7 +162,19 @@ func (a *Adapter) handleEnvelope(ctx context.Context, smc *socketmode.Client, ev
 		// privately); the ack follows, then the notice.
 		after = a.handleClick(ctx, cb, true)
 	case socketmode.EventTypeSlashCommand:
-		a.refuse("slash commands are not handled", "envelope", envelope)
+		cmd, ok := evt.Data.(slack.SlashCommand)
+		if !ok {
+			a.refuse("slash_commands envelope without a command", "envelope", envelope)
+			break
+		}
+		reply, err := a.handleCommand(ctx, cmd)
+		if err != nil {
+			a.log.Error("slack command not stored, not acked", "envelope", envelope, "command", cmd.Command, "err", err)
+			return
+		}
+		if reply != "" {
+			payload = commandReply{ResponseType: "ephemeral", Text: reply}
+		}
 	}
 	if envelope == "" {
 		return
