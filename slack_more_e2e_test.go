@@ -139,3 +139,64 @@ func TestSlackPlainNewInDM(t *testing.T) {
 		t.Fatalf("runs %d, last in thread %d (first %d): want a second run in a new thread", len(r.agent.runs("chief_of_staff")), got.Thread.ID, first)
 	}
 }
+
+// TestSlackReplyToBotMessageInDMContinuesThread: in a DM the bots answer at the top
+// level; a reply in the Slack thread of a bot's message continues that bot's
+// thread (with its history), is answered by that bot, and the answer is posted
+// once, where the thread lives.
+func TestSlackReplyToBotMessageInDMContinuesThread(t *testing.T) {
+	r := startSlack(t, nil)
+	r.dm(t, "1767225600.000100", "", "hello")
+	r.dm(t, "1767225601.000100", "", "@engineer look at the build")
+	thread := r.lastRun(t, "engineer").Thread.ID
+	posts := r.fake.CallsTo("chat.postMessage")
+	if len(posts) != 2 || posts[1].Form.Get("thread_ts") != "" {
+		t.Fatalf("posts %d, want two top-level DM replies", len(posts))
+	}
+	// The engineer's reply is the second post; the fake answered it with this ts.
+	engineerTS := "1767300000.000002"
+	if u := posts[1].Form.Get("username"); !strings.Contains(u, "Engineer") {
+		t.Fatalf("second post is from %q, want the engineer", u)
+	}
+
+	r.dm(t, "1767225700.000100", engineerTS, "and the lint too?")
+	runs := r.agent.runs("engineer")
+	if len(runs) != 2 {
+		t.Fatalf("engineer ran %d times, want 2 (the reply to its message is for it); chief ran %d", len(runs), len(r.agent.runs("chief_of_staff")))
+	}
+	if runs[1].Thread.ID != thread {
+		t.Fatalf("the reply started thread %d, want the bot message's thread %d", runs[1].Thread.ID, thread)
+	}
+	if n := len(r.agent.runs("chief_of_staff")); n != 1 {
+		t.Errorf("chief ran %d times, want 1", n)
+	}
+	posts = r.fake.CallsTo("chat.postMessage")
+	if len(posts) != 3 {
+		t.Fatalf("posts %d, want 3 (the answer once, not once per binding)", len(posts))
+	}
+	if tt := posts[2].Form.Get("thread_ts"); tt != "" {
+		t.Errorf("answer posted in thread_ts %q, want the DM's top level where the thread lives", tt)
+	}
+
+	// A second reply in the same Slack thread stays in the thread too.
+	r.dm(t, "1767225701.000100", engineerTS, "thanks")
+	if runs := r.agent.runs("engineer"); len(runs) != 3 || runs[2].Thread.ID != thread {
+		t.Fatalf("second reply in the Slack thread: engineer runs %d", len(runs))
+	}
+}
+
+// TestSlackThreadUnderOwnDMMessageStaysItsOwn: a Slack thread under a person's own
+// DM message is still its own thread (DESIGN.md §3); only bot messages are joined.
+func TestSlackThreadUnderOwnDMMessageStaysItsOwn(t *testing.T) {
+	r := startSlack(t, nil)
+	r.dm(t, "1767225600.000100", "", "hello")
+	first := r.lastRun(t, "chief_of_staff").Thread.ID
+	r.dm(t, "1767225601.000100", "1767225600.000100", "side question")
+	if got := r.lastRun(t, "chief_of_staff"); got.Thread.ID == first {
+		t.Fatal("a Slack thread under the person's own DM message joined the DM's thread")
+	}
+	posts := r.fake.CallsTo("chat.postMessage")
+	if tt := posts[len(posts)-1].Form.Get("thread_ts"); tt != "1767225600.000100" {
+		t.Errorf("answer in thread_ts %q, want the Slack thread", tt)
+	}
+}

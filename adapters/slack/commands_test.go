@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"openbot/adapters/slack/slacktest"
+	"openbot/core"
 )
 
 // dmEvent is an Events API callback for a top-level DM message from U0TEST001.
@@ -195,3 +196,49 @@ func (s *failState) SetCursor(ctx context.Context, name, value string) error {
 }
 
 var _ State = (*failState)(nil)
+
+// parentState is a memState whose BotParent knows one bot message.
+type parentState struct {
+	memState
+	parent string
+	who    core.ActorID
+}
+
+func (s *parentState) BotParent(_ context.Context, _, parentKey string) (core.ActorID, bool, error) {
+	return s.who, parentKey == s.parent, nil
+}
+
+// TestReplyToBotMessageInbound: a DM reply in the Slack thread of a message a bot
+// delivered carries ReplyToKey (the bot message's identity, as MessageKey records
+// it), is bound to the DM's top level and is for that bot unless it names someone.
+func TestReplyToBotMessageInbound(t *testing.T) {
+	st := &parentState{who: core.BotActorID("engineer")}
+	e := newEnv(t, func(o *Options) { o.State = st; o.Bot = "*" })
+	st.parent = e.a.MessageKey(core.ConversationRef("T0TEST:D0TEST001"), "1767300000.000002")
+	if st.parent != "slack:T0TEST:D0TEST001:1767300000.000002" {
+		t.Fatalf("MessageKey = %q", st.parent)
+	}
+	reply := func(ts, text string) []byte {
+		return mustJSON(t, map[string]any{"token": "x", "team_id": "T0TEST", "type": "event_callback", "event_id": "Ev" + ts,
+			"event": map[string]any{"type": "message", "channel": "D0TEST001", "channel_type": "im", "user": "U0TEST001", "ts": ts,
+				"thread_ts": "1767300000.000002", "text": text}})
+	}
+	e.postEvent2(t, reply("1767300001.000100", "and the lint?"))
+	e.postEvent2(t, reply("1767300002.000100", "@chief_of_staff what do you think?"))
+	got := e.engine.inbounds()
+	if len(got) != 2 {
+		t.Fatalf("inbounds %d", len(got))
+	}
+	in := got[0]
+	if in.ReplyToKey != st.parent || in.Conversation != "T0TEST:D0TEST001" || len(in.Mentions) != 1 || in.Mentions[0] != "engineer" {
+		t.Errorf("reply inbound %+v", in)
+	}
+	if in := got[1]; in.ReplyToKey != st.parent || len(in.Mentions) != 0 {
+		t.Errorf("a reply naming another bot is for that bot: %+v", in)
+	}
+	st.parent = "" // unknown parent: the Slack thread is its own thread, as before
+	e.postEvent2(t, reply("1767300003.000100", "hi"))
+	if in := e.engine.inbounds()[2]; in.ReplyToKey != "" || in.Conversation != "T0TEST:D0TEST001:1767300000.000002" {
+		t.Errorf("reply under an unknown message %+v", in)
+	}
+}

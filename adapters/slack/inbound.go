@@ -133,6 +133,11 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	}
 	in.StartThread = dm || botMentioned
 	in.MentionsHumans = humans && !botMentioned
+	if m.ThreadTS != "" && m.ThreadTS != m.TS {
+		if err := a.joinBotParent(ctx, &in, m, dm, botMentioned || humans); err != nil {
+			return err
+		}
+	}
 	if dm && m.ThreadTS == "" {
 		// The plain-text /new of a DM (see commands.go), and a stored /new that
 		// makes this message begin a new thread.
@@ -162,6 +167,32 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		}
 	}
 	log.Debug("slack message ingested", "thread", res.Thread, "duplicate", res.Duplicate, "dropped", res.Dropped, "woken", res.Woken)
+	return nil
+}
+
+// joinBotParent makes a reply in the Slack thread of a message a bot posted
+// continue that bot's openbot thread. A bot's reply in a DM, and any message a bot
+// posts at the top level of a conversation, can become the root of a Slack thread;
+// its thread_ts is then no thread key openbot knows, only the ts of a delivered
+// message (recorded through MessageKey). The message joins that message's thread
+// (Inbound.ReplyToKey), is bound to the conversation the bot's message went to
+// (the top level, so later replies are not posted twice), and when it addresses
+// nobody in particular it is for the bot whose message it answers.
+func (a *Adapter) joinBotParent(ctx context.Context, in *core.Inbound, m message, dm, addressed bool) error {
+	parent := DedupKey(m.Team, m.Channel, m.ThreadTS)
+	who, ok, err := a.state.BotParent(ctx, ThreadKey(m.Team, m.Channel, m.TS, m.ThreadTS, dm), parent)
+	if err != nil {
+		return fmt.Errorf("slack reply to %s: %w", parent, err)
+	}
+	if !ok {
+		return nil
+	}
+	in.ReplyToKey = parent
+	in.Conversation = Conversation{Team: m.Team, Channel: m.Channel}.Ref()
+	in.StartThread = true
+	if h := botHandle(who); h != "" && !addressed {
+		in.Mentions = []string{h}
+	}
 	return nil
 }
 

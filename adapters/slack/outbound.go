@@ -117,6 +117,20 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	return pr.firstTS, nil
 }
 
+var _ core.MessageKeyer = (*Adapter)(nil)
+
+// MessageKey is the platform identity of a message Deliver posted (the DedupKey
+// format "slack:<team>:<channel>:<ts>"), so a reply in the Slack thread it roots
+// joins its openbot thread (see joinBotParent; core.MessageKeyer). "" for a
+// conversation ref this adapter did not build.
+func (a *Adapter) MessageKey(ref core.ConversationRef, platformID string) string {
+	c, err := ParseConversation(ref)
+	if err != nil || platformID == "" {
+		return ""
+	}
+	return DedupKey(c.Team, c.Channel, platformID)
+}
+
 // senderOptions shows the speaking bot's name when this app is not that bot.
 func (a *Adapter) senderOptions(s core.Sender) []slack.MsgOption {
 	switch {
