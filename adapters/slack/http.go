@@ -176,7 +176,7 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// serveInteractive handles button clicks (block_actions; issue 7 item 3). The
+// serveInteractive handles button clicks (block_actions; DESIGN.md §5). The
 // request is verified before anything is parsed; a click on a question button is
 // answered through Engine.Answer (one store transaction, no Web API call), then
 // Slack gets its 200 well within its 3 seconds, and only after that the private

@@ -24,7 +24,7 @@ type message struct {
 }
 
 // handleEvent turns one Events API callback (from HTTP or Socket Mode) into at most
-// one core.Inbound and ingests it (issue 3 items 3-5). It returns an error only when
+// one core.Inbound and ingests it (DESIGN.md §3, §4). It returns an error only when
 // the engine failed to store the message, so the caller can make Slack retry.
 // Events that are not for openbot (bot and own messages, edits, joins, other event
 // types, channels or users outside the allow lists) return nil.
@@ -105,7 +105,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	botMentioned := self || a.mentionsBot(text)
 	if !dm && m.ThreadTS == "" && !botMentioned {
 		// A top-level channel post roots a thread of its own, which openbot cannot
-		// know yet: without a bot mention it starts nothing (issue 3 item 4).
+		// know yet: without a bot mention it starts nothing (DESIGN.md §3).
 		log.Debug("slack event ignored: top-level post without a bot mention")
 		return nil
 	}
@@ -218,7 +218,7 @@ var (
 )
 
 // normalize rewrites Slack's control sequences into what the model should read
-// (issue 3 item 4): a mention of this app's bot user becomes "@handle" (for a "*"
+// (DESIGN.md §3 Mentions): a mention of this app's bot user becomes "@handle" (for a "*"
 // app it is removed, since core resolves it to the thread's default bot), other
 // users become "@Display Name" (a Slack bot user named like a configured bot becomes
 // "@handle"), channels "#name", links "[label](url)" or the bare url, and &amp;,

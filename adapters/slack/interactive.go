@@ -12,7 +12,7 @@ import (
 )
 
 // Notices sent privately (chat.postEphemeral) to the person who clicked a question
-// button (issue 7 item 3).
+// button (DESIGN.md §5).
 const (
 	noticeForbiddenBot = "Only approvers of @%s can answer this."
 	noticeForbidden    = "Only approvers can answer this."
@@ -71,7 +71,7 @@ func parseClick(cb slack.InteractionCallback) (click, bool) {
 	return click{}, false
 }
 
-// handleClick answers the question a button click names (issue 7 item 3): the
+// handleClick answers the question a button click names (DESIGN.md §5): the
 // clicker "slack:<team>:<user>" and their display name go to Engine.Answer, which
 // authorizes and stores the first valid answer in one transaction; the buttons are
 // then replaced by the delivery lanes, not here. With lookup false (the HTTP path,

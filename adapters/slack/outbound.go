@@ -64,7 +64,7 @@ func mapError(err error) error {
 	return err
 }
 
-// Deliver posts one reply to its Slack conversation (issue 3 item 6; core.Adapter).
+// Deliver posts one reply to its Slack conversation (DESIGN.md §4 delivery lanes; core.Adapter).
 // The Markdown is converted with Format and split with Split into chunks of at most
 // MaxChunk characters, each posted with chat.postMessage into the thread the
 // conversation names (thread_ts = root). When this app posts for a bot other than

@@ -91,6 +91,18 @@ func TestSocketModeAcksAfterIngest(t *testing.T) {
 	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000003"); err != nil {
 		t.Fatal(err)
 	}
+	// A click on a question button is acked after Engine.Answer stored it.
+	click := slacktest.Click{User: "U0TEST001", UserName: "alice", Channel: "C0TEST001", MessageTS: "1767225601.000100",
+		ActionID: "openbot_q_0", Value: "tok123:0"}
+	if err := e.slack.PushClick(ctx, "click-1", click); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "click-1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.engine.answered()); n != 1 {
+		t.Fatalf("click acked with %d answers stored, want 1", n)
+	}
 
 	// Slack asks for a refresh: the client opens a new connection and keeps working.
 	if err := e.slack.Push(ctx, fixture(t, "socket_mode_disconnect.json")); err != nil {
