@@ -1,6 +1,6 @@
 package openbot_test
 
-// End-to-end tests of issue 7 on Slack: the real engine, the real agent loop with
+// End-to-end tests of human in the loop (DESIGN.md §5) on Slack: the real engine, the real agent loop with
 // the built-in shell tool behind an approval, the bbolt store, the fake OpenAI
 // server and the fake Slack, clicked through signed interactivity POSTs.
 

@@ -49,21 +49,33 @@ func (s *scripted) runs(h string) []*core.Job {
 }
 
 type slackRig struct {
-	fake  *slacktest.Server
-	eng   *core.Engine
-	st    *bolt.Store
-	agent *scripted
-	hook  *httptest.Server
+	fake   *slacktest.Server
+	eng    *core.Engine
+	st     *bolt.Store
+	agent  *scripted
+	hook   *httptest.Server
+	db     string
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // startSlack runs the engine with one whole-team Slack app in HTTP (Events API) mode
 // against the fake Slack; events are POSTed, signed, to its mounted handler.
 func startSlack(t *testing.T, script map[string]func(*core.Job) string) *slackRig {
 	t.Helper()
-	r := &slackRig{fake: slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"}), agent: &scripted{fn: script, calls: map[string][]*core.Job{}}}
+	r := &slackRig{fake: slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"}), agent: &scripted{fn: script, calls: map[string][]*core.Job{}},
+		db: filepath.Join(t.TempDir(), "openbot.db")}
 	t.Cleanup(r.fake.Close)
+	r.open(t)
+	t.Cleanup(func() { r.close(t) })
+	return r
+}
+
+// open opens the store and runs a fresh engine and Slack adapter on it.
+func (r *slackRig) open(t *testing.T) {
+	t.Helper()
 	var err error
-	r.st, err = bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
+	r.st, err = bolt.Open(r.db, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +84,7 @@ func startSlack(t *testing.T, script map[string]func(*core.Job) string) *slackRi
 		t.Fatal(err)
 	}
 	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
-		APIURL: r.fake.APIURL(), Bots: e2eTeam, Engine: r.eng})
+		APIURL: r.fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,23 +95,31 @@ func startSlack(t *testing.T, script map[string]func(*core.Job) string) *slackRi
 	ad.MountHTTP(mux)
 	r.hook = httptest.NewServer(mux)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.eng.Run(ctx) }()
+	r.cancel = cancel
+	r.wg.Add(2)
+	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
 	<-r.eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
+	go func() { defer r.wg.Done(); _ = ad.Run(ctx) }()
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
-	if _, err := r.fake.WaitCalls(wctx, "auth.test", 1); err != nil {
+	if err := r.fake.Wait(wctx, func(s *slacktest.Server) bool { return len(s.CallsTo("auth.test")) > 0 }); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		r.hook.Close()
-		cancel()
-		wg.Wait()
-		r.st.Close()
-	})
-	return r
+}
+
+// close stops the engine and the adapter and closes the store; open may follow.
+func (r *slackRig) close(t *testing.T) {
+	t.Helper()
+	if r.cancel == nil {
+		return
+	}
+	r.hook.Close()
+	r.cancel()
+	r.wg.Wait()
+	r.cancel = nil
+	if err := r.st.Close(); err != nil {
+		t.Error(err)
+	}
 }
 
 // post sends an Events API body, signed now, with optional extra headers.

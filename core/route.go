@@ -29,6 +29,26 @@ func ParseMentions(text string, known func(string) bool) []string {
 	return out
 }
 
+// appMentionIsTransport drops the native "*" from native when the message names a
+// bot itself. A native "*" is a mention of a whole-team account's own platform user
+// (the Slack app, the Telegram or Feishu bot): the app is how the message reaches
+// openbot, not whom it is for. It stands for the thread's default bot only when it
+// is the message's sole bot mention (DESIGN.md §3 Mentions), so "@app @engineer fix
+// X" wakes the engineer alone while "@app fix X" wakes the default bot.
+func appMentionIsTransport(native []string, text string, known func(string) bool) []string {
+	if !slices.Contains(native, "*") {
+		return native
+	}
+	named := len(ParseMentions(text, known)) > 0
+	for _, h := range native {
+		named = named || (h != "*" && known(strings.ToLower(h)))
+	}
+	if !named {
+		return native
+	}
+	return slices.DeleteFunc(slices.Clone(native), func(h string) bool { return h == "*" })
+}
+
 func (e *Engine) knownBot(h string) bool { _, ok := e.bots[h]; return ok }
 
 // threadDefault is the thread's default bot handle (seed §6: thread setting, else global).
@@ -99,7 +119,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 			mentions = append(mentions, h)
 		}
 	}
-	for _, h := range spec.native {
+	for _, h := range appMentionIsTransport(spec.native, m.Text, e.knownBot) {
 		add(strings.ToLower(h))
 	}
 	for _, h := range ParseMentions(m.Text, e.knownBot) {

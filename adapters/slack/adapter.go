@@ -1,4 +1,4 @@
-// Package slack puts openbot's bot team into Slack (issue 3; DESIGN.md §§1-4, 9)
+// Package slack puts openbot's bot team into Slack (DESIGN.md §§1-4, 9)
 // through github.com/slack-go/slack. One Adapter is one Slack app (an account): it
 // speaks as one bot or, with Bot "*", for the whole team.
 //
@@ -32,14 +32,14 @@ const (
 
 // Engine is the part of core.Engine the adapter needs: the durable, exactly-once
 // ingestion of one inbound message (DESIGN.md §4) and the answer to a question from
-// a verified button click (DESIGN.md §5, issue 7 item 3), each one short store
+// a verified button click (DESIGN.md §5), each one short store
 // transaction. Both must be safe for concurrent use.
 type Engine interface {
 	Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error)
 	Answer(ctx context.Context, ans core.Answer) (core.AnswerResult, error)
 }
 
-// Options configures an Adapter (issue 3 item 1). Name, BotToken and Engine are
+// Options configures an Adapter (one Slack account, DESIGN.md §1). Name, BotToken and Engine are
 // required; so is AppToken in socket mode and SigningSecret in http mode.
 type Options struct {
 	// Name is the account name from config; the AccountID is "slack/<Name>" and the
@@ -70,6 +70,10 @@ type Options struct {
 	IconEmoji map[string]string
 	// Engine receives inbound messages.
 	Engine Engine
+	// State persists a pending /new per DM and finds the bot message a Slack
+	// thread hangs under; cmd passes StoreState(store). Nil keeps a pending /new in
+	// memory only and does not recognize replies to bot messages.
+	State State
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 	// HTTPClient is used for the Web API; default a client with a 30 s timeout.
@@ -111,6 +115,7 @@ type Adapter struct {
 	bots    map[string]core.BotProfile // by lower-case handle
 	icons   map[string]string
 	engine  Engine
+	state   State
 	log     *slog.Logger
 	clock   core.Clock
 	api     *slack.Client
@@ -193,12 +198,16 @@ func New(opts Options) (*Adapter, error) {
 		bots:     map[string]core.BotProfile{},
 		icons:    opts.IconEmoji,
 		engine:   opts.Engine,
+		state:    opts.State,
 		log:      opts.Logger.With("account", string(AccountID(opts.Name))),
 		clock:    opts.Clock,
 		users:    newUserCache(1000, time.Hour),
 		progress: newProgressMap(1024),
 		working:  newWorking(reactionLinger),
 		bg:       newBackground(maxBackground),
+	}
+	if a.state == nil {
+		a.state = &memState{}
 	}
 	for _, b := range opts.Bots {
 		a.bots[strings.ToLower(b.Handle)] = b

@@ -7,7 +7,7 @@ import (
 	"openbot/markdown"
 )
 
-// Format converts the Markdown a model writes into Slack mrkdwn (issue 3 item 6):
+// Format converts the Markdown a model writes into Slack mrkdwn (DESIGN.md §4: formatted for the platform):
 // **bold** and __bold__ become *bold*, *italic* and _italic_ become _italic_,
 // ~~strike~~ becomes ~strike~, [label](url) becomes <url|label>, headings become bold
 // lines, bullets become "•", tables are shown as preformatted text, fenced code

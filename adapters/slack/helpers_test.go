@@ -29,6 +29,7 @@ type fakeEngine struct {
 	got     []core.Inbound
 	seen    map[string]bool
 	err     error
+	errFn   func(core.Inbound) error // when set and non-nil for an Inbound, Ingest fails with it
 	changed chan struct{}
 	gate    chan struct{} // when set, Ingest waits for it (or ctx) first
 	woken   []string      // IngestResult.Woken for new messages
@@ -53,6 +54,11 @@ func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return core.IngestResult{}, f.err
+	}
+	if f.errFn != nil {
+		if err := f.errFn(in); err != nil {
+			return core.IngestResult{}, err
+		}
 	}
 	f.got = append(f.got, in)
 	select {
@@ -230,4 +236,22 @@ func unmarshal(t *testing.T, b []byte, v any) {
 
 func slacktestBot(id, name string) slacktest.User {
 	return slacktest.User{ID: id, Name: name, RealName: name, IsBot: true}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger writing from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

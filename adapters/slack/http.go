@@ -67,9 +67,22 @@ func VerifySignature(h http.Header, body []byte, secret string, now time.Time) e
 	return nil
 }
 
-// MountHTTP registers the Events API endpoints on the shared listener (issue 3
-// item 2): POST /slack/<name>/events and POST /slack/<name>/interactive. Both verify
-// the v0 signature and the 5-minute window before parsing anything (401 otherwise).
+// signatureReason words a VerifySignature error for the refusal log.
+func signatureReason(err error) string {
+	switch {
+	case errors.Is(err, ErrMissingSignature):
+		return "missing signature headers"
+	case errors.Is(err, ErrExpiredTimestamp):
+		return "stale or future request timestamp"
+	default:
+		return "bad signature"
+	}
+}
+
+// MountHTTP registers the Events API endpoints on the shared listener:
+// POST /slack/<name>/events, /slack/<name>/interactive and /slack/<name>/commands
+// (slash commands). All verify the v0 signature and the 5-minute window before
+// parsing anything (401 otherwise, DESIGN.md §9).
 // Without a signing secret nothing is mounted.
 func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	if a.secret == "" {
@@ -78,17 +91,27 @@ func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("POST /slack/"+a.name+"/events", a.serveEvents)
 	mux.HandleFunc("POST /slack/"+a.name+"/interactive", a.serveInteractive)
+	mux.HandleFunc("POST /slack/"+a.name+"/commands", a.serveCommands)
+	mux.HandleFunc("/slack/"+a.name+"/", a.serveOther)
+}
+
+// serveOther refuses every other method or path under the account's prefix, with a
+// WARN line, so a misconfigured request URL shows up in the log.
+func (a *Adapter) serveOther(w http.ResponseWriter, r *http.Request) {
+	a.refuse("no such endpoint", "method", r.Method, "path", r.URL.Path)
+	http.NotFound(w, r)
 }
 
 // readVerified reads the body and verifies it; on failure it has answered already.
 func (a *Adapter) readVerified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
+		a.refuse("body unreadable or too large", "path", r.URL.Path, "limit", maxBody)
 		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 		return nil, false
 	}
 	if err := VerifySignature(r.Header, body, a.secret, a.clock.Now()); err != nil {
-		a.log.Warn("slack request refused", "path", r.URL.Path, "err", err)
+		a.refuse(signatureReason(err), "path", r.URL.Path)
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
 		return nil, false
 	}
@@ -109,18 +132,36 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 		Challenge string `json:"challenge"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil {
+		a.refuse("event body is not JSON", "path", r.URL.Path, "err", err)
 		http.Error(w, "bad json", http.StatusBadRequest)
 		return
 	}
-	if outer.Type == slackevents.URLVerification {
+	switch outer.Type {
+	case slackevents.URLVerification:
+		if outer.Challenge == "" {
+			a.refuse("url_verification without a challenge", "path", r.URL.Path)
+			http.Error(w, "missing challenge", http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, outer.Challenge)
+		return
+	case slackevents.CallbackEvent:
+	case slackevents.AppRateLimited:
+		a.log.Warn("slack is dropping events: the app exceeded the Events API rate limit")
+		w.WriteHeader(http.StatusOK)
+		return
+	default:
+		// Not something openbot asked for; 200 stops Slack's retries.
+		a.refuse("unknown event envelope type", "path", r.URL.Path, "type", outer.Type)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
 	if err != nil {
-		// An event type slack-go does not know is not ours; 200 stops retries.
-		a.log.Debug("slack event not parsed", "err", err)
+		// An event type slack-go does not know, or a payload that does not decode,
+		// is nothing openbot can store; 200 stops Slack's retries.
+		a.refuse("event payload does not decode", "path", r.URL.Path, "err", err)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -135,7 +176,7 @@ func (a *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// serveInteractive handles button clicks (block_actions; issue 7 item 3). The
+// serveInteractive handles button clicks (block_actions; DESIGN.md §5). The
 // request is verified before anything is parsed; a click on a question button is
 // answered through Engine.Answer (one store transaction, no Web API call), then
 // Slack gets its 200 well within its 3 seconds, and only after that the private
@@ -148,11 +189,13 @@ func (a *Adapter) serveInteractive(w http.ResponseWriter, r *http.Request) {
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil || form.Get("payload") == "" {
+		a.refuse("interactive request without a payload field", "path", r.URL.Path)
 		http.Error(w, "missing payload", http.StatusBadRequest)
 		return
 	}
 	var cb slack.InteractionCallback
 	if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
+		a.refuse("interactive payload is not JSON", "path", r.URL.Path, "err", err)
 		http.Error(w, "bad payload", http.StatusBadRequest)
 		return
 	}

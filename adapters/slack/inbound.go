@@ -24,12 +24,13 @@ type message struct {
 }
 
 // handleEvent turns one Events API callback (from HTTP or Socket Mode) into at most
-// one core.Inbound and ingests it (issue 3 items 3-5). It returns an error only when
+// one core.Inbound and ingests it (DESIGN.md §3, §4). It returns an error only when
 // the engine failed to store the message, so the caller can make Slack retry.
 // Events that are not for openbot (bot and own messages, edits, joins, other event
 // types, channels or users outside the allow lists) return nil.
 func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent) error {
 	if ev.Type != slackevents.CallbackEvent {
+		a.refuse("unknown event envelope type", "type", ev.Type)
 		return nil
 	}
 	var m message
@@ -44,6 +45,7 @@ func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent
 			m.Edited = true
 		}
 	default:
+		a.refuse("event type openbot does not subscribe to", "type", ev.InnerEvent.Type)
 		return nil
 	}
 	m.Team = ev.TeamID
@@ -62,7 +64,18 @@ func ignoredSubtype(st string) bool {
 
 func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	log := a.log.With("channel", m.Channel, "ts", m.TS)
-	if m.User == "" || m.BotID != "" || ignoredSubtype(m.SubType) || m.Edited || m.TS == "" {
+	switch {
+	case m.TS == "":
+		a.refuse("message event without ts", "channel", m.Channel)
+		return nil
+	case m.Channel == "":
+		a.refuse("message event without channel", "ts", m.TS)
+		return nil
+	case m.User == "" && m.BotID == "" && !ignoredSubtype(m.SubType):
+		a.refuse("message event without user", "channel", m.Channel, "ts", m.TS)
+		return nil
+	}
+	if m.User == "" || m.BotID != "" || ignoredSubtype(m.SubType) || m.Edited {
 		log.Debug("slack event ignored", "subtype", m.SubType, "bot_id", m.BotID, "edited", m.Edited)
 		return nil
 	}
@@ -75,7 +88,13 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		return nil
 	}
 	if (a.allowCh != nil && !a.allowCh[m.Channel]) || (a.allowU != nil && !a.allowU[m.User]) {
-		log.Debug("slack event ignored: not allowed", "user", m.User)
+		// A message that addresses openbot (a DM, a mention of this app) is a
+		// refused request; other chatter in a channel the app sits in is not.
+		if isDMChannel(m.Channel, m.ChannelType) || strings.Contains(m.Text, "<@"+id.UserID) {
+			a.refuse("channel or user not on the allow list", "channel", m.Channel, "user", m.User)
+		} else {
+			log.Debug("slack event ignored: not allowed", "user", m.User)
+		}
 		return nil
 	}
 	if m.Team == "" {
@@ -86,7 +105,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	botMentioned := self || a.mentionsBot(text)
 	if !dm && m.ThreadTS == "" && !botMentioned {
 		// A top-level channel post roots a thread of its own, which openbot cannot
-		// know yet: without a bot mention it starts nothing (issue 3 item 4).
+		// know yet: without a bot mention it starts nothing (DESIGN.md §3).
 		log.Debug("slack event ignored: top-level post without a bot mention")
 		return nil
 	}
@@ -105,16 +124,75 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	if a.bot != "*" {
 		in.DefaultBot = a.bot
 	}
-	if self {
-		in.Mentions = []string{a.bot} // "*" means the thread's default bot
+	if self && (a.bot != "*" || !a.mentionsBot(text)) {
+		// For a "*" app the mention of the app is transport, not a target: it means
+		// the thread's default bot ("*") only when no bot is named in the text.
+		// Core applies the same rule; dropping it here also keeps a second app's
+		// copy of the message from waking the default bot (DESIGN.md §3 Mentions).
+		in.Mentions = []string{a.bot}
 	}
 	in.StartThread = dm || botMentioned
 	in.MentionsHumans = humans && !botMentioned
+	if m.ThreadTS != "" && m.ThreadTS != m.TS {
+		if err := a.joinBotParent(ctx, &in, m, dm, botMentioned || humans); err != nil {
+			return err
+		}
+	}
+	if dm && m.ThreadTS == "" {
+		// The plain-text /new of a DM (see commands.go), and a stored /new that
+		// makes this message begin a new thread.
+		if rest, ok := newCommand(text); ok {
+			if rest == "" {
+				if err := a.setPendingNew(ctx, m.Team, m.Channel, true); err != nil {
+					return fmt.Errorf("slack /new in %s: %w", m.Channel, err)
+				}
+				log.Info("slack new conversation pending")
+				a.confirm(ctx, m.Channel, replyNewPending)
+				return nil
+			}
+			in.Text, in.NewThread = rest, true
+		} else if pending, err := a.pendingNew(ctx, m.Team, m.Channel); err != nil {
+			return fmt.Errorf("slack /new in %s: %w", m.Channel, err)
+		} else if pending {
+			in.NewThread = true
+		}
+	}
 	res, err := a.engine.Ingest(ctx, in)
 	if err != nil {
 		return fmt.Errorf("slack ingest %s: %w", in.DedupKey, err)
 	}
+	if in.NewThread && !res.Duplicate {
+		if err := a.setPendingNew(ctx, m.Team, m.Channel, false); err != nil {
+			return fmt.Errorf("slack /new in %s: %w", m.Channel, err)
+		}
+	}
 	log.Debug("slack message ingested", "thread", res.Thread, "duplicate", res.Duplicate, "dropped", res.Dropped, "woken", res.Woken)
+	return nil
+}
+
+// joinBotParent makes a reply in the Slack thread of a message a bot posted
+// continue that bot's openbot thread. A bot's reply in a DM, and any message a bot
+// posts at the top level of a conversation, can become the root of a Slack thread;
+// its thread_ts is then no thread key openbot knows, only the ts of a delivered
+// message (recorded through MessageKey). The message joins that message's thread
+// (Inbound.ReplyToKey), is bound to the conversation the bot's message went to
+// (the top level, so later replies are not posted twice), and when it addresses
+// nobody in particular it is for the bot whose message it answers.
+func (a *Adapter) joinBotParent(ctx context.Context, in *core.Inbound, m message, dm, addressed bool) error {
+	parent := DedupKey(m.Team, m.Channel, m.ThreadTS)
+	who, ok, err := a.state.BotParent(ctx, ThreadKey(m.Team, m.Channel, m.TS, m.ThreadTS, dm), parent)
+	if err != nil {
+		return fmt.Errorf("slack reply to %s: %w", parent, err)
+	}
+	if !ok {
+		return nil
+	}
+	in.ReplyToKey = parent
+	in.Conversation = Conversation{Team: m.Team, Channel: m.Channel}.Ref()
+	in.StartThread = true
+	if h := botHandle(who); h != "" && !addressed {
+		in.Mentions = []string{h}
+	}
 	return nil
 }
 
@@ -140,7 +218,7 @@ var (
 )
 
 // normalize rewrites Slack's control sequences into what the model should read
-// (issue 3 item 4): a mention of this app's bot user becomes "@handle" (for a "*"
+// (DESIGN.md §3 Mentions): a mention of this app's bot user becomes "@handle" (for a "*"
 // app it is removed, since core resolves it to the thread's default bot), other
 // users become "@Display Name" (a Slack bot user named like a configured bot becomes
 // "@handle"), channels "#name", links "[label](url)" or the bare url, and &amp;,

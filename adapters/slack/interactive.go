@@ -12,7 +12,7 @@ import (
 )
 
 // Notices sent privately (chat.postEphemeral) to the person who clicked a question
-// button (issue 7 item 3).
+// button (DESIGN.md §5).
 const (
 	noticeForbiddenBot = "Only approvers of @%s can answer this."
 	noticeForbidden    = "Only approvers can answer this."
@@ -71,7 +71,7 @@ func parseClick(cb slack.InteractionCallback) (click, bool) {
 	return click{}, false
 }
 
-// handleClick answers the question a button click names (issue 7 item 3): the
+// handleClick answers the question a button click names (DESIGN.md §5): the
 // clicker "slack:<team>:<user>" and their display name go to Engine.Answer, which
 // authorizes and stores the first valid answer in one transaction; the buttons are
 // then replaced by the delivery lanes, not here. With lookup false (the HTTP path,
@@ -81,8 +81,11 @@ func parseClick(cb slack.InteractionCallback) (click, bool) {
 func (a *Adapter) handleClick(ctx context.Context, cb slack.InteractionCallback, lookup bool) func(context.Context) {
 	c, ok := parseClick(cb)
 	if !ok {
-		a.log.Debug("slack interaction ignored", "type", string(cb.Type), "user", cb.User.ID)
+		a.refuse("interaction is not a click on an openbot question button", "type", string(cb.Type), "user", cb.User.ID)
 		return nil
+	}
+	if c.user == "" {
+		a.refuse("click without an identifiable user", "token", c.token)
 	}
 	if c.team == "" {
 		c.team = a.knownTeam()
@@ -102,7 +105,7 @@ func (a *Adapter) handleClick(ctx context.Context, cb slack.InteractionCallback,
 		log.Info("slack question answered", "question", res.Question.ID, "decision", res.Question.Decision())
 		return nil
 	case res.Outcome == core.AnswerForbidden:
-		log.Info("slack answer refused: not an approver", "question", res.Question.ID)
+		a.refuse("clicker may not answer this question", "question", res.Question.ID, "token", c.token, "actor", string(ans.Actor))
 		text = noticeForbidden
 		if h := botHandle(res.Question.Bot); h != "" {
 			text = escapeText(fmt.Sprintf(noticeForbiddenBot, h))
@@ -111,7 +114,7 @@ func (a *Adapter) handleClick(ctx context.Context, cb slack.InteractionCallback,
 		log.Info("slack answer too late", "question", res.Question.ID)
 		text = noticeDecided + escapeText(res.Question.Decision())
 	default:
-		log.Info("slack answer for an unknown question")
+		a.refuse("click for an unknown question or choice", "token", c.token, "choice", c.index)
 		text = noticeUnknown
 	}
 	if c.user == "" || c.channel == "" {

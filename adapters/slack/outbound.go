@@ -64,7 +64,7 @@ func mapError(err error) error {
 	return err
 }
 
-// Deliver posts one reply to its Slack conversation (issue 3 item 6; core.Adapter).
+// Deliver posts one reply to its Slack conversation (DESIGN.md §4 delivery lanes; core.Adapter).
 // The Markdown is converted with Format and split with Split into chunks of at most
 // MaxChunk characters, each posted with chat.postMessage into the thread the
 // conversation names (thread_ts = root). When this app posts for a bot other than
@@ -115,6 +115,20 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	}
 	a.progress.done(key)
 	return pr.firstTS, nil
+}
+
+var _ core.MessageKeyer = (*Adapter)(nil)
+
+// MessageKey is the platform identity of a message Deliver posted (the DedupKey
+// format "slack:<team>:<channel>:<ts>"), so a reply in the Slack thread it roots
+// joins its openbot thread (see joinBotParent; core.MessageKeyer). "" for a
+// conversation ref this adapter did not build.
+func (a *Adapter) MessageKey(ref core.ConversationRef, platformID string) string {
+	c, err := ParseConversation(ref)
+	if err != nil || platformID == "" {
+		return ""
+	}
+	return DedupKey(c.Team, c.Channel, platformID)
 }
 
 // senderOptions shows the speaking bot's name when this app is not that bot.

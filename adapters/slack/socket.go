@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -12,11 +13,12 @@ import (
 
 // Socket Mode tuning.
 const (
-	// socketQueue bounds events acked but not yet ingested. When it is full the
-	// reader stops acking, so Slack redelivers instead of us dropping anything.
+	// socketQueue bounds envelopes received but not yet handled. None of them is
+	// acked yet, so when the queue is full the reader simply stops reading and
+	// Slack redelivers what it does not see acked within 3 s.
 	socketQueue = 256
-	// drainGrace is how long acked events may still be ingested after Run's ctx is
-	// done; Slack does not redeliver an acked envelope.
+	// drainGrace bounds how long Run waits for background work (notices after a
+	// click, working reactions) when it returns.
 	drainGrace = 5 * time.Second
 )
 
@@ -49,22 +51,20 @@ func (a *Adapter) runSocketLoop(ctx context.Context) error {
 
 // runSocket runs one socketmode.Client until it fails or ctx is done. Three
 // goroutines, all joined before it returns: the client's RunContext, a reader that
-// acks every envelope the moment it arrives, before any other work (issue 3 item 2),
-// and one processor that ingests acked events and answers acked button clicks
-// (issue 7 item 3) in arrival order.
+// logs connection events and queues envelopes, and one processor that handles the
+// queued envelopes in arrival order and acks each only after its durable work is
+// done (DESIGN.md §4, §8: no message Slack was told is received may be lost): an
+// event after Engine.Ingest stored it, a button click after Engine.Answer stored
+// the answer, a slash command after its effect is stored. An envelope whose
+// storing fails is not acked, so Slack redelivers it and core deduplicates the
+// redelivery. Envelopes still queued when the socket goes away are not acked
+// either, for the same reason.
 func (a *Adapter) runSocket(ctx context.Context) error {
 	smc := socketmode.New(a.api, socketmode.OptionLog(slogPrinter{a.log}))
 	sockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// The processor outlives the socket by up to drainGrace after ctx is done so
-	// acked events are not lost; a mere reconnect does not stop it early.
-	procCtx, procCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer procCancel()
-	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(drainGrace, procCancel) })
-	defer stopGrace()
-
-	queue := make(chan socketItem, socketQueue)
+	queue := make(chan socketmode.Event, socketQueue)
 	var (
 		wg     sync.WaitGroup
 		runErr error
@@ -78,37 +78,25 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 		a.readSocket(sockCtx, smc, queue)
 	})
 	wg.Go(func() {
-		for it := range queue {
-			if procCtx.Err() != nil {
-				a.log.Error("slack event dropped at shutdown after ack", "type", it.kind())
-				continue
+		for evt := range queue {
+			if sockCtx.Err() != nil {
+				continue // not acked: Slack redelivers it to the next connection
 			}
-			if it.click != nil {
-				a.notify(procCtx, a.handleClick(procCtx, *it.click, true))
-				continue
-			}
-			if err := a.handleEvent(procCtx, it.event); err != nil {
-				a.log.Error("slack event not stored", "err", err)
-			}
+			a.handleEnvelope(sockCtx, smc, evt)
 		}
 	})
 	wg.Wait()
 	return runErr
 }
 
-// readSocket acks and dispatches socketmode events until ctx is done.
-func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue chan<- socketItem) {
+// readSocket logs connection events and queues envelopes until ctx is done.
+func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue chan<- socketmode.Event) {
 	for {
 		var evt socketmode.Event
 		select {
 		case <-ctx.Done():
 			return
 		case evt = <-smc.Events:
-		}
-		if evt.Request != nil && evt.Request.EnvelopeID != "" {
-			if err := smc.AckCtx(ctx, evt.Request.EnvelopeID, nil); err != nil {
-				a.log.Warn("slack ack failed", "envelope", evt.Request.EnvelopeID, "err", err)
-			}
 		}
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
@@ -118,49 +106,99 @@ func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue 
 		case socketmode.EventTypeHello:
 			a.log.Debug("slack socket mode hello")
 		case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError,
-			socketmode.EventTypeErrorBadMessage, socketmode.EventTypeErrorWriteFailed:
-			a.log.Warn("slack socket mode error", "type", string(evt.Type), "data", errorOf(evt.Data))
+			socketmode.EventTypeErrorWriteFailed:
+			a.log.Warn("slack socket mode error", "type", string(evt.Type), "err", errorOf(evt.Data))
 		case socketmode.EventTypeInvalidAuth:
 			a.log.Error("slack socket mode: invalid auth")
-		case socketmode.EventTypeEventsAPI:
-			ev, ok := evt.Data.(slackevents.EventsAPIEvent)
-			if !ok {
-				continue
-			}
-			if evt.Request.RetryAttempt > 0 {
-				a.log.Debug("slack envelope retry", "attempt", evt.Request.RetryAttempt, "reason", evt.Request.RetryReason)
-			}
+		case socketmode.EventTypeErrorBadMessage, socketmode.EventTypeEventsAPI,
+			socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 			select {
-			case queue <- socketItem{event: ev}:
+			case queue <- evt:
 			case <-ctx.Done():
 				return
 			}
-		case socketmode.EventTypeInteractive:
-			cb, ok := evt.Data.(slack.InteractionCallback)
-			if !ok {
-				continue
-			}
-			select {
-			case queue <- socketItem{click: &cb}:
-			case <-ctx.Done():
-				return
-			}
+		default:
+			a.log.Debug("slack socket mode event", "type", string(evt.Type))
 		}
 	}
 }
 
-// socketItem is one acked envelope waiting for the processor: an Events API event
-// or an interaction (a button click).
-type socketItem struct {
-	event slackevents.EventsAPIEvent
-	click *slack.InteractionCallback
+// handleEnvelope does the work of one envelope and acks it when that work is
+// stored or when there is nothing to store (a malformed or foreign envelope is
+// logged at WARN and acked, so Slack does not redeliver it forever).
+func (a *Adapter) handleEnvelope(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
+	envelope := ""
+	if evt.Request != nil {
+		envelope = evt.Request.EnvelopeID
+	}
+	var (
+		payload any
+		after   func(context.Context)
+	)
+	switch evt.Type {
+	case socketmode.EventTypeErrorBadMessage:
+		envelope = badEnvelopeID(evt.Data)
+		a.refuse("malformed socket mode envelope", "envelope", envelope, "err", errorOf(evt.Data))
+	case socketmode.EventTypeEventsAPI:
+		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+		if !ok {
+			a.refuse("events_api envelope without an event", "envelope", envelope)
+			break
+		}
+		if evt.Request.RetryAttempt > 0 {
+			a.log.Debug("slack envelope retry", "attempt", evt.Request.RetryAttempt, "reason", evt.Request.RetryReason)
+		}
+		if err := a.handleEvent(ctx, ev); err != nil {
+			a.log.Error("slack event not stored, not acked so Slack redelivers it", "envelope", envelope, "err", err)
+			return
+		}
+	case socketmode.EventTypeInteractive:
+		cb, ok := evt.Data.(slack.InteractionCallback)
+		if !ok {
+			a.refuse("interactive envelope without a payload", "envelope", envelope)
+			break
+		}
+		// Engine.Answer stores the answer (or fails, and the clicker is told so
+		// privately); the ack follows, then the notice.
+		after = a.handleClick(ctx, cb, true)
+	case socketmode.EventTypeSlashCommand:
+		cmd, ok := evt.Data.(slack.SlashCommand)
+		if !ok {
+			a.refuse("slash_commands envelope without a command", "envelope", envelope)
+			break
+		}
+		reply, err := a.handleCommand(ctx, cmd)
+		if err != nil {
+			a.log.Error("slack command not stored, not acked", "envelope", envelope, "command", cmd.Command, "err", err)
+			return
+		}
+		if reply != "" {
+			payload = commandReply{ResponseType: "ephemeral", Text: reply}
+		}
+	}
+	if envelope == "" {
+		return
+	}
+	if err := smc.AckCtx(ctx, envelope, payload); err != nil {
+		a.log.Warn("slack ack failed", "envelope", envelope, "err", err)
+		return
+	}
+	a.notify(ctx, after)
 }
 
-func (it socketItem) kind() string {
-	if it.click != nil {
-		return "interactive"
+// badEnvelopeID digs the envelope_id out of a frame slack-go could not parse.
+func badEnvelopeID(data any) string {
+	bm, ok := data.(*socketmode.ErrorBadMessage)
+	if !ok {
+		return ""
 	}
-	return it.event.InnerEvent.Type
+	var env struct {
+		EnvelopeID string `json:"envelope_id"`
+	}
+	if json.Unmarshal(bm.Message, &env) != nil {
+		return ""
+	}
+	return env.EnvelopeID
 }
 
 // errorOf extracts a loggable error from socketmode's event data.

@@ -3,9 +3,14 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"openbot/core"
 
 	"openbot/adapters/slack/slacktest"
 )
@@ -42,13 +47,12 @@ func waitCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestSocketModeAcksFirstThenIngests: hello, then an events_api envelope -> the ack
-// with its envelope_id is sent while Ingest is still blocked (ack before any work),
-// then the event is ingested; the retry envelope is acked and carries the same dedup
-// key; interactive envelopes are acked; a disconnect makes the client reconnect.
-func TestSocketModeAcksFirstThenIngests(t *testing.T) {
+// TestSocketModeAcksAfterIngest: hello, then an events_api envelope -> the event is
+// ingested and only then acked (DESIGN.md §4: ack after the durable ingest); the
+// retry envelope is acked and carries the same dedup key; interactive envelopes are
+// acked; a disconnect makes the client reconnect.
+func TestSocketModeAcksAfterIngest(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Mode = ModeSocket; o.SigningSecret = "" })
-	e.engine.gate = make(chan struct{})
 	stop := runAdapter(t, e.a)
 	ctx := waitCtx(t)
 
@@ -57,16 +61,16 @@ func TestSocketModeAcksFirstThenIngests(t *testing.T) {
 	}
 	ack, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000001")
 	if err != nil {
-		t.Fatalf("no ack while Ingest was blocked: %v", err)
+		t.Fatalf("no ack: %v", err)
 	}
 	if len(ack.Payload) != 0 {
 		t.Errorf("ack payload %s, want none", ack.Payload)
 	}
-	if got := e.engine.inbounds(); len(got) != 0 {
-		t.Fatalf("ingested before the gate opened: %+v", got)
+	got := e.engine.inbounds()
+	if len(got) != 1 {
+		t.Fatalf("acked before the event was ingested: %d inbounds at ack time", len(got))
 	}
-	close(e.engine.gate)
-	in := e.engine.waitInbounds(t, 1)[0]
+	in := got[0]
 	if in.DedupKey != "slack:T0TEST:C0TEST001:1767225600.000100" || !in.StartThread || in.Text != "@engineer can you review the failing build on main?" {
 		t.Errorf("socket inbound %+v", in)
 	}
@@ -86,6 +90,18 @@ func TestSocketModeAcksFirstThenIngests(t *testing.T) {
 	}
 	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000003"); err != nil {
 		t.Fatal(err)
+	}
+	// A click on a question button is acked after Engine.Answer stored it.
+	click := slacktest.Click{User: "U0TEST001", UserName: "alice", Channel: "C0TEST001", MessageTS: "1767225601.000100",
+		ActionID: "openbot_q_0", Value: "tok123:0"}
+	if err := e.slack.PushClick(ctx, "click-1", click); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "click-1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.engine.answered()); n != 1 {
+		t.Fatalf("click acked with %d answers stored, want 1", n)
 	}
 
 	// Slack asks for a refresh: the client opens a new connection and keeps working.
@@ -166,4 +182,85 @@ func TestSocketModeReconnectsAfterDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.engine.waitInbounds(t, 1)
+}
+
+// TestSocketModeFailedIngestIsNotAcked: an envelope whose Ingest fails (the store
+// refused it) is left un-acked, so Slack redelivers it; the envelope after it is
+// handled and acked in order; the redelivery is ingested exactly once and acked.
+func TestSocketModeFailedIngestIsNotAcked(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Mode = ModeSocket })
+	const failing = "slack:T0TEST:C0TEST001:1767225600.000100"
+	var mu sync.Mutex
+	broken := true
+	e.engine.errFn = func(in core.Inbound) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if broken && in.DedupKey == failing {
+			return errors.New("store closed")
+		}
+		return nil
+	}
+	runAdapter(t, e.a)
+	ctx := waitCtx(t)
+
+	first := fixture(t, "socket_mode_events_api_app_mention.json")
+	if err := e.slack.Push(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// A second, healthy envelope: envelopes are handled in order, so once its ack
+	// is in, the first one has been handled too.
+	second := strings.NewReplacer("5f0e3a2b-0000-4c1d-9e8f-000000000001", "second", "1767225600.000100", "1767225601.000100").Replace(string(first))
+	if err := e.slack.Push(ctx, []byte(second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "second"); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range e.slack.Acks() {
+		if a.EnvelopeID == "5f0e3a2b-0000-4c1d-9e8f-000000000001" {
+			t.Fatal("the envelope whose ingest failed was acked: Slack would not redeliver it")
+		}
+	}
+
+	mu.Lock()
+	broken = false
+	mu.Unlock()
+	// Slack redelivers the un-acked envelope (retry_attempt 1, a new envelope id).
+	if err := e.slack.Push(ctx, fixture(t, "socket_mode_events_api_app_mention_retry.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000002"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, in := range e.engine.inbounds() {
+		if in.DedupKey == failing {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the redelivered message was ingested %d times, want 1", n)
+	}
+}
+
+// TestSocketModeMalformedEnvelopeAckedAndLogged: a frame slack-go cannot parse is
+// acked (so Slack stops redelivering it) and logged at WARN.
+func TestSocketModeMalformedEnvelopeAckedAndLogged(t *testing.T) {
+	var logs syncBuffer
+	e := newEnv(t, func(o *Options) {
+		o.Mode = ModeSocket
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	runAdapter(t, e.a)
+	ctx := waitCtx(t)
+	bad := `{"envelope_id":"bad-1","type":"events_api","payload":{"type":"event_callback","event":{"type":"message","ts":42}},"accepts_response_payload":false}`
+	if err := e.slack.Push(ctx, []byte(bad)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "bad-1"); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "malformed socket mode envelope") || !strings.Contains(out, "account=slack/acme") {
+		t.Errorf("no WARN line with account and reason:\n%s", out)
+	}
 }

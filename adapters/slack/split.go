@@ -11,7 +11,7 @@ import (
 // fences Split adds when it has to cut a code block.
 const MaxChunk = 3900
 
-// Split cuts mrkdwn text into chunks of at most limit runes (issue 3 item 6). It cuts
+// Split cuts mrkdwn text into chunks of at most limit runes (DESIGN.md §4: split at the platform's length limit). It cuts
 // only between paragraphs or around code blocks when it can, so a code block that
 // fits in one chunk is never divided; a paragraph longer than limit is cut between
 // lines, then between words, then anywhere; a code block longer than limit is cut

@@ -53,8 +53,8 @@ func TestSplitShortTextUnchanged(t *testing.T) {
 	}
 }
 
-// TestSplitNineThousandWithCodeBlock is issue 3's "a 9,000-character reply with a
-// code block -> several messages, none cut inside the block".
+// TestSplitNineThousandWithCodeBlock: a 9,000-character reply with a code block
+// becomes several messages, none cut inside the block.
 func TestSplitNineThousandWithCodeBlock(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var code strings.Builder

@@ -11,9 +11,9 @@ import (
 	"openbot/core"
 )
 
-// WorkingReaction is the reaction put on the message a bot is working on (issue 3
-// item 6: "while a bot is working on a thread, show it ... and remove it when
-// done").
+// WorkingReaction is the reaction put on the message a bot is working on: while a
+// bot works on a thread it shows, and it is removed when the bot is done
+// (core.WorkIndicator).
 const WorkingReaction = "eyes"
 
 const (
@@ -68,8 +68,8 @@ func newWorking(linger time.Duration) *working {
 
 var _ core.WorkIndicator = (*Adapter)(nil)
 
-// Working shows that a bot works in a conversation (core.WorkIndicator; issue 3
-// item 6): when a run starts or resumes, WorkingReaction is added to the message it
+// Working shows that a bot works in a conversation (core.WorkIndicator):
+// when a run starts or resumes, WorkingReaction is added to the message it
 // answers (w.ReplyTo, that message's ts). A run without one (a bot woken by another
 // bot's hand-off) marks the message that carries the reaction for earlier work in
 // the same conversation, else the conversation's thread root. When the run ends or

@@ -406,7 +406,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Name: s.Name, Bot: s.Bot, Mode: s.Mode,
 			AppToken: s.AppToken, BotToken: s.BotToken, SigningSecret: s.SigningSecret,
 			APIURL: s.APIURL, AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers,
-			Bots: bots, Engine: eng, Logger: a.log,
+			Bots: bots, Engine: eng, State: slack.StoreState(eng.Store()), Logger: a.log,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("slack[%d]: %w", i, err)

@@ -1,0 +1,63 @@
+package core_test
+
+import (
+	"testing"
+
+	"openbot/core"
+)
+
+// TestAppMentionIsTransport: on a whole-team account ("*") the mention of the app
+// itself (native "*") is how the message reached openbot, not a target: with a bot
+// named in the text only that bot wakes; alone it means the thread's default bot.
+// The rule is in core, so it holds for every platform's "*" account.
+func TestAppMentionIsTransport(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		text   string
+		native []string
+		want   []string
+	}{
+		{"app and a bot", "@engineer fix the build", []string{"*"}, []string{"engineer"}},
+		{"app and two bots", "@engineer and @qa fix the build", []string{"*"}, []string{"engineer", "qa"}},
+		{"app and a native bot", "fix the build", []string{"*", "reviewer"}, []string{"reviewer"}},
+		{"app alone", "fix the build", []string{"*"}, []string{"chief_of_staff"}},
+		{"app and an unknown handle", "ask @nobody to fix it", []string{"*"}, []string{"chief_of_staff"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, core.Limits{})
+			h.start()
+			res := h.say(c.text, func(in *core.Inbound) { in.Mentions = c.native })
+			if !equalStrings(res.Woken, c.want) {
+				t.Errorf("woken %v, want %v", res.Woken, c.want)
+			}
+			h.idle()
+			for _, bot := range []string{"chief_of_staff", "engineer", "reviewer", "qa"} {
+				ran := len(h.agent.jobsFor(bot)) > 0
+				if ran != contains(c.want, bot) {
+					t.Errorf("@%s ran = %v, want %v", bot, ran, !ran)
+				}
+			}
+		})
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
