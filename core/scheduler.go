@@ -284,6 +284,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 				return err2
 			}
 			e.activity(tx, Activity{Event: "run.failed", Level: "error", Summary: notice.Text, Thread: t.ID, Actor: r.Bot, Run: r.ID})
+			if err2 := e.unrunApprovalTx(tx, job, e.failureCause(err)); err2 != nil {
+				return err2
+			}
 		}
 		r.Checkpoint = nil // terminal runs keep no transcript (seed G5)
 		if _, err2 := tx.PutRun(r); err2 != nil {

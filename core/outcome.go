@@ -1,0 +1,56 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Outcomes of approved calls (DESIGN.md §5): an approved call runs exactly once,
+// or the thread is told why it could not, and the question records which.
+
+// OutcomeRan is Question.Outcome of an approved call that ran.
+const OutcomeRan = "ran"
+
+// recordOutcomeTx sets the outcome of question id, which must belong to run.
+func (e *Engine) recordOutcomeTx(tx Tx, run RunID, id QuestionID, outcome string) error {
+	q, err := tx.Question(id)
+	if err != nil {
+		return fmt.Errorf("question %d: %w", id, err)
+	}
+	if q.Run != run {
+		return fmt.Errorf("question %d belongs to run %d, not %d", id, q.Run, run)
+	}
+	if q.Outcome == outcome {
+		return nil
+	}
+	q.Outcome = outcome
+	if _, err := tx.PutQuestion(q); err != nil {
+		return err
+	}
+	summary := fmt.Sprintf("question %d (%s %s): %s", q.ID, q.Kind, q.Tool, outcome)
+	level := ""
+	if outcome != OutcomeRan {
+		level = "warn"
+	}
+	e.activity(tx, Activity{Event: "question.outcome", Level: level, Summary: summary, Thread: q.Thread, Actor: q.Bot, Run: run})
+	return nil
+}
+
+// unrunApprovalTx records "not run" on the approved question a failed resumed
+// run was to carry out, when the agent recorded no outcome: the run failed
+// before the call ran (its notice in the thread says why).
+func (e *Engine) unrunApprovalTx(tx Tx, job *Job, cause string) error {
+	if job.Resume == nil || !job.Resume.Approved() {
+		return nil
+	}
+	q, err := tx.Question(job.Resume.ID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if q.Outcome != "" {
+		return nil
+	}
+	return e.recordOutcomeTx(tx, job.Run.ID, q.ID, "not run: the run failed before the call ran: "+cause)
+}
