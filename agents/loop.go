@@ -33,6 +33,9 @@ type run struct {
 	usage      core.Usage                     // cumulative over the run's segments
 	base       core.Usage                     // usage before this Execute call
 	trimmed    bool                           // the one context-length retry was used
+	// down says why, by tool source, a source the bot selects is not available
+	// to this run (awaitSources).
+	down map[string]string
 }
 
 // turn is one assembled model response.
