@@ -26,6 +26,7 @@ var (
 //     profile; a model is set on the bot or its profile; max_model_calls >= 0;
 //     tools and approval_tools have no empty or repeated names;
 //   - default_bot names a bot;
+//   - mcp_ready_timeout is positive;
 //   - mcp_servers: name unique, made of letters, digits, "-" and single "_"
 //     (tools are "<name>__<tool>"); exactly one of command and url; url is http(s);
 //   - console, slack, telegram, feishu: name matches [a-z0-9_-]+ and is unique per
@@ -167,6 +168,9 @@ func checkNames(p *problems, path string, names []string) {
 }
 
 func (c *Config) validateMCP(p *problems) {
+	if c.MCPReadyTimeout <= 0 {
+		p.add("mcp_ready_timeout", "must be positive, got %s", c.MCPReadyTimeout)
+	}
 	seen := map[string]bool{}
 	for i, s := range c.MCPServers {
 		path := fmt.Sprintf("mcp_servers[%d]", i)

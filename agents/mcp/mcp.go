@@ -42,7 +42,7 @@ const (
 	// DefaultResultCap is the agent's own cap on a tool result, so a cut result
 	// reaches the model with this package's note of its real size intact.
 	DefaultResultCap = agents.DefaultMaxToolResultChars // bytes of a tool result's text
-	stderrTailSize        = 4 << 10  // bytes of a stdio server's stderr kept for reports
+	stderrTailSize   = 4 << 10                          // bytes of a stdio server's stderr kept for reports
 )
 
 // ServerConfig is one MCP server (config `mcp_servers[]`). Exactly one of
@@ -257,6 +257,11 @@ func (m *Manager) setState(name, state string, err error) {
 	}
 	snap := *st
 	m.mu.Unlock()
+	// OnState first: a run waiting for this server goes on only after the
+	// person was told.
+	if m.opts.OnState != nil {
+		m.opts.OnState(snap)
+	}
 	if reg := m.opts.Registry; reg != nil {
 		switch state {
 		case "starting":
@@ -264,9 +269,6 @@ func (m *Manager) setState(name, state string, err error) {
 		case "failed":
 			reg.SourceFailed(name, errors.New(snap.Reason))
 		}
-	}
-	if m.opts.OnState != nil {
-		m.opts.OnState(snap)
 	}
 }
 
