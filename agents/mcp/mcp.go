@@ -286,6 +286,13 @@ func (m *Manager) setLive(name string, s *session) {
 	m.liveChanged = make(chan struct{})
 }
 
+// liveSession returns server name's current session, or nil.
+func (m *Manager) liveSession(name string) *session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[name]
+}
+
 // nextSession waits until server name has a live session other than old and
 // returns it, or returns nil when ctx ends first.
 func (m *Manager) nextSession(ctx context.Context, name string, old *session) *session {

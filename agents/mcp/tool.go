@@ -80,8 +80,13 @@ func (t *Tool) Schema() json.RawMessage { return t.schema }
 // (it restarted or dropped it, so the call did not run), the session is
 // re-initialized at once and the call is sent once more on the new one.
 func (t *Tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
-	if t.sess.closed.Load() {
-		return "", fmt.Errorf("%s: %w: %w (it may be restarting; try again later)", t.name, ErrServerDown, agents.ErrNotRun)
+	sess := t.sess
+	if sess.closed.Load() {
+		// The server was restarted since this tool was listed: use its new
+		// session if there is one.
+		if sess = t.m.liveSession(sess.server); sess == nil {
+			return "", fmt.Errorf("%s: %w: %w (it may be restarting; try again later)", t.name, ErrServerDown, agents.ErrNotRun)
+		}
 	}
 	var args map[string]any
 	if len(bytes.TrimSpace(call.Args)) > 0 && string(call.Args) != "null" {
@@ -99,7 +104,6 @@ func (t *Tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
 	var req mcp.CallToolRequest
 	req.Params.Name = t.remote
 	req.Params.Arguments = args
-	sess := t.sess
 	res, err := sess.client.CallTool(ctx, req)
 	if err != nil && errors.Is(err, transport.ErrSessionTerminated) && ctx.Err() == nil {
 		sess.expire()

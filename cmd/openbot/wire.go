@@ -14,7 +14,7 @@ import (
 	"openbot/core"
 )
 
-// shutdownBound is the most a clean shutdown may take (issue 2 item 1): stop intake,
+// shutdownBound is the most a clean shutdown may take (DESIGN.md §8): stop intake,
 // let the engine finish or checkpoint runs, flush delivery, close the store.
 const shutdownBound = 15 * time.Second
 
@@ -81,7 +81,7 @@ func newRegistry(cfg *config.Config, log *slog.Logger) (*agents.Registry, error)
 }
 
 // checkTools reports every name in a bot's tools and approval_tools that names no
-// built-in or history tool and no configured MCP server (issue 6 item 1: unknown
+// built-in or history tool and no configured MCP server (DESIGN.md §6: unknown
 // names are a config error naming the field). "<server>", "<server>__*" and
 // "<server>__<tool>" are accepted for a configured server; whether that server
 // really offers the tool is only known once it runs.
