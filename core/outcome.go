@@ -54,3 +54,27 @@ func (e *Engine) unrunApprovalTx(tx Tx, job *Job, cause string) error {
 	}
 	return e.recordOutcomeTx(tx, job.Run.ID, q.ID, "not run: the run failed before the call ran: "+cause)
 }
+
+// OutcomeInterrupted is Question.Outcome of an approved call whose run was
+// carrying it out when openbot stopped without settling the run: whether the
+// call ran is not known.
+const OutcomeInterrupted = "unknown: openbot stopped while the run was carrying out the approved call; check whether it ran before approving it again"
+
+// interruptedApprovalTx records OutcomeInterrupted on the approved question a
+// run found running at start (recover) was resumed for, when no outcome was
+// recorded.
+func (e *Engine) interruptedApprovalTx(tx Tx, r Run) error {
+	if r.Question == 0 {
+		return nil
+	}
+	q, err := tx.Question(r.Question)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if !q.Approved() || q.Outcome != "" || q.Run != r.ID {
+		return nil
+	}
+	return e.recordOutcomeTx(tx, r.ID, q.ID, OutcomeInterrupted)
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"openbot/core"
+	"openbot/store/bolt"
 )
 
 // questionsOf reads every stored question.
@@ -120,5 +122,49 @@ func TestApprovedCallOfFailedRunIsRecordedNotRun(t *testing.T) {
 			t.Fatalf("ranFirst=%v: outcome = %q, want %q", ranFirst, qs[0].Outcome, want)
 		}
 		h.stop()
+	}
+}
+
+// A run that was carrying out an approved call when openbot died is failed at
+// the next start, and its question's outcome says it is not known whether the
+// call ran.
+func TestApprovedCallInterruptedByCrashIsRecordedUnknown(t *testing.T) {
+	h := newQuestionHarness(t, "console:you")
+	approvalScript(h)
+	h.start()
+	h.say("@engineer deploy please")
+	h.idle()
+	h.stop()
+	// What a crash right after the resume was picked leaves behind.
+	st, err := bolt.Open(h.path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(context.Background(), func(tx core.Tx) error {
+		qs, err := tx.Questions(true, 0)
+		if err != nil || len(qs) != 1 {
+			return fmt.Errorf("pending questions %v, %v", qs, err)
+		}
+		q := qs[0]
+		q.Status, q.Choice, q.AnsweredBy, q.AnsweredByName = core.QuestionAnswered, core.ChoiceApprove, "console:you", "You"
+		if _, err := tx.PutQuestion(q); err != nil {
+			return err
+		}
+		r, err := tx.Run(q.Run)
+		if err != nil {
+			return err
+		}
+		r.Status = core.RunRunning
+		_, err = tx.PutRun(r)
+		return err
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.idle()
+	if qs := questionsOf(h); len(qs) != 1 || qs[0].Outcome != core.OutcomeInterrupted {
+		t.Fatalf("questions after the restart = %+v", qs)
 	}
 }
