@@ -95,6 +95,10 @@ type Options struct {
 	Memory MemoryRecaller
 	// Clock measures step durations; nil is the system clock.
 	Clock core.Clock
+	// ReadyTimeout bounds how long a run waits, before it starts, for the tool
+	// sources its bot selects that are still starting (Registry.Expect, MCP
+	// servers); default DefaultReadyTimeout (30s), negative does not wait.
+	ReadyTimeout time.Duration
 
 	// Test hooks: the first retry backoff (default 500ms) and the retry wait.
 	retryInitial time.Duration
@@ -147,6 +151,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.MaxParallelTools <= 0 {
 		opts.MaxParallelTools = DefaultMaxParallelTools
+	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
 	}
 	opts.Limits = opts.Limits.WithDefaults()
 	base := http.DefaultTransport
@@ -282,8 +289,10 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 	if err != nil {
 		return core.Result{}, err
 	}
+	down := a.awaitSources(ctx, job)
 	tools, unavailable := a.tools(job.Bot)
 	r := &run{
+		down:  down,
 		agent: a,
 		job:   job,
 		pc:    pc,

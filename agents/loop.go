@@ -35,6 +35,9 @@ type run struct {
 	usage      core.Usage                     // cumulative over the run's segments
 	base       core.Usage                     // usage before this Execute call
 	trimmed    bool                           // the one context-length retry was used
+	// down says why, by tool source, a source the bot selects is not available
+	// to this run (awaitSources).
+	down map[string]string
 }
 
 // turn is one assembled model response.
@@ -354,7 +357,7 @@ func (r *run) event(ctx context.Context, typ string, payload any) {
 // ModelError is a failed model call. Error() is the detail for the log and the
 // stored run error (the HTTP status and the server's message, or the network
 // error with its address), never the API key or URL credentials; Notice() says
-// the cause in words for the thread (core.Noticer, DESIGN.md §9).
+// the cause in words for the thread (core.PeopleError, DESIGN.md §9).
 type ModelError struct {
 	Provider string
 	Status   int    // HTTP status; 0 when no response arrived
@@ -367,7 +370,7 @@ type ModelError struct {
 	Stalled bool
 }
 
-var _ core.Noticer = (*ModelError)(nil)
+var _ core.PeopleError = (*ModelError)(nil)
 
 // Error implements error.
 func (e *ModelError) Error() string {
@@ -377,7 +380,7 @@ func (e *ModelError) Error() string {
 	return fmt.Sprintf("model call failed (%s): status %d: %s", e.Provider, e.Status, e.Message)
 }
 
-// Notice implements core.Noticer.
+// Notice implements core.PeopleError.
 func (e *ModelError) Notice() string {
 	if e.Summary != "" {
 		return e.Summary

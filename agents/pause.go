@@ -278,7 +278,7 @@ func (r *run) resume(ctx context.Context, q *core.Question) error {
 		if len(q.Args) > 0 {
 			call.Function.Arguments = string(q.Args)
 		}
-		pc.Result = r.execCalls(ctx, []openai.ToolCall{call})[0]
+		pc.Result = r.runApproved(ctx, q, call)
 	case q.Kind == core.QuestionApproval && q.Status == core.QuestionExpired:
 		pc.Result = "expired without an answer after the approval timeout; treat it as rejected. The tool was not run."
 		r.event(ctx, "tool_result", ev)

@@ -33,15 +33,24 @@ var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // added once with Add, and MCP servers whose tool lists may change at runtime
 // (SetSource replaces one server's tools). It is safe for concurrent use: runs call
 // Select while sources are being replaced; a run keeps the Tool values it selected.
+//
+// Sources declared with Expect also have a readiness state (see ready.go), so a
+// run can wait for the tools it may call before it starts.
 type Registry struct {
 	mu      sync.RWMutex
 	tools   map[string]Tool
 	sources map[string][]string // source -> tool names it registered
+	// states is the readiness of each declared source; changed is closed and
+	// replaced on every change of states (a broadcast to WaitReady callers).
+	states  map[string]*sourceState
+	changed chan struct{}
+	waiting int // WaitReady calls blocked now
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]Tool{}, sources: map[string][]string{}}
+	return &Registry{tools: map[string]Tool{}, sources: map[string][]string{},
+		states: map[string]*sourceState{}, changed: make(chan struct{})}
 }
 
 // Add registers t under t.Name(). It fails with ErrInvalidToolName for a name the
@@ -80,6 +89,9 @@ func (r *Registry) Remove(name string) bool {
 // tools (nil or empty removes them all). Each tool must be named
 // "<source>__<tool>" (ErrInvalidToolName) and must not collide with a tool of
 // another source or a built-in (ErrDuplicateTool); on error nothing changes.
+//
+// For a source declared with Expect, a non-nil list (even empty) marks it ready
+// and nil (tools withdrawn) marks it starting again, so runs wait for it.
 func (r *Registry) SetSource(source string, tools []Tool) error {
 	if !toolNameRE.MatchString(source) || strings.Contains(source, SourceSeparator) {
 		return fmt.Errorf("%w: source %q", ErrInvalidToolName, source)
@@ -111,6 +123,13 @@ func (r *Registry) SetSource(source string, tools []Tool) error {
 		delete(r.sources, source)
 	} else {
 		r.sources[source] = names
+	}
+	if _, declared := r.states[source]; declared {
+		if tools == nil {
+			r.setStateLocked(source, sourceStarting, nil)
+		} else {
+			r.setStateLocked(source, sourceReady, nil)
+		}
 	}
 	return nil
 }

@@ -27,6 +27,10 @@ type Config struct {
 	// Workspace is the root of the bots' file tools. Default "./data/workspace".
 	Workspace  string      `yaml:"workspace"`
 	MCPServers []MCPServer `yaml:"mcp_servers"`
+	// MCPReadyTimeout is how long a run waits, before it starts, for the MCP
+	// servers its bot selects that are still starting; after it the run goes on
+	// without their tools and the thread is told. A Go duration, default 30s.
+	MCPReadyTimeout time.Duration `yaml:"mcp_ready_timeout"`
 	// FetchAllowHosts are hosts ("wiki.internal") or host:port pairs that the
 	// http_fetch tool may reach although they resolve to a loopback, private,
 	// link-local, CGNAT or metadata address (refused by default).

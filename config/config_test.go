@@ -425,3 +425,18 @@ bots: [{handle: a}]
 		t.Errorf("admin.token = %q", cfg.Admin.Token)
 	}
 }
+
+func TestMCPReadyTimeout(t *testing.T) {
+	base := "llm: {default: {base_url: \"http://127.0.0.1:1/v1\", model: m}}\nbots: [{handle: a, tools: [fs, fs__*]}]\nmcp_servers: [{name: fs, command: fs-server}]\n"
+	c := parseOK(t, base, nil)
+	if c.MCPReadyTimeout != DefaultMCPReadyTimeout || DefaultMCPReadyTimeout != 30*time.Second {
+		t.Errorf("default mcp_ready_timeout = %v", c.MCPReadyTimeout)
+	}
+	if c = parseOK(t, base+"mcp_ready_timeout: 2m\n", nil); c.MCPReadyTimeout != 2*time.Minute {
+		t.Errorf("mcp_ready_timeout = %v, want 2m", c.MCPReadyTimeout)
+	}
+	es := parseErrs(t, base+"mcp_ready_timeout: -1s\n")
+	if len(es) != 1 || es[0].Path != "mcp_ready_timeout" {
+		t.Errorf("errors = %v, want one at mcp_ready_timeout", es)
+	}
+}

@@ -11,6 +11,7 @@ const (
 	DefaultHistoryMaxMessages  = 80
 	DefaultRunTimeout          = 10 * time.Minute
 	DefaultApprovalTimeout     = 24 * time.Hour
+	DefaultMCPReadyTimeout     = 30 * time.Second
 )
 
 // DefaultApprovalTools returns a bot's approval_tools when the key is absent: a
@@ -43,6 +44,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.ApprovalTimeout == 0 {
 		c.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if c.MCPReadyTimeout == 0 {
+		c.MCPReadyTimeout = DefaultMCPReadyTimeout
 	}
 
 	defaultProfile := "default"

@@ -30,6 +30,7 @@ var (
 //     tools and approval_tools have no empty or repeated names; approvers (of a
 //     bot, of an approval_tools entry, global) are platform actor ids;
 //   - default_bot names a bot;
+//   - mcp_ready_timeout is positive;
 //   - mcp_servers: name unique, made of letters, digits, "-" and single "_"
 //     (tools are "<name>__<tool>"); exactly one of command and url; url is http(s);
 //   - console, slack, telegram, feishu: name matches [a-z0-9_-]+ and is unique per
@@ -181,6 +182,9 @@ func checkNames(p *problems, path string, names []string) {
 }
 
 func (c *Config) validateMCP(p *problems) {
+	if c.MCPReadyTimeout <= 0 {
+		p.add("mcp_ready_timeout", "must be positive, got %s", c.MCPReadyTimeout)
+	}
 	seen := map[string]bool{}
 	for i, s := range c.MCPServers {
 		path := fmt.Sprintf("mcp_servers[%d]", i)

@@ -91,3 +91,21 @@ type RunEnv interface {
 	Todo(ctx context.Context) ([]TodoItem, error)
 	SetTodo(ctx context.Context, items []TodoItem) error
 }
+
+// Noticer is an optional capability of the RunEnv core provides: Notice posts a
+// system notice into the run's thread (Kind notice, sender "system"; it wakes no
+// bot), shown on every binding. Agents use it for what people must see but is
+// not the bot speaking, such as a tool source that is not available (DESIGN.md
+// §6). Safe for concurrent use; it honours ctx.
+type Noticer interface {
+	Notice(ctx context.Context, text string) error
+}
+
+// OutcomeRecorder is an optional capability of the RunEnv core provides:
+// RecordOutcome stores on question q what became of the call people approved
+// (Question.Outcome: "ran", or "not run: <why>"), as soon as it is known, so the
+// approval audit shows an approved call that could not run (DESIGN.md §5).
+// Recording again replaces the outcome. It honours ctx.
+type OutcomeRecorder interface {
+	RecordOutcome(ctx context.Context, q QuestionID, outcome string) error
+}

@@ -46,6 +46,9 @@ func (e *Engine) recover(ctx context.Context) error {
 				return err
 			}
 			e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+			if err := e.interruptedApprovalTx(tx, r); err != nil {
+				return err
+			}
 		}
 		items, err := tx.ItemsByStatus(ItemProcessing)
 		if err != nil {

@@ -45,12 +45,12 @@ func ForPeople(s string) string {
 	return address.ReplaceAllString(Redact(s), "[address]")
 }
 
-// Noticer is implemented by errors that name their cause in words for the people
-// in a thread. When a run fails, the notice in the thread uses Notice() (passed
+// PeopleError is implemented by errors that name their cause in words for the
+// people in a thread. When a run fails, the notice in the thread uses Notice() (passed
 // through ForPeople), while Error() keeps the detail for the log and the stored
 // run error (both passed through Redact). Notice returns one short sentence
 // without credentials or internal addresses.
-type Noticer interface {
+type PeopleError interface {
 	error
 	Notice() string
 }

@@ -12,7 +12,11 @@ type runEnv struct {
 	job *Job
 }
 
-var _ RunEnv = (*runEnv)(nil)
+var (
+	_ RunEnv          = (*runEnv)(nil)
+	_ Noticer         = (*runEnv)(nil)
+	_ OutcomeRecorder = (*runEnv)(nil)
+)
 
 func (r *runEnv) Messages(ctx context.Context, after MessageID, limit int) ([]Message, error) {
 	var out []Message
@@ -101,5 +105,34 @@ func (r *runEnv) Todo(ctx context.Context) ([]TodoItem, error) {
 func (r *runEnv) SetTodo(ctx context.Context, items []TodoItem) error {
 	return r.e.store.Update(ctx, func(tx Tx) error {
 		return tx.PutTodo(r.job.Bot.ID(), r.job.Thread.ID, items)
+	})
+}
+
+// Notice posts a system notice into the run's thread (Noticer).
+func (r *runEnv) Notice(ctx context.Context, text string) error {
+	var p posted
+	err := r.e.store.Update(ctx, func(tx Tx) error {
+		t, err := tx.Thread(r.job.Thread.ID)
+		if err != nil {
+			return err
+		}
+		p, err = r.e.postTx(tx, &t, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.job.Run.ID, Text: text}})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, h := range p.woken {
+		r.e.wake(h)
+	}
+	r.e.kickOutbox()
+	return nil
+}
+
+// RecordOutcome stores what became of an approved call on its question
+// (OutcomeRecorder); only a question of this run can be changed.
+func (r *runEnv) RecordOutcome(ctx context.Context, id QuestionID, outcome string) error {
+	return r.e.store.Update(ctx, func(tx Tx) error {
+		return r.e.recordOutcomeTx(tx, r.job.Run.ID, id, outcome)
 	})
 }

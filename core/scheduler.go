@@ -284,6 +284,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 				return err2
 			}
 			e.activity(tx, Activity{Event: "run.failed", Level: "error", Summary: notice.Text, Thread: t.ID, Actor: r.Bot, Run: r.ID})
+			if err2 := e.unrunApprovalTx(tx, job, e.failureCause(err)); err2 != nil {
+				return err2
+			}
 		}
 		r.Checkpoint = nil // terminal runs keep no transcript (seed G5)
 		if _, err2 := tx.PutRun(r); err2 != nil {
@@ -401,9 +404,9 @@ func startedByTx(tx ReadTx, t Thread) (map[ConversationRef]string, error) {
 }
 
 // failureCause is the short, user-facing cause of a failed run: an error's own
-// words when it is a Noticer, never credentials or internal addresses (ForPeople).
+// words when it is a PeopleError, never credentials or internal addresses (ForPeople).
 func (e *Engine) failureCause(err error) string {
-	var n Noticer
+	var n PeopleError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.limits.RunTimeout)

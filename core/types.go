@@ -409,6 +409,12 @@ type Question struct {
 	Expires        time.Time      `json:"expires"`
 	Created        time.Time      `json:"created"`
 	Posts          []QuestionPost `json:"posts,omitempty"`
+
+	// Outcome is what became of an approved call: "ran" once it ran, or "not
+	// run: <why>" when it could not (its tool source down, the run failed
+	// first); "" while not known or for other questions (DESIGN.md §5: an
+	// approved call runs exactly once or the thread is told why it did not).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // Options are the buttons to show: Approve and Reject for an approval, Choices for

@@ -153,6 +153,14 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	return fmt.Sprintf("console-%d", a.seq), nil
 }
 
+// Notice prints "[system] text" to the terminal: a line from openbot itself, not
+// stored in any thread, for what the person at the terminal must see although
+// no thread is about it (an MCP server that failed to start). Safe for
+// concurrent use with Deliver; lines never interleave.
+func (a *Adapter) Notice(text string) {
+	a.notice("%s", strings.TrimRight(text, "\n"))
+}
+
 // notice prints a local line from the console itself (not stored in any thread).
 func (a *Adapter) notice(format string, args ...any) {
 	a.mu.Lock()

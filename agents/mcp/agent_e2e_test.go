@@ -16,7 +16,7 @@ import (
 	"openbot/core"
 )
 
-// TestStdioServerToolsThroughAgentLoop is issue 6's requirement end to end: a
+// TestStdioServerToolsThroughAgentLoop is DESIGN.md §6's MCP tools end to end: a
 // small stdio MCP server built in the test gives its tools to a bot as
 // <server>__<tool> and a call round-trips through the agent loop. The Manager
 // publishes the server's tools into an agents.Registry (OnTools -> SetSource);
@@ -212,11 +212,32 @@ func execute(t *testing.T, a *agents.Agent, env *threadEnv, bot core.BotProfile)
 // threadEnv is an in-memory core.RunEnv for one thread (a copy of the agents
 // package's test fake).
 type threadEnv struct {
-	mu     sync.Mutex
-	msgs   []core.Message // ascending IDs
-	events []threadEvent
-	todo   []core.TodoItem
-	posted []string
+	mu       sync.Mutex
+	msgs     []core.Message // ascending IDs
+	events   []threadEvent
+	todo     []core.TodoItem
+	posted   []string
+	notices  []string
+	outcomes map[core.QuestionID]string
+}
+
+// Notice records a system notice (core.Noticer).
+func (e *threadEnv) Notice(_ context.Context, text string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.notices = append(e.notices, text)
+	return nil
+}
+
+// RecordOutcome records an approved call's outcome (core.OutcomeRecorder).
+func (e *threadEnv) RecordOutcome(_ context.Context, q core.QuestionID, outcome string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.outcomes == nil {
+		e.outcomes = map[core.QuestionID]string{}
+	}
+	e.outcomes[q] = outcome
+	return nil
 }
 
 type threadEvent struct {

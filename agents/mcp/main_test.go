@@ -26,6 +26,11 @@ import (
 const (
 	envMode    = "OPENBOT_MCP_TEST_SERVER"
 	envPidFile = "OPENBOT_MCP_TEST_PIDFILE"
+	// envGate names a file the "gated" server waits for before it serves: the
+	// test decides when a slow server becomes ready.
+	envGate = "OPENBOT_MCP_TEST_GATE"
+	// envCount names a file the "count" tool appends one line to per call.
+	envCount = "OPENBOT_MCP_TEST_COUNT"
 )
 
 func TestMain(m *testing.M) {
@@ -38,6 +43,14 @@ func TestMain(m *testing.M) {
 	}
 	switch mode {
 	case "ok":
+		_ = server.ServeStdio(newTestServer(true))
+	case "gated": // a server slow to start: it serves once the gate file exists
+		for {
+			if _, err := os.Stat(os.Getenv(envGate)); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		_ = server.ServeStdio(newTestServer(true))
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: MYSERVICE_TOKEN is not set")
@@ -87,6 +100,26 @@ func newTestServer(stdio bool) *server.MCPServer {
 				})
 			return mcp.NewToolResultText("grown"), nil
 		})
+	s.AddTool(mcp.NewTool("huge", mcp.WithDescription("A result far over every cap")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(string(bytes.Repeat([]byte("y"), hugeResult))), nil
+		})
+	s.AddTool(mcp.NewTool("tasky", mcp.WithDescription("Must be called as a task"), mcp.WithTaskSupport(mcp.TaskSupportRequired)),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("a task tool called directly"), nil
+		})
+	s.AddTool(mcp.NewTool("count", mcp.WithDescription("Counts its calls in a file")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			f, err := os.OpenFile(os.Getenv(envCount), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			defer f.Close()
+			if _, err := f.WriteString("called\n"); err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			return mcp.NewToolResultText("counted"), nil
+		})
 	if stdio {
 		s.AddTool(mcp.NewTool("crash", mcp.WithDescription("Exits the server")),
 			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -96,6 +129,9 @@ func newTestServer(stdio bool) *server.MCPServer {
 	}
 	return s
 }
+
+// hugeResult is the size in bytes of the "huge" tool's result.
+const hugeResult = 100000
 
 // stdioServer is a ServerConfig running this test binary in mode.
 func stdioServer(t *testing.T, name, mode string, env map[string]string) ServerConfig {

@@ -1,4 +1,4 @@
-// Package mcp connects openbot to MCP servers (DESIGN.md §6, issue 6 item 3) with
+// Package mcp connects openbot to MCP servers (DESIGN.md §6) with
 // github.com/mark3labs/mcp-go: stdio servers (a command openbot starts) and
 // streamable HTTP servers (a URL). Each server's tools become agents.Tool values
 // named "<server>__<tool>" and are published through Options.OnTools, so the
@@ -7,12 +7,21 @@
 // Manager.Run supervises every server: a server that fails to start is reported
 // with its stderr tail and its tools stay absent while the others run; a stdio
 // server that exits (or an HTTP server that stops answering) is restarted with
-// exponential backoff; tool lists are refreshed on notifications/tools/list_changed;
-// on shutdown every server is stopped within Options.ShutdownGrace.
+// exponential backoff; an HTTP session the server no longer knows (404) is
+// re-initialized at once; tool lists are refreshed on
+// notifications/tools/list_changed; on shutdown every server is stopped within
+// Options.ShutdownGrace.
+//
+// With Options.Registry set, the servers are declared to the agents Registry as
+// tool sources when the Manager is made, so runs wait for a server that is
+// starting and are told, in words, why a server that failed is not available.
+// Tools that need a capability openbot does not offer (task-augmented
+// execution) are not offered to the model.
 package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -30,8 +39,10 @@ const (
 	DefaultRestartMin     = 1 * time.Second
 	DefaultRestartMax     = 1 * time.Minute
 	DefaultHealthInterval = 30 * time.Second
-	DefaultResultCap      = 64 << 10 // bytes of a tool result's text
-	stderrTailSize        = 4 << 10  // bytes of a stdio server's stderr kept for reports
+	// DefaultResultCap is the agent's own cap on a tool result, so a cut result
+	// reaches the model with this package's note of its real size intact.
+	DefaultResultCap = agents.DefaultMaxToolResultChars // bytes of a tool result's text
+	stderrTailSize   = 4 << 10                          // bytes of a stdio server's stderr kept for reports
 )
 
 // ServerConfig is one MCP server (config `mcp_servers[]`). Exactly one of
@@ -58,6 +69,14 @@ type Options struct {
 	// for one server are sequential; calls for different servers may overlap.
 	// It must not block for long.
 	OnTools func(server string, tools []agents.Tool)
+	// Registry, when set, receives every server as a tool source: declared
+	// (Registry.Expect) by NewManager, its tools set (SetSource) as OnTools
+	// says, and a failure reported in words (Registry.SourceFailed).
+	Registry *agents.Registry
+	// OnState is called after every change of a server's state (starting,
+	// running, failed, stopped) with its new status; Reason is set for failed.
+	// Calls for one server are sequential. It must not block for long.
+	OnState func(ServerStatus)
 	// CallTimeout bounds one tool call; a call that takes longer returns an error
 	// result to the model.
 	CallTimeout time.Duration
@@ -72,7 +91,8 @@ type Options struct {
 	// HealthInterval is how often an HTTP server's tools are listed, to notice
 	// that it is gone or that its tools changed without a notification.
 	HealthInterval time.Duration
-	// ResultCap bounds a tool result's text in bytes (a note says when cut).
+	// ResultCap bounds a tool result's text in bytes, the note saying it was
+	// cut and the real size included. Default DefaultResultCap.
 	ResultCap int
 	// Dir is the working directory of stdio servers ("" = openbot's).
 	Dir string
@@ -92,6 +112,9 @@ type ServerStatus struct {
 	Restarts  int
 	// LastError is the last start failure or crash, with the stderr tail.
 	LastError string
+	// Reason is why the server failed, in words for people in a chat thread
+	// or a terminal: no stderr, URLs or secrets ("its command was not found").
+	Reason string
 }
 
 // Manager owns the MCP server connections. Create it with NewManager and call
@@ -103,6 +126,11 @@ type Manager struct {
 	mu     sync.Mutex
 	status map[string]*ServerStatus
 	tools  map[string][]agents.Tool
+	// live is each server's current session; liveChanged is closed and
+	// replaced whenever live changes (Tool.Call waits on it to retry a call
+	// on the session that replaced an expired one).
+	live        map[string]*session
+	liveChanged chan struct{}
 }
 
 // NewManager returns a Manager for opts. It does no I/O.
@@ -132,8 +160,14 @@ func NewManager(opts Options) *Manager {
 		log:    opts.Logger,
 		status: map[string]*ServerStatus{},
 		tools:  map[string][]agents.Tool{},
+		live:   map[string]*session{},
+
+		liveChanged: make(chan struct{}),
 	}
 	for _, s := range opts.Servers {
+		if opts.Registry != nil {
+			opts.Registry.Expect(s.Name)
+		}
 		tr := "stdio"
 		if s.Command == "" {
 			tr = "http"
@@ -208,17 +242,72 @@ func (m *Manager) Status() []ServerStatus {
 
 func (m *Manager) setState(name, state string, err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	st := m.status[name]
 	if st == nil {
+		m.mu.Unlock()
 		return
 	}
 	st.State = state
 	if err != nil {
 		st.LastError = err.Error()
+		st.Reason = reason(err, m.opts.StartTimeout)
 	}
 	if state == "running" && st.LastError != "" {
 		st.Restarts++
+	}
+	snap := *st
+	m.mu.Unlock()
+	// OnState first: a run waiting for this server goes on only after the
+	// person was told.
+	if m.opts.OnState != nil {
+		m.opts.OnState(snap)
+	}
+	if reg := m.opts.Registry; reg != nil {
+		switch state {
+		case "starting":
+			reg.Expect(name)
+		case "failed":
+			reg.SourceFailed(name, errors.New(snap.Reason))
+		}
+	}
+}
+
+// setLive records s as server name's current session (nil: none) and wakes
+// the calls waiting for a new one.
+func (m *Manager) setLive(name string, s *session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s == nil {
+		delete(m.live, name)
+	} else {
+		m.live[name] = s
+	}
+	close(m.liveChanged)
+	m.liveChanged = make(chan struct{})
+}
+
+// liveSession returns server name's current session, or nil.
+func (m *Manager) liveSession(name string) *session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[name]
+}
+
+// nextSession waits until server name has a live session other than old and
+// returns it, or returns nil when ctx ends first.
+func (m *Manager) nextSession(ctx context.Context, name string, old *session) *session {
+	for {
+		m.mu.Lock()
+		s, ch := m.live[name], m.liveChanged
+		m.mu.Unlock()
+		if s != nil && s != old {
+			return s
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 }
 
@@ -235,6 +324,12 @@ func (m *Manager) publish(name string, tools []agents.Tool) {
 		st.Tools = len(tools)
 	}
 	m.mu.Unlock()
+	if reg := m.opts.Registry; reg != nil {
+		if err := reg.SetSource(name, tools); err != nil {
+			m.log.Error("mcp tools not registered", "mcp_server", name, "err", err)
+			reg.SourceFailed(name, fmt.Errorf("its tools could not be registered: %v", err))
+		}
+	}
 	if m.opts.OnTools != nil {
 		m.opts.OnTools(name, tools)
 	}

@@ -38,7 +38,9 @@ func TestStdioToolsRoundTripAndBrokenServerReported(t *testing.T) {
 	}
 	h.mu.Unlock()
 	sort.Strings(names)
-	want := "alpha__big alpha__crash alpha__dotted_name alpha__echo alpha__fail alpha__grow alpha__hang"
+	// "tasky" needs task-augmented execution, which openbot does not offer: it
+	// is not offered at all.
+	want := "alpha__big alpha__count alpha__crash alpha__dotted_name alpha__echo alpha__fail alpha__grow alpha__hang alpha__huge"
 	if strings.Join(names, " ") != want {
 		t.Fatalf("tools %v, want %s", names, want)
 	}
@@ -49,7 +51,7 @@ func TestStdioToolsRoundTripAndBrokenServerReported(t *testing.T) {
 		t.Fatalf("fail: %v", err)
 	}
 	got, err = callTool(t, h.tool("alpha", "alpha__big"), nil)
-	if err != nil || !strings.Contains(got, "result truncated") || len(got) > 1100 {
+	if err != nil || !strings.Contains(got, "result truncated: showing the first") || !strings.Contains(got, "of 5000 bytes") || len(got) > 1000 {
 		t.Fatalf("big result not capped: %d bytes, %v", len(got), err)
 	}
 
@@ -68,7 +70,7 @@ func TestStdioToolsRoundTripAndBrokenServerReported(t *testing.T) {
 				t.Errorf("broken status %+v", st)
 			}
 		case "alpha":
-			if st.State != "running" || st.Tools != 7 {
+			if st.State != "running" || st.Tools != 9 {
 				t.Errorf("alpha status %+v", st)
 			}
 		}
@@ -79,8 +81,8 @@ func TestStdioToolsRoundTripAndBrokenServerReported(t *testing.T) {
 	if present {
 		t.Fatal("broken server has tools")
 	}
-	if len(h.m.Tools()) != 7 {
-		t.Fatalf("Tools() = %d tools, want 7", len(h.m.Tools()))
+	if len(h.m.Tools()) != 9 {
+		t.Fatalf("Tools() = %d tools, want 9", len(h.m.Tools()))
 	}
 }
 
@@ -105,8 +107,9 @@ func TestCrashedServerIsRestarted(t *testing.T) {
 		hist := h.history["alpha"]
 		return len(hist) >= 3 && hist[1] == -1 && hist[len(hist)-1] > 0
 	})
-	if _, err := callTool(t, old, map[string]any{"text": "x"}); !errors.Is(err, ErrServerDown) {
-		t.Fatalf("old tool after crash: %v, want ErrServerDown", err)
+	// A tool value listed before the crash reaches the restarted server.
+	if got, err := callTool(t, old, map[string]any{"text": "x"}); err != nil || got != "echo: x" {
+		t.Fatalf("old tool after the restart: %q, %v", got, err)
 	}
 	got, err := callTool(t, h.tool("alpha", "alpha__echo"), map[string]any{"text": "again"})
 	if err != nil || got != "echo: again" {

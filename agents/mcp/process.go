@@ -157,9 +157,9 @@ func (p *process) describe(err error) error {
 	select {
 	case <-p.exited:
 		if p.waitErr != nil {
-			err = fmt.Errorf("%w (%v)", err, p.waitErr)
+			err = fmt.Errorf("%w (%w)", err, p.waitErr)
 		} else {
-			err = fmt.Errorf("%w (exit status 0)", err)
+			err = fmt.Errorf("%w (%w with status 0)", err, errExited)
 		}
 	default:
 	}

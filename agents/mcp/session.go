@@ -32,6 +32,18 @@ type session struct {
 	// (OnTools with nil); calls on its tools then return ErrServerDown.
 	closed atomic.Bool
 	tools  []agents.Tool
+	// expired is closed (once, by expire) when the server answered 404 for
+	// the session: the supervisor then re-initializes at once.
+	expired    chan struct{}
+	expireOnce sync.Once
+}
+
+// errSessionExpired ends serve when the server no longer knows the session.
+var errSessionExpired = errors.New("the server no longer knows the session (404)")
+
+// expire tells the supervisor that the server forgot this session.
+func (s *session) expire() {
+	s.expireOnce.Do(func() { close(s.expired) })
 }
 
 func (s *session) onNotification(n mcp.JSONRPCNotification) {
@@ -93,7 +105,7 @@ func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) {
 // StartTimeout. On failure everything it started is stopped again.
 func (m *Manager) connect(ctx context.Context, cfg ServerConfig) (*session, error) {
 	sctx, cancel := context.WithCancel(ctx)
-	s := &session{server: cfg.Name, refresh: make(chan struct{}, 1), cancel: cancel}
+	s := &session{server: cfg.Name, refresh: make(chan struct{}, 1), cancel: cancel, expired: make(chan struct{})}
 	var tr transport.Interface
 	if cfg.Command != "" {
 		p, err := startProcess(cfg, m.opts)
@@ -167,6 +179,8 @@ func (m *Manager) serve(ctx context.Context, s *session) error {
 			return nil
 		case <-s.lost():
 			return errors.New("server exited")
+		case <-s.expired:
+			return errSessionExpired
 		case <-s.refresh:
 			lctx, cancel := context.WithTimeout(ctx, m.opts.StartTimeout)
 			tools, err := m.listTools(lctx, s)
@@ -174,6 +188,9 @@ func (m *Manager) serve(ctx context.Context, s *session) error {
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
+				}
+				if errors.Is(err, transport.ErrSessionTerminated) {
+					return errSessionExpired
 				}
 				m.log.Warn("mcp tools refresh failed; keeping the previous list", "mcp_server", s.server, "err", err)
 				continue
@@ -190,6 +207,9 @@ func (m *Manager) serve(ctx context.Context, s *session) error {
 			cancel()
 			if ctx.Err() != nil {
 				return nil
+			}
+			if errors.Is(err, transport.ErrSessionTerminated) {
+				return errSessionExpired
 			}
 			if err != nil {
 				return fmt.Errorf("health check: %w", err)
@@ -239,6 +259,7 @@ func (m *Manager) supervise(ctx context.Context, cfg ServerConfig) {
 		} else {
 			m.setState(cfg.Name, "running", nil)
 			log.Info("mcp server running", "tools", len(s.tools), "protocol", s.client.ProtocolVersion())
+			m.setLive(cfg.Name, s)
 			m.publish(cfg.Name, s.tools)
 			started := time.Now()
 			err := m.serve(ctx, s)
@@ -247,12 +268,19 @@ func (m *Manager) supervise(ctx context.Context, cfg ServerConfig) {
 			// holds an old tool value gets ErrServerDown from it, never a
 			// transport error from the dead connection.
 			s.closed.Store(true)
+			m.setLive(cfg.Name, nil)
 			m.publish(cfg.Name, nil)
 			s.stop(m.opts.ShutdownGrace)
 			if ctx.Err() != nil {
 				m.setState(cfg.Name, "stopped", nil)
 				log.Info("mcp server stopped")
 				return
+			}
+			if errors.Is(err, errSessionExpired) {
+				// Nothing is wrong with the server: it restarted or dropped the
+				// session. Re-initialize now; a call that met the 404 is waiting.
+				log.Info("mcp session expired; re-initializing")
+				continue
 			}
 			err = s.describe(err)
 			m.setState(cfg.Name, "failed", err)
@@ -281,6 +309,11 @@ func (m *Manager) listTools(ctx context.Context, s *session) ([]agents.Tool, err
 	out := make([]agents.Tool, 0, len(res.Tools))
 	seen := map[string]bool{}
 	for _, t := range res.Tools {
+		if t.Execution != nil && t.Execution.TaskSupport == mcp.TaskSupportRequired {
+			// openbot does not call tools as tasks; such a call would fail.
+			m.log.Warn("mcp tool needs task-augmented execution, which openbot does not offer; not offered to the model", "mcp_server", s.server, "tool", t.Name)
+			continue
+		}
 		tl := newTool(m, s, t)
 		if seen[tl.name] {
 			m.log.Warn("mcp tool name collides after sanitizing; skipped", "mcp_server", s.server, "tool", t.Name)

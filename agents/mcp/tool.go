@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"openbot/agents"
-	"openbot/agents/tools"
 )
 
 // ErrServerDown is returned (wrapped) by an MCP tool whose server session has
@@ -21,6 +23,9 @@ import (
 // reported the withdrawal returns it. A call already under way when the server
 // died may instead return the transport's error, if it fails before the
 // Manager notices.
+//
+// A call refused so never reached the server: the error also wraps
+// agents.ErrNotRun.
 var ErrServerDown = errors.New("mcp server is not running")
 
 // Tool is one MCP server tool as an agents.Tool named "<server>__<tool>".
@@ -32,6 +37,7 @@ type Tool struct {
 	desc    string
 	schema  json.RawMessage
 	sess    *session
+	m       *Manager
 	timeout time.Duration
 	cap     int
 }
@@ -52,6 +58,7 @@ func newTool(m *Manager, s *session, t mcp.Tool) *Tool {
 		desc:    fmt.Sprintf("%s (MCP server %s)", desc, s.server),
 		schema:  inputSchema(t),
 		sess:    s,
+		m:       m,
 		timeout: m.opts.CallTimeout,
 		cap:     m.opts.ResultCap,
 	}
@@ -68,10 +75,18 @@ func (t *Tool) Schema() json.RawMessage { return t.schema }
 
 // Call runs the tool on its server within the call timeout. A timeout, a lost
 // server or a result flagged isError come back as an error whose text the
-// model can read; result text is capped at Options.ResultCap bytes.
+// model can read; result text is capped at Options.ResultCap bytes, the note
+// of the real size included. When an HTTP server answers 404 for the session
+// (it restarted or dropped it, so the call did not run), the session is
+// re-initialized at once and the call is sent once more on the new one.
 func (t *Tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
-	if t.sess.closed.Load() {
-		return "", fmt.Errorf("%s: %w (it may be restarting; try again later)", t.name, ErrServerDown)
+	sess := t.sess
+	if sess.closed.Load() {
+		// The server was restarted since this tool was listed: use its new
+		// session if there is one.
+		if sess = t.m.liveSession(sess.server); sess == nil {
+			return "", fmt.Errorf("%s: %w: %w (it may be restarting; try again later)", t.name, ErrServerDown, agents.ErrNotRun)
+		}
 	}
 	var args map[string]any
 	if len(bytes.TrimSpace(call.Args)) > 0 && string(call.Args) != "null" {
@@ -89,21 +104,54 @@ func (t *Tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
 	var req mcp.CallToolRequest
 	req.Params.Name = t.remote
 	req.Params.Arguments = args
-	res, err := t.sess.client.CallTool(ctx, req)
+	res, err := sess.client.CallTool(ctx, req)
+	if err != nil && errors.Is(err, transport.ErrSessionTerminated) && ctx.Err() == nil {
+		sess.expire()
+		t.m.log.Info("mcp session expired during a call; retrying on a new session", "mcp_server", sess.server, "tool", t.remote)
+		if sess = t.m.nextSession(ctx, sess.server, sess); sess != nil {
+			res, err = sess.client.CallTool(ctx, req)
+		}
+	}
 	if err != nil {
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return "", fmt.Errorf("%s did not answer within %s; the call was abandoned", t.name, t.timeout)
-		case t.sess.closed.Load():
+		case errors.Is(err, transport.ErrSessionTerminated):
+			return "", fmt.Errorf("%s: %w: the server dropped the session twice: %w", t.name, ErrServerDown, agents.ErrNotRun)
+		case sess != nil && sess.closed.Load():
 			return "", fmt.Errorf("%s: %w", t.name, ErrServerDown)
 		}
 		return "", fmt.Errorf("%s: %v", t.name, err)
 	}
-	text := tools.Cap(renderResult(res), t.cap)
+	text := capText(renderResult(res), t.cap)
 	if res.IsError {
 		return "", fmt.Errorf("%s failed: %s", t.name, text)
 	}
 	return text, nil
+}
+
+// capText returns s when it is at most limit bytes, else its head with a note
+// of the real size, at most limit bytes in all, cut at a UTF-8 boundary.
+func capText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	digits := len(strconv.Itoa(len(s)))
+	note := func(shown int) string {
+		return fmt.Sprintf("\n[result truncated: showing the first %d of %d bytes; ask for a narrower result if you need the rest]", shown, len(s))
+	}
+	room := limit - len(note(0)) - digits
+	if room < 0 {
+		room = 0
+	}
+	head := s[:room]
+	for i := 0; i < utf8.UTFMax && len(head) > 0; i++ { // drop a cut rune's bytes
+		if r, size := utf8.DecodeLastRuneInString(head); r != utf8.RuneError || size > 1 {
+			break
+		}
+		head = head[:len(head)-1]
+	}
+	return head + note(len(head))
 }
 
 // renderResult turns a tool result's content blocks into text for the model.

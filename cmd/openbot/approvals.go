@@ -24,9 +24,10 @@ import (
 
 // runApprovals is `openbot approvals list [--pending] --config FILE`: the audit of
 // every question and decision (DESIGN.md §5): who decided, when, through which
-// account, what tool with which argument hash. It reads the store directly, or,
-// while `openbot serve` holds the store, asks that server on its listener with
-// the admin token (admin.token of the same config).
+// account, what tool with which argument hash, and what became of an approved
+// call (ran, or not run and why). It reads the store directly, or, while
+// `openbot serve` holds the store, asks that server on its listener with the
+// admin token (admin.token of the same config).
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	if len(args) == 0 || args[0] != "list" {
 		fmt.Fprint(stderr, usage)
@@ -158,7 +159,7 @@ func printQuestions(w io.Writer, qs []core.Question) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tASKED\tBOT\tTHREAD\tWHAT\tARGS SHA-256\tDECISION\tBY\tVIA\tAT")
+	fmt.Fprintln(tw, "ID\tSTATUS\tASKED\tBOT\tTHREAD\tWHAT\tARGS SHA-256\tDECISION\tBY\tVIA\tAT\tOUTCOME")
 	for _, q := range qs {
 		what := q.Tool
 		if q.Kind == core.QuestionAsk {
@@ -175,8 +176,9 @@ func printQuestions(w io.Writer, qs []core.Question) {
 		if decision == "" {
 			decision = "waiting until " + q.Expires.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ID, status(q), q.Created.UTC().Format(time.RFC3339),
-			strings.TrimPrefix(string(q.Bot), "bot:"), q.Thread, what, hash, decision, orDash(string(q.AnsweredBy)), orDash(string(q.AnsweredVia)), at)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.ID, status(q), q.Created.UTC().Format(time.RFC3339),
+			strings.TrimPrefix(string(q.Bot), "bot:"), q.Thread, what, hash, decision, orDash(string(q.AnsweredBy)), orDash(string(q.AnsweredVia)), at,
+			orDash(q.Outcome))
 	}
 	tw.Flush()
 }

@@ -28,7 +28,14 @@ func TestApprovalsList(t *testing.T) {
 	err = st.Update(context.Background(), func(tx core.Tx) error {
 		if _, err := tx.PutQuestion(core.Question{Token: "aaaaaaaaaaaa", Kind: core.QuestionApproval, Run: 1, Bot: "bot:engineer", Thread: 3,
 			Tool: "shell", Args: json.RawMessage(`{"command":"ls"}`), ArgsHash: "0123456789abcdef0123", Status: core.QuestionAnswered,
-			Choice: core.ChoiceApprove, AnsweredBy: "slack:T1:U1", AnsweredByName: "Alice", AnsweredVia: "slack/acme", AnsweredAt: at, Created: at}); err != nil {
+			Choice: core.ChoiceApprove, AnsweredBy: "slack:T1:U1", AnsweredByName: "Alice", AnsweredVia: "slack/acme", AnsweredAt: at, Created: at,
+			Outcome: core.OutcomeRan}); err != nil {
+			return err
+		}
+		if _, err := tx.PutQuestion(core.Question{Token: "cccccccccccc", Kind: core.QuestionApproval, Run: 5, Bot: "bot:engineer", Thread: 3,
+			Tool: "alpha__count", Args: json.RawMessage(`{}`), ArgsHash: "fedcba9876543210", Status: core.QuestionAnswered,
+			Choice: core.ChoiceApprove, AnsweredBy: "slack:T1:U1", AnsweredByName: "Alice", AnsweredAt: at, Created: at,
+			Outcome: "not run: MCP server alpha is not available: it exited with status 2"}); err != nil {
 			return err
 		}
 		_, err := tx.PutQuestion(core.Question{Token: "bbbbbbbbbbbb", Kind: core.QuestionAsk, Run: 2, Bot: "bot:qa", Thread: 4,
@@ -44,7 +51,8 @@ func TestApprovalsList(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"Approved by Alice", "slack:T1:U1", "slack/acme", "0123456789abcdef", "shell", "ask: Which environment?", "waiting until 2026-12-01T09:00:00Z"} {
+	for _, want := range []string{"Approved by Alice", "slack:T1:U1", "slack/acme", "0123456789abcdef", "shell", "ask: Which environment?", "waiting until 2026-12-01T09:00:00Z",
+		"OUTCOME", "  ran\n", "alpha__count", "not run: MCP server alpha is not available: it exited with status 2"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("list lacks %q:\n%s", want, r.stdout)
 		}

@@ -132,7 +132,6 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("tools", err)
 	}
 	a.reportSandbox(ctx, toolOptions(a.cfg, log, hide))
-	mcpMgr := newMCP(a.cfg, reg, log)
 	agent, err := newAgent(a.cfg, reg, log)
 	if err != nil {
 		return a.fail("agents", err)
@@ -162,6 +161,11 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("adapters", err)
 	}
+	var say func(string)
+	if con != nil {
+		say = con.Notice // chat: the log is in a file, so failures show here
+	}
+	mcpMgr := newMCP(a.cfg, reg, log, say)
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"openbot/agents"
@@ -13,7 +14,7 @@ import (
 	"openbot/core"
 )
 
-// shutdownBound is the most a clean shutdown may take (issue 2 item 1): stop intake,
+// shutdownBound is the most a clean shutdown may take (DESIGN.md §8): stop intake,
 // let the engine finish or checkpoint runs, flush delivery, close the store.
 const shutdownBound = 15 * time.Second
 
@@ -93,7 +94,7 @@ func newRegistry(cfg *config.Config, log *slog.Logger, hide ...string) (*agents.
 }
 
 // checkTools reports every name in a bot's tools and approval_tools that names no
-// built-in or history tool and no configured MCP server (issue 6 item 1: unknown
+// built-in or history tool and no configured MCP server (DESIGN.md §6: unknown
 // names are a config error naming the field). "<server>", "<server>__*" and
 // "<server>__<tool>" are accepted for a configured server; whether that server
 // really offers the tool is only known once it runs.
@@ -140,17 +141,21 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger) (*agen
 		log.Info("llm profile", "name", name, "base_url", core.Redact(p.BaseURL), "model", p.Model, "api_key_set", p.APIKey != "")
 	}
 	return agents.New(agents.Options{
-		Providers: providers,
-		Registry:  reg,
-		Limits:    coreLimits(cfg.Limits),
-		Logger:    log,
+		Providers:    providers,
+		Registry:     reg,
+		Limits:       coreLimits(cfg.Limits),
+		Logger:       log,
+		ReadyTimeout: cfg.MCPReadyTimeout,
 	})
 }
 
 // newMCP builds the MCP manager for the configured servers (nil when there are
-// none). Each server's tools are published into reg as the source "<server>", so
-// bots select them by server name or "<server>__<tool>" (issue 6 item 3).
-func newMCP(cfg *config.Config, reg *agents.Registry, log *slog.Logger) *mcp.Manager {
+// none). Each server is a tool source of reg named "<server>": bots select its
+// tools as "<server>", "<server>__*" or "<server>__<tool>", and runs wait for a
+// server that is starting (DESIGN.md §6). say, when set, is told in words when a
+// server becomes unavailable and when it is back (chat prints it in the
+// terminal, where the log is not shown).
+func newMCP(cfg *config.Config, reg *agents.Registry, log *slog.Logger, say func(string)) *mcp.Manager {
 	if len(cfg.MCPServers) == 0 {
 		return nil
 	}
@@ -158,15 +163,40 @@ func newMCP(cfg *config.Config, reg *agents.Registry, log *slog.Logger) *mcp.Man
 	for _, s := range cfg.MCPServers {
 		servers = append(servers, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
 	}
-	return mcp.NewManager(mcp.Options{
-		Servers: servers,
-		Logger:  log,
+	opts := mcp.Options{
+		Servers:  servers,
+		Logger:   log,
+		Registry: reg,
 		OnTools: func(server string, tools []agents.Tool) {
-			if err := reg.SetSource(server, tools); err != nil {
-				log.Error("mcp tools not registered", "server", server, "err", err)
-				return
-			}
 			log.Info("mcp tools", "server", server, "count", len(tools))
 		},
-	})
+	}
+	if say != nil {
+		opts.OnState = mcpStateReporter(say)
+	}
+	return mcp.NewManager(opts)
+}
+
+// mcpStateReporter turns MCP server states into lines for a person: one when a
+// server fails (not again for each retry) and one when it runs again.
+func mcpStateReporter(say func(string)) func(mcp.ServerStatus) {
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	return func(st mcp.ServerStatus) {
+		mu.Lock()
+		was := failed[st.Name]
+		switch st.State {
+		case "failed":
+			failed[st.Name] = true
+		case "running":
+			delete(failed, st.Name)
+		}
+		mu.Unlock()
+		switch {
+		case st.State == "failed" && !was:
+			say(fmt.Sprintf("MCP server %s is not available: %s. Its tools are missing until it starts; openbot keeps trying (details in openbot.log).", st.Name, st.Reason))
+		case st.State == "running" && was:
+			say(fmt.Sprintf("MCP server %s is running again.", st.Name))
+		}
+	}
 }
