@@ -61,3 +61,37 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// TestAppMentionIsTransportOnRedelivery: the same message seen again through a
+// whole-team account (native "*") wakes nobody more, whether it names a bot (the
+// app is transport) or not (the first delivery already gave it to the default bot).
+func TestAppMentionIsTransportOnRedelivery(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"names a bot", "@engineer fix the build", []string{"engineer"}},
+		{"names no bot", "fix the build", []string{"chief_of_staff"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, core.Limits{})
+			h.start()
+			first := h.say(c.text, func(in *core.Inbound) { in.DedupKey = "tg:-100:7" })
+			if !equalStrings(first.Woken, c.want) {
+				t.Fatalf("first delivery woke %v, want %v", first.Woken, c.want)
+			}
+			again := h.say(c.text, func(in *core.Inbound) {
+				in.DedupKey, in.Account, in.Mentions = "tg:-100:7", "console/team", []string{"*"}
+			})
+			if !again.Duplicate || len(again.Woken) != 0 {
+				t.Errorf("redelivery through the team account: duplicate %v, woke %v, want nobody", again.Duplicate, again.Woken)
+			}
+			h.idle()
+			for _, bot := range []string{"chief_of_staff", "engineer"} {
+				if n, want := len(h.agent.jobsFor(bot)), map[bool]int{true: 1}[contains(c.want, bot)]; n != want {
+					t.Errorf("@%s ran %d times, want %d", bot, n, want)
+				}
+			}
+		})
+	}
+}

@@ -224,7 +224,12 @@ func (e *Engine) duplicateTx(tx Tx, in Inbound, mid MessageID) (IngestResult, er
 	for _, h := range in.Mentions {
 		h = strings.ToLower(h)
 		if h == "*" {
-			h = e.threadDefault(&t)
+			// The app mention of a whole-team account is transport (DESIGN.md §3
+			// Mentions): either the message names bots, which the first delivery
+			// woke, or it names none and the first delivery already gave it to the
+			// default bot (or, as an answer, to nobody). Waking the default bot
+			// here would run it twice or next to the bots the message is for.
+			continue
 		}
 		if e.knownBot(h) && !slices.Contains(m.Mentions, h) && !slices.Contains(extra, h) {
 			extra = append(extra, h)
