@@ -60,9 +60,11 @@ func putThread(key string) func(core.Tx) error {
 	}
 }
 
-// A lone Batch starts its commit at once: the committer found the queue empty and
-// did not wait for company (there is no timer to wait on). Calls that arrive while
-// that commit is in flight form the next group, together.
+// A lone Batch starts its commit by itself, before anyone else has called: the
+// committer took the one call, found nothing more queued and began the transaction
+// (the hook sees a group of 1 with no other caller in existence, so its start
+// depends on no later event). Calls that arrive while that commit is in flight form
+// the next group, together.
 func TestBatchLoneWriteCommitsAtOnce(t *testing.T) {
 	s := openTemp(t)
 	p := probe(t, s, true)
