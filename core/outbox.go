@@ -14,8 +14,8 @@ import (
 
 // Delivery lane limits (DESIGN.md §4 "delivery lanes", picobot's per-target lanes).
 const (
-	laneQueue        = 64               // entries buffered per lane; the rest wait in the store
-	laneIdle         = 30 * time.Second // an idle lane's goroutine exits
+	laneQueue        = 64               // entries waiting per lane; the rest wait in the store
+	laneIdle         = 30 * time.Second // an idle lane is released after this long
 	deliverTimeout   = 30 * time.Second // one Deliver call
 	maxDeliverTries  = 8                // then the entry is marked failed
 	dispatchInterval = time.Second      // sweep for entries that did not fit a lane
@@ -27,18 +27,31 @@ type laneKey struct {
 	conv    ConversationRef
 }
 
-// lanes delivers the outbox: one ordered lane per (account, conversation), each a
-// goroutine with a bounded queue, owned by the dispatcher's context.
+// lane is one ordered delivery queue (DESIGN.md §4): state per (account,
+// conversation), made when the first entry arrives. Its queue holds only outbox
+// IDs (the entry is read from the store when its turn comes) and grows as needed
+// up to laneQueue; its goroutine runs only while the queue is not empty. An idle
+// lane holds no buffer and no goroutine, and after laneIdle it is released.
+type lane struct {
+	queue     []OutboxID // oldest first; nil while idle
+	running   bool       // a goroutine is delivering the queue
+	idleSince time.Time  // engine clock, set when the queue drained
+}
+
+// lanes delivers the outbox: one ordered lane per (account, conversation), each
+// with a bounded queue and at most one goroutine, owned by the dispatcher's context.
 type lanes struct {
 	e        *Engine
 	mu       sync.Mutex
-	m        map[laneKey]chan OutboxEntry
+	m        map[laneKey]*lane
 	inflight map[OutboxID]bool
 	wg       sync.WaitGroup
+	idle     time.Duration // release a lane idle this long; laneIdle
+	released time.Time     // when idle lanes were last looked for (engine clock)
 }
 
 func newLanes(e *Engine) *lanes {
-	return &lanes{e: e, m: map[laneKey]chan OutboxEntry{}, inflight: map[OutboxID]bool{}}
+	return &lanes{e: e, m: map[laneKey]*lane{}, inflight: map[OutboxID]bool{}, idle: laneIdle}
 }
 
 // kickOutbox wakes the dispatcher after new outbox entries were committed.
@@ -60,8 +73,25 @@ func (l *lanes) dispatch(ctx context.Context) {
 		case <-l.e.kick:
 		case <-t.C:
 		}
+		l.release(l.e.clock.Now())
 		if err := l.sweep(ctx); err != nil && ctx.Err() == nil {
 			l.e.log.Error("outbox sweep", "err", err)
+		}
+	}
+}
+
+// release forgets the lanes idle for l.idle or longer; it looks at most once per
+// dispatchInterval of the engine clock, so a burst of kicks does not rescan.
+func (l *lanes) release(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.released) < dispatchInterval {
+		return
+	}
+	l.released = now
+	for k, ln := range l.m {
+		if !ln.running && len(ln.queue) == 0 && now.Sub(ln.idleSince) >= l.idle {
+			delete(l.m, k)
 		}
 	}
 }
@@ -89,7 +119,7 @@ func (l *lanes) sweep(ctx context.Context) error {
 				l.settle(ctx, o, "", fmt.Errorf("no adapter is running for account %q", o.Account), true)
 				continue
 			}
-			if !l.offer(ctx, k, o) {
+			if !l.offer(ctx, k, o.ID) {
 				full[k] = true
 			}
 		}
@@ -99,67 +129,69 @@ func (l *lanes) sweep(ctx context.Context) error {
 	}
 }
 
-// offer queues o on its lane unless it is already in flight; false if the lane is full.
-func (l *lanes) offer(ctx context.Context, k laneKey, o OutboxEntry) bool {
+// offer queues entry id on its lane, making the lane and starting its goroutine
+// when needed, unless the entry is already in flight; false if the lane is full.
+func (l *lanes) offer(ctx context.Context, k laneKey, id OutboxID) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.inflight[o.ID] {
+	if l.inflight[id] {
 		return true
 	}
-	ch, ok := l.m[k]
+	ln, ok := l.m[k]
 	if !ok {
-		ch = make(chan OutboxEntry, laneQueue)
-		l.m[k] = ch
+		ln = &lane{}
+		l.m[k] = ln
+	}
+	if len(ln.queue) >= laneQueue {
+		return false
+	}
+	ln.queue = append(ln.queue, id)
+	l.inflight[id] = true
+	if !ln.running {
+		ln.running = true
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			l.run(ctx, k, ch)
+			l.run(ctx, ln)
 		}()
 	}
-	select {
-	case ch <- o:
-		l.inflight[o.ID] = true
-		return true
-	default:
-		return false
-	}
+	return true
 }
 
-func (l *lanes) run(ctx context.Context, k laneKey, ch chan OutboxEntry) {
-	idle := time.NewTimer(laneIdle)
-	defer idle.Stop()
+// run delivers ln's queue in order and returns when it is empty (dropping the
+// buffer) or ctx is done (the entries stay pending in the store).
+func (l *lanes) run(ctx context.Context, ln *lane) {
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case o := <-ch:
-			l.deliver(ctx, o)
-			l.mu.Lock()
-			delete(l.inflight, o.ID)
-			l.mu.Unlock()
-			idle.Reset(laneIdle)
-		case <-idle.C:
-			l.mu.Lock()
-			if len(ch) == 0 {
-				delete(l.m, k)
-				l.mu.Unlock()
-				return
+		l.mu.Lock()
+		if len(ln.queue) == 0 || ctx.Err() != nil {
+			for _, id := range ln.queue {
+				delete(l.inflight, id)
 			}
+			ln.queue, ln.running, ln.idleSince = nil, false, l.e.clock.Now()
 			l.mu.Unlock()
-			idle.Reset(laneIdle)
+			return
 		}
+		id := ln.queue[0]
+		ln.queue = ln.queue[1:]
+		l.mu.Unlock()
+		l.deliver(ctx, id)
+		l.mu.Lock()
+		delete(l.inflight, id)
+		l.mu.Unlock()
 	}
 }
 
-// deliver sends one entry, retrying with backoff (or the platform's RetryAfter)
-// until it lands, fails permanently, runs out of tries, or ctx ends (the entry then
-// stays pending for the next start).
-func (l *lanes) deliver(ctx context.Context, o OutboxEntry) {
-	// The sweep that queued o may have read it before an earlier delivery of the
-	// same entry settled: re-read it so nothing is delivered twice.
+// deliver sends outbox entry id, retrying with backoff (or the platform's
+// RetryAfter) until it lands, fails permanently, runs out of tries, or ctx ends
+// (the entry then stays pending for the next start).
+func (l *lanes) deliver(ctx context.Context, id OutboxID) {
+	// The entry is read now, when its turn comes: lanes keep only IDs, and the
+	// sweep that queued it may have run before an earlier delivery of the same
+	// entry settled, so nothing is delivered twice.
+	var o OutboxEntry
 	if err := l.e.store.View(ctx, func(tx ReadTx) error {
-		cur, err := tx.Outbox(o.ID)
-		o = cur
+		var err error
+		o, err = tx.Outbox(id)
 		return err
 	}); err != nil || o.Status != OutboxPending {
 		return

@@ -20,8 +20,12 @@ type Store interface {
 	// Update runs fn in one read-write transaction; if fn returns an error nothing
 	// is written and that error is returned.
 	Update(ctx context.Context, fn func(Tx) error) error
-	// Batch is Update for many concurrent callers sharing one commit (bbolt Batch).
-	// fn may run more than once, so it must be idempotent apart from its writes.
+	// Batch is Update for many concurrent callers sharing one commit (group
+	// commit, DESIGN.md §7): a lone call commits at once, calls arriving during a
+	// commit share the next one; no timer. fn may run more than once (when a
+	// neighbour in its group fails, the group rolls back and runs again) and only
+	// the last run's writes land, so it must reset what it captures at its start.
+	// A failing fn's error goes to its caller only; the others still commit.
 	Batch(ctx context.Context, fn func(Tx) error) error
 	// Close flushes and closes the store. Calls after Close fail.
 	Close() error

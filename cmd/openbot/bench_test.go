@@ -10,11 +10,11 @@ import (
 // TestBenchCommand runs `openbot bench` small and checks every figure is printed.
 func TestBenchCommand(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"bench", "--n", "200", "--workers", "8", "--queued", "2000", "--dir", t.TempDir()}, strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
+	code := run(context.Background(), []string{"bench", "--n", "200", "--workers", "8", "--queued", "2000", "--paced", "20", "--rate", "200", "--dir", t.TempDir()}, strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr: %s", code, errb.String())
 	}
-	for _, want := range []string{"raw bbolt Batch:", "core Ingest:", "ratio:", "pick,     10 queued", "pick,   2000 queued"} {
+	for _, want := range []string{"raw bbolt Batch:", "core Ingest:", "ratio:", "Ingest latency at 200 msg/s: p50", "pick,     10 queued", "pick,   2000 queued"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

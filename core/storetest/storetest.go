@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) core.Store) {
 		{"BatchRollback", testBatchRollback},
 		{"ValuesOutliveView", testValuesOutliveView},
 		{"ConcurrentBatch", testConcurrentBatch},
+		{"BatchRerun", testBatchRerun},
 		{"CanceledContext", testCanceledContext},
 		{"Close", testClose},
 	}

@@ -46,11 +46,9 @@ type Options struct {
 	// NoSync skips fsync on commit. Only for tests and benchmarks: a crash can
 	// corrupt the file.
 	NoSync bool
-	// MaxBatchDelay is how long Batch waits for more callers before committing;
-	// 0 keeps bbolt's default of 10ms. A lone caller always waits this long.
-	MaxBatchDelay time.Duration
-	// MaxBatchSize commits a batch early when this many calls are waiting; 0 keeps
-	// bbolt's default of 1000.
+	// MaxBatchSize bounds how many Batch calls share one commit; 0 means
+	// DefaultMaxBatchSize (1000). Up to 4 groups of this size wait in a bounded
+	// queue; later callers block in Batch until there is room or their ctx ends.
 	MaxBatchSize int
 }
 
@@ -60,6 +58,7 @@ type Store struct {
 	db     *bbolt.DB
 	path   string
 	log    *slog.Logger
+	group  *committer
 	closed atomic.Bool
 }
 
@@ -90,19 +89,14 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("store %s: open: %w", path, err)
 	}
-	if opts.MaxBatchDelay > 0 {
-		db.MaxBatchDelay = opts.MaxBatchDelay
-	}
-	if opts.MaxBatchSize > 0 {
-		db.MaxBatchSize = opts.MaxBatchSize
-	}
 	from, err := upgrade(db, log)
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", from)
-	return &Store{db: db, path: path, log: log}, nil
+	closedErr := fmt.Errorf("store %s: %w", path, ErrClosed)
+	return &Store{db: db, path: path, log: log, group: newCommitter(db, opts.MaxBatchSize, closedErr)}, nil
 }
 
 // Path returns the file the store was opened from.
@@ -140,24 +134,31 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 	})
 }
 
-// Batch is Update through bbolt's db.Batch: concurrent callers share one commit
-// (Options.MaxBatchSize calls or Options.MaxBatchDelay, whichever comes first). ctx
-// is checked only before joining a batch. fn runs on bbolt's batch goroutine and may
-// run more than once (bbolt reruns it alone when another call in its batch fails),
-// so apart from its writes it must be idempotent.
+// Batch is Update with group commit (group.go): concurrent callers share one
+// transaction and one fsync, with no timer, so a lone call commits at once and the
+// calls that arrive during a commit share the next one (at most
+// Options.MaxBatchSize each). It returns ctx.Err() if ctx ends before fn's group
+// starts (fn then does not run) and ErrClosed if the store closes first. fn runs on
+// the committer goroutine and may run more than once: when it fails (or panics) in
+// a group, the group rolls back, the others commit without it and fn runs again
+// alone on the caller's goroutine, whose result (or panic) is the caller's. Only the
+// last run's writes land, so apart from them fn must be idempotent (reset captured
+// results at its start), as with bbolt's db.Batch.
 func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.db.Batch(func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
+	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
 }
 
-// Close waits for open transactions to finish and closes the file. Later calls of
+// Close waits for open transactions and the Batch group in flight to finish, answers
+// Batch calls still queued with ErrClosed, and closes the file. Later calls of
 // View, Update and Batch return ErrClosed; a second Close returns nil.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.group.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store %s: close: %w", s.path, err)
 	}

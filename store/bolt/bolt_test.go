@@ -249,13 +249,13 @@ func TestNextQueuedSeeksActorPrefix(t *testing.T) {
 }
 
 func TestBatchOptions(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "o.db"), Options{NoSync: true, MaxBatchDelay: time.Millisecond, MaxBatchSize: 7})
+	s, err := Open(filepath.Join(t.TempDir(), "o.db"), Options{NoSync: true, MaxBatchSize: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.db.MaxBatchDelay != time.Millisecond || s.db.MaxBatchSize != 7 {
-		t.Errorf("batch settings = %s, %d; want 1ms, 7", s.db.MaxBatchDelay, s.db.MaxBatchSize)
+	if s.group.max != 7 || cap(s.group.queue) != 7*batchQueueFactor {
+		t.Errorf("batch settings = %d, queue %d; want 7, %d", s.group.max, cap(s.group.queue), 7*batchQueueFactor)
 	}
 	if !s.db.NoSync {
 		t.Errorf("NoSync not applied")

@@ -15,7 +15,8 @@ import (
 // (200 bytes, big-endian NextSequence keys) through bbolt's own db.Batch from
 // workers concurrent goroutines, fsync on, into a new file at path (removed
 // afterwards). It returns puts per second. It is the reference the `openbot bench`
-// command compares core's Ingest against (issue 2 benchmarks); ctx cancels it.
+// command compares core's Ingest against (DESIGN.md §7 ingestion throughput); ctx
+// cancels it.
 func RawBatchRate(ctx context.Context, path string, n, workers int) (float64, error) {
 	if n <= 0 || workers <= 0 {
 		return 0, errors.New("bolt: RawBatchRate needs n > 0 and workers > 0")

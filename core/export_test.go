@@ -1,0 +1,20 @@
+package core
+
+// LaneStats reports the engine's delivery lanes (tests only): how many exist, how
+// many have a goroutine delivering, and how many outbox IDs their buffers can hold
+// (capacity, so a buffer kept while idle shows).
+func LaneStats(e *Engine) (lanes, running, buffered int) {
+	e.lanes.mu.Lock()
+	defer e.lanes.mu.Unlock()
+	for _, ln := range e.lanes.m {
+		lanes++
+		if ln.running {
+			running++
+		}
+		buffered += cap(ln.queue)
+	}
+	return lanes, running, buffered
+}
+
+// KickOutbox wakes the outbox dispatcher (tests only), which also releases idle lanes.
+func KickOutbox(e *Engine) { e.kickOutbox() }
