@@ -83,7 +83,7 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 		defer lf.Close()
 		logOut = lf
 	}
-	a.log = slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lvl}))
+	a.log = slog.New(newRedactHandler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lvl}), cfg.Secrets()))
 	return a.serve(ctx)
 }
 
