@@ -155,7 +155,7 @@ type Inbound struct {
 	// Text @handles are found by core and need not be listed.
 	Mentions []string
 	// MentionsHumans is true when the message mentions other people but no bot;
-	// in a known thread it then wakes no bot (issue 2 item 4).
+	// in a known thread it then wakes no bot (the seed's routing rules, DESIGN.md §4).
 	MentionsHumans bool
 	// StartThread allows creating a thread when ThreadKey is unknown. A message
 	// that mentions no bot outside a known thread has it false and is dropped.

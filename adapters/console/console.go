@@ -1,4 +1,4 @@
-// Package console is the terminal channel (issue 2 item 7, DESIGN.md §2
+// Package console is the terminal channel (DESIGN.md §2
 // "adapters/console"): a person at a terminal is the human actor "console:you" and
 // talks to the whole bot team with no chat platform. Lines typed are ingested as
 // messages; bot replies print as blocks "[handle] text" as they are delivered.

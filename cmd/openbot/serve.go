@@ -473,7 +473,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 }
 
 // slackMissing names the empty credential that makes a Slack account unusable, or
-// returns "" when it has what its mode needs (issue 3 item 1: such an account is
+// returns "" when it has what its mode needs (the rule: such an account is
 // skipped with one log line naming the variable to set; the rest keeps running).
 func slackMissing(cfg *config.Config, i int, s config.Slack) string {
 	var missing []string
