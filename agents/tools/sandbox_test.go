@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -306,3 +307,32 @@ func TestShellReach(t *testing.T) {
 }
 
 func botProfile(handle string) core.BotProfile { return core.BotProfile{Handle: handle} }
+
+// TestShellRefusalIsNotRun: the shell's refusals before running anything (no
+// sandbox, unreadable arguments) match agents.ErrNotRun, so an approved call
+// refused so is reported as not run; and the approval prompt's reach says the
+// shell cannot run instead of claiming a sandbox that does not work.
+func TestShellRefusalIsNotRun(t *testing.T) {
+	o := Options{WorkspaceRoot: t.TempDir(), BwrapPath: filepath.Join(t.TempDir(), "no-bwrap")}
+	sh := builtins(t, o)["shell"]
+	if got := sh.(agents.Reacher).Reach("qa"); strings.Contains(got, "runs in a sandbox") || !strings.Contains(got, "cannot run until the sandbox works") {
+		t.Errorf("Reach with no sandbox = %q", got)
+	}
+	_, err := sh.Call(context.Background(), agents.ToolCall{Args: json.RawMessage(`{"command":"echo hi"}`), Bot: botProfile("qa"), Thread: 1})
+	if !errors.Is(err, ErrNoSandbox) || !errors.Is(err, agents.ErrNotRun) {
+		t.Errorf("no sandbox: err %v; want ErrNoSandbox matching agents.ErrNotRun", err)
+	}
+	if err := CheckSandbox(context.Background(), o); !errors.Is(err, agents.ErrNotRun) {
+		t.Errorf("CheckSandbox = %v; want agents.ErrNotRun", err)
+	}
+	for _, args := range []string{`{"command":""}`, `{"cmd":"ls"}`, `{`} {
+		_, err := sh.Call(context.Background(), agents.ToolCall{Args: json.RawMessage(args), Bot: botProfile("qa"), Thread: 1})
+		if !errors.Is(err, agents.ErrNotRun) {
+			t.Errorf("args %s: err %v; want agents.ErrNotRun", args, err)
+		}
+	}
+	fetch := builtins(t, Options{})["http_fetch"]
+	if _, err := fetch.Call(context.Background(), agents.ToolCall{Args: json.RawMessage(`{"url":"ftp://example.com/"}`)}); !errors.Is(err, agents.ErrNotRun) {
+		t.Errorf("http_fetch bad scheme: err %v; want agents.ErrNotRun", err)
+	}
+}

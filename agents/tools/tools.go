@@ -190,7 +190,8 @@ func (t *tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
 }
 
 // decodeArgs unmarshals the model's arguments strictly enough to give the model
-// a useful error: unknown fields are refused so typos are noticed.
+// a useful error: unknown fields are refused so typos are noticed. Its errors
+// are agents.NotRun: a call with arguments it cannot read did nothing.
 func decodeArgs(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
@@ -200,9 +201,9 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return fmt.Errorf("arguments are not valid JSON: %v", err)
+			return agents.NotRun(fmt.Errorf("arguments are not valid JSON: %v", err))
 		}
-		return fmt.Errorf("invalid arguments: %v", err)
+		return agents.NotRun(fmt.Errorf("invalid arguments: %v", err))
 	}
 	return nil
 }
