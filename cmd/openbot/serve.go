@@ -418,6 +418,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
+	peers := telegram.NewPeers() // tells the team's bot accounts from people in mentions
 	for i, t := range a.cfg.Telegram {
 		acc := "telegram/" + t.Name
 		if t.Token == "" {
@@ -432,7 +433,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Name: t.Name, Bot: t.Bot, Token: t.Token, Mode: t.Mode,
 			WebhookURL: t.WebhookURL, SecretToken: t.SecretToken, APIEndpoint: t.APIEndpoint,
 			AllowUsers: t.AllowUsers, DMPolicy: t.DMPolicy,
-			Bots: bots, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
+			Bots: bots, Peers: peers, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("telegram[%d]: %w", i, err)
