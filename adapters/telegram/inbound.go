@@ -35,11 +35,11 @@ func (a *Adapter) handleUpdate(ctx context.Context, u update) error {
 
 // decision is what an inbound message means for openbot.
 type decision struct {
-	ignore   bool   // not for us
-	refuse   bool   // DM from a user who is not allowed
-	command  string // lowercased command name without "/" and "@bot", "" for none
-	mentions bool   // natively addressed to this account's bot
-	speaker  string // on a "*" account, the bot whose message this replies to
+	ignore   bool     // not for us
+	refuse   bool     // DM from a user who is not allowed
+	command  string   // lowercased command name without "/" and "@bot", "" for none
+	mentions bool     // natively addressed to this account's bot
+	speaker  string   // on a "*" account, the bot whose message this replies to
 	humans   bool     // mentions someone who is neither this bot nor a team account
 	peers    []string // handles of the team's other bot accounts it mentions
 }

@@ -380,7 +380,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 		default:
 			opts := console.Options{
 				Name: c.Name, Engine: eng, In: a.stdin, Out: a.stdout,
-				Interactive: a.terminal, Logger: a.log,
+				Interactive: a.terminal, Logger: a.log, Cursors: core.StoreCursors(eng.Store()),
 			}
 			if !a.terminal {
 				// Scripted input: each line waits until the team is done with the last,
