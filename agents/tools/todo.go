@@ -17,6 +17,9 @@ const todoMax = 100
 func todoWriteTool() agents.Tool {
 	return &tool{
 		name: "todo_write",
+		reach: func(bot string) string {
+			return "replaces only @" + bot + "'s todo list for this thread (shown in its prompt); reaches no file, network or person"
+		},
 		desc: "Replace your todo list for this thread with the given items (seed §6 item 5). " +
 			"Use it to plan multi-step work and keep it current: send the whole list every time, " +
 			"each item with status pending, in_progress or done. The list is shown in your prompt.",
@@ -83,6 +86,9 @@ func RenderTodo(items []core.TodoItem) string {
 func postMessageTool() agents.Tool {
 	return &tool{
 		name: "post_message",
+		reach: func(string) string {
+			return "posts a message into this thread, shown in every conversation it is bound to; a bot it @mentions is woken"
+		},
 		desc: "Post a message into the current thread now, before your final reply: a progress note, " +
 			"or a hand-off to another bot by @mentioning it. It is routed like a reply. " +
 			"Returns the posted message's id.",

@@ -178,6 +178,20 @@ type tool struct {
 	desc   string
 	schema json.RawMessage
 	fn     func(ctx context.Context, call agents.ToolCall) (string, error)
+	// reach is the tool's agents.Reacher sentence for a bot's call.
+	reach func(bot string) string
+}
+
+var _ agents.Reacher = (*tool)(nil)
+
+// Reach says in one sentence what a call of this tool by the bot with this
+// handle can reach, for the approval prompt (agents.Reacher, DESIGN.md §5).
+// shell and http_fetch have their own.
+func (t *tool) Reach(bot string) string {
+	if t.reach == nil {
+		return ""
+	}
+	return t.reach(bot)
 }
 
 var _ agents.Tool = (*tool)(nil)

@@ -49,6 +49,17 @@ type workspace struct {
 	opts Options
 }
 
+// reach describes where the file tools of the bot with this handle read
+// (verb "reads") or write, for approval prompts.
+func (w *workspace) reach(verb string) func(bot string) string {
+	return func(bot string) string {
+		if w.opts.SharedWorkspace {
+			return verb + " files only inside @" + bot + "'s workspace, which all its threads share; nothing else on the machine"
+		}
+		return verb + " files only inside this thread's workspace; nothing else on the machine"
+	}
+}
+
 // dir returns the absolute, symlink-resolved workspace directory of a call,
 // creating it on first use.
 func (w *workspace) dir(call agents.ToolCall) (string, error) {
