@@ -336,3 +336,20 @@ func TestShellRefusalIsNotRun(t *testing.T) {
 		t.Errorf("http_fetch bad scheme: err %v; want agents.ErrNotRun", err)
 	}
 }
+
+// TestFileAndTodoRefusalsAreNotRun: a workspace path outside the jail and
+// arguments a tool refuses match agents.ErrNotRun (nothing was touched).
+func TestFileAndTodoRefusalsAreNotRun(t *testing.T) {
+	b := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	for _, c := range []struct{ tool, args string }{
+		{"workspace_write", `{"path":"../escape.txt","content":"x"}`},
+		{"workspace_read", `{"path":"/etc/passwd"}`},
+		{"post_message", `{"text":"  "}`},
+		{"todo_write", `{"items":[{"text":"","status":"pending"}]}`},
+	} {
+		_, err := b[c.tool].Call(context.Background(), agents.ToolCall{Args: json.RawMessage(c.args), Bot: botProfile("qa"), Thread: 1})
+		if !errors.Is(err, agents.ErrNotRun) {
+			t.Errorf("%s %s: err %v; want agents.ErrNotRun", c.tool, c.args, err)
+		}
+	}
+}

@@ -37,16 +37,16 @@ func todoWriteTool() agents.Tool {
 				return "", err
 			}
 			if len(a.Items) > todoMax {
-				return "", fmt.Errorf("%d items; at most %d", len(a.Items), todoMax)
+				return "", agents.NotRun(fmt.Errorf("%d items; at most %d", len(a.Items), todoMax))
 			}
 			for i, it := range a.Items {
 				if strings.TrimSpace(it.Text) == "" {
-					return "", fmt.Errorf("items[%d].text is empty", i)
+					return "", agents.NotRun(fmt.Errorf("items[%d].text is empty", i))
 				}
 				switch it.Status {
 				case "pending", "in_progress", "done":
 				default:
-					return "", fmt.Errorf("items[%d].status is %q; use pending, in_progress or done", i, it.Status)
+					return "", agents.NotRun(fmt.Errorf("items[%d].status is %q; use pending, in_progress or done", i, it.Status))
 				}
 			}
 			if call.Env == nil {
@@ -103,7 +103,7 @@ func postMessageTool() agents.Tool {
 				return "", err
 			}
 			if strings.TrimSpace(a.Text) == "" {
-				return "", errors.New("text is empty")
+				return "", agents.NotRun(errors.New("text is empty"))
 			}
 			if call.Env == nil {
 				return "", errors.New("post_message is not available outside a run")

@@ -15,14 +15,16 @@ import (
 
 // ErrOutsideWorkspace is returned (wrapped, with the offending path) by the
 // workspace tools for a path that is absolute, climbs out with "..", or goes
-// through a symbolic link that leads outside the workspace.
-var ErrOutsideWorkspace = errors.New("path is outside the workspace")
+// through a symbolic link that leads outside the workspace. It matches
+// agents.ErrNotRun: the call was refused before it touched anything.
+var ErrOutsideWorkspace = agents.NewNotRun("path is outside the workspace")
 
 // ErrHardLink is returned (wrapped, with the path) by the workspace file tools
 // for a regular file with more than one hard link: another name of the same
 // file may be outside the workspace (a link made from outside), so reading or
-// writing it could reach a file the tools must not.
-var ErrHardLink = errors.New("file has other hard links, which may be outside the workspace")
+// writing it could reach a file the tools must not. It matches agents.ErrNotRun:
+// the file is refused before it is read or changed.
+var ErrHardLink = agents.NewNotRun("file has other hard links, which may be outside the workspace")
 
 // checkLinks refuses a regular file whose link count is above one (ErrHardLink).
 func checkLinks(rel string, st fs.FileInfo) error {
