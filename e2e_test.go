@@ -1,6 +1,6 @@
 package openbot_test
 
-// End-to-end tests of issue 2: the terminal channel, the core engine, the bbolt
+// End-to-end tests of the terminal channel, the core engine, the bbolt
 // store, the real agent loop on go-openai and a fake OpenAI-compatible server on
 // 127.0.0.1 speaking SSE with tool-call deltas.
 

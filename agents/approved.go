@@ -17,6 +17,27 @@ import (
 // approved call that fails so is reported as not run (DESIGN.md §5).
 var ErrNotRun = errors.New("the tool did not run")
 
+// NotRun returns err marked as a refusal before the tool did anything: its text
+// is err's, errors.Is matches both err (and what it wraps) and ErrNotRun. A tool
+// returns it for a call it refused without running (no sandbox, arguments it
+// cannot read), so an approved call that fails so is reported as not run
+// (DESIGN.md §5). NotRun(nil) is nil.
+func NotRun(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &notRunError{err}
+}
+
+// NewNotRun returns a new sentinel error with the given text that matches
+// ErrNotRun (errors.Is): the error variable of a refusal before running.
+func NewNotRun(text string) error { return &notRunError{errors.New(text)} }
+
+type notRunError struct{ err error }
+
+func (e *notRunError) Error() string   { return e.err.Error() }
+func (e *notRunError) Unwrap() []error { return []error{e.err, ErrNotRun} }
+
 // DefaultReadyTimeout is how long a run waits for the tool sources its bot
 // selects (MCP servers that are starting) when Options.ReadyTimeout is zero.
 const DefaultReadyTimeout = 30 * time.Second

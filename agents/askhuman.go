@@ -40,6 +40,7 @@ func askHumanTool() Tool {
 		Fn: func(context.Context, ToolCall) (string, error) {
 			return "", errors.New("ask_human is handled by the agent loop and cannot be called directly")
 		},
+		ReachText: "asks the people in this thread and waits for their answer; reaches nothing else",
 	}
 }
 

@@ -14,9 +14,18 @@ type FuncTool struct {
 	// properties.
 	Params json.RawMessage
 	Fn     func(ctx context.Context, call ToolCall) (string, error)
+	// ReachText is what a call can reach, shown in approval prompts (Reacher);
+	// "" says nothing.
+	ReachText string
 }
 
-var _ Tool = (*FuncTool)(nil)
+var (
+	_ Tool    = (*FuncTool)(nil)
+	_ Reacher = (*FuncTool)(nil)
+)
+
+// Reach implements Reacher: ReachText, whatever the bot.
+func (f *FuncTool) Reach(string) string { return f.ReachText }
 
 // Name implements Tool.
 func (f *FuncTool) Name() string { return f.ToolName }

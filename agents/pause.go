@@ -23,7 +23,7 @@ const checkpointVersion = 2
 // checkpointData is the run's transcript, saved on the run after every step
 // (RunEnv.Checkpoint) and returned in Result.Checkpoint when the run pauses.
 //
-// Version 2 (issue 7): Prompt is the system prompt and the unrolled history exactly
+// Version 2 (DESIGN.md §5, paused runs): Prompt is the system prompt and the unrolled history exactly
 // as sent to the model; it is always present in a pause checkpoint (and in every
 // checkpoint of a resumed run), so a resumed run continues the same conversation
 // even though the thread has moved on. Transcript is this run's assistant and tool

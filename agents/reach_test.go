@@ -64,3 +64,17 @@ var _ interface {
 	Reacher
 	CallApprover
 } = gatedTool{}
+
+// TestBuiltinToolsSayWhatTheyReach: the tools every bot has (read_history,
+// recall_messages, ask_human) implement Reacher with a sentence, so listing
+// one in approval_tools still tells the approver what it can reach.
+func TestBuiltinToolsSayWhatTheyReach(t *testing.T) {
+	for _, tl := range BuiltinTools() {
+		r, ok := tl.(Reacher)
+		if !ok {
+			t.Errorf("%s does not implement Reacher", tl.Name())
+		} else if got := r.Reach("engineer"); !strings.Contains(got, "this thread") {
+			t.Errorf("%s: Reach %q; want a sentence about this thread", tl.Name(), got)
+		}
+	}
+}

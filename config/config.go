@@ -1,7 +1,7 @@
 // Package config turns openbot's YAML configuration into typed structs: ${VAR} and
 // ${VAR:-default} expansion on the raw text, defaults, unknown keys rejected, and
-// validation that reports every problem at once with its field path (issue 2 item 2,
-// DESIGN.md §2 "config/"). Only cmd/openbot imports this package; it maps these
+// validation that reports every problem at once with its field path
+// (DESIGN.md §2 "config/"). Only cmd/openbot imports this package; it maps these
 // structs onto each package's own Options.
 package config
 
@@ -175,7 +175,7 @@ type Console struct {
 // On reports whether the console account is enabled (default true).
 func (c Console) On() bool { return c.Enabled == nil || *c.Enabled }
 
-// Slack is one Slack app (issue 3 item 1). An account with empty tokens is skipped
+// Slack is one Slack app (DESIGN.md §1 "Account"). An account with empty tokens is skipped
 // at start with one log line; that is not a validation error.
 type Slack struct {
 	Name string `yaml:"name"`
@@ -191,7 +191,7 @@ type Slack struct {
 	AllowUsers    []string `yaml:"allow_users"`
 }
 
-// Telegram is one Telegram bot token (issue 4 item 1).
+// Telegram is one Telegram bot token (DESIGN.md §1 "Account").
 type Telegram struct {
 	Name  string `yaml:"name"`
 	Bot   string `yaml:"bot"` // a handle or "*"
@@ -207,7 +207,7 @@ type Telegram struct {
 	DMPolicy string `yaml:"dm_policy"`
 }
 
-// Feishu is one Feishu/Lark app (issue 5 item 1).
+// Feishu is one Feishu/Lark app (DESIGN.md §1 "Account").
 type Feishu struct {
 	Name      string `yaml:"name"`
 	Bot       string `yaml:"bot"` // a handle or "*"

@@ -154,8 +154,10 @@ type Inbound struct {
 	// of the account's own platform user); "*" means the thread's default bot.
 	// Text @handles are found by core and need not be listed.
 	Mentions []string
-	// MentionsHumans is true when the message mentions other people but no bot;
-	// in a known thread it then wakes no bot (issue 2 item 4).
+	// MentionsHumans is true when the message mentions other people. With no bot
+	// mentioned it then wakes no bot in a known thread (the seed's routing rules,
+	// DESIGN.md §4); and such a message is never the answer to a free-text question
+	// unless it replies to the question's message (DESIGN.md §5).
 	MentionsHumans bool
 	// StartThread allows creating a thread when ThreadKey is unknown. A message
 	// that mentions no bot outside a known thread has it false and is dropped.

@@ -1,4 +1,4 @@
-// Package console is the terminal channel (issue 2 item 7, DESIGN.md §2
+// Package console is the terminal channel (DESIGN.md §2
 // "adapters/console"): a person at a terminal is the human actor "console:you" and
 // talks to the whole bot team with no chat platform. Lines typed are ingested as
 // messages; bot replies print as blocks "[handle] text" as they are delivered.
@@ -61,6 +61,10 @@ type Options struct {
 	// return once the team is done with the previous one (core.Engine.WaitIdle).
 	// Scripted input sets it, so "/approve" lines follow the question they answer.
 	Settle func(ctx context.Context) error
+	// Cursors, when set, keeps a bare /new across restarts (cursor
+	// "console/<Name>/new", DESIGN.md §8), as the platform adapters do; nil keeps
+	// it in memory only.
+	Cursors core.Cursors
 }
 
 // Adapter is the terminal channel. It implements core.Adapter (Deliver prints) and
@@ -75,6 +79,7 @@ type Adapter struct {
 	log         *slog.Logger
 	now         func() time.Time
 	settle      func(ctx context.Context) error
+	cursors     core.Cursors
 
 	mu      sync.Mutex // guards out, seq, current, target, fresh
 	seq     uint64     // platform ids handed out by Deliver
@@ -112,6 +117,7 @@ func New(opts Options) (*Adapter, error) {
 		log:         opts.Logger,
 		now:         opts.Now,
 		settle:      opts.Settle,
+		cursors:     opts.Cursors,
 	}, nil
 }
 

@@ -11,7 +11,7 @@ import (
 
 var _ core.QuestionAdapter = (*Adapter)(nil)
 
-// PostQuestion prints a question with its id and how to answer it (issue 7 item 2):
+// PostQuestion prints a question with its id and how to answer it (DESIGN.md §5):
 // "/approve N" and "/reject N" for an approval, "/answer N TEXT" (or a choice's
 // number) for ask_human.
 func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (string, error) {

@@ -161,6 +161,7 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.mu.Lock()
 		a.fresh, a.target, a.current = true, 0, 0
 		a.mu.Unlock()
+		a.setPendingNew(ctx, true)
 		a.notice("your next message starts a new thread")
 	case "/threads":
 		a.listThreads(ctx)
@@ -181,6 +182,7 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.mu.Lock()
 		a.fresh, a.target, a.current = false, core.ThreadID(n), core.ThreadID(n)
 		a.mu.Unlock()
+		a.setPendingNew(ctx, false)
 		a.notice("following messages go to thread #%d", n)
 	default:
 		a.notice("unknown command %s; /help lists the commands", cmd)
@@ -189,9 +191,18 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 }
 
 // resumeThread makes the thread this console's key is bound to the current one,
-// so after a restart /threads marks it and /approve finds its questions. A
-// failure leaves no current thread; the next message finds it anyway.
+// so after a restart /threads marks it and /approve finds its questions; a
+// /new stored before the restart makes the next message start a new thread
+// instead. A failure leaves no current thread; the next message finds it anyway.
 func (a *Adapter) resumeThread(ctx context.Context) {
+	if a.pendingNew(ctx) {
+		a.mu.Lock()
+		if a.current == 0 && a.target == 0 {
+			a.fresh = true
+		}
+		a.mu.Unlock()
+		return
+	}
 	id, err := a.engine.ThreadByKey(ctx, a.ThreadKey())
 	if err != nil {
 		a.log.Warn("console: current thread", "err", err)
@@ -249,6 +260,9 @@ func (a *Adapter) send(ctx context.Context, text string) {
 	a.fresh = false
 	a.current = res.Thread
 	a.mu.Unlock()
+	if in.NewThread {
+		a.setPendingNew(ctx, false)
+	}
 	if res.Dropped {
 		a.notice("message not routed to any bot")
 	}
@@ -316,4 +330,38 @@ func (a *Adapter) bound(t core.Thread) bool {
 		}
 	}
 	return false
+}
+
+// pendingNewName is the cursor that keeps a bare /new of this console.
+func (a *Adapter) pendingNewName() string { return "console/" + a.name + "/new" }
+
+// pendingNew reports whether a /new stored before a restart waits for the next
+// message. A read failure is logged and counts as no.
+func (a *Adapter) pendingNew(ctx context.Context) bool {
+	if a.cursors == nil {
+		return false
+	}
+	v, err := a.cursors.Cursor(ctx, a.pendingNewName())
+	if err != nil {
+		a.log.Warn("console: read pending /new", "err", err)
+	}
+	return v != ""
+}
+
+// setPendingNew stores (on) or clears the pending /new. A failure is shown: the
+// /new still holds until this chat ends, only a restart would forget it.
+func (a *Adapter) setPendingNew(ctx context.Context, on bool) {
+	if a.cursors == nil {
+		return
+	}
+	v := ""
+	if on {
+		v = "1"
+	}
+	if err := a.cursors.SetCursor(ctx, a.pendingNewName(), v); err != nil && ctx.Err() == nil {
+		a.log.Warn("console: store pending /new", "err", err)
+		if on {
+			a.notice("could not store /new (%v): it holds until this chat ends", err)
+		}
+	}
 }

@@ -21,8 +21,8 @@ const maxArgsShown = 1500
 // maxReachText bounds the tool's reach sentence (core.Question.Reach), in runes.
 const maxReachText = 300
 
-// ButtonValue is the callback value of a question button (issue 7 payload
-// convention): the question's Token and the index of the option in
+// ButtonValue is the callback value of a question button (DESIGN.md §5: a
+// short opaque token, never the payload): the question's Token and the index of the option in
 // core.Question.Options(). Feishu hands it back unchanged in action.value.
 type ButtonValue struct {
 	Q string `json:"q"`
@@ -77,7 +77,7 @@ type cardBehavior struct {
 }
 
 // QuestionCard returns the interactive card JSON (msg_type "interactive") that shows
-// q (DESIGN.md §5, issue 7): a header, the question in Markdown (with name in bold
+// q (DESIGN.md §5): a header, the question in Markdown (with name in bold
 // on top when not empty, for "*" accounts and mirrored bots), for an approval the
 // tool and its arguments in a code block cut at maxArgsShown bytes, then either one
 // button per q.Options() whose callback value is ButtonValue{q.Token, index}
@@ -189,7 +189,7 @@ func (a *Adapter) questionName(s core.Sender) string {
 	return s.Handle
 }
 
-// PostQuestion shows d.Question as an interactive card with buttons (issue 7,
+// PostQuestion shows d.Question as an interactive card with buttons (DESIGN.md §5,
 // core.QuestionAdapter): in a group topic it replies to d.ReplyTo (else the topic
 // root) in the thread; in a p2p chat it replies to d.ReplyTo when set, else creates
 // the card in the chat. The send carries a uuid derived from the outbox id, so a

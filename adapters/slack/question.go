@@ -14,7 +14,7 @@ import (
 	"openbot/core"
 )
 
-// Block Kit layout of a question (issue 7 item 2; DESIGN.md §5). The ids are part of
+// Block Kit layout of a question (DESIGN.md §5). The ids are part of
 // the wire contract with Slack's block_actions payloads, so they never change.
 const (
 	// ActionPrefix starts the action_id of every question button: "openbot_q_<index>",
@@ -49,8 +49,8 @@ var _ core.QuestionAdapter = (*Adapter)(nil)
 // when the question has no Slack message id to update.
 var ErrNotPosted = errors.New("slack: question has no posted message to update")
 
-// PostQuestion shows a question in its Slack thread (core.QuestionAdapter; issue 7
-// item 2): chat.postMessage with a section holding the question (mrkdwn), for an
+// PostQuestion shows a question in its Slack thread (core.QuestionAdapter; DESIGN.md
+// §5): chat.postMessage with a section holding the question (mrkdwn), for an
 // approval a code block with the tool's arguments (at most 1,500 characters, the
 // rest cut with a note), and an actions block with one button per
 // Question.Options(): action_id "openbot_q_<index>", value "<token>:<index>", Approve
@@ -83,7 +83,7 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 }
 
 // ResolveQuestion replaces a posted question's buttons with its decision
-// (core.QuestionAdapter; issue 7 item 3): chat.update of the message d.PlatformID
+// (core.QuestionAdapter; DESIGN.md §5): chat.update of the message d.PlatformID
 // with the same question blocks and, instead of the actions block, a context line
 // with d.Question.Decision() ("Approved by Alice"). Updating twice shows the same
 // thing, so it is idempotent. Errors are mapped like Deliver's; a delivery without
@@ -150,8 +150,8 @@ func ResolvedBlocks(q core.Question, from core.Sender) []slack.Block {
 		slack.NewTextBlockObject(slack.MarkdownType, decisionLine(q), false, false)))
 }
 
-// ButtonValue is a question button's value, "<token>:<index>" (issue 7 payload
-// convention); ParseButton reverses it.
+// ButtonValue is a question button's value, "<token>:<index>" (DESIGN.md §5: a
+// short opaque token, never the payload); ParseButton reverses it.
 func ButtonValue(token string, index int) string { return token + ":" + strconv.Itoa(index) }
 
 // ParseButton decodes a block action of a question button: action_id

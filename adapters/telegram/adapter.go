@@ -78,6 +78,10 @@ type Options struct {
 	DMPolicy string
 	// Bots is the team, listed by /help and used to check Bot.
 	Bots []core.BotProfile
+	// Peers, shared by all Telegram accounts of this openbot, tells a mention of
+	// another of the team's bot accounts from a mention of a person. Nil: every
+	// other @username counts as a person.
+	Peers *Peers
 	// Engine receives inbound messages. Required.
 	Engine Engine
 	// Cursors stores the polling offset. Required in polling mode.
@@ -107,6 +111,7 @@ type Adapter struct {
 	allow    map[string]bool // user ids and lowercased usernames
 	open     bool
 	bots     []core.BotProfile
+	peers    *Peers
 	engine   Engine
 	cursors  Cursors
 	log      *slog.Logger
@@ -199,6 +204,7 @@ func New(opts Options) (*Adapter, error) {
 		allow:      map[string]bool{},
 		open:       policy == DMOpen,
 		bots:       append([]core.BotProfile(nil), opts.Bots...),
+		peers:      opts.Peers,
 		engine:     opts.Engine,
 		cursors:    opts.Cursors,
 		log:        opts.Logger,

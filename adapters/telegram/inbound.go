@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,11 +35,13 @@ func (a *Adapter) handleUpdate(ctx context.Context, u update) error {
 
 // decision is what an inbound message means for openbot.
 type decision struct {
-	ignore   bool   // not for us
-	refuse   bool   // DM from a user who is not allowed
-	command  string // lowercased command name without "/" and "@bot", "" for none
-	mentions bool   // natively addressed to this account's bot
-	speaker  string // on a "*" account, the bot whose message this replies to
+	ignore   bool     // not for us
+	refuse   bool     // DM from a user who is not allowed
+	command  string   // lowercased command name without "/" and "@bot", "" for none
+	mentions bool     // natively addressed to this account's bot
+	speaker  string   // on a "*" account, the bot whose message this replies to
+	humans   bool     // mentions someone who is neither this bot nor a team account
+	peers    []string // handles of the team's other bot accounts it mentions
 }
 
 // speakerOf returns, for a "*" account, the handle of the bot whose name heads one
@@ -82,8 +85,23 @@ func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
 	}
 	u16 := utf16.Encode([]rune(text))
 	for _, e := range ents {
-		if isSelfMention(me, u16, e) {
+		switch {
+		case isSelfMention(me, u16, e):
 			d.mentions = true
+		case e.Type == "text_mention" && e.User != nil:
+			if bot, ok := a.peers.bot(e.User.UserName); ok && e.User.IsBot {
+				d.addPeer(bot)
+			} else {
+				d.humans = true
+			}
+		case e.Type == "mention":
+			if s, ok := sliceEntity(u16, e); ok {
+				if bot, ok := a.peers.bot(s); ok {
+					d.addPeer(bot)
+				} else {
+					d.humans = true
+				}
+			}
 		}
 	}
 	if r := m.ReplyToMessage; r != nil && len(r.ForumTopicCreated) == 0 && r.From != nil && r.From.ID == me.ID {
@@ -101,6 +119,14 @@ func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
 		return decision{ignore: true}
 	}
 	return d
+}
+
+// addPeer notes a mention of another of the team's bot accounts; a "*" account
+// names no particular bot, so it only counts as not being a person.
+func (d *decision) addPeer(bot string) {
+	if bot != "*" && !slices.Contains(d.peers, bot) {
+		d.peers = append(d.peers, bot)
+	}
 }
 
 // messageText returns a message's text and entities, or its caption's.
@@ -162,7 +188,8 @@ func (a *Adapter) allowed(u *tgbotapi.User) bool {
 }
 
 // normalizeText rewrites native mentions of this bot to "@handle" (removes them for
-// a "*" account, whose mention means the thread's default bot) and drops the
+// a "*" account, whose mention means the thread's default bot), mentions of the
+// team's other bot accounts to their "@handle", and drops the
 // "@this_bot" suffix of a leading command (DESIGN.md §3 "Mentions").
 func (a *Adapter) normalizeText(me tgbotapi.User, text string, ents []tgbotapi.MessageEntity) string {
 	u16 := utf16.Encode([]rune(text))
@@ -183,6 +210,13 @@ func (a *Adapter) normalizeText(me tgbotapi.User, text string, ents []tgbotapi.M
 				n++ // removing the mention also removes the space after it
 			}
 			edits = append(edits, edit{e.Offset, n, repl})
+		case e.Type == "mention":
+			// Another of the team's accounts ("@qa_bot") becomes its handle ("@qa").
+			if s, ok := sliceEntity(u16, e); ok {
+				if bot, ok := a.peers.bot(s); ok && bot != "*" {
+					edits = append(edits, edit{e.Offset, e.Length, "@" + bot})
+				}
+			}
 		case e.Type == "bot_command" && e.Offset == 0:
 			if s, ok := sliceEntity(u16, e); ok {
 				if at := strings.IndexByte(s, '@'); at > 0 {
@@ -269,6 +303,15 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 		in.Mentions = []string{d.speaker} // a reply to a bot speaking through a "*" account
 	case d.mentions:
 		in.Mentions = []string{a.mentionHandle()}
+	}
+	// A mention of a person (or of a bot that is not one of the team's accounts)
+	// marks the message as addressed to someone else: it is not the answer to a
+	// free-text question (DESIGN.md §5) and, naming no bot, wakes none.
+	in.MentionsHumans = d.humans
+	for _, h := range d.peers {
+		if !slices.Contains(in.Mentions, h) {
+			in.Mentions = append(in.Mentions, h)
+		}
 	}
 	if d.command == "new" {
 		// "/new" alone starts a new conversation with the next message; "/new TEXT"

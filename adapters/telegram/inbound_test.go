@@ -419,3 +419,64 @@ func TestBareNewThenMessage(t *testing.T) {
 		t.Fatalf("replies = %+v", sends)
 	}
 }
+
+// TestMentionsOfPeopleAndTeamBots: a mention of a person ("@alice", or a
+// text_mention of a user without a username) sets MentionsHumans; a mention of
+// another of the team's bot accounts (known through Peers) names its bot and is
+// written as its @handle; the account's own mention is neither.
+func TestMentionsOfPeopleAndTeamBots(t *testing.T) {
+	e := newEnv(t)
+	opts := e.options()
+	opts.Peers = NewPeers()
+	opts.Peers.add("writer_bot", "writer")
+	a := e.adapter(t, opts)
+	a.me = testSelf()
+	dana := ent("text_mention", 19, 4)
+	dana["user"] = map[string]any{"id": 4242, "is_bot": false, "first_name": "Dana"}
+	for _, u := range [][]byte{
+		groupMsg(2, "@test_bridge_bot @alice what do you think?", ent("mention", 0, 16), ent("mention", 17, 6)),
+		groupMsg(3, "@test_bridge_bot ask Dana", ent("mention", 0, 16), dana),
+		groupMsg(4, "@test_bridge_bot @Writer_Bot thoughts?", ent("mention", 0, 16), ent("mention", 17, 11)),
+		groupMsg(5, "@test_bridge_bot thoughts?", ent("mention", 0, 16)),
+	} {
+		var up update
+		if err := json.Unmarshal(u, &up); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.handleUpdate(context.Background(), up); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := e.eng.inbounds()
+	if len(got) != 4 {
+		t.Fatalf("%d inbounds, want 4", len(got))
+	}
+	for i, want := range []struct {
+		humans   bool
+		mentions []string
+		text     string
+	}{
+		{true, []string{"engineer"}, "@engineer @alice what do you think?"},
+		{true, []string{"engineer"}, "@engineer ask Dana"},
+		{false, []string{"engineer", "writer"}, "@engineer @writer thoughts?"},
+		{false, []string{"engineer"}, "@engineer thoughts?"},
+	} {
+		if g := got[i]; g.MentionsHumans != want.humans || !slices.Equal(g.Mentions, want.mentions) || g.Text != want.text {
+			t.Errorf("message %d: MentionsHumans %v Mentions %v Text %q; want %v %v %q", i, g.MentionsHumans, g.Mentions, g.Text, want.humans, want.mentions, want.text)
+		}
+	}
+}
+
+// TestRunRecordsItselfInPeers: once connected, an account is in the shared
+// directory under its bot's username, so the other accounts know it is a bot.
+func TestRunRecordsItselfInPeers(t *testing.T) {
+	e := newEnv(t)
+	opts := e.options()
+	opts.Peers = NewPeers()
+	a := e.adapter(t, opts)
+	run(t, a)
+	started(t, a)
+	if bot, ok := opts.Peers.bot("@" + strings.ToUpper(botUsername)); !ok || bot != "engineer" {
+		t.Errorf("Peers has %q, %v for @%s; want engineer", bot, ok, botUsername)
+	}
+}

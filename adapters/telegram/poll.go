@@ -45,6 +45,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if me.UserName == "" || me.ID == 0 {
 		return fmt.Errorf("telegram: getMe returned no username or id")
 	}
+	a.peers.add(me.UserName, a.bot) // before Self reports ready
 	a.mu.Lock()
 	a.me = &me
 	a.mu.Unlock()

@@ -30,7 +30,7 @@ const (
 	shortChoice = 16
 )
 
-// PostQuestion implements core.QuestionAdapter (issue 7 item 2; DESIGN.md §5
+// PostQuestion implements core.QuestionAdapter (DESIGN.md §5
 // "Telegram: message with an inline keyboard"). It sends one HTML message with
 // sendMessage to the conversation's chat and forum topic, replying to d.ReplyTo,
 // showing the asking bot's name in bold when this account does not speak as that
@@ -64,7 +64,7 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 	return a.sendWith(ctx, conv, a.QuestionHTML(d, false), "HTML", replyTo, extra)
 }
 
-// ResolveQuestion implements core.QuestionAdapter (issue 7 item 3): it edits the
+// ResolveQuestion implements core.QuestionAdapter (DESIGN.md §5, the decision replaces the buttons): it edits the
 // question message d.PlatformID with editMessageText to the question followed by
 // d.Question.Decision() in bold ("Approved by Alice"). editMessageText without
 // reply_markup removes the inline keyboard, so one call replaces the buttons by the

@@ -21,6 +21,9 @@ import (
 // initialized HTTP client. A new session is made for every (re)start.
 type session struct {
 	server string
+	// where names the server for approval prompts: its command's base name
+	// (stdio) or its URL's host (HTTP), never arguments, paths or credentials.
+	where  string
 	client *client.Client
 	proc   *process // nil for HTTP
 	// refresh is signalled (never blocking) on tools/list_changed.
@@ -105,7 +108,7 @@ func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) {
 // StartTimeout. On failure everything it started is stopped again.
 func (m *Manager) connect(ctx context.Context, cfg ServerConfig) (*session, error) {
 	sctx, cancel := context.WithCancel(ctx)
-	s := &session{server: cfg.Name, refresh: make(chan struct{}, 1), cancel: cancel, expired: make(chan struct{})}
+	s := &session{server: cfg.Name, where: where(cfg), refresh: make(chan struct{}, 1), cancel: cancel, expired: make(chan struct{})}
 	var tr transport.Interface
 	if cfg.Command != "" {
 		p, err := startProcess(cfg, m.opts)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +44,35 @@ type Tool struct {
 	cap     int
 }
 
-var _ agents.Tool = (*Tool)(nil)
+var (
+	_ agents.Tool    = (*Tool)(nil)
+	_ agents.Reacher = (*Tool)(nil)
+)
+
+// Reach says what a call can reach, for approval prompts (agents.Reacher,
+// DESIGN.md §5): "calls the MCP server <name> (<command> or <host>) — what it
+// can reach is up to that server". It names the command's base name or the
+// URL's host only, never arguments, paths, query or credentials.
+func (t *Tool) Reach(string) string {
+	w := ""
+	if t.sess.where != "" {
+		w = " (" + t.sess.where + ")"
+	}
+	return "calls the MCP server " + t.sess.server + w + " — what it can reach is up to that server"
+}
+
+// where names cfg's server for Reach: "command <base name>" for stdio, the
+// URL's host (with port, without user info) for HTTP, "" when unreadable.
+func where(cfg ServerConfig) string {
+	if cfg.Command != "" {
+		return "command " + filepath.Base(cfg.Command)
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Host
+}
 
 func newTool(m *Manager, s *session, t mcp.Tool) *Tool {
 	desc := t.Description

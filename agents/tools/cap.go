@@ -9,7 +9,7 @@ import (
 // first limit bytes (cut on a UTF-8 boundary) and appends a note saying how much
 // was left out, so the model knows the result is incomplete. A limit <= 0 means
 // DefaultOutputCap. It is the result cap shared by the built-ins and the MCP
-// tools (issue 6, "Results").
+// tools (DESIGN.md §6, tool results are capped).
 func Cap(s string, limit int) string {
 	if limit <= 0 {
 		limit = DefaultOutputCap

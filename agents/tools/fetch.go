@@ -214,10 +214,10 @@ func (f *fetcher) call(ctx context.Context, call agents.ToolCall) (string, error
 	}
 	u, err := url.Parse(a.URL)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("invalid url %q", a.URL)
+		return "", agents.NotRun(fmt.Errorf("invalid url %q", a.URL))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("url scheme %q: only http and https are allowed", u.Scheme)
+		return "", agents.NotRun(fmt.Errorf("url scheme %q: only http and https are allowed", u.Scheme))
 	}
 	method := strings.ToUpper(a.Method)
 	if method == "" {
@@ -229,7 +229,7 @@ func (f *fetcher) call(ctx context.Context, call agents.ToolCall) (string, error
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		sends = true
 	default:
-		return "", fmt.Errorf("method %q: use GET, HEAD, POST, PUT, PATCH or DELETE", a.Method)
+		return "", agents.NotRun(fmt.Errorf("method %q: use GET, HEAD, POST, PUT, PATCH or DELETE", a.Method))
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
 	defer cancel()
@@ -239,7 +239,7 @@ func (f *fetcher) call(ctx context.Context, call agents.ToolCall) (string, error
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		return "", fmt.Errorf("invalid request: %v", err)
+		return "", agents.NotRun(fmt.Errorf("invalid request: %v", err))
 	}
 	req.Header.Set("User-Agent", "openbot-http_fetch/1")
 	for k, v := range a.Headers {

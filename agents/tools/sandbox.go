@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"openbot/agents"
 )
 
 // Sandbox modes of Options.Sandbox (DESIGN.md §9 "shell runs in a sandbox").
@@ -38,8 +39,10 @@ const probeTimeout = 10 * time.Second
 
 // ErrNoSandbox is returned (wrapped, with the fix in the message) by the shell
 // tool and CheckSandbox when Options.Sandbox is SandboxBwrap and bubblewrap is
-// missing or cannot create its namespaces on this machine.
-var ErrNoSandbox = errors.New("shell is disabled: no sandbox")
+// missing or cannot create its namespaces on this machine. It matches
+// agents.ErrNotRun: a call refused so had no effect, and an approved one is
+// reported as not run (DESIGN.md §5).
+var ErrNoSandbox = agents.NewNotRun("shell is disabled: no sandbox")
 
 // fixHint names the ways out of ErrNoSandbox.
 const fixHint = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), " +
@@ -221,10 +224,15 @@ func hideArgs(hide []string, binds map[string]string) []string {
 }
 
 // reach describes what a shell command of a bot with the given network
-// setting can reach, for approval prompts.
+// setting can reach, for approval prompts. Until a probe has succeeded it
+// probes the sandbox (at most probeTimeout), so a prompt never claims a
+// sandbox that does not work: then it says the shell cannot run at all.
 func (s *sandbox) reach(network bool) string {
 	if s.none() {
 		return "runs WITHOUT a sandbox: sees everything openbot can (its files, environment and network)"
+	}
+	if err := s.ready(context.Background()); err != nil {
+		return "cannot run until the sandbox works (bubblewrap is missing or not usable here): approving it runs nothing"
 	}
 	if network {
 		return "runs in a sandbox: sees only this thread's workspace, network on"

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -306,3 +307,49 @@ func TestShellReach(t *testing.T) {
 }
 
 func botProfile(handle string) core.BotProfile { return core.BotProfile{Handle: handle} }
+
+// TestShellRefusalIsNotRun: the shell's refusals before running anything (no
+// sandbox, unreadable arguments) match agents.ErrNotRun, so an approved call
+// refused so is reported as not run; and the approval prompt's reach says the
+// shell cannot run instead of claiming a sandbox that does not work.
+func TestShellRefusalIsNotRun(t *testing.T) {
+	o := Options{WorkspaceRoot: t.TempDir(), BwrapPath: filepath.Join(t.TempDir(), "no-bwrap")}
+	sh := builtins(t, o)["shell"]
+	if got := sh.(agents.Reacher).Reach("qa"); strings.Contains(got, "runs in a sandbox") || !strings.Contains(got, "cannot run until the sandbox works") {
+		t.Errorf("Reach with no sandbox = %q", got)
+	}
+	_, err := sh.Call(context.Background(), agents.ToolCall{Args: json.RawMessage(`{"command":"echo hi"}`), Bot: botProfile("qa"), Thread: 1})
+	if !errors.Is(err, ErrNoSandbox) || !errors.Is(err, agents.ErrNotRun) {
+		t.Errorf("no sandbox: err %v; want ErrNoSandbox matching agents.ErrNotRun", err)
+	}
+	if err := CheckSandbox(context.Background(), o); !errors.Is(err, agents.ErrNotRun) {
+		t.Errorf("CheckSandbox = %v; want agents.ErrNotRun", err)
+	}
+	for _, args := range []string{`{"command":""}`, `{"cmd":"ls"}`, `{`} {
+		_, err := sh.Call(context.Background(), agents.ToolCall{Args: json.RawMessage(args), Bot: botProfile("qa"), Thread: 1})
+		if !errors.Is(err, agents.ErrNotRun) {
+			t.Errorf("args %s: err %v; want agents.ErrNotRun", args, err)
+		}
+	}
+	fetch := builtins(t, Options{})["http_fetch"]
+	if _, err := fetch.Call(context.Background(), agents.ToolCall{Args: json.RawMessage(`{"url":"ftp://example.com/"}`)}); !errors.Is(err, agents.ErrNotRun) {
+		t.Errorf("http_fetch bad scheme: err %v; want agents.ErrNotRun", err)
+	}
+}
+
+// TestFileAndTodoRefusalsAreNotRun: a workspace path outside the jail and
+// arguments a tool refuses match agents.ErrNotRun (nothing was touched).
+func TestFileAndTodoRefusalsAreNotRun(t *testing.T) {
+	b := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	for _, c := range []struct{ tool, args string }{
+		{"workspace_write", `{"path":"../escape.txt","content":"x"}`},
+		{"workspace_read", `{"path":"/etc/passwd"}`},
+		{"post_message", `{"text":"  "}`},
+		{"todo_write", `{"items":[{"text":"","status":"pending"}]}`},
+	} {
+		_, err := b[c.tool].Call(context.Background(), agents.ToolCall{Args: json.RawMessage(c.args), Bot: botProfile("qa"), Thread: 1})
+		if !errors.Is(err, agents.ErrNotRun) {
+			t.Errorf("%s %s: err %v; want agents.ErrNotRun", c.tool, c.args, err)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func shellTool(ws *workspace) agents.Tool {
 			return "", err
 		}
 		if strings.TrimSpace(a.Command) == "" {
-			return "", errors.New("command is required")
+			return "", agents.NotRun(errors.New("command is required"))
 		}
 		timeout := o.ShellTimeout
 		if a.TimeoutSeconds > 0 {
@@ -69,7 +69,7 @@ func shellTool(ws *workspace) agents.Tool {
 		}
 		dir, err := ws.dir(call)
 		if err != nil {
-			return "", err
+			return "", agents.NotRun(err)
 		}
 		if sb.none() {
 			return runShell(ctx, o, []string{"/bin/sh", "-c", a.Command}, dir, shellEnv(o, dir), timeout)

@@ -17,6 +17,9 @@ const todoMax = 100
 func todoWriteTool() agents.Tool {
 	return &tool{
 		name: "todo_write",
+		reach: func(bot string) string {
+			return "replaces only @" + bot + "'s todo list for this thread (shown in its prompt); reaches no file, network or person"
+		},
 		desc: "Replace your todo list for this thread with the given items (seed §6 item 5). " +
 			"Use it to plan multi-step work and keep it current: send the whole list every time, " +
 			"each item with status pending, in_progress or done. The list is shown in your prompt.",
@@ -34,16 +37,16 @@ func todoWriteTool() agents.Tool {
 				return "", err
 			}
 			if len(a.Items) > todoMax {
-				return "", fmt.Errorf("%d items; at most %d", len(a.Items), todoMax)
+				return "", agents.NotRun(fmt.Errorf("%d items; at most %d", len(a.Items), todoMax))
 			}
 			for i, it := range a.Items {
 				if strings.TrimSpace(it.Text) == "" {
-					return "", fmt.Errorf("items[%d].text is empty", i)
+					return "", agents.NotRun(fmt.Errorf("items[%d].text is empty", i))
 				}
 				switch it.Status {
 				case "pending", "in_progress", "done":
 				default:
-					return "", fmt.Errorf("items[%d].status is %q; use pending, in_progress or done", i, it.Status)
+					return "", agents.NotRun(fmt.Errorf("items[%d].status is %q; use pending, in_progress or done", i, it.Status))
 				}
 			}
 			if call.Env == nil {
@@ -83,6 +86,9 @@ func RenderTodo(items []core.TodoItem) string {
 func postMessageTool() agents.Tool {
 	return &tool{
 		name: "post_message",
+		reach: func(string) string {
+			return "posts a message into this thread, shown in every conversation it is bound to; a bot it @mentions is woken"
+		},
 		desc: "Post a message into the current thread now, before your final reply: a progress note, " +
 			"or a hand-off to another bot by @mentioning it. It is routed like a reply. " +
 			"Returns the posted message's id.",
@@ -97,7 +103,7 @@ func postMessageTool() agents.Tool {
 				return "", err
 			}
 			if strings.TrimSpace(a.Text) == "" {
-				return "", errors.New("text is empty")
+				return "", agents.NotRun(errors.New("text is empty"))
 			}
 			if call.Env == nil {
 				return "", errors.New("post_message is not available outside a run")

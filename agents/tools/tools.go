@@ -178,6 +178,20 @@ type tool struct {
 	desc   string
 	schema json.RawMessage
 	fn     func(ctx context.Context, call agents.ToolCall) (string, error)
+	// reach is the tool's agents.Reacher sentence for a bot's call.
+	reach func(bot string) string
+}
+
+var _ agents.Reacher = (*tool)(nil)
+
+// Reach says in one sentence what a call of this tool by the bot with this
+// handle can reach, for the approval prompt (agents.Reacher, DESIGN.md §5).
+// shell and http_fetch have their own.
+func (t *tool) Reach(bot string) string {
+	if t.reach == nil {
+		return ""
+	}
+	return t.reach(bot)
 }
 
 var _ agents.Tool = (*tool)(nil)
@@ -190,7 +204,8 @@ func (t *tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
 }
 
 // decodeArgs unmarshals the model's arguments strictly enough to give the model
-// a useful error: unknown fields are refused so typos are noticed.
+// a useful error: unknown fields are refused so typos are noticed. Its errors
+// are agents.NotRun: a call with arguments it cannot read did nothing.
 func decodeArgs(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
@@ -200,9 +215,9 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return fmt.Errorf("arguments are not valid JSON: %v", err)
+			return agents.NotRun(fmt.Errorf("arguments are not valid JSON: %v", err))
 		}
-		return fmt.Errorf("invalid arguments: %v", err)
+		return agents.NotRun(fmt.Errorf("invalid arguments: %v", err))
 	}
 	return nil
 }

@@ -15,14 +15,16 @@ import (
 
 // ErrOutsideWorkspace is returned (wrapped, with the offending path) by the
 // workspace tools for a path that is absolute, climbs out with "..", or goes
-// through a symbolic link that leads outside the workspace.
-var ErrOutsideWorkspace = errors.New("path is outside the workspace")
+// through a symbolic link that leads outside the workspace. It matches
+// agents.ErrNotRun: the call was refused before it touched anything.
+var ErrOutsideWorkspace = agents.NewNotRun("path is outside the workspace")
 
 // ErrHardLink is returned (wrapped, with the path) by the workspace file tools
 // for a regular file with more than one hard link: another name of the same
 // file may be outside the workspace (a link made from outside), so reading or
-// writing it could reach a file the tools must not.
-var ErrHardLink = errors.New("file has other hard links, which may be outside the workspace")
+// writing it could reach a file the tools must not. It matches agents.ErrNotRun:
+// the file is refused before it is read or changed.
+var ErrHardLink = agents.NewNotRun("file has other hard links, which may be outside the workspace")
 
 // checkLinks refuses a regular file whose link count is above one (ErrHardLink).
 func checkLinks(rel string, st fs.FileInfo) error {
@@ -47,6 +49,17 @@ func linkCount(st fs.FileInfo) uint64 {
 // work in (DESIGN.md §6 "workspace-jailed file tools").
 type workspace struct {
 	opts Options
+}
+
+// reach describes where the file tools of the bot with this handle read
+// (verb "reads") or write, for approval prompts.
+func (w *workspace) reach(verb string) func(bot string) string {
+	return func(bot string) string {
+		if w.opts.SharedWorkspace {
+			return verb + " files only inside @" + bot + "'s workspace, which all its threads share; nothing else on the machine"
+		}
+		return verb + " files only inside this thread's workspace; nothing else on the machine"
+	}
 }
 
 // dir returns the absolute, symlink-resolved workspace directory of a call,

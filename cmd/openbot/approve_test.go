@@ -9,7 +9,7 @@ import (
 	"openbot/agents/openaitest"
 )
 
-// TestChatApproveAndReject is issue 7's terminal test: the engineer's shell call
+// TestChatApproveAndReject is the terminal test of approvals (DESIGN.md §5): the engineer's shell call
 // pauses for approval; "/approve" runs it once, "/reject" tells the model who
 // rejected it and runs nothing. Scripted input waits for each question.
 func TestChatApproveAndReject(t *testing.T) {

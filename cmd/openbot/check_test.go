@@ -39,7 +39,8 @@ fetch_allow_hosts: ["http://x/"]
 }
 
 // TestSkippedAccountNamesTheVariable: an account skipped for an empty secret says
-// which environment variable to set (issue 3 item 1).
+// which environment variable to set (an account with an empty secret is
+// skipped with one log line naming the variable; the rest keeps running).
 func TestSkippedAccountNamesTheVariable(t *testing.T) {
 	dir := t.TempDir()
 	path := exampleConfig(t, dir)

@@ -14,7 +14,7 @@ import (
 )
 
 // TestServeFeishuGroupMention runs the real wiring with a Feishu app pointed at the
-// fake Open API (issue 5 "Done when"): a group @mention is answered in its topic
+// fake Open API (DESIGN.md §3): a group @mention is answered in its topic
 // thread, in webhook mode (encrypted, signed request on the shared listener) and in
 // long-connection mode (a fragmented event over the websocket).
 func TestServeFeishuGroupMention(t *testing.T) {

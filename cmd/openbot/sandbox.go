@@ -55,8 +55,8 @@ func usesShell(cfg *config.Config) bool {
 
 // reportSandbox says at start how shell commands will run: `sandbox: none` is
 // logged at WARN (also on the terminal in chat mode, whose log goes to a
-// file); a sandbox that cannot be set up is logged at ERROR with the fix, and
-// the shell tool then refuses every command with the same message. Nothing is
+// file); a sandbox that cannot be set up is logged at ERROR with the fix (and
+// shown on the terminal in chat mode too), and the shell tool then refuses every command with the same message. Nothing is
 // probed when no bot has the shell.
 func (a *app) reportSandbox(ctx context.Context, opts tools.Options) {
 	if opts.Sandbox == config.SandboxNone {
@@ -72,6 +72,9 @@ func (a *app) reportSandbox(ctx context.Context, opts tools.Options) {
 	}
 	if err := tools.CheckSandbox(ctx, opts); err != nil {
 		a.log.Error("shell sandbox unavailable: the shell tool will refuse to run", "err", err)
+		if a.chat {
+			fmt.Fprintln(a.stderr, "openbot: error: shell sandbox unavailable: the shell tool will refuse to run: "+err.Error())
+		}
 		return
 	}
 	a.log.Info("shell sandbox ready", "sandbox", opts.Sandbox)

@@ -79,3 +79,39 @@ func replaceInFile(t *testing.T, path, old, repl string) {
 		t.Fatal(err)
 	}
 }
+
+// TestChatApprovedShellWithoutSandbox: with no bubblewrap on PATH, the chat
+// says so on the terminal, the approval prompt says the shell cannot run until
+// the sandbox works, and the approved call is recorded as not run (with a
+// notice in the thread), never as "ran".
+func TestChatApprovedShellWithoutSandbox(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no bwrap anywhere
+	llm := openaitest.New(t)
+	llm.Handle(func(r openaitest.Request) openaitest.Reply {
+		ms := r.Body.Messages
+		if last := ms[len(ms)-1]; last.Role == "tool" {
+			return openaitest.Text("shell said: " + strings.TrimSpace(last.Content))
+		}
+		return openaitest.Calls(openaitest.Call("shell", `{"command":"echo ok"}`))
+	})
+	dir := t.TempDir()
+	cfg := exampleConfig(t, dir)
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL()}
+	r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("@engineer run it\n/approve\n"), env)
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "shell sandbox unavailable") || !strings.Contains(r.stderr, "apt-get install bubblewrap") {
+		t.Errorf("stderr %q; want the unusable sandbox and its fix on the terminal", r.stderr)
+	}
+	if strings.Contains(r.stdout, "runs in a sandbox") || !strings.Contains(r.stdout, "cannot run until the sandbox works") {
+		t.Errorf("the approval prompt claims a sandbox that does not work:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "did not run: shell is disabled: no sandbox") {
+		t.Errorf("the thread got no notice that the approved call did not run:\n%s", r.stdout)
+	}
+	r = runFor(t, []string{"approvals", "list", "--config", cfg}, nil, env)
+	if r.code != 0 || !strings.Contains(r.stdout, "not run: shell is disabled: no sandbox") || strings.Contains(r.stdout, "ran (") {
+		t.Errorf("approvals list (exit %d):\n%s\nwant the outcome not run", r.code, r.stdout)
+	}
+}

@@ -380,7 +380,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 		default:
 			opts := console.Options{
 				Name: c.Name, Engine: eng, In: a.stdin, Out: a.stdout,
-				Interactive: a.terminal, Logger: a.log,
+				Interactive: a.terminal, Logger: a.log, Cursors: core.StoreCursors(eng.Store()),
 			}
 			if !a.terminal {
 				// Scripted input: each line waits until the team is done with the last,
@@ -418,6 +418,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
+	peers := telegram.NewPeers() // tells the team's bot accounts from people in mentions
 	for i, t := range a.cfg.Telegram {
 		acc := "telegram/" + t.Name
 		if t.Token == "" {
@@ -432,7 +433,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Name: t.Name, Bot: t.Bot, Token: t.Token, Mode: t.Mode,
 			WebhookURL: t.WebhookURL, SecretToken: t.SecretToken, APIEndpoint: t.APIEndpoint,
 			AllowUsers: t.AllowUsers, DMPolicy: t.DMPolicy,
-			Bots: bots, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
+			Bots: bots, Peers: peers, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("telegram[%d]: %w", i, err)
@@ -473,7 +474,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 }
 
 // slackMissing names the empty credential that makes a Slack account unusable, or
-// returns "" when it has what its mode needs (issue 3 item 1: such an account is
+// returns "" when it has what its mode needs (the rule: such an account is
 // skipped with one log line naming the variable to set; the rest keeps running).
 func slackMissing(cfg *config.Config, i int, s config.Slack) string {
 	var missing []string

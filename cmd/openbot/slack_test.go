@@ -13,7 +13,7 @@ import (
 )
 
 // TestServeSlackAppMention runs the real wiring with a Slack account pointed at the
-// fake Slack (issue 3 "Done when"): a fixture app_mention over Socket Mode gets the
+// fake Slack (DESIGN.md §3): a fixture app_mention over Socket Mode gets the
 // default bot's answer in the mention's Slack thread.
 func TestServeSlackAppMention(t *testing.T) {
 	llm := openaitest.New(t)

@@ -15,7 +15,7 @@ import (
 )
 
 // TestServeTelegramPrivateMessage runs the real wiring with a Telegram account
-// pointed at the fake Bot API (issue 4 "Done when"): a fixture private message is
+// pointed at the fake Bot API (DESIGN.md §3 and §8): a fixture private message is
 // answered in the chat as a reply to it, the offset is saved after the durable
 // ingest, and a restart does not answer it again.
 func TestServeTelegramPrivateMessage(t *testing.T) {
