@@ -207,6 +207,12 @@ func (e *Engine) Bots() []BotProfile { return append([]BotProfile(nil), e.botOrd
 // DefaultBot returns the handle of the global default bot.
 func (e *Engine) DefaultBot() string { return e.defaultBot }
 
+// bot returns the current profile of a configured bot.
+func (e *Engine) bot(handle string) (BotProfile, bool) {
+	b, ok := e.bots[handle]
+	return b, ok
+}
+
 func (e *Engine) adapter(id AccountID) (Adapter, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

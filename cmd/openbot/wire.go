@@ -51,6 +51,8 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Memory:        b.Memory,
 			MaxModelCalls: b.MaxModelCalls,
 			Approvers:     actorIDs(b.Approvers),
+
+			MaxParallelThreads: b.MaxParallelThreads,
 		})
 	}
 	return out
