@@ -13,7 +13,8 @@ import (
 // worker drains one bot's mailbox. It runs up to the bot's MaxParallelThreads runs
 // at once, each in a different thread (seed §5, invariant 3, widened by DESIGN.md §6:
 // at most one run per (bot, thread)); with the default of 1 it is the seed's
-// one-thread-at-a-time worker. Every run also holds a global slot (e.sem).
+// one-thread-at-a-time worker. Every run also holds a global slot (e.sem). A bot's
+// worker is started by Run, or by Reload for a bot added later.
 type worker struct {
 	e      *Engine
 	handle string
@@ -21,17 +22,6 @@ type worker struct {
 
 	mu   sync.Mutex
 	busy map[ThreadID]bool // threads with a run of this bot in flight, until execute returns
-}
-
-func (e *Engine) worker(handle string) *worker {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w, ok := e.workers[handle]
-	if !ok {
-		w = &worker{e: e, handle: handle, wake: make(chan struct{}, 1), busy: map[ThreadID]bool{}}
-		e.workers[handle] = w
-	}
-	return w
 }
 
 // wake nudges a bot's worker after its mailbox changed.
@@ -87,7 +77,7 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 		for ctx.Err() == nil {
 			bot, ok := w.e.bot(w.handle)
 			if !ok {
-				return // removed from the configuration
+				break // removed by Reload: no new work unless it comes back
 			}
 			n, busy := w.inFlight()
 			if n >= bot.parallel() {
@@ -95,21 +85,19 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row.
-			select {
-			case w.e.sem <- struct{}{}:
-			case <-ctx.Done():
+			if !w.e.sem.acquire(ctx) {
 				return
 			}
 			job, ok, err := w.e.pick(ctx, bot, busy)
 			if err != nil {
-				<-w.e.sem
+				w.e.sem.release()
 				if ctx.Err() == nil {
 					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
 				}
 				break
 			}
 			if !ok {
-				<-w.e.sem
+				w.e.sem.release()
 				break
 			}
 			w.setBusy(job.Thread.ID, true)
@@ -118,7 +106,7 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 				defer runs.Done()
 				w.e.execute(runCtx, job)
 				w.setBusy(job.Thread.ID, false)
-				<-w.e.sem
+				w.e.sem.release()
 				w.wakeUp()
 			}()
 		}
@@ -286,7 +274,7 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 // execute runs the agent and settles the run: reply posted, items done, held
 // hand-offs released; or failed with a notice in the thread naming the cause.
 func (e *Engine) execute(ctx context.Context, job *Job) {
-	ctx, cancel := context.WithTimeout(ctx, e.limits.RunTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.cfg().limits.RunTimeout)
 	defer cancel()
 	env := &runEnv{e: e, job: job}
 	job.Env = env
@@ -458,7 +446,7 @@ func (e *Engine) failureCause(err error) string {
 	var n PeopleError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.limits.RunTimeout)
+		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.cfg().limits.RunTimeout)
 	case errors.Is(err, context.Canceled):
 		return "the run was stopped because openbot is shutting down."
 	case errors.As(err, &n):
