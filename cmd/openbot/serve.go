@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -43,6 +45,8 @@ type app struct {
 	failures *runFailures
 	// onListen, when set, is told the HTTP listener's address (tests listen on :0).
 	onListen func(addr string)
+	// lookupEnv expands ${VAR} when the config is read again at a reload.
+	lookupEnv config.LookupEnv
 }
 
 // runServe is `openbot serve` and `openbot chat`.
@@ -68,7 +72,8 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 		return exitFail
 	}
 
-	a := &app{chat: mode == "chat", cfg: cfg, configPath: *path, stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{chat: mode == "chat", cfg: cfg, configPath: *path, stdin: stdin, stdout: stdout, stderr: stderr,
+		lookupEnv: lookupEnv}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		a.terminal = true
 	}
@@ -125,6 +130,16 @@ func (a *app) serve(ctx context.Context) int {
 			}
 		}
 	}()
+	removePid, err := writePidFile(a.cfg.Store.Path)
+	if err != nil {
+		log.Warn("openbot reload will not find this process", "err", err)
+	}
+	defer removePid()
+	// SIGHUP re-reads the config (reloader); registered before anything listens,
+	// so an early one never kills the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	hide := ownFiles(a.configPath, a.cfg)
 	reg, err := newRegistry(a.cfg, log, hide...)
@@ -136,9 +151,10 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("agents", err)
 	}
-	var runner core.Agent = agent
+	swap := newSwapAgent(agent)
+	var runner core.Agent = swap
 	if a.chat && !a.terminal {
-		a.failures = &runFailures{Agent: agent}
+		a.failures = &runFailures{Agent: swap}
 		runner = a.failures
 	}
 	eng, err := core.New(core.Options{
@@ -165,7 +181,8 @@ func (a *app) serve(ctx context.Context) int {
 	if con != nil {
 		say = con.Notice // chat: the log is in a file, so failures show here
 	}
-	mcpMgr := newMCP(a.cfg, reg, log, say)
+	mcps := newMCPSet(a.cfg, reg, log, say)
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, cur: a.cfg}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
@@ -174,8 +191,9 @@ func (a *app) serve(ctx context.Context) int {
 	mux.Handle("GET /healthz", hl)
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
+	mux.Handle("POST /admin/reload", adminOnly(a.cfg.Admin.Token, reloadHandler(rl)))
 	if a.cfg.Admin.Token == "" {
-		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals")
+		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals, /admin/reload")
 	}
 	for _, ad := range accounts {
 		if err := eng.AddAdapter(ad); err != nil {
@@ -223,12 +241,29 @@ func (a *app) serve(ctx context.Context) int {
 	// MCP servers outlive the engine, so runs finishing during shutdown keep their tools.
 	mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopMCP()
-	if mcpMgr != nil {
+	g.Go(func() error {
+		if err := mcps.Run(mcpCtx); err != nil && mcpCtx.Err() == nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		return nil
+	})
+	if a.configPath != "" {
 		g.Go(func() error {
-			if err := mcpMgr.Run(mcpCtx); err != nil && mcpCtx.Err() == nil {
-				return fmt.Errorf("mcp: %w", err)
+			for {
+				select {
+				case <-gctx.Done():
+					return nil
+				case <-hup:
+				}
+				select { // reload once the engine took over its state
+				case <-eng.Ready():
+				case <-gctx.Done():
+					return nil
+				}
+				if _, err := rl.reload(gctx); err != nil && a.chat && say != nil {
+					say("The configuration was not reloaded (details in openbot.log); the running one is kept.")
+				}
 			}
-			return nil
 		})
 	}
 	g.Go(func() error {
