@@ -39,6 +39,10 @@ func (s *swapAgent) Execute(ctx context.Context, job *core.Job) (core.Result, er
 	return s.cur.Load().Execute(ctx, job)
 }
 
+// botSetter is implemented by adapters that know the team (Slack, Telegram,
+// Feishu): SetBots gives them the reloaded one. Safe for concurrent use.
+type botSetter interface{ SetBots(bots []core.BotProfile) }
+
 // reloader re-reads the configuration file of a running serve or chat (SIGHUP,
 // `openbot reload`, POST /admin/reload) and applies it without a restart: bots,
 // their tools and approvals, limits, approvers, LLM profiles and MCP servers. Runs
@@ -55,6 +59,8 @@ type reloader struct {
 	agent     *swapAgent
 	reg       *agents.Registry
 	mcp       *mcpSet
+	// adapters get the new team (botSetter) so "@handle" of an added bot is a mention.
+	adapters []core.Adapter
 
 	mu  sync.Mutex
 	cur *config.Config
@@ -89,6 +95,11 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 	if err := r.eng.Reload(ctx, set); err != nil {
 		r.agent.cur.Store(old)
 		return nil, r.refused(fmt.Sprintf("%s: %v", r.path, err))
+	}
+	for _, ad := range r.adapters {
+		if bs, ok := ad.(botSetter); ok {
+			bs.SetBots(set.Bots)
+		}
 	}
 	changes := botChanges(r.cur, cfg)
 	if !reflect.DeepEqual(r.cur.Limits, cfg.Limits) {

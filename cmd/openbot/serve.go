@@ -182,7 +182,7 @@ func (a *app) serve(ctx context.Context) int {
 		say = con.Notice // chat: the log is in a file, so failures show here
 	}
 	mcps := newMCPSet(a.cfg, reg, log, say)
-	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, cur: a.cfg}
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, cur: a.cfg, adapters: accounts}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
