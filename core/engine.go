@@ -160,19 +160,30 @@ func New(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// AddAdapter registers an account for outbound delivery. It must be called before
-// Run; a second adapter with the same Account is an error.
+// AddAdapter registers an account for outbound delivery, before Run or, for an
+// account added by a configuration reload, while it runs; a second adapter with
+// the same Account is an error.
 func (e *Engine) AddAdapter(a Adapter) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.running {
-		return errors.New("core: AddAdapter after Run")
-	}
 	if _, dup := e.adapters[a.Account()]; dup {
 		return fmt.Errorf("core: account %q registered twice", a.Account())
 	}
 	e.adapters[a.Account()] = a
 	return nil
+}
+
+// RemoveAdapter forgets an account removed by a configuration reload and reports
+// whether it was registered. Deliveries already under way finish; outbox entries
+// for it that are still pending fail with "no adapter for account", and replies
+// take another account of the conversation when there is one. Safe for
+// concurrent use.
+func (e *Engine) RemoveAdapter(id AccountID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.adapters[id]
+	delete(e.adapters, id)
+	return ok
 }
 
 // Ready is closed once Run has recovered the store and started every worker.

@@ -45,12 +45,13 @@ type botSetter interface{ SetBots(bots []core.BotProfile) }
 
 // reloader re-reads the configuration file of a running serve or chat (SIGHUP,
 // `openbot reload`, POST /admin/reload) and applies it without a restart: bots,
-// their tools and approvals, limits, approvers, LLM profiles and MCP servers. Runs
-// in flight finish with the profile and agent they started with. An invalid file
-// is refused with every problem, and the running configuration stays. Accounts
-// and the settings read once at start (listener, store, admin token, workspace,
-// sandbox, fetch_allow_hosts, shell_network) are not applied: the log says
-// "restart to apply". Calls are serialized.
+// their tools and approvals, limits, approvers, LLM profiles, MCP servers and
+// platform accounts (accountSet). Runs in flight finish with the profile and agent
+// they started with. An invalid file is refused with every problem, and the
+// running configuration stays. Console accounts and the settings read once at
+// start (listener, store, admin token, workspace, sandbox, fetch_allow_hosts,
+// shell_network) are not applied: the log says "restart to apply". Calls are
+// serialized.
 type reloader struct {
 	path      string
 	lookupEnv config.LookupEnv
@@ -59,8 +60,9 @@ type reloader struct {
 	agent     *swapAgent
 	reg       *agents.Registry
 	mcp       *mcpSet
-	// adapters get the new team (botSetter) so "@handle" of an added bot is a mention.
-	adapters []core.Adapter
+	// accounts are the platform accounts: added, changed and removed at a reload,
+	// and given the new team (botSetter) so "@handle" of an added bot is a mention.
+	accounts *accountSet
 
 	mu  sync.Mutex
 	cur *config.Config
@@ -96,11 +98,6 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 		r.agent.cur.Store(old)
 		return nil, r.refused(fmt.Sprintf("%s: %v", r.path, err))
 	}
-	for _, ad := range r.adapters {
-		if bs, ok := ad.(botSetter); ok {
-			bs.SetBots(set.Bots)
-		}
-	}
 	changes := botChanges(r.cur, cfg)
 	if !reflect.DeepEqual(r.cur.Limits, cfg.Limits) {
 		changes = append(changes, "limits changed")
@@ -116,9 +113,14 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 	if err != nil {
 		r.log.Warn("mcp servers not reloaded", "err", err)
 	}
-	if accountsChanged(r.cur, cfg) {
-		r.log.Warn("accounts changed: restart to apply")
-		changes = append(changes, "accounts changed: restart to apply")
+	ac, err := r.accounts.Apply(ctx, cfg)
+	changes = append(changes, ac...)
+	if err != nil {
+		r.log.Warn("accounts not reloaded", "err", err)
+	}
+	if !reflect.DeepEqual(r.cur.Console, cfg.Console) {
+		r.log.Warn("console accounts changed: restart to apply")
+		changes = append(changes, "console accounts changed: restart to apply")
 	}
 	if keys := restartKeys(r.cur, cfg); len(keys) > 0 {
 		r.log.Warn("settings changed that apply at the next start: restart to apply", "keys", strings.Join(keys, ", "))
@@ -163,13 +165,6 @@ func botChanges(old, cfg *config.Config) []string {
 		out = append(out, "default_bot changed")
 	}
 	return out
-}
-
-// accountsChanged reports whether any platform account was added, removed or
-// changed: those connections are made once at start.
-func accountsChanged(old, cfg *config.Config) bool {
-	return !reflect.DeepEqual(old.Console, cfg.Console) || !reflect.DeepEqual(old.Slack, cfg.Slack) ||
-		!reflect.DeepEqual(old.Telegram, cfg.Telegram) || !reflect.DeepEqual(old.Feishu, cfg.Feishu)
 }
 
 // restartKeys names the other changed keys that are read only at start.

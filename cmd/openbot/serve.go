@@ -182,7 +182,14 @@ func (a *app) serve(ctx context.Context) int {
 		say = con.Notice // chat: the log is in a file, so failures show here
 	}
 	mcps := newMCPSet(a.cfg, reg, log, say)
-	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, cur: a.cfg, adapters: accounts}
+	var platform []core.Adapter
+	for _, ad := range accounts {
+		if con == nil || ad != core.Adapter(con) {
+			platform = append(platform, ad)
+		}
+	}
+	accts := newAccountSet(a, eng, hl, a.cfg, platform)
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, accounts: accts, cur: a.cfg}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
@@ -199,10 +206,9 @@ func (a *app) serve(ctx context.Context) int {
 		if err := eng.AddAdapter(ad); err != nil {
 			return a.fail("adapters", err)
 		}
-		if m, ok := ad.(core.WebhookMounter); ok {
-			m.MountHTTP(mux)
-		}
 	}
+	// Platform webhook routes follow the accounts a reload adds or removes.
+	mux.Handle("/", accts)
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil && !a.chat {
 		return a.fail("http listener", err)
@@ -286,37 +292,24 @@ func (a *app) serve(ctx context.Context) int {
 			return nil
 		})
 	}
-	for _, ad := range accounts {
-		r, ok := ad.(core.Runner)
-		if !ok {
-			hl.set(string(ad.Account()), "started")
-			continue
-		}
-		acc := string(ad.Account())
-		isConsole := con != nil && ad == core.Adapter(con)
+	intake.Add(1)
+	g.Go(func() error {
+		defer intake.Done()
+		return accts.Run(gctx)
+	})
+	if con != nil {
+		acc := string(con.Account())
 		intake.Add(1)
 		g.Go(func() error {
 			defer intake.Done()
-			select { // adapters take input only once recovery is done
+			select { // the terminal takes input only once recovery is done
 			case <-eng.Ready():
 			case <-gctx.Done():
 				return nil
 			}
 			hl.set(acc, "started")
 			log.Info("account started", "account", acc)
-			err := r.Run(gctx)
-			if isConsole {
-				return a.consoleDone(gctx, eng, err, stop)
-			}
-			if err != nil && gctx.Err() == nil {
-				// One account failing for good (a revoked token) must not stop the
-				// others: say so, show it on /healthz, and keep serving.
-				log.Error("account stopped", "account", acc, "err", core.Redact(err.Error()))
-				hl.set(acc, "failed: "+core.ForPeople(err.Error()))
-				fmt.Fprintf(a.stderr, "openbot: %s stopped: %s; the other accounts keep running\n", acc, core.Redact(err.Error()))
-				return nil
-			}
-			return nil
+			return a.consoleDone(gctx, eng, con.Run(gctx), stop)
 		})
 	}
 
@@ -434,10 +427,29 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 	if a.chat && con == nil {
 		return nil, nil, errors.New("chat needs an enabled console account (console: [{name: local}])")
 	}
-	bots := botProfiles(a.cfg)
-	for i, s := range a.cfg.Slack {
+	platform, err := a.platformAdapters(a.cfg, eng, hl, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(out, platform...), con, nil
+}
+
+// platformAdapters builds the Slack, Telegram and Feishu accounts of cfg that can
+// run now, as adapters does; with want set, only the accounts it wants (by
+// account id, "telegram/chief"), for a reload.
+func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health, want func(id string) bool) ([]core.Adapter, error) {
+	var out []core.Adapter
+	skip := func(account, why string) {
+		hl.set(account, "skipped: "+why)
+		a.log.Warn("account skipped", "account", account, "reason", why)
+	}
+	bots := botProfiles(cfg)
+	for i, s := range cfg.Slack {
 		acc := "slack/" + s.Name
-		if missing := slackMissing(a.cfg, i, s); missing != "" {
+		if want != nil && !want(acc) {
+			continue
+		}
+		if missing := slackMissing(cfg, i, s); missing != "" {
 			skip(acc, missing)
 			continue
 		}
@@ -448,15 +460,18 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Bots: bots, Engine: eng, State: slack.StoreState(eng.Store()), Logger: a.log,
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("slack[%d]: %w", i, err)
+			return nil, fmt.Errorf("slack[%d]: %w", i, err)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	for i, t := range a.cfg.Telegram {
+	for i, t := range cfg.Telegram {
 		acc := "telegram/" + t.Name
+		if want != nil && !want(acc) {
+			continue
+		}
 		if t.Token == "" {
-			skip(acc, emptySecrets(a.cfg, "telegram", i, "token"))
+			skip(acc, emptySecrets(cfg, "telegram", i, "token"))
 			continue
 		}
 		if t.Mode == "webhook" && (t.WebhookURL == "" || t.SecretToken == "") {
@@ -470,13 +485,16 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Bots: bots, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("telegram[%d]: %w", i, err)
+			return nil, fmt.Errorf("telegram[%d]: %w", i, err)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	for i, f := range a.cfg.Feishu {
+	for i, f := range cfg.Feishu {
 		acc := "feishu/" + f.Name
+		if want != nil && !want(acc) {
+			continue
+		}
 		if f.AppID == "" || f.AppSecret == "" {
 			var empty []string
 			if f.AppID == "" {
@@ -485,7 +503,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			if f.AppSecret == "" {
 				empty = append(empty, "app_secret")
 			}
-			skip(acc, emptySecrets(a.cfg, "feishu", i, empty...))
+			skip(acc, emptySecrets(cfg, "feishu", i, empty...))
 			continue
 		}
 		if f.Mode == "webhook" && f.VerificationToken == "" && f.EncryptKey == "" {
@@ -499,12 +517,12 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Cursors: core.StoreCursors(eng.Store()),
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("feishu[%d]: %w", i, err)
+			return nil, fmt.Errorf("feishu[%d]: %w", i, err)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	return out, con, nil
+	return out, nil
 }
 
 // slackMissing names the empty credential that makes a Slack account unusable, or
