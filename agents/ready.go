@@ -179,3 +179,21 @@ func (r *Registry) setStateLocked(source string, phase sourcePhase, reason error
 	close(r.changed)
 	r.changed = make(chan struct{})
 }
+
+// Forget removes a tool source altogether: its tools and its declaration, so runs
+// no longer wait for it or are told it failed (a server removed from the
+// configuration at a reload). Runs that already selected its tools keep the Tool
+// values; their calls fail once the source has stopped. Safe for concurrent use.
+func (r *Registry) Forget(source string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, name := range r.sources[source] {
+		delete(r.tools, name)
+	}
+	delete(r.sources, source)
+	if _, ok := r.states[source]; ok {
+		delete(r.states, source)
+		close(r.changed)
+		r.changed = make(chan struct{})
+	}
+}

@@ -65,3 +65,23 @@ func TestRegistryReadiness(t *testing.T) {
 		t.Fatalf("WaitReady(cancelled) = %v", u)
 	}
 }
+
+// TestRegistryForget: a forgotten source's tools are gone and runs no longer
+// wait for it or hear that it failed.
+func TestRegistryForget(t *testing.T) {
+	r := NewRegistry()
+	r.Expect("gh")
+	if err := r.SetSource("gh", []Tool{stubTool("gh__issues")}); err != nil {
+		t.Fatal(err)
+	}
+	r.Forget("gh")
+	if _, ok := r.Get("gh__issues"); ok {
+		t.Fatal("a forgotten source's tool is still registered")
+	}
+	if declared, _, _ := r.SourceStatus("gh"); declared {
+		t.Fatal("a forgotten source is still declared")
+	}
+	if un := r.WaitReady(context.Background(), []string{"gh"}, time.Second); len(un) != 0 {
+		t.Fatalf("WaitReady = %v, want nothing to wait for", un)
+	}
+}

@@ -148,6 +148,10 @@ type Bot struct {
 	Memory    bool     `yaml:"memory"`
 	// MaxModelCalls caps model calls per run; 0 means limits.max_model_calls_per_run.
 	MaxModelCalls int `yaml:"max_model_calls"`
+	// MaxParallelThreads is how many different threads the bot may run at once
+	// (never two runs in one thread; limits.max_concurrent_runs caps the total);
+	// 0 means 1, the seed's one thread at a time (DESIGN.md §6).
+	MaxParallelThreads int `yaml:"max_parallel_threads"`
 	// ShellNetwork lets this bot's shell commands use the network; default
 	// false: the sandbox has only its own loopback.
 	ShellNetwork bool `yaml:"shell_network"`

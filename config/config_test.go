@@ -257,6 +257,7 @@ func TestValidationRulesBotsAndLLM(t *testing.T) {
 		{"default profile missing", "llm: {a: {base_url: 'http://h/v1', model: m}, b: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: x}]", "bots[0].llm", `"default" is not a profile`},
 		{"no model", "llm: {default: {base_url: 'http://h/v1'}}\nbots: [{handle: a}]", "bots[0].model", "no model"},
 		{"negative calls", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, max_model_calls: -1}]", "bots[0].max_model_calls", "must not be negative"},
+		{"negative parallel threads", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, max_parallel_threads: -1}]", "bots[0].max_parallel_threads", "must not be negative"},
 		{"tool dup", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, tools: [shell, shell]}]", "bots[0].tools[1]", "listed twice"},
 		{"approval empty", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, approval_tools: ['']}]", "bots[0].approval_tools[0]", "must not be empty"},
 		{"negative request timeout", "llm: {default: {base_url: 'http://h/v1', model: m, request_timeout: -1s}}\nbots: [{handle: a}]", "llm.default.request_timeout", "must not be negative"},

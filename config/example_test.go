@@ -31,6 +31,11 @@ func TestExampleLoads(t *testing.T) {
 	if cfg.DefaultBot != "chief_of_staff" {
 		t.Errorf("default_bot = %q", cfg.DefaultBot)
 	}
+	// The coordinating default bot takes every unaddressed message: it serves
+	// several threads at once (DESIGN.md §6).
+	if n := cfg.Bots[0].MaxParallelThreads; n <= 1 {
+		t.Errorf("chief_of_staff max_parallel_threads = %d, want more than 1", n)
+	}
 	if len(cfg.Console) != 1 || !cfg.Console[0].On() {
 		t.Errorf("console = %+v", cfg.Console)
 	}

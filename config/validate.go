@@ -27,6 +27,7 @@ var (
 //     request_timeout and stream_idle_timeout are not negative;
 //   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
 //     profile; a model is set on the bot or its profile; max_model_calls >= 0;
+//     max_parallel_threads >= 0;
 //     tools and approval_tools have no empty or repeated names; approvers (of a
 //     bot, of an approval_tools entry, global) are platform actor ids;
 //   - default_bot names a bot;
@@ -147,6 +148,9 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		}
 		if b.MaxModelCalls < 0 {
 			p.add(path+".max_model_calls", "must not be negative, got %d", b.MaxModelCalls)
+		}
+		if b.MaxParallelThreads < 0 {
+			p.add(path+".max_parallel_threads", "must not be negative, got %d", b.MaxParallelThreads)
 		}
 		checkNames(p, path+".tools", b.Tools)
 		validateApprovalTools(p, path+".approval_tools", b.ApprovalTools)

@@ -39,7 +39,7 @@ func ToolMatches(pattern, name string) bool {
 // approversFor returns the configured approvers of q, most specific first: the
 // tool's (approvals only), the bot's, the global ones; nil when none is configured.
 func (e *Engine) approversFor(q Question) []ActorID {
-	b, ok := e.bots[strings.TrimPrefix(string(q.Bot), "bot:")]
+	b, ok := e.bot(strings.TrimPrefix(string(q.Bot), "bot:"))
 	if ok && q.Kind == QuestionApproval && q.Tool != "" {
 		for _, ta := range b.ToolApprovers {
 			if len(ta.Approvers) > 0 && ToolMatches(ta.Tool, q.Tool) {
@@ -50,8 +50,8 @@ func (e *Engine) approversFor(q Question) []ActorID {
 	if ok && len(b.Approvers) > 0 {
 		return b.Approvers
 	}
-	if len(e.approvers) > 0 {
-		return e.approvers
+	if a := e.cfg().approvers; len(a) > 0 {
+		return a
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -87,30 +88,30 @@ var ErrStopped = errors.New("engine stopped")
 // (seed §4 to §7). Create it with New, register adapters with AddAdapter, then call
 // Run, which owns every goroutine the engine starts.
 type Engine struct {
-	store  Store
-	agent  Agent
-	log    *slog.Logger
-	clock  Clock
-	limits Limits
-	grace  time.Duration
+	store Store
+	agent Agent
+	log   *slog.Logger
+	clock Clock
+	grace time.Duration
 
-	bots       map[string]BotProfile // by handle
-	botOrder   []BotProfile
-	defaultBot string
-
-	approvers       []ActorID
-	approvalTimeout time.Duration
-	expiryEvery     time.Duration
+	// cur is the current settings (bots, default bot, limits, approvers);
+	// Reload swaps it, reloadMu orders Reload calls.
+	cur         atomic.Pointer[settings]
+	reloadMu    sync.Mutex
+	expiryEvery time.Duration
 
 	mu       sync.Mutex
 	adapters map[AccountID]Adapter
 	running  bool
 	stopping bool
 	workers  map[string]*worker
-	kick     chan struct{} // wakes the outbox dispatcher; cap 1
-	lanes    *lanes
-	sem      chan struct{} // global run slots
-	ready    chan struct{} // closed once recovery is done and workers run
+	// startWorker starts a bot's worker under Run's supervision; set while Run
+	// takes work, nil before and once stopping.
+	startWorker func(handle string)
+	kick        chan struct{} // wakes the outbox dispatcher; cap 1
+	lanes       *lanes
+	sem         *slots        // global run slots
+	ready       chan struct{} // closed once recovery is done and workers run
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -124,14 +125,17 @@ func New(opts Options) (*Engine, error) {
 	if len(opts.Bots) == 0 {
 		return nil, errors.New("core: at least one bot is required")
 	}
+	set, err := newSettings(Settings{Bots: opts.Bots, DefaultBot: opts.DefaultBot, Limits: opts.Limits,
+		Approvers: opts.Approvers, ApprovalTimeout: opts.ApprovalTimeout})
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		store:    opts.Store,
 		agent:    opts.Agent,
 		log:      opts.Logger,
 		clock:    opts.Clock,
-		limits:   opts.Limits.WithDefaults(),
 		grace:    opts.ShutdownGrace,
-		bots:     map[string]BotProfile{},
 		adapters: map[AccountID]Adapter{},
 		workers:  map[string]*worker{},
 		kick:     make(chan struct{}, 1),
@@ -146,53 +150,40 @@ func New(opts Options) (*Engine, error) {
 	if e.grace <= 0 {
 		e.grace = 10 * time.Second
 	}
-	e.approvers = append([]ActorID(nil), opts.Approvers...)
-	e.approvalTimeout, e.expiryEvery = opts.ApprovalTimeout, opts.ExpiryInterval
-	if e.approvalTimeout <= 0 {
-		e.approvalTimeout = 24 * time.Hour
-	}
+	e.cur.Store(set)
+	e.expiryEvery = opts.ExpiryInterval
 	if e.expiryEvery <= 0 {
-		e.expiryEvery = min(30*time.Second, max(e.approvalTimeout/10, 100*time.Millisecond))
+		e.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
 	}
-	for _, b := range opts.Bots {
-		if b.Handle == "" {
-			return nil, errors.New("core: a bot has an empty handle")
-		}
-		if _, dup := e.bots[b.Handle]; dup {
-			return nil, fmt.Errorf("core: bot handle %q is used twice", b.Handle)
-		}
-		e.bots[b.Handle] = b
-		e.botOrder = append(e.botOrder, b)
-	}
-	e.defaultBot = opts.DefaultBot
-	if e.defaultBot == "" {
-		if _, ok := e.bots["chief_of_staff"]; ok {
-			e.defaultBot = "chief_of_staff"
-		} else {
-			e.defaultBot = opts.Bots[0].Handle
-		}
-	}
-	if _, ok := e.bots[e.defaultBot]; !ok {
-		return nil, fmt.Errorf("core: default bot %q is not configured", e.defaultBot)
-	}
-	e.sem = make(chan struct{}, e.limits.MaxConcurrentRuns)
+	e.sem = newSlots(set.limits.MaxConcurrentRuns)
 	e.lanes = newLanes(e)
 	return e, nil
 }
 
-// AddAdapter registers an account for outbound delivery. It must be called before
-// Run; a second adapter with the same Account is an error.
+// AddAdapter registers an account for outbound delivery, before Run or, for an
+// account added by a configuration reload, while it runs; a second adapter with
+// the same Account is an error.
 func (e *Engine) AddAdapter(a Adapter) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.running {
-		return errors.New("core: AddAdapter after Run")
-	}
 	if _, dup := e.adapters[a.Account()]; dup {
 		return fmt.Errorf("core: account %q registered twice", a.Account())
 	}
 	e.adapters[a.Account()] = a
 	return nil
+}
+
+// RemoveAdapter forgets an account removed by a configuration reload and reports
+// whether it was registered. Deliveries already under way finish; outbox entries
+// for it that are still pending fail with "no adapter for account", and replies
+// take another account of the conversation when there is one. Safe for
+// concurrent use.
+func (e *Engine) RemoveAdapter(id AccountID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.adapters[id]
+	delete(e.adapters, id)
+	return ok
 }
 
 // Ready is closed once Run has recovered the store and started every worker.
@@ -202,10 +193,16 @@ func (e *Engine) Ready() <-chan struct{} { return e.ready }
 func (e *Engine) Store() Store { return e.store }
 
 // Bots returns the configured bots in configuration order.
-func (e *Engine) Bots() []BotProfile { return append([]BotProfile(nil), e.botOrder...) }
+func (e *Engine) Bots() []BotProfile { return append([]BotProfile(nil), e.cfg().order...) }
 
 // DefaultBot returns the handle of the global default bot.
-func (e *Engine) DefaultBot() string { return e.defaultBot }
+func (e *Engine) DefaultBot() string { return e.cfg().defaultBot }
+
+// bot returns the current profile of a configured bot.
+func (e *Engine) bot(handle string) (BotProfile, bool) {
+	b, ok := e.cfg().bots[handle]
+	return b, ok
+}
 
 func (e *Engine) adapter(id AccountID) (Adapter, bool) {
 	e.mu.Lock()
@@ -229,7 +226,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.running = true
 	e.mu.Unlock()
 
-	if err := e.syncBots(ctx); err != nil {
+	if err := e.syncBots(ctx, e.cfg().order); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -261,8 +258,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	}()
 
 	var workers sync.WaitGroup
-	for _, b := range e.botOrder {
-		w := e.worker(b.Handle)
+	// start runs a bot's worker unless it has one; called with e.mu held.
+	start := func(handle string) {
+		if _, ok := e.workers[handle]; ok || e.stopping {
+			return
+		}
+		w := &worker{e: e, handle: handle, wake: make(chan struct{}, 1), busy: map[ThreadID]bool{}}
+		e.workers[handle] = w
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
@@ -270,12 +272,23 @@ func (e *Engine) Run(ctx context.Context) error {
 		}()
 		w.wakeUp()
 	}
+	e.mu.Lock()
+	for _, b := range e.cfg().order {
+		start(b.Handle)
+	}
+	e.startWorker = func(handle string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		start(handle)
+	}
+	e.mu.Unlock()
 	e.kickOutbox()
 	close(e.ready)
 
 	<-ctx.Done()
 	e.mu.Lock()
 	e.stopping = true
+	e.startWorker = nil
 	e.mu.Unlock()
 	e.log.Info("engine stopping", "grace", e.grace)
 
@@ -309,11 +322,11 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// syncBots stores every configured bot as an actor and a profile.
-func (e *Engine) syncBots(ctx context.Context) error {
+// syncBots stores every bot as an actor and a profile.
+func (e *Engine) syncBots(ctx context.Context, bots []BotProfile) error {
 	now := e.clock.Now()
 	return e.store.Update(ctx, func(tx Tx) error {
-		for _, b := range e.botOrder {
+		for _, b := range bots {
 			a, err := tx.Actor(b.ID())
 			if errors.Is(err, ErrNotFound) {
 				a = Actor{ID: b.ID(), Kind: ActorBot, Created: now}

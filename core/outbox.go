@@ -354,7 +354,7 @@ func (l *lanes) sender(ctx context.Context, ad Adapter, o OutboxEntry) (func(con
 		}
 		handle := strings.TrimPrefix(string(q.Bot), "bot:")
 		qd = QuestionDelivery{Outbox: o.ID, Conversation: o.Conversation, ReplyTo: o.ReplyTo, Question: q,
-			Sender: Sender{Actor: q.Bot, Handle: handle, Name: displayName(l.e.bots[handle])}}
+			Sender: Sender{Actor: q.Bot, Handle: handle, Name: displayName(l.e.cfg().bots[handle])}}
 		for _, p := range q.Posts {
 			if p.Account == o.Account && p.Conversation == o.Conversation {
 				qd.PlatformID = p.PlatformID

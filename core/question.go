@@ -35,7 +35,7 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 	q := Question{
 		Token: token, Kind: p.Kind, Run: r.ID, Bot: r.Bot, Thread: t.ID, Text: p.Text,
 		Choices: p.Choices, Tool: p.Tool, Args: p.Args, CallID: p.CallID, Reach: strings.TrimSpace(p.Reach),
-		Status: QuestionPending, Choice: -1, Created: now, Expires: now.Add(e.approvalTimeout),
+		Status: QuestionPending, Choice: -1, Created: now, Expires: now.Add(e.cfg().approvalTimeout),
 	}
 	if q.Askers, err = askersTx(tx, job.Triggers); err != nil {
 		return err

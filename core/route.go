@@ -49,7 +49,7 @@ func appMentionIsTransport(native []string, text string, known func(string) bool
 	return slices.DeleteFunc(slices.Clone(native), func(h string) bool { return h == "*" })
 }
 
-func (e *Engine) knownBot(h string) bool { _, ok := e.bots[h]; return ok }
+func (e *Engine) knownBot(h string) bool { _, ok := e.bot(h); return ok }
 
 // threadDefault is the thread's default bot handle (seed §6: thread setting, else global).
 func (e *Engine) threadDefault(t *Thread) string {
@@ -59,7 +59,7 @@ func (e *Engine) threadDefault(t *Thread) string {
 			return h
 		}
 	}
-	return e.defaultBot
+	return e.cfg().defaultBot
 }
 
 // botsIn returns the handles of the bots taking part in t, in participant order.
@@ -140,7 +140,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 				break
 			}
 		}
-		if len(targets) > 0 && m.Hop >= e.limits.MaxBotHops {
+		if len(targets) > 0 && m.Hop >= e.cfg().limits.MaxBotHops {
 			targets, hopLimited = nil, true
 		}
 	default: // human
@@ -233,7 +233,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 		t.HopLimitNotified = true
 		notice := Message{
 			Sender: SystemActor, SenderName: "system", Kind: KindHopLimit,
-			Text: fmt.Sprintf("Stopped the bot-to-bot hand-offs: this thread reached the limit of %d hops since the last human message. Reply to continue.", e.limits.MaxBotHops),
+			Text: fmt.Sprintf("Stopped the bot-to-bot hand-offs: this thread reached the limit of %d hops since the last human message. Reply to continue.", e.cfg().limits.MaxBotHops),
 		}
 		e.activity(tx, Activity{Event: "thread.hop_limit", Level: "warn", Summary: notice.Text, Thread: t.ID, Message: m.ID})
 		if _, err := e.postTx(tx, t, postSpec{msg: notice}); err != nil {

@@ -6,25 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
-// worker drains one bot's mailbox, one run at a time (seed §5, invariant 3).
+// worker drains one bot's mailbox. It runs up to the bot's MaxParallelThreads runs
+// at once, each in a different thread (seed §5, invariant 3, widened by DESIGN.md §6:
+// at most one run per (bot, thread)); with the default of 1 it is the seed's
+// one-thread-at-a-time worker. Every run also holds a global slot (e.sem). A bot's
+// worker is started by Run, or by Reload for a bot added later.
 type worker struct {
-	e    *Engine
-	bot  BotProfile
-	wake chan struct{} // cap 1: a pending wake-up is never lost, never queued twice
-}
+	e      *Engine
+	handle string
+	wake   chan struct{} // cap 1: a pending wake-up is never lost, never queued twice
 
-func (e *Engine) worker(handle string) *worker {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w, ok := e.workers[handle]
-	if !ok {
-		w = &worker{e: e, bot: e.bots[handle], wake: make(chan struct{}, 1)}
-		e.workers[handle] = w
-	}
-	return w
+	mu   sync.Mutex
+	busy map[ThreadID]bool // threads with a run of this bot in flight, until execute returns
 }
 
 // wake nudges a bot's worker after its mailbox changed.
@@ -44,9 +41,33 @@ func (w *worker) wakeUp() {
 	}
 }
 
-// loop runs until ctx (intake) is done. runCtx bounds in-flight runs, which may
-// outlive ctx by the shutdown grace.
+// inFlight reports how many runs the worker has in flight and whether thread t is one
+// of their threads.
+func (w *worker) inFlight() (n int, busy func(ThreadID) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	snap := make(map[ThreadID]bool, len(w.busy))
+	for t := range w.busy {
+		snap[t] = true
+	}
+	return len(snap), func(t ThreadID) bool { return snap[t] }
+}
+
+func (w *worker) setBusy(t ThreadID, on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if on {
+		w.busy[t] = true
+	} else {
+		delete(w.busy, t)
+	}
+}
+
+// loop runs until ctx (intake) is done, then waits for its in-flight runs. runCtx
+// bounds in-flight runs, which may outlive ctx by the shutdown grace.
 func (w *worker) loop(ctx, runCtx context.Context) {
+	var runs sync.WaitGroup
+	defer runs.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -54,35 +75,49 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 		case <-w.wake:
 		}
 		for ctx.Err() == nil {
+			bot, ok := w.e.bot(w.handle)
+			if !ok {
+				break // removed by Reload: no new work unless it comes back
+			}
+			n, busy := w.inFlight()
+			if n >= bot.parallel() {
+				break // a finishing run wakes the worker
+			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row.
-			select {
-			case w.e.sem <- struct{}{}:
-			case <-ctx.Done():
+			if !w.e.sem.acquire(ctx) {
 				return
 			}
-			job, ok, err := w.e.pick(ctx, w.bot)
+			job, ok, err := w.e.pick(ctx, bot, busy)
 			if err != nil {
-				<-w.e.sem
+				w.e.sem.release()
 				if ctx.Err() == nil {
-					w.e.log.Error("pick failed", "bot", w.bot.Handle, "err", err)
+					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
 				}
 				break
 			}
 			if !ok {
-				<-w.e.sem
+				w.e.sem.release()
 				break
 			}
-			w.e.execute(runCtx, job)
-			<-w.e.sem
+			w.setBusy(job.Thread.ID, true)
+			runs.Add(1)
+			go func() {
+				defer runs.Done()
+				w.e.execute(runCtx, job)
+				w.setBusy(job.Thread.ID, false)
+				w.e.sem.release()
+				w.wakeUp()
+			}()
 		}
 	}
 }
 
-// pick chooses the oldest queued item whose thread is not parked for this bot,
-// coalesces every queued message item of that thread into one new run and marks
-// them processing, in one transaction (seed §5, invariant 5).
-func (e *Engine) pick(ctx context.Context, bot BotProfile) (*Job, bool, error) {
+// pick chooses the oldest queued item whose thread is not parked for this bot and
+// not busy (a run of this bot is in flight there), coalesces every queued message
+// item of that thread into one new run and marks them processing, in one
+// transaction (seed §5, invariant 5). busy may be nil (no thread is busy).
+func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) (*Job, bool, error) {
 	var job *Job
 	err := e.store.Update(ctx, func(tx Tx) error {
 		job = nil
@@ -96,7 +131,9 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile) (*Job, bool, error) {
 				parked[r.Thread] = true
 			}
 		}
-		skip := func(it InboxItem) bool { return it.Kind == ItemMessage && parked[it.Thread] }
+		skip := func(it InboxItem) bool {
+			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread])
+		}
 		first, err := tx.NextQueued(bot.ID(), skip)
 		for err == nil && first.Kind == ItemQuestion {
 			// Bots are never asked questions; such an item must not block the mailbox.
@@ -237,7 +274,7 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 // execute runs the agent and settles the run: reply posted, items done, held
 // hand-offs released; or failed with a notice in the thread naming the cause.
 func (e *Engine) execute(ctx context.Context, job *Job) {
-	ctx, cancel := context.WithTimeout(ctx, e.limits.RunTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.cfg().limits.RunTimeout)
 	defer cancel()
 	env := &runEnv{e: e, job: job}
 	job.Env = env
@@ -409,7 +446,7 @@ func (e *Engine) failureCause(err error) string {
 	var n PeopleError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.limits.RunTimeout)
+		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.cfg().limits.RunTimeout)
 	case errors.Is(err, context.Canceled):
 		return "the run was stopped because openbot is shutting down."
 	case errors.As(err, &n):

@@ -55,6 +55,11 @@ type BotProfile struct {
 	Memory        bool     `json:"memory"`
 	// MaxModelCalls caps model calls per run; 0 means the global limit.
 	MaxModelCalls int `json:"max_model_calls"`
+	// MaxParallelThreads is how many different threads the bot may run at once;
+	// 0 or 1 is the seed's one thread at a time (invariant 3). There is never more
+	// than one run per (bot, thread), and Limits.MaxConcurrentRuns caps the total
+	// across bots (DESIGN.md §6).
+	MaxParallelThreads int `json:"max_parallel_threads,omitempty"`
 	// Approvers may answer this bot's questions (ActorIDs such as
 	// "slack:T1:U1", "telegram:42", "feishu:ou_x", "console:you"); empty means the
 	// global approvers, else the person who asked for the work (DESIGN.md §5).
@@ -74,6 +79,9 @@ type ToolApprovers struct {
 
 // ID returns the bot's ActorID.
 func (b BotProfile) ID() ActorID { return BotActorID(b.Handle) }
+
+// parallel is MaxParallelThreads with its default of 1.
+func (b BotProfile) parallel() int { return max(1, b.MaxParallelThreads) }
 
 // ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned, strictly
 // increasing sequence numbers (bbolt NextSequence), so ordering by ID is arrival order.

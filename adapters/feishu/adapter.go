@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"openbot/core"
@@ -101,8 +102,7 @@ type Adapter struct {
 	encryptKey string
 	dmOpen     bool
 	allow      map[string]bool
-	handles    []string
-	bots       []core.BotProfile
+	bots       atomic.Pointer[[]core.BotProfile] // SetBots swaps it
 	engine     Engine
 	cursors    Cursors
 	log        *slog.Logger
@@ -189,7 +189,6 @@ func New(opts Options) (*Adapter, error) {
 		allow:      map[string]bool{},
 		engine:     opts.Engine,
 		cursors:    opts.Cursors,
-		bots:       append([]core.BotProfile(nil), opts.Bots...),
 		log:        log,
 		clock:      opts.Clock,
 		http:       opts.HTTPClient,
@@ -210,9 +209,7 @@ func New(opts Options) (*Adapter, error) {
 	for _, u := range opts.AllowUsers {
 		a.allow[u] = true
 	}
-	for _, b := range opts.Bots {
-		a.handles = append(a.handles, b.Handle)
-	}
+	a.SetBots(opts.Bots)
 	return a, nil
 }
 
@@ -411,4 +408,19 @@ func (a *Adapter) MessageKey(_ core.ConversationRef, platformID string) string {
 // (question buttons replaced by "Approved by ..."); errors are *APIError.
 func (a *Adapter) UpdateCard(ctx context.Context, messageID, md string) error {
 	return a.api.patchCard(ctx, messageID, Card(Format(md)))
+}
+
+// SetBots replaces the team the adapter knows (Options.Bots), for a configuration
+// reload. Safe for concurrent use.
+func (a *Adapter) SetBots(bots []core.BotProfile) {
+	cp := append([]core.BotProfile(nil), bots...)
+	a.bots.Store(&cp)
+}
+
+// roster returns the current team.
+func (a *Adapter) roster() []core.BotProfile {
+	if p := a.bots.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

@@ -62,7 +62,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 func (a *Adapter) helpText(p2p bool) string {
 	var b strings.Builder
 	b.WriteString("Bots on this team:\n")
-	for _, bot := range a.bots {
+	for _, bot := range a.roster() {
 		b.WriteString("@" + bot.Handle)
 		if bot.Name != "" && bot.Name != bot.Handle {
 			b.WriteString(" (" + bot.Name + ")")

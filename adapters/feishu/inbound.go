@@ -227,7 +227,8 @@ func (a *Adapter) botMentionText() string {
 
 // textMentionsBot reports whether text names a configured bot as "@handle".
 func (a *Adapter) textMentionsBot(text string) bool {
-	for _, h := range a.handles {
+	for _, b := range a.roster() {
+		h := b.Handle
 		for i := 0; ; {
 			j := strings.Index(text[i:], "@"+h)
 			if j < 0 {

@@ -59,7 +59,8 @@ func TestMessageText(t *testing.T) {
 }
 
 func TestTextMentionsBotAndCommand(t *testing.T) {
-	a := &Adapter{handles: []string{"engineer", "qa"}}
+	a := &Adapter{}
+	a.SetBots([]core.BotProfile{{Handle: "engineer"}, {Handle: "qa"}})
 	for text, want := range map[string]bool{
 		"@engineer fix it": true, "ask @qa.": true, "mail@engineer.com": false, "@engineers": false,
 		"@qa_team": false, "nothing": false, "@q": false,
@@ -67,6 +68,14 @@ func TestTextMentionsBotAndCommand(t *testing.T) {
 		if got := a.textMentionsBot(text); got != want {
 			t.Errorf("textMentionsBot(%q) = %v, want %v", text, got, want)
 		}
+	}
+	// A reload that adds a bot makes its handle a mention (SetBots).
+	if a.textMentionsBot("@designer draw it") {
+		t.Error("an unknown handle counted as a mention")
+	}
+	a.SetBots([]core.BotProfile{{Handle: "engineer"}, {Handle: "designer"}})
+	if !a.textMentionsBot("@designer draw it") || a.textMentionsBot("ask @qa.") {
+		t.Error("SetBots did not replace the team")
 	}
 	for text, want := range map[string]string{"/new": "", "/new do x": "do x", "/newer": "-", "hi /new": "-"} {
 		rest, ok := command(text, "/new")

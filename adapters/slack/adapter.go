@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -112,7 +113,7 @@ type Adapter struct {
 	secret  string
 	allowCh map[string]bool
 	allowU  map[string]bool
-	bots    map[string]core.BotProfile // by lower-case handle
+	bots    atomic.Pointer[map[string]core.BotProfile] // by lower-case handle; SetBots swaps it
 	icons   map[string]string
 	engine  Engine
 	state   State
@@ -195,7 +196,6 @@ func New(opts Options) (*Adapter, error) {
 		secret:   opts.SigningSecret,
 		allowCh:  set(opts.AllowChannels),
 		allowU:   set(opts.AllowUsers),
-		bots:     map[string]core.BotProfile{},
 		icons:    opts.IconEmoji,
 		engine:   opts.Engine,
 		state:    opts.State,
@@ -209,9 +209,7 @@ func New(opts Options) (*Adapter, error) {
 	if a.state == nil {
 		a.state = &memState{}
 	}
-	for _, b := range opts.Bots {
-		a.bots[strings.ToLower(b.Handle)] = b
-	}
+	a.SetBots(opts.Bots)
 	a.apiOpts = []slack.Option{
 		slack.OptionHTTPClient(opts.HTTPClient),
 		slack.OptionAppLevelToken(opts.AppToken),
@@ -351,5 +349,23 @@ type slogPrinter struct{ l *slog.Logger }
 
 func (p slogPrinter) Output(_ int, s string) error {
 	p.l.Debug(strings.TrimSpace(s), "component", "slack-go")
+	return nil
+}
+
+// SetBots replaces the team the adapter knows (Options.Bots), for a configuration
+// reload: "@handle" of a new bot is a mention from now on. Safe for concurrent use.
+func (a *Adapter) SetBots(bots []core.BotProfile) {
+	m := make(map[string]core.BotProfile, len(bots))
+	for _, b := range bots {
+		m[strings.ToLower(b.Handle)] = b
+	}
+	a.bots.Store(&m)
+}
+
+// roster returns the current team by lower-case handle.
+func (a *Adapter) roster() map[string]core.BotProfile {
+	if p := a.bots.Load(); p != nil {
+		return *p
+	}
 	return nil
 }

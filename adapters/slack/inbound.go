@@ -267,7 +267,7 @@ func (a *Adapter) normalize(ctx context.Context, text, selfID string) (out strin
 // mentionsBot reports whether text has an @handle of a configured bot.
 func (a *Adapter) mentionsBot(text string) bool {
 	for _, m := range handleRe.FindAllStringSubmatch(text, -1) {
-		if _, ok := a.bots[strings.ToLower(m[1])]; ok {
+		if _, ok := a.roster()[strings.ToLower(m[1])]; ok {
 			return true
 		}
 	}
@@ -290,12 +290,13 @@ func (a *Adapter) botHandleOf(ctx context.Context, userID string) string {
 	if !ok || !u.isBot {
 		return ""
 	}
+	bots := a.roster()
 	for _, n := range u.names {
 		key := strings.ToLower(strings.NewReplacer(" ", "_", "-", "_").Replace(n))
-		if _, ok := a.bots[key]; ok {
-			return a.bots[key].Handle
+		if _, ok := bots[key]; ok {
+			return bots[key].Handle
 		}
-		for _, b := range a.bots {
+		for _, b := range bots {
 			if b.Name != "" && strings.EqualFold(b.Name, n) {
 				return b.Handle
 			}

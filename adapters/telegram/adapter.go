@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -110,7 +111,7 @@ type Adapter struct {
 	endpoint string
 	allow    map[string]bool // user ids and lowercased usernames
 	open     bool
-	bots     []core.BotProfile
+	bots     atomic.Pointer[[]core.BotProfile] // SetBots swaps it
 	peers    *Peers
 	engine   Engine
 	cursors  Cursors
@@ -203,7 +204,6 @@ func New(opts Options) (*Adapter, error) {
 		endpoint:   endpointFormat(opts.APIEndpoint),
 		allow:      map[string]bool{},
 		open:       policy == DMOpen,
-		bots:       append([]core.BotProfile(nil), opts.Bots...),
 		peers:      opts.Peers,
 		engine:     opts.Engine,
 		cursors:    opts.Cursors,
@@ -213,6 +213,7 @@ func New(opts Options) (*Adapter, error) {
 		progress:   map[core.OutboxID]sent{},
 		typing:     newTyping(),
 	}
+	a.SetBots(opts.Bots)
 	for _, u := range opts.AllowUsers {
 		if u = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(u), "@")); u != "" {
 			a.allow[u] = true
@@ -279,3 +280,18 @@ func (a *Adapter) mentionHandle() string { return a.bot }
 // transaction, for cmd and end-to-end tests (core.StoreCursors). An unset cursor
 // reads as "".
 func StoreCursors(s core.Store) Cursors { return core.StoreCursors(s) }
+
+// SetBots replaces the team the adapter knows (Options.Bots), for a configuration
+// reload. Safe for concurrent use.
+func (a *Adapter) SetBots(bots []core.BotProfile) {
+	cp := append([]core.BotProfile(nil), bots...)
+	a.bots.Store(&cp)
+}
+
+// roster returns the current team.
+func (a *Adapter) roster() []core.BotProfile {
+	if p := a.bots.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -52,7 +52,7 @@ func (a *Adapter) speakerOf(text string) string {
 	}
 	first, _, _ := strings.Cut(text, "\n")
 	first = strings.TrimSpace(first)
-	for _, b := range a.bots {
+	for _, b := range a.roster() {
 		if first != "" && (strings.EqualFold(first, b.Name) || strings.EqualFold(first, b.Handle)) {
 			return b.Handle
 		}
@@ -379,7 +379,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 func (a *Adapter) helpText(conv Conversation) string {
 	var b strings.Builder
 	b.WriteString("Bots on this team:\n")
-	for _, bot := range a.bots {
+	for _, bot := range a.roster() {
 		b.WriteString("@" + bot.Handle)
 		if bot.Name != "" && bot.Name != bot.Handle {
 			b.WriteString(" (" + bot.Name + ")")

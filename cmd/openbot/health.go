@@ -71,3 +71,10 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, l)
 	}
 }
+
+// remove forgets an account removed from the configuration.
+func (h *health) remove(account string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.accounts, account)
+}

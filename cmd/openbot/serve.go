@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -43,6 +45,12 @@ type app struct {
 	failures *runFailures
 	// onListen, when set, is told the HTTP listener's address (tests listen on :0).
 	onListen func(addr string)
+	// lookupEnv expands ${VAR} when the config is read again at a reload.
+	lookupEnv config.LookupEnv
+	// peers tells the team's Telegram bot accounts from people in mentions; one
+	// directory for every Telegram account, kept across reloads.
+	peers     *telegram.Peers
+	peersOnce sync.Once
 }
 
 // runServe is `openbot serve` and `openbot chat`.
@@ -68,7 +76,8 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 		return exitFail
 	}
 
-	a := &app{chat: mode == "chat", cfg: cfg, configPath: *path, stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{chat: mode == "chat", cfg: cfg, configPath: *path, stdin: stdin, stdout: stdout, stderr: stderr,
+		lookupEnv: lookupEnv}
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		a.terminal = true
 	}
@@ -125,6 +134,16 @@ func (a *app) serve(ctx context.Context) int {
 			}
 		}
 	}()
+	removePid, err := writePidFile(a.cfg.Store.Path)
+	if err != nil {
+		log.Warn("openbot reload will not find this process", "err", err)
+	}
+	defer removePid()
+	// SIGHUP re-reads the config (reloader); registered before anything listens,
+	// so an early one never kills the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	hide := ownFiles(a.configPath, a.cfg)
 	reg, err := newRegistry(a.cfg, log, hide...)
@@ -136,9 +155,10 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("agents", err)
 	}
-	var runner core.Agent = agent
+	swap := newSwapAgent(agent)
+	var runner core.Agent = swap
 	if a.chat && !a.terminal {
-		a.failures = &runFailures{Agent: agent}
+		a.failures = &runFailures{Agent: swap}
 		runner = a.failures
 	}
 	eng, err := core.New(core.Options{
@@ -165,7 +185,15 @@ func (a *app) serve(ctx context.Context) int {
 	if con != nil {
 		say = con.Notice // chat: the log is in a file, so failures show here
 	}
-	mcpMgr := newMCP(a.cfg, reg, log, say)
+	mcps := newMCPSet(a.cfg, reg, log, say)
+	var platform []core.Adapter
+	for _, ad := range accounts {
+		if con == nil || ad != core.Adapter(con) {
+			platform = append(platform, ad)
+		}
+	}
+	accts := newAccountSet(a, eng, hl, a.cfg, platform)
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, accounts: accts, cur: a.cfg}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
@@ -174,17 +202,17 @@ func (a *app) serve(ctx context.Context) int {
 	mux.Handle("GET /healthz", hl)
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
+	mux.Handle("POST /admin/reload", adminOnly(a.cfg.Admin.Token, reloadHandler(rl)))
 	if a.cfg.Admin.Token == "" {
-		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals")
+		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals, /admin/reload")
 	}
 	for _, ad := range accounts {
 		if err := eng.AddAdapter(ad); err != nil {
 			return a.fail("adapters", err)
 		}
-		if m, ok := ad.(core.WebhookMounter); ok {
-			m.MountHTTP(mux)
-		}
 	}
+	// Platform webhook routes follow the accounts a reload adds or removes.
+	mux.Handle("/", accts)
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil && !a.chat {
 		return a.fail("http listener", err)
@@ -223,12 +251,29 @@ func (a *app) serve(ctx context.Context) int {
 	// MCP servers outlive the engine, so runs finishing during shutdown keep their tools.
 	mcpCtx, stopMCP := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopMCP()
-	if mcpMgr != nil {
+	g.Go(func() error {
+		if err := mcps.Run(mcpCtx); err != nil && mcpCtx.Err() == nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		return nil
+	})
+	if a.configPath != "" {
 		g.Go(func() error {
-			if err := mcpMgr.Run(mcpCtx); err != nil && mcpCtx.Err() == nil {
-				return fmt.Errorf("mcp: %w", err)
+			for {
+				select {
+				case <-gctx.Done():
+					return nil
+				case <-hup:
+				}
+				select { // reload once the engine took over its state
+				case <-eng.Ready():
+				case <-gctx.Done():
+					return nil
+				}
+				if _, err := rl.reload(gctx); err != nil && a.chat && say != nil {
+					say("The configuration was not reloaded (details in openbot.log); the running one is kept.")
+				}
 			}
-			return nil
 		})
 	}
 	g.Go(func() error {
@@ -251,37 +296,24 @@ func (a *app) serve(ctx context.Context) int {
 			return nil
 		})
 	}
-	for _, ad := range accounts {
-		r, ok := ad.(core.Runner)
-		if !ok {
-			hl.set(string(ad.Account()), "started")
-			continue
-		}
-		acc := string(ad.Account())
-		isConsole := con != nil && ad == core.Adapter(con)
+	intake.Add(1)
+	g.Go(func() error {
+		defer intake.Done()
+		return accts.Run(gctx)
+	})
+	if con != nil {
+		acc := string(con.Account())
 		intake.Add(1)
 		g.Go(func() error {
 			defer intake.Done()
-			select { // adapters take input only once recovery is done
+			select { // the terminal takes input only once recovery is done
 			case <-eng.Ready():
 			case <-gctx.Done():
 				return nil
 			}
 			hl.set(acc, "started")
 			log.Info("account started", "account", acc)
-			err := r.Run(gctx)
-			if isConsole {
-				return a.consoleDone(gctx, eng, err, stop)
-			}
-			if err != nil && gctx.Err() == nil {
-				// One account failing for good (a revoked token) must not stop the
-				// others: say so, show it on /healthz, and keep serving.
-				log.Error("account stopped", "account", acc, "err", core.Redact(err.Error()))
-				hl.set(acc, "failed: "+core.ForPeople(err.Error()))
-				fmt.Fprintf(a.stderr, "openbot: %s stopped: %s; the other accounts keep running\n", acc, core.Redact(err.Error()))
-				return nil
-			}
-			return nil
+			return a.consoleDone(gctx, eng, con.Run(gctx), stop)
 		})
 	}
 
@@ -399,10 +431,29 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 	if a.chat && con == nil {
 		return nil, nil, errors.New("chat needs an enabled console account (console: [{name: local}])")
 	}
-	bots := botProfiles(a.cfg)
-	for i, s := range a.cfg.Slack {
+	platform, err := a.platformAdapters(a.cfg, eng, hl, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(out, platform...), con, nil
+}
+
+// platformAdapters builds the Slack, Telegram and Feishu accounts of cfg that can
+// run now, as adapters does; with want set, only the accounts it wants (by
+// account id, "telegram/chief"), for a reload.
+func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health, want func(id string) bool) ([]core.Adapter, error) {
+	var out []core.Adapter
+	skip := func(account, why string) {
+		hl.set(account, "skipped: "+why)
+		a.log.Warn("account skipped", "account", account, "reason", why)
+	}
+	bots := botProfiles(cfg)
+	for i, s := range cfg.Slack {
 		acc := "slack/" + s.Name
-		if missing := slackMissing(a.cfg, i, s); missing != "" {
+		if want != nil && !want(acc) {
+			continue
+		}
+		if missing := slackMissing(cfg, i, s); missing != "" {
 			skip(acc, missing)
 			continue
 		}
@@ -413,16 +464,18 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Bots: bots, Engine: eng, State: slack.StoreState(eng.Store()), Logger: a.log,
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("slack[%d]: %w", i, err)
+			return nil, fmt.Errorf("slack[%d]: %w", i, err)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	peers := telegram.NewPeers() // tells the team's bot accounts from people in mentions
-	for i, t := range a.cfg.Telegram {
+	for i, t := range cfg.Telegram {
 		acc := "telegram/" + t.Name
+		if want != nil && !want(acc) {
+			continue
+		}
 		if t.Token == "" {
-			skip(acc, emptySecrets(a.cfg, "telegram", i, "token"))
+			skip(acc, emptySecrets(cfg, "telegram", i, "token"))
 			continue
 		}
 		if t.Mode == "webhook" && (t.WebhookURL == "" || t.SecretToken == "") {
@@ -433,16 +486,19 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Name: t.Name, Bot: t.Bot, Token: t.Token, Mode: t.Mode,
 			WebhookURL: t.WebhookURL, SecretToken: t.SecretToken, APIEndpoint: t.APIEndpoint,
 			AllowUsers: t.AllowUsers, DMPolicy: t.DMPolicy,
-			Bots: bots, Peers: peers, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
+			Bots: bots, Peers: a.telegramPeers(), Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("telegram[%d]: %w", i, err)
+			return nil, fmt.Errorf("telegram[%d]: %w", i, err)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	for i, f := range a.cfg.Feishu {
+	for i, f := range cfg.Feishu {
 		acc := "feishu/" + f.Name
+		if want != nil && !want(acc) {
+			continue
+		}
 		if f.AppID == "" || f.AppSecret == "" {
 			var empty []string
 			if f.AppID == "" {
@@ -451,7 +507,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			if f.AppSecret == "" {
 				empty = append(empty, "app_secret")
 			}
-			skip(acc, emptySecrets(a.cfg, "feishu", i, empty...))
+			skip(acc, emptySecrets(cfg, "feishu", i, empty...))
 			continue
 		}
 		if f.Mode == "webhook" && f.VerificationToken == "" && f.EncryptKey == "" {
@@ -465,12 +521,12 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Cursors: core.StoreCursors(eng.Store()),
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("feishu[%d]: %w", i, err)
+			return nil, fmt.Errorf("feishu[%d]: %w", i, err)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
-	return out, con, nil
+	return out, nil
 }
 
 // slackMissing names the empty credential that makes a Slack account unusable, or
@@ -510,4 +566,10 @@ func emptySecrets(cfg *config.Config, kind string, i int, fields ...string) stri
 		return msg + ": set " + strings.Join(vars, " and ")
 	}
 	return msg + " in the config"
+}
+
+// telegramPeers is the app's one Telegram peer directory, made on first use.
+func (a *app) telegramPeers() *telegram.Peers {
+	a.peersOnce.Do(func() { a.peers = telegram.NewPeers() })
+	return a.peers
 }

@@ -51,6 +51,8 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Memory:        b.Memory,
 			MaxModelCalls: b.MaxModelCalls,
 			Approvers:     actorIDs(b.Approvers),
+
+			MaxParallelThreads: b.MaxParallelThreads,
 		})
 	}
 	return out
@@ -147,34 +149,6 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger) (*agen
 		Logger:       log,
 		ReadyTimeout: cfg.MCPReadyTimeout,
 	})
-}
-
-// newMCP builds the MCP manager for the configured servers (nil when there are
-// none). Each server is a tool source of reg named "<server>": bots select its
-// tools as "<server>", "<server>__*" or "<server>__<tool>", and runs wait for a
-// server that is starting (DESIGN.md §6). say, when set, is told in words when a
-// server becomes unavailable and when it is back (chat prints it in the
-// terminal, where the log is not shown).
-func newMCP(cfg *config.Config, reg *agents.Registry, log *slog.Logger, say func(string)) *mcp.Manager {
-	if len(cfg.MCPServers) == 0 {
-		return nil
-	}
-	servers := make([]mcp.ServerConfig, 0, len(cfg.MCPServers))
-	for _, s := range cfg.MCPServers {
-		servers = append(servers, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
-	}
-	opts := mcp.Options{
-		Servers:  servers,
-		Logger:   log,
-		Registry: reg,
-		OnTools: func(server string, tools []agents.Tool) {
-			log.Info("mcp tools", "server", server, "count", len(tools))
-		},
-	}
-	if say != nil {
-		opts.OnState = mcpStateReporter(say)
-	}
-	return mcp.NewManager(opts)
 }
 
 // mcpStateReporter turns MCP server states into lines for a person: one when a

@@ -18,11 +18,15 @@ bots:
   - handle: ops
     tools: [shell, http_fetch]
     approval_tools: [http_fetch, {tool: shell, approvers: ["slack:T1:U1"]}]
+    max_parallel_threads: 3
 `), envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := botProfiles(cfg)[0]
+	if b.MaxParallelThreads != 3 {
+		t.Errorf("max parallel threads = %d, want 3", b.MaxParallelThreads)
+	}
 	if !slices.Equal(b.ApprovalTools, []string{"http_fetch", "shell"}) {
 		t.Errorf("approval tools = %v", b.ApprovalTools)
 	}

@@ -1,0 +1,175 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Settings are the parts of an Engine's configuration that Reload may change while
+// it runs: the team, the default bot, the limits and who approves. Zero fields take
+// the same defaults as in Options.
+type Settings struct {
+	Bots       []BotProfile
+	DefaultBot string
+	Limits     Limits
+	Approvers  []ActorID
+	// ApprovalTimeout applies to questions asked after the reload; pending
+	// questions keep the deadline they were given.
+	ApprovalTimeout time.Duration
+}
+
+// settings is one immutable generation of Settings with defaults applied. The
+// Engine holds the current one behind an atomic pointer (Engine.cur): readers load
+// it once and use that copy, Reload swaps in a new one.
+type settings struct {
+	bots            map[string]BotProfile // by handle
+	order           []BotProfile
+	defaultBot      string
+	limits          Limits
+	approvers       []ActorID
+	approvalTimeout time.Duration
+}
+
+// newSettings validates s and applies its defaults. Every problem is reported.
+func newSettings(s Settings) (*settings, error) {
+	out := &settings{bots: map[string]BotProfile{}, limits: s.Limits.WithDefaults(),
+		approvers: append([]ActorID(nil), s.Approvers...), approvalTimeout: s.ApprovalTimeout}
+	if out.approvalTimeout <= 0 {
+		out.approvalTimeout = 24 * time.Hour
+	}
+	var errs []error
+	if len(s.Bots) == 0 {
+		errs = append(errs, errors.New("core: at least one bot is required"))
+	}
+	for _, b := range s.Bots {
+		if b.Handle == "" {
+			errs = append(errs, errors.New("core: a bot has an empty handle"))
+			continue
+		}
+		if _, dup := out.bots[b.Handle]; dup {
+			errs = append(errs, fmt.Errorf("core: bot handle %q is used twice", b.Handle))
+			continue
+		}
+		out.bots[b.Handle] = b
+		out.order = append(out.order, b)
+	}
+	out.defaultBot = s.DefaultBot
+	if out.defaultBot == "" && len(s.Bots) > 0 {
+		if _, ok := out.bots["chief_of_staff"]; ok {
+			out.defaultBot = "chief_of_staff"
+		} else {
+			out.defaultBot = s.Bots[0].Handle
+		}
+	}
+	if _, ok := out.bots[out.defaultBot]; !ok && len(s.Bots) > 0 {
+		errs = append(errs, fmt.Errorf("core: default bot %q is not configured", out.defaultBot))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// cfg returns the current settings. Callers load it once per decision, so one run's
+// pick, routing or settlement sees one consistent generation.
+func (e *Engine) cfg() *settings { return e.cur.Load() }
+
+// Reload replaces the engine's settings while it runs (DESIGN.md §10 "Operating
+// it"): bots are added, changed or removed, and limits and approvers change,
+// without failing runs in flight. A run keeps the BotProfile it was picked with
+// (Job.Bot) until it ends; the bot's next run uses the new profile. A new bot gets
+// a worker at once; a removed bot's worker takes no more work (its queued items
+// stay queued and are picked if the bot comes back); its runs in flight finish.
+// A lower max_concurrent_runs lets runs in flight finish and starts new ones only
+// below the new cap.
+//
+// An invalid s is refused with every problem in the error, and nothing changes.
+// Reload stores the new bots' actors and profiles before it applies s; an error
+// there also changes nothing. Safe for concurrent use; callable before Run.
+func (e *Engine) Reload(ctx context.Context, s Settings) error {
+	next, err := newSettings(s)
+	if err != nil {
+		return err
+	}
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	e.mu.Lock()
+	running := e.running
+	e.mu.Unlock()
+	if running {
+		if err := e.syncBots(ctx, next.order); err != nil {
+			return fmt.Errorf("core: storing bots: %w", err)
+		}
+	}
+	e.cur.Store(next)
+	e.sem.resize(next.limits.MaxConcurrentRuns)
+	e.mu.Lock()
+	start := e.startWorker
+	var workers []*worker
+	for _, w := range e.workers {
+		workers = append(workers, w)
+	}
+	e.mu.Unlock()
+	if start != nil {
+		for _, b := range next.order {
+			start(b.Handle) // no-op for a bot that has a worker
+		}
+	}
+	for _, w := range workers {
+		w.wakeUp() // a changed max_parallel_threads or a removed bot takes effect
+	}
+	e.log.Info("engine settings reloaded", "bots", len(next.order), "default_bot", next.defaultBot,
+		"max_concurrent_runs", next.limits.MaxConcurrentRuns)
+	return nil
+}
+
+// slots is the global run-slot semaphore (Limits.MaxConcurrentRuns) whose size
+// Reload may change. Safe for concurrent use.
+type slots struct {
+	mu      sync.Mutex
+	n, max  int
+	changed chan struct{} // closed and replaced on every release or resize
+}
+
+func newSlots(n int) *slots { return &slots{max: n, changed: make(chan struct{})} }
+
+// acquire takes a slot, waiting until one is free; false when ctx ended first.
+func (s *slots) acquire(ctx context.Context) bool {
+	for {
+		s.mu.Lock()
+		if s.n < s.max {
+			s.n++
+			s.mu.Unlock()
+			return true
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	s.n--
+	s.broadcastLocked()
+	s.mu.Unlock()
+}
+
+func (s *slots) resize(n int) {
+	s.mu.Lock()
+	s.max = n
+	s.broadcastLocked()
+	s.mu.Unlock()
+}
+
+func (s *slots) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
