@@ -156,6 +156,9 @@ type StreamDelivery struct {
 	Text string
 	// Posted are the stream's messages so far, oldest first (none at the start).
 	Posted []string
+	// Shown is the Text of the last successful call, so an adapter can leave
+	// parts that did not change alone; "" at the start.
+	Shown string
 }
 
 // DeliveryError is an error from Deliver that tells the lane what to do next.

@@ -56,6 +56,7 @@ type streamTarget struct {
 	sender  Sender
 	ids     []string  // the stream's messages so far
 	shown   uint64    // seq last shown
+	text    string    // text last shown
 	next    time.Time // no update before this (Clock time)
 	fails   int
 	off     bool
@@ -172,7 +173,7 @@ func (s *stream) loop(ctx context.Context) {
 func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uint64) {
 	cctx, cancel := context.WithTimeout(ctx, streamCallTimeout)
 	ids, err := t.ad.Stream(cctx, StreamDelivery{Conversation: t.key.conv, ReplyTo: t.replyTo, Sender: t.sender,
-		Text: text, Posted: t.ids})
+		Text: text, Posted: t.ids, Shown: t.text})
 	cancel()
 	if ids != nil || err == nil {
 		t.ids = ids
@@ -180,7 +181,7 @@ func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uin
 	now := s.e.clock.Now()
 	t.next = now.Add(t.every)
 	if err == nil {
-		t.shown, t.fails = seq, 0
+		t.shown, t.text, t.fails = seq, text, 0
 		return
 	}
 	t.fails++

@@ -80,6 +80,12 @@ type Options struct {
 	HTTPClient *http.Client
 	// Clock is used for the signature window and caches; default the system clock.
 	Clock core.Clock
+	// Streaming shows a bot's reply while it is written, through chat.update
+	// (core.Streamer, DESIGN.md §7); config accounts.slack[].streaming.
+	Streaming bool
+	// StreamInterval is the least time between two edits of one conversation's
+	// streamed reply; default DefaultStreamInterval.
+	StreamInterval time.Duration
 }
 
 // Errors returned by New.
@@ -102,7 +108,7 @@ const (
 )
 
 // Adapter is one Slack app. It implements core.Adapter, core.QuestionAdapter,
-// core.Runner, core.WebhookMounter and core.WorkIndicator. Its methods are safe for
+// core.Runner, core.WebhookMounter, core.WorkIndicator and core.Streamer. Its methods are safe for
 // concurrent use.
 type Adapter struct {
 	name    string
@@ -120,6 +126,9 @@ type Adapter struct {
 	clock   core.Clock
 	api     *slack.Client
 	apiOpts []slack.Option
+
+	streaming   bool
+	streamEvery time.Duration
 
 	users    *userCache
 	progress *progressMap
@@ -188,26 +197,31 @@ func New(opts Options) (*Adapter, error) {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	a := &Adapter{
-		name:     opts.Name,
-		bot:      strings.TrimPrefix(opts.Bot, "@"),
-		mode:     opts.Mode,
-		appTok:   opts.AppToken,
-		secret:   opts.SigningSecret,
-		allowCh:  set(opts.AllowChannels),
-		allowU:   set(opts.AllowUsers),
-		bots:     map[string]core.BotProfile{},
-		icons:    opts.IconEmoji,
-		engine:   opts.Engine,
-		state:    opts.State,
-		log:      opts.Logger.With("account", string(AccountID(opts.Name))),
-		clock:    opts.Clock,
-		users:    newUserCache(1000, time.Hour),
-		progress: newProgressMap(1024),
-		working:  newWorking(reactionLinger),
-		bg:       newBackground(maxBackground),
+		name:        opts.Name,
+		bot:         strings.TrimPrefix(opts.Bot, "@"),
+		mode:        opts.Mode,
+		appTok:      opts.AppToken,
+		secret:      opts.SigningSecret,
+		allowCh:     set(opts.AllowChannels),
+		allowU:      set(opts.AllowUsers),
+		bots:        map[string]core.BotProfile{},
+		icons:       opts.IconEmoji,
+		engine:      opts.Engine,
+		state:       opts.State,
+		log:         opts.Logger.With("account", string(AccountID(opts.Name))),
+		clock:       opts.Clock,
+		streaming:   opts.Streaming,
+		streamEvery: opts.StreamInterval,
+		users:       newUserCache(1000, time.Hour),
+		progress:    newProgressMap(1024),
+		working:     newWorking(reactionLinger),
+		bg:          newBackground(maxBackground),
 	}
 	if a.state == nil {
 		a.state = &memState{}
+	}
+	if a.streamEvery <= 0 {
+		a.streamEvery = DefaultStreamInterval
 	}
 	for _, b := range opts.Bots {
 		a.bots[strings.ToLower(b.Handle)] = b
