@@ -90,10 +90,16 @@ type Options struct {
 	// PollTimeout is getUpdates' long-poll timeout (whole seconds, at least 1);
 	// default DefaultPollTimeout.
 	PollTimeout time.Duration
+	// Streaming shows a bot's reply while it is written, through editMessageText
+	// (core.Streamer, DESIGN.md §7); config accounts.telegram[].streaming.
+	Streaming bool
+	// StreamInterval is the least time between two edits of one chat's streamed
+	// reply; default DefaultStreamInterval.
+	StreamInterval time.Duration
 }
 
 // Adapter is one Telegram bot account. It implements core.Adapter, core.Runner,
-// core.WebhookMounter, core.QuestionAdapter and core.WorkIndicator. Create it with
+// core.WebhookMounter, core.QuestionAdapter, core.WorkIndicator and core.Streamer. Create it with
 // New; Run learns the bot's identity (getMe) before any update is handled.
 type Adapter struct {
 	name     string
@@ -112,6 +118,9 @@ type Adapter struct {
 	log      *slog.Logger
 	hc       *http.Client
 	pollWait time.Duration
+
+	streaming   bool
+	streamEvery time.Duration
 
 	mu sync.Mutex
 	me *tgbotapi.User // set by Run after getMe
@@ -187,25 +196,27 @@ func New(opts Options) (*Adapter, error) {
 	}
 
 	a := &Adapter{
-		newPending: map[Conversation]bool{},
-		name:       opts.Name,
-		account:    AccountID(opts.Name),
-		bot:        opts.Bot,
-		token:      opts.Token,
-		mode:       mode,
-		hookURL:    opts.WebhookURL,
-		secret:     opts.SecretToken,
-		endpoint:   endpointFormat(opts.APIEndpoint),
-		allow:      map[string]bool{},
-		open:       policy == DMOpen,
-		bots:       append([]core.BotProfile(nil), opts.Bots...),
-		engine:     opts.Engine,
-		cursors:    opts.Cursors,
-		log:        opts.Logger,
-		hc:         opts.HTTPClient,
-		pollWait:   opts.PollTimeout,
-		progress:   map[core.OutboxID]sent{},
-		typing:     newTyping(),
+		newPending:  map[Conversation]bool{},
+		name:        opts.Name,
+		account:     AccountID(opts.Name),
+		bot:         opts.Bot,
+		token:       opts.Token,
+		mode:        mode,
+		hookURL:     opts.WebhookURL,
+		secret:      opts.SecretToken,
+		endpoint:    endpointFormat(opts.APIEndpoint),
+		allow:       map[string]bool{},
+		open:        policy == DMOpen,
+		bots:        append([]core.BotProfile(nil), opts.Bots...),
+		engine:      opts.Engine,
+		cursors:     opts.Cursors,
+		log:         opts.Logger,
+		hc:          opts.HTTPClient,
+		pollWait:    opts.PollTimeout,
+		streaming:   opts.Streaming,
+		streamEvery: opts.StreamInterval,
+		progress:    map[core.OutboxID]sent{},
+		typing:      newTyping(),
 	}
 	for _, u := range opts.AllowUsers {
 		if u = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(u), "@")); u != "" {
@@ -221,6 +232,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if a.pollWait == 0 {
 		a.pollWait = DefaultPollTimeout
+	}
+	if a.streamEvery <= 0 {
+		a.streamEvery = DefaultStreamInterval
 	}
 	if a.pollWait < time.Second {
 		a.pollWait = time.Second
