@@ -189,6 +189,8 @@ type Slack struct {
 	APIURL        string   `yaml:"api_url"` // optional, for proxies and tests
 	AllowChannels []string `yaml:"allow_channels"`
 	AllowUsers    []string `yaml:"allow_users"`
+	// Streaming is "on" (default) or "off": show replies while they are written.
+	Streaming Switch `yaml:"streaming"`
 }
 
 // Telegram is one Telegram bot token (issue 4 item 1).
@@ -205,6 +207,8 @@ type Telegram struct {
 	AllowUsers  []string `yaml:"allow_users"`
 	// DMPolicy is "allowlist" (default) or "open".
 	DMPolicy string `yaml:"dm_policy"`
+	// Streaming is "on" (default) or "off": show replies while they are written.
+	Streaming Switch `yaml:"streaming"`
 }
 
 // Feishu is one Feishu/Lark app (issue 5 item 1).
@@ -221,6 +225,23 @@ type Feishu struct {
 	BaseURL    string   `yaml:"base_url"`
 	AllowUsers []string `yaml:"allow_users"`
 	DMPolicy   string   `yaml:"dm_policy"` // "allowlist" (default) or "open"
+	// Streaming is "on" (default) or "off": show replies while they are written.
+	Streaming Switch `yaml:"streaming"`
+}
+
+// Switch is an on/off setting written "on" or "off" ("true"/"false" are
+// accepted too); empty means the setting's default.
+type Switch string
+
+// On reports whether s is on; def is the value when s is empty.
+func (s Switch) On(def bool) bool {
+	switch s {
+	case "on", "true":
+		return true
+	case "off", "false":
+		return false
+	}
+	return def
 }
 
 // Open platform base URLs for Feishu.BaseURL.

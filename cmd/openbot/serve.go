@@ -411,6 +411,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			AppToken: s.AppToken, BotToken: s.BotToken, SigningSecret: s.SigningSecret,
 			APIURL: s.APIURL, AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers,
 			Bots: bots, Engine: eng, State: slack.StoreState(eng.Store()), Logger: a.log,
+			Streaming: s.Streaming.On(true),
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("slack[%d]: %w", i, err)
@@ -433,6 +434,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			WebhookURL: t.WebhookURL, SecretToken: t.SecretToken, APIEndpoint: t.APIEndpoint,
 			AllowUsers: t.AllowUsers, DMPolicy: t.DMPolicy,
 			Bots: bots, Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
+			Streaming: t.Streaming.On(true),
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("telegram[%d]: %w", i, err)
@@ -461,7 +463,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			Name: f.Name, Bot: f.Bot, AppID: f.AppID, AppSecret: f.AppSecret, Mode: f.Mode,
 			VerificationToken: f.VerificationToken, EncryptKey: f.EncryptKey, BaseURL: f.BaseURL,
 			AllowUsers: f.AllowUsers, DMPolicy: f.DMPolicy, Bots: bots, Engine: eng, Logger: a.log,
-			Cursors: core.StoreCursors(eng.Store()),
+			Cursors: core.StoreCursors(eng.Store()), Streaming: f.Streaming.On(true),
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("feishu[%d]: %w", i, err)
