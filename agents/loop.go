@@ -109,7 +109,7 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 	}
 }
 
-// showText streams the turn's text so far (core.TextStreamer, DESIGN.md §7):
+// showText streams the turn's text so far (core.TextStreamer, DESIGN.md §6; not stored, §7):
 // only shown through message edits, never stored or recorded per token.
 func (r *run) showText(text string) {
 	if ts, ok := r.job.Env.(core.TextStreamer); ok {

@@ -175,7 +175,7 @@ type Console struct {
 // On reports whether the console account is enabled (default true).
 func (c Console) On() bool { return c.Enabled == nil || *c.Enabled }
 
-// Slack is one Slack app (issue 3 item 1). An account with empty tokens is skipped
+// Slack is one Slack app, one account (DESIGN.md §1). An account with empty tokens is skipped
 // at start with one log line; that is not a validation error.
 type Slack struct {
 	Name string `yaml:"name"`
@@ -193,7 +193,7 @@ type Slack struct {
 	Streaming Switch `yaml:"streaming"`
 }
 
-// Telegram is one Telegram bot token (issue 4 item 1).
+// Telegram is one Telegram bot token, one account (DESIGN.md §1).
 type Telegram struct {
 	Name  string `yaml:"name"`
 	Bot   string `yaml:"bot"` // a handle or "*"
@@ -211,7 +211,7 @@ type Telegram struct {
 	Streaming Switch `yaml:"streaming"`
 }
 
-// Feishu is one Feishu/Lark app (issue 5 item 1).
+// Feishu is one Feishu/Lark app, one account (DESIGN.md §1).
 type Feishu struct {
 	Name      string `yaml:"name"`
 	Bot       string `yaml:"bot"` // a handle or "*"

@@ -120,12 +120,12 @@ type Delivery struct {
 	// streamed into in this conversation through this account (Streamer). An
 	// adapter implementing Streamer edits them into the final reply instead of
 	// posting anew: further parts are posted after them, surplus ones removed; it
-	// returns Streamed[0]. Empty for every other delivery (DESIGN.md §7).
+	// returns Streamed[0]. Empty for every other delivery (DESIGN.md §6).
 	Streamed []string
 }
 
 // Streamer is implemented by adapters that show a bot's reply while it is written
-// (DESIGN.md §7 streaming): core posts the first text and then edits it in place,
+// (DESIGN.md §6 streaming replies): core posts the first text and then edits it in place,
 // at most once per StreamInterval per conversation. The final reply is still one
 // stored message delivered by the outbox; its Delivery.Streamed names the streamed
 // messages, which the adapter's Deliver edits into the final, fully formatted text.

@@ -10,7 +10,7 @@ import (
 )
 
 // TextStreamer is an optional capability of the RunEnv core provides: an agent
-// shows its answer while the model writes it (DESIGN.md §7 streaming). Both
+// shows its answer while the model writes it (DESIGN.md §6 streaming replies). Both
 // methods only record what to show and return at once (no I/O); a goroutine of
 // the run pushes it to every binding whose account implements Streamer, at that
 // platform's rate. Nothing is stored: the reply is still the one message the run

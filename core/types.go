@@ -307,7 +307,7 @@ type OutboxEntry struct {
 	Created    time.Time    `json:"created"`
 	// Streamed are the platform ids of the messages a bot's reply was streamed
 	// into through this account in this conversation (Delivery.Streamed): the
-	// delivery edits them instead of posting anew (DESIGN.md §7).
+	// delivery edits them instead of posting anew (DESIGN.md §6).
 	Streamed []string `json:"streamed,omitempty"`
 }
 

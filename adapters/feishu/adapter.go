@@ -88,7 +88,7 @@ type Options struct {
 	HTTPClient *http.Client
 	Clock      core.Clock
 	// Streaming shows a bot's reply while it is written, by updating its card
-	// (core.Streamer, DESIGN.md §7); config accounts.feishu[].streaming.
+	// (core.Streamer, DESIGN.md §6); config feishu[].streaming.
 	Streaming bool
 	// StreamInterval is the least time between two updates of one conversation's
 	// streamed reply; default DefaultStreamInterval.

@@ -30,7 +30,7 @@ func (a *Adapter) StreamInterval() time.Duration {
 	return a.streamEvery
 }
 
-// Stream shows a reply while it is written (core.Streamer, DESIGN.md §7): the
+// Stream shows a reply while it is written (core.Streamer, DESIGN.md §6): the
 // Markdown so far is rendered and split like Deliver's; the first part is sent
 // as a card where Deliver would put it, later calls update changed cards (PATCH,
 // the card's update_multi is set), send parts the text grew into and recall

@@ -81,7 +81,7 @@ type Options struct {
 	// Clock is used for the signature window and caches; default the system clock.
 	Clock core.Clock
 	// Streaming shows a bot's reply while it is written, through chat.update
-	// (core.Streamer, DESIGN.md §7); config accounts.slack[].streaming.
+	// (core.Streamer, DESIGN.md §6); config slack[].streaming.
 	Streaming bool
 	// StreamInterval is the least time between two edits of one conversation's
 	// streamed reply; default DefaultStreamInterval.

@@ -27,7 +27,7 @@ func (a *Adapter) StreamInterval() time.Duration {
 	return a.streamEvery
 }
 
-// Stream shows a reply while it is written (core.Streamer, DESIGN.md §7): the
+// Stream shows a reply while it is written (core.Streamer, DESIGN.md §6): the
 // Markdown so far is formatted and split like Deliver's; the first part is posted
 // with chat.postMessage, later calls edit changed parts with chat.update, post
 // parts the text grew into and delete surplus ones with chat.delete. Empty text

@@ -91,7 +91,7 @@ type Options struct {
 	// default DefaultPollTimeout.
 	PollTimeout time.Duration
 	// Streaming shows a bot's reply while it is written, through editMessageText
-	// (core.Streamer, DESIGN.md §7); config accounts.telegram[].streaming.
+	// (core.Streamer, DESIGN.md §6); config telegram[].streaming.
 	Streaming bool
 	// StreamInterval is the least time between two edits of one chat's streamed
 	// reply; default DefaultStreamInterval.

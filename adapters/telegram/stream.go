@@ -28,7 +28,7 @@ func (a *Adapter) StreamInterval() time.Duration {
 	return a.streamEvery
 }
 
-// Stream shows a reply while it is written (core.Streamer, DESIGN.md §7): the
+// Stream shows a reply while it is written (core.Streamer, DESIGN.md §6): the
 // Markdown so far is rendered and split like Deliver's; the first part is sent
 // (as a reply to s.ReplyTo), later calls edit changed parts with editMessageText,
 // send parts the text grew into and delete surplus ones (deleteMessage). Empty
