@@ -20,6 +20,7 @@ const tgStreamToken = "tok-chief"
 type tgStreamRig struct {
 	fake *telegramtest.Server
 	eng  *core.Engine
+	st   *bolt.Store
 }
 
 // startTelegramStream runs the engine with one streaming Telegram account of
@@ -32,6 +33,7 @@ func startTelegramStream(t *testing.T, clock *stepClock, script streamScript) *t
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.st = st
 	r.eng, err = core.New(core.Options{Store: st, Agent: &streamAgent{script: script}, Bots: e2eTeam,
 		ShutdownGrace: 2 * time.Second, Clock: clock})
 	if err != nil {
@@ -114,6 +116,20 @@ func TestTelegramStreamEditsThrottled(t *testing.T) {
 	}
 	if got, want := r.texts(), telegram.Format("Hello world, *all* of it."); len(got) != 1 || got[0] != want {
 		t.Errorf("messages = %q, want the one final reply %q", got, want)
+	}
+	// The reply's delivery records the streamed message as its platform message,
+	// so a reply to it finds the thread (core.MessageKeyer).
+	var delivered []string
+	_ = r.st.View(context.Background(), func(tx core.ReadTx) error {
+		for i := core.OutboxID(1); i < 20; i++ {
+			if o, err := tx.Outbox(i); err == nil && o.Op == core.OpMessage {
+				delivered = append(delivered, string(o.Status)+" "+o.PlatformID)
+			}
+		}
+		return nil
+	})
+	if ms := r.fake.Messages(tgStreamToken); len(ms) != 1 || len(delivered) != 1 || delivered[0] != fmt.Sprintf("%s %d", core.OutboxDelivered, ms[0].ID) {
+		t.Errorf("outbox = %q, want the reply delivered as the streamed message", delivered)
 	}
 }
 

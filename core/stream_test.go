@@ -187,3 +187,32 @@ func TestStreamRateLimitedUpdateRetried(t *testing.T) {
 		t.Fatalf("stream calls = %+v, want post, refused edit, edit after the wait", calls)
 	}
 }
+
+func TestStreamWorkingStatusReplacedByAnswer(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	h.opts = func(o *core.Options) { o.Clock = clock }
+	sa := newStreamAdapter(h.ad)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		ts := job.Env.(core.TextStreamer)
+		ts.StreamWorking("shell", "http_fetch")
+		if err := sa.waitText(ctx, "_working: shell, http_fetch_"); err != nil {
+			return "", err
+		}
+		ts.StreamText("The build is green.")
+		if err := sa.advanceUntil(ctx, clock, time.Second, "The build is green."); err != nil {
+			return "", err
+		}
+		return "The build is green.", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	calls := sa.streamCalls()
+	if len(calls) != 2 || !slices.Equal(calls[1].Posted, []string{"s1"}) || calls[1].Shown != "_working: shell, http_fetch_" {
+		t.Fatalf("stream calls = %+v, want the status posted, then replaced in s1 by the answer", calls)
+	}
+	if ds := h.ad.deliveries(); len(ds) != 1 || !slices.Equal(ds[0].Streamed, []string{"s1"}) {
+		t.Fatalf("deliveries = %+v", ds)
+	}
+}
