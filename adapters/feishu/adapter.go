@@ -220,10 +220,8 @@ func New(opts Options) (*Adapter, error) {
 			sleep:     sleepCtx,
 		},
 		reconnectFloor: 100 * time.Millisecond,
-		streaming:      opts.Streaming,
-		streamEvery:    opts.StreamInterval,
-		working:        newWorking(opts.WorkingEmoji),
 	}
+	a.streaming, a.streamEvery, a.working = opts.Streaming, opts.StreamInterval, newWorking(opts.WorkingEmoji)
 	if a.streamEvery <= 0 {
 		a.streamEvery = DefaultStreamInterval
 	}

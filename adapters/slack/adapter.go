@@ -197,29 +197,28 @@ func New(opts Options) (*Adapter, error) {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	a := &Adapter{
-		name:        opts.Name,
-		bot:         strings.TrimPrefix(opts.Bot, "@"),
-		mode:        opts.Mode,
-		appTok:      opts.AppToken,
-		secret:      opts.SigningSecret,
-		allowCh:     set(opts.AllowChannels),
-		allowU:      set(opts.AllowUsers),
-		bots:        map[string]core.BotProfile{},
-		icons:       opts.IconEmoji,
-		engine:      opts.Engine,
-		state:       opts.State,
-		log:         opts.Logger.With("account", string(AccountID(opts.Name))),
-		clock:       opts.Clock,
-		streaming:   opts.Streaming,
-		streamEvery: opts.StreamInterval,
-		users:       newUserCache(1000, time.Hour),
-		progress:    newProgressMap(1024),
-		working:     newWorking(reactionLinger),
-		bg:          newBackground(maxBackground),
+		name:     opts.Name,
+		bot:      strings.TrimPrefix(opts.Bot, "@"),
+		mode:     opts.Mode,
+		appTok:   opts.AppToken,
+		secret:   opts.SigningSecret,
+		allowCh:  set(opts.AllowChannels),
+		allowU:   set(opts.AllowUsers),
+		bots:     map[string]core.BotProfile{},
+		icons:    opts.IconEmoji,
+		engine:   opts.Engine,
+		state:    opts.State,
+		log:      opts.Logger.With("account", string(AccountID(opts.Name))),
+		clock:    opts.Clock,
+		users:    newUserCache(1000, time.Hour),
+		progress: newProgressMap(1024),
+		working:  newWorking(reactionLinger),
+		bg:       newBackground(maxBackground),
 	}
 	if a.state == nil {
 		a.state = &memState{}
 	}
+	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
 	if a.streamEvery <= 0 {
 		a.streamEvery = DefaultStreamInterval
 	}

@@ -196,27 +196,25 @@ func New(opts Options) (*Adapter, error) {
 	}
 
 	a := &Adapter{
-		newPending:  map[Conversation]bool{},
-		name:        opts.Name,
-		account:     AccountID(opts.Name),
-		bot:         opts.Bot,
-		token:       opts.Token,
-		mode:        mode,
-		hookURL:     opts.WebhookURL,
-		secret:      opts.SecretToken,
-		endpoint:    endpointFormat(opts.APIEndpoint),
-		allow:       map[string]bool{},
-		open:        policy == DMOpen,
-		bots:        append([]core.BotProfile(nil), opts.Bots...),
-		engine:      opts.Engine,
-		cursors:     opts.Cursors,
-		log:         opts.Logger,
-		hc:          opts.HTTPClient,
-		pollWait:    opts.PollTimeout,
-		streaming:   opts.Streaming,
-		streamEvery: opts.StreamInterval,
-		progress:    map[core.OutboxID]sent{},
-		typing:      newTyping(),
+		newPending: map[Conversation]bool{},
+		name:       opts.Name,
+		account:    AccountID(opts.Name),
+		bot:        opts.Bot,
+		token:      opts.Token,
+		mode:       mode,
+		hookURL:    opts.WebhookURL,
+		secret:     opts.SecretToken,
+		endpoint:   endpointFormat(opts.APIEndpoint),
+		allow:      map[string]bool{},
+		open:       policy == DMOpen,
+		bots:       append([]core.BotProfile(nil), opts.Bots...),
+		engine:     opts.Engine,
+		cursors:    opts.Cursors,
+		log:        opts.Logger,
+		hc:         opts.HTTPClient,
+		pollWait:   opts.PollTimeout,
+		progress:   map[core.OutboxID]sent{},
+		typing:     newTyping(),
 	}
 	for _, u := range opts.AllowUsers {
 		if u = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(u), "@")); u != "" {
@@ -233,6 +231,7 @@ func New(opts Options) (*Adapter, error) {
 	if a.pollWait == 0 {
 		a.pollWait = DefaultPollTimeout
 	}
+	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
 	if a.streamEvery <= 0 {
 		a.streamEvery = DefaultStreamInterval
 	}
