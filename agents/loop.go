@@ -103,9 +103,33 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 			r.checkpoint(ctx)
 			return strings.TrimSpace(t.content), nil, nil
 		}
+		r.showWorking(t.calls)
 		r.pending = r.classify(t.calls)
 		r.checkpoint(ctx)
 	}
+}
+
+// showText streams the turn's text so far (core.TextStreamer, DESIGN.md §6; not stored, §7):
+// only shown through message edits, never stored or recorded per token.
+func (r *run) showText(text string) {
+	if ts, ok := r.job.Env.(core.TextStreamer); ok {
+		ts.StreamText(text)
+	}
+}
+
+// showWorking replaces the streamed text with "working: <tools>" for a tool round.
+func (r *run) showWorking(calls []openai.ToolCall) {
+	ts, ok := r.job.Env.(core.TextStreamer)
+	if !ok {
+		return
+	}
+	names := make([]string, 0, len(calls))
+	for _, c := range calls {
+		if !slices.Contains(names, c.Function.Name) {
+			names = append(names, c.Function.Name)
+		}
+	}
+	ts.StreamWorking(names...)
 }
 
 // promptMessages are the system prompt and the unrolled history: restored from
@@ -228,7 +252,10 @@ func (r *run) stream(ctx context.Context, req openai.ChatCompletionRequest) (tur
 			if ch.Index != 0 {
 				continue
 			}
-			content.WriteString(ch.Delta.Content)
+			if ch.Delta.Content != "" {
+				content.WriteString(ch.Delta.Content)
+				r.showText(content.String())
+			}
 			for _, d := range ch.Delta.ToolCalls {
 				asm.add(d)
 			}

@@ -193,6 +193,8 @@ type Slack struct {
 	APIURL        string   `yaml:"api_url"` // optional, for proxies and tests
 	AllowChannels []string `yaml:"allow_channels"`
 	AllowUsers    []string `yaml:"allow_users"`
+	// Streaming is "on" (default) or "off": show replies while they are written.
+	Streaming Switch `yaml:"streaming"`
 }
 
 // Telegram is one Telegram bot token (DESIGN.md §1 "Account").
@@ -209,6 +211,8 @@ type Telegram struct {
 	AllowUsers  []string `yaml:"allow_users"`
 	// DMPolicy is "allowlist" (default) or "open".
 	DMPolicy string `yaml:"dm_policy"`
+	// Streaming is "on" (default) or "off": show replies while they are written.
+	Streaming Switch `yaml:"streaming"`
 }
 
 // Feishu is one Feishu/Lark app (DESIGN.md §1 "Account").
@@ -225,6 +229,23 @@ type Feishu struct {
 	BaseURL    string   `yaml:"base_url"`
 	AllowUsers []string `yaml:"allow_users"`
 	DMPolicy   string   `yaml:"dm_policy"` // "allowlist" (default) or "open"
+	// Streaming is "on" (default) or "off": show replies while they are written.
+	Streaming Switch `yaml:"streaming"`
+}
+
+// Switch is an on/off setting written "on" or "off" ("true"/"false" are
+// accepted too); empty means the setting's default.
+type Switch string
+
+// On reports whether s is on; def is the value when s is empty.
+func (s Switch) On(def bool) bool {
+	switch s {
+	case "on", "true":
+		return true
+	case "off", "false":
+		return false
+	}
+	return def
 }
 
 // Open platform base URLs for Feishu.BaseURL.

@@ -224,6 +224,9 @@ bots:
 		{"feishu dm_policy", `feishu: [{name: f, bot: "*", dm_policy: x}]`, "feishu[0].dm_policy", "not one of"},
 		{"feishu base_url", `feishu: [{name: f, bot: "*", base_url: "open.feishu.cn"}]`, "feishu[0].base_url", "not an http(s) URL"},
 		{"feishu bot", `feishu: [{name: f, bot: ""}]`, "feishu[0].bot", "must be set"},
+		{"slack streaming", `slack: [{name: s, bot: "*", streaming: sometimes}]`, "slack[0].streaming", `"sometimes" is not one of`},
+		{"telegram streaming", `telegram: [{name: t, bot: "*", streaming: 1}]`, "telegram[0].streaming", "not one of"},
+		{"feishu streaming", `feishu: [{name: f, bot: "*", streaming: yes}]`, "feishu[0].streaming", "not one of"},
 		{"same name across kinds is fine, dup within", `feishu: [{name: s, bot: "*"}, {name: s, bot: "*"}]`, "feishu[1].name", "used twice"},
 	}
 	for _, tt := range tests {
@@ -439,5 +442,15 @@ func TestMCPReadyTimeout(t *testing.T) {
 	es := parseErrs(t, base+"mcp_ready_timeout: -1s\n")
 	if len(es) != 1 || es[0].Path != "mcp_ready_timeout" {
 		t.Errorf("errors = %v, want one at mcp_ready_timeout", es)
+	}
+}
+
+func TestStreamingSwitch(t *testing.T) {
+	cfg := parseOK(t, "llm: {default: {base_url: \"http://127.0.0.1:1/v1\", model: m}}\nbots: [{handle: a}]\n"+
+		"slack: [{name: a, bot: \"*\"}, {name: b, bot: \"*\", streaming: off}, {name: c, bot: \"*\", streaming: on}]\n", nil)
+	for i, want := range []bool{true, false, true} {
+		if got := cfg.Slack[i].Streaming.On(true); got != want {
+			t.Errorf("slack[%d].streaming %q: On = %v, want %v", i, cfg.Slack[i].Streaming, got, want)
+		}
 	}
 }

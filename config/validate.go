@@ -36,7 +36,8 @@ var (
 //     (tools are "<name>__<tool>"); exactly one of command and url; url is http(s);
 //   - console, slack, telegram, feishu: name matches [a-z0-9_-]+ and is unique per
 //     kind (it is part of the account id and webhook paths); bot is a handle or "*";
-//     mode and dm_policy are among the allowed values; URLs are http(s);
+//     mode and dm_policy are among the allowed values; streaming is on or off;
+//     URLs are http(s);
 //     telegram webhook mode needs webhook_url, and secret_token is 1-256 of
 //     A-Z a-z 0-9 _ -.
 //
@@ -223,6 +224,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		checkBot(p, path+".bot", a.Bot, handles)
 		checkEnum(p, path+".mode", a.Mode, "socket", "http")
 		checkURL(p, path+".api_url", a.APIURL, false)
+		checkSwitch(p, path+".streaming", a.Streaming)
 	}
 	for i, a := range c.Telegram {
 		path := fmt.Sprintf("telegram[%d]", i)
@@ -237,6 +239,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		if a.SecretToken != "" && !secretRe.MatchString(a.SecretToken) {
 			p.add(path+".secret_token", "must be 1-256 characters of A-Z a-z 0-9 _ -")
 		}
+		checkSwitch(p, path+".streaming", a.Streaming)
 	}
 	for i, a := range c.Feishu {
 		path := fmt.Sprintf("feishu[%d]", i)
@@ -245,6 +248,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		checkEnum(p, path+".mode", a.Mode, "websocket", "webhook")
 		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
 		checkURL(p, path+".base_url", a.BaseURL, true)
+		checkSwitch(p, path+".streaming", a.Streaming)
 	}
 }
 
@@ -285,6 +289,13 @@ func checkEnum(p *problems, path, v string, allowed ...string) {
 		}
 	}
 	p.add(path, "%q is not one of %q", v, allowed)
+}
+
+// checkSwitch accepts an unset switch or "on"/"off" ("true"/"false").
+func checkSwitch(p *problems, path string, v Switch) {
+	if v != "" {
+		checkEnum(p, path, string(v), "on", "off", "true", "false")
+	}
 }
 
 func checkURL(p *problems, path, raw string, required bool) {

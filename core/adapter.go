@@ -116,6 +116,49 @@ type Delivery struct {
 	Kind    MessageKind
 	// Text is Markdown as the model wrote it; the adapter formats and splits it.
 	Text string
+	// Streamed are the platform ids, oldest first, of the messages this reply was
+	// streamed into in this conversation through this account (Streamer). An
+	// adapter implementing Streamer edits them into the final reply instead of
+	// posting anew: further parts are posted after them, surplus ones removed; it
+	// returns Streamed[0]. Empty for every other delivery (DESIGN.md §6).
+	Streamed []string
+}
+
+// Streamer is implemented by adapters that show a bot's reply while it is written
+// (DESIGN.md §6 streaming replies): core posts the first text and then edits it in place,
+// at most once per StreamInterval per conversation. The final reply is still one
+// stored message delivered by the outbox; its Delivery.Streamed names the streamed
+// messages, which the adapter's Deliver edits into the final, fully formatted text.
+// Stream calls for one conversation never overlap.
+type Streamer interface {
+	// StreamInterval is the least time between two Stream calls for one
+	// conversation (the platform's edit rate limit); 0 means streaming is off for
+	// this account. Constant for the adapter's lifetime.
+	StreamInterval() time.Duration
+	// Stream shows s.Text, the whole reply so far, in the messages s.Posted (the
+	// ids returned by the previous call, oldest first): it edits parts that
+	// changed, posts further parts after them when the text outgrew them, and
+	// removes surplus ones. Empty s.Text removes every message in s.Posted (a run
+	// that ended without a reply). It returns the ids of the stream's messages as
+	// far as known, also together with an error (then at least s.Posted plus any
+	// part it posted). Errors are DeliveryErrors as for Deliver; core skips a
+	// rate-limited update and tries again after RetryAfter.
+	Stream(ctx context.Context, s StreamDelivery) (posted []string, err error)
+}
+
+// StreamDelivery is one update of a streamed reply in one conversation.
+type StreamDelivery struct {
+	Conversation ConversationRef
+	// ReplyTo is the platform id of the message the run answers, when known.
+	ReplyTo string
+	Sender  Sender
+	// Text is Markdown: the reply so far, or a short status ("_working: shell_").
+	Text string
+	// Posted are the stream's messages so far, oldest first (none at the start).
+	Posted []string
+	// Shown is the Text of the last successful call, so an adapter can leave
+	// parts that did not change alone; "" at the start.
+	Shown string
 }
 
 // DeliveryError is an error from Deliver that tells the lane what to do next.

@@ -291,6 +291,7 @@ func (l *lanes) reroute(ctx context.Context, o OutboxEntry, ad Adapter, cause er
 				return err
 			}
 			cur.Account, cur.Status, cur.Error = alt, OutboxPending, fmt.Sprintf("%s refused (%v); sent through %s", o.Account, cause, alt)
+			cur.Streamed = nil // streamed through the refused account: post anew
 			if _, err := tx.PutOutbox(cur); err != nil {
 				return err
 			}
@@ -383,7 +384,8 @@ func (l *lanes) sender(ctx context.Context, ad Adapter, o OutboxEntry) (func(con
 
 // delivery loads what an adapter needs to post entry o.
 func (l *lanes) delivery(ctx context.Context, o OutboxEntry) (Delivery, error) {
-	d := Delivery{Outbox: o.ID, Thread: o.Thread, Message: o.Message, Conversation: o.Conversation, ReplyTo: o.ReplyTo}
+	d := Delivery{Outbox: o.ID, Thread: o.Thread, Message: o.Message, Conversation: o.Conversation, ReplyTo: o.ReplyTo,
+		Streamed: o.Streamed}
 	err := l.e.store.View(ctx, func(tx ReadTx) error {
 		m, err := tx.Message(o.Message)
 		if err != nil {

@@ -86,6 +86,10 @@ type postSpec struct {
 	// answered is the bot whose question this human message answered; it gets a
 	// resume item, not a message item.
 	answered string
+	// streamed maps (account, conversation) to the messages a bot's reply was
+	// streamed into; outboxTx moves each onto its entry and deletes the key, so
+	// what is left was not taken by any entry (core/stream.go).
+	streamed map[laneKey][]string
 }
 
 // posted is what postTx did.
@@ -212,7 +216,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 		t.HopLimitNotified = false // any human message resets the brake
 	}
 
-	if err := e.outboxTx(tx, t, m, spec.replyTo); err != nil {
+	if err := e.outboxTx(tx, t, m, spec); err != nil {
 		return posted{}, err
 	}
 	if _, err := tx.PutThread(*t); err != nil {
@@ -315,8 +319,10 @@ func (e *Engine) releaseHoldsTx(tx Tx, bot ActorID, threadID ThreadID) ([]string
 }
 
 // outboxTx creates one outbox entry per binding of t for message m. A human's
-// message is not echoed to the conversation it came from (DESIGN.md §4).
-func (e *Engine) outboxTx(tx Tx, t *Thread, m Message, replyTo map[ConversationRef]string) error {
+// message is not echoed to the conversation it came from (DESIGN.md §4). An entry
+// whose account and conversation streamed the reply gets those messages to edit.
+func (e *Engine) outboxTx(tx Tx, t *Thread, m Message, spec postSpec) error {
+	replyTo := spec.replyTo
 	for _, b := range t.Bindings {
 		if m.Origin != nil && m.Origin.Conversation == b.Conversation {
 			continue
@@ -325,9 +331,13 @@ func (e *Engine) outboxTx(tx Tx, t *Thread, m Message, replyTo map[ConversationR
 		if !ok {
 			continue
 		}
+		k := laneKey{acct, b.Conversation}
+		streamed := spec.streamed[k]
+		delete(spec.streamed, k)
 		_, err := tx.PutOutbox(OutboxEntry{
 			Account: acct, Conversation: b.Conversation, Thread: t.ID, Message: m.ID,
 			ReplyTo: replyTo[b.Conversation], Status: OutboxPending, Created: e.clock.Now(),
+			Streamed: streamed,
 		})
 		if err != nil {
 			return err

@@ -10,13 +10,22 @@ import (
 type runEnv struct {
 	e   *Engine
 	job *Job
+	// stream shows the answer while it is written (nil: no binding streams).
+	stream *stream
 }
 
 var (
 	_ RunEnv          = (*runEnv)(nil)
 	_ Noticer         = (*runEnv)(nil)
 	_ OutcomeRecorder = (*runEnv)(nil)
+	_ TextStreamer    = (*runEnv)(nil)
 )
+
+// StreamText implements TextStreamer (core/stream.go).
+func (r *runEnv) StreamText(text string) { r.stream.StreamText(text) }
+
+// StreamWorking implements TextStreamer (core/stream.go).
+func (r *runEnv) StreamWorking(tools ...string) { r.stream.StreamWorking(tools...) }
 
 func (r *runEnv) Messages(ctx context.Context, after MessageID, limit int) ([]Message, error) {
 	var out []Message

@@ -279,16 +279,21 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	e.showWork(ctx, job, true)
+	env.stream = e.startStream(ctx, job)
 	res, err := e.agent.Execute(ctx, job)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
+	// The reply's delivery edits the streamed messages (core/stream.go).
+	streamed := env.stream.finish()
+	var unused map[laneKey][]string
 	// Settle with a fresh context: the run's may be done.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 	defer scancel()
 	var woken []string
 	serr := e.store.Update(sctx, func(tx Tx) error {
 		woken = nil
+		unused = streamedCopy(streamed)
 		r, err2 := tx.Run(job.Run.ID)
 		if err2 != nil {
 			return err2
@@ -306,7 +311,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		if err == nil {
 			r.Status = RunCompleted
 			if strings.TrimSpace(res.Reply) != "" {
-				p, err2 := e.postTx(tx, &t, e.botReply(job, res.Reply))
+				spec := e.botReply(job, res.Reply)
+				spec.streamed = unused
+				p, err2 := e.postTx(tx, &t, spec)
 				if err2 != nil {
 					return err2
 				}
@@ -351,7 +358,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	})
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
+		unused = streamed
 	}
+	env.stream.discard(sctx, unused)
 	e.showWork(sctx, job, false)
 	if err != nil {
 		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", Redact(err.Error()))

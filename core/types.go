@@ -313,6 +313,10 @@ type OutboxEntry struct {
 	PlatformID string       `json:"platform_id,omitempty"` // recorded on delivery
 	Error      string       `json:"error,omitempty"`
 	Created    time.Time    `json:"created"`
+	// Streamed are the platform ids of the messages a bot's reply was streamed
+	// into through this account in this conversation (Delivery.Streamed): the
+	// delivery edits them instead of posting anew (DESIGN.md §6).
+	Streamed []string `json:"streamed,omitempty"`
 }
 
 // Activity is one line of the diagnostic timeline (seed §3 activity_log). Its IDs are

@@ -88,10 +88,20 @@ type Options struct {
 	Logger     *slog.Logger
 	HTTPClient *http.Client
 	Clock      core.Clock
+	// Streaming shows a bot's reply while it is written, by updating its card
+	// (core.Streamer, DESIGN.md §6); config feishu[].streaming.
+	Streaming bool
+	// StreamInterval is the least time between two updates of one conversation's
+	// streamed reply; default DefaultStreamInterval.
+	StreamInterval time.Duration
+	// WorkingEmoji is the reaction (emoji_type) put on the message a bot works on
+	// (core.WorkIndicator); default DefaultWorkingEmoji, "-" shows none.
+	WorkingEmoji string
 }
 
 // Adapter is one Feishu app. It implements core.Adapter (Deliver), core.Runner (Run:
-// the long connection, or waiting in webhook mode) and core.WebhookMounter. All
+// the long connection, or waiting in webhook mode), core.WebhookMounter,
+// core.Streamer (stream.go) and core.WorkIndicator (working.go). All
 // methods are safe for concurrent use.
 type Adapter struct {
 	name       string
@@ -109,6 +119,10 @@ type Adapter struct {
 	clock      core.Clock
 	http       *http.Client
 	api        *apiClient
+
+	streaming   bool
+	streamEvery time.Duration
+	working     *working // reactions on messages bots work on (working.go)
 
 	notices chan notice // short replies sent by Run's notice loop; bounded
 	// reconnectFloor is the smallest wait between long-connection attempts, so a
@@ -205,6 +219,10 @@ func New(opts Options) (*Adapter, error) {
 			sleep:     sleepCtx,
 		},
 		reconnectFloor: 100 * time.Millisecond,
+	}
+	a.streaming, a.streamEvery, a.working = opts.Streaming, opts.StreamInterval, newWorking(opts.WorkingEmoji)
+	if a.streamEvery <= 0 {
+		a.streamEvery = DefaultStreamInterval
 	}
 	for _, u := range opts.AllowUsers {
 		a.allow[u] = true
@@ -327,11 +345,16 @@ func (e permanentError) RetryAfter() time.Duration { return 0 }
 // this app does not speak as that bot ("*" accounts, mirrored hand-offs). Every
 // chunk carries a uuid derived from the outbox id, so a retried delivery is not
 // posted twice within the platform's one-hour window. It returns the first chunk's
-// message_id; errors are *APIError (a core.DeliveryError) or transport errors.
+// message_id; errors are *APIError (a core.DeliveryError) or transport errors. A
+// reply that was streamed (d.Streamed) updates the streamed cards instead
+// (deliverStreamed).
 func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
 	conv, err := ParseConversation(d.Conversation)
 	if err != nil {
 		return "", permanentError{err}
+	}
+	if len(d.Streamed) > 0 {
+		return a.deliverStreamed(ctx, conv, d)
 	}
 	text := d.Text
 	if d.Sender.Handle != "" && (a.bot == "*" || d.Sender.Handle != a.bot) {

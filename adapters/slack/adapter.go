@@ -81,6 +81,12 @@ type Options struct {
 	HTTPClient *http.Client
 	// Clock is used for the signature window and caches; default the system clock.
 	Clock core.Clock
+	// Streaming shows a bot's reply while it is written, through chat.update
+	// (core.Streamer, DESIGN.md §6); config slack[].streaming.
+	Streaming bool
+	// StreamInterval is the least time between two edits of one conversation's
+	// streamed reply; default DefaultStreamInterval.
+	StreamInterval time.Duration
 }
 
 // Errors returned by New.
@@ -103,7 +109,7 @@ const (
 )
 
 // Adapter is one Slack app. It implements core.Adapter, core.QuestionAdapter,
-// core.Runner, core.WebhookMounter and core.WorkIndicator. Its methods are safe for
+// core.Runner, core.WebhookMounter, core.WorkIndicator and core.Streamer. Its methods are safe for
 // concurrent use.
 type Adapter struct {
 	name    string
@@ -121,6 +127,9 @@ type Adapter struct {
 	clock   core.Clock
 	api     *slack.Client
 	apiOpts []slack.Option
+
+	streaming   bool
+	streamEvery time.Duration
 
 	users    *userCache
 	progress *progressMap
@@ -208,6 +217,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if a.state == nil {
 		a.state = &memState{}
+	}
+	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
+	if a.streamEvery <= 0 {
+		a.streamEvery = DefaultStreamInterval
 	}
 	a.SetBots(opts.Bots)
 	a.apiOpts = []slack.Option{

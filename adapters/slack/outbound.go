@@ -71,7 +71,8 @@ func mapError(err error) error {
 // its own (a "*" app, or a fallback), the message shows that bot's name and icon
 // (username and icon_emoji, needs chat:write.customize). It returns the ts of the
 // first chunk. Chunks already posted by an earlier, failed attempt for the same
-// outbox entry are not posted again. Errors are core.DeliveryErrors: 429 with
+// outbox entry are not posted again. A reply that was streamed (d.Streamed) edits
+// the streamed messages instead (deliverStreamed). Errors are core.DeliveryErrors: 429 with
 // RetryAfter, channel_not_found, not_in_channel, invalid_auth, … permanent.
 func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
 	conv, err := ParseConversation(d.Conversation)
@@ -80,6 +81,9 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	}
 	if strings.TrimSpace(d.Text) == "" {
 		return "", &deliveryError{err: errors.New("slack: empty message"), permanent: true}
+	}
+	if len(d.Streamed) > 0 {
+		return a.deliverStreamed(ctx, conv, d)
 	}
 	chunks := Split(Format(d.Text), MaxChunk)
 	key := uint64(d.Outbox)

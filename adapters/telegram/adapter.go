@@ -95,10 +95,16 @@ type Options struct {
 	// PollTimeout is getUpdates' long-poll timeout (whole seconds, at least 1);
 	// default DefaultPollTimeout.
 	PollTimeout time.Duration
+	// Streaming shows a bot's reply while it is written, through editMessageText
+	// (core.Streamer, DESIGN.md §6); config telegram[].streaming.
+	Streaming bool
+	// StreamInterval is the least time between two edits of one chat's streamed
+	// reply; default DefaultStreamInterval.
+	StreamInterval time.Duration
 }
 
 // Adapter is one Telegram bot account. It implements core.Adapter, core.Runner,
-// core.WebhookMounter, core.QuestionAdapter and core.WorkIndicator. Create it with
+// core.WebhookMounter, core.QuestionAdapter, core.WorkIndicator and core.Streamer. Create it with
 // New; Run learns the bot's identity (getMe) before any update is handled.
 type Adapter struct {
 	name     string
@@ -118,6 +124,9 @@ type Adapter struct {
 	log      *slog.Logger
 	hc       *http.Client
 	pollWait time.Duration
+
+	streaming   bool
+	streamEvery time.Duration
 
 	mu sync.Mutex
 	me *tgbotapi.User // set by Run after getMe
@@ -228,6 +237,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if a.pollWait == 0 {
 		a.pollWait = DefaultPollTimeout
+	}
+	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
+	if a.streamEvery <= 0 {
+		a.streamEvery = DefaultStreamInterval
 	}
 	if a.pollWait < time.Second {
 		a.pollWait = time.Second

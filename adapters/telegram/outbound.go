@@ -42,7 +42,8 @@ func (e permanentError) Error() string           { return e.error.Error() }
 // Telegram cannot parse ("can't parse entities") is resent once as plain text. It
 // returns the first part's message_id. Errors are *APIError (429 carries
 // RetryAfter; 400 chat not found and 403 blocked are Permanent) or transport errors;
-// a malformed ConversationRef is permanent. Calls for one conversation never overlap
+// a malformed ConversationRef is permanent. A reply that was streamed (d.Streamed)
+// edits the streamed messages instead (deliverStreamed). Calls for one conversation never overlap
 // (core's lanes); calls for different conversations may run concurrently.
 func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
 	conv, err := ParseConversation(d.Conversation)
@@ -57,6 +58,9 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	}
 	if len(parts) == 0 {
 		return "", nil // nothing visible to post
+	}
+	if len(d.Streamed) > 0 {
+		return a.deliverStreamed(ctx, conv, d, parts)
 	}
 	replyTo, _ := strconv.ParseInt(d.ReplyTo, 10, 64)
 

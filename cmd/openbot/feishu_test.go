@@ -102,7 +102,7 @@ feishu:
 			// Exactly one reply: let the process settle (no new message or model call
 			// for a while, bounded), then stop it so anything still queued is
 			// flushed, and count.
-			feishuSettle(t, func() int { return len(fake.Messages()) + len(llm.Requests()) })
+			feishuSettle(t, func() int { return len(fake.Calls()) + len(llm.Requests()) })
 			cancel()
 			select {
 			case code := <-done:
@@ -112,7 +112,8 @@ feishu:
 			case <-time.After(shutdownBound + 5*time.Second):
 				t.Fatal("serve did not stop within its bound")
 			}
-			msgs := fake.Messages()
+			// Streaming is on by default: the one message is updated into the answer.
+			msgs := fake.Live()
 			if len(msgs) != 1 {
 				t.Fatalf("sent %d messages, want exactly one reply: %+v\n%s", len(msgs), msgs, logs.String())
 			}

@@ -462,6 +462,7 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 			AppToken: s.AppToken, BotToken: s.BotToken, SigningSecret: s.SigningSecret,
 			APIURL: s.APIURL, AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers,
 			Bots: bots, Engine: eng, State: slack.StoreState(eng.Store()), Logger: a.log,
+			Streaming: s.Streaming.On(true),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("slack[%d]: %w", i, err)
@@ -487,6 +488,7 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 			WebhookURL: t.WebhookURL, SecretToken: t.SecretToken, APIEndpoint: t.APIEndpoint,
 			AllowUsers: t.AllowUsers, DMPolicy: t.DMPolicy,
 			Bots: bots, Peers: a.telegramPeers(), Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
+			Streaming: t.Streaming.On(true),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("telegram[%d]: %w", i, err)
@@ -518,7 +520,7 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 			Name: f.Name, Bot: f.Bot, AppID: f.AppID, AppSecret: f.AppSecret, Mode: f.Mode,
 			VerificationToken: f.VerificationToken, EncryptKey: f.EncryptKey, BaseURL: f.BaseURL,
 			AllowUsers: f.AllowUsers, DMPolicy: f.DMPolicy, Bots: bots, Engine: eng, Logger: a.log,
-			Cursors: core.StoreCursors(eng.Store()),
+			Cursors: core.StoreCursors(eng.Store()), Streaming: f.Streaming.On(true),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("feishu[%d]: %w", i, err)

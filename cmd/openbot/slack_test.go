@@ -68,9 +68,13 @@ slack:
 		t.Errorf("reply went to channel %q thread_ts %q, want C0TEST001 / 1767225600.000100 (form %v)",
 			post.Form.Get("channel"), post.Form.Get("thread_ts"), post.Form)
 	}
-	body := post.Form.Get("text") + string(post.Form.Get("blocks")) + string(post.JSON)
-	if !strings.Contains(body, "On it: the build fails in *step 3*.") {
-		t.Errorf("reply does not carry the model's answer in mrkdwn: %v %s", post.Form, post.JSON)
+	// Streaming is on by default: the posted message is edited into the answer.
+	final := func(s *slacktest.Server) bool {
+		ms := s.Messages()
+		return len(ms) == 1 && ms[0].Text == "On it: the build fails in *step 3*."
+	}
+	if err := fake.Wait(wctx, final); err != nil {
+		t.Errorf("the thread does not end with the model's answer in mrkdwn: %+v (%v)", fake.Messages(), err)
 	}
 	if got := openaitest.LastUserText(llm.Requests()[0]); !strings.Contains(got, "can you review the failing build on main?") {
 		t.Errorf("model saw %q", got)

@@ -6,6 +6,9 @@
 //   - POST /open-apis/im/v1/messages?receive_id_type=...   (create)
 //   - POST /open-apis/im/v1/messages/:id/reply
 //   - PATCH /open-apis/im/v1/messages/:id                  (card update, recorded)
+//   - DELETE /open-apis/im/v1/messages/:id                 (recall)
+//   - POST /open-apis/im/v1/messages/:id/reactions         (add a reaction)
+//   - DELETE /open-apis/im/v1/messages/:id/reactions/:rid  (remove it)
 //   - GET  /open-apis/bot/v3/info
 //   - GET  /open-apis/contact/v3/users/:open_id            (Alice and Bob only)
 //   - POST /callback/ws/endpoint                          (long-connection discovery)
@@ -139,6 +142,16 @@ type Server struct {
 	acks        []Ack
 	frameSeq    uint64
 	patches     []Patch
+	deleted     map[string]bool       // message ids recalled with DELETE
+	reactions   map[string][]Reaction // live reactions by message id
+	reactionSeq int
+}
+
+// Reaction is an emoji reaction the app put on a message and has not removed.
+type Reaction struct {
+	ID        string
+	MessageID string
+	EmojiType string
 }
 
 // New starts a fake on 127.0.0.1 and closes it when tb ends. The long-connection
@@ -161,6 +174,9 @@ func New(tb interface {
 	mux.HandleFunc("POST /open-apis/im/v1/messages", s.create)
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.reply)
 	mux.HandleFunc("PATCH /open-apis/im/v1/messages/{id}", s.patch)
+	mux.HandleFunc("DELETE /open-apis/im/v1/messages/{id}", s.recall)
+	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reactions", s.addReaction)
+	mux.HandleFunc("DELETE /open-apis/im/v1/messages/{id}/reactions/{rid}", s.removeReaction)
 	mux.HandleFunc("GET /open-apis/bot/v3/info", s.botInfo)
 	mux.HandleFunc("GET /open-apis/contact/v3/users/{id}", s.user)
 	mux.HandleFunc("POST /callback/ws/endpoint", s.endpoint)
@@ -434,6 +450,130 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
 	s.notify()
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
+}
+
+// Live returns the messages sent and not recalled, in order, each with the
+// content of its latest card update: what a person sees now.
+func (s *Server) Live() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.messages {
+		if s.deleted[m.ID] {
+			continue
+		}
+		for _, p := range s.patches {
+			if p.MessageID == m.ID {
+				m.Content = p.Content
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Reactions returns the reactions on message id now.
+func (s *Server) Reactions(id string) []Reaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Reaction(nil), s.reactions[id]...)
+}
+
+// ReactionCalls counts the reactions added and removed so far.
+func (s *Server) ReactionCalls() (added, removed int) {
+	for _, c := range s.Calls() {
+		if !strings.Contains(c.Path, "/reactions") {
+			continue
+		}
+		if c.Method == http.MethodPost {
+			added++
+		} else if c.Method == http.MethodDelete {
+			removed++
+		}
+	}
+	return added, removed
+}
+
+// WaitReaction waits until message id carries a reaction.
+func (s *Server) WaitReaction(ctx context.Context, id string) error {
+	return s.wait(ctx, "a reaction on "+id, func() bool { return len(s.reactions[id]) > 0 })
+}
+
+func (s *Server) recall(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	s.mu.Lock()
+	known := false
+	for _, m := range s.messages {
+		known = known || m.ID == id
+	}
+	gone := s.deleted[id]
+	if known {
+		if s.deleted == nil {
+			s.deleted = map[string]bool{}
+		}
+		s.deleted[id] = true
+	}
+	s.notify()
+	s.mu.Unlock()
+	if !known || gone {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230011, "msg": "The message is recalled or deleted."})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
+}
+
+func (s *Server) addReaction(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	var req struct {
+		ReactionType struct {
+			EmojiType string `json:"emoji_type"`
+		} `json:"reaction_type"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.ReactionType.EmojiType == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 231001, "msg": "reaction type is invalid."})
+		return
+	}
+	s.mu.Lock()
+	s.reactionSeq++
+	re := Reaction{ID: fmt.Sprintf("ZCaCIjUBVVWSrm5L-%06d", s.reactionSeq), MessageID: r.PathValue("id"), EmojiType: req.ReactionType.EmojiType}
+	if s.reactions == nil {
+		s.reactions = map[string][]Reaction{}
+	}
+	s.reactions[re.MessageID] = append(s.reactions[re.MessageID], re)
+	s.notify()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
+		"reaction_id": re.ID, "operator": map[string]any{"operator_id": BotOpenID, "operator_type": "app"},
+		"action_time": "1626086391570", "reaction_type": map[string]any{"emoji_type": re.EmojiType}}})
+}
+
+func (s *Server) removeReaction(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	id, rid := r.PathValue("id"), r.PathValue("rid")
+	s.mu.Lock()
+	found := false
+	list := s.reactions[id]
+	for i, re := range list {
+		if re.ID == rid {
+			s.reactions[id] = append(list[:i:i], list[i+1:]...)
+			found = true
+			break
+		}
+	}
+	s.notify()
+	s.mu.Unlock()
+	if !found {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 231003, "msg": "The reaction is not found."})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"reaction_id": rid}})
 }
 
 func (s *Server) botInfo(w http.ResponseWriter, r *http.Request) {

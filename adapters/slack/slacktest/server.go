@@ -1,7 +1,7 @@
 // Package slacktest is a fake Slack for tests: an httptest server on 127.0.0.1 that
 // the real slack-go client talks to through slack.OptionAPIURL(s.APIURL()). It
 // answers the Web API methods openbot uses (auth.test, chat.postMessage, chat.update,
-// chat.postEphemeral, users.info, reactions.add, reactions.remove,
+// chat.delete, chat.postEphemeral, users.info, reactions.add, reactions.remove,
 // apps.connections.open), runs a Socket Mode websocket endpoint that says hello and
 // can push envelopes (events and block_actions clicks, see Click), records every
 // call and every ack, and can be scripted to fail a method once (a 429 with
@@ -70,6 +70,34 @@ type User struct {
 	IsBot       bool
 }
 
+// Message is a message as the fake holds it now: posted with chat.postMessage,
+// changed by chat.update, gone after chat.delete.
+type Message struct {
+	Channel, TS, ThreadTS, Text string
+	Edits                       int // chat.update calls that changed it
+}
+
+// Messages returns the messages that exist now, in post order.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Message, 0, len(s.msgs))
+	for _, m := range s.msgs {
+		out = append(out, *m)
+	}
+	return out
+}
+
+// findLocked returns the live message channel/ts, or nil.
+func (s *Server) findLocked(channel, ts string) (int, *Message) {
+	for i, m := range s.msgs {
+		if m.Channel == channel && m.TS == ts {
+			return i, m
+		}
+	}
+	return -1, nil
+}
+
 type failure struct {
 	skip       int // calls to let through first
 	status     int
@@ -85,6 +113,7 @@ type Server struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced whenever calls, acks or conns change
 	calls    []Call
+	msgs     []*Message // posted and not deleted, in post order
 	acks     []Ack
 	users    map[string]User
 	fail     map[string][]failure
@@ -488,9 +517,30 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		if tt := call.Form.Get("thread_ts"); tt != "" {
 			msg["thread_ts"] = tt
 		}
+		s.mu.Lock()
+		s.msgs = append(s.msgs, &Message{Channel: call.Form.Get("channel"), TS: ts, ThreadTS: call.Form.Get("thread_ts"), Text: call.Form.Get("text")})
+		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": ts, "message": msg})
 	case "chat.update":
+		s.mu.Lock()
+		if _, m := s.findLocked(call.Form.Get("channel"), call.Form.Get("ts")); m != nil && call.Form.Has("text") {
+			m.Text = call.Form.Get("text")
+			m.Edits++
+		}
+		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": call.Form.Get("ts"), "text": call.Form.Get("text")})
+	case "chat.delete":
+		s.mu.Lock()
+		i, m := s.findLocked(call.Form.Get("channel"), call.Form.Get("ts"))
+		if m != nil {
+			s.msgs = append(s.msgs[:i], s.msgs[i+1:]...)
+		}
+		s.mu.Unlock()
+		if m == nil {
+			writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "message_not_found"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": call.Form.Get("ts")})
 	case "chat.postEphemeral":
 		s.mu.Lock()
 		s.seq++

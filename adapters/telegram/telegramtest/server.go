@@ -3,7 +3,7 @@
 // form-encoded or JSON parameters, {"ok":…,"result":…} answers), so the real
 // telegram-bot-api code paths run. It serves getMe, getUpdates (a scripted queue per
 // bot that honours offset as confirmation and a short long-poll wait), sendMessage,
-// editMessageText, editMessageReplyMarkup, answerCallbackQuery, sendChatAction,
+// editMessageText, editMessageReplyMarkup, deleteMessage, answerCallbackQuery, sendChatAction,
 // setWebhook and deleteWebhook for any number of bots, records every call with its
 // parameters, and can be scripted to fail calls (429 with retry_after, "can't parse
 // entities", 403 blocked, …). CallbackUpdate builds inline-button clicks and
@@ -83,7 +83,32 @@ type Server struct {
 	calls   []Call
 	fail    map[string][]Error // by method, consumed in order
 	nextMsg int64
+	msgs    []*Message    // sent and not deleted, in send order
 	changed chan struct{} // closed and replaced on every change
+}
+
+// Message is a message as the fake holds it now: sent with sendMessage, changed
+// by editMessageText, gone after deleteMessage.
+type Message struct {
+	Token     string
+	Chat, ID  int64
+	Text      string
+	ParseMode string
+	Edits     int // editMessageText calls that reached it
+}
+
+// Messages returns the messages the bot with token has in the chats now, in send
+// order.
+func (s *Server) Messages(token string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.msgs {
+		if m.Token == token {
+			out = append(out, *m)
+		}
+	}
+	return out
 }
 
 // NewServer starts a fake Bot API serving bots.
@@ -377,6 +402,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.getUpdates(w, r, b, params)
 	case "sendMessage", "editMessageText", "editMessageReplyMarkup":
 		s.message(w, b, method, params)
+	case "deleteMessage":
+		s.delete(w, b, params)
 	case "answerCallbackQuery", "sendChatAction":
 		s.ok(w, true)
 	case "setWebhook":
@@ -473,9 +500,15 @@ func (s *Server) message(w http.ResponseWriter, b *botState, method string, para
 	id := s.nextMsg
 	if method == "sendMessage" {
 		s.nextMsg++
+		s.msgs = append(s.msgs, &Message{Token: b.Token, Chat: chatID, ID: id, Text: params["text"], ParseMode: params["parse_mode"]})
 	} else {
 		id, _ = strconv.ParseInt(params["message_id"], 10, 64)
+		if m := s.findLocked(b.Token, chatID, id); m != nil && method == "editMessageText" {
+			m.Text, m.ParseMode = params["text"], params["parse_mode"]
+			m.Edits++
+		}
 	}
+	s.notifyLocked()
 	s.mu.Unlock()
 	chatType := "private"
 	if chatID < 0 {
@@ -496,6 +529,37 @@ func (s *Server) message(w http.ResponseWriter, b *botState, method string, para
 		msg["reply_markup"] = json.RawMessage(rm)
 	}
 	s.ok(w, msg)
+}
+
+func (s *Server) findLocked(token string, chat, id int64) *Message {
+	for _, m := range s.msgs {
+		if m.Token == token && m.Chat == chat && m.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// delete answers deleteMessage: the message goes, or "message to delete not found".
+func (s *Server) delete(w http.ResponseWriter, b *botState, params map[string]string) {
+	chat, _ := strconv.ParseInt(params["chat_id"], 10, 64)
+	id, _ := strconv.ParseInt(params["message_id"], 10, 64)
+	s.mu.Lock()
+	found := false
+	for i, m := range s.msgs {
+		if m.Token == b.Token && m.Chat == chat && m.ID == id {
+			s.msgs = append(s.msgs[:i], s.msgs[i+1:]...)
+			found = true
+			break
+		}
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	if !found {
+		writeError(w, Error{Code: 400, Description: "Bad Request: message to delete not found"})
+		return
+	}
+	s.ok(w, true)
 }
 
 // ParseReplyTo returns reply_parameters.message_id of a sendMessage call (or the

@@ -1,0 +1,247 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TextStreamer is an optional capability of the RunEnv core provides: an agent
+// shows its answer while the model writes it (DESIGN.md §6 streaming replies). Both
+// methods only record what to show and return at once (no I/O); a goroutine of
+// the run pushes it to every binding whose account implements Streamer, at that
+// platform's rate. Nothing is stored: the reply is still the one message the run
+// returns. Safe for concurrent use.
+type TextStreamer interface {
+	// StreamText shows text, the whole answer of the current model turn so far.
+	StreamText(text string)
+	// StreamWorking shows a short "working: <tools>" status during a tool-call
+	// round; the next StreamText replaces it.
+	StreamWorking(tools ...string)
+}
+
+// Stream limits.
+const (
+	streamCallTimeout = 10 * time.Second // one Streamer.Stream call
+	streamMaxFails    = 3                // consecutive failures before a conversation stops streaming
+	// streamRecheck bounds one wait of the loop, so a Clock that jumps (tests)
+	// is noticed.
+	streamRecheck = time.Second
+)
+
+// stream pushes one run's streamed text to its conversations. Its goroutine is
+// started by startStream and owned by execute, which stops it with finish before
+// settling the run.
+type stream struct {
+	e    *Engine
+	mu   sync.Mutex
+	text string
+	seq  uint64        // bumped whenever text changes
+	wake chan struct{} // cap 1
+	stop chan struct{}
+	done chan struct{}
+	// targets are touched only by loop until done is closed.
+	targets []*streamTarget
+}
+
+// streamTarget is one conversation a run streams into, through one account.
+type streamTarget struct {
+	key     laneKey
+	ad      Streamer
+	every   time.Duration
+	replyTo string
+	sender  Sender
+	ids     []string  // the stream's messages so far
+	shown   uint64    // seq last shown
+	text    string    // text last shown
+	next    time.Time // no update before this (Clock time)
+	fails   int
+	off     bool
+}
+
+// startStream starts streaming job's answer into every binding whose account
+// would post the reply and streams (Streamer with a non-zero interval). It
+// returns nil, which ignores everything, when there is none.
+func (e *Engine) startStream(ctx context.Context, job *Job) *stream {
+	spec := e.botReply(job, "")
+	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
+	s := &stream{e: e, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	for _, b := range job.Thread.Bindings {
+		acct, ok := e.pickAccount(b, job.Bot.ID())
+		if !ok {
+			continue
+		}
+		ad, ok := e.adapter(acct)
+		if !ok {
+			continue
+		}
+		st, ok := ad.(Streamer)
+		if !ok || st.StreamInterval() <= 0 {
+			continue
+		}
+		s.targets = append(s.targets, &streamTarget{key: laneKey{acct, b.Conversation}, ad: st, every: st.StreamInterval(),
+			replyTo: spec.replyTo[b.Conversation], sender: sender})
+	}
+	if len(s.targets) == 0 {
+		return nil
+	}
+	go s.loop(context.WithoutCancel(ctx))
+	return s
+}
+
+// StreamText implements TextStreamer.
+func (s *stream) StreamText(text string) {
+	if s == nil {
+		return
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	s.mu.Lock()
+	changed := text != s.text
+	if changed {
+		s.text = text
+		s.seq++
+	}
+	s.mu.Unlock()
+	if changed {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// StreamWorking implements TextStreamer.
+func (s *stream) StreamWorking(tools ...string) {
+	if len(tools) == 0 {
+		return
+	}
+	s.StreamText("_working: " + strings.Join(tools, ", ") + "_")
+}
+
+// loop pushes the newest text to each target when its interval allows, until stop.
+func (s *stream) loop(ctx context.Context) {
+	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+		s.mu.Lock()
+		text, seq := s.text, s.seq
+		s.mu.Unlock()
+		for _, t := range s.targets {
+			if t.off || t.shown == seq || s.e.clock.Now().Before(t.next) {
+				continue
+			}
+			s.push(ctx, t, text, seq)
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+		}
+		// Come back when the first target that is behind may be updated again.
+		var wait time.Duration
+		now := s.e.clock.Now()
+		for _, t := range s.targets {
+			if t.off || t.shown == seq {
+				continue
+			}
+			if d := min(max(t.next.Sub(now), time.Millisecond), streamRecheck); wait == 0 || d < wait {
+				wait = d
+			}
+		}
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+	}
+}
+
+// push makes one Stream call for t. It is not cancelled by the run's end: a post
+// whose id were lost would leave a stray message.
+func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uint64) {
+	cctx, cancel := context.WithTimeout(ctx, streamCallTimeout)
+	ids, err := t.ad.Stream(cctx, StreamDelivery{Conversation: t.key.conv, ReplyTo: t.replyTo, Sender: t.sender,
+		Text: text, Posted: t.ids, Shown: t.text})
+	cancel()
+	if ids != nil || err == nil {
+		t.ids = ids
+	}
+	now := s.e.clock.Now()
+	t.next = now.Add(t.every)
+	if err == nil {
+		t.shown, t.text, t.fails = seq, text, 0
+		return
+	}
+	t.fails++
+	var de DeliveryError
+	if errors.As(err, &de) {
+		if de.RetryAfter() > 0 {
+			t.next = now.Add(de.RetryAfter())
+		}
+		if de.Permanent() {
+			t.off = true
+		}
+	}
+	if t.fails >= streamMaxFails {
+		t.off = true
+	}
+	s.e.log.Warn("streaming update failed", "account", t.key.account, "conversation", t.key.conv,
+		"fails", t.fails, "stopped", t.off, "err", Redact(err.Error()))
+}
+
+// finish stops the loop (after an update in flight returns) and returns, per
+// (account, conversation), the messages the reply was streamed into.
+func (s *stream) finish() map[laneKey][]string {
+	if s == nil {
+		return nil
+	}
+	close(s.stop)
+	<-s.done
+	out := map[laneKey][]string{}
+	for _, t := range s.targets {
+		if len(t.ids) > 0 {
+			out[t.key] = t.ids
+		}
+	}
+	return out
+}
+
+// discard removes the streamed messages no delivery took over (the run failed,
+// paused, or posted no reply), so no partial answer is left behind.
+func (s *stream) discard(ctx context.Context, left map[laneKey][]string) {
+	if s == nil {
+		return
+	}
+	for _, t := range s.targets {
+		ids := left[t.key]
+		if len(ids) == 0 {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), streamCallTimeout)
+		if _, err := t.ad.Stream(cctx, StreamDelivery{Conversation: t.key.conv, Sender: t.sender, Posted: ids}); err != nil {
+			s.e.log.Warn("removing a streamed partial reply failed", "account", t.key.account,
+				"conversation", t.key.conv, "err", Redact(err.Error()))
+		}
+		cancel()
+	}
+}
+
+// streamedCopy is a fresh copy of streamed for one settle transaction attempt.
+func streamedCopy(m map[laneKey][]string) map[laneKey][]string {
+	if m == nil {
+		return nil
+	}
+	return maps.Clone(m)
+}

@@ -1,0 +1,218 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/core"
+)
+
+// streamAdapter is a recAdapter that streams (core.Streamer) and records each
+// Stream call; call n posts "s<n>" when nothing was posted yet.
+type streamAdapter struct {
+	*recAdapter
+	every   time.Duration
+	smu     sync.Mutex
+	calls   []core.StreamDelivery
+	changed chan struct{}
+	fail    error // returned once by the next Stream call
+}
+
+func newStreamAdapter(ad *recAdapter) *streamAdapter {
+	return &streamAdapter{recAdapter: ad, every: time.Second, changed: make(chan struct{}, 64)}
+}
+
+func (s *streamAdapter) StreamInterval() time.Duration { return s.every }
+
+func (s *streamAdapter) Stream(_ context.Context, d core.StreamDelivery) ([]string, error) {
+	s.smu.Lock()
+	s.calls = append(s.calls, d)
+	n := len(s.calls)
+	fail := s.fail
+	s.fail = nil
+	s.smu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	if fail != nil {
+		return d.Posted, fail
+	}
+	if d.Text == "" {
+		return nil, nil
+	}
+	if len(d.Posted) == 0 {
+		return []string{fmt.Sprintf("s%d", n)}, nil
+	}
+	return d.Posted, nil
+}
+
+func (s *streamAdapter) streamCalls() []core.StreamDelivery {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// waitText waits until a Stream call showed text.
+func (s *streamAdapter) waitText(ctx context.Context, text string) error {
+	for {
+		for _, c := range s.streamCalls() {
+			if c.Text == text {
+				return nil
+			}
+		}
+		select {
+		case <-s.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("no Stream call showed %q: %v", text, s.streamCalls())
+		}
+	}
+}
+
+// advanceUntil moves the clock on by step until a Stream call showed text: the
+// stream sets its next allowed time only after its call returned.
+func (s *streamAdapter) advanceUntil(ctx context.Context, clock *fakeClock, step time.Duration, text string) error {
+	for {
+		clock.advance(step)
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err := s.waitText(wctx, text)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+func TestStreamThrottledAndFinalDeliveryEditsIt(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	h.opts = func(o *core.Options) { o.Clock = clock }
+	sa := newStreamAdapter(h.ad)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		ts, ok := job.Env.(core.TextStreamer)
+		if !ok {
+			return "", errors.New("the run env does not stream")
+		}
+		ts.StreamText("Hel")
+		if err := sa.waitText(ctx, "Hel"); err != nil {
+			return "", err
+		}
+		// The clock stands still: none of these may reach the platform.
+		for _, s := range []string{"Hello", "Hello w", "Hello wor"} {
+			ts.StreamText(s)
+		}
+		ts.StreamWorking("shell")
+		ts.StreamText("Hello world")
+		if err := sa.advanceUntil(ctx, clock, time.Second, "Hello world"); err != nil {
+			return "", err
+		}
+		return "Hello world, all of it.", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	calls := sa.streamCalls()
+	if len(calls) != 2 || len(calls[1].Posted) != 1 || calls[1].Posted[0] != "s1" {
+		t.Fatalf("stream calls = %+v, want the first post and one throttled edit of s1", calls)
+	}
+	ds := h.ad.deliveries()
+	if len(ds) != 1 || ds[0].Text != "Hello world, all of it." || !slices.Equal(ds[0].Streamed, []string{"s1"}) {
+		t.Fatalf("deliveries = %+v, want one final reply that edits s1", ds)
+	}
+}
+
+func TestStreamOfAFailedRunIsRemoved(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	sa := newStreamAdapter(h.ad)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		job.Env.(core.TextStreamer).StreamText("half an ans")
+		if err := sa.waitText(ctx, "half an ans"); err != nil {
+			return "", err
+		}
+		return "", errors.New("model went away")
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	calls := sa.streamCalls()
+	if len(calls) != 2 || calls[1].Text != "" || !slices.Equal(calls[1].Posted, []string{"s1"}) {
+		t.Fatalf("stream calls = %+v, want the post and then its removal", calls)
+	}
+	for _, d := range h.ad.deliveries() {
+		if len(d.Streamed) > 0 {
+			t.Fatalf("a delivery took over the failed stream: %+v", d)
+		}
+	}
+}
+
+func TestStreamRateLimitedUpdateRetried(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	h.opts = func(o *core.Options) { o.Clock = clock }
+	sa := newStreamAdapter(h.ad)
+	sa.every = time.Millisecond
+	limited := rateLimited{wait: time.Minute}
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		ts := job.Env.(core.TextStreamer)
+		ts.StreamText("one")
+		if err := sa.waitText(ctx, "one"); err != nil {
+			return "", err
+		}
+		sa.smu.Lock()
+		sa.fail = limited
+		sa.smu.Unlock()
+		ts.StreamText("one two")
+		if err := sa.advanceUntil(ctx, clock, time.Millisecond, "one two"); err != nil { // refused with a 429
+			return "", err
+		}
+		ts.StreamText("one two three") // waits for the minute the platform asked for
+		if err := sa.advanceUntil(ctx, clock, 20*time.Second, "one two three"); err != nil {
+			return "", err
+		}
+		return "one two three four", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	ds := h.ad.deliveries()
+	if len(ds) != 1 || !slices.Equal(ds[0].Streamed, []string{"s1"}) {
+		t.Fatalf("deliveries = %+v, want one reply editing s1", ds)
+	}
+	if calls := sa.streamCalls(); len(calls) != 3 {
+		t.Fatalf("stream calls = %+v, want post, refused edit, edit after the wait", calls)
+	}
+}
+
+func TestStreamWorkingStatusReplacedByAnswer(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	h.opts = func(o *core.Options) { o.Clock = clock }
+	sa := newStreamAdapter(h.ad)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		ts := job.Env.(core.TextStreamer)
+		ts.StreamWorking("shell", "http_fetch")
+		if err := sa.waitText(ctx, "_working: shell, http_fetch_"); err != nil {
+			return "", err
+		}
+		ts.StreamText("The build is green.")
+		if err := sa.advanceUntil(ctx, clock, time.Second, "The build is green."); err != nil {
+			return "", err
+		}
+		return "The build is green.", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	calls := sa.streamCalls()
+	if len(calls) != 2 || !slices.Equal(calls[1].Posted, []string{"s1"}) || calls[1].Shown != "_working: shell, http_fetch_" {
+		t.Fatalf("stream calls = %+v, want the status posted, then replaced in s1 by the answer", calls)
+	}
+	if ds := h.ad.deliveries(); len(ds) != 1 || !slices.Equal(ds[0].Streamed, []string{"s1"}) {
+		t.Fatalf("deliveries = %+v", ds)
+	}
+}
