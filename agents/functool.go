@@ -14,9 +14,18 @@ type FuncTool struct {
 	// properties.
 	Params json.RawMessage
 	Fn     func(ctx context.Context, call ToolCall) (string, error)
+	// Repeatable says every call may run again after a restart interrupted it
+	// (RepeatSafer, DESIGN.md §8); false for a tool with effects.
+	Repeatable bool
 }
 
-var _ Tool = (*FuncTool)(nil)
+var (
+	_ Tool        = (*FuncTool)(nil)
+	_ RepeatSafer = (*FuncTool)(nil)
+)
+
+// RepeatSafe implements RepeatSafer: Repeatable.
+func (f *FuncTool) RepeatSafe(json.RawMessage) bool { return f.Repeatable }
 
 // Name implements Tool.
 func (f *FuncTool) Name() string { return f.ToolName }

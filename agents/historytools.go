@@ -45,7 +45,8 @@ func HistoryTools() []Tool {
 				`"after_id":{"type":"integer","description":"return messages with ids above this one"},` +
 				`"limit":{"type":"integer","description":"messages per page, 1 to 100, default 20"}},` +
 				`"additionalProperties":false}`),
-			Fn: readHistory,
+			Fn:         readHistory,
+			Repeatable: true, // a read
 		},
 		&FuncTool{
 			ToolName: RecallMessagesName,
@@ -55,7 +56,8 @@ func HistoryTools() []Tool {
 				`"query":{"type":"string","description":"keywords to look for"},` +
 				`"limit":{"type":"integer","description":"maximum results, 1 to 50, default 10"}},` +
 				`"required":["query"],"additionalProperties":false}`),
-			Fn: recallMessages,
+			Fn:         recallMessages,
+			Repeatable: true, // a read
 		},
 	}
 }

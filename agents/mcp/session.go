@@ -21,8 +21,10 @@ import (
 // initialized HTTP client. A new session is made for every (re)start.
 type session struct {
 	server string
-	client *client.Client
-	proc   *process // nil for HTTP
+	// idempotent is ServerConfig.Idempotent: its tools are repeat-safe.
+	idempotent bool
+	client     *client.Client
+	proc       *process // nil for HTTP
 	// refresh is signalled (never blocking) on tools/list_changed.
 	refresh chan struct{}
 	// cancel ends the session's own context (Listen stream, transport).
@@ -105,7 +107,7 @@ func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) {
 // StartTimeout. On failure everything it started is stopped again.
 func (m *Manager) connect(ctx context.Context, cfg ServerConfig) (*session, error) {
 	sctx, cancel := context.WithCancel(ctx)
-	s := &session{server: cfg.Name, refresh: make(chan struct{}, 1), cancel: cancel, expired: make(chan struct{})}
+	s := &session{server: cfg.Name, idempotent: cfg.Idempotent, refresh: make(chan struct{}, 1), cancel: cancel, expired: make(chan struct{})}
 	var tr transport.Interface
 	if cfg.Command != "" {
 		p, err := startProcess(cfg, m.opts)

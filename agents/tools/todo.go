@@ -16,7 +16,8 @@ const todoMax = 100
 
 func todoWriteTool() agents.Tool {
 	return &tool{
-		name: "todo_write",
+		name:   "todo_write",
+		repeat: always, // a read or a whole replacement
 		desc: "Replace your todo list for this thread with the given items (seed §6 item 5). " +
 			"Use it to plan multi-step work and keep it current: send the whole list every time, " +
 			"each item with status pending, in_progress or done. The list is shown in your prompt.",

@@ -161,7 +161,7 @@ func newMCP(cfg *config.Config, reg *agents.Registry, log *slog.Logger, say func
 	}
 	servers := make([]mcp.ServerConfig, 0, len(cfg.MCPServers))
 	for _, s := range cfg.MCPServers {
-		servers = append(servers, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
+		servers = append(servers, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers, Idempotent: s.Idempotent})
 	}
 	opts := mcp.Options{
 		Servers:  servers,
