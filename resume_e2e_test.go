@@ -423,3 +423,110 @@ func TestResumeAfterKillAtEveryStep(t *testing.T) {
 		})
 	}
 }
+
+// approveDeploy waits for the question of the deploy call and approves it.
+func (x *resumeRig) approveDeploy() core.QuestionID {
+	x.t.Helper()
+	var q core.Question
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var qs []core.Question
+		err := x.cur.st.View(context.Background(), func(tx core.ReadTx) error {
+			var err error
+			qs, err = tx.Questions(true, 0)
+			return err
+		})
+		if err != nil {
+			x.t.Fatal(err)
+		}
+		if len(qs) == 1 && len(qs[0].Askers) > 0 {
+			q = qs[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("no question; printed:\n%s", x.out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, err := x.cur.eng.Answer(context.Background(), core.Answer{Question: q.ID, Choice: core.ChoiceApprove, Actor: q.Askers[0], Name: "You"})
+	if err != nil || res.Outcome != core.AnswerAccepted {
+		x.t.Fatalf("approve: %+v, %v", res, err)
+	}
+	return q.ID
+}
+
+// outcome is the stored outcome of question id.
+func (x *resumeRig) outcome(id core.QuestionID) string {
+	x.t.Helper()
+	var q core.Question
+	err := x.cur.st.View(context.Background(), func(tx core.ReadTx) error {
+		var err error
+		q, err = tx.Question(id)
+		return err
+	})
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	return q.Outcome
+}
+
+// TestResumeApprovedCall: an approved call of deploy (not safe to repeat) that
+// a kill interrupted mid-call is reported to the model as interrupted and not
+// run again; an approval recorded just before a kill (the call had not
+// started) runs its call exactly once after the restart.
+func TestResumeApprovedCall(t *testing.T) {
+	script := func(step int) openaitest.Reply {
+		if step == 0 {
+			return openaitest.Calls(openaitest.Call("deploy", `{"target":"prod"}`))
+		}
+		return openaitest.Text(resumeFinal)
+	}
+	for _, midCall := range []bool{true, false} {
+		x := newResumeRig(t, resumeTeam, script)
+		var at func(stepView) (bool, bool)
+		if midCall {
+			x.hooks["tool:deploy"] = func() { x.cur.st.kill() }
+		} else {
+			// Kill as the resumed run is about to start the approved call.
+			at = func(v stepView) (bool, bool) { s, d := v.call("deploy"); return s && !d, true }
+		}
+		x.start(at)
+		x.say("deploy to prod")
+		q := x.approveDeploy()
+		x.waitKilled()
+		x.mu.Lock()
+		delete(x.hooks, "tool:deploy")
+		x.mu.Unlock()
+		x.start(nil)
+		x.idle()
+
+		if n := x.count("[engineer] " + resumeFinal); n != 1 {
+			t.Errorf("midCall=%v: reply printed %d times, want 1; printed:\n%s", midCall, n, x.out.String())
+		}
+		results := x.toolResults()
+		x.mu.Lock()
+		in, ran := x.toolIn["deploy"], x.toolRan["deploy"]
+		x.mu.Unlock()
+		if midCall {
+			if in != 1 || ran != 0 {
+				t.Errorf("interrupted approved call reached %d times, finished %d times; want 1 and 0", in, ran)
+			}
+			if len(results) != 1 || !strings.Contains(results[0], "interrupted by a restart") {
+				t.Errorf("tool results the model got = %q, want the call reported interrupted", results)
+			}
+			if got := x.outcome(q); got != core.OutcomeInterrupted {
+				t.Errorf("outcome = %q, want %q", got, core.OutcomeInterrupted)
+			}
+		} else {
+			if in != 1 || ran != 1 {
+				t.Errorf("approved call reached %d times, finished %d times; want exactly once", in, ran)
+			}
+			if len(results) != 1 || !strings.Contains(results[0], "deploy ok") {
+				t.Errorf("tool results the model got = %q, want the call's result", results)
+			}
+			if got := x.outcome(q); got != core.OutcomeRan {
+				t.Errorf("outcome = %q, want %q", got, core.OutcomeRan)
+			}
+		}
+	}
+}
