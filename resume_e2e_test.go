@@ -153,7 +153,9 @@ type resumeRig struct {
 	toolRan  map[string]int // calls that finished
 	// hooks, by "model:<step>" or "tool:<name>", run when that step starts in
 	// the current engine; they may kill it.
-	hooks map[string]func()
+	hooks map[string]func(ctx context.Context)
+	// grace is the engines' ShutdownGrace; 0 is 2s.
+	grace time.Duration
 
 	cur *resumeEngine
 }
@@ -173,7 +175,7 @@ const resumeFinal = "all done"
 // the final answer, chosen by the number of tool results in the request.
 func newResumeRig(t *testing.T, team []core.BotProfile, script func(step int) openaitest.Reply) *resumeRig {
 	x := &resumeRig{t: t, path: filepath.Join(t.TempDir(), "openbot.db"), srv: openaitest.New(t), out: &syncBuffer{}, team: team,
-		modelRan: map[int]int{}, toolIn: map[string]int{}, toolRan: map[string]int{}, hooks: map[string]func(){}}
+		modelRan: map[int]int{}, toolIn: map[string]int{}, toolRan: map[string]int{}, hooks: map[string]func(context.Context){}}
 	x.srv.Handle(func(r openaitest.Request) openaitest.Reply {
 		step := 0
 		for _, m := range r.Body.Messages {
@@ -181,7 +183,7 @@ func newResumeRig(t *testing.T, team []core.BotProfile, script func(step int) op
 				step++
 			}
 		}
-		x.hook(fmt.Sprint("model:", step))
+		x.hook(context.Background(), fmt.Sprint("model:", step))
 		if x.cur.st.dead.Load() {
 			return openaitest.Error(400, "the process is dead")
 		}
@@ -193,12 +195,12 @@ func newResumeRig(t *testing.T, team []core.BotProfile, script func(step int) op
 	return x
 }
 
-func (x *resumeRig) hook(name string) {
+func (x *resumeRig) hook(ctx context.Context, name string) {
 	x.mu.Lock()
 	h := x.hooks[name]
 	x.mu.Unlock()
 	if h != nil {
-		h()
+		h(ctx)
 	}
 }
 
@@ -212,8 +214,8 @@ func (x *resumeRig) tool(name string, repeatable bool) agents.Tool {
 			x.mu.Lock()
 			x.toolIn[name]++
 			x.mu.Unlock()
-			x.hook("tool:" + name)
-			if x.cur.st.dead.Load() {
+			x.hook(ctx, "tool:"+name)
+			if x.cur.st.dead.Load() || ctx.Err() != nil {
 				return "", errKilled // killed mid-call: the call never finishes
 			}
 			x.mu.Lock()
@@ -247,7 +249,11 @@ func (x *resumeRig) start(at func(stepView) (bool, bool)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.eng, err = core.New(core.Options{Store: e.st, Agent: ag, Bots: x.team, ShutdownGrace: 2 * time.Second})
+	grace := x.grace
+	if grace == 0 {
+		grace = 2 * time.Second
+	}
+	e.eng, err = core.New(core.Options{Store: e.st, Agent: ag, Bots: x.team, ShutdownGrace: grace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +386,7 @@ func TestResumeAfterKillAtEveryStep(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			x := newResumeRig(t, resumeTeam, twoTools)
 			if b.hook != "" {
-				x.hooks[b.hook] = func() {
+				x.hooks[b.hook] = func(context.Context) {
 					x.mu.Lock()
 					delete(x.hooks, b.hook) // once: the next engine goes on
 					x.mu.Unlock()
@@ -485,7 +491,7 @@ func TestResumeApprovedCall(t *testing.T) {
 		x := newResumeRig(t, resumeTeam, script)
 		var at func(stepView) (bool, bool)
 		if midCall {
-			x.hooks["tool:deploy"] = func() { x.cur.st.kill() }
+			x.hooks["tool:deploy"] = func(context.Context) { x.cur.st.kill() }
 		} else {
 			// Kill as the resumed run is about to start the approved call.
 			at = func(v stepView) (bool, bool) { s, d := v.call("deploy"); return s && !d, true }
@@ -528,5 +534,45 @@ func TestResumeApprovedCall(t *testing.T) {
 				t.Errorf("outcome = %q, want %q", got, core.OutcomeRan)
 			}
 		}
+	}
+}
+
+// TestResumeAfterGracefulShutdown: a shutdown whose grace ends while a tool call
+// runs stops the run without failing it; the next start resumes it, tells the
+// model the call (not safe to repeat) was interrupted, and finishes the run.
+func TestResumeAfterGracefulShutdown(t *testing.T) {
+	x := newResumeRig(t, resumeTeam, twoTools)
+	x.grace = 50 * time.Millisecond
+	entered := make(chan struct{})
+	x.hooks["tool:step_a"] = func(ctx context.Context) {
+		x.mu.Lock()
+		delete(x.hooks, "tool:step_a")
+		x.mu.Unlock()
+		close(entered)
+		<-ctx.Done() // runs until the shutdown's grace ends
+	}
+	x.start(nil)
+	x.say("please do both steps")
+	select {
+	case <-entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("step_a never started")
+	}
+	x.stop(x.cur)
+	x.start(nil)
+	x.idle()
+	if n := x.count("[engineer] " + resumeFinal); n != 1 {
+		t.Errorf("reply printed %d times, want 1; printed:\n%s", n, x.out.String())
+	}
+	if n := x.count("could not finish") + x.count("interrupted because openbot restarted"); n != 0 {
+		t.Errorf("failure notices printed:\n%s", x.out.String())
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.toolIn["step_a"] != 1 || x.toolRan["step_a"] != 0 || x.toolRan["step_b"] != 1 {
+		t.Errorf("step_a reached %d, finished %d; step_b finished %d", x.toolIn["step_a"], x.toolRan["step_a"], x.toolRan["step_b"])
+	}
+	if x.modelRan[0] != 1 || x.modelRan[1] != 1 || x.modelRan[2] != 1 {
+		t.Errorf("model calls by step = %v, want each once", x.modelRan)
 	}
 }
