@@ -141,7 +141,7 @@ func (v stepView) final() bool {
 // resumeRig is one bbolt file that engines are started on, one after the other,
 // with a fake model and fake tools whose effects are counted across them.
 type resumeRig struct {
-	t    *testing.T
+	t    testing.TB
 	path string
 	srv  *openaitest.Server
 	out  *syncBuffer
@@ -155,7 +155,8 @@ type resumeRig struct {
 	// the current engine; they may kill it.
 	hooks map[string]func(ctx context.Context)
 	// grace is the engines' ShutdownGrace; 0 is 2s.
-	grace time.Duration
+	grace  time.Duration
+	limits core.Limits
 
 	cur *resumeEngine
 }
@@ -173,7 +174,7 @@ const resumeFinal = "all done"
 
 // newResumeRig scripts the model: a call of step_a, then a call of step_b, then
 // the final answer, chosen by the number of tool results in the request.
-func newResumeRig(t *testing.T, team []core.BotProfile, script func(step int) openaitest.Reply) *resumeRig {
+func newResumeRig(t testing.TB, team []core.BotProfile, script func(step int) openaitest.Reply) *resumeRig {
 	x := &resumeRig{t: t, path: filepath.Join(t.TempDir(), "openbot.db"), srv: openaitest.New(t), out: &syncBuffer{}, team: team,
 		modelRan: map[int]int{}, toolIn: map[string]int{}, toolRan: map[string]int{}, hooks: map[string]func(context.Context){}}
 	x.srv.Handle(func(r openaitest.Request) openaitest.Reply {
@@ -253,7 +254,7 @@ func (x *resumeRig) start(at func(stepView) (bool, bool)) {
 	if grace == 0 {
 		grace = 2 * time.Second
 	}
-	e.eng, err = core.New(core.Options{Store: e.st, Agent: ag, Bots: x.team, ShutdownGrace: grace})
+	e.eng, err = core.New(core.Options{Store: e.st, Agent: ag, Bots: x.team, Limits: x.limits, ShutdownGrace: grace})
 	if err != nil {
 		t.Fatal(err)
 	}
