@@ -440,3 +440,11 @@ func TestMCPReadyTimeout(t *testing.T) {
 		t.Errorf("errors = %v, want one at mcp_ready_timeout", es)
 	}
 }
+
+// TestMCPIdempotent: mcp_servers[].idempotent is read; it defaults to false.
+func TestMCPIdempotent(t *testing.T) {
+	cfg := parseOK(t, minimal+"mcp_servers: [{name: a, command: x, idempotent: true}, {name: b, command: y}]\n", nil)
+	if len(cfg.MCPServers) != 2 || !cfg.MCPServers[0].Idempotent || cfg.MCPServers[1].Idempotent {
+		t.Fatalf("mcp servers = %+v", cfg.MCPServers)
+	}
+}
