@@ -340,4 +340,3 @@ func (x *resumeRig) toolResults() []string {
 	}
 	return out
 }
-
