@@ -51,8 +51,16 @@ func lookupRegistry(t *testing.T, calls *int, repeatable bool) *Registry {
 	return reg
 }
 
+// restarted is what restartJob observed.
+type restarted struct {
+	res   core.Result
+	env   *fakeEnv
+	srv   *openaitest.Server
+	calls int // calls that reached the lookup tool
+}
+
 // restartJob resumes a run from cp after a restart, at clock time now.
-func restartJob(t *testing.T, cp json.RawMessage, repeatable bool, clock *setClock, reply ...openaitest.Reply) (core.Result, error, *fakeEnv, *openaitest.Server, int) {
+func restartJob(t *testing.T, cp json.RawMessage, repeatable bool, clock *setClock, reply ...openaitest.Reply) (restarted, error) {
 	t.Helper()
 	srv := openaitest.New(t)
 	srv.Enqueue(reply...)
@@ -65,7 +73,7 @@ func restartJob(t *testing.T, cp json.RawMessage, repeatable bool, clock *setClo
 	job := newJob(env, bot, false, trig)
 	job.Run.Checkpoint, job.Restart = cp, true
 	res, err := execute(t, a, job)
-	return res, err, env, srv, calls
+	return restarted{res: res, env: env, srv: srv, calls: calls}, err
 }
 
 // TestRestartResumesFromEachStep resumes from every step checkpoint: no
@@ -96,7 +104,8 @@ func TestRestartResumesFromEachStep(t *testing.T) {
 		if c.requests == 2 {
 			replies = []openaitest.Reply{openaitest.Calls(openaitest.ToolCall{ID: "c1", Name: "lookup", Arguments: `{}`}), final}
 		}
-		res, err, env, srv, calls := restartJob(t, cps[c.cp], c.repeatable, clock, replies...)
+		got, err := restartJob(t, cps[c.cp], c.repeatable, clock, replies...)
+		res, env, srv, calls := got.res, got.env, got.srv, got.calls
 		if err != nil || res.Reply != "The answer is 42." {
 			t.Errorf("%s: result %+v, %v", c.name, res, err)
 			continue
@@ -126,7 +135,8 @@ func TestRestartNoticeOnlyWhenSlow(t *testing.T) {
 	cps := stepCheckpoints(t, clock)
 	for _, wait := range []time.Duration{ResumeNoticeAfter - time.Second, ResumeNoticeAfter} {
 		clock.set(t0.Add(wait))
-		_, err, env, _, _ := restartJob(t, cps[1], false, clock, openaitest.Text("The answer is 42."))
+		got, err := restartJob(t, cps[1], false, clock, openaitest.Text("The answer is 42."))
+		env := got.env
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +160,8 @@ func TestRestartCannotResume(t *testing.T) {
 	v2, _ := json.Marshal(old)
 	for name, cp := range map[string]json.RawMessage{"missing": nil, "corrupt": json.RawMessage(`{"version":`),
 		"older format": v2, "unresumable": json.RawMessage(`{"version":3,"unresumable":"too large"}`)} {
-		_, err, _, srv, calls := restartJob(t, cp, true, clock, openaitest.Text("never"))
+		got, err := restartJob(t, cp, true, clock, openaitest.Text("never"))
+		srv, calls := got.srv, got.calls
 		var pe core.PeopleError
 		if !errors.Is(err, ErrBadCheckpoint) || !errors.As(err, &pe) || !strings.Contains(pe.Notice(), "could not be resumed") {
 			t.Errorf("%s: err = %v", name, err)
