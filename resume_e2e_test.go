@@ -233,6 +233,7 @@ func TestResumeAfterGracefulShutdown(t *testing.T) {
 		t.Fatal("step_a never started")
 	}
 	x.stop(x.cur)
+	x.grace = 0 // settling is bounded by the grace too
 	x.start(nil)
 	x.idle()
 	if n := x.count("[engineer] " + resumeFinal); n != 1 {

@@ -177,11 +177,14 @@ func TestRestartResumesRunWithCheckpoint(t *testing.T) {
 		return orig(ctx, j)
 	}
 	h.agent.mu.Unlock()
+	// A short grace for the first start only: the settling of the resumed run
+	// is bounded by the grace too.
 	h.opts = func(o *core.Options) { o.ShutdownGrace = 10 * time.Millisecond }
 	wait := entered
 	h.start()
 	<-wait
 	h.stop()
+	h.opts = nil
 	h.start()
 	h.idle()
 
