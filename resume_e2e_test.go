@@ -152,8 +152,9 @@ func (x *resumeRig) outcome(id core.QuestionID) string {
 
 // TestResumeApprovedCall: an approved call of deploy (not safe to repeat) that
 // a kill interrupted mid-call is reported to the model as interrupted and not
-// run again; an approval recorded just before a kill (the call had not
-// started) runs its call exactly once after the restart.
+// run again; an approval recorded just before a kill (the resumed run had not
+// started the call, or the resume was not even picked) runs its call exactly
+// once after the restart.
 func TestResumeApprovedCall(t *testing.T) {
 	script := func(step int) openaitest.Reply {
 		if step == 0 {
@@ -161,14 +162,31 @@ func TestResumeApprovedCall(t *testing.T) {
 		}
 		return openaitest.Text(resumeFinal)
 	}
-	for _, midCall := range []bool{true, false} {
+	cases := []struct {
+		name    string
+		midCall bool
+	}{{"mid-call", true}, {"answered, call not started", false}, {"answered, resume not picked", false}}
+	for _, c := range cases {
+		midCall := c.midCall
 		x := newResumeRig(t, resumeTeam, script)
 		var at func(stepView) (bool, bool)
-		if midCall {
+		switch c.name {
+		case "mid-call":
 			x.hooks["tool:deploy"] = func(context.Context) { x.cur.st.kill() }
-		} else {
+		case "answered, call not started":
 			// Kill as the resumed run is about to start the approved call.
 			at = func(v stepView) (bool, bool) { s, d := v.call("deploy"); return s && !d, true }
+		default:
+			// Kill as the worker picks the answered question's resume: the
+			// second running write with the call pending (the first is the
+			// model's answer); the run stays waiting with the answer stored.
+			seen := 0
+			at = func(v stepView) (bool, bool) {
+				if s, d := v.call("deploy"); v.Pending != nil && !s && !d {
+					seen++
+				}
+				return seen == 2, true
+			}
 		}
 		x.start(at)
 		x.say("deploy to prod")
@@ -181,7 +199,7 @@ func TestResumeApprovedCall(t *testing.T) {
 		x.idle()
 
 		if n := x.count("[engineer] " + resumeFinal); n != 1 {
-			t.Errorf("midCall=%v: reply printed %d times, want 1; printed:\n%s", midCall, n, x.out.String())
+			t.Errorf("%s: reply printed %d times, want 1; printed:\n%s", c.name, n, x.out.String())
 		}
 		results := x.toolResults()
 		x.mu.Lock()
@@ -199,7 +217,7 @@ func TestResumeApprovedCall(t *testing.T) {
 			}
 		} else {
 			if in != 1 || ran != 1 {
-				t.Errorf("approved call reached %d times, finished %d times; want exactly once", in, ran)
+				t.Errorf("%s: approved call reached %d times, finished %d times; want exactly once", c.name, in, ran)
 			}
 			if len(results) != 1 || !strings.Contains(results[0], "deploy ok") {
 				t.Errorf("tool results the model got = %q, want the call's result", results)
