@@ -239,6 +239,8 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 
 // execute runs the agent and settles the run: reply posted, items done, held
 // hand-offs released; or failed with a notice in the thread naming the cause.
+// A run that shutdown cancelled is not settled: it stays running with its last
+// step checkpoint and the next start resumes it (DESIGN.md §8, recover).
 func (e *Engine) execute(ctx context.Context, job *Job) {
 	ctx, cancel := context.WithTimeout(ctx, e.limits.RunTimeout)
 	defer cancel()
