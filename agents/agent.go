@@ -274,6 +274,8 @@ func (a *Agent) maxModelCalls(bot core.BotProfile) int {
 // the transcript to resume from. With job.Resume set, Execute restores
 // job.Run.Checkpoint, feeds the answer to the paused tool call (running an
 // approved tool with exactly the approved arguments) and goes on with the loop.
+// With job.Restart set, Execute resumes a run a restart interrupted from its last
+// step checkpoint (DESIGN.md §8): no finished model or tool call runs again.
 //
 // Errors: ErrModelCallLimit, *ModelError for a failed model call (also an empty
 // answer, a cut-off or truncated stream), ErrBadCheckpoint for a resume that
@@ -300,16 +302,24 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 		tools: tools,
 		max:   a.maxModelCalls(job.Bot),
 	}
-	if job.Resume != nil {
+	switch {
+	case job.Restart:
+		// A run a restart interrupted goes on from its last step (DESIGN.md §8).
+		r.in = promptInput{job: job, view: &view{triggers: map[core.MessageID]bool{}}, tools: tools, unavailable: unavailable}
+		reply, done, err := r.resumeAfterRestart(ctx)
+		if err != nil || done {
+			return core.Result{Reply: reply, Usage: r.segmentUsage()}, err
+		}
+	case job.Resume != nil:
 		// The prompt comes from the checkpoint, exactly as the model saw it.
 		r.in = promptInput{job: job, view: &view{triggers: map[core.MessageID]bool{}}, tools: tools, unavailable: unavailable}
-		if err := r.restore(job.Run.Checkpoint); err != nil {
+		if _, err := r.restore(job.Run.Checkpoint, false); err != nil {
 			return core.Result{}, err
 		}
 		if err := r.resume(ctx, job.Resume); err != nil {
 			return core.Result{Usage: r.segmentUsage()}, err
 		}
-	} else {
+	default:
 		v, err := unroll(ctx, job, a.opts.Limits)
 		if err != nil {
 			return core.Result{}, fmt.Errorf("unroll thread: %w", err)
@@ -331,11 +341,13 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 			}
 		}
 		r.in = in
+		// The first step boundary: a restart from here on resumes the run.
+		_ = r.checkpoint(ctx)
 	}
 	reply, pause, err := r.loop(ctx)
 	res := core.Result{Reply: reply, Usage: r.segmentUsage()}
 	if err == nil && pause != nil {
-		cp, err := r.snapshot(true)
+		cp, err := r.snapshot()
 		if err != nil {
 			return res, fmt.Errorf("save the checkpoint of the paused run: %w", err)
 		}

@@ -97,8 +97,8 @@ func TestStreamingTextReply(t *testing.T) {
 	if ev := env.events[0].Payload; ev["prompt_tokens"] != float64(100) || ev["completion_tokens"] != float64(9) {
 		t.Errorf("model_call event = %v", ev)
 	}
-	if len(env.checkpoints) != 1 {
-		t.Errorf("checkpoints = %d, want 1", len(env.checkpoints))
+	if len(env.checkpoints) != 2 {
+		t.Errorf("checkpoints = %d, want 2 (at the start, after the answer)", len(env.checkpoints))
 	}
 }
 
@@ -160,11 +160,11 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if types := env.eventTypes(); !slices.Equal(types, []string{"model_call", "tool_call", "tool_result", "model_call"}) {
 		t.Errorf("events = %v", types)
 	}
-	if len(env.checkpoints) != 3 {
-		t.Errorf("checkpoints = %d, want 3 (after each step)", len(env.checkpoints))
+	if len(env.checkpoints) != 5 {
+		t.Errorf("checkpoints = %d, want 5 (start, answer, tool started, tool done, answer)", len(env.checkpoints))
 	}
 	var cp checkpointData
-	if err := json.Unmarshal(env.checkpoints[2], &cp); err != nil || len(cp.Transcript) != 3 || cp.Usage.ModelCalls != 2 {
+	if err := json.Unmarshal(env.checkpoints[len(env.checkpoints)-1], &cp); err != nil || len(cp.Transcript) != 3 || cp.Usage.ModelCalls != 2 {
 		t.Errorf("last checkpoint = %+v, %v", cp, err)
 	}
 }

@@ -103,7 +103,7 @@ func (r *run) runApproved(ctx context.Context, q *core.Question, call openai.Too
 	saved := r.tools
 	r.tools = append([]Tool(nil), saved...)
 	r.tools[idx] = rec
-	res := r.execCalls(ctx, []openai.ToolCall{call})[0]
+	res := r.execCalls(ctx, []openai.ToolCall{call}, nil)[0]
 	r.tools = saved
 	switch {
 	case !rec.called:

@@ -17,15 +17,22 @@ type FuncTool struct {
 	// ReachText is what a call can reach, shown in approval prompts (Reacher);
 	// "" says nothing.
 	ReachText string
+	// Repeatable says every call may run again after a restart interrupted it
+	// (RepeatSafer, DESIGN.md §8); false for a tool with effects.
+	Repeatable bool
 }
 
 var (
-	_ Tool    = (*FuncTool)(nil)
-	_ Reacher = (*FuncTool)(nil)
+	_ Tool        = (*FuncTool)(nil)
+	_ Reacher     = (*FuncTool)(nil)
+	_ RepeatSafer = (*FuncTool)(nil)
 )
 
 // Reach implements Reacher: ReachText, whatever the bot.
 func (f *FuncTool) Reach(string) string { return f.ReachText }
+
+// RepeatSafe implements RepeatSafer: Repeatable.
+func (f *FuncTool) RepeatSafe(json.RawMessage) bool { return f.Repeatable }
 
 // Name implements Tool.
 func (f *FuncTool) Name() string { return f.ToolName }

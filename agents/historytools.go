@@ -45,8 +45,9 @@ func HistoryTools() []Tool {
 				`"after_id":{"type":"integer","description":"return messages with ids above this one"},` +
 				`"limit":{"type":"integer","description":"messages per page, 1 to 100, default 20"}},` +
 				`"additionalProperties":false}`),
-			Fn:        readHistory,
-			ReachText: "reads only this thread's messages; reaches no file, network or person",
+			Fn:         readHistory,
+			ReachText:  "reads only this thread's messages; reaches no file, network or person",
+			Repeatable: true, // a read
 		},
 		&FuncTool{
 			ToolName: RecallMessagesName,
@@ -56,8 +57,9 @@ func HistoryTools() []Tool {
 				`"query":{"type":"string","description":"keywords to look for"},` +
 				`"limit":{"type":"integer","description":"maximum results, 1 to 50, default 10"}},` +
 				`"required":["query"],"additionalProperties":false}`),
-			Fn:        recallMessages,
-			ReachText: "searches only this thread's messages; reaches no file, network or person",
+			Fn:         recallMessages,
+			ReachText:  "searches only this thread's messages; reaches no file, network or person",
+			Repeatable: true, // a read
 		},
 	}
 }

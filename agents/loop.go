@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -35,6 +36,8 @@ type run struct {
 	usage      core.Usage                     // cumulative over the run's segments
 	base       core.Usage                     // usage before this Execute call
 	trimmed    bool                           // the one context-length retry was used
+	// mu guards pending and checkpoints while tool calls run concurrently.
+	mu sync.Mutex
 	// down says why, by tool source, a source the bot selects is not available
 	// to this run (awaitSources).
 	down map[string]string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -17,31 +18,42 @@ import (
 // for the answered tool call. The run cannot go on and fails.
 var ErrBadCheckpoint = errors.New("cannot resume the run")
 
-// checkpointVersion is the version of checkpointData written now.
-const checkpointVersion = 2
+// checkpointVersion is the version of checkpointData written now. Version 2
+// (pause checkpoints without Started marks) is still read to resume a paused run;
+// a run interrupted by a restart resumes only from version 3.
+const checkpointVersion = 3
 
-// checkpointData is the run's transcript, saved on the run after every step
-// (RunEnv.Checkpoint) and returned in Result.Checkpoint when the run pauses.
+// maxCheckpointBytes bounds a step checkpoint (RunEnv.Checkpoint). A larger
+// state is stored as a checkpoint that says it cannot be resumed, so a restart
+// fails the run with a notice instead of running anything twice.
+const maxCheckpointBytes = 8 << 20
+
+// checkpointData is the run's state, saved on the run before and after every
+// step (RunEnv.Checkpoint: when the run starts, after each model answer, before
+// and after each tool call) and returned in Result.Checkpoint when the run pauses
+// (DESIGN.md §5, §8).
 //
-// Version 2 (DESIGN.md §5, paused runs): Prompt is the system prompt and the unrolled history exactly
-// as sent to the model; it is always present in a pause checkpoint (and in every
-// checkpoint of a resumed run), so a resumed run continues the same conversation
-// even though the thread has moved on. Transcript is this run's assistant and tool
-// messages, ending with the assistant tool-call message while Pending is set.
-// Pending is the tool calls of that last message: the results of the calls already
-// executed or answered, and the calls still waiting for a person. Usage (with
-// ModelCalls) is cumulative over all segments of the run, so limits hold across
-// pause and resume.
+// Prompt is the system prompt and the unrolled history exactly as sent to the
+// model, so a resumed run continues the same conversation even though the thread
+// has moved on. Transcript is this run's assistant and tool messages, ending with
+// the assistant tool-call message while Pending is set. Pending is the tool calls
+// of that last message: the results of the calls already executed or answered,
+// the calls started and not finished (Started), and the calls still waiting for
+// a person. Usage (with ModelCalls) is cumulative over all segments of the run,
+// so limits hold across pause, restart and resume. At is when it was written
+// (Options.Clock). Unresumable, when set, says why the state was not kept.
 type checkpointData struct {
-	Version    int                            `json:"version"`
-	Model      string                         `json:"model"`
-	History    []core.MessageID               `json:"history,omitempty"` // thread messages shown
-	Prompt     []openai.ChatCompletionMessage `json:"prompt,omitempty"`
-	Transcript []openai.ChatCompletionMessage `json:"transcript"`
-	Pending    *pendingTurn                   `json:"pending,omitempty"`
-	Usage      core.Usage                     `json:"usage"`
-	ModelCalls int                            `json:"model_calls"`
-	Trimmed    bool                           `json:"trimmed,omitempty"`
+	Version     int                            `json:"version"`
+	Model       string                         `json:"model"`
+	History     []core.MessageID               `json:"history,omitempty"` // thread messages shown
+	Prompt      []openai.ChatCompletionMessage `json:"prompt,omitempty"`
+	Transcript  []openai.ChatCompletionMessage `json:"transcript"`
+	Pending     *pendingTurn                   `json:"pending,omitempty"`
+	Usage       core.Usage                     `json:"usage"`
+	ModelCalls  int                            `json:"model_calls"`
+	Trimmed     bool                           `json:"trimmed,omitempty"`
+	At          time.Time                      `json:"at,omitzero"`
+	Unresumable string                         `json:"unresumable,omitempty"`
 }
 
 // pendingTurn is a model turn whose tool calls are not all resolved yet.
@@ -53,16 +65,19 @@ type pendingTurn struct {
 
 // pendingCall is one tool call of a pending turn. Kind is "" for a call that runs
 // at once, QuestionAsk for ask_human and QuestionApproval for a tool that needs
-// approval. Done calls have their Result, the text the model will get.
+// approval. Started calls were handed to their tool; Done calls have their
+// Result, the text the model will get.
 type pendingCall struct {
-	Call   openai.ToolCall   `json:"call"`
-	Kind   core.QuestionKind `json:"kind,omitempty"`
-	Done   bool              `json:"done,omitempty"`
-	Result string            `json:"result,omitempty"`
+	Call    openai.ToolCall   `json:"call"`
+	Kind    core.QuestionKind `json:"kind,omitempty"`
+	Started bool              `json:"started,omitempty"`
+	Done    bool              `json:"done,omitempty"`
+	Result  string            `json:"result,omitempty"`
 }
 
-// snapshot marshals the run's state; withPrompt includes the prompt as sent.
-func (r *run) snapshot(withPrompt bool) (json.RawMessage, error) {
+// snapshot marshals the run's state with the prompt as sent. The caller holds
+// r.mu while tool calls run.
+func (r *run) snapshot() (json.RawMessage, error) {
 	var ids []core.MessageID
 	if r.in.view != nil {
 		ids = make([]core.MessageID, len(r.in.view.shown))
@@ -70,44 +85,55 @@ func (r *run) snapshot(withPrompt bool) (json.RawMessage, error) {
 			ids[i] = m.ID
 		}
 	}
-	cp := checkpointData{Version: checkpointVersion, Model: r.model, History: ids, Transcript: r.transcript,
-		Pending: r.pending, Usage: r.usage, ModelCalls: r.usage.ModelCalls, Trimmed: r.trimmed}
-	if withPrompt || r.prompt != nil {
-		cp.Prompt = r.promptMessages()
-	}
+	cp := checkpointData{Version: checkpointVersion, Model: r.model, History: ids, Prompt: r.promptMessages(),
+		Transcript: r.transcript, Pending: r.pending, Usage: r.usage, ModelCalls: r.usage.ModelCalls,
+		Trimmed: r.trimmed, At: r.agent.opts.Clock.Now()}
 	return json.Marshal(cp)
 }
 
-// checkpoint stores the run's state through RunEnv after a step; a failure is
-// logged, not fatal.
-func (r *run) checkpoint(ctx context.Context) {
-	raw, err := r.snapshot(false)
+// checkpoint stores the run's state durably through RunEnv (a step boundary,
+// DESIGN.md §8). A state larger than maxCheckpointBytes is stored as
+// unresumable. The error is logged and returned; callers that must not go on
+// without it (a tool call about to start) check it.
+func (r *run) checkpoint(ctx context.Context) error {
+	raw, err := r.snapshot()
+	if err == nil && len(raw) > maxCheckpointBytes {
+		r.agent.log.Warn("run state too large to checkpoint; a restart will not resume it", "run", r.job.Run.ID, "bytes", len(raw))
+		raw, err = json.Marshal(checkpointData{Version: checkpointVersion, Model: r.model, Usage: r.usage, ModelCalls: r.usage.ModelCalls,
+			At: r.agent.opts.Clock.Now(), Unresumable: fmt.Sprintf("its saved state grew past %d MiB", maxCheckpointBytes>>20)})
+	}
 	if err == nil {
 		err = r.job.Env.Checkpoint(ctx, raw)
 	}
 	if err != nil {
 		r.agent.log.Warn("checkpoint run", "run", r.job.Run.ID, "err", err)
 	}
+	return err
 }
 
-// restore loads a pause checkpoint into r.
-func (r *run) restore(raw json.RawMessage) error {
+// restore loads a checkpoint into r: a pause checkpoint (version 2 or 3, with
+// the paused tool call) to resume after an answer, or with restart any version-3
+// step checkpoint to resume after a restart. It returns the checkpoint's time.
+func (r *run) restore(raw json.RawMessage, restart bool) (time.Time, error) {
 	id := r.job.Run.ID
 	if len(raw) == 0 {
-		return fmt.Errorf("%w %d: it has no saved checkpoint", ErrBadCheckpoint, id)
+		return time.Time{}, fmt.Errorf("%w %d: it has no saved checkpoint", ErrBadCheckpoint, id)
 	}
 	var cp checkpointData
 	if err := json.Unmarshal(raw, &cp); err != nil {
-		return fmt.Errorf("%w %d: its checkpoint is corrupt (%v)", ErrBadCheckpoint, id, err)
+		return time.Time{}, fmt.Errorf("%w %d: its checkpoint is corrupt (%v)", ErrBadCheckpoint, id, err)
 	}
-	if cp.Version != checkpointVersion {
-		return fmt.Errorf("%w %d: checkpoint version %d is not supported (want %d)", ErrBadCheckpoint, id, cp.Version, checkpointVersion)
+	if cp.Version != checkpointVersion && (restart || cp.Version != 2) {
+		return time.Time{}, fmt.Errorf("%w %d: checkpoint version %d is not supported (want %d)", ErrBadCheckpoint, id, cp.Version, checkpointVersion)
+	}
+	if cp.Unresumable != "" {
+		return time.Time{}, fmt.Errorf("%w %d: %s", ErrBadCheckpoint, id, cp.Unresumable)
 	}
 	if len(cp.Prompt) == 0 || cp.Prompt[0].Role != openai.ChatMessageRoleSystem {
-		return fmt.Errorf("%w %d: its checkpoint has no prompt", ErrBadCheckpoint, id)
+		return time.Time{}, fmt.Errorf("%w %d: its checkpoint has no prompt", ErrBadCheckpoint, id)
 	}
-	if cp.Pending == nil || len(cp.Transcript) == 0 {
-		return fmt.Errorf("%w %d: its checkpoint has no paused tool call", ErrBadCheckpoint, id)
+	if !restart && (cp.Pending == nil || len(cp.Transcript) == 0) {
+		return time.Time{}, fmt.Errorf("%w %d: its checkpoint has no paused tool call", ErrBadCheckpoint, id)
 	}
 	cp.Usage.ModelCalls = max(cp.Usage.ModelCalls, cp.ModelCalls)
 	r.prompt = cp.Prompt
@@ -116,7 +142,7 @@ func (r *run) restore(raw json.RawMessage) error {
 	r.usage = cp.Usage
 	r.base = cp.Usage
 	r.trimmed = cp.Trimmed
-	return nil
+	return cp.At, nil
 }
 
 // segmentUsage is the usage of this Execute call; core adds it to the run's.
@@ -174,16 +200,36 @@ func (r *run) advance(ctx context.Context) (*core.Pause, error) {
 		}
 	}
 	if len(calls) > 0 {
-		results := r.execCalls(ctx, calls)
-		waiting := false
+		// Each call is marked started durably before it reaches its tool and
+		// done with its result after (DESIGN.md §8). A call that returns while
+		// the run is stopping stays started: a resume decides about it.
+		hooks := &callHooks{
+			start: func(j int) error {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				p.Calls[idx[j]].Started = true
+				if err := r.checkpoint(ctx); err != nil {
+					p.Calls[idx[j]].Started = false
+					return fmt.Errorf("its start could not be saved (%v)", err)
+				}
+				return nil
+			},
+			done: func(j int, text string) {
+				if ctx.Err() != nil {
+					return
+				}
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				p.Calls[idx[j]].Done, p.Calls[idx[j]].Result = true, text
+				_ = r.checkpoint(ctx)
+			},
+		}
+		results := r.execCalls(ctx, calls, hooks)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("run stopped: %w", context.Cause(ctx))
+		}
 		for j, i := range idx {
 			p.Calls[i].Done, p.Calls[i].Result = true, results[j]
-		}
-		for _, pc := range p.Calls {
-			waiting = waiting || !pc.Done
-		}
-		if waiting {
-			r.checkpoint(ctx) // otherwise the checkpoint below covers the step
 		}
 	}
 	for _, pc := range p.Calls {
@@ -200,8 +246,8 @@ func (r *run) advance(ctx context.Context) (*core.Pause, error) {
 		r.transcript = append(r.transcript, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool,
 			ToolCallID: pc.Call.ID, Name: pc.Call.Function.Name, Content: pc.Result})
 	}
+	// Every result is already saved (each call's own step), so no checkpoint here.
 	r.pending = nil
-	r.checkpoint(ctx)
 	return nil, nil
 }
 
@@ -278,7 +324,14 @@ func (r *run) resume(ctx context.Context, q *core.Question) error {
 		if len(q.Args) > 0 {
 			call.Function.Arguments = string(q.Args)
 		}
+		pc.Started = true
+		if err := r.checkpoint(ctx); err != nil {
+			return fmt.Errorf("save the run before the approved call: %w", err)
+		}
 		pc.Result = r.runApproved(ctx, q, call)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("run stopped during the approved call: %w", context.Cause(ctx))
+		}
 	case q.Kind == core.QuestionApproval && q.Status == core.QuestionExpired:
 		pc.Result = "expired without an answer after the approval timeout; treat it as rejected. The tool was not run."
 		r.event(ctx, "tool_result", ev)
@@ -294,6 +347,6 @@ func (r *run) resume(ctx context.Context, q *core.Question) error {
 	}
 	pc.Done = true
 	p.Waiting = ""
-	r.checkpoint(ctx)
+	_ = r.checkpoint(ctx)
 	return nil
 }

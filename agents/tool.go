@@ -53,3 +53,32 @@ type Reacher interface {
 type CallApprover interface {
 	NeedsApproval(args json.RawMessage) bool
 }
+
+// RepeatSafer is implemented by a tool whose calls may run again when a restart
+// interrupted them after they started and before their result was saved
+// (DESIGN.md §8): a read, a write of the same content, a todo list replaced
+// whole. RepeatSafe gets the call's raw JSON arguments; it must be cheap, pure
+// and safe for concurrent use, and answer false for arguments it cannot read.
+// A tool that does not implement it, or answers false, is not run again: the
+// model is told the call was interrupted and may not have completed, and decides.
+type RepeatSafer interface {
+	RepeatSafe(args json.RawMessage) bool
+}
+
+// repeatSafe asks t whether a call with args may run again after a restart; a
+// tool that does not say, or panics, is not safe.
+func repeatSafe(t Tool, args string) (yes bool) {
+	rs, ok := t.(RepeatSafer)
+	if !ok {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			yes = false
+		}
+	}()
+	if args == "" {
+		args = "{}"
+	}
+	return rs.RepeatSafe(json.RawMessage(args))
+}

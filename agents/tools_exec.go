@@ -23,8 +23,9 @@ const eventResultCap = 2000
 // records a tool_call event per call before starting and a tool_result event per
 // call after all are done; the tool_result event carries the result text the
 // model gets ("result", capped at eventResultCap bytes) and its full size
-// ("result_bytes").
-func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall) []string {
+// ("result_bytes"). With h set, h.start runs before each call reaches its tool
+// (a call whose start fails is not run) and h.done after it returned.
+func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall, h *callHooks) []string {
 	byName := make(map[string]Tool, len(r.tools))
 	for _, t := range r.tools {
 		byName[t.Name()] = t
@@ -52,9 +53,18 @@ func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall) []string {
 				results[i] = result{text: "error: the run was stopped before this tool ran", isErr: true}
 				return
 			}
+			if h != nil && h.start != nil {
+				if err := h.start(i); err != nil {
+					results[i] = result{text: "error: the tool was not run: " + err.Error(), isErr: true}
+					return
+				}
+			}
 			start := r.agent.opts.Clock.Now()
 			text, chars, isErr := r.callTool(ctx, byName, c)
 			results[i] = result{text: text, isErr: isErr, ms: r.since(start).Milliseconds(), chars: chars}
+			if h != nil && h.done != nil {
+				h.done(i, text)
+			}
 		}()
 	}
 	wg.Wait()
@@ -68,6 +78,13 @@ func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall) []string {
 		out[i] = res.text
 	}
 	return out
+}
+
+// callHooks are called around each call of execCalls, from the call's own
+// goroutine, with the call's index; they must be safe for concurrent use.
+type callHooks struct {
+	start func(i int) error
+	done  func(i int, text string)
 }
 
 // callTool runs one call and renders its result for the model: output wrapped

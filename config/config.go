@@ -166,6 +166,10 @@ type MCPServer struct {
 	Env     map[string]string `yaml:"env"`
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// Idempotent says the server's tools may be called again when a restart
+	// interrupted a call after it started; default false: the model is told the
+	// call was interrupted and may not have completed (DESIGN.md §8).
+	Idempotent bool `yaml:"idempotent"`
 }
 
 // Console is a terminal channel account ("console/<name>").

@@ -454,3 +454,11 @@ func TestStreamingSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPIdempotent: mcp_servers[].idempotent is read; it defaults to false.
+func TestMCPIdempotent(t *testing.T) {
+	cfg := parseOK(t, minimal+"mcp_servers: [{name: a, command: x, idempotent: true}, {name: b, command: y}]\n", nil)
+	if len(cfg.MCPServers) != 2 || !cfg.MCPServers[0].Idempotent || cfg.MCPServers[1].Idempotent {
+		t.Fatalf("mcp servers = %+v", cfg.MCPServers)
+	}
+}

@@ -38,7 +38,11 @@ type Job struct {
 	// expired): the agent restores Run.Checkpoint and feeds the answer to the tool
 	// call Resume.CallID. Triggers are then the run's original triggers.
 	Resume *Question
-	Env    RunEnv
+	// Restart is set when this run was interrupted by a crash, kill or shutdown
+	// and continues from its last step checkpoint (Run.Checkpoint, DESIGN.md §8);
+	// Resume is then the run's answered question, if it has one.
+	Restart bool
+	Env     RunEnv
 
 	// startedBy maps a conversation to the platform id of the newest human message
 	// in it, which a hand-off's reply answers when its own trigger has no origin.

@@ -214,7 +214,7 @@ func (e *Engine) adapter(id AccountID) (Adapter, bool) {
 // Run recovers state left by an earlier process (seed §7, DESIGN.md §8), starts one
 // worker per bot and the delivery lanes, and blocks until ctx is done. Then it stops
 // intake, lets in-flight runs finish for up to ShutdownGrace before cancelling them
-// (a cancelled run is failed with a notice), flushes delivery for up to the same
+// (a cancelled run keeps its step checkpoint and resumes at the next start), flushes delivery for up to the same
 // bound, and returns. It returns an error only if recovery fails; the caller closes
 // the store after Run returns.
 func (e *Engine) Run(ctx context.Context) error {

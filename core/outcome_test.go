@@ -125,12 +125,26 @@ func TestApprovedCallOfFailedRunIsRecordedNotRun(t *testing.T) {
 	}
 }
 
-// A run that was carrying out an approved call when openbot died is failed at
-// the next start, and its question's outcome says it is not known whether the
-// call ran.
+// A run that was carrying out an approved call when openbot died resumes at the
+// next start (Job.Restart with its answered question); when the agent cannot
+// resume it, the run fails and its question's outcome says it is not known
+// whether the call ran.
 func TestApprovedCallInterruptedByCrashIsRecordedUnknown(t *testing.T) {
+	for _, resumable := range []bool{true, false} {
+		outcome := crashAfterApproval(t, resumable)
+		want := core.OutcomeInterrupted
+		if resumable {
+			want = ""
+		}
+		if outcome != want {
+			t.Errorf("resumable=%v: outcome = %q, want %q", resumable, outcome, want)
+		}
+	}
+}
+
+func crashAfterApproval(t *testing.T, resumable bool) string {
 	h := newQuestionHarness(t, "console:you")
-	approvalScript(h)
+	ran := approvalScript(h)
 	h.start()
 	h.say("@engineer deploy please")
 	h.idle()
@@ -162,9 +176,31 @@ func TestApprovedCallInterruptedByCrashIsRecordedUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var restarts int
+	script := h.agent.pause
+	h.agent.mu.Lock()
+	h.agent.pause = func(j *core.Job) (core.Result, bool) {
+		if !j.Restart {
+			return script(j)
+		}
+		restarts++
+		if !resumable || j.Resume == nil || !j.Resume.Approved() {
+			return core.Result{}, false // the engineer's reply func fails it below
+		}
+		return script(j)
+	}
+	h.agent.reply["engineer"] = func(context.Context, *core.Job) (string, error) {
+		return "", errors.New("cannot resume")
+	}
+	h.agent.mu.Unlock()
 	h.start()
 	h.idle()
-	if qs := questionsOf(h); len(qs) != 1 || qs[0].Outcome != core.OutcomeInterrupted {
+	if restarts != 1 || (*ran == 1) != resumable {
+		t.Fatalf("resumable=%v: restarted jobs %d, approved call ran %d times", resumable, restarts, *ran)
+	}
+	qs := questionsOf(h)
+	if len(qs) != 1 {
 		t.Fatalf("questions after the restart = %+v", qs)
 	}
+	return qs[0].Outcome
 }

@@ -6,25 +6,41 @@ import (
 	"strings"
 )
 
-// recover repairs what an earlier process left in flight (seed §7, DESIGN.md §8):
-// running and queued runs become failed with a notice in their thread, their
-// processing items fail, and held hand-offs of those bots are released when their
-// queue allows. Queued items stay queued and are picked as usual; waiting_human
-// runs and their questions are untouched; pending outbox entries are delivered by
-// the lanes once they start.
-//
-// Agents checkpoint their transcript on the run after every step, so a later change
-// can resume a running run from its Checkpoint here instead of failing it; for now
-// it is dropped with the run, as for every terminal run (seed G5).
+// recover repairs what an earlier process left in flight (seed §7, DESIGN.md §8).
+// A running run with a step checkpoint (Run.Checkpoint) resumes: it becomes
+// queued with a resume item in its bot's mailbox, its processing items stay
+// processing, and the pick that takes the item hands the agent a Job with
+// Restart set (pickRestartTx); a queued run left so by an earlier start keeps
+// its resume item. A running or queued run without a checkpoint cannot resume:
+// it becomes failed with a notice in its thread, its processing items fail, and
+// held hand-offs of its bot are released when their queue allows. Queued items
+// stay queued and are picked as usual; waiting_human runs and their questions
+// are untouched; pending outbox entries are delivered by the lanes once they
+// start.
 func (e *Engine) recover(ctx context.Context) error {
 	return e.store.Update(ctx, func(tx Tx) error {
-		var stale []Run
+		var stale, resumed []Run
 		for _, st := range []RunStatus{RunRunning, RunQueued} {
 			rs, err := tx.RunsByStatus(st)
 			if err != nil {
 				return err
 			}
-			stale = append(stale, rs...)
+			for _, r := range rs {
+				if len(r.Checkpoint) > 0 {
+					resumed = append(resumed, r)
+				} else {
+					stale = append(stale, r)
+				}
+			}
+		}
+		keep := map[ItemID]bool{}
+		for _, r := range resumed {
+			if err := e.queueRestartTx(tx, r); err != nil {
+				return err
+			}
+			for _, id := range r.Items {
+				keep[id] = true
+			}
 		}
 		now := e.clock.Now()
 		for _, r := range stale {
@@ -54,20 +70,98 @@ func (e *Engine) recover(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		failed := 0
 		for _, it := range items {
+			if keep[it.ID] {
+				continue
+			}
 			it.Status = ItemFailed
 			if _, err := tx.PutItem(it); err != nil {
 				return err
 			}
+			failed++
 		}
 		for _, r := range stale {
 			if _, err := e.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
 				return err
 			}
 		}
-		if len(stale) > 0 || len(items) > 0 {
-			e.log.Warn("recovered after restart", "failed_runs", len(stale), "failed_items", len(items))
+		if len(stale) > 0 || len(resumed) > 0 || failed > 0 {
+			e.log.Warn("recovered after restart", "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
 		}
 		return nil
 	})
+}
+
+// queueRestartTx makes a run a restart interrupted queued with one queued
+// resume item, so its bot's worker picks it up like any other work.
+func (e *Engine) queueRestartTx(tx Tx, r Run) error {
+	now := e.clock.Now()
+	if r.Status != RunQueued {
+		r.Status = RunQueued
+		if _, err := tx.PutRun(r); err != nil {
+			return err
+		}
+		if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunQueued, "restart": true}), At: now}); err != nil {
+			return err
+		}
+	}
+	queued, err := tx.ItemsByStatus(ItemQueued)
+	if err != nil {
+		return err
+	}
+	for _, it := range queued {
+		if it.Kind == ItemResume && it.Run == r.ID {
+			return nil
+		}
+	}
+	if _, err := tx.PutItem(InboxItem{Actor: r.Bot, Thread: r.Thread, Kind: ItemResume, Run: r.ID, Status: ItemQueued, Created: now}); err != nil {
+		return err
+	}
+	e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; it resumes from its last step", r.ID), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+	return nil
+}
+
+// pickRestartTx turns the resume item of a run a restart interrupted (status
+// queued, queueRestartTx) into a Job with Restart set, under the same run id;
+// Resume is the run's answered question, if any, for a call that waited for it.
+func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
+	now := e.clock.Now()
+	run.Status = RunRunning
+	run.Items = append(run.Items, it.ID)
+	run, err := tx.PutRun(run)
+	if err != nil {
+		return nil, err
+	}
+	it.Status = ItemProcessing
+	if _, err := tx.PutItem(it); err != nil {
+		return nil, err
+	}
+	if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "restart": true}), At: now}); err != nil {
+		return nil, err
+	}
+	t, err := tx.Thread(run.Thread)
+	if err != nil {
+		return nil, err
+	}
+	var triggers []Message
+	for _, id := range run.Triggers {
+		m, err := tx.Message(id)
+		if err != nil {
+			return nil, err
+		}
+		triggers = append(triggers, m)
+	}
+	job, err := e.newJobTx(tx, bot, run, t, triggers)
+	if err != nil {
+		return nil, err
+	}
+	job.Restart = true
+	if run.Question != 0 {
+		if q, err := tx.Question(run.Question); err == nil && q.Status != QuestionPending {
+			job.Resume = &q
+		}
+	}
+	e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+	return job, nil
 }

@@ -2,8 +2,10 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"openbot/core"
 	"openbot/store/bolt"
@@ -111,5 +113,109 @@ func TestRestartRecovery(t *testing.T) {
 	h.idle()
 	if m := len(h.ad.deliveries()); m != n {
 		t.Fatalf("second restart delivered %d more messages", m-n)
+	}
+}
+
+// TestRestartResumesRunWithCheckpoint: a running run that has a step checkpoint
+// is resumed at the next start under the same run id (Job.Restart, the
+// checkpoint and its triggers), not failed; its processing item ends done, the
+// reply is posted once and no restart notice appears. A second time, when
+// a shutdown stops the resumed run leaves it to the start after.
+func TestRestartResumesRunWithCheckpoint(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	st, err := bolt.Open(h.path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := core.New(core.Options{Store: st, Agent: h.agent, Bots: team})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	a := h.say("@engineer task A")
+	var runID core.RunID
+	var itemID core.ItemID
+	err = st.Update(context.Background(), func(tx core.Tx) error {
+		it, err := tx.NextQueued(core.BotActorID("engineer"), func(core.InboxItem) bool { return false })
+		if err != nil {
+			return err
+		}
+		run, err := tx.PutRun(core.Run{Bot: it.Actor, Thread: it.Thread, Status: core.RunRunning, Items: []core.ItemID{it.ID},
+			Triggers: []core.MessageID{it.Message}, Checkpoint: []byte(`{"version":3}`)})
+		if err != nil {
+			return err
+		}
+		runID, itemID = run.ID, it.ID
+		it.Status, it.Run = core.ItemProcessing, run.ID
+		_, err = tx.PutItem(it)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.agent.reply["engineer"] = func(_ context.Context, j *core.Job) (string, error) {
+		if !j.Restart || j.Run.ID != runID || string(j.Run.Checkpoint) != `{"version":3}` || len(j.Triggers) != 1 {
+			return "", fmt.Errorf("job restart=%v run=%d checkpoint=%s triggers=%d", j.Restart, j.Run.ID, j.Run.Checkpoint, len(j.Triggers))
+		}
+		return "resumed A", nil
+	}
+	// The first resumed run is stopped by a shutdown whose grace ends: it is
+	// left running for the next start.
+	h.agent.mu.Lock()
+	entered := make(chan struct{})
+	orig := h.agent.reply["engineer"]
+	h.agent.reply["engineer"] = func(ctx context.Context, j *core.Job) (string, error) {
+		if entered != nil {
+			close(entered)
+			entered = nil
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return orig(ctx, j)
+	}
+	h.agent.mu.Unlock()
+	// A short grace for the first start only: the settling of the resumed run
+	// is bounded by the grace too.
+	h.opts = func(o *core.Options) { o.ShutdownGrace = 10 * time.Millisecond }
+	wait := entered
+	h.start()
+	<-wait
+	h.stop()
+	h.opts = nil
+	h.start()
+	h.idle()
+
+	if n := len(h.agent.jobsFor("engineer")); n != 2 {
+		t.Fatalf("engineer jobs = %d, want 2 (stopped by the shutdown, then resumed)", n)
+	}
+	var texts []string
+	for _, m := range h.messages(a.Thread) {
+		texts = append(texts, m.Text)
+		if strings.Contains(m.Text, "restarted") || strings.Contains(m.Text, "could not finish") {
+			t.Errorf("unexpected notice %q", m.Text)
+		}
+	}
+	if got := strings.Count(strings.Join(texts, "\n"), "resumed A"); got != 1 {
+		t.Errorf("thread = %q, want the reply once", texts)
+	}
+	err = h.store.View(context.Background(), func(tx core.ReadTx) error {
+		r, err := tx.Run(runID)
+		if err != nil {
+			return err
+		}
+		it, err := tx.Item(itemID)
+		if err != nil {
+			return err
+		}
+		if r.Status != core.RunCompleted || it.Status != core.ItemDone || len(r.Checkpoint) != 0 {
+			return fmt.Errorf("run %s (checkpoint %d bytes), item %s", r.Status, len(r.Checkpoint), it.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

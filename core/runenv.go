@@ -68,11 +68,18 @@ func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error
 	})
 }
 
+// Checkpoint stores the agent's step checkpoint on the run, durably (one
+// committed transaction), while the run is running; a run settled meanwhile
+// keeps no transcript (seed G5) and the call fails. A restart resumes a running
+// run from it (DESIGN.md §8, recover).
 func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) error {
 	return r.e.store.Update(ctx, func(tx Tx) error {
 		run, err := tx.Run(r.job.Run.ID)
 		if err != nil {
 			return err
+		}
+		if run.Status != RunRunning {
+			return fmt.Errorf("run %d is %s, not running", run.ID, run.Status)
 		}
 		run.Checkpoint = append(json.RawMessage(nil), transcript...)
 		_, err = tx.PutRun(run)

@@ -229,6 +229,9 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 	if err != nil {
 		return nil, fmt.Errorf("resume item %d: %w", it.ID, err)
 	}
+	if run.Status == RunQueued && len(run.Checkpoint) > 0 {
+		return e.pickRestartTx(tx, bot, it, run)
+	}
 	q, qerr := tx.Question(run.Question)
 	if run.Status != RunWaitingHuman || qerr != nil || q.Status == QuestionPending {
 		// Stale (the run was settled another way): drop the item, keep the mailbox moving.
@@ -273,6 +276,8 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 
 // execute runs the agent and settles the run: reply posted, items done, held
 // hand-offs released; or failed with a notice in the thread naming the cause.
+// A run that shutdown cancelled is not settled: it stays running with its last
+// step checkpoint and the next start resumes it (DESIGN.md §8, recover).
 func (e *Engine) execute(ctx context.Context, job *Job) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg().limits.RunTimeout)
 	defer cancel()
@@ -281,11 +286,23 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	e.showWork(ctx, job, true)
 	env.stream = e.startStream(ctx, job)
 	res, err := e.agent.Execute(ctx, job)
-	if err == nil && ctx.Err() != nil {
+	stopped := ctx.Err() == context.Canceled && e.isStopping()
+	if err == nil && ctx.Err() != nil && !stopped {
 		err = ctx.Err()
 	}
 	// The reply's delivery edits the streamed messages (core/stream.go).
 	streamed := env.stream.finish()
+	if err != nil && stopped {
+		// Shutdown cancelled the run: it stays running with its last step
+		// checkpoint and the next start resumes it (DESIGN.md §8). What it
+		// streamed is removed; the resumed run streams and posts its reply anew.
+		e.log.Info("run interrupted by shutdown; the next start resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
+		defer dcancel()
+		env.stream.discard(dctx, streamed)
+		e.showWork(dctx, job, false)
+		return
+	}
 	var unused map[laneKey][]string
 	// Settle with a fresh context: the run's may be done.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
@@ -328,7 +345,12 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 				return err2
 			}
 			e.activity(tx, Activity{Event: "run.failed", Level: "error", Summary: notice.Text, Thread: t.ID, Actor: r.Bot, Run: r.ID})
-			if err2 := e.unrunApprovalTx(tx, job, e.failureCause(err)); err2 != nil {
+			if job.Restart {
+				// Whether an approved call ran before the restart is not known.
+				if err2 := e.interruptedApprovalTx(tx, r); err2 != nil {
+					return err2
+				}
+			} else if err2 := e.unrunApprovalTx(tx, job, e.failureCause(err)); err2 != nil {
 				return err2
 			}
 		}
@@ -369,6 +391,13 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		e.wake(h)
 	}
 	e.kickOutbox()
+}
+
+// isStopping reports whether Run is shutting down (intake stopped).
+func (e *Engine) isStopping() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopping
 }
 
 // workTimeout bounds one WorkIndicator call.

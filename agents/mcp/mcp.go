@@ -59,6 +59,11 @@ type ServerConfig struct {
 	// URL and Headers reach a streamable HTTP server.
 	URL     string
 	Headers map[string]string
+	// Idempotent says every tool of the server may be called again when a
+	// restart interrupted a call after it started (agents.RepeatSafer,
+	// DESIGN.md §8); false (the default) tells the model instead that the call
+	// was interrupted and may not have completed.
+	Idempotent bool
 }
 
 // Options configures a Manager. Zero durations take the Default* values.

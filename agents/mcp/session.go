@@ -23,9 +23,11 @@ type session struct {
 	server string
 	// where names the server for approval prompts: its command's base name
 	// (stdio) or its URL's host (HTTP), never arguments, paths or credentials.
-	where  string
-	client *client.Client
-	proc   *process // nil for HTTP
+	where string
+	// idempotent is ServerConfig.Idempotent: its tools are repeat-safe.
+	idempotent bool
+	client     *client.Client
+	proc       *process // nil for HTTP
 	// refresh is signalled (never blocking) on tools/list_changed.
 	refresh chan struct{}
 	// cancel ends the session's own context (Listen stream, transport).
@@ -108,7 +110,7 @@ func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) {
 // StartTimeout. On failure everything it started is stopped again.
 func (m *Manager) connect(ctx context.Context, cfg ServerConfig) (*session, error) {
 	sctx, cancel := context.WithCancel(ctx)
-	s := &session{server: cfg.Name, where: where(cfg), refresh: make(chan struct{}, 1), cancel: cancel, expired: make(chan struct{})}
+	s := &session{server: cfg.Name, where: where(cfg), idempotent: cfg.Idempotent, refresh: make(chan struct{}, 1), cancel: cancel, expired: make(chan struct{})}
 	var tr transport.Interface
 	if cfg.Command != "" {
 		p, err := startProcess(cfg, m.opts)

@@ -45,8 +45,9 @@ type Tool struct {
 }
 
 var (
-	_ agents.Tool    = (*Tool)(nil)
-	_ agents.Reacher = (*Tool)(nil)
+	_ agents.Tool        = (*Tool)(nil)
+	_ agents.Reacher     = (*Tool)(nil)
+	_ agents.RepeatSafer = (*Tool)(nil)
 )
 
 // Reach says what a call can reach, for approval prompts (agents.Reacher,
@@ -96,6 +97,11 @@ func newTool(m *Manager, s *session, t mcp.Tool) *Tool {
 
 // Name is "<server>__<tool>".
 func (t *Tool) Name() string { return t.name }
+
+// RepeatSafe implements agents.RepeatSafer: only a server configured
+// idempotent (ServerConfig.Idempotent) has tools that may run again after a
+// restart interrupted a call (DESIGN.md §8).
+func (t *Tool) RepeatSafe(json.RawMessage) bool { return t.sess.idempotent }
 
 // Description is the server's description of the tool, naming the server.
 func (t *Tool) Description() string { return t.desc }

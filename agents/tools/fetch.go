@@ -173,6 +173,10 @@ func (t *fetchTool) NeedsApproval(args json.RawMessage) bool {
 	return m != "" && !readMethods[m]
 }
 
+// RepeatSafe implements agents.RepeatSafer: a GET or HEAD may be sent again after
+// a restart interrupted it; a call that sends data may not (DESIGN.md §8).
+func (t *fetchTool) RepeatSafe(args json.RawMessage) bool { return !t.NeedsApproval(args) }
+
 // Reach says where a call can go, for the approval prompt.
 func (t *fetchTool) Reach(string) string {
 	if len(t.allowHosts) > 0 {

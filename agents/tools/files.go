@@ -29,8 +29,9 @@ const (
 
 func workspaceReadTool(ws *workspace) agents.Tool {
 	return &tool{
-		name:  "workspace_read",
-		reach: ws.reach("reads"),
+		name:   "workspace_read",
+		reach:  ws.reach("reads"),
+		repeat: always, // a read or a whole replacement
 		desc: fmt.Sprintf("Read a text file from your workspace (a directory private to this thread). "+
 			"Paths are relative to the workspace; absolute paths, \"..\" and links leading outside are refused. "+
 			"At most %d bytes are returned per call; use offset to read further.", ws.opts.ReadCap),
@@ -97,8 +98,9 @@ func workspaceReadTool(ws *workspace) agents.Tool {
 
 func workspaceWriteTool(ws *workspace) agents.Tool {
 	return &tool{
-		name:  "workspace_write",
-		reach: ws.reach("writes"),
+		name:   "workspace_write",
+		reach:  ws.reach("writes"),
+		repeat: replaceOnly,
 		desc: fmt.Sprintf("Write a text file in your workspace (a directory private to this thread), creating "+
 			"parent directories. Replaces the file unless append is true. Paths are relative to the workspace; "+
 			"absolute paths, \"..\" and links leading outside are refused. Content is limited to %d bytes.", ws.opts.WriteCap),
@@ -167,8 +169,9 @@ func workspaceWriteTool(ws *workspace) agents.Tool {
 
 func workspaceListTool(ws *workspace) agents.Tool {
 	return &tool{
-		name:  "workspace_list",
-		reach: ws.reach("lists"),
+		name:   "workspace_list",
+		reach:  ws.reach("lists"),
+		repeat: always, // a read or a whole replacement
 		desc: fmt.Sprintf("List files and directories in your workspace (a directory private to this thread). "+
 			"Directories end with \"/\"; files show their size. At most %d entries.", listMax),
 		schema: json.RawMessage(`{"type":"object","properties":{` +
@@ -265,8 +268,9 @@ func workspaceListTool(ws *workspace) agents.Tool {
 
 func workspaceSearchTool(ws *workspace) agents.Tool {
 	return &tool{
-		name:  "workspace_search",
-		reach: ws.reach("searches"),
+		name:   "workspace_search",
+		reach:  ws.reach("searches"),
+		repeat: always, // a read or a whole replacement
 		desc: fmt.Sprintf("Search the text files of your workspace for a substring (or a regular expression "+
 			"when regexp is true). Returns \"path:line: text\" for each match, at most %d matches.", ws.opts.SearchMaxResults),
 		schema: json.RawMessage(`{"type":"object","properties":{` +
@@ -410,4 +414,17 @@ func checkWritable(f *os.File, name string, appending bool, add, maxSize int64) 
 		return rootErr(name, err)
 	}
 	return nil
+}
+
+// replaceOnly is workspace_write's repeat rule: writing the same content again
+// leaves the same file, appending it again does not. Unreadable arguments are
+// not safe.
+func replaceOnly(args json.RawMessage) bool {
+	var a struct {
+		Append *bool `json:"append"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return false
+	}
+	return a.Append == nil || !*a.Append
 }

@@ -180,6 +180,9 @@ type tool struct {
 	fn     func(ctx context.Context, call agents.ToolCall) (string, error)
 	// reach is the tool's agents.Reacher sentence for a bot's call.
 	reach func(bot string) string
+	// repeat says whether a call may run again after a restart interrupted it
+	// (agents.RepeatSafer, DESIGN.md §8); nil means never.
+	repeat func(args json.RawMessage) bool
 }
 
 var _ agents.Reacher = (*tool)(nil)
@@ -194,7 +197,16 @@ func (t *tool) Reach(bot string) string {
 	return t.reach(bot)
 }
 
-var _ agents.Tool = (*tool)(nil)
+var (
+	_ agents.Tool        = (*tool)(nil)
+	_ agents.RepeatSafer = (*tool)(nil)
+)
+
+// RepeatSafe implements agents.RepeatSafer.
+func (t *tool) RepeatSafe(args json.RawMessage) bool { return t.repeat != nil && t.repeat(args) }
+
+// always is the repeat rule of a read or a whole replacement: every call is safe.
+func always(json.RawMessage) bool { return true }
 
 func (t *tool) Name() string            { return t.name }
 func (t *tool) Description() string     { return t.desc }

@@ -58,7 +58,7 @@ func newMCPSet(cfg *config.Config, reg *agents.Registry, log *slog.Logger, say f
 // manager builds the Manager of one server; NewManager declares it to reg.
 func (s *mcpSet) manager(sc config.MCPServer) *mcp.Manager {
 	opts := mcp.Options{
-		Servers:  []mcp.ServerConfig{{Name: sc.Name, Command: sc.Command, Args: sc.Args, Env: sc.Env, URL: sc.URL, Headers: sc.Headers}},
+		Servers:  []mcp.ServerConfig{{Name: sc.Name, Command: sc.Command, Args: sc.Args, Env: sc.Env, URL: sc.URL, Headers: sc.Headers, Idempotent: sc.Idempotent}},
 		Logger:   s.log,
 		Registry: s.reg,
 		OnTools: func(server string, tools []agents.Tool) {
