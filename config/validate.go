@@ -23,6 +23,8 @@ var (
 //     "bwrap" or "none"; admin.token is empty or at least MinAdminTokenLen
 //     characters;
 //   - limits are positive;
+//   - retention durations are not negative; dedup_keys is 0 or at least
+//     MinDedupKeys;
 //   - llm has at least one profile; each has an http(s) base_url, and
 //     request_timeout and stream_idle_timeout are not negative;
 //   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
@@ -56,6 +58,7 @@ func (c *Config) Validate() error {
 	}
 	checkEnum(&p, "sandbox", c.Sandbox, SandboxBwrap, SandboxNone)
 	c.validateLimits(&p)
+	c.validateRetention(&p)
 	c.validateLLM(&p)
 	handles := c.validateBots(&p)
 	if c.DefaultBot != "" && !handles[c.DefaultBot] {

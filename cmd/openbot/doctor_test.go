@@ -19,6 +19,8 @@ import (
 	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
+	"openbot/config"
+	"openbot/core"
 	"openbot/store/bolt"
 )
 
@@ -262,5 +264,12 @@ func TestDoctorAdminTokenNeededOffLoopback(t *testing.T) {
 	d.listener()
 	if got := checkStatuses(out.String())["admin token"]; got != "FAIL" {
 		t.Errorf("admin token: %q, want FAIL\n%s", got, out.String())
+	}
+}
+
+// config's floor for dedup keys is core's.
+func TestMinDedupKeysMatchesCore(t *testing.T) {
+	if config.MinDedupKeys != core.MinDedupRetention {
+		t.Errorf("config.MinDedupKeys %s != core.MinDedupRetention %s", config.MinDedupKeys, core.MinDedupRetention)
 	}
 }

@@ -156,6 +156,11 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("engine", err)
 	}
 
+	pruner, err := newPruner(a.cfg, st, log)
+	if err != nil {
+		return a.fail("retention", err)
+	}
+
 	hl := newHealth(eng.Ready())
 	accounts, con, err := a.adapters(eng, hl)
 	if err != nil {
@@ -240,6 +245,9 @@ func (a *app) serve(ctx context.Context) int {
 			return errors.New("engine stopped unexpectedly")
 		}
 		return nil
+	})
+	g.Go(func() error { // the pruner stops with the engine, within one small transaction
+		return pruner.Run(engCtx)
 	})
 	if ln != nil {
 		intake.Add(1)
