@@ -14,8 +14,8 @@ import (
 // Config is the whole configuration file. Field order here is the order of
 // config.example.yaml, which documents every key.
 type Config struct {
-	HTTP   HTTP   `yaml:"http"`
-	Admin  Admin  `yaml:"admin"`
+	HTTP      HTTP      `yaml:"http"`
+	Admin     Admin     `yaml:"admin"`
 	Store     Store     `yaml:"store"`
 	Retention Retention `yaml:"retention"`
 	Limits    Limits    `yaml:"limits"`
