@@ -15,7 +15,7 @@ type setClock struct {
 	now time.Time
 }
 
-func (c *setClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *setClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *setClock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 var day = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
