@@ -54,6 +54,9 @@ type Config struct {
 	Telegram []Telegram `yaml:"telegram"`
 	Feishu   []Feishu   `yaml:"feishu"`
 
+	// Schedules post messages into threads on a timetable (config/schedule.go).
+	Schedules []Schedule `yaml:"schedules"`
+
 	// source is the file as written, before ${VAR} expansion (see EnvVars).
 	source *yaml.Node
 }

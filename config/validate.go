@@ -32,6 +32,7 @@ var (
 //     tools and approval_tools have no empty or repeated names; approvers (of a
 //     bot, of an approval_tools entry, global) are platform actor ids;
 //   - default_bot names a bot;
+//   - schedules: see validateSchedules;
 //   - mcp_ready_timeout is positive;
 //   - mcp_servers: name unique, made of letters, digits, "-" and single "_"
 //     (tools are "<name>__<tool>"); exactly one of command and url; url is http(s);
@@ -66,6 +67,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateMCP(&p)
 	c.validateChannels(&p, handles)
+	c.validateSchedules(&p, handles)
 	return p.err()
 }
 

@@ -8,6 +8,7 @@
 //	openbot config check --config FILE   validate and print every problem
 //	openbot doctor --config FILE         check every account, model, MCP server, the store
 //	openbot store compact --config FILE  rewrite the store file offline to give freed space back
+//	openbot schedules --config FILE      the scheduled messages, their next and last slots
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
 //	openbot bench                        measure ingest throughput and pick cost here
 //	openbot version
@@ -53,6 +54,7 @@ const usage = `usage:
   openbot config check --config FILE                validate the configuration
   openbot doctor --config FILE [--timeout D]        check accounts, models, MCP, store
   openbot store compact --config FILE               shrink the store file (openbot stopped)
+  openbot schedules --config FILE                   list the scheduled messages
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
   openbot version
@@ -81,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDoctor(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "store":
 		return runStore(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "schedules":
+		return runSchedules(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "approvals":
 		return runApprovals(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "bench":

@@ -161,6 +161,10 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("retention", err)
 	}
 
+	sched, err := newScheduleRunner(a.cfg, eng, log)
+	if err != nil {
+		return a.fail("schedules", err)
+	}
 	hl := newHealth(eng.Ready())
 	accounts, con, err := a.adapters(eng, hl)
 	if err != nil {
@@ -259,6 +263,11 @@ func (a *app) serve(ctx context.Context) int {
 			return nil
 		})
 	}
+	intake.Add(1)
+	g.Go(func() error { // schedules are intake: they stop before the engine does
+		defer intake.Done()
+		return sched.Run(gctx)
+	})
 	for _, ad := range accounts {
 		r, ok := ad.(core.Runner)
 		if !ok {
