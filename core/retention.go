@@ -32,7 +32,9 @@ const (
 )
 
 // PruneKinds is every kind, in the order a pass prunes them.
-var PruneKinds = []PruneKind{PruneRunEvents, PruneActivity, PruneOutbox, PruneDedup, PruneIdleMessages}
+// Idle threads' messages go before dedup keys, so the keys of the messages just
+// deleted go in the same pass.
+var PruneKinds = []PruneKind{PruneRunEvents, PruneActivity, PruneOutbox, PruneIdleMessages, PruneDedup}
 
 // Pruning is implemented by stores that can delete old records. It is separate
 // from Store so that a store without it still works (nothing is pruned).
