@@ -145,8 +145,9 @@ func (d *doctor) listener() {
 	}
 }
 
-// getJSON and postJSON do one bounded request and decode a JSON answer into v.
-// They return the response (closed) so callers can read headers and status.
+// do makes one request bounded by the doctor's timeout, with body (when not nil)
+// sent as JSON, and decodes a JSON answer into v. It returns the response (its
+// body closed) so callers can read headers and status.
 func (d *doctor) do(ctx context.Context, method, url string, header http.Header, body any, v any) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()

@@ -37,6 +37,7 @@ type doctorWorld struct {
 	mcpCommand   string
 	llmURL       string
 	feishuSecret string
+	tgExtra      string // extra keys of the Telegram account (webhook mode)
 }
 
 func newDoctorWorld(t *testing.T) *doctorWorld {
@@ -95,6 +96,7 @@ telegram:
     bot: "*"
     token: "123:tg"
     api_endpoint: ` + w.telegram.URL() + `
+` + w.tgExtra + `
 feishu:
   - name: fs
     bot: "*"
@@ -174,6 +176,14 @@ func TestDoctorFailures(t *testing.T) {
 			}
 			resp.Body.Close()
 		}, "telegram/tg webhook", "a webhook is set while polling is configured"},
+		{"telegram webhook points elsewhere", func(t *testing.T, w *doctorWorld) {
+			w.tgExtra = "    mode: webhook\n    webhook_url: https://bots.example/telegram/tg/webhook\n    secret_token: s3cret\n"
+			resp, err := http.Post(w.telegram.URL()+"/bot123:tg/setWebhook?url=https://other.example/hook", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}, "telegram/tg webhook", "the webhook points elsewhere"},
 		{"unreachable model", func(t *testing.T, w *doctorWorld) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
