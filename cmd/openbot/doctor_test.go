@@ -277,9 +277,10 @@ func TestDoctorAdminTokenNeededOffLoopback(t *testing.T) {
 	}
 }
 
-// config's floor for dedup keys is core's.
+// config's floor for dedup keys, and its cap on a schedule's grace, are core's.
 func TestMinDedupKeysMatchesCore(t *testing.T) {
-	if config.MinDedupKeys != core.MinDedupRetention {
-		t.Errorf("config.MinDedupKeys %s != core.MinDedupRetention %s", config.MinDedupKeys, core.MinDedupRetention)
+	if config.MinDedupKeys != core.MinDedupRetention || config.MaxScheduleGrace != core.MinDedupRetention {
+		t.Errorf("config.MinDedupKeys %s, config.MaxScheduleGrace %s, core.MinDedupRetention %s",
+			config.MinDedupKeys, config.MaxScheduleGrace, core.MinDedupRetention)
 	}
 }
