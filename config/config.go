@@ -14,10 +14,11 @@ import (
 // Config is the whole configuration file. Field order here is the order of
 // config.example.yaml, which documents every key.
 type Config struct {
-	HTTP   HTTP   `yaml:"http"`
-	Admin  Admin  `yaml:"admin"`
-	Store  Store  `yaml:"store"`
-	Limits Limits `yaml:"limits"`
+	HTTP      HTTP      `yaml:"http"`
+	Admin     Admin     `yaml:"admin"`
+	Store     Store     `yaml:"store"`
+	Retention Retention `yaml:"retention"`
+	Limits    Limits    `yaml:"limits"`
 	// LLM maps a profile name to an OpenAI-compatible provider.
 	LLM  map[string]LLMProfile `yaml:"llm"`
 	Bots []Bot                 `yaml:"bots"`
@@ -53,6 +54,9 @@ type Config struct {
 	Telegram []Telegram `yaml:"telegram"`
 	Feishu   []Feishu   `yaml:"feishu"`
 
+	// Schedules post messages into threads on a timetable (config/schedule.go).
+	Schedules []Schedule `yaml:"schedules"`
+
 	// source is the file as written, before ${VAR} expansion (see EnvVars).
 	source *yaml.Node
 }
@@ -81,6 +85,31 @@ type Store struct {
 	// Path of the database file; default "./data/openbot.db".
 	Path string `yaml:"path"`
 }
+
+// Retention says how long the store keeps each kind of record (DESIGN.md §10
+// "retention"); a background pruner deletes older ones in small transactions
+// that never stall ingestion. Go durations; 0 or absent takes the default
+// (core.Default*Retention), except IdleThreadMessages, which is off at 0.
+type Retention struct {
+	RunEvents time.Duration `yaml:"run_events"` // events of finished runs; default 2160h (90 days)
+	Activity  time.Duration `yaml:"activity"`   // activity lines; default 720h (30 days)
+	Outbox    time.Duration `yaml:"outbox"`     // delivered and failed outbox entries; default 720h
+	// DedupKeys keeps platform message ids, so a redelivered message is not
+	// taken twice; default 168h, at least MinDedupKeys: Slack retries an event
+	// within about an hour, Feishu over about seven hours, Telegram keeps an
+	// unconfirmed update for 24 hours.
+	DedupKeys time.Duration `yaml:"dedup_keys"`
+	// IdleThreadMessages deletes the messages of threads with no new message for
+	// this long (the thread record stays); 0, the default, keeps them.
+	IdleThreadMessages time.Duration `yaml:"idle_thread_messages"`
+	// Interval between prune passes; default 10m.
+	Interval time.Duration `yaml:"interval"`
+}
+
+// MinDedupKeys is the shortest retention.dedup_keys accepted: Telegram's 24-hour
+// redelivery window, the longest of the platforms (equal to
+// core.MinDedupRetention; a test in cmd/openbot keeps the two equal).
+const MinDedupKeys = 24 * time.Hour
 
 // Limits bound the runtime (seed §4.3, §5, §6). Zero or missing values take the
 // defaults listed on each field.

@@ -48,6 +48,7 @@ func (c *Config) ApplyDefaults() {
 	if c.MCPReadyTimeout == 0 {
 		c.MCPReadyTimeout = DefaultMCPReadyTimeout
 	}
+	c.applyScheduleDefaults()
 
 	defaultProfile := "default"
 	if len(c.LLM) == 1 {

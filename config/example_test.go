@@ -64,7 +64,7 @@ func TestExampleLoads(t *testing.T) {
 // TestExampleCommentedSectionsAreValid uncomments the platform and MCP examples and
 // checks they parse and validate, so the documentation cannot rot.
 func TestExampleCommentedSectionsAreValid(t *testing.T) {
-	start := regexp.MustCompile(`^# (slack|telegram|feishu|mcp_servers):`)
+	start := regexp.MustCompile(`^# (slack|telegram|feishu|mcp_servers|schedules):`)
 	var out []string
 	in := false
 	for _, l := range strings.Split(readExample(t), "\n") {
@@ -80,6 +80,9 @@ func TestExampleCommentedSectionsAreValid(t *testing.T) {
 		out = append(out, l)
 	}
 	cfg := parseOK(t, strings.Join(out, "\n"), map[string]string{"TELEGRAM_SECRET": "s3cret"})
+	if len(cfg.Schedules) != 2 {
+		t.Errorf("uncommented example: %d schedules, want 2", len(cfg.Schedules))
+	}
 	if len(cfg.Slack) != 1 || len(cfg.Telegram) != 1 || len(cfg.Feishu) != 1 || len(cfg.MCPServers) != 2 {
 		t.Errorf("uncommented example: slack %d telegram %d feishu %d mcp %d, want 1 1 1 2",
 			len(cfg.Slack), len(cfg.Telegram), len(cfg.Feishu), len(cfg.MCPServers))

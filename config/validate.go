@@ -23,6 +23,8 @@ var (
 //     "bwrap" or "none"; admin.token is empty or at least MinAdminTokenLen
 //     characters;
 //   - limits are positive;
+//   - retention durations are not negative; dedup_keys is 0 or at least
+//     MinDedupKeys;
 //   - llm has at least one profile; each has an http(s) base_url, and
 //     request_timeout and stream_idle_timeout are not negative;
 //   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
@@ -31,6 +33,7 @@ var (
 //     tools and approval_tools have no empty or repeated names; approvers (of a
 //     bot, of an approval_tools entry, global) are platform actor ids;
 //   - default_bot names a bot;
+//   - schedules: see validateSchedules;
 //   - mcp_ready_timeout is positive;
 //   - mcp_servers: name unique, made of letters, digits, "-" and single "_"
 //     (tools are "<name>__<tool>"); exactly one of command and url; url is http(s);
@@ -58,6 +61,7 @@ func (c *Config) Validate() error {
 	}
 	checkEnum(&p, "sandbox", c.Sandbox, SandboxBwrap, SandboxNone)
 	c.validateLimits(&p)
+	c.validateRetention(&p)
 	c.validateLLM(&p)
 	handles := c.validateBots(&p)
 	if c.DefaultBot != "" && !handles[c.DefaultBot] {
@@ -65,6 +69,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateMCP(&p)
 	c.validateChannels(&p, handles)
+	c.validateSchedules(&p, handles)
 	return p.err()
 }
 

@@ -184,11 +184,14 @@ func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (t Thread, found, viaReply b
 	if in.ReplyToKey != "" {
 		if mid, err := tx.Seen(in.ReplyToKey); err == nil {
 			m, err := tx.Message(mid)
-			if err != nil {
+			switch {
+			case err == nil:
+				t, err := tx.Thread(m.Thread)
+				return t, err == nil, err == nil, err
+			case !errors.Is(err, ErrNotFound):
 				return Thread{}, false, false, err
 			}
-			t, err := tx.Thread(m.Thread)
-			return t, err == nil, err == nil, err
+			// The replied-to message was pruned (retention): use the thread key.
 		} else if !errors.Is(err, ErrNotFound) {
 			return Thread{}, false, false, err
 		}
@@ -210,6 +213,10 @@ func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (t Thread, found, viaReply b
 // wake bots this delivery mentions that the first one did not.
 func (e *Engine) duplicateTx(tx Tx, in Inbound, mid MessageID) (IngestResult, error) {
 	m, err := tx.Message(mid)
+	if errors.Is(err, ErrNotFound) {
+		// A redelivery of a message that retention has pruned since: still a duplicate.
+		return IngestResult{Message: mid, Duplicate: true}, nil
+	}
 	if err != nil {
 		return IngestResult{}, err
 	}

@@ -160,6 +160,7 @@ type Server struct {
 	handler  func(Request) Reply
 	requests []Request
 	nextID   int
+	models   []string
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -173,6 +174,7 @@ func New(t testing.TB) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("POST /chat/completions", s.serveChat)
+	mux.HandleFunc("GET /v1/models", s.serveModels)
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	s.srv.Start()
 	t.Cleanup(s.srv.Close)
@@ -181,6 +183,33 @@ func New(t testing.TB) *Server {
 
 // URL is the base URL for go-openai's ClientConfig.BaseURL ("http://127.0.0.1:port/v1").
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// SetModels makes GET /v1/models list ids (the OpenAI list shape); until it is
+// called that endpoint answers 404, as servers that do not serve it do.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string{}, ids...)
+	if s.models == nil {
+		s.models = []string{}
+	}
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ids := s.models
+	s.mu.Unlock()
+	if ids == nil {
+		http.NotFound(w, r)
+		return
+	}
+	data := make([]map[string]any, 0, len(ids))
+	for _, id := range ids {
+		data = append(data, map[string]any{"id": id, "object": "model", "owned_by": "openaitest"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+}
 
 // Enqueue appends replies to the queue; each request takes the oldest.
 func (s *Server) Enqueue(replies ...Reply) {

@@ -7,6 +7,9 @@
 //	openbot chat --config FILE           the same, plus the terminal channel on this terminal
 //	openbot config check --config FILE   validate and print every problem
 //	openbot reload --config FILE         check FILE, then have the running serve or chat apply it (SIGHUP)
+//	openbot doctor --config FILE         check every account, model, MCP server, the store
+//	openbot store compact --config FILE  rewrite the store file offline to give freed space back
+//	openbot schedules --config FILE      the scheduled messages, their next and last slots
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
 //	openbot bench                        measure ingest throughput and pick cost here
 //	openbot version
@@ -51,6 +54,9 @@ const usage = `usage:
   openbot chat --config FILE [--log-level LEVEL]    serve plus the terminal channel
   openbot config check --config FILE                validate the configuration
   openbot reload --config FILE                      apply a changed configuration without a restart
+  openbot doctor --config FILE [--timeout D]        check accounts, models, MCP, store
+  openbot store compact --config FILE               shrink the store file (openbot stopped)
+  openbot schedules --config FILE                   list the scheduled messages
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
   openbot version
@@ -77,6 +83,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCheck(args[2:], stdout, stderr, lookupEnv)
 	case "reload":
 		return runReload(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "doctor":
+		return runDoctor(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "store":
+		return runStore(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "schedules":
+		return runSchedules(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "approvals":
 		return runApprovals(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "bench":

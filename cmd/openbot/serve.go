@@ -176,6 +176,15 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("engine", err)
 	}
 
+	pruner, err := newPruner(a.cfg, st, log)
+	if err != nil {
+		return a.fail("retention", err)
+	}
+
+	sched, err := newScheduleRunner(a.cfg, eng, log)
+	if err != nil {
+		return a.fail("schedules", err)
+	}
 	hl := newHealth(eng.Ready())
 	accounts, con, err := a.adapters(eng, hl)
 	if err != nil {
@@ -286,6 +295,9 @@ func (a *app) serve(ctx context.Context) int {
 		}
 		return nil
 	})
+	g.Go(func() error { // the pruner stops with the engine, within one small transaction
+		return pruner.Run(engCtx)
+	})
 	if ln != nil {
 		intake.Add(1)
 		g.Go(func() error {
@@ -300,6 +312,11 @@ func (a *app) serve(ctx context.Context) int {
 	g.Go(func() error {
 		defer intake.Done()
 		return accts.Run(gctx)
+	})
+	intake.Add(1)
+	g.Go(func() error { // schedules are intake: they stop before the engine does
+		defer intake.Done()
+		return sched.Run(gctx)
 	})
 	if con != nil {
 		acc := string(con.Account())

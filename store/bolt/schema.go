@@ -18,7 +18,9 @@ import (
 // Layout of version 1 (every bucket top-level; "BE" is big-endian uint64; records
 // are JSON of the core type; index values are empty unless stated):
 //
-//	meta            "schema_version" -> BE; "queued_count" -> BE (queued items, all mailboxes)
+//	meta            "schema_version" -> BE; "queued_count" -> BE (queued items, all mailboxes);
+//	                "prune_seen_after", "prune_idle_after" -> where the last prune walk
+//	                stopped (prune.go; absent = start over), no migration needed
 //	actors          ActorID -> core.Actor
 //	bots            handle -> core.BotProfile
 //	threads         ThreadID BE -> core.Thread                  (NextSequence: thread IDs)

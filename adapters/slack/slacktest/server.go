@@ -41,6 +41,10 @@ type Options struct {
 	Team, BotUser, BotID, AppID string
 	BotToken                    string // auth.test etc. answer invalid_auth for another token
 	AppToken                    string // apps.connections.open answers invalid_auth for another token
+	// Scopes, when set, are the bot token's granted OAuth scopes, sent as the
+	// comma-separated x-oauth-scopes header of every Web API answer (as Slack
+	// does); nil sends no header.
+	Scopes []string
 	// PingInterval is how often the websocket endpoint pings the client (slack-go
 	// reconnects when no ping arrives for 30 s); default 5 s.
 	PingInterval time.Duration
@@ -481,6 +485,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if s.opts.Scopes != nil && method != "apps.connections.open" {
+		w.Header().Set("X-OAuth-Scopes", strings.Join(s.opts.Scopes, ","))
 	}
 	if f != nil {
 		if f.retryAfter > 0 {

@@ -4,7 +4,7 @@
 // telegram-bot-api code paths run. It serves getMe, getUpdates (a scripted queue per
 // bot that honours offset as confirmation and a short long-poll wait), sendMessage,
 // editMessageText, editMessageReplyMarkup, deleteMessage, answerCallbackQuery, sendChatAction,
-// setWebhook and deleteWebhook for any number of bots, records every call with its
+// setWebhook, getWebhookInfo and deleteWebhook for any number of bots, records every call with its
 // parameters, and can be scripted to fail calls (429 with retry_after, "can't parse
 // entities", 403 blocked, …). CallbackUpdate builds inline-button clicks and
 // Buttons reads the inline keyboard a client sent.
@@ -412,6 +412,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.notifyLocked()
 		s.mu.Unlock()
 		writeAnswer(w, 200, answer{OK: true, Result: true, Description: "Webhook was set"})
+	case "getWebhookInfo":
+		s.mu.Lock()
+		info := map[string]any{"url": b.webhook, "has_custom_certificate": false, "pending_update_count": len(b.updates)}
+		s.mu.Unlock()
+		s.ok(w, info)
 	case "deleteWebhook":
 		s.mu.Lock()
 		b.webhook, b.secret = "", ""

@@ -1,0 +1,41 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+)
+
+// ProbeResult is what Probe learned about one server.
+type ProbeResult struct {
+	// Tools are the names the model would see ("<server>__<tool>"), sorted as listed.
+	Tools []string
+	// Reason says in words why the server could not start (as ServerStatus.Reason);
+	// empty on success.
+	Reason string
+	// Err is the full error, with exit status and stderr tail, for the operator's
+	// terminal; nil on success.
+	Err error
+}
+
+// Probe starts cfg's server once, initializes it, lists its tools and stops it
+// again, all within opts.StartTimeout (default DefaultStartTimeout) plus
+// opts.ShutdownGrace; it is `openbot doctor`'s check (DESIGN.md §10 "doctor"). It
+// never restarts a failing server. ctx cancels it.
+func Probe(ctx context.Context, cfg ServerConfig, opts Options) ProbeResult {
+	opts.Servers = []ServerConfig{cfg}
+	m := NewManager(opts)
+	if (cfg.Command == "") == (cfg.URL == "") {
+		err := fmt.Errorf("mcp: server %q: set exactly one of command and url", cfg.Name)
+		return ProbeResult{Reason: "it has neither or both of command and url", Err: err}
+	}
+	s, err := m.connect(ctx, cfg)
+	if err != nil {
+		return ProbeResult{Reason: reason(err, m.opts.StartTimeout), Err: err}
+	}
+	defer s.stop(m.opts.ShutdownGrace)
+	out := ProbeResult{}
+	for _, t := range s.tools {
+		out.Tools = append(out.Tools, t.Name())
+	}
+	return out
+}

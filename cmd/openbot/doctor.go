@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"openbot/config"
+	"openbot/core"
+)
+
+// Check outcomes of `openbot doctor`, one per printed line.
+const (
+	checkOK   = "OK"
+	checkWarn = "WARN"
+	checkFail = "FAIL"
+)
+
+// defaultDoctorTimeout bounds each external call of a check (one HTTP request,
+// one MCP server start); --timeout changes it.
+const defaultDoctorTimeout = 15 * time.Second
+
+// checkLine is one result: what was checked, how it went, and for WARN and FAIL
+// what to do about it.
+type checkLine struct {
+	Status string
+	Name   string // "slack/acme auth", "llm/default completion"
+	Detail string
+	Fix    string
+}
+
+// doctor runs the checks of `openbot doctor` (DESIGN.md §10 "doctor") and
+// prints each line as soon as it is known.
+type doctor struct {
+	cfg     *config.Config
+	out     io.Writer
+	client  *http.Client
+	timeout time.Duration
+	lines   []checkLine
+}
+
+func (d *doctor) add(status, name, detail, fix string) {
+	l := checkLine{Status: status, Name: name, Detail: core.Redact(detail), Fix: fix}
+	d.lines = append(d.lines, l)
+	s := fmt.Sprintf("%-4s  %s: %s", l.Status, l.Name, l.Detail)
+	if l.Fix != "" && l.Status != checkOK {
+		s += "\n      -> " + l.Fix
+	}
+	fmt.Fprintln(d.out, s)
+}
+
+func (d *doctor) failed() bool {
+	for _, l := range d.lines {
+		if l.Status == checkFail {
+			return true
+		}
+	}
+	return false
+}
+
+// runDoctor is `openbot doctor --config FILE [--timeout D]`: it checks every
+// account, LLM profile, MCP server, the store, the HTTP listener, the admin token
+// and the shell sandbox, prints one line per check (OK, WARN or FAIL, with what to
+// do), and exits 1 when any check failed. It changes nothing, except that a store
+// file of an older schema is upgraded as `serve` would.
+func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "configuration file")
+	timeout := fs.Duration("timeout", defaultDoctorTimeout, "bound of each network call and MCP server start")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg := loadConfig(*path, stderr, lookupEnv)
+	if cfg == nil {
+		fmt.Fprintln(stdout, "FAIL  config: the file has problems (listed above) -> fix them, then run doctor again")
+		return exitFail
+	}
+	d := &doctor{cfg: cfg, out: stdout, timeout: *timeout, client: &http.Client{Timeout: *timeout}}
+	d.add(checkOK, "config", *path+" is valid", "")
+	d.run(ctx)
+	n := map[string]int{}
+	for _, l := range d.lines {
+		n[l.Status]++
+	}
+	fmt.Fprintf(stdout, "%d ok, %d warnings, %d failures\n", n[checkOK], n[checkWarn], n[checkFail])
+	if d.failed() {
+		return exitFail
+	}
+	return exitOK
+}
+
+// run performs every check in a fixed order: platforms, models, MCP servers,
+// store, listener, admin token, sandbox.
+func (d *doctor) run(ctx context.Context) {
+	for i, s := range d.cfg.Slack {
+		d.slack(ctx, i, s)
+	}
+	for i, t := range d.cfg.Telegram {
+		d.telegram(ctx, i, t)
+	}
+	for i, f := range d.cfg.Feishu {
+		d.feishu(ctx, i, f)
+	}
+	d.llms(ctx)
+	d.mcpServers(ctx)
+	d.store(ctx)
+	d.listener()
+	d.sandbox(ctx)
+}
+
+// listener checks that http.listen is free and that a non-loopback listener has
+// an admin token (DESIGN.md §9).
+func (d *doctor) listener() {
+	addr := d.cfg.HTTP.Listen
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		d.add(checkFail, "http listener", fmt.Sprintf("%s is not free: %v", addr, err),
+			"stop what holds it (a running openbot?) or set http.listen to another address")
+	} else {
+		_ = ln.Close()
+		d.add(checkOK, "http listener", addr+" is free", "")
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	loopback := host == "localhost"
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		loopback = true
+	}
+	switch {
+	case d.cfg.Admin.Token != "":
+		d.add(checkOK, "admin token", "set", "")
+	case loopback:
+		d.add(checkOK, "admin token", "not set; the listener is loopback only, admin endpoints are off", "")
+	default:
+		d.add(checkFail, "admin token", "not set while http.listen ("+addr+") is reachable from other hosts",
+			"set admin.token: ${OPENBOT_ADMIN_TOKEN} (16+ characters), or listen on 127.0.0.1")
+	}
+}
+
+// do makes one request bounded by the doctor's timeout, with body (when not nil)
+// sent as JSON, and decodes a JSON answer into v. It returns the response (its
+// body closed) so callers can read headers and status.
+func (d *doctor) do(ctx context.Context, method, url string, header http.Header, body any, v any) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return resp, err
+	}
+	if v != nil && len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, v); err != nil && resp.StatusCode < 300 {
+			return resp, fmt.Errorf("answer is not JSON (HTTP %d)", resp.StatusCode)
+		}
+	}
+	return resp, nil
+}
+
+// netReason says why a request could not be made, without URLs.
+func netReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "no answer in time"
+	case strings.Contains(err.Error(), "connection refused"):
+		return "connection refused"
+	case strings.Contains(err.Error(), "no such host"):
+		return "host not found"
+	}
+	return core.Redact(err.Error())
+}

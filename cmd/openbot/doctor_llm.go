@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"openbot/agents/mcp"
+	"openbot/agents/tools"
+	"openbot/config"
+	"openbot/store/bolt"
+)
+
+// llms checks each LLM profile: reachable, the model listed by /models (where
+// the server has that endpoint), a one-token completion, and a request with a
+// tool definition (tool calling accepted). Every model a bot uses through the
+// profile is checked.
+func (d *doctor) llms(ctx context.Context) {
+	names := make([]string, 0, len(d.cfg.LLM))
+	for n := range d.cfg.LLM {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := d.cfg.LLM[n]
+		models := []string{}
+		for _, b := range d.cfg.Bots {
+			m := b.Model
+			if m == "" {
+				m = p.Model
+			}
+			if b.LLM == n && !slices.Contains(models, m) {
+				models = append(models, m)
+			}
+		}
+		if len(models) == 0 {
+			models = append(models, p.Model)
+		}
+		d.llm(ctx, n, p, models)
+	}
+}
+
+type openAIError struct {
+	Error struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (d *doctor) llm(ctx context.Context, name string, p config.LLMProfile, models []string) {
+	label := "llm/" + name
+	if p.NeedsKey() {
+		d.add(checkFail, label, "no api_key for the public OpenAI API", "set OPENAI_API_KEY, or point base_url at a local server")
+		return
+	}
+	base := strings.TrimSuffix(p.BaseURL, "/")
+	h := http.Header{}
+	for k, v := range p.Headers {
+		h.Set(k, v)
+	}
+	if p.APIKey != "" {
+		h.Set("Authorization", "Bearer "+p.APIKey)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		openAIError
+	}
+	resp, err := d.do(ctx, http.MethodGet, base+"/models", h, nil, &list)
+	if err != nil {
+		d.add(checkFail, label+" reachable", "no answer from base_url: "+netReason(err), "start the model server or correct llm."+name+".base_url")
+		return
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		d.add(checkFail, label+" reachable", fmt.Sprintf("the API key is refused (HTTP %d)", resp.StatusCode), "set a valid llm."+name+".api_key")
+		return
+	case resp.StatusCode == http.StatusOK && len(list.Data) > 0:
+		d.add(checkOK, label+" reachable", fmt.Sprintf("%d models served", len(list.Data)), "")
+		var ids []string
+		for _, m := range list.Data {
+			ids = append(ids, m.ID)
+		}
+		for _, m := range models {
+			if slices.Contains(ids, m) {
+				d.add(checkOK, label+" model "+m, "served", "")
+			} else {
+				d.add(checkFail, label+" model "+m, "not in the server's model list", "use one of: "+shortList(ids, 8)+" (llm."+name+".model or the bot's model)")
+			}
+		}
+	default:
+		d.add(checkOK, label+" reachable", fmt.Sprintf("answers (no model list: HTTP %d)", resp.StatusCode), "")
+	}
+	for _, m := range models {
+		d.completion(ctx, label, name, base, h, m)
+	}
+}
+
+// completion asks model for one token, then once more with a tool offered.
+func (d *doctor) completion(ctx context.Context, label, profile, base string, h http.Header, model string) {
+	req := map[string]any{"model": model, "max_tokens": 1,
+		"messages": []map[string]string{{"role": "user", "content": "Say OK."}}}
+	var ans openAIError
+	resp, err := d.do(ctx, http.MethodPost, base+"/chat/completions", h, req, &ans)
+	if fail := llmFailure(resp, err, ans); fail != "" {
+		d.add(checkFail, label+" completion "+model, fail, "check llm."+profile+" (base_url, api_key, model) against the provider")
+		return
+	}
+	d.add(checkOK, label+" completion "+model, "a one-token answer came back", "")
+	req["max_tokens"] = 16
+	req["tools"] = []map[string]any{{"type": "function", "function": map[string]any{
+		"name": "doctor_ping", "description": "Answers pong.",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}}}
+	ans = openAIError{}
+	resp, err = d.do(ctx, http.MethodPost, base+"/chat/completions", h, req, &ans)
+	if fail := llmFailure(resp, err, ans); fail != "" {
+		d.add(checkFail, label+" tools "+model, "a request offering a tool was refused: "+fail,
+			"use a model and server with function calling (vLLM: --enable-auto-tool-choice; Ollama: a model tagged tools)")
+		return
+	}
+	d.add(checkOK, label+" tools "+model, "tool calling accepted", "")
+}
+
+func llmFailure(resp *http.Response, err error, ans openAIError) string {
+	switch {
+	case err != nil:
+		return netReason(err)
+	case resp.StatusCode != http.StatusOK:
+		if ans.Error.Message != "" {
+			return fmt.Sprintf("HTTP %d: %s", resp.StatusCode, ans.Error.Message)
+		}
+		return "HTTP " + resp.Status
+	}
+	return ""
+}
+
+func shortList(ids []string, n int) string {
+	if len(ids) > n {
+		return strings.Join(ids[:n], ", ") + ", …"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// mcpServers starts each MCP server once and lists its tools.
+func (d *doctor) mcpServers(ctx context.Context) {
+	for _, s := range d.cfg.MCPServers {
+		r := mcp.Probe(ctx, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers},
+			mcp.Options{StartTimeout: d.timeout, ShutdownGrace: 2 * time.Second})
+		label := "mcp/" + s.Name
+		if r.Err != nil {
+			d.add(checkFail, label, "does not start: "+r.Reason+" ("+r.Err.Error()+")", "run the server's command by hand to see why, or fix mcp_servers."+s.Name)
+			continue
+		}
+		d.add(checkOK, label, fmt.Sprintf("started, %d tools (%s)", len(r.Tools), shortList(r.Tools, 5)), "")
+	}
+}
+
+// store opens the store (it must not be in use), verifies every index, and
+// reports its size and its oldest kept records.
+func (d *doctor) store(ctx context.Context) {
+	path := d.cfg.Store.Path
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		d.add(checkOK, "store", path+" does not exist yet; serve creates it", "")
+		return
+	}
+	st, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
+	if errors.Is(err, bolt.ErrLocked) {
+		d.add(checkWarn, "store", path+" is in use (openbot is running?)", "stop openbot to verify the store")
+		return
+	}
+	if err != nil {
+		d.add(checkFail, "store", "does not open: "+err.Error(), "restore the file from a backup, or move it away to start empty")
+		return
+	}
+	defer st.Close()
+	if err := st.Verify(ctx); err != nil {
+		d.add(checkFail, "store verify", err.Error(), "stop openbot and restore the file from a backup")
+	} else {
+		d.add(checkOK, "store verify", "every index matches its records", "")
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		d.add(checkWarn, "store size", err.Error(), "")
+		return
+	}
+	d.add(checkOK, "store size", stats.String(), "")
+}
+
+// sandbox checks the shell sandbox when a bot has the shell tool.
+func (d *doctor) sandbox(ctx context.Context) {
+	switch {
+	case d.cfg.Sandbox == config.SandboxNone:
+		d.add(checkWarn, "sandbox", "sandbox: none: shell commands run unconfined", "install bubblewrap and remove sandbox: none")
+	case !usesShell(d.cfg):
+		d.add(checkOK, "sandbox", "no bot has the shell tool", "")
+	default:
+		if err := tools.CheckSandbox(ctx, toolOptions(d.cfg, nil, ownFiles("", d.cfg))); err != nil {
+			d.add(checkFail, "sandbox", err.Error(), "install bubblewrap (apt install bubblewrap) and allow unprivileged user namespaces")
+		} else {
+			d.add(checkOK, "sandbox", d.cfg.Sandbox+" works", "")
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	mcplib "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"openbot/adapters/feishu/feishutest"
+	"openbot/adapters/slack/slacktest"
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents/openaitest"
+	"openbot/config"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// doctorWorld is one fake of everything a deployment depends on, all healthy.
+type doctorWorld struct {
+	slack    *slacktest.Server
+	telegram *telegramtest.Server
+	feishu   *feishutest.Server
+	llm      *openaitest.Server
+	mcpURL   string
+	dir      string
+	env      map[string]string
+	// mcpCommand, when set, replaces the HTTP MCP server by a stdio command.
+	mcpCommand   string
+	llmURL       string
+	feishuSecret string
+	tgExtra      string // extra keys of the Telegram account (webhook mode)
+}
+
+func newDoctorWorld(t *testing.T) *doctorWorld {
+	t.Helper()
+	w := &doctorWorld{dir: t.TempDir()}
+	w.slack = slacktest.New(slacktest.Options{BotToken: "xoxb-good", AppToken: "xapp-good", Scopes: slackScopes})
+	t.Cleanup(w.slack.Close)
+	w.telegram = telegramtest.NewServer(telegramtest.Bot{Token: "123:tg", ID: 123, Username: "openbot_bot"})
+	t.Cleanup(w.telegram.Close)
+	w.feishu = feishutest.New(t)
+	w.llm = openaitest.New(t)
+	w.llm.SetModels("m", "other")
+	w.llmURL = w.llm.URL()
+	w.feishuSecret = feishutest.AppSecret
+	ms := server.NewMCPServer("doctor-test", "1", server.WithToolCapabilities(true))
+	ms.AddTool(mcplib.NewTool("echo", mcplib.WithDescription("Echo")), func(ctx context.Context, req mcplib.CallToolRequest) (*mcplib.CallToolResult, error) {
+		return mcplib.NewToolResultText("echo"), nil
+	})
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(ms))
+	t.Cleanup(hs.Close)
+	w.mcpURL = hs.URL + "/mcp"
+	w.env = map[string]string{"SLACK_BOT_TOKEN": "xoxb-good", "SLACK_APP_TOKEN": "xapp-good"}
+	// An existing store, so it is opened and verified.
+	st, err := bolt.Open(filepath.Join(w.dir, "data", "openbot.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	return w
+}
+
+func (w *doctorWorld) config(t *testing.T) string {
+	t.Helper()
+	mcpLine := `{name: tools, url: ` + w.mcpURL + `}`
+	if w.mcpCommand != "" {
+		mcpLine = `{name: tools, command: ` + w.mcpCommand + `}`
+	}
+	text := `
+llm:
+  default: {base_url: "` + w.llmURL + `", api_key: k, model: m}
+store: {path: ` + filepath.Join(w.dir, "data", "openbot.db") + `}
+workspace: ` + filepath.Join(w.dir, "ws") + `
+http: {listen: "127.0.0.1:0"}
+mcp_servers:
+  - ` + mcpLine + `
+bots:
+  - {handle: chief_of_staff}
+slack:
+  - name: acme
+    bot: "*"
+    app_token: ${SLACK_APP_TOKEN}
+    bot_token: ${SLACK_BOT_TOKEN}
+    api_url: ` + w.slack.APIURL() + `
+telegram:
+  - name: tg
+    bot: "*"
+    token: "123:tg"
+    api_endpoint: ` + w.telegram.URL() + `
+` + w.tgExtra + `
+feishu:
+  - name: fs
+    bot: "*"
+    app_id: ` + feishutest.AppID + `
+    app_secret: ` + w.feishuSecret + `
+    base_url: ` + w.feishu.URL() + `
+`
+	path := filepath.Join(w.dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var statusLine = regexp.MustCompile(`(?m)^(OK|WARN|FAIL) +(.+?): `)
+
+// lines maps each check name to its status.
+func checkStatuses(out string) map[string]string {
+	got := map[string]string{}
+	for _, m := range statusLine.FindAllStringSubmatch(out, -1) {
+		got[m[2]] = m[1]
+	}
+	return got
+}
+
+// With everything healthy, every check is OK and doctor exits 0.
+func TestDoctorAllOK(t *testing.T) {
+	w := newDoctorWorld(t)
+	r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	if r.code != 0 {
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	got := checkStatuses(r.stdout)
+	for _, name := range []string{
+		"slack/acme auth", "slack/acme scopes", "slack/acme socket mode",
+		"telegram/tg getMe", "telegram/tg privacy", "telegram/tg webhook",
+		"feishu/fs token", "feishu/fs bot",
+		"llm/default reachable", "llm/default model m", "llm/default completion m", "llm/default tools m",
+		"mcp/tools", "store verify", "store size", "http listener", "admin token", "sandbox",
+	} {
+		if got[name] != "OK" {
+			t.Errorf("%s: %q, want OK; stdout:\n%s", name, got[name], r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "bot user openbot (U0TESTBOT)") || !strings.Contains(r.stdout, "oldest kept") && !strings.Contains(r.stdout, "MiB") {
+		t.Errorf("details missing:\n%s", r.stdout)
+	}
+	// The tool check offered a tool; the completion asked for one token.
+	reqs := w.llm.Requests()
+	if len(reqs) != 2 || len(reqs[1].ToolNames()) != 1 {
+		t.Errorf("model requests = %d (tools %v), want a plain and a tool request", len(reqs), reqs[len(reqs)-1].ToolNames())
+	}
+}
+
+// Each broken dependency is one FAIL line, with what to do, and exit status 1.
+func TestDoctorFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, w *doctorWorld)
+		check string // the failing check
+		say   string // in its line
+	}{
+		{"revoked slack token", func(t *testing.T, w *doctorWorld) { w.env["SLACK_BOT_TOKEN"] = "xoxb-revoked" },
+			"slack/acme auth", "bot token refused (invalid_auth)"},
+		{"missing slack scope", func(t *testing.T, w *doctorWorld) {
+			w.slack.Close()
+			w.slack = slacktest.New(slacktest.Options{BotToken: "xoxb-good", AppToken: "xapp-good",
+				Scopes: slices.DeleteFunc(slices.Clone(slackScopes), func(s string) bool { return s == "reactions:write" })})
+			t.Cleanup(w.slack.Close)
+		}, "slack/acme scopes", "missing reactions:write"},
+		{"bad slack app token", func(t *testing.T, w *doctorWorld) { w.env["SLACK_APP_TOKEN"] = "xapp-old" },
+			"slack/acme socket mode", "app token refused"},
+		{"telegram webhook while polling", func(t *testing.T, w *doctorWorld) {
+			resp, err := http.Post(w.telegram.URL()+"/bot123:tg/setWebhook?url=https://elsewhere.example/hook", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}, "telegram/tg webhook", "a webhook is set while polling is configured"},
+		{"telegram webhook points elsewhere", func(t *testing.T, w *doctorWorld) {
+			w.tgExtra = "    mode: webhook\n    webhook_url: https://bots.example/telegram/tg/webhook\n    secret_token: s3cret\n"
+			resp, err := http.Post(w.telegram.URL()+"/bot123:tg/setWebhook?url=https://other.example/hook", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}, "telegram/tg webhook", "the webhook points elsewhere"},
+		{"unreachable model", func(t *testing.T, w *doctorWorld) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.llmURL = "http://" + ln.Addr().String() + "/v1"
+			ln.Close()
+		}, "llm/default reachable", "connection refused"},
+		{"unknown model", func(t *testing.T, w *doctorWorld) { w.llm.SetModels("other") },
+			"llm/default model m", "not in the server's model list"},
+		{"tools refused", func(t *testing.T, w *doctorWorld) {
+			w.llm.Enqueue(openaitest.Text("O"), openaitest.Error(400, "this model does not support tools"))
+		}, "llm/default tools m", "does not support tools"},
+		{"mcp server exits at start", func(t *testing.T, w *doctorWorld) {
+			script := filepath.Join(w.dir, "mcp.sh")
+			if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'fatal: MYSERVICE_TOKEN is not set' >&2\nexit 2\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			w.mcpCommand = script
+		}, "mcp/tools", "does not start"},
+		{"feishu secret", func(t *testing.T, w *doctorWorld) { w.feishuSecret = "TESTwrongSecret" },
+			"feishu/fs token", "app credentials refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newDoctorWorld(t)
+			tc.setup(t, w)
+			r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+			if r.code != exitFail {
+				t.Errorf("exit %d, want %d", r.code, exitFail)
+			}
+			got := checkStatuses(r.stdout)
+			if got[tc.check] != "FAIL" {
+				t.Fatalf("%s: %q, want FAIL; stdout:\n%s", tc.check, got[tc.check], r.stdout)
+			}
+			var line string
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if strings.HasPrefix(l, "FAIL  "+tc.check+":") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tc.say) {
+				t.Errorf("line %q lacks %q", line, tc.say)
+			}
+			if !strings.Contains(r.stdout, line+"\n      -> ") {
+				t.Errorf("no fix after %q:\n%s", line, r.stdout)
+			}
+			fails := 0
+			for _, s := range got {
+				if s == "FAIL" {
+					fails++
+				}
+			}
+			if fails != 1 {
+				t.Errorf("%d FAIL lines, want 1:\n%s", fails, r.stdout)
+			}
+		})
+	}
+}
+
+// The scopes doctor wants are the manifest's.
+func TestDoctorScopesMatchManifest(t *testing.T) {
+	data, err := os.ReadFile("../../docs/slack-app-manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i := strings.Index(text, "    bot:\n")
+	j := strings.Index(text, "settings:")
+	if i < 0 || j < i {
+		t.Fatal("manifest has no oauth_config.scopes.bot list")
+	}
+	var manifest []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+- ([a-z_:.]+)`).FindAllStringSubmatch(text[i:j], -1) {
+		manifest = append(manifest, m[1])
+	}
+	if !slices.Equal(manifest, slackScopes) {
+		t.Errorf("manifest scopes %v\ndoctor scopes   %v", manifest, slackScopes)
+	}
+}
+
+// A listener reachable from other hosts without an admin token fails.
+func TestDoctorAdminTokenNeededOffLoopback(t *testing.T) {
+	var out strings.Builder
+	w := newDoctorWorld(t)
+	cfg := loadConfig(w.config(t), &out, envOf(w.env))
+	cfg.HTTP.Listen = "0.0.0.0:0"
+	d := &doctor{cfg: cfg, out: &out}
+	d.listener()
+	if got := checkStatuses(out.String())["admin token"]; got != "FAIL" {
+		t.Errorf("admin token: %q, want FAIL\n%s", got, out.String())
+	}
+}
+
+// config's floor for dedup keys, and its cap on a schedule's grace, are core's.
+func TestMinDedupKeysMatchesCore(t *testing.T) {
+	if config.MinDedupKeys != core.MinDedupRetention || config.MaxScheduleGrace != core.MinDedupRetention {
+		t.Errorf("config.MinDedupKeys %s, config.MaxScheduleGrace %s, core.MinDedupRetention %s",
+			config.MinDedupKeys, config.MaxScheduleGrace, core.MinDedupRetention)
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"openbot/adapters/console"
+	"openbot/adapters/feishu"
+	"openbot/adapters/slack"
+	"openbot/adapters/telegram"
+	"openbot/config"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// coreSchedules maps the schedules section onto core.Schedule values, building
+// each target conversation with its adapter's own id codec.
+func coreSchedules(cfg *config.Config) ([]core.Schedule, error) {
+	out := make([]core.Schedule, 0, len(cfg.Schedules))
+	for i, s := range cfg.Schedules {
+		next, err := config.ScheduleNext(s.Cron, s.TimeZone)
+		if err != nil {
+			return nil, fmt.Errorf("schedules[%d]: %w", i, err)
+		}
+		cs := core.Schedule{Name: s.Name, Next: next, Bot: s.Bot, Prompt: s.Prompt,
+			Standing: s.Thread == config.ScheduleStandingThread, Grace: s.Grace}
+		kind, name, _ := strings.Cut(s.Account, "/")
+		switch kind {
+		case "slack":
+			cs.Account, cs.Platform = slack.AccountID(name), "slack"
+			cs.Conversation = slack.Conversation{Team: s.Team, Channel: s.Channel}.Ref()
+		case "telegram":
+			chat, err := strconv.ParseInt(s.Channel, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("schedules[%d].channel: %q is not a chat id", i, s.Channel)
+			}
+			cs.Account, cs.Platform = telegram.AccountID(name), telegram.Platform
+			cs.Conversation = telegram.Conversation{Chat: chat, Topic: s.Topic}.Ref()
+		case "feishu":
+			cs.Account, cs.Platform = core.AccountID("feishu/"+name), feishu.Platform
+			cs.Conversation = feishu.Conversation{Chat: s.Channel}.Ref()
+		case "console":
+			cs.Account, cs.Platform, cs.Conversation = core.AccountID("console/"+name), console.Platform, console.Conversation
+		default:
+			return nil, fmt.Errorf("schedules[%d].account: %q is not kind/name", i, s.Account)
+		}
+		out = append(out, cs)
+	}
+	return out, nil
+}
+
+// newScheduleRunner builds the runner serve starts once the engine is ready
+// (DESIGN.md §10 "schedules").
+func newScheduleRunner(cfg *config.Config, eng *core.Engine, log *slog.Logger) (*core.ScheduleRunner, error) {
+	scheds, err := coreSchedules(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return core.NewScheduleRunner(core.ScheduleOptions{Engine: eng, Schedules: scheds, Logger: log})
+}
+
+// runSchedules is `openbot schedules --config FILE`: every schedule with its
+// timetable, target, next slot and the last slot handled (read from the store
+// when openbot is not running).
+func runSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	fs := flag.NewFlagSet("schedules", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "configuration file")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	cfg := loadConfig(*path, stderr, lookupEnv)
+	if cfg == nil {
+		return exitFail
+	}
+	if len(cfg.Schedules) == 0 {
+		fmt.Fprintln(stdout, "no schedules are configured")
+		return exitOK
+	}
+	last := map[string]string{}
+	note := ""
+	if _, err := os.Stat(cfg.Store.Path); err == nil {
+		st, err := bolt.Open(cfg.Store.Path, bolt.Options{Timeout: time.Second})
+		switch {
+		case errors.Is(err, bolt.ErrLocked):
+			note = "(last slot unknown: the store is in use by a running openbot)"
+		case err != nil:
+			fmt.Fprintf(stderr, "openbot: %v\n", err)
+			return exitFail
+		default:
+			_ = st.View(ctx, func(tx core.ReadTx) error {
+				for _, s := range cfg.Schedules {
+					if v, err := tx.Cursor(core.ScheduleCursor(s.Name)); err == nil && v != "" {
+						if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
+							last[s.Name] = time.Unix(sec, 0).UTC().Format(time.RFC3339)
+						}
+					}
+				}
+				return nil
+			})
+			st.Close()
+		}
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCRON\tZONE\tBOT\tTARGET\tTHREAD\tNEXT\tLAST HANDLED")
+	for _, s := range cfg.Schedules {
+		next := "-"
+		if fn, err := config.ScheduleNext(s.Cron, s.TimeZone); err == nil {
+			if t := fn(now); !t.IsZero() {
+				next = t.Format("2006-01-02 15:04 MST")
+			}
+		}
+		target := s.Account
+		if s.Channel != "" {
+			target += " " + s.Channel
+		}
+		if s.Topic != 0 {
+			target += fmt.Sprintf(" topic %d", s.Topic)
+		}
+		l := last[s.Name]
+		if l == "" {
+			l = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t@%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, s.TimeZone, s.Bot, target, s.Thread, next, l)
+	}
+	tw.Flush()
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	return exitOK
+}

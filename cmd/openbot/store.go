@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"openbot/config"
+	"openbot/store/bolt"
+)
+
+// runStore is `openbot store compact --config FILE`: it rewrites the store file
+// offline so the space freed by retention goes back to the file system
+// (DESIGN.md §10 "retention"). openbot must be stopped; a running one holds the
+// file lock and the command fails saying so.
+func runStore(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	if len(args) == 0 || args[0] != "compact" {
+		fmt.Fprint(stderr, "usage: openbot store compact --config FILE\n")
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("store compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "config.yaml", "configuration file")
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitUsage
+	}
+	cfg := loadConfig(*path, stderr, lookupEnv)
+	if cfg == nil {
+		return exitFail
+	}
+	res, err := bolt.Compact(ctx, cfg.Store.Path, 0)
+	if err != nil {
+		fmt.Fprintf(stderr, "openbot: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(stdout, "compacted %s: %.1f MiB -> %.1f MiB\n", cfg.Store.Path, mib(res.Before), mib(res.After))
+	return exitOK
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }

@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Schedule is one scheduled message (DESIGN.md §10 "schedules"): at every slot of
+// Cron in TimeZone, a message from "schedule:<name>" addressed to Bot is posted
+// into its thread in the target conversation, and is routed, run and delivered
+// like any message. Each slot fires once, even across restarts.
+type Schedule struct {
+	// Name is [a-z0-9_-]+, unique among schedules.
+	Name string `yaml:"name"`
+	// Cron is a standard five-field expression ("0 9 * * MON-FRI") or a
+	// descriptor (@hourly, @daily, @weekly, @monthly).
+	Cron string `yaml:"cron"`
+	// TimeZone is an IANA zone ("Europe/Berlin") the expression is read in;
+	// default "UTC".
+	TimeZone string `yaml:"time_zone"`
+	// Bot is the handle the message addresses.
+	Bot string `yaml:"bot"`
+	// Account is a configured account, "<kind>/<name>": "slack/acme",
+	// "telegram/team", "feishu/corp", "console/local".
+	Account string `yaml:"account"`
+	// Channel is the conversation on that account: a Slack channel id ("C…"), a
+	// Telegram chat id ("-100…"), a Feishu chat_id ("oc_…"); unused for console.
+	Channel string `yaml:"channel"`
+	// Team is the Slack workspace id ("T…", shown by `openbot doctor`); Slack only.
+	Team string `yaml:"team"`
+	// Topic is a Telegram forum topic id (message_thread_id); optional.
+	Topic int64 `yaml:"topic"`
+	// Prompt is the message text.
+	Prompt string `yaml:"prompt"`
+	// Thread is ScheduleNewThread (default: each firing starts a thread) or
+	// ScheduleStandingThread (every firing goes into one thread).
+	Thread string `yaml:"thread"`
+	// Grace is how late a slot missed while openbot was down may still fire at
+	// start; older ones are recorded as skipped. Default 1h, at most 24h.
+	Grace time.Duration `yaml:"grace"`
+}
+
+// Values of Schedule.Thread, and the grace bounds.
+const (
+	ScheduleNewThread      = "new"
+	ScheduleStandingThread = "standing"
+	DefaultScheduleGrace   = time.Hour
+	MaxScheduleGrace       = 24 * time.Hour // the dedup keys' floor (MinDedupKeys)
+)
+
+// ScheduleNext parses a schedule's cron expression in its time zone and returns
+// the function giving the first slot strictly after a time.
+func ScheduleNext(expr, zone string) (func(time.Time) time.Time, error) {
+	if zone == "" {
+		zone = "UTC"
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q", zone)
+	}
+	if strings.Contains(expr, "TZ=") {
+		return nil, fmt.Errorf("set the zone in time_zone, not in the expression")
+	}
+	sched, err := cron.ParseStandard(expr)
+	if err != nil {
+		return nil, fmt.Errorf("cron %q: %v", expr, err)
+	}
+	return func(t time.Time) time.Time { return sched.Next(t.In(loc)) }, nil
+}
+
+func (c *Config) applyScheduleDefaults() {
+	for i := range c.Schedules {
+		s := &c.Schedules[i]
+		if s.TimeZone == "" {
+			s.TimeZone = "UTC"
+		}
+		if s.Thread == "" {
+			s.Thread = ScheduleNewThread
+		}
+		if s.Grace == 0 {
+			s.Grace = DefaultScheduleGrace
+		}
+	}
+}
+
+// validateSchedules checks each schedule: unique name, a cron expression and
+// time zone that parse, a known bot, a configured account with a channel of the
+// right shape, a prompt, the thread mode and the grace bounds.
+func (c *Config) validateSchedules(p *problems, handles map[string]bool) {
+	seen := map[string]bool{}
+	for i, s := range c.Schedules {
+		path := fmt.Sprintf("schedules[%d]", i)
+		switch {
+		case !nameRe.MatchString(s.Name):
+			p.add(path+".name", "%q must be made of a-z, 0-9, _ and -", s.Name)
+		case seen[s.Name]:
+			p.add(path+".name", "%q is used twice", s.Name)
+		}
+		seen[s.Name] = true
+		if _, err := time.LoadLocation(s.TimeZone); err != nil {
+			p.add(path+".time_zone", "unknown time zone %q (an IANA name such as Europe/Berlin)", s.TimeZone)
+		}
+		if _, err := ScheduleNext(s.Cron, "UTC"); err != nil {
+			p.add(path+".cron", "%v", err)
+		}
+		if !handles[s.Bot] {
+			p.add(path+".bot", "%q is not a configured bot", s.Bot)
+		}
+		if strings.TrimSpace(s.Prompt) == "" {
+			p.add(path+".prompt", "must be set")
+		}
+		checkEnum(p, path+".thread", s.Thread, ScheduleNewThread, ScheduleStandingThread)
+		if s.Grace < 0 || s.Grace > MaxScheduleGrace {
+			p.add(path+".grace", "must be between 0 and %s, got %s", MaxScheduleGrace, s.Grace)
+		}
+		c.checkScheduleTarget(p, path, s)
+	}
+}
+
+func (c *Config) checkScheduleTarget(p *problems, path string, s Schedule) {
+	kind, name, _ := strings.Cut(s.Account, "/")
+	known := false
+	switch kind {
+	case "slack":
+		for _, a := range c.Slack {
+			known = known || a.Name == name
+		}
+		if s.Team == "" {
+			p.add(path+".team", "must be set for a Slack account (the workspace id T…, shown by openbot doctor)")
+		}
+	case "telegram":
+		for _, a := range c.Telegram {
+			known = known || a.Name == name
+		}
+		if _, err := strconv.ParseInt(s.Channel, 10, 64); err != nil && s.Channel != "" {
+			p.add(path+".channel", "%q is not a Telegram chat id (a number)", s.Channel)
+		}
+	case "feishu":
+		for _, a := range c.Feishu {
+			known = known || a.Name == name
+		}
+	case "console":
+		for _, a := range c.Console {
+			known = known || a.Name == name
+		}
+		known = known || (len(c.Console) == 0 && name == DefaultConsole)
+	}
+	if !known {
+		p.add(path+".account", "%q is not a configured account (kind/name, e.g. slack/acme)", s.Account)
+	}
+	if kind != "console" && s.Channel == "" {
+		p.add(path+".channel", "must be set (the channel or chat id to post in)")
+	}
+	if kind != "telegram" && s.Topic != 0 {
+		p.add(path+".topic", "is for Telegram forum topics only")
+	}
+}
