@@ -109,6 +109,17 @@ type ReadTx interface {
 	// ActivitiesBefore returns up to limit activity lines with Seq < before (0 =
 	// from the newest), newest first.
 	ActivitiesBefore(before uint64, limit int) ([]Activity, error)
+	// Heads returns the last assigned activity Seq, message ID and run event
+	// position (0 when none): where a live event stream that starts "now" begins.
+	Heads() (LogHeads, error)
+}
+
+// LogHeads are the ends of the store's three append-only sequences that the
+// console's event stream follows (DESIGN.md §10).
+type LogHeads struct {
+	Activity uint64    `json:"activity"`
+	Message  MessageID `json:"message"`
+	RunEvent uint64    `json:"run_event"`
 }
 
 // LoggedRunEvent is a run event with its position in the store-wide order in

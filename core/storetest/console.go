@@ -54,6 +54,8 @@ func testConsolePaging(t *testing.T, s core.Store) {
 			sums = append(sums, a.Summary)
 		}
 		wantEqual(t, "ActivitiesBefore pages", sums, []string{"4", "3", "2", "1", "0"})
+		h := get(tx.Heads()).must(t)
+		wantEqual(t, "Heads", h, core.LogHeads{Activity: a1[0].Seq, Message: msgs[len(msgs)-1]})
 		return nil
 	})
 }
@@ -95,6 +97,7 @@ func testRunEventsSince(t *testing.T, s core.Store) {
 		}
 		wantEqual(t, "RunEventsSince order", got, want)
 		wantEqual(t, "RunEventsSince(end)", len(get(tx.RunEventsSince(after, 0)).must(t)), 0)
+		wantEqual(t, "Heads().RunEvent", get(tx.Heads()).must(t).RunEvent, after)
 		all := get(tx.RunEventsSince(0, 0)).must(t)
 		wantEqual(t, "payload", string(all[4].Payload), `{"i":4}`)
 		return nil

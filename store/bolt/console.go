@@ -102,6 +102,16 @@ func (r *readTx) RunEventsSince(after uint64, limit int) ([]core.LoggedRunEvent,
 	return out, nil
 }
 
+// Heads reads the buckets' sequences: each is the last ID NextSequence assigned in
+// a committed transaction.
+func (r *readTx) Heads() (core.LogHeads, error) {
+	return core.LogHeads{
+		Activity: r.bucket(bktActivity).Sequence(),
+		Message:  core.MessageID(r.bucket(bktMessages).Sequence()),
+		RunEvent: r.bucket(bktRunEventLog).Sequence(),
+	}, nil
+}
+
 // walkBack calls fn for up to limit entries of an 8-byte-keyed bucket with keys
 // < before (before 0: from the last key), newest first.
 func walkBack(c *bbolt.Cursor, before uint64, limit int, fn func(k, v []byte) error) error {
