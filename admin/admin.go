@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"openbot/core"
@@ -44,6 +45,9 @@ type Options struct {
 	Identity core.ActorID
 	// IdentityName is shown in decisions ("Approved by <name>"); default Identity.
 	IdentityName string
+	// Bots are the configured bots (Engine.Bots), listed by GET /api/v1/bots;
+	// empty: the profiles stored in the store.
+	Bots []core.BotProfile
 	// StorePath is reported by GET /api/v1/ so a CLI can check it reached the
 	// server of its own store.
 	StorePath string
@@ -76,7 +80,15 @@ type Server struct {
 	opts    Options
 	mux     *http.ServeMux
 	streams chan struct{}
+	done    chan struct{} // closed by Shutdown: event streams end
+	once    sync.Once
 }
+
+// Shutdown ends every event stream (they would otherwise keep an HTTP server's
+// graceful shutdown waiting) and refuses new ones; other requests are served
+// as before. Call it when the HTTP server starts shutting down
+// (http.Server.RegisterOnShutdown). Safe to call more than once.
+func (s *Server) Shutdown() { s.once.Do(func() { close(s.done) }) }
 
 type sysClock struct{}
 
@@ -110,7 +122,7 @@ func New(opts Options) (*Server, error) {
 			opts.StorePath = abs
 		}
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), streams: make(chan struct{}, opts.MaxStreams)}
+	s := &Server{opts: opts, mux: http.NewServeMux(), streams: make(chan struct{}, opts.MaxStreams), done: make(chan struct{})}
 	s.mux.HandleFunc("GET /api/v1/{$}", s.info)
 	s.mux.HandleFunc("GET /api/v1/bots", s.bots)
 	s.mux.HandleFunc("GET /api/v1/threads", s.threads)

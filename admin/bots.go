@@ -45,9 +45,12 @@ func (s *Server) bots(w http.ResponseWriter, r *http.Request) {
 	var out []BotView
 	next := ""
 	ok := s.view(w, r, func(tx core.ReadTx) error {
-		bots, err := tx.Bots()
-		if err != nil {
-			return err
+		bots := slices.Clone(s.opts.Bots)
+		if len(bots) == 0 {
+			var err error
+			if bots, err = tx.Bots(); err != nil {
+				return err
+			}
 		}
 		slices.SortFunc(bots, func(a, b core.BotProfile) int { return cmpStr(a.Handle, b.Handle) })
 		views := map[core.ActorID]*BotView{}

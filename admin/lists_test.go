@@ -39,7 +39,7 @@ func seed(t *testing.T, st core.Store) {
 				Participants: []core.ActorID{"slack:T1:U1", "bot:eng"},
 				Bindings:     []core.Binding{{Platform: platform, Conversation: core.ConversationRef(fmt.Sprint(i))}}}))
 			must(tx.PutMessage(core.Message{Thread: th.ID, Sender: "slack:T1:U1", SenderName: "Alice", Text: fmt.Sprintf("needle %d please", i),
-				Origin: &core.Origin{Account: "slack/acme", Conversation: "C1", PlatformID: fmt.Sprintf("17000.%d", i)},
+				Origin:  &core.Origin{Account: "slack/acme", Conversation: "C1", PlatformID: fmt.Sprintf("17000.%d", i)},
 				Created: t0.Add(time.Duration(i) * time.Minute)}))
 			must(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunCompleted, Created: t0.Add(time.Duration(i) * time.Minute),
 				Started: t0, Ended: t0.Add(2 * time.Second), Usage: core.Usage{PromptTokens: 10, CompletionTokens: 2, ModelCalls: 1},

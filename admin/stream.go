@@ -26,7 +26,7 @@ const writeBound = 30 * time.Second
 // the cursor after it (Cursor), so a client that reconnects with the last id it
 // saw gets exactly what it missed. The stream wakes on the store's commit hint
 // (Notifier) or every Tick, writes a ": ping" comment every Heartbeat, and ends
-// when the client goes away or the server shuts down. At most MaxStreams run at
+// when the client goes away or Shutdown is called. At most MaxStreams run at
 // once (503 beyond).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	start := r.Header.Get("Last-Event-ID")
@@ -49,6 +49,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		cur = c
+	}
+	select {
+	case <-s.done:
+		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	default:
 	}
 	select {
 	case s.streams <- struct{}{}:
@@ -113,6 +119,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.done:
 			return
 		case <-wake:
 		case <-tick.C:

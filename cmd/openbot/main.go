@@ -7,6 +7,8 @@
 //	openbot chat --config FILE           the same, plus the terminal channel on this terminal
 //	openbot config check --config FILE   validate and print every problem
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
+//	openbot threads | runs [--thread N] | run ID | activity [--follow]
+//	                                     the console's reads for a terminal
 //	openbot bench                        measure ingest throughput and pick cost here
 //	openbot version
 //
@@ -50,6 +52,10 @@ const usage = `usage:
   openbot chat --config FILE [--log-level LEVEL]    serve plus the terminal channel
   openbot config check --config FILE                validate the configuration
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
+  openbot threads [--platform P] [--bot B] [--pending] [--q TEXT]   threads, newest first
+  openbot runs [--thread N] [--bot B] [--status S]  runs, newest first
+  openbot run ID                                    a run's timeline: model calls, tools, questions
+  openbot activity [--follow] [--kind K] [--level L] [--bot B] [--thread N]  the activity log
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
   openbot version
 `
@@ -75,6 +81,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCheck(args[2:], stdout, stderr, lookupEnv)
 	case "approvals":
 		return runApprovals(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "threads", "runs", "run", "activity":
+		return runInspect(ctx, args[0], args[1:], stdout, stderr, lookupEnv)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
