@@ -137,7 +137,29 @@ func TestConsoleAPIAuth(t *testing.T) {
 	llm := openaitest.New(t)
 	dir := t.TempDir()
 	path, addr, env := consoleConfig(t, dir, llm)
-	startServe(t, path, env)
+	var logs *lockedBuffer
+	var stream *http.Response
+	sctx, scancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { // after serve stopped (cleanups run last first)
+		if strings.Contains(logs.String(), "http shutdown") {
+			t.Errorf("an open event stream held up the HTTP shutdown:\n%s", logs.String())
+		}
+		scancel()
+		if stream != nil {
+			stream.Body.Close()
+		}
+	})
+	logs = startServe(t, path, env)
+	// An event stream left open: serve's shutdown ends it rather than waiting.
+	sreq, _ := http.NewRequestWithContext(sctx, http.MethodGet, "http://"+addr+"/api/v1/events", nil)
+	sreq.Header.Set("Authorization", "Bearer "+consoleToken)
+	stream, err := http.DefaultClient.Do(sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stream.StatusCode != http.StatusOK || stream.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events = %d %s", stream.StatusCode, stream.Header.Get("Content-Type"))
+	}
 	for _, tc := range []struct {
 		name, auth string
 		code       int
@@ -173,7 +195,7 @@ func TestConsoleAPIAuth(t *testing.T) {
 	dir2 := t.TempDir()
 	path2, addr2, env2 := consoleConfig(t, dir2, llm)
 	delete(env2, "OPENBOT_ADMIN_TOKEN")
-	logs := startServe(t, path2, env2)
+	logs2 := startServe(t, path2, env2)
 	resp, err := http.Get("http://" + addr2 + "/api/v1/bots")
 	if err != nil {
 		t.Fatal(err)
@@ -182,8 +204,8 @@ func TestConsoleAPIAuth(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("no admin.token: /api/v1/bots = %d, want 404", resp.StatusCode)
 	}
-	if !strings.Contains(logs.String(), "admin endpoints are off") || !strings.Contains(logs.String(), "/api/v1/") {
-		t.Errorf("serve did not say the API is off:\n%s", logs.String())
+	if !strings.Contains(logs2.String(), "admin endpoints are off") || !strings.Contains(logs2.String(), "/api/v1/") {
+		t.Errorf("serve did not say the API is off:\n%s", logs2.String())
 	}
 }
 
