@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.etcd.io/bbolt"
@@ -85,6 +86,9 @@ func TestMigrateV2RunEventLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Verify(ctx); err != nil {
+		t.Errorf("Verify after upgrade: %v", err)
+	}
 	want := [][3]uint64{{1, 1, 1}, {2, 1, 2}, {3, 2, 1}, {4, 2, 2}, {5, 1, 3}}
 	if len(got) != len(want) {
 		t.Fatalf("RunEventsSince after upgrade = %v, want %v", got, want)
@@ -94,5 +98,39 @@ func TestMigrateV2RunEventLog(t *testing.T) {
 			t.Errorf("RunEventsSince after upgrade = %v, want %v", got, want)
 			break
 		}
+	}
+}
+
+// TestVerifyRunEventLog: a run event missing from run_event_log is reported.
+func TestVerifyRunEventLog(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "v.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	err = s.Update(ctx, func(tx core.Tx) error {
+		th, err := tx.PutThread(core.Thread{Key: "k"})
+		if err != nil {
+			return err
+		}
+		r, err := tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning})
+		if err != nil {
+			return err
+		}
+		_, err = tx.AppendRunEvent(core.RunEvent{Run: r.ID, Type: "text"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(ctx); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	if err := s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bktRunEventLog).Delete(u64(1)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(ctx); err == nil || !strings.Contains(err.Error(), "run_event_log") {
+		t.Errorf("Verify after losing a log entry = %v", err)
 	}
 }
