@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"time"
@@ -65,8 +65,11 @@ func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
 	return r, nil
 }
 
-// close releases the store file (in process).
-func (r *apiReader) close() { r.closer() }
+// close releases the store file (in process). Safe to call more than once.
+func (r *apiReader) close() {
+	r.closer()
+	r.closer = func() {}
+}
 
 // get reads path (with its query) into v; a refusal or error status is an
 // error that says what to fix.
@@ -80,9 +83,9 @@ func (r *apiReader) get(ctx context.Context, path string, v any) error {
 	var status int
 	var body io.Reader
 	if r.local != nil {
-		rec := httptest.NewRecorder()
+		rec := &recorder{header: http.Header{}, code: http.StatusOK}
 		r.local.ServeHTTP(rec, req)
-		status, body = rec.Code, rec.Body
+		status, body = rec.code, &rec.body
 	} else {
 		req.Header.Set("Authorization", "Bearer "+r.token)
 		resp, err := http.DefaultClient.Do(req)
@@ -113,3 +116,14 @@ func (r *apiReader) get(ctx context.Context, path string, v any) error {
 	}
 	return fmt.Errorf("%s answered %d", path, status)
 }
+
+// recorder is the http.ResponseWriter of an in-process API call.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(code int)        { r.code = code }

@@ -22,8 +22,13 @@ import (
 // [--follow]`. Each reads the store directly, or the running server's API while
 // `openbot serve` holds the store (apiReader).
 
-// followEvery is how often `activity --follow` polls for new lines.
-const followEvery = time.Second
+// followEvery is how often `activity --follow` polls for new lines; it gives up
+// after followRetries failed polls in a row (a server that is starting or
+// stopping fails a few).
+const (
+	followEvery   = time.Second
+	followRetries = 30
+)
 
 // runInspect is `openbot threads|runs|run|activity`: it parses the command's
 // flags, reads the API (in process or through the running server) and prints.
@@ -32,6 +37,7 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "config.yaml", "configuration file")
 	limit := fs.Int("limit", 30, "how many rows (1 to 500)")
+	var cfgOf *config.Config // set once loaded, for --follow's reopening
 	var path func() (string, error)
 	var print func(ctx context.Context, r *apiReader, path string, w io.Writer) error
 	q := url.Values{}
@@ -76,7 +82,7 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 		follow := fs.Bool("follow", false, "keep printing new lines until interrupted")
 		path = func() (string, error) { return "/api/v1/activity", nil }
 		print = func(ctx context.Context, r *apiReader, p string, w io.Writer) error {
-			return printActivity(ctx, r, p, w, *follow)
+			return printActivity(ctx, r, p, w, *follow, cfgOf)
 		}
 	}
 	// Flags may follow the run ID: parse what precedes and follows it.
@@ -105,6 +111,7 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 	if cfg == nil {
 		return exitFail
 	}
+	cfgOf = cfg
 	r, err := openAPI(ctx, cfg)
 	if errors.Is(err, errNoStore) {
 		fmt.Fprintln(stdout, "nothing yet:", err)
@@ -236,7 +243,10 @@ func printRun(ctx context.Context, r *apiReader, path string, w io.Writer) error
 	return nil
 }
 
-func printActivity(ctx context.Context, r *apiReader, path string, w io.Writer, follow bool) error {
+// printActivity prints the newest lines oldest first; with follow it then polls
+// for new ones every followEvery until ctx ends. Each poll opens the store (or
+// the running server) anew, so following never keeps `serve` from starting.
+func printActivity(ctx context.Context, r *apiReader, path string, w io.Writer, follow bool, cfg *config.Config) error {
 	var p admin.Page[core.Activity]
 	if err := r.get(ctx, path, &p); err != nil {
 		return err
@@ -258,14 +268,29 @@ func printActivity(ctx context.Context, r *apiReader, path string, w io.Writer, 
 		c, _ := admin.ParseCursor(info.Events)
 		after = c.Activity
 	}
+	r.close()
 	base, query, _ := strings.Cut(path, "?")
 	vals, _ := url.ParseQuery(query)
 	tick := time.NewTicker(followEvery)
 	defer tick.Stop()
+	failures := 0
 	for {
 		vals.Set("after", strconv.FormatUint(after, 10))
 		var p admin.Page[core.Activity]
-		if err := r.get(ctx, base+"?"+vals.Encode(), &p); err != nil {
+		rr, err := openAPI(ctx, cfg)
+		if err == nil {
+			err = rr.get(ctx, base+"?"+vals.Encode(), &p)
+			rr.close()
+		}
+		switch {
+		case err == nil:
+			failures = 0
+		case ctx.Err() != nil:
+			return nil
+		case failures < followRetries:
+			// A server starting (store locked, listener not up yet) or stopping.
+			failures++
+		default:
 			return err
 		}
 		for _, a := range p.Items {

@@ -211,8 +211,9 @@ func TestConsoleAPIAuth(t *testing.T) {
 
 // TestInspectCommands: threads, runs, run ID and activity read the store
 // directly, and read the same through the running server's API while serve holds
-// the store; activity --follow prints a line written while it follows (the
-// console's answer to a pending approval, recorded with the admin identity).
+// the store; activity --follow, started before serve, lets serve take the store
+// and prints a line written while it follows (the console's answer to a pending
+// approval, recorded with the admin identity).
 func TestInspectCommands(t *testing.T) {
 	llm := openaitest.New(t)
 	dir := t.TempDir()
@@ -248,9 +249,7 @@ func TestInspectCommands(t *testing.T) {
 		}
 	}
 	check("direct")
-	startServe(t, path, env)
-	check("through the server")
-
+	// Follow from before serve starts: following must not keep serve out of the store.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errb lockedBuffer
@@ -259,6 +258,8 @@ func TestInspectCommands(t *testing.T) {
 		done <- run(ctx, []string{"activity", "--follow", "--config", path}, nil, &out, &errb, envOf(env))
 	}()
 	waitUntil(t, "the follower's first lines", func() bool { return strings.Contains(out.String(), "run.completed") })
+	startServe(t, path, env)
+	check("through the server")
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/questions/1/answer", strings.NewReader(`{"decision":"reject"}`))
 	req.Header.Set("Authorization", "Bearer "+consoleToken)
 	resp, err := http.DefaultClient.Do(req)
