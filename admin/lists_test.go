@@ -206,3 +206,20 @@ func idsOf[T any](list []T, id func(T) uint64) []uint64 {
 	}
 	return out
 }
+
+// TestThreadMessagesPaginate: a thread's messages page oldest first by cursor.
+func TestThreadMessagesPaginate(t *testing.T) {
+	st := openStore(t)
+	update(t, st, func(tx core.Tx) error {
+		th := must(tx.PutThread(core.Thread{Key: "k", Created: t0}))
+		for i := range 5 {
+			must(tx.PutMessage(core.Message{Thread: th.ID, Sender: "console:you", Text: fmt.Sprint(i), Created: t0}))
+		}
+		return nil
+	})
+	hs := serveAPI(t, admin.Options{Store: st})
+	ms, pages := pageAll[admin.MessageView](t, hs.URL+"/api/v1/threads/1/messages?limit=2")
+	if ids := idsOf(ms, func(m admin.MessageView) uint64 { return uint64(m.ID) }); !slices.Equal(ids, []uint64{1, 2, 3, 4, 5}) || pages != 3 {
+		t.Errorf("messages paged = %v in %d pages", ids, pages)
+	}
+}

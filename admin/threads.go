@@ -252,7 +252,8 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// threadMessages is GET /api/v1/threads/{id}/messages?after=&limit=, oldest first.
+// threadMessages is GET /api/v1/threads/{id}/messages?cursor=&limit=, oldest
+// first; the cursor (also accepted as ?after=) is the last message ID seen.
 func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r)
 	if !ok {
@@ -260,6 +261,9 @@ func (s *Server) threadMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	q := newQuery(r)
 	after := core.MessageID(q.uint("after"))
+	if after == 0 {
+		after = core.MessageID(q.uint("cursor")) // Next of a page, as on every list
+	}
 	if !q.ok(w) {
 		return
 	}
