@@ -86,6 +86,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	beat := time.NewTicker(s.opts.Heartbeat)
 	defer beat.Stop()
 	for {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
 		var wake <-chan struct{}
 		if s.opts.Notifier != nil {
 			wake = s.opts.Notifier.Wait()
