@@ -39,7 +39,7 @@ import (
 //	activity        Seq BE -> core.Activity                     (NextSequence: Seq)
 //	cursors         name -> value
 //
-// Version 2 adds the questions of paused runs (issue 7):
+// Version 2 adds the questions of paused runs (DESIGN.md §5):
 //
 //	questions        QuestionID BE -> core.Question             (NextSequence: question IDs)
 //	question_tokens  Token -> QuestionID BE                      button payload lookup
