@@ -21,18 +21,18 @@ type pkg struct {
 // STYLE.md ("core imports no SDK; adapters import no other adapter, no agents, no
 // store"), one line each, sorted.
 //   - openbot/core... depends on no platform SDK, bbolt, go-openai or mcp-go and on
-//     no openbot/adapters, agents, store or config package;
-//   - openbot/adapters/X... depends on no openbot/agents, store or config package and
-//     on no other adapter;
+//     no openbot/adapters, agents, store, config or admin package;
+//   - openbot/adapters/X... depends on no openbot/agents, store, config or admin
+//     package and on no other adapter;
 //   - only openbot/store/... imports go.etcd.io/bbolt directly.
 func layering(pkgs []pkg) []string {
 	var out []string
 	coreBanned := []string{
 		"github.com/slack-go/slack", "github.com/go-telegram-bot-api/telegram-bot-api",
 		"go.etcd.io/bbolt", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
-		"openbot/adapters", "openbot/agents", "openbot/store", "openbot/config",
+		"openbot/adapters", "openbot/agents", "openbot/store", "openbot/config", "openbot/admin",
 	}
-	adapterBanned := []string{"openbot/agents", "openbot/store", "openbot/config"}
+	adapterBanned := []string{"openbot/agents", "openbot/store", "openbot/config", "openbot/admin"}
 	for _, p := range pkgs {
 		switch {
 		case within(p.path, "openbot/core"):

@@ -68,13 +68,21 @@ type HTTP struct {
 }
 
 // Admin guards every endpoint of the HTTP listener that is neither a platform
-// webhook nor /healthz (DESIGN.md §9): the approval audit today, the admin API
-// later.
+// webhook nor /healthz (DESIGN.md §9): the approval audit and the operator
+// console's API under /api/v1/ (DESIGN.md §10).
 type Admin struct {
 	// Token is the bearer token those endpoints require ("Authorization: Bearer
 	// <token>"), compared in constant time; write it as ${OPENBOT_ADMIN_TOKEN}.
 	// Empty turns those endpoints off (404). At least 16 characters when set.
 	Token string `yaml:"token"`
+	// Identity is the person the console answers questions as, an actor id
+	// like the approvers' ("slack:T012:U345"); the answer is subject to the
+	// same approver rules as that person's click in chat (DESIGN.md §5). Empty:
+	// the console cannot answer questions.
+	Identity string `yaml:"identity"`
+	// Name is shown for the console's decisions ("Approved by <name>");
+	// default Identity.
+	Name string `yaml:"name"`
 }
 
 // MinAdminTokenLen is the shortest admin.token accepted.

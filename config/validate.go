@@ -56,6 +56,9 @@ func (c *Config) Validate() error {
 	if t := c.Admin.Token; t != "" && len(t) < MinAdminTokenLen {
 		p.add("admin.token", "must be at least %d characters (or empty to turn the admin endpoints off)", MinAdminTokenLen)
 	}
+	if c.Admin.Identity != "" {
+		checkActorID(&p, "admin.identity", c.Admin.Identity)
+	}
 	if c.Workspace == "" {
 		p.add("workspace", "must be set")
 	}
@@ -168,13 +171,18 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 // checkApprovers wants platform actor ids: "<platform>:<id...>".
 func checkApprovers(p *problems, path string, ids []string) {
 	for i, id := range ids {
-		platform, rest, ok := strings.Cut(id, ":")
-		switch {
-		case !ok || rest == "" || !slices.Contains([]string{"slack", "telegram", "feishu", "console"}, platform):
-			p.add(fmt.Sprintf("%s[%d]", path, i), "%q is not an actor id like slack:T012:U345, telegram:123456, feishu:ou_abc or console:you", id)
-		case strings.HasPrefix(id, "slack:") && strings.Count(id, ":") != 2:
-			p.add(fmt.Sprintf("%s[%d]", path, i), "%q: a Slack approver is slack:<team id>:<user id>", id)
-		}
+		checkActorID(p, fmt.Sprintf("%s[%d]", path, i), id)
+	}
+}
+
+// checkActorID checks one person's actor id (an approver, admin.identity).
+func checkActorID(p *problems, path, id string) {
+	platform, rest, ok := strings.Cut(id, ":")
+	switch {
+	case !ok || rest == "" || !slices.Contains([]string{"slack", "telegram", "feishu", "console"}, platform):
+		p.add(path, "%q is not an actor id like slack:T012:U345, telegram:123456, feishu:ou_abc or console:you", id)
+	case strings.HasPrefix(id, "slack:") && strings.Count(id, ":") != 2:
+		p.add(path, "%q: a Slack approver is slack:<team id>:<user id>", id)
 	}
 }
 

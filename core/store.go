@@ -89,6 +89,45 @@ type ReadTx interface {
 	// Questions returns questions oldest first, at most limit (0 = all); with
 	// pendingOnly only pending ones, through an index.
 	Questions(pendingOnly bool, limit int) ([]Question, error)
+
+	// Reads for the operator console (DESIGN.md §10), paged by the store's own
+	// sequence numbers so a caller resumes exactly where it stopped.
+
+	// ThreadsBefore returns up to limit threads with IDs < before (0 = from the
+	// newest), newest first.
+	ThreadsBefore(before ThreadID, limit int) ([]Thread, error)
+	// RunsBefore returns up to limit runs with IDs < before (0 = from the newest),
+	// newest first.
+	RunsBefore(before RunID, limit int) ([]Run, error)
+	// MessagesSince returns up to limit messages of every thread with IDs > after,
+	// oldest first (by a cursor over the message ID index, no scan of threads).
+	MessagesSince(after MessageID, limit int) ([]Message, error)
+	// RunEventsSince returns up to limit run events of every run whose position in
+	// the store-wide order of appends is > after, in that order. Events removed
+	// since (retention) are skipped.
+	RunEventsSince(after uint64, limit int) ([]LoggedRunEvent, error)
+	// ActivitiesBefore returns up to limit activity lines with Seq < before (0 =
+	// from the newest), newest first.
+	ActivitiesBefore(before uint64, limit int) ([]Activity, error)
+	// Heads returns the last assigned activity Seq, message ID and run event
+	// position (0 when none): where a live event stream that starts "now" begins.
+	Heads() (LogHeads, error)
+}
+
+// LogHeads are the ends of the store's three append-only sequences that the
+// console's event stream follows (DESIGN.md §10).
+type LogHeads struct {
+	Activity uint64    `json:"activity"`
+	Message  MessageID `json:"message"`
+	RunEvent uint64    `json:"run_event"`
+}
+
+// LoggedRunEvent is a run event with its position in the store-wide order in
+// which run events were appended (1-based, strictly increasing): the cursor of
+// the console's live event stream (DESIGN.md §10).
+type LoggedRunEvent struct {
+	Pos uint64 `json:"pos"`
+	RunEvent
 }
 
 // Tx is a read-write transaction. Put methods with a zero ID assign the next ID and

@@ -11,6 +11,8 @@
 //	openbot store compact --config FILE  rewrite the store file offline to give freed space back
 //	openbot schedules --config FILE      the scheduled messages, their next and last slots
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
+//	openbot threads | runs [--thread N] | run ID | activity [--follow]
+//	                                     the console's reads for a terminal
 //	openbot bench                        measure ingest throughput and pick cost here
 //	openbot version
 //
@@ -58,6 +60,10 @@ const usage = `usage:
   openbot store compact --config FILE               shrink the store file (openbot stopped)
   openbot schedules --config FILE                   list the scheduled messages
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
+  openbot threads [--platform P] [--bot B] [--pending] [--q TEXT]   threads, newest first
+  openbot runs [--thread N] [--bot B] [--status S]  runs, newest first
+  openbot run ID                                    a run's timeline: model calls, tools, questions
+  openbot activity [--follow] [--kind K] [--level L] [--bot B] [--thread N]  the activity log
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
   openbot version
 `
@@ -91,6 +97,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSchedules(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "approvals":
 		return runApprovals(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "threads", "runs", "run", "activity":
+		return runInspect(ctx, args[0], args[1:], stdout, stderr, lookupEnv)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -24,6 +24,7 @@ import (
 	"openbot/adapters/feishu"
 	"openbot/adapters/slack"
 	"openbot/adapters/telegram"
+	"openbot/admin"
 	"openbot/config"
 	"openbot/core"
 	"openbot/store/bolt"
@@ -161,8 +162,10 @@ func (a *app) serve(ctx context.Context) int {
 		a.failures = &runFailures{Agent: swap}
 		runner = a.failures
 	}
+	// The console's event streams wake on every commit of the engine.
+	commits := admin.NewNotifier()
 	eng, err := core.New(core.Options{
-		Store:           st,
+		Store:           admin.Notify(st, commits),
 		Agent:           runner,
 		Bots:            botProfiles(a.cfg),
 		DefaultBot:      a.cfg.DefaultBot,
@@ -212,8 +215,13 @@ func (a *app) serve(ctx context.Context) int {
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
 	mux.Handle("POST /admin/reload", adminOnly(a.cfg.Admin.Token, reloadHandler(rl)))
+	api, err := a.consoleAPI(eng, commits)
+	if err != nil {
+		return a.fail("admin api", err)
+	}
+	mux.Handle("/api/v1/", adminOnly(a.cfg.Admin.Token, api))
 	if a.cfg.Admin.Token == "" {
-		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals, /admin/reload")
+		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals /admin/reload /api/v1/")
 	}
 	for _, ad := range accounts {
 		if err := eng.AddAdapter(ad); err != nil {
@@ -240,6 +248,7 @@ func (a *app) serve(ctx context.Context) int {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(api.Shutdown) // event streams end, so Shutdown need not wait for them
 	if ln != nil {
 		log.Info("http listening", "addr", ln.Addr().String())
 		if a.onListen != nil {

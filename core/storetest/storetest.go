@@ -51,6 +51,8 @@ func Run(t *testing.T, open func(t *testing.T) core.Store) {
 		{"Activities", testActivities},
 		{"Cursors", testCursors},
 		{"Questions", testQuestions},
+		{"ConsolePaging", testConsolePaging},
+		{"RunEventsSince", testRunEventsSince},
 		{"UpdateRollback", testUpdateRollback},
 		{"BatchRollback", testBatchRollback},
 		{"ValuesOutliveView", testValuesOutliveView},

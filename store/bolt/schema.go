@@ -47,9 +47,14 @@ import (
 //	question_tokens  Token -> QuestionID BE                      button payload lookup
 //	question_pending QuestionID BE                               pending questions
 //
+// Version 3 adds the store-wide order of run events, the cursor of the operator
+// console's live event stream (DESIGN.md §10):
+//
+//	run_event_log    Pos BE -> RunID BE + Seq BE               (NextSequence: Pos)
+//
 // CountQueued reads the "queued_count" counter, kept in the same transaction as the
 // queue index, so it costs O(1) rather than a walk of the queue.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 var (
 	bktMeta          = []byte("meta")
@@ -77,6 +82,8 @@ var (
 	bktQuestionTokens  = []byte("question_tokens")
 	bktQuestionPending = []byte("question_pending")
 
+	bktRunEventLog = []byte("run_event_log")
+
 	keyVersion     = []byte("schema_version")
 	keyQueuedCount = []byte("queued_count")
 )
@@ -88,6 +95,7 @@ func allBuckets() [][]byte {
 		bktMessageThread, bktItems, bktQueue, bktQueueThread, bktItemStatus, bktRuns,
 		bktRunStatus, bktRunEvents, bktOutbox, bktOutboxPending, bktSeen, bktTodos,
 		bktActivity, bktCursors, bktQuestions, bktQuestionTokens, bktQuestionPending,
+		bktRunEventLog,
 	}
 }
 
@@ -107,7 +115,7 @@ func v0Buckets() [][]byte {
 // v1Buckets is the version 1 layout: everything but the question buckets.
 func v1Buckets() [][]byte {
 	all := allBuckets()
-	return all[:len(all)-3]
+	return all[:len(all)-4]
 }
 
 // migration upgrades a file from version from to from+1 inside the open transaction.
@@ -123,7 +131,28 @@ func migrations() []migration {
 	return []migration{
 		{from: 0, desc: "add meta bucket, item_status index and queued counter", fn: migrate0to1},
 		{from: 1, desc: "add questions, question_tokens and question_pending buckets", fn: migrate1to2},
+		{from: 2, desc: "add run_event_log, the store-wide order of run events", fn: migrate2to3},
 	}
+}
+
+// migrate2to3 builds run_event_log from the stored run events, in key order
+// (run, then Seq), so events of earlier versions can be replayed too.
+func migrate2to3(tx *bbolt.Tx) error {
+	log, err := tx.CreateBucketIfNotExists(bktRunEventLog)
+	if err != nil {
+		return err
+	}
+	events := tx.Bucket(bktRunEvents)
+	if events == nil {
+		return errors.New("version 2 file without run_events bucket")
+	}
+	return events.ForEach(func(k, _ []byte) error {
+		pos, err := log.NextSequence()
+		if err != nil {
+			return err
+		}
+		return log.Put(u64(pos), append([]byte(nil), k...))
+	})
 }
 
 // migrate1to2 adds the question buckets; version 1 files have no questions.

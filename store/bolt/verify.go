@@ -18,7 +18,8 @@ const maxVerifyErrors = 20
 // Verify checks the file in one read transaction: bbolt's page consistency check,
 // then every index against the records it is built from, both ways (queue,
 // queue_thread, item_status and the queued counter against items; run_status against
-// runs; outbox_pending against outbox; message_thread against messages). It reads
+// runs; outbox_pending against outbox; message_thread against messages; every run
+// event listed once in run_event_log). It reads
 // the whole file, so it is meant for `doctor` and tests, not the hot path. It returns
 // nil or an error joining at most 20 problems.
 func (s *Store) Verify(ctx context.Context) error {
@@ -35,6 +36,7 @@ func (s *Store) Verify(ctx context.Context) error {
 		v.outbox()
 		v.questions()
 		v.messages()
+		v.runEventLog()
 		return errors.Join(v.errs...)
 	})
 }

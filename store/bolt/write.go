@@ -258,6 +258,9 @@ func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
 	if k != nil && decodeU64(k[:8]) == uint64(e.Run) {
 		e.Seq = decodeU64(k[8:]) + 1
 	}
+	if err := w.logRunEvent(e); err != nil {
+		return e, err
+	}
 	return e, w.put(bktRunEvents, pairKey(uint64(e.Run), e.Seq), e)
 }
 

@@ -1,0 +1,203 @@
+package admin
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"openbot/core"
+)
+
+// activity is GET /api/v1/activity, the activity log, filtered by ?kind= (an
+// event such as "run.failed", or a family such as "run"), ?level=, ?bot=,
+// ?thread=, ?since= and ?until= (RFC 3339).
+//
+// Paging: by default newest first, ?cursor= the Seq of the last line seen
+// (Next "" at the start of the log). With ?after=N it reads forward, oldest
+// first, from the line after Seq N, and Next is always the cursor to poll with
+// (N itself when nothing is new): `openbot activity --follow` uses that.
+func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
+	q := newQuery(r)
+	forward := q.r.URL.Query().Has("after")
+	after, cursor := q.uint("after"), q.uint("cursor")
+	kind, level, bot := q.str("kind"), q.str("level"), q.bot("bot")
+	thread := core.ThreadID(q.uint("thread"))
+	since, until := q.time("since"), q.time("until")
+	if !q.ok(w) {
+		return
+	}
+	keep := func(a core.Activity) bool {
+		lvl := a.Level
+		if lvl == "" {
+			lvl = "info"
+		}
+		return (kind == "" || a.Event == kind || strings.HasPrefix(a.Event, kind+".")) &&
+			(level == "" || lvl == level) && (bot == "" || a.Actor == bot) && (thread == 0 || a.Thread == thread) &&
+			(since.IsZero() || !a.At.Before(since)) && (until.IsZero() || a.At.Before(until))
+	}
+	var out []core.Activity
+	next := ""
+	ok := s.view(w, r, func(tx core.ReadTx) error {
+		scanned := 0
+		if forward {
+			next = strconv.FormatUint(after, 10)
+			for {
+				batch, err := tx.Activities(after, 200)
+				if err != nil || len(batch) == 0 {
+					return err
+				}
+				for _, a := range batch {
+					if len(out) == q.limit {
+						return nil
+					}
+					after, scanned = a.Seq, scanned+1
+					next = strconv.FormatUint(after, 10)
+					if keep(a) {
+						out = append(out, withLevel(a))
+					}
+				}
+				if scanned >= scanBudget {
+					return nil
+				}
+			}
+		}
+		before := cursor
+		for {
+			batch, err := tx.ActivitiesBefore(before, 200)
+			if err != nil || len(batch) == 0 {
+				next = ""
+				return err
+			}
+			for _, a := range batch {
+				before, scanned = a.Seq, scanned+1
+				if keep(a) {
+					out = append(out, withLevel(a))
+					if len(out) == q.limit {
+						break
+					}
+				}
+			}
+			if before <= 1 {
+				return nil
+			}
+			if len(out) == q.limit || scanned >= scanBudget {
+				next = idCursor(before)
+				return nil
+			}
+		}
+	})
+	if ok {
+		writeJSON(w, http.StatusOK, page(out, next))
+	}
+}
+
+func withLevel(a core.Activity) core.Activity {
+	if a.Level == "" {
+		a.Level = "info"
+	}
+	return a
+}
+
+// UsageRow is the usage of one bot, thread or day (UTC) over the runs created
+// in the window.
+type UsageRow struct {
+	Key              string `json:"key"`
+	Runs             int    `json:"runs"`
+	ModelCalls       int    `json:"model_calls"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+}
+
+// usage is GET /api/v1/usage?by=bot|thread|day (default day), over the runs
+// created since ?since= (default 30 days ago) and before ?until=, from the runs'
+// recorded usage. Rows are ordered by key (days and threads newest first) and
+// paged by ?cursor= (the last key of the previous page).
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
+	q := newQuery(r)
+	by := q.str("by")
+	if by == "" {
+		by = "day"
+	}
+	if by != "bot" && by != "thread" && by != "day" {
+		q.fail("by: want bot, thread or day, got %q", by)
+	}
+	since, until, cursor := q.time("since"), q.time("until"), q.str("cursor")
+	if !q.ok(w) {
+		return
+	}
+	if since.IsZero() {
+		since = s.opts.Clock.Now().Add(-30 * 24 * time.Hour)
+	}
+	rows := map[string]*UsageRow{}
+	threadOf := map[string]core.ThreadID{}
+	ok := s.view(w, r, func(tx core.ReadTx) error {
+		var before core.RunID
+		for {
+			batch, err := tx.RunsBefore(before, 200)
+			if err != nil || len(batch) == 0 {
+				return err
+			}
+			for _, run := range batch {
+				before = run.ID
+				if run.Created.Before(since) {
+					return nil
+				}
+				if !until.IsZero() && !run.Created.Before(until) {
+					continue
+				}
+				var key string
+				switch by {
+				case "bot":
+					key = strings.TrimPrefix(string(run.Bot), "bot:")
+				case "thread":
+					key = strconv.FormatUint(uint64(run.Thread), 10)
+					threadOf[key] = run.Thread
+				default:
+					key = run.Created.UTC().Format(time.DateOnly)
+				}
+				row := rows[key]
+				if row == nil {
+					row = &UsageRow{Key: key}
+					rows[key] = row
+				}
+				row.Runs++
+				row.ModelCalls += run.Usage.ModelCalls
+				row.PromptTokens += run.Usage.PromptTokens
+				row.CompletionTokens += run.Usage.CompletionTokens
+			}
+		}
+	})
+	if !ok {
+		return
+	}
+	var all []UsageRow
+	for _, row := range rows {
+		all = append(all, *row)
+	}
+	less := func(a, b UsageRow) int { return cmpStr(a.Key, b.Key) }
+	switch by {
+	case "day":
+		less = func(a, b UsageRow) int { return cmpStr(b.Key, a.Key) }
+	case "thread":
+		less = func(a, b UsageRow) int { return cmp.Compare(threadOf[b.Key], threadOf[a.Key]) }
+	}
+	slices.SortFunc(all, less)
+	start := 0
+	if cursor != "" {
+		start = len(all)
+		for i, row := range all {
+			if row.Key == cursor {
+				start = i + 1
+			}
+		}
+	}
+	all = all[start:]
+	next := ""
+	if len(all) > q.limit {
+		all, next = all[:q.limit], all[q.limit-1].Key
+	}
+	writeJSON(w, http.StatusOK, page(all, next))
+}

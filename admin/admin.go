@@ -1,0 +1,318 @@
+// Package admin is the operator console's API (DESIGN.md §10): JSON reads of
+// bots, threads, runs with their timelines, questions, the activity log and usage
+// under /api/v1/, answering a question as the configured admin identity, and a
+// live stream of what the store records (Server-Sent Events, resumable with
+// Last-Event-ID).
+//
+// It reads through core.Store's read methods and answers through the engine, so
+// the same approver rules apply as for a click in chat. It does no
+// authentication itself: cmd/openbot mounts it behind the admin bearer token
+// (DESIGN.md §9). Nothing secret leaves it: questions lose their button tokens
+// and runs their checkpoints (transcripts); tool arguments are shown.
+//
+// core never imports this package; it uses net/http only.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"openbot/core"
+)
+
+// Answerer records an answer to a question; *core.Engine implements it.
+type Answerer interface {
+	Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error)
+}
+
+// Options configure a Server. Store is required.
+type Options struct {
+	Store core.Store
+	// Answerer answers questions (the engine); nil makes the answer endpoint
+	// answer 503.
+	Answerer Answerer
+	// Identity is the actor the console answers as ("slack:T1:U1"); the answer
+	// is subject to the same approver rules as a click by that person
+	// (DESIGN.md §5). Empty: answers are refused with 403.
+	Identity core.ActorID
+	// IdentityName is shown in decisions ("Approved by <name>"); default Identity.
+	IdentityName string
+	// Bots are the configured bots (Engine.Bots), listed by GET /api/v1/bots;
+	// empty: the profiles stored in the store.
+	Bots []core.BotProfile
+	// StorePath is reported by GET /api/v1/ so a CLI can check it reached the
+	// server of its own store.
+	StorePath string
+	// Notifier wakes event streams when the store commits; nil: they poll on
+	// Tick only.
+	Notifier *Notifier
+	// Tick is how often an idle event stream reads the store without a hint
+	// (default 2s); Heartbeat how often it writes a comment to keep proxies
+	// from closing it (default 15s).
+	Tick, Heartbeat time.Duration
+	// MaxStreams bounds concurrent event streams (default 16); more get 503.
+	MaxStreams int
+	Clock      core.Clock
+	Logger     *slog.Logger
+}
+
+// Defaults and limits of the API.
+const (
+	// DefaultLimit and MaxLimit bound a page of any list (?limit=).
+	DefaultLimit = 50
+	MaxLimit     = 500
+	// scanBudget bounds how many records one filtered list request reads.
+	scanBudget = 2000
+	// textCap caps message texts and tool results in responses (characters).
+	textCap = 4000
+)
+
+// Server serves the API. Safe for concurrent use.
+type Server struct {
+	opts    Options
+	mux     *http.ServeMux
+	streams chan struct{}
+	done    chan struct{} // closed by Shutdown: event streams end
+	once    sync.Once
+}
+
+// Shutdown ends every event stream (they would otherwise keep an HTTP server's
+// graceful shutdown waiting) and refuses new ones; other requests are served
+// as before. Call it when the HTTP server starts shutting down
+// (http.Server.RegisterOnShutdown). Safe to call more than once.
+func (s *Server) Shutdown() { s.once.Do(func() { close(s.done) }) }
+
+type sysClock struct{}
+
+func (sysClock) Now() time.Time { return time.Now() }
+
+// New checks opts and builds the routes. It does no I/O.
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("admin: Options.Store is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = sysClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Tick <= 0 {
+		opts.Tick = 2 * time.Second
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 15 * time.Second
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = 16
+	}
+	if opts.IdentityName == "" {
+		opts.IdentityName = string(opts.Identity)
+	}
+	if opts.StorePath != "" {
+		if abs, err := filepath.Abs(opts.StorePath); err == nil {
+			opts.StorePath = abs
+		}
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), streams: make(chan struct{}, opts.MaxStreams), done: make(chan struct{})}
+	s.mux.HandleFunc("GET /api/v1/{$}", s.info)
+	s.mux.HandleFunc("GET /api/v1/bots", s.bots)
+	s.mux.HandleFunc("GET /api/v1/threads", s.threads)
+	s.mux.HandleFunc("GET /api/v1/threads/{id}", s.thread)
+	s.mux.HandleFunc("GET /api/v1/threads/{id}/messages", s.threadMessages)
+	s.mux.HandleFunc("GET /api/v1/runs", s.runs)
+	s.mux.HandleFunc("GET /api/v1/runs/{id}", s.run)
+	s.mux.HandleFunc("GET /api/v1/questions", s.questions)
+	s.mux.HandleFunc("POST /api/v1/questions/{id}/answer", s.answer)
+	s.mux.HandleFunc("GET /api/v1/activity", s.activity)
+	s.mux.HandleFunc("GET /api/v1/usage", s.usage)
+	s.mux.HandleFunc("GET /api/v1/events", s.events)
+	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return s, nil
+}
+
+// ServeHTTP serves /api/v1/...; every answer is JSON (or an event stream) and
+// is never cached.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
+}
+
+// Info is GET /api/v1/: which store this server reads and where its event
+// stream ends now (the cursor to start a stream that misses nothing from now).
+type Info struct {
+	Store  string `json:"store"`
+	Events string `json:"events"`
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	var h core.LogHeads
+	if !s.view(w, r, func(tx core.ReadTx) (err error) { h, err = tx.Heads(); return err }) {
+		return
+	}
+	writeJSON(w, http.StatusOK, Info{Store: s.opts.StorePath, Events: cursorOf(h).String()})
+}
+
+// Page is one page of a list. Next is the cursor for the following page
+// (?cursor=Next), "" when the list is exhausted; lists that follow a log
+// forward (?after=) always return the cursor to poll with next.
+type Page[T any] struct {
+	Items []T    `json:"items"`
+	Next  string `json:"next"`
+}
+
+func page[T any](items []T, next string) Page[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return Page[T]{Items: items, Next: next}
+}
+
+// view runs fn in a read transaction and answers 500 (logged) on failure;
+// it reports whether fn succeeded. A missing record answers 404.
+func (s *Server) view(w http.ResponseWriter, r *http.Request, fn func(core.ReadTx) error) bool {
+	err := s.opts.Store.View(r.Context(), fn)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, core.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not found")
+	case r.Context().Err() != nil:
+		// the client went away; nothing to answer
+	default:
+		s.opts.Logger.Error("admin api", "path", r.URL.Path, "err", core.Redact(err.Error()))
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// badRequest is a query parameter the API cannot use; its message names it.
+type badRequest string
+
+func (b badRequest) Error() string { return string(b) }
+
+// query reads the list parameters every list shares.
+type query struct {
+	r     *http.Request
+	limit int
+	err   error
+}
+
+func newQuery(r *http.Request) *query {
+	q := &query{r: r, limit: DefaultLimit}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			q.fail("limit: want a whole number from 1 to %d, got %q", MaxLimit, v)
+		} else {
+			q.limit = n
+		}
+	}
+	return q
+}
+
+func (q *query) fail(format string, args ...any) {
+	if q.err == nil {
+		q.err = badRequest(fmt.Sprintf(format, args...))
+	}
+}
+
+func (q *query) str(name string) string { return q.r.URL.Query().Get(name) }
+
+// uint reads a non-negative integer parameter; absent is 0.
+func (q *query) uint(name string) uint64 {
+	v := q.str(name)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		q.fail("%s: want a whole number, got %q", name, v)
+	}
+	return n
+}
+
+// time reads an RFC 3339 time parameter; absent is the zero time.
+func (q *query) time(name string) time.Time {
+	v := q.str(name)
+	if v == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		q.fail("%s: want an RFC 3339 time such as 2026-12-01T09:00:00Z, got %q", name, v)
+	}
+	return t
+}
+
+// bot reads a bot parameter given as a handle, "@handle" or "bot:handle".
+func (q *query) bot(name string) core.ActorID {
+	v := q.str(name)
+	if v == "" {
+		return ""
+	}
+	if len(v) > 4 && v[:4] == "bot:" {
+		return core.ActorID(v)
+	}
+	if v[0] == '@' {
+		v = v[1:]
+	}
+	return core.BotActorID(v)
+}
+
+// ok answers 400 with the first problem and reports false if there was one.
+func (q *query) ok(w http.ResponseWriter) bool {
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return false
+	}
+	return true
+}
+
+// pathID reads the {id} path segment; a bad one answers 404.
+func pathID(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || id == 0 {
+		writeError(w, http.StatusNotFound, "not found")
+		return 0, false
+	}
+	return id, true
+}
+
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+func idCursor(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatUint(id, 10)
+}

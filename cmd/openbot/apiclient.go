@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"openbot/admin"
+	"openbot/config"
+	"openbot/store/bolt"
+)
+
+// apiReader reads the operator console's API for the CLI (DESIGN.md §10): in
+// process over the store file when no server holds it, else through the running
+// server's listener with admin.token, as `openbot approvals list` does. Either
+// way the CLI sees the same JSON the API serves.
+type apiReader struct {
+	local  http.Handler // in-process API over the opened store, or nil
+	base   string       // "http://host:port" of the running server
+	token  string
+	closer func()
+}
+
+// errNoStore: nothing has run with this config yet, so there is nothing to read.
+var errNoStore = errors.New("no store yet")
+
+// openAPI opens the store file read-side, or, when a running openbot holds it,
+// checks that the server at http.listen serves this very store.
+func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
+	if _, err := os.Stat(cfg.Store.Path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: nothing has run with this config", errNoStore, cfg.Store.Path)
+	}
+	st, err := bolt.Open(cfg.Store.Path, bolt.Options{Timeout: 300 * time.Millisecond})
+	if err == nil {
+		srv, err := admin.New(admin.Options{Store: st, StorePath: cfg.Store.Path})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		return &apiReader{local: srv, closer: func() { _ = st.Close() }}, nil
+	}
+	if !errors.Is(err, bolt.ErrLocked) {
+		return nil, err
+	}
+	if cfg.Admin.Token == "" {
+		return nil, fmt.Errorf("%v: a running openbot holds it; set admin.token (the same as the server's) to read through its listener", err)
+	}
+	r := &apiReader{base: "http://" + dialAddr(cfg.HTTP.Listen), token: cfg.Admin.Token, closer: func() {}}
+	var info admin.Info
+	if ierr := r.get(ctx, "/api/v1/", &info); ierr != nil {
+		return nil, fmt.Errorf("%v, and the running server: %w", err, ierr)
+	}
+	want, _ := filepath.Abs(cfg.Store.Path)
+	if info.Store != want {
+		return nil, fmt.Errorf("%v, and the openbot answering at %s serves another store (%s)", err, r.base, info.Store)
+	}
+	return r, nil
+}
+
+// close releases the store file (in process). Safe to call more than once.
+func (r *apiReader) close() {
+	r.closer()
+	r.closer = func() {}
+}
+
+// get reads path (with its query) into v; a refusal or error status is an
+// error that says what to fix.
+func (r *apiReader) get(ctx context.Context, path string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+	if err != nil {
+		return err
+	}
+	var status int
+	var body io.Reader
+	if r.local != nil {
+		rec := &recorder{header: http.Header{}, code: http.StatusOK}
+		r.local.ServeHTTP(rec, req)
+		status, body = rec.code, &rec.body
+	} else {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s did not answer: %w", r.base, err)
+		}
+		defer resp.Body.Close()
+		status, body = resp.StatusCode, resp.Body
+	}
+	data, err := io.ReadAll(io.LimitReader(body, 64<<20))
+	if err != nil {
+		return err
+	}
+	switch status {
+	case http.StatusOK:
+		return json.Unmarshal(data, v)
+	case http.StatusUnauthorized:
+		return fmt.Errorf("%s refused admin.token: the running server has another one", r.base)
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && e.Error != "" {
+		return fmt.Errorf("%s", e.Error)
+	}
+	if status == http.StatusNotFound && r.local == nil {
+		return fmt.Errorf("%s%s answered 404: the running server has no admin.token, so its admin endpoints are off", r.base, path)
+	}
+	return fmt.Errorf("%s answered %d", path, status)
+}
+
+// recorder is the http.ResponseWriter of an in-process API call.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(code int)        { r.code = code }
