@@ -105,6 +105,7 @@ func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue 
 			a.log.Info("slack socket mode connected")
 		case socketmode.EventTypeHello:
 			a.log.Debug("slack socket mode hello")
+			a.markLive()
 		case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError,
 			socketmode.EventTypeErrorWriteFailed:
 			a.log.Warn("slack socket mode error", "type", string(evt.Type), "err", errorOf(evt.Data))

@@ -181,6 +181,9 @@ func (a *app) serve(ctx context.Context) int {
 		if err := eng.AddAdapter(ad); err != nil {
 			return a.fail("adapters", err)
 		}
+		if r, ok := ad.(ingressReadier); ok {
+			hl.watch(string(ad.Account()), r.IngressReady())
+		}
 		if m, ok := ad.(core.WebhookMounter); ok {
 			m.MountHTTP(mux)
 		}
