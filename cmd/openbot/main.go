@@ -51,6 +51,8 @@ const usage = `usage:
   openbot config check --config FILE                validate the configuration
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
+  openbot bench --platform telegram|slack [--rate R] [--duration D]
+                                                    end to end against the fakes: latency, throughput, RSS
   openbot version
 `
 
