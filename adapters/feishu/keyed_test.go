@@ -70,3 +70,24 @@ func TestLongConnectionChatsStoredConcurrently(t *testing.T) {
 		t.Errorf("%d inbounds, want 2", n)
 	}
 }
+
+// TestLongConnectionIngressReady: the account reports its ingress live only once
+// the long connection is up (the /healthz readiness check).
+func TestLongConnectionIngressReady(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.Mode = feishu.ModeWebsocket; o.EncryptKey = "" })
+	select {
+	case <-h.a.IngressReady():
+		t.Fatal("live before Run")
+	default:
+	}
+	h.run()
+	ctx := ctxT(t)
+	if err := h.srv.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.a.IngressReady():
+	case <-ctx.Done():
+		t.Fatal("not live after the long connection came up")
+	}
+}

@@ -2,7 +2,9 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -14,6 +16,8 @@ type batchFake struct {
 	*fakeEngine
 	mu    sync.Mutex
 	sizes []int
+	// failText, when set, fails the first ingest of the message with that text.
+	failText string
 }
 
 func (b *batchFake) IngestBatch(ctx context.Context, ins []core.Inbound) []core.IngestOutcome {
@@ -22,6 +26,16 @@ func (b *batchFake) IngestBatch(ctx context.Context, ins []core.Inbound) []core.
 	b.mu.Unlock()
 	out := make([]core.IngestOutcome, len(ins))
 	for i, in := range ins {
+		b.mu.Lock()
+		fail := b.failText != "" && in.Text == b.failText
+		if fail {
+			b.failText = ""
+		}
+		b.mu.Unlock()
+		if fail {
+			out[i].Err = errors.New("disk full")
+			continue
+		}
 		out[i].Result, out[i].Err = b.Ingest(ctx, in)
 	}
 	return out
@@ -88,4 +102,57 @@ func TestBatchKeepsOrderAroundCommands(t *testing.T) {
 	if got[0].Text != "before" || got[0].NewThread || got[1].Text != "after" || !got[1].NewThread || got[2].Text != "later" || got[2].NewThread {
 		t.Errorf("inbounds %+v", got)
 	}
+}
+
+// TestBatchFailedUpdateKeepsEarlierOnes: when one update of an answer is not
+// stored, the offset is saved past the updates before it (they are durable) and
+// the answer is polled again from the failed one; the updates after it that were
+// stored come again and are recognised as duplicates.
+func TestBatchFailedUpdateKeepsEarlierOnes(t *testing.T) {
+	e := newEnv(t)
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, e.push(t, privateMsg(int64(i+1), fmt.Sprintf("message %d", i+1))))
+	}
+	be := &batchFake{fakeEngine: e.eng, failText: "message 3"}
+	opts := e.options()
+	opts.Engine = be
+	cursors := &recordingCursors{fakeCursors: e.cursors}
+	opts.Cursors = cursors
+	run(t, e.adapter(t, opts))
+	e.waitConfirmed(t, ids[4]+1)
+	offsets := cursors.offsets()
+	want := []string{fmt.Sprint(ids[2]), fmt.Sprint(ids[4] + 1)}
+	if !slices.Equal(offsets, want) {
+		t.Errorf("offsets saved %v, want %v (past the two stored updates, then past all)", offsets, want)
+	}
+	var texts []string
+	for _, in := range e.eng.inbounds() {
+		texts = append(texts, in.Text)
+	}
+	if want := []string{"message 1", "message 2", "message 4", "message 5", "message 3", "message 4", "message 5"}; !slices.Equal(texts, want) {
+		t.Errorf("ingested %v, want %v", texts, want)
+	}
+}
+
+// recordingCursors records every offset saved.
+type recordingCursors struct {
+	*fakeCursors
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *recordingCursors) SetCursor(ctx context.Context, name, value string) error {
+	if name == "telegram/main/offset" {
+		c.mu.Lock()
+		c.got = append(c.got, value)
+		c.mu.Unlock()
+	}
+	return c.fakeCursors.SetCursor(ctx, name, value)
+}
+
+func (c *recordingCursors) offsets() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.got...)
 }
