@@ -29,7 +29,7 @@ func TestBenchPlatform(t *testing.T) {
 		want     []string
 	}{
 		{"telegram", []string{"telegram polling:", "updates/s batched", "updates/s one by one", "telegram at 50 msg/s for 200ms: event -> model request p50", "10/10 answered", "telegram backlog:", "RSS:"}},
-		{"slack", []string{"slack at 50 msg/s for 200ms: event -> model request p50", "10/10 answered", "RSS:"}},
+		{"slack", []string{"slack at 50 msg/s for 200ms: event -> model request p50", "10/10 answered", "behind:", "RSS:"}},
 	} {
 		t.Run(tc.platform, func(t *testing.T) {
 			var out, errb bytes.Buffer

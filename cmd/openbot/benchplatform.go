@@ -39,6 +39,7 @@ type platformFigures struct {
 	throughput     float64 // model requests per second over the run
 	maxBacklog     int     // most updates the fake held unconfirmed (Telegram)
 	endBacklog     int     // updates unconfirmed when the last was sent
+	behind         int     // messages sent but not yet at the model when the last was sent
 }
 
 // benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
@@ -82,6 +83,7 @@ func benchPlatform(ctx context.Context, platform string, rate int, duration time
 	if platform == "telegram" {
 		fmt.Fprintf(stdout, "telegram backlog:  at most %d updates unconfirmed at the fake, %d when the last was sent\n", f.maxBacklog, f.endBacklog)
 	}
+	fmt.Fprintf(stdout, "behind:            %d messages not yet at the model when the last was sent (intake and runs)\n", f.behind)
 	rss, peak := memRSS()
 	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
 	return exitOK
@@ -196,6 +198,9 @@ func pacedPlatform(ctx context.Context, platform string, rate int, duration time
 	}
 	tick.Stop()
 	f.endBacklog = backlog()
+	mu.Lock()
+	f.behind = n - len(asked)
+	mu.Unlock()
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
