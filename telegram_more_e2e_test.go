@@ -128,21 +128,25 @@ func privateUpdate(id, msg, user int64, text string) []byte {
 		id, msg, user, user, user, text))
 }
 
-// TestTelegramCrashBeforeOffsetSaved: two updates are fetched in one getUpdates;
-// the process stops right after storing the first, before saving its offset. A
-// new process over the same database fetches both again: each update is answered
-// exactly once, and in update order.
+// TestTelegramCrashBeforeOffsetSaved: the updates of one getUpdates answer are
+// stored together, and the process stops right after that, before the one offset
+// save of the answer. A new process over the same database fetches them all again:
+// the redelivery is deduplicated, nothing is lost, each update is answered exactly
+// once and stored in update order.
 func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 	cases := []struct {
 		name string
-		// users of the two updates: one private chat, or two (so that a run the
-		// new engine recovers cannot take both updates as its triggers).
-		users [2]int64
-		// settle lets the engine answer the first update before the crash.
+		// n updates; from one private chat, or one chat each (so that a run the new
+		// engine recovers cannot take two updates as its triggers).
+		n       int
+		oneChat bool
+		// settle lets the engine answer the stored updates before the crash.
 		settle bool
 	}{
-		{name: "answered before the crash", users: [2]int64{41, 41}, settle: true},
-		{name: "crash right after the ingest", users: [2]int64{42, 43}},
+		{name: "answered before the crash", n: 2, oneChat: true, settle: true},
+		{name: "crash right after the ingest", n: 2},
+		{name: "batch of 100 answered before the crash", n: 100, settle: true},
+		{name: "batch of 100 crash right after the ingest", n: 100},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,20 +155,29 @@ func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 			fake.AddBot(telegramtest.Bot{Token: "tok-engineer", ID: 900, Username: "engineer_bot"})
 			db := filepath.Join(t.TempDir(), "openbot.db")
 			agent := &fixedAgent{runs: map[string]int{}}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 
-			// Both updates wait in the queue before the first getUpdates.
-			for i, u := range tc.users {
-				if _, err := fake.PushUpdate("tok-engineer", privateUpdate(int64(i+1), int64(11+i), u, fmt.Sprintf("question %d", i+1))); err != nil {
+			user := func(i int) int64 {
+				if tc.oneChat {
+					return 41
+				}
+				return int64(1000 + i)
+			}
+			key := func(i int) string { return telegram.DedupKey(900, user(i), int64(11+i)) }
+			// All updates wait in the queue before the first getUpdates.
+			for i := range tc.n {
+				if _, err := fake.PushUpdate("tok-engineer", privateUpdate(int64(i+1), int64(11+i), user(i), fmt.Sprintf("question %d", i+1))); err != nil {
 					t.Fatal(err)
 				}
 			}
+			var sets atomic.Int32
 			cc := &crashCursors{crashed: make(chan struct{})}
 			first := startTgProc(t, fake, db, agent, func(c telegram.Cursors, eng *core.Engine, crash func()) telegram.Cursors {
 				cc.Cursors, cc.crash = c, crash
+				cc.before = func() { sets.Add(1) }
 				if tc.settle {
-					cc.before = func() { _ = eng.WaitIdle(ctx) }
+					cc.before = func() { sets.Add(1); _ = eng.WaitIdle(ctx) }
 				}
 				return cc
 			})
@@ -172,20 +185,19 @@ func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 			case <-cc.crashed:
 			case <-ctx.Done():
 				first.stop(t)
-				t.Fatal("the first update was never confirmed")
+				t.Fatal("the offset was never saved")
 			}
 			first.stop(t)
-			// The crash came after the first update was stored, before the second.
+			// The crash came after every update was stored, at the first offset save.
 			st, err := bolt.Open(db, bolt.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			_ = st.View(ctx, func(tx core.ReadTx) error {
-				if _, err := tx.Seen(telegram.DedupKey(900, tc.users[0], 11)); err != nil {
-					t.Errorf("the first update was not stored before the crash: %v", err)
-				}
-				if _, err := tx.Seen(telegram.DedupKey(900, tc.users[1], 12)); err == nil {
-					t.Error("the second update was stored before the crash")
+				for i := range tc.n {
+					if _, err := tx.Seen(key(i)); err != nil {
+						t.Errorf("update %d was not stored before the offset save: %v", i+1, err)
+					}
 				}
 				if v, _ := tx.Cursor(telegram.CursorName("acme")); v != "" {
 					t.Errorf("offset %q saved before the crash", v)
@@ -196,53 +208,68 @@ func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := fake.Confirmed("tok-engineer"); got > 1 {
-				t.Fatalf("confirmed offset %d before the crash; the test needs both updates to be fetched again", got)
-			}
-			if by, _ := repliesTo(fake); by[12] != 0 {
-				t.Fatalf("the second update was answered before the crash: %v", by)
+				t.Fatalf("confirmed offset %d before the crash; the test needs every update to be fetched again", got)
 			}
 
 			second := startTgProc(t, fake, db, agent, nil)
 			defer second.stop(t)
-			if err := fake.WaitConfirmed(ctx, "tok-engineer", 3); err != nil {
+			if err := fake.WaitConfirmed(ctx, "tok-engineer", int64(tc.n+1)); err != nil {
 				t.Fatal(err)
 			}
 			if err := second.eng.WaitIdle(ctx); err != nil {
 				t.Fatal(err)
 			}
+			if n := sets.Load(); n != 1 {
+				t.Errorf("%d offset saves before the crash, want 1 for the whole answer", n)
+			}
 
 			by, order := repliesTo(fake)
-			if len(order) != 2 || by[11] != 1 || by[12] != 1 {
-				t.Fatalf("replies by trigger %v (in order %v), want one to each of 11 and 12", by, order)
-			}
-			if tc.settle {
-				// One chat: the replies follow the updates. (In two chats a run the
-				// new engine recovered and a run of a fresh update may finish in
-				// either order; the stored order is checked below.)
-				if order[0] != 11 || order[1] != 12 {
-					t.Errorf("replies in order %v, want 11 then 12", order)
+			switch {
+			case tc.oneChat:
+				// Stored together in one chat, the updates wake the bot once: one run
+				// answers the last of them, before the crash, and never again.
+				if len(order) != 1 || by[int64(11+tc.n-1)] != 1 {
+					t.Errorf("replies by trigger %v, want one, to the last update", by)
 				}
-				if n := runsOf(agent); n != 2 {
-					t.Errorf("runs = %d, want 2", n)
+				if n := runsOf(agent); n != 1 {
+					t.Errorf("runs = %d, want 1", n)
+				}
+			default:
+				if len(order) != tc.n {
+					t.Errorf("%d replies, want %d", len(order), tc.n)
+				}
+				for i := range tc.n {
+					if by[int64(11+i)] != 1 {
+						t.Fatalf("replies by trigger %v (in order %v), want one to each update", by, order)
+					}
+				}
+				if n := runsOf(agent); tc.settle && n != tc.n {
+					t.Errorf("runs = %d, want %d", n, tc.n)
 				}
 			}
 			var humans []core.MessageID
 			_ = second.st.View(ctx, func(tx core.ReadTx) error {
-				for _, key := range []string{telegram.DedupKey(900, tc.users[0], 11), telegram.DedupKey(900, tc.users[1], 12)} {
-					id, err := tx.Seen(key)
+				for i := range tc.n {
+					id, err := tx.Seen(key(i))
 					if err != nil {
 						return err
 					}
 					humans = append(humans, id)
 				}
 				v, _ := tx.Cursor(telegram.CursorName("acme"))
-				if v != "3" {
-					t.Errorf("saved offset %q, want 3", v)
+				if v != fmt.Sprint(tc.n+1) {
+					t.Errorf("saved offset %q, want %d", v, tc.n+1)
 				}
 				return nil
 			})
-			if len(humans) != 2 || humans[0] >= humans[1] {
-				t.Errorf("stored messages %v, want both, in update order", humans)
+			if len(humans) != tc.n {
+				t.Fatalf("stored %d messages, want %d", len(humans), tc.n)
+			}
+			for i := 1; i < len(humans); i++ {
+				if humans[i] <= humans[i-1] {
+					t.Errorf("stored messages %v, want update order", humans)
+					break
+				}
 			}
 		})
 	}

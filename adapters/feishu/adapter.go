@@ -133,6 +133,9 @@ type Adapter struct {
 	botOpenID string
 	fresh     map[core.ConversationRef]bool // conversations whose next message starts a new thread (/new), when there are no Cursors
 	names     map[string]nameEntry          // sender display names by open_id
+
+	live     chan struct{} // closed once the ingress takes events (live.go)
+	liveOnce sync.Once
 }
 
 var (
@@ -193,6 +196,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	log := opts.Logger.With("account", "feishu/"+opts.Name)
 	a := &Adapter{
+		live:       make(chan struct{}),
 		name:       opts.Name,
 		account:    core.AccountID("feishu/" + opts.Name),
 		bot:        opts.Bot,

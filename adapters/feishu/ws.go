@@ -163,7 +163,9 @@ func (a *Adapter) session(ctx context.Context, cfg *ClientConfig) (connected boo
 	}
 	conn.SetReadLimit(wsReadLimit)
 	a.log.Info("feishu long connection up", "url", redact(u))
-	s := &wsSession{a: a, conn: conn, service: int32(sid), frags: map[string]*fragSet{}, pingEvery: make(chan time.Duration, 1)}
+	a.markLive()
+	s := &wsSession{a: a, conn: conn, service: int32(sid), frags: map[string]*fragSet{}, pingEvery: make(chan time.Duration, 1),
+		work: newKeyed(wsParallel)}
 	err = s.run(ctx, time.Duration(cfg.PingInterval)*time.Second, cfg)
 	return true, err
 }
@@ -179,6 +181,9 @@ type wsSession struct {
 	frags     map[string]*fragSet // reader goroutine only
 	pingEvery chan time.Duration  // new ping period from a pong; cap 1
 	lastPong  atomic.Int64        // unix nanoseconds of the last pong (or connect)
+	// work handles complete payloads: in order within a chat, concurrently across
+	// chats; run waits for it before returning.
+	work *keyed
 }
 
 type fragSet struct {
@@ -196,7 +201,8 @@ func (s *wsSession) write(ctx context.Context, f Frame) error {
 }
 
 // run reads frames until the connection fails or ctx is done, with a pinger
-// goroutine that it stops and waits for before returning.
+// goroutine and the event handlers (s.work), which it stops and waits for before
+// returning.
 func (s *wsSession) run(ctx context.Context, ping time.Duration, cfg *ClientConfig) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -210,6 +216,7 @@ func (s *wsSession) run(ctx context.Context, ping time.Duration, cfg *ClientConf
 	}()
 	err := s.readLoop(ctx, cfg)
 	cancel()
+	s.work.wait()
 	wg.Wait()
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		s.conn.Close(websocket.StatusNormalClosure, "")
@@ -290,16 +297,35 @@ func (s *wsSession) readLoop(ctx context.Context, cfg *ClientConfig) error {
 	}
 }
 
-// data reassembles a data frame's payload (LONG_CONNECTION.md §6) and, once complete,
-// handles it and acks the frame that completed it: code 200 when handled, 500 when
-// the event should be redelivered. Frames of type "event" and "card" are handled
-// alike, dispatched on the payload. Only a failed write is returned.
+// data reassembles a data frame's payload (LONG_CONNECTION.md §6) and, once
+// complete, hands it to s.work keyed by its chat: payloads of one chat are handled
+// in arrival order, of different chats concurrently, so events that arrive
+// together share store commits. It returns ctx's error when ctx ended while
+// waiting for room.
 func (s *wsSession) data(ctx context.Context, f Frame) error {
 	payload := s.reassemble(f)
 	if payload == nil {
 		return nil
 	}
 	start := time.Now()
+	if !s.work.Go(ctx, payloadKey(payload), func() {
+		if err := s.handle(ctx, f, payload, start); err != nil && ctx.Err() == nil {
+			// The connection is broken: closing it ends the read loop, and the
+			// session reconnects; the unacked event is redelivered.
+			s.a.log.Warn("feishu ack not sent", "err", err)
+			s.conn.CloseNow()
+		}
+	}) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// handle handles one complete payload and acks the frame that completed it only
+// after that: code 200 when handled (stored, when it is a message), 500 when the
+// event should be redelivered. Frames of type "event" and "card" are handled
+// alike, dispatched on the payload. Only a failed write is returned.
+func (s *wsSession) handle(ctx context.Context, f Frame, payload []byte, start time.Time) error {
 	code := 200
 	var (
 		env  envelope

@@ -138,6 +138,9 @@ type Adapter struct {
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded
+
+	live     chan struct{} // closed once the ingress takes events (live.go)
+	liveOnce sync.Once
 }
 
 // identity is what auth.test says about this app.
@@ -198,6 +201,7 @@ func New(opts Options) (*Adapter, error) {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	a := &Adapter{
+		live:     make(chan struct{}),
 		name:     opts.Name,
 		bot:      strings.TrimPrefix(opts.Bot, "@"),
 		mode:     opts.Mode,

@@ -93,6 +93,9 @@ func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	mux.HandleFunc("POST /slack/"+a.name+"/interactive", a.serveInteractive)
 	mux.HandleFunc("POST /slack/"+a.name+"/commands", a.serveCommands)
 	mux.HandleFunc("/slack/"+a.name+"/", a.serveOther)
+	if a.mode == ModeHTTP {
+		a.markLive()
+	}
 }
 
 // serveOther refuses every other method or path under the account's prefix, with a

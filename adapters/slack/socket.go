@@ -51,9 +51,12 @@ func (a *Adapter) runSocketLoop(ctx context.Context) error {
 
 // runSocket runs one socketmode.Client until it fails or ctx is done. Three
 // goroutines, all joined before it returns: the client's RunContext, a reader that
-// logs connection events and queues envelopes, and one processor that handles the
-// queued envelopes in arrival order and acks each only after its durable work is
-// done (DESIGN.md §4, §8: no message Slack was told is received may be lost): an
+// logs connection events and queues envelopes, and a dispatcher that hands the
+// queued envelopes to handlers (keyed: in arrival order within a channel,
+// concurrently across channels, at most socketParallel at once, all joined before
+// it returns, so envelopes that arrive together share store commits instead of
+// waiting for one commit each). Each envelope is acked only after its durable work
+// is done (DESIGN.md §4, §8: no message Slack was told is received may be lost): an
 // event after Engine.Ingest stored it, a button click after Engine.Answer stored
 // the answer, a slash command after its effect is stored. An envelope whose
 // storing fails is not acked, so Slack redelivers it and core deduplicates the
@@ -78,11 +81,17 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 		a.readSocket(sockCtx, smc, queue)
 	})
 	wg.Go(func() {
+		work := newKeyed(socketParallel)
+		defer work.wait()
 		for evt := range queue {
 			if sockCtx.Err() != nil {
 				continue // not acked: Slack redelivers it to the next connection
 			}
-			a.handleEnvelope(sockCtx, smc, evt)
+			work.Go(sockCtx, envelopeKey(evt), func() {
+				if sockCtx.Err() == nil {
+					a.handleEnvelope(sockCtx, smc, evt)
+				}
+			})
 		}
 	})
 	wg.Wait()
@@ -105,6 +114,7 @@ func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue 
 			a.log.Info("slack socket mode connected")
 		case socketmode.EventTypeHello:
 			a.log.Debug("slack socket mode hello")
+			a.markLive()
 		case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError,
 			socketmode.EventTypeErrorWriteFailed:
 			a.log.Warn("slack socket mode error", "type", string(evt.Type), "err", errorOf(evt.Data))

@@ -135,6 +135,9 @@ type Adapter struct {
 	newPending map[Conversation]bool
 	progress   map[core.OutboxID]sent // parts of a split message already sent
 	typing     *typing                // conversations bots work in (typing.go)
+
+	live     chan struct{} // closed once the ingress takes messages (live.go)
+	liveOnce sync.Once
 }
 
 var (
@@ -202,6 +205,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 
 	a := &Adapter{
+		live:       make(chan struct{}),
 		newPending: map[Conversation]bool{},
 		name:       opts.Name,
 		account:    AccountID(opts.Name),

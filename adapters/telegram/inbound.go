@@ -276,6 +276,37 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 		a.reply(ctx, conv, m.MessageID, "Hi! Write a message and the team answers here.\n\n"+a.helpText(conv))
 		return nil
 	}
+	in := a.inboundOf(me, m, d)
+	if d.command == "new" {
+		// "/new" alone starts a new conversation with the next message; "/new TEXT"
+		// starts it with TEXT. The flag is stored, so a restart does not lose it.
+		in.Text = strings.TrimSpace(strings.TrimPrefix(in.Text, "/new"))
+		if in.Text == "" {
+			if err := a.setPendingNew(ctx, conv, true); err != nil {
+				return err
+			}
+			a.reply(ctx, conv, m.MessageID, "Started a new conversation: your next message begins it.")
+			return nil
+		}
+	} else if pending, err := a.pendingNew(ctx, conv); err != nil {
+		return err
+	} else if pending {
+		in.NewThread = true
+	}
+	in = withCommandText(in, d)
+	if _, err := a.engine.Ingest(ctx, in); err != nil {
+		return fmt.Errorf("telegram: ingest %s: %w", in.DedupKey, err)
+	}
+	if in.NewThread {
+		return a.setPendingNew(ctx, conv, false)
+	}
+	return nil
+}
+
+// inboundOf is the Inbound for a message classify let through (DESIGN.md §3). Its
+// Text may be empty for a bare command; see withCommandText.
+func (a *Adapter) inboundOf(me tgbotapi.User, m *message, d decision) core.Inbound {
+	conv := conversationOf(m)
 	text, ents := messageText(m)
 	in := core.Inbound{
 		Account:      a.account,
@@ -313,32 +344,15 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 			in.Mentions = append(in.Mentions, h)
 		}
 	}
-	if d.command == "new" {
-		// "/new" alone starts a new conversation with the next message; "/new TEXT"
-		// starts it with TEXT. The flag is stored, so a restart does not lose it.
-		in.Text = strings.TrimSpace(strings.TrimPrefix(in.Text, "/new"))
-		if in.Text == "" {
-			if err := a.setPendingNew(ctx, conv, true); err != nil {
-				return err
-			}
-			a.reply(ctx, conv, m.MessageID, "Started a new conversation: your next message begins it.")
-			return nil
-		}
-	} else if pending, err := a.pendingNew(ctx, conv); err != nil {
-		return err
-	} else if pending {
-		in.NewThread = true
-	}
+	return in
+}
+
+// withCommandText gives a message that is only a command its command as text.
+func withCommandText(in core.Inbound, d decision) core.Inbound {
 	if in.Text == "" {
 		in.Text = "/" + d.command
 	}
-	if _, err := a.engine.Ingest(ctx, in); err != nil {
-		return fmt.Errorf("telegram: ingest %s: %w", in.DedupKey, err)
-	}
-	if in.NewThread {
-		return a.setPendingNew(ctx, conv, false)
-	}
-	return nil
+	return in
 }
 
 // pendingNewName is the cursor that remembers a bare /new in a conversation.

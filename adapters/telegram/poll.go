@@ -22,9 +22,11 @@ const allowedUpdates = `["message","edited_message","callback_query"]`
 
 // Run implements core.Runner (DESIGN.md §2). It calls getMe (retrying transient
 // failures) to learn the bot's @username and id, then in polling mode removes any
-// webhook and runs our own getUpdates loop: each update is stored through
-// Engine.Ingest first, and only then is offset = update_id+1 persisted through
-// Cursors, so after a crash at any point every update is processed once (a
+// webhook and runs our own getUpdates loop: the updates of one answer are stored
+// together (one transaction through BatchEngine when the Engine has it; a click or
+// a command the adapter answers itself is handled on its own, in order), and only
+// then is the offset past the last of them persisted through Cursors, once per
+// answer, so after a crash at any point every update is processed once (a
 // redelivered update carries the same DedupKey and core ignores it). In webhook mode
 // it registers the webhook with secret_token and blocks. Run returns nil when ctx is
 // done, and an error for a rejected token (401/404) or a refused setWebhook. It owns
@@ -106,6 +108,7 @@ func (a *Adapter) poll(ctx context.Context) error {
 
 	bo := newBackoff()
 	for ctx.Err() == nil {
+		a.markLive() // the first getUpdates is on its way: the account takes messages
 		res, err := a.call(ctx, "getUpdates", tgbotapi.Params{
 			"offset":          strconv.FormatInt(offset, 10),
 			"timeout":         strconv.Itoa(int(a.pollWait / time.Second)),
@@ -136,6 +139,8 @@ func (a *Adapter) poll(ctx context.Context) error {
 			}
 			continue
 		}
+		b := updateBatch{a: a, done: offset}
+		var failed error
 		for _, raw := range raws {
 			var u update
 			if err := json.Unmarshal(raw, &u); err != nil {
@@ -151,28 +156,33 @@ func (a *Adapter) poll(ctx context.Context) error {
 			if u.UpdateID < offset {
 				continue // already confirmed
 			}
-			if err := a.handleUpdate(ctx, u); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				a.log.Error("update not stored; polling it again", "update_id", u.UpdateID, "err", err)
-				if !a.sleep(ctx, bo.NextBackOff(), "ingest", err) {
-					return nil
-				}
-				break // re-poll from the same offset
+			if failed = b.add(ctx, u); failed != nil {
+				break
 			}
-			if ctx.Err() != nil {
-				// Stopped between storing and confirming: the update comes again on
-				// the next start and core recognises its DedupKey.
-				return nil
-			}
-			offset = u.UpdateID + 1
+		}
+		if failed == nil {
+			failed = b.flush(ctx)
+		}
+		if ctx.Err() != nil {
+			// Stopped between storing and confirming: the updates come again on the
+			// next start and core recognises their DedupKeys.
+			return nil
+		}
+		if b.done > offset {
+			// One offset save per answer, after every update below it is durable.
+			offset = b.done
 			if err := a.cursors.SetCursor(ctx, name, strconv.FormatInt(offset, 10)); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
-				// The update is stored; a lost offset only means a deduplicated redelivery.
+				// The updates are stored; a lost offset only means a deduplicated redelivery.
 				a.log.Warn("saving the polling offset failed", "offset", offset, "err", err)
+			}
+		}
+		if failed != nil {
+			a.log.Error("update not stored; polling it again", "offset", offset, "err", failed)
+			if !a.sleep(ctx, bo.NextBackOff(), "ingest", failed) {
+				return nil
 			}
 		}
 	}

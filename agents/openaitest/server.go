@@ -166,10 +166,21 @@ type Server struct {
 // New starts a server on 127.0.0.1 and closes it when the test ends.
 func New(t testing.TB) *Server {
 	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatalf("openaitest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server on 127.0.0.1 outside a test (`openbot bench` drives it);
+// the caller must Close it. The error is the listener's.
+func Start() (*Server, error) {
 	s := &Server{}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("openaitest: listen: %v", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
@@ -177,9 +188,11 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	s.srv.Start()
-	t.Cleanup(s.srv.Close)
-	return s
+	return s, nil
 }
+
+// Close shuts the server down (New does it when the test ends).
+func (s *Server) Close() { s.srv.Close() }
 
 // URL is the base URL for go-openai's ClientConfig.BaseURL ("http://127.0.0.1:port/v1").
 func (s *Server) URL() string { return s.srv.URL + "/v1" }

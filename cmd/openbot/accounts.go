@@ -203,6 +203,9 @@ func (s *accountSet) applyConfig(ctx context.Context, wg *sync.WaitGroup, cfg *c
 			s.log.Error("account not added", "account", id, "err", err)
 			continue
 		}
+		if r, ok := ad.(ingressReadier); ok {
+			s.hl.watch(id, r.IngressReady())
+		}
 		ac := &account{id: id, cfg: entries[id], ad: ad}
 		s.accts[id] = ac
 		s.start(ctx, wg, ac)

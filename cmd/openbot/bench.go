@@ -23,7 +23,7 @@ import (
 // the latency of Ingest paced at -rate messages per second (p50 and p99; aim under
 // 2 ms and 5 ms: with group commit a lone message costs one commit), and the cost
 // of a pick with 10 and with 100,000 queued items spread over 1,000 threads (aim:
-// flat).
+// flat). With --platform it runs benchPlatform instead.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -33,6 +33,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	queued := fs.Int("queued", 100000, "queued items for the large pick measurement")
 	rate := fs.Int("rate", 100, "messages per second for the paced latency measurement")
 	paced := fs.Int("paced", 300, "messages in the paced latency measurement")
+	platform := fs.String("platform", "", "telegram or slack: drive openbot end to end against that fake platform and a fake model at --rate for --duration")
+	duration := fs.Duration("duration", 10*time.Second, "with --platform: how long to send messages")
+	burst := fs.Int("burst", 5000, "with --platform telegram: updates in the polling throughput measurement (0: skip it)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -44,6 +47,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer os.RemoveAll(d)
 		*dir = d
+	}
+	if *platform != "" {
+		return benchPlatform(ctx, *platform, *rate, *duration, *burst, *dir, stdout, stderr)
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
 

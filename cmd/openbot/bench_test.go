@@ -20,3 +20,29 @@ func TestBenchCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchPlatform runs `openbot bench --platform` small for Telegram and Slack
+// and checks every figure is printed and every message reached the model.
+func TestBenchPlatform(t *testing.T) {
+	for _, tc := range []struct {
+		platform string
+		want     []string
+	}{
+		{"telegram", []string{"telegram polling:", "updates/s batched", "updates/s one by one", "telegram at 50 msg/s for 200ms: event -> model request p50", "10/10 answered", "telegram backlog:", "RSS:"}},
+		{"slack", []string{"slack at 50 msg/s for 200ms: event -> model request p50", "10/10 answered", "behind:", "RSS:"}},
+	} {
+		t.Run(tc.platform, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), []string{"bench", "--platform", tc.platform, "--rate", "50", "--duration", "200ms", "--burst", "200", "--dir", t.TempDir()},
+				strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr: %s\nstdout: %s", code, errb.String(), out.String())
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}

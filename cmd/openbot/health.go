@@ -9,15 +9,48 @@ import (
 )
 
 // health backs GET /healthz: 200 once the store is open, the engine has recovered
-// and every configured account has started or been skipped; 503 before.
+// and every configured account takes messages (its ingress is live, see
+// ingressReadier) or was skipped; 503 before, listing each account's state so the
+// one that is not ready is named (DESIGN.md §9).
 type health struct {
 	mu       sync.Mutex
 	engine   <-chan struct{} // closed when the engine is ready
 	accounts map[string]string
+	ingress  map[string]<-chan struct{} // closed when the account's ingress is live
+}
+
+// ingressReadier is implemented by adapters that know when their ingress is live:
+// the Telegram poller sent its first getUpdates, Socket Mode got hello, the Feishu
+// long connection is up, an HTTP-mode account's routes are mounted. The channel is
+// closed then. A started account without it counts as live.
+type ingressReadier interface {
+	IngressReady() <-chan struct{}
 }
 
 func newHealth(engineReady <-chan struct{}) *health {
-	return &health{engine: engineReady, accounts: map[string]string{}}
+	return &health{engine: engineReady, accounts: map[string]string{}, ingress: map[string]<-chan struct{}{}}
+}
+
+// watch makes a started account read "connecting" (and /healthz 503) until live is
+// closed.
+func (h *health) watch(account string, live <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ingress[account] = live
+}
+
+// stateLocked is account's state as shown: "started" becomes "connecting: ..." while its
+// ingress is not live. h.mu is held.
+func (h *health) stateLocked(account string) string {
+	st := h.accounts[account]
+	if live, ok := h.ingress[account]; ok && st == "started" {
+		select {
+		case <-live:
+		default:
+			return "connecting: ingress not live yet"
+		}
+	}
+	return st
 }
 
 // set records an account's state: "pending", "started", "skipped: <why>" or
@@ -44,13 +77,14 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lines := make([]string, 0, len(names))
 	failed := false
 	for _, n := range names {
-		if h.accounts[n] == "pending" {
+		st := h.stateLocked(n)
+		if st == "pending" || strings.HasPrefix(st, "connecting") {
 			ready = false
 		}
-		if strings.HasPrefix(h.accounts[n], "failed") {
+		if strings.HasPrefix(st, "failed") {
 			failed = true
 		}
-		lines = append(lines, n+": "+h.accounts[n])
+		lines = append(lines, n+": "+st)
 	}
 	h.mu.Unlock()
 
@@ -77,4 +111,5 @@ func (h *health) remove(account string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.accounts, account)
+	delete(h.ingress, account)
 }

@@ -36,3 +36,25 @@ func TestHealth(t *testing.T) {
 		t.Errorf("ready: %d %q", code, body)
 	}
 }
+
+// TestHealthIngressNotLive: a started account whose ingress is not live yet reads
+// "connecting" and keeps /healthz at 503 until its channel is closed.
+func TestHealthIngressNotLive(t *testing.T) {
+	engineReady := make(chan struct{})
+	close(engineReady)
+	h := newHealth(engineReady)
+	live := make(chan struct{})
+	h.set("telegram/chief", "started")
+	h.watch("telegram/chief", live)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "telegram/chief: connecting") {
+		t.Errorf("before live: %d %q", rec.Code, rec.Body.String())
+	}
+	close(live)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "ok\ntelegram/chief: started\n" {
+		t.Errorf("after live: %d %q", rec.Code, rec.Body.String())
+	}
+}

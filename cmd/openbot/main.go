@@ -65,6 +65,8 @@ const usage = `usage:
   openbot run ID                                    a run's timeline: model calls, tools, questions
   openbot activity [--follow] [--kind K] [--level L] [--bot B] [--thread N]  the activity log
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
+  openbot bench --platform telegram|slack [--rate R] [--duration D]
+                                                    end to end against the fakes: latency, throughput, RSS
   openbot version
 `
 

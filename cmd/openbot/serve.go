@@ -227,6 +227,9 @@ func (a *app) serve(ctx context.Context) int {
 		if err := eng.AddAdapter(ad); err != nil {
 			return a.fail("adapters", err)
 		}
+		if r, ok := ad.(ingressReadier); ok {
+			hl.watch(string(ad.Account()), r.IngressReady())
+		}
 	}
 	// Platform webhook routes follow the accounts a reload adds or removes.
 	mux.Handle("/", accts)

@@ -82,6 +82,7 @@ type Server struct {
 	bots    map[string]*botState // by token
 	calls   []Call
 	fail    map[string][]Error // by method, consumed in order
+	holds   map[string]chan struct{}
 	nextMsg int64
 	msgs    []*Message    // sent and not deleted, in send order
 	changed chan struct{} // closed and replaced on every change
@@ -117,6 +118,7 @@ func NewServer(bots ...Bot) *Server {
 		LongPollCap: 200 * time.Millisecond,
 		bots:        map[string]*botState{},
 		fail:        map[string][]Error{},
+		holds:       map[string]chan struct{}{},
 		nextMsg:     1000,
 		changed:     make(chan struct{}),
 	}
@@ -227,6 +229,27 @@ func (s *Server) FailAfter(method string, ok int, errs ...Error) {
 		s.fail[method] = append(s.fail[method], Error{}) // Code 0: answer normally
 	}
 	s.fail[method] = append(s.fail[method], errs...)
+}
+
+// Hold makes calls of method (by any bot) wait, after they are recorded, until
+// release is called (or the client gives up), so a test can see what happens while
+// a call is in flight. release is idempotent.
+func (s *Server) Hold(method string) (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.holds[method] = ch
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.holds[method] == ch {
+				delete(s.holds, method)
+			}
+			s.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 // Calls returns every recorded call of the given methods (all calls when none are
@@ -383,7 +406,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.notifyLocked()
+	hold := s.holds[method]
 	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 
 	switch {
 	case !known:

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"openbot/adapters/slack/slacktest"
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents/openaitest"
+	"openbot/config"
+)
+
+// Bench identities of the fake platforms.
+const (
+	benchTgToken     = "100000:BENCH"
+	benchSlackSecret = "bench-signing-secret"
+)
+
+// benchMarker finds the message number in what the model was sent.
+var benchMarker = regexp.MustCompile(`bench-(\d+)`)
+
+// platformFigures are the results of one paced run.
+type platformFigures struct {
+	sent, answered int
+	p50, p99       time.Duration
+	throughput     float64 // model requests per second over the run
+	maxBacklog     int     // most updates the fake held unconfirmed (Telegram)
+	endBacklog     int     // updates unconfirmed when the last was sent
+	behind         int     // messages sent but not yet at the model when the last was sent
+}
+
+// benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
+// real wiring (the same code as `openbot serve`) in this process against the
+// project's fake platform (telegramtest polling, or slacktest with Events API
+// requests signed and POSTed to the HTTP listener) and fake model server
+// (openaitest), sends one message every second/rate for duration, each in its own
+// conversation, and prints the p50/p99 latency from the event (the update queued
+// at the fake, the POST sent) to the model request it causes, the throughput, and
+// this process's RSS (fakes included). For Telegram it first measures how many
+// updates per second polling stores from a burst, batched (one transaction and one
+// offset save per getUpdates answer) and one by one. DESIGN.md §7.
+func benchPlatform(ctx context.Context, platform string, rate int, duration time.Duration, burst int, dir string, stdout, stderr io.Writer) int {
+	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
+	if platform != "telegram" && platform != "slack" {
+		fmt.Fprintf(stderr, "openbot bench: --platform %q is not telegram or slack\n", platform)
+		return exitUsage
+	}
+	if rate <= 0 || duration <= 0 {
+		fmt.Fprintln(stderr, "openbot bench: --rate and --duration must be positive")
+		return exitUsage
+	}
+	if platform == "telegram" && burst > 0 {
+		batched, err := pollingRate(ctx, filepath.Join(dir, "burst-batched.db"), burst, true)
+		if err != nil {
+			return fail(err)
+		}
+		single, err := pollingRate(ctx, filepath.Join(dir, "burst-single.db"), burst, false)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "telegram polling:  %8.0f updates/s batched (one transaction and one offset save per getUpdates answer)\n", batched)
+		fmt.Fprintf(stdout, "                   %8.0f updates/s one by one (one transaction per update)  (%d updates, 100 chats, fsync on)\n", single, burst)
+	}
+	f, err := pacedPlatform(ctx, platform, rate, duration, dir)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "%s at %d msg/s for %s: event -> model request p50 %6.2f ms, p99 %6.2f ms; %d/%d answered, %.0f msg/s\n",
+		platform, rate, duration, ms(f.p50), ms(f.p99), f.answered, f.sent, f.throughput)
+	if platform == "telegram" {
+		fmt.Fprintf(stdout, "telegram backlog:  at most %d updates unconfirmed at the fake, %d when the last was sent\n", f.maxBacklog, f.endBacklog)
+	}
+	fmt.Fprintf(stdout, "behind:            %d messages not yet at the model when the last was sent (intake and runs)\n", f.behind)
+	rss, peak := memRSS()
+	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
+	return exitOK
+}
+
+// pacedPlatform runs serve over a generated config against the fakes and sends
+// rate messages per second for duration.
+func pacedPlatform(ctx context.Context, platform string, rate int, duration time.Duration, dir string) (platformFigures, error) {
+	var f platformFigures
+	llm, err := openaitest.Start()
+	if err != nil {
+		return f, err
+	}
+	defer llm.Close()
+	var (
+		mu      sync.Mutex
+		asked   = map[int]time.Time{}
+		changed = make(chan struct{}, 1)
+	)
+	llm.Handle(func(r openaitest.Request) openaitest.Reply {
+		now := time.Now()
+		if m := benchMarker.FindStringSubmatch(openaitest.LastUserText(r)); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			mu.Lock()
+			if _, ok := asked[n]; !ok {
+				asked[n] = now
+			}
+			mu.Unlock()
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		return openaitest.Text("noted")
+	})
+
+	var (
+		account string
+		send    func(ctx context.Context, addr string, n int) error
+		backlog func() int
+	)
+	switch platform {
+	case "telegram":
+		fake := telegramtest.NewServer(telegramtest.Bot{Token: benchTgToken, ID: 100000, Username: "bench_bot", Name: "Bench"})
+		defer fake.Close()
+		account = fmt.Sprintf("telegram:\n  - {name: bench, bot: chief_of_staff, token: %q, api_endpoint: %q, dm_policy: open}\n", benchTgToken, fake.URL())
+		send = func(_ context.Context, _ string, n int) error {
+			_, err := fake.PushUpdate(benchTgToken, tgBenchUpdate(n, int64(1_000_000+n)))
+			return err
+		}
+		backlog = func() int { return fake.Pending(benchTgToken) }
+	case "slack":
+		fake := slacktest.New(slacktest.Options{BotToken: "xoxb-bench"})
+		defer fake.Close()
+		account = fmt.Sprintf("slack:\n  - {name: bench, bot: chief_of_staff, mode: http, bot_token: xoxb-bench, signing_secret: %q, api_url: %q}\n", benchSlackSecret, fake.APIURL())
+		hc := &http.Client{Timeout: 30 * time.Second}
+		send = func(ctx context.Context, addr string, n int) error { return postSlackEvent(ctx, hc, addr, n) }
+		backlog = func() int { return 0 }
+	}
+	cfg, err := benchConfig(dir, llm.URL(), account)
+	if err != nil {
+		return f, err
+	}
+	addrs := make(chan string, 1)
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
+		log: slog.New(slog.DiscardHandler), onListen: func(addr string) { addrs <- addr }}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() { done <- a.serve(sctx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	var addr string
+	select {
+	case addr = <-addrs:
+	case code := <-done:
+		done <- code
+		return f, fmt.Errorf("serve exited %d before listening", code)
+	case <-ctx.Done():
+		return f, ctx.Err()
+	}
+	if err := waitReady(ctx, addr); err != nil {
+		return f, err
+	}
+
+	n := max(1, int(duration.Seconds()*float64(rate)))
+	f.sent = n
+	sent := make([]time.Time, n)
+	var (
+		wg   sync.WaitGroup
+		errs = make(chan error, n)
+	)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	for i := range n {
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			wg.Wait()
+			return f, ctx.Err()
+		case <-tick.C:
+		}
+		f.maxBacklog = max(f.maxBacklog, backlog())
+		sent[i] = time.Now()
+		wg.Add(1)
+		go func() { // one goroutine per event, as the platform would send them
+			defer wg.Done()
+			if err := send(ctx, addr, i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	tick.Stop()
+	f.endBacklog = backlog()
+	mu.Lock()
+	f.behind = n - len(asked)
+	mu.Unlock()
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return f, err
+	}
+	// Wait for the model requests (bounded: a lost message shows as unanswered).
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		mu.Lock()
+		got := len(asked)
+		mu.Unlock()
+		if got >= n {
+			break
+		}
+		select {
+		case <-changed:
+			continue
+		case <-deadline.C:
+		case <-ctx.Done():
+			return f, ctx.Err()
+		}
+		break
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var lat []time.Duration
+	var last time.Time
+	for i, at := range asked {
+		if i < 0 || i >= n {
+			continue
+		}
+		lat = append(lat, at.Sub(sent[i]))
+		if at.After(last) {
+			last = at
+		}
+	}
+	f.answered = len(lat)
+	if len(lat) == 0 {
+		return f, errors.New("no message reached the model")
+	}
+	slices.Sort(lat)
+	f.p50, f.p99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+	f.throughput = float64(len(lat)) / last.Sub(sent[0]).Seconds()
+	return f, nil
+}
+
+// benchConfig writes and loads a config with one bot (no tools) talking to the
+// fake model at llmURL, the store under dir, and the account YAML given.
+func benchConfig(dir, llmURL, account string) (*config.Config, error) {
+	text := fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+store:
+  path: %q
+limits:
+  max_concurrent_runs: 64
+  run_timeout: 1m
+llm:
+  default:
+    base_url: %q
+    api_key: ""
+    model: bench
+default_bot: chief_of_staff
+workspace: %q
+sandbox: none
+bots:
+  - handle: chief_of_staff
+    name: Chief of Staff
+    description: "Answers."
+    instructions: "Answer in one word."
+    tools: []
+%s`, filepath.Join(dir, "paced", "openbot.db"), llmURL, filepath.Join(dir, "paced", "workspace"), account)
+	path := filepath.Join(dir, "bench-config.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return nil, err
+	}
+	return config.Load(path, func(string) (string, bool) { return "", false })
+}
+
+// waitReady polls /healthz until it answers 200 (every account's ingress is live).
+func waitReady(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("openbot never became ready: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// tgBenchUpdate is a private text message numbered n from user (its own chat).
+func tgBenchUpdate(n int, user int64) []byte {
+	return fmt.Appendf(nil, `{"message":{"message_id":%d,"from":{"id":%d,"is_bot":false,"first_name":"U%d"},"chat":{"id":%d,"type":"private"},"date":%d,"text":"please look at bench-%d"}}`,
+		n+1, user, user, user, time.Now().Unix(), n)
+}
+
+// postSlackEvent POSTs a signed app_mention, numbered n and starting its own
+// thread, to the Events API endpoint and checks it was accepted.
+func postSlackEvent(ctx context.Context, hc *http.Client, addr string, n int) error {
+	ts := fmt.Sprintf("1767225600.%06d", n)
+	body := fmt.Appendf(nil, `{"token":"x","team_id":%q,"api_app_id":%q,"type":"event_callback","event_id":"EvBENCH%d","event_time":1767225600,`+
+		`"event":{"type":"app_mention","user":"U0BENCH%d","text":"<@%s> please look at bench-%d","ts":%q,"channel":"C0BENCH01","event_ts":%q},`+
+		`"authorizations":[{"team_id":%q,"user_id":%q,"is_bot":true}]}`,
+		slacktest.DefaultTeam, slacktest.DefaultAppID, n, n%100, slacktest.DefaultBotUser, n, ts, ts, slacktest.DefaultTeam, slacktest.DefaultBotUser)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/slack/bench/events", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	slacktest.Sign(req.Header, body, benchSlackSecret, time.Now())
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("slack event %d: HTTP %d %s", n, resp.StatusCode, b)
+	}
+	return nil
+}
+
+// memRSS reads this process's resident set size, now and at its peak, from
+// /proc/self/status ("n/a" where there is none).
+func memRSS() (now, peak string) {
+	now, peak = "n/a", "n/a"
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return now, peak
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			now = strings.TrimSpace(v)
+		case "VmHWM":
+			peak = strings.TrimSpace(v)
+		}
+	}
+	return now, peak
+}

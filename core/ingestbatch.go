@@ -1,0 +1,85 @@
+package core
+
+import (
+	"context"
+	"errors"
+)
+
+// IngestOutcome is the result of one Inbound of an IngestBatch call: Err is nil
+// when the message is durable (stored, or recognised as a duplicate, or dropped as
+// not for openbot), and then Result says what happened, as Ingest's does.
+type IngestOutcome struct {
+	Result IngestResult
+	Err    error
+}
+
+// IngestBatch stores many inbound messages, in slice order, in one Store
+// transaction (DESIGN.md §4, §7): each message gets exactly what Ingest would do
+// for it (its own dedup key, thread, inbox items and outbox entries), so a later
+// message sees the earlier ones, and a message whose DedupKey already appears
+// earlier in the same batch is a duplicate. It is how an adapter that receives
+// messages in batches (a Telegram getUpdates answer, Socket Mode envelopes that
+// arrived together) avoids one commit per message.
+//
+// It returns one outcome per input, in the same order. An invalid Inbound gets its
+// validation error without affecting the others. When the shared transaction
+// fails (one message's store error rolls it back), every valid message is
+// ingested again on its own through Ingest, so a failing message never loses the
+// others; only the failing ones then carry an error. During shutdown every
+// outcome is ErrStopped. An adapter confirms (acks, saves an offset past) only
+// messages whose outcome has a nil Err.
+func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome {
+	out := make([]IngestOutcome, len(ins))
+	e.mu.Lock()
+	stopping := e.stopping
+	e.mu.Unlock()
+	valid := make([]int, 0, len(ins))
+	for i, in := range ins {
+		switch err := validateInbound(in); {
+		case err != nil:
+			out[i].Err = err
+		case stopping:
+			out[i].Err = ErrStopped
+		default:
+			valid = append(valid, i)
+		}
+	}
+	if len(valid) == 0 {
+		return out
+	}
+	results := make([]IngestResult, len(valid))
+	err := e.store.Batch(ctx, func(tx Tx) error {
+		clear(results) // Batch may run fn again
+		for k, i := range valid {
+			res, err := e.ingestTx(tx, ins[i])
+			if err != nil {
+				return err
+			}
+			results[k] = res
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, ErrStopped) {
+			for _, i := range valid {
+				out[i].Err = err
+			}
+			return out
+		}
+		// One message broke the shared transaction: store each on its own, in
+		// order, so only the failing ones fail.
+		e.log.Warn("batch ingest failed; storing its messages one by one", "messages", len(valid), "err", err)
+		for _, i := range valid {
+			out[i].Result, out[i].Err = e.Ingest(ctx, ins[i])
+		}
+		return out
+	}
+	for k, i := range valid {
+		out[i].Result = results[k]
+		for _, h := range results[k].Woken {
+			e.wake(h)
+		}
+	}
+	e.kickOutbox()
+	return out
+}
