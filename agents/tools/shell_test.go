@@ -67,8 +67,13 @@ func TestShellCancelKillsProcessGroup(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if len(sleepPids(bg)) == 0 {
-			t.Fatal("the background sleep is not visible from the host")
+		// The pid is written right after the fork; the child may not have run
+		// exec("sleep ...") yet, so wait for it to show.
+		for len(sleepPids(bg)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the background sleep is not visible from the host")
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		cancel()
 		if err := <-done; err == nil || !strings.Contains(err.Error(), "cancelled") {
