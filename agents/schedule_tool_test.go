@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -262,5 +263,48 @@ func TestScheduleToolNeedsApprovalByDefault(t *testing.T) {
 	}
 	if s := botSchedules(t, st); len(s) != 0 {
 		t.Fatalf("a schedule was created before approval: %+v", s)
+	}
+}
+
+// TestScheduleToolLimits: cron and time zone are checked with the config's
+// parser, and a bot may have at most core.MaxBotSchedules schedules.
+func TestScheduleToolLimits(t *testing.T) {
+	srv := openaitest.New(t)
+	srv.Handle(func(r openaitest.Request) openaitest.Reply {
+		last := r.Body.Messages[len(r.Body.Messages)-1]
+		if last.Role == "tool" {
+			counts := map[string]int{}
+			for _, m := range r.Body.Messages {
+				if m.Role != "tool" {
+					continue
+				}
+				for _, k := range []string{"schedule created", "the most allowed", "expected exactly 5 fields", "unknown time zone"} {
+					if strings.Contains(m.Content, k) {
+						counts[k]++
+					}
+				}
+			}
+			return openaitest.Text(fmt.Sprintf("created=%d refused=%d badcron=%d badzone=%d", counts["schedule created"], counts["the most allowed"],
+				counts["expected exactly 5 fields"], counts["unknown time zone"]))
+		}
+		calls := []openaitest.ToolCall{
+			openaitest.Call("schedule", `{"action":"create","name":"bad","cron":"0 9 * *","prompt":"x"}`),
+			openaitest.Call("schedule", `{"action":"create","name":"badzone","cron":"@daily","time_zone":"Mars/Olympus","prompt":"x"}`),
+		}
+		for i := range core.MaxBotSchedules + 1 {
+			calls = append(calls, openaitest.Call("schedule", fmt.Sprintf(`{"action":"create","name":"s%d","cron":"@hourly","prompt":"x"}`, i)))
+		}
+		return openaitest.Calls(calls...)
+	})
+	agent := scheduleAgent(t, srv)
+	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"schedule"}}}
+	er, st := schedEngine(t, filepath.Join(t.TempDir(), "openbot.db"), agent, bots, &schedClock{now: time.Date(2026, 6, 1, 8, 30, 0, 0, time.UTC)})
+	say(t, er, 1, "please create many")
+	want := fmt.Sprintf("created=%d refused=1 badcron=1 badzone=1", core.MaxBotSchedules)
+	if got := er.ad.texts(); len(got) != 1 || !strings.Contains(got[0], want) {
+		t.Fatalf("reply = %q, want %q", got, want)
+	}
+	if n := len(botSchedules(t, st)); n != core.MaxBotSchedules {
+		t.Errorf("%d schedules stored, want %d", n, core.MaxBotSchedules)
 	}
 }

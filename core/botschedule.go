@@ -237,6 +237,9 @@ func (r *runEnv) DeleteSchedule(ctx context.Context, name string) (bool, error) 
 		if !found {
 			return nil
 		}
+		if err := tx.SetCursor(ScheduleCursor(r.job.Bot.Handle+"/"+name), ""); err != nil {
+			return err
+		}
 		r.e.activity(tx, Activity{Event: "schedule.deleted", Summary: fmt.Sprintf("@%s deleted schedule %s", r.job.Bot.Handle, name),
 			Thread: r.job.Thread.ID, Actor: r.job.Bot.ID(), Run: r.job.Run.ID, At: r.e.clock.Now()})
 		return putBotSchedules(tx, kept)
@@ -260,7 +263,9 @@ func (r *ScheduleRunner) botSchedules(ctx context.Context) ([]Schedule, error) {
 	for _, b := range all {
 		next, err := CronNext(b.Cron, b.TimeZone)
 		if err != nil || !r.opts.Engine.knownBot(b.Bot) {
-			r.log.Warn("bot schedule left out", "schedule", b.ID(), "err", err, "bot", b.Bot)
+			if r.leftOut(b.ID()) {
+				r.log.Warn("bot schedule left out: its bot is not configured or its cron does not parse", "schedule", b.ID(), "err", err, "bot", b.Bot)
+			}
 			continue
 		}
 		out = append(out, Schedule{Name: b.ID(), Next: next, Bot: b.Bot, Account: b.Account, Platform: b.Platform,
@@ -268,4 +273,17 @@ func (r *ScheduleRunner) botSchedules(ctx context.Context) ([]Schedule, error) {
 			Thread: b.Thread, ThreadKey: b.ThreadKey})
 	}
 	return out, nil
+}
+
+// leftOut reports whether the schedule id is left out for the first time, so
+// the warning is logged once per id, not at every check.
+func (r *ScheduleRunner) leftOut(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.warned == nil {
+		r.warned = map[string]bool{}
+	}
+	first := !r.warned[id]
+	r.warned[id] = true
+	return first
 }

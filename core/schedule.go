@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -62,6 +63,9 @@ type ScheduleOptions struct {
 type ScheduleRunner struct {
 	opts ScheduleOptions
 	log  *slog.Logger
+
+	mu     sync.Mutex
+	warned map[string]bool // bot schedules left out, warned about once
 }
 
 // maxCatchUp bounds how many missed slots one Tick walks per schedule; past it
