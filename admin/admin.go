@@ -134,6 +134,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /api/v1/questions/{id}/answer", s.answer)
 	s.mux.HandleFunc("GET /api/v1/activity", s.activity)
 	s.mux.HandleFunc("GET /api/v1/usage", s.usage)
+	s.mux.HandleFunc("GET /api/v1/schedules", s.schedules)
 	s.mux.HandleFunc("GET /api/v1/events", s.events)
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)

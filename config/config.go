@@ -177,7 +177,7 @@ type Bot struct {
 	Tools []string `yaml:"tools"`
 	// ApprovalTools pause the run for a person's approval before they run; an
 	// entry may name its own approvers (ApprovalTool). Default (key absent):
-	// [shell]. An explicit empty list turns approvals off (http_fetch calls that
+	// [shell, schedule]. An explicit empty list turns approvals off (http_fetch calls that
 	// send data still ask, DESIGN.md §5).
 	ApprovalTools []ApprovalTool `yaml:"approval_tools"`
 	// Approvers of this bot's questions; overrides the global approvers.

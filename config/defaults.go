@@ -15,8 +15,12 @@ const (
 )
 
 // DefaultApprovalTools returns a bot's approval_tools when the key is absent: a
-// person approves every shell command by default (DESIGN.md §5).
-func DefaultApprovalTools() []ApprovalTool { return []ApprovalTool{{Tool: "shell"}} }
+// person approves every shell command and every schedule tool call (a recurring
+// message the bot would send on its own, DESIGN.md §10 "schedules") by default
+// (DESIGN.md §5).
+func DefaultApprovalTools() []ApprovalTool {
+	return []ApprovalTool{{Tool: "shell"}, {Tool: "schedule"}}
+}
 
 // ApplyDefaults fills every empty field that has a default; it never overwrites a
 // value that was set. Load calls it before Validate. It is idempotent.

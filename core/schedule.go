@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -36,6 +37,10 @@ type Schedule struct {
 	// was down; older missed slots are recorded as skipped. At most
 	// MinDedupRetention, so the slot's dedup key outlives it.
 	Grace time.Duration
+	// Thread and ThreadKey, when set with Standing, are the existing thread
+	// every firing goes into (a bot-made schedule's own thread).
+	Thread    ThreadID
+	ThreadKey string
 }
 
 // ScheduleOptions configures a ScheduleRunner.
@@ -50,13 +55,17 @@ type ScheduleOptions struct {
 	Logger  *slog.Logger
 }
 
-// ScheduleRunner fires the configured schedules: each slot exactly once, even
+// ScheduleRunner fires the configured schedules and the bot-made ones kept in
+// the store (BotSchedules, read at every check): each slot exactly once, even
 // across restarts (the slot is the message's dedup key, and a cursor per
 // schedule records the last slot handled). Create it with NewScheduleRunner and
 // call Run once.
 type ScheduleRunner struct {
 	opts ScheduleOptions
 	log  *slog.Logger
+
+	mu     sync.Mutex
+	warned map[string]bool // bot schedules left out, warned about once
 }
 
 // maxCatchUp bounds how many missed slots one Tick walks per schedule; past it
@@ -107,11 +116,9 @@ func ScheduleActor(name string) ActorID { return ActorID("schedule:" + name) }
 
 // Run waits for the engine to be ready, then checks the schedules until ctx is
 // done: at start (firing missed slots within their grace), and again at each
-// next slot (sleeping at most MaxWait at a time). It returns nil when ctx ends.
+// next slot (sleeping at most MaxWait at a time, so a schedule a bot creates is
+// seen within MaxWait). It returns nil when ctx ends.
 func (r *ScheduleRunner) Run(ctx context.Context) error {
-	if len(r.opts.Schedules) == 0 {
-		return nil
-	}
 	select {
 	case <-ctx.Done():
 		return nil
@@ -147,7 +154,13 @@ func (r *ScheduleRunner) Tick(ctx context.Context) (time.Time, error) {
 	now := r.opts.Clock.Now()
 	var earliest time.Time
 	var errs []error
-	for _, s := range r.opts.Schedules {
+	scheds := r.opts.Schedules
+	if bots, err := r.botSchedules(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		scheds = append(scheds[:len(scheds):len(scheds)], bots...)
+	}
+	for _, s := range scheds {
 		next, err := r.tickOne(ctx, s, now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", s.Name, err))
@@ -216,12 +229,16 @@ func (r *ScheduleRunner) tickOne(ctx context.Context, s Schedule, now time.Time)
 func (r *ScheduleRunner) fire(ctx context.Context, s Schedule, slot time.Time) error {
 	unix := strconv.FormatInt(slot.Unix(), 10)
 	key := "schedule:" + s.Name
-	if !s.Standing {
+	var thread ThreadID
+	switch {
+	case s.Standing && s.Thread != 0:
+		key, thread = s.ThreadKey, s.Thread
+	case !s.Standing:
 		key += ":" + unix
 	}
 	res, err := r.opts.Engine.Ingest(ctx, Inbound{
 		Account: s.Account, Platform: s.Platform, Conversation: s.Conversation,
-		DedupKey: "schedule:" + s.Name + ":" + unix, ThreadKey: key, PlatformID: "",
+		DedupKey: "schedule:" + s.Name + ":" + unix, ThreadKey: key, Thread: thread, PlatformID: "",
 		SenderID: ScheduleActor(s.Name), SenderName: "schedule " + s.Name,
 		Text: "@" + s.Bot + " " + s.Prompt, StartThread: true, DefaultBot: s.Bot, Received: slot,
 	})

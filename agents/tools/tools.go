@@ -1,6 +1,6 @@
 // Package tools is openbot's built-in toolbox (DESIGN.md §6): the
 // workspace-jailed file tools (workspace_read, workspace_write, workspace_list,
-// workspace_search), shell, http_fetch, todo_write and post_message. Each is an
+// workspace_search), shell, http_fetch, todo_write, post_message and schedule. Each is an
 // agents.Tool; Builtins returns them all for the agents Registry.
 //
 // Every tool is safe for concurrent use (parallel tool calls) and honours the
@@ -168,6 +168,7 @@ func Builtins(opts Options) ([]agents.Tool, error) {
 		fetch.tool(),
 		todoWriteTool(),
 		postMessageTool(),
+		scheduleTool(),
 	}, nil
 }
 

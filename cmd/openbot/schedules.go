@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"openbot/adapters/feishu"
 	"openbot/adapters/slack"
 	"openbot/adapters/telegram"
+	"openbot/admin"
 	"openbot/config"
 	"openbot/core"
 	"openbot/store/bolt"
@@ -68,9 +70,10 @@ func newScheduleRunner(cfg *config.Config, eng *core.Engine, log *slog.Logger) (
 	return core.NewScheduleRunner(core.ScheduleOptions{Engine: eng, Schedules: scheds, Logger: log})
 }
 
-// runSchedules is `openbot schedules --config FILE`: every schedule with its
-// timetable, target, next slot and the last slot handled (read from the store
-// when openbot is not running).
+// runSchedules is `openbot schedules --config FILE`: every configured schedule
+// with its timetable, target, next slot and the last slot handled (read from
+// the store when openbot is not running), then the schedules bots made with the
+// schedule tool, read through the console API (DESIGN.md §10 "schedules").
 func runSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs := flag.NewFlagSet("schedules", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -82,10 +85,86 @@ func runSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if cfg == nil {
 		return exitFail
 	}
-	if len(cfg.Schedules) == 0 {
-		fmt.Fprintln(stdout, "no schedules are configured")
-		return exitOK
+	var notes []string
+	if len(cfg.Schedules) > 0 {
+		note, err := listConfigSchedules(ctx, cfg, stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "openbot: %v\n", err)
+			return exitFail
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
 	}
+	made, err := botMadeSchedules(ctx, cfg)
+	switch {
+	case errors.Is(err, errNoStore):
+	case err != nil:
+		notes = append(notes, fmt.Sprintf("(schedules made by bots unknown: %v)", err))
+	case len(made) > 0:
+		if len(cfg.Schedules) > 0 {
+			fmt.Fprintln(stdout)
+		}
+		printBotSchedules(stdout, made)
+	}
+	if len(cfg.Schedules) == 0 && len(made) == 0 && (err == nil || errors.Is(err, errNoStore)) {
+		fmt.Fprintln(stdout, "no schedules are configured or made by bots")
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stdout, n)
+	}
+	return exitOK
+}
+
+// botMadeSchedules reads every page of GET /api/v1/schedules, in process over
+// the store file or through the running server (apiReader).
+func botMadeSchedules(ctx context.Context, cfg *config.Config) ([]admin.Schedule, error) {
+	api, err := openAPI(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer api.close()
+	var out []admin.Schedule
+	cursor := ""
+	for range 1000 { // pages; at most MaxBotSchedules per bot
+		var p admin.Page[admin.Schedule]
+		if err := api.get(ctx, "/api/v1/schedules?limit="+strconv.Itoa(admin.MaxLimit)+"&cursor="+url.QueryEscape(cursor), &p); err != nil {
+			return nil, err
+		}
+		out = append(out, p.Items...)
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	return out, nil
+}
+
+func printBotSchedules(w io.Writer, made []admin.Schedule) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MADE BY BOT\tCRON\tZONE\tTARGET\tTHREAD\tNEXT\tLAST HANDLED")
+	for _, s := range made {
+		next, last := "-", "-"
+		if s.Next != nil {
+			if loc, err := time.LoadLocation(s.TimeZone); err == nil {
+				next = s.Next.In(loc).Format("2006-01-02 15:04 MST")
+			}
+		}
+		if s.LastHandled != nil {
+			last = s.LastHandled.UTC().Format(time.RFC3339)
+		}
+		thread := s.Thread
+		if s.ThreadID != 0 {
+			thread = fmt.Sprintf("standing (thread %d)", s.ThreadID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%s\t%s\n", s.ID, s.Cron, s.TimeZone, s.Account, s.Conversation, thread, next, last)
+	}
+	tw.Flush()
+}
+
+// listConfigSchedules prints the configured schedules; the note says when the
+// last handled slots could not be read.
+func listConfigSchedules(ctx context.Context, cfg *config.Config, stdout io.Writer) (string, error) {
 	last := map[string]string{}
 	note := ""
 	if _, err := os.Stat(cfg.Store.Path); err == nil {
@@ -94,8 +173,7 @@ func runSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		case errors.Is(err, bolt.ErrLocked):
 			note = "(last slot unknown: the store is in use by a running openbot)"
 		case err != nil:
-			fmt.Fprintf(stderr, "openbot: %v\n", err)
-			return exitFail
+			return "", err
 		default:
 			_ = st.View(ctx, func(tx core.ReadTx) error {
 				for _, s := range cfg.Schedules {
@@ -134,8 +212,5 @@ func runSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t@%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, s.TimeZone, s.Bot, target, s.Thread, next, l)
 	}
 	tw.Flush()
-	if note != "" {
-		fmt.Fprintln(stdout, note)
-	}
-	return exitOK
+	return note, nil
 }

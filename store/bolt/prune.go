@@ -19,6 +19,7 @@ var _ core.Pruning = (*Store)(nil)
 var (
 	keyPruneSeen = []byte("prune_seen_after")
 	keyPruneIdle = []byte("prune_idle_after")
+	keyPruneLog  = []byte("prune_log_after")
 )
 
 // pruneScan is how many keys one Prune transaction may examine per record it
@@ -26,11 +27,11 @@ var (
 const pruneScan = 4
 
 // Prune implements core.Pruning: one Update that deletes at most limit records
-// of kind older than before, examining at most pruneScan*limit keys. Run events,
-// activity and outbox entries are walked oldest first from the start of their
-// bucket (IDs grow with time, so the walk stops at the first record that is new
-// enough); dedup keys and idle threads are walked from where the last call
-// stopped, kept in the meta bucket, and start over at the end.
+// of kind older than before, examining at most pruneScan*limit keys. Activity
+// and outbox entries are walked oldest first from the start of their bucket (IDs
+// grow with time, so the walk stops at the first record that is new enough); run
+// events (through run_event_log), dedup keys and idle threads are walked from
+// where the last call stopped, kept in the meta bucket, and start over at the end.
 func (s *Store) Prune(ctx context.Context, kind core.PruneKind, before time.Time, limit int) (int, bool, error) {
 	if limit <= 0 {
 		return 0, false, fmt.Errorf("bolt: prune %s: limit must be positive", kind)
@@ -92,39 +93,70 @@ func terminalRun(s core.RunStatus) bool {
 	return s == core.RunCompleted || s == core.RunFailed || s == core.RunCancelled
 }
 
-// runEvents deletes the events of runs that ended before the cutoff, walking
-// run_events from its first key and skipping (by a seek past them) runs that
-// must keep theirs.
+// runEvents deletes the events of runs that ended before the cutoff together
+// with their run_event_log entries, in the same transaction, so the log never
+// points at a pruned event (Verify checks it). It walks run_event_log from where
+// the last call stopped (the log is in append order, so the walk may stop at the
+// first event of a run created at or after the cutoff: every later entry was
+// appended after the cutoff, by a run that had not ended before it). An entry
+// whose event is already gone, left by an earlier version, is deleted too.
 func (p *pruner) runEvents() error {
-	events, runs := p.tx.Bucket(bktRunEvents), p.tx.Bucket(bktRuns)
-	c := events.Cursor()
-	var doomed [][]byte
-	k, _ := c.First()
-	for k != nil && !p.fullWith(len(doomed)) {
-		runKey := append([]byte{}, k[:8]...)
-		p.budget--
-		keepRun := false
-		if raw := runs.Get(runKey); raw != nil {
-			var r core.Run
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("run %x: %w", runKey, err)
-			}
-			end := r.Ended
-			if end.IsZero() {
-				end = r.Created
-			}
-			if !r.Created.Before(p.before) {
-				break // runs are created in ID order: every later run is newer
-			}
-			keepRun = !terminalRun(r.Status) || !end.Before(p.before)
+	events, runs, logb := p.tx.Bucket(bktRunEvents), p.tx.Bucket(bktRuns), p.tx.Bucket(bktRunEventLog)
+	meta := p.tx.Bucket(bktMeta)
+	c := logb.Cursor()
+	k, v := c.First()
+	if after := meta.Get(keyPruneLog); after != nil {
+		k, v = c.Seek(u64(decodeU64(after) + 1))
+	}
+	keep := map[string]bool{} // run key -> its events stay
+	var doomed, orphans [][]byte
+	var last []byte
+	stopped := false
+	for ; k != nil; k, v = c.Next() {
+		if p.fullWith(len(doomed)) {
+			break
 		}
-		if keepRun {
-			k, _ = c.Seek(u64(decodeU64(runKey) + 1))
+		p.budget--
+		if len(v) != 16 {
+			return fmt.Errorf("run_event_log %d: bad value", decodeU64(k))
+		}
+		if events.Get(v) == nil {
+			orphans = append(orphans, append([]byte{}, k...))
+			last = append(last[:0], k...)
 			continue
 		}
-		for ; k != nil && bytes.HasPrefix(k, runKey) && !p.fullWith(len(doomed)); k, _ = c.Next() {
-			doomed = append(doomed, append([]byte{}, k...))
-			p.budget--
+		runKey := string(v[:8])
+		kept, known := keep[runKey]
+		if !known {
+			if raw := runs.Get(v[:8]); raw != nil {
+				var r core.Run
+				if err := json.Unmarshal(raw, &r); err != nil {
+					return fmt.Errorf("run %x: %w", v[:8], err)
+				}
+				if !r.Created.Before(p.before) {
+					stopped = true
+					break
+				}
+				end := r.Ended
+				if end.IsZero() {
+					end = r.Created
+				}
+				kept = !terminalRun(r.Status) || !end.Before(p.before)
+			}
+			keep[runKey] = kept
+		}
+		last = append(last[:0], k...)
+		if !kept {
+			doomed = append(doomed, append([]byte{}, v...))
+			orphans = append(orphans, append([]byte{}, k...))
+		}
+	}
+	if err := p.resume(keyPruneLog, k == nil || stopped, last); err != nil {
+		return err
+	}
+	for _, lk := range orphans {
+		if err := logb.Delete(lk); err != nil {
+			return err
 		}
 	}
 	return p.del(events, doomed)
