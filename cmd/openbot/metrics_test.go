@@ -1,0 +1,89 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"openbot/agents/openaitest"
+	"openbot/config"
+)
+
+func getMetrics(t *testing.T, addr, auth string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// parsesWithMailbox checks that body is the Prometheus text format and holds
+// the scrape-time mailbox depth of the example's bots.
+func parsesWithMailbox(t *testing.T, body string) {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	if f := fams["openbot_mailbox_depth"]; f == nil || len(f.GetMetric()) != 4 {
+		t.Errorf("openbot_mailbox_depth = %v, want one series per bot of the example", f)
+	}
+}
+
+// TestServeMetricsOpen: metrics.enabled with auth "none" serves /metrics on the
+// shared listener without a token (scrapers inside a network, DESIGN.md §9).
+func TestServeMetricsOpen(t *testing.T) {
+	llm := openaitest.New(t)
+	_, addr, _, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL()}, func(c *config.Config) {
+		c.Metrics = config.Metrics{Enabled: true, Auth: config.MetricsAuthNone}
+	})
+	defer stop()
+	code, body := getMetrics(t, addr, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %q", code, body)
+	}
+	parsesWithMailbox(t, body)
+}
+
+// TestServeMetricsToken: with auth "token" /metrics answers only the admin
+// bearer token, and a refusal reveals nothing.
+func TestServeMetricsToken(t *testing.T) {
+	llm := openaitest.New(t)
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}
+	_, addr, _, stop := serveOnFreePort(t, env, func(c *config.Config) {
+		c.Metrics = config.Metrics{Enabled: true, Auth: config.MetricsAuthToken}
+	})
+	defer stop()
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789abcdef"} {
+		if code, body := getMetrics(t, addr, auth); code != http.StatusUnauthorized || body != "unauthorized\n" {
+			t.Errorf("auth %q: %d %q, want 401 revealing nothing", auth, code, body)
+		}
+	}
+	code, body := getMetrics(t, addr, "Bearer "+testAdminToken)
+	if code != http.StatusOK {
+		t.Fatalf("right token: %d %q", code, body)
+	}
+	parsesWithMailbox(t, body)
+}
+
+// TestServeMetricsOff: metrics are off by default; /metrics is not served.
+func TestServeMetricsOff(t *testing.T) {
+	llm := openaitest.New(t)
+	_, addr, _, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL()})
+	defer stop()
+	if code, body := getMetrics(t, addr, ""); code != http.StatusNotFound || strings.Contains(body, "openbot_") {
+		t.Errorf("metrics off: %d %q, want 404", code, body)
+	}
+}
