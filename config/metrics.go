@@ -7,7 +7,7 @@ const (
 )
 
 // Metrics turns on the Prometheus endpoint GET /metrics on the HTTP listener
-// (DESIGN.md §9, "Prometheus metrics"). Changing it needs a restart.
+// (DESIGN.md §10, "Metrics"). Changing it needs a restart.
 type Metrics struct {
 	// Enabled serves /metrics; default false (the path answers 404).
 	Enabled bool `yaml:"enabled"`

@@ -7,7 +7,7 @@ import (
 )
 
 // Observer receives the engine's operational events for monitoring (DESIGN.md
-// §9, Prometheus metrics). Core imports no metrics library: it calls an Observer,
+// §10, Metrics). Core imports no metrics library: it calls an Observer,
 // and cmd passes one built by the metrics package (Options.Observer). Every
 // method must be safe for concurrent use, cheap and non-blocking: it is called
 // on the hot path, sometimes while a delivery lane or a worker waits. Labels

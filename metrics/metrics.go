@@ -1,5 +1,5 @@
 // Package metrics exports openbot's operational metrics in the Prometheus text
-// format (DESIGN.md §9, "Prometheus metrics"), with the official client library.
+// format (DESIGN.md §10, "Metrics"), with the official client library.
 // It implements core.Observer, which core, agents and adapters call at the
 // points that matter; queue sizes (mailbox depth, pending questions, active
 // runs, pending outbox) are read from the store at scrape time (collector.go).

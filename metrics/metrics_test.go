@@ -170,7 +170,7 @@ func inbound(key, text string) core.Inbound {
 // fake model (a tool call, then an answer) and checks that /metrics parses and
 // that every counter the run touches moved: inbound ingested, duplicate and
 // dropped, runs, model calls and tokens, tool calls, outbox deliveries; and the
-// scrape-time mailbox depth before and after (DESIGN.md §9).
+// scrape-time mailbox depth before and after (DESIGN.md §10, Metrics).
 func TestScriptedRunMovesCounters(t *testing.T) {
 	r := newRig(t)
 	hs := httptest.NewServer(r.m.Handler())

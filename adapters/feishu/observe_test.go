@@ -41,7 +41,7 @@ func (e observedEngine) Observe() core.Observer { return e.obs }
 
 // TestRefusalsReportInbound: a forged or unverifiable request and a DM from
 // someone not on allow_users count as "refused", an authentic but malformed
-// event as "dropped", once each (DESIGN.md §9, Prometheus metrics).
+// event as "dropped", once each (DESIGN.md §10, Metrics).
 func TestRefusalsReportInbound(t *testing.T) {
 	signed := func(h *harness, payload []byte) *http.Request {
 		req, err := feishutest.WebhookRequestAt(h.web.URL+"/feishu/acme/events", payload, feishutest.EncryptKey, time.Now())

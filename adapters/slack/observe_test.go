@@ -38,7 +38,7 @@ func (e observedEngine) Observe() core.Observer { return e.obs }
 
 // TestBadRequestsReportInbound: every malformed or refused request is counted
 // once for metrics, "refused" for allow-list and authorization refusals and
-// "dropped" for the rest (DESIGN.md §9, Prometheus metrics).
+// "dropped" for the rest (DESIGN.md §10, Metrics).
 func TestBadRequestsReportInbound(t *testing.T) {
 	for _, c := range badRequests() {
 		t.Run(c.name, func(t *testing.T) {

@@ -40,7 +40,7 @@ func (e observedEngine) Observe() core.Observer { return e.obs }
 
 // TestRefusalsReportInbound: a wrong secret token and a DM from someone not on
 // allow_users count as "refused", a body that is not JSON as "dropped", once
-// each (DESIGN.md §9, Prometheus metrics).
+// each (DESIGN.md §10, Metrics).
 func TestRefusalsReportInbound(t *testing.T) {
 	dm, _ := json.Marshal(map[string]any{"update_id": 5, "message": map[string]any{
 		"message_id": 50, "date": 1767225660, "text": "hello",

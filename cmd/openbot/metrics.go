@@ -11,7 +11,7 @@ import (
 )
 
 // newMetrics builds the Prometheus metrics when metrics.enabled is set, else
-// returns nil (DESIGN.md §9, "Prometheus metrics").
+// returns nil (DESIGN.md §10, "Metrics").
 func newMetrics(cfg *config.Config, log *slog.Logger) *metrics.Metrics {
 	if !cfg.Metrics.Enabled {
 		return nil

@@ -43,7 +43,7 @@ func parsesWithMailbox(t *testing.T, body string) {
 }
 
 // TestServeMetricsOpen: metrics.enabled with auth "none" serves /metrics on the
-// shared listener without a token (scrapers inside a network, DESIGN.md §9).
+// shared listener without a token (scrapers inside a network, DESIGN.md §10, Metrics).
 func TestServeMetricsOpen(t *testing.T) {
 	llm := openaitest.New(t)
 	_, addr, _, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL()}, func(c *config.Config) {
