@@ -23,10 +23,13 @@ import (
 	"openbot/store/bolt"
 )
 
-// recAdapter is a whole-team console account that records deliveries.
+// recAdapter is a whole-team console account that records deliveries; fail,
+// when set, decides the error of the n-th Deliver call (from 1).
 type recAdapter struct {
-	mu  sync.Mutex
-	got []string
+	mu    sync.Mutex
+	got   []string
+	calls int
+	fail  func(n int) error
 }
 
 func (r *recAdapter) Account() core.AccountID { return "console/local" }
@@ -34,9 +37,22 @@ func (r *recAdapter) Bot() string             { return "*" }
 func (r *recAdapter) Deliver(_ context.Context, d core.Delivery) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.calls++
+	if r.fail != nil {
+		if err := r.fail(r.calls); err != nil {
+			return "", err
+		}
+	}
 	r.got = append(r.got, d.Text)
 	return fmt.Sprintf("p%d", len(r.got)), nil
 }
+
+// deliveryErr is a core.DeliveryError.
+type deliveryErr struct{ permanent bool }
+
+func (e deliveryErr) Error() string             { return fmt.Sprintf("delivery failed (permanent %v)", e.permanent) }
+func (e deliveryErr) Permanent() bool           { return e.permanent }
+func (e deliveryErr) RetryAfter() time.Duration { return 0 }
 
 func (r *recAdapter) count() int {
 	r.mu.Lock()
@@ -316,5 +332,105 @@ func TestMCPState(t *testing.T) {
 	m.ForgetMCP("files")
 	if _, ok := value(scrape(t, hs.URL), "openbot_mcp_server_state", "server=files"); ok {
 		t.Error("a forgotten server still has series")
+	}
+}
+
+// waitFor scrapes until the series reaches want or a bound passes, and returns
+// the last scrape.
+func waitFor(t *testing.T, url, name string, want float64, labels ...string) map[string]*dto.MetricFamily {
+	t.Helper()
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		fams = scrape(t, url)
+		if v, _ := value(fams, name, labels...); v >= want {
+			break
+		}
+	}
+	return fams
+}
+
+// TestDeliveryRetriesAndFailures counts a retried attempt and a permanent
+// failure by platform, besides the deliveries.
+func TestDeliveryRetriesAndFailures(t *testing.T) {
+	r := newRig(t)
+	r.srv.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("hi") })
+	// The first reply fails once and then lands; the second fails for good.
+	r.ad.fail = func(n int) error {
+		switch n {
+		case 1:
+			return deliveryErr{}
+		case 3:
+			return deliveryErr{permanent: true}
+		}
+		return nil
+	}
+	hs := httptest.NewServer(r.m.Handler())
+	defer hs.Close()
+	ctx := r.run(t)
+	if _, err := r.eng.Ingest(ctx, inbound("console:1", "one")); err != nil {
+		t.Fatal(err)
+	}
+	fams := waitFor(t, hs.URL, "openbot_outbox_deliveries_total", 1, "platform=console")
+	if v, _ := value(fams, "openbot_outbox_retries_total", "platform=console"); v != 1 {
+		t.Errorf("outbox_retries_total = %v, want 1", v)
+	}
+	if _, err := r.eng.Ingest(ctx, inbound("console:2", "two")); err != nil {
+		t.Fatal(err)
+	}
+	fams = waitFor(t, hs.URL, "openbot_outbox_failures_total", 1, "platform=console")
+	for name, want := range map[string]float64{"openbot_outbox_failures_total": 1, "openbot_outbox_deliveries_total": 1, "openbot_outbox_retries_total": 1} {
+		if v, _ := value(fams, name, "platform=console"); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+}
+
+// TestQuestionGaugesAndAnswers: a run that asks a person ends as waiting_human,
+// the pending question and the parked run show at scrape time, and the answer
+// is counted; the resumed run completes.
+func TestQuestionGaugesAndAnswers(t *testing.T) {
+	r := newRig(t)
+	r.srv.Handle(func(req openaitest.Request) openaitest.Reply {
+		if msgs := req.Body.Messages; msgs[len(msgs)-1].Role == "tool" {
+			return openaitest.Text("thanks")
+		}
+		return openaitest.Calls(openaitest.Call("ask_human", `{"question":"ship it?","choices":["yes","no"]}`))
+	})
+	hs := httptest.NewServer(r.m.Handler())
+	defer hs.Close()
+	ctx := r.run(t)
+	if _, err := r.eng.Ingest(ctx, inbound("console:1", "please ask me")); err != nil {
+		t.Fatal(err)
+	}
+	fams := waitFor(t, hs.URL, "openbot_questions_pending", 1, "bot=chief_of_staff", "kind=ask")
+	for _, c := range []struct {
+		name   string
+		labels []string
+	}{
+		{"openbot_questions_pending", []string{"bot=chief_of_staff", "kind=ask"}},
+		{"openbot_runs_active", []string{"bot=chief_of_staff", "status=waiting_human"}},
+		{"openbot_runs_total", []string{"bot=chief_of_staff", "status=waiting_human"}},
+	} {
+		if v, _ := value(fams, c.name, c.labels...); v != 1 {
+			t.Errorf("%s%v = %v, want 1", c.name, c.labels, v)
+		}
+	}
+	qs, err := r.eng.Questions(ctx, true)
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("pending questions: %v, %v", qs, err)
+	}
+	res, err := r.eng.Answer(ctx, core.Answer{Question: qs[0].ID, Choice: 0, Actor: "console:you", Name: "you", Account: "console/local"})
+	if err != nil || res.Outcome != core.AnswerAccepted {
+		t.Fatalf("Answer: %+v, %v", res, err)
+	}
+	fams = waitFor(t, hs.URL, "openbot_runs_total", 1, "bot=chief_of_staff", "status=completed")
+	if v, _ := value(fams, "openbot_runs_total", "bot=chief_of_staff", "status=completed"); v != 1 {
+		t.Errorf("runs_total{completed} = %v, want 1", v)
+	}
+	if v, _ := value(fams, "openbot_question_answers_total", "outcome=accepted"); v != 1 {
+		t.Errorf("question_answers_total{accepted} = %v, want 1", v)
+	}
+	if v, _ := value(fams, "openbot_questions_pending", "bot=chief_of_staff"); v != 0 {
+		t.Errorf("questions_pending = %v after the answer, want none", v)
 	}
 }
