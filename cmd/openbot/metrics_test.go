@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/metrics"
 )
 
 func getMetrics(t *testing.T, addr, auth string) (int, string) {
@@ -86,4 +92,33 @@ func TestServeMetricsOff(t *testing.T) {
 	if code, body := getMetrics(t, addr, ""); code != http.StatusNotFound || strings.Contains(body, "openbot_") {
 		t.Errorf("metrics off: %d %q, want 404", code, body)
 	}
+}
+
+// TestMCPSetMetrics: the MCP server set reports each server's state to the
+// metrics (openbot_mcp_server_state is 1 for "running" once it runs).
+func TestMCPSetMetrics(t *testing.T) {
+	reg := agents.NewRegistry()
+	set := newMCPSet(&config.Config{MCPServers: []config.MCPServer{{Name: "keep", URL: echoMCP(t)}}}, reg, slog.New(slog.DiscardHandler), nil)
+	m := metrics.New(metrics.Options{})
+	set.metrics = m
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- set.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	hs := httptest.NewServer(m.Handler())
+	defer hs.Close()
+	want := `openbot_mcp_server_state{server="keep",state="running"} 1`
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, body = getMetrics(t, strings.TrimPrefix(hs.URL, "http://"), "")
+		if strings.Contains(body, want) {
+			return
+		}
+	}
+	t.Errorf("no %q in:\n%s", want, body)
 }
