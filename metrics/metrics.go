@@ -118,7 +118,9 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Watch(src GaugeSource) { m.gauge.set(src) }
 
 // Inbound implements core.Observer.
-func (m *Metrics) Inbound(platform, outcome string) { m.inbound.WithLabelValues(platform, outcome).Inc() }
+func (m *Metrics) Inbound(platform, outcome string) {
+	m.inbound.WithLabelValues(platform, outcome).Inc()
+}
 
 // IngestLatency implements core.Observer.
 func (m *Metrics) IngestLatency(platform string, d time.Duration) {

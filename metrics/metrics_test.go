@@ -50,7 +50,9 @@ func (r *recAdapter) Deliver(_ context.Context, d core.Delivery) (string, error)
 // deliveryErr is a core.DeliveryError.
 type deliveryErr struct{ permanent bool }
 
-func (e deliveryErr) Error() string             { return fmt.Sprintf("delivery failed (permanent %v)", e.permanent) }
+func (e deliveryErr) Error() string {
+	return fmt.Sprintf("delivery failed (permanent %v)", e.permanent)
+}
 func (e deliveryErr) Permanent() bool           { return e.permanent }
 func (e deliveryErr) RetryAfter() time.Duration { return 0 }
 
