@@ -53,14 +53,29 @@ const (
 // nil. Embed it to implement only part of Observer.
 type NopObserver struct{}
 
-func (NopObserver) Inbound(string, string)                                  {}
-func (NopObserver) IngestLatency(string, time.Duration)                     {}
-func (NopObserver) RunStarted(string)                                       {}
-func (NopObserver) RunEnded(string, RunStatus, time.Duration)               {}
+// Inbound does nothing.
+func (NopObserver) Inbound(string, string) {}
+
+// IngestLatency does nothing.
+func (NopObserver) IngestLatency(string, time.Duration) {}
+
+// RunStarted does nothing.
+func (NopObserver) RunStarted(string) {}
+
+// RunEnded does nothing.
+func (NopObserver) RunEnded(string, RunStatus, time.Duration) {}
+
+// ModelCall does nothing.
 func (NopObserver) ModelCall(string, string, time.Duration, int, int, bool) {}
-func (NopObserver) ToolCall(string, string, time.Duration)                  {}
-func (NopObserver) Delivery(string, string)                                 {}
-func (NopObserver) Answer(string)                                           {}
+
+// ToolCall does nothing.
+func (NopObserver) ToolCall(string, string, time.Duration) {}
+
+// Delivery does nothing.
+func (NopObserver) Delivery(string, string) {}
+
+// Answer does nothing.
+func (NopObserver) Answer(string) {}
 
 // Observe returns the engine's Observer (a NopObserver when none was set), for
 // adapters that report refusals and drops (see ReportInbound).
