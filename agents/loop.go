@@ -88,6 +88,7 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 			ev["error"] = err.Error()
 		}
 		r.event(ctx, "model_call", ev)
+		r.job.Observer().ModelCall(r.pc.name, r.model, dur, t.usage.PromptTokens, t.usage.CompletionTokens, err != nil)
 		if err != nil {
 			var me *ModelError
 			if errors.As(err, &me) && me.ContextLength() && !r.trimmed {

@@ -62,6 +62,7 @@ func (r *run) execCalls(ctx context.Context, calls []openai.ToolCall, h *callHoo
 			start := r.agent.opts.Clock.Now()
 			text, chars, isErr := r.callTool(ctx, byName, c)
 			results[i] = result{text: text, isErr: isErr, ms: r.since(start).Milliseconds(), chars: chars}
+			r.job.Observer().ToolCall(toolLabel(byName, c.Function.Name), toolOutcome(isErr), r.since(start))
 			if h != nil && h.done != nil {
 				h.done(i, text)
 			}
@@ -158,4 +159,21 @@ func eventResult(text string) string {
 		return text
 	}
 	return cutString(text, eventResultCap) + fmt.Sprintf("\n[cut for the event log: the first %d of %d bytes]", eventResultCap, len(text))
+}
+
+// toolLabel is a tool's name as a metrics label: a name the run did not offer
+// (the model invented it) is "unknown", so labels stay bounded by configuration.
+func toolLabel(byName map[string]Tool, name string) string {
+	if _, ok := byName[name]; ok {
+		return name
+	}
+	return "unknown"
+}
+
+// toolOutcome is a tool call's outcome as a metrics label.
+func toolOutcome(isErr bool) string {
+	if isErr {
+		return "error"
+	}
+	return "ok"
 }

@@ -16,6 +16,7 @@ import (
 type Config struct {
 	HTTP      HTTP      `yaml:"http"`
 	Admin     Admin     `yaml:"admin"`
+	Metrics   Metrics   `yaml:"metrics"`
 	Store     Store     `yaml:"store"`
 	Retention Retention `yaml:"retention"`
 	Limits    Limits    `yaml:"limits"`

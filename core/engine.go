@@ -78,6 +78,8 @@ type Options struct {
 	// default a tenth of ApprovalTimeout, at most 30s. An answer that arrives past
 	// the deadline is refused either way.
 	ExpiryInterval time.Duration
+	// Observer receives operational events for metrics (core/observe.go); nil ignores them.
+	Observer Observer
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -112,6 +114,8 @@ type Engine struct {
 	lanes       *lanes
 	sem         *slots        // global run slots
 	ready       chan struct{} // closed once recovery is done and workers run
+
+	observer Observer // nil: NopObserver (Observe)
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -136,6 +140,7 @@ func New(opts Options) (*Engine, error) {
 		log:      opts.Logger,
 		clock:    opts.Clock,
 		grace:    opts.ShutdownGrace,
+		observer: opts.Observer,
 		adapters: map[AccountID]Adapter{},
 		workers:  map[string]*worker{},
 		kick:     make(chan struct{}, 1),

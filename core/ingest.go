@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Ingest stores one inbound human message and routes it, in one transaction
@@ -28,6 +29,7 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	if stopping {
 		return IngestResult{}, ErrStopped
 	}
+	start := time.Now()
 	var res IngestResult
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		res = IngestResult{} // Batch may run fn again
@@ -38,6 +40,7 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	if err != nil {
 		return IngestResult{}, err
 	}
+	e.observeIngest(in.Platform, start, res)
 	for _, h := range res.Woken {
 		e.wake(h)
 	}

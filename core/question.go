@@ -174,6 +174,7 @@ func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
 	if err != nil {
 		return AnswerResult{}, err
 	}
+	e.Observe().Answer(string(res.Outcome))
 	if wake != "" {
 		e.wake(wake)
 		e.kickOutbox()
@@ -306,6 +307,7 @@ func (e *Engine) expire(ctx context.Context) (int, error) {
 			return n, err
 		}
 		n++
+		e.Observe().Answer("expired")
 		e.wake(strings.TrimPrefix(string(q.Bot), "bot:"))
 	}
 	if n > 0 {

@@ -283,6 +283,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer cancel()
 	env := &runEnv{e: e, job: job}
 	job.Env = env
+	start := e.observeRunStart(job)
 	e.showWork(ctx, job, true)
 	env.stream = e.startStream(ctx, job)
 	res, err := e.agent.Execute(ctx, job)
@@ -382,6 +383,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed
 	}
+	e.observeRunEnd(job, start, res, err, serr)
 	env.stream.discard(sctx, unused)
 	e.showWork(sctx, job, false)
 	if err != nil {

@@ -87,6 +87,7 @@ func (a *Adapter) handleEvent(ctx context.Context, env *envelope) error {
 		var ev messageEvent
 		if err := json.Unmarshal(env.Event, &ev); err != nil {
 			a.log.Warn("feishu malformed message event; ignoring", "event_id", env.Header.EventID, "err", err)
+			core.ReportInbound(a.engine, "feishu", core.InboundDropped)
 			return nil
 		}
 		return a.handleMessage(ctx, &ev)
@@ -121,6 +122,7 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 	text, supported := messageText(m.MessageType, m.Content, m.Mentions, botID, a.botMentionText())
 	if p2p && !a.dmOpen && !a.allow[sender] && !a.allow[ev.Sender.SenderID.UserID] {
 		a.log.Warn("feishu dm refused: sender not on allow_users", "open_id", sender, "message_id", m.MessageID)
+		core.ReportInbound(a.engine, "feishu", core.InboundRefused)
 		a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, you are not allowed to talk to this bot yet. Ask an admin to add your open_id %s to allow_users.", sender), false)
 		return nil
 	}

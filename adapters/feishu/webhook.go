@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"openbot/core"
 )
 
 // maxWebhookBody bounds a webhook request body.
@@ -218,6 +220,7 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request, card bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 	if err != nil {
 		a.log.Warn("feishu webhook request refused", "path", r.URL.Path, "reason", "body unreadable or too large", "remote", r.RemoteAddr)
+		core.ReportInbound(a.engine, "feishu", core.InboundDropped)
 		refuse(w)
 		return
 	}
@@ -225,10 +228,12 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request, card bool) {
 	switch {
 	case rej != nil && rej.ack:
 		a.log.Warn("feishu webhook request malformed; acknowledged", "path", r.URL.Path, "reason", rej.reason, "remote", r.RemoteAddr)
+		core.ReportInbound(a.engine, "feishu", core.InboundDropped)
 		writeJSON(w, map[string]any{})
 		return
 	case rej != nil:
 		a.log.Warn("feishu webhook request refused", "path", r.URL.Path, "reason", rej.reason, "remote", r.RemoteAddr)
+		core.ReportInbound(a.engine, "feishu", core.InboundRefused)
 		refuse(w)
 		return
 	}

@@ -266,6 +266,7 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 		return nil
 	case d.refuse:
 		a.log.Warn("refused a DM from a user not on allow_users", "user", m.From.ID, "chat", m.Chat.ID)
+		core.ReportInbound(a.engine, "telegram", core.InboundRefused)
 		a.reply(ctx, conv, m.MessageID, fmt.Sprintf(
 			"Sorry, you are not allowed to talk to this bot. Your Telegram user id is %d; an admin can add it to allow_users.", m.From.ID))
 		return nil

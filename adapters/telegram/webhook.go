@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"openbot/core"
 )
 
 // SecretHeader is the header Telegram sets on webhook POSTs to setWebhook's
@@ -36,6 +38,7 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	got := r.Header.Get(SecretHeader)
 	if subtle.ConstantTimeCompare([]byte(got), []byte(a.secret)) != 1 {
 		a.log.Warn("webhook request with a wrong secret token", "remote", r.RemoteAddr)
+		core.ReportInbound(a.engine, "telegram", core.InboundRefused)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -45,12 +48,14 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 	if err != nil {
 		a.log.Warn("webhook update unreadable or too large; acknowledged", "err", err)
+		core.ReportInbound(a.engine, "telegram", core.InboundDropped)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	var u update
 	if err := json.Unmarshal(body, &u); err != nil {
 		a.log.Warn("webhook update is not JSON; acknowledged", "err", err, "bytes", len(body))
+		core.ReportInbound(a.engine, "telegram", core.InboundDropped)
 		w.WriteHeader(http.StatusOK)
 		return
 	}

@@ -19,7 +19,8 @@ const testAdminToken = "admin-token-0123456789abcdef"
 // serveOnFreePort writes the example config listening on a free loopback port,
 // runs serve with env until /healthz is ready, and returns the config path, the
 // listener address, the log, and a stop function that waits for a clean exit.
-func serveOnFreePort(t *testing.T, env map[string]string) (path, addr string, logs *lockedBuffer, stop func()) {
+// Each edit changes the loaded config before serve starts.
+func serveOnFreePort(t *testing.T, env map[string]string, edit ...func(*config.Config)) (path, addr string, logs *lockedBuffer, stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,6 +36,9 @@ func serveOnFreePort(t *testing.T, env map[string]string) (path, addr string, lo
 	cfg, err := config.Load(path, envOf(env))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, e := range edit {
+		e(cfg)
 	}
 	logs = &lockedBuffer{}
 	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, log: testLogger(logs)}

@@ -11,6 +11,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/mcp"
 	"openbot/config"
+	"openbot/metrics"
 )
 
 // mcpSet runs the configured MCP servers, one mcp.Manager each, so a reload can
@@ -25,6 +26,8 @@ type mcpSet struct {
 	// say, when set, is told in words when a server becomes unavailable and when
 	// it is back (chat prints it in the terminal, where the log is not shown).
 	say func(string)
+	// metrics, when set (before Run), gets every server state change.
+	metrics *metrics.Metrics
 
 	apply chan mcpApply // served by Run
 	quit  chan struct{} // closed when Run returns
@@ -68,6 +71,7 @@ func (s *mcpSet) manager(sc config.MCPServer) *mcp.Manager {
 	if s.say != nil {
 		opts.OnState = mcpStateReporter(s.say)
 	}
+	opts.OnState = s.observeState(opts.OnState)
 	return mcp.NewManager(opts)
 }
 

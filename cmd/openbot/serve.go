@@ -164,6 +164,7 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	// The console's event streams wake on every commit of the engine.
 	commits := admin.NewNotifier()
+	mtr := newMetrics(a.cfg, log)
 	eng, err := core.New(core.Options{
 		Store:           admin.Notify(st, commits),
 		Agent:           runner,
@@ -174,6 +175,7 @@ func (a *app) serve(ctx context.Context) int {
 		ShutdownGrace:   engineGrace,
 		Approvers:       actorIDs(a.cfg.Approvers),
 		ApprovalTimeout: a.cfg.ApprovalTimeout,
+		Observer:        observer(mtr),
 	})
 	if err != nil {
 		return a.fail("engine", err)
@@ -198,6 +200,7 @@ func (a *app) serve(ctx context.Context) int {
 		say = con.Notice // chat: the log is in a file, so failures show here
 	}
 	mcps := newMCPSet(a.cfg, reg, log, say)
+	mcps.metrics = mtr
 	var platform []core.Adapter
 	for _, ad := range accounts {
 		if con == nil || ad != core.Adapter(con) {
@@ -212,6 +215,7 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
+	mountMetrics(mux, a.cfg, mtr, eng, log)
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
 	mux.Handle("POST /admin/reload", adminOnly(a.cfg.Admin.Token, reloadHandler(rl)))

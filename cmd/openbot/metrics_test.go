@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"openbot/agents"
+	"openbot/agents/openaitest"
+	"openbot/config"
+	"openbot/metrics"
+)
+
+func getMetrics(t *testing.T, addr, auth string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// parsesWithMailbox checks that body is the Prometheus text format and holds
+// the scrape-time mailbox depth of the example's bots.
+func parsesWithMailbox(t *testing.T, body string) {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	if f := fams["openbot_mailbox_depth"]; f == nil || len(f.GetMetric()) != 4 {
+		t.Errorf("openbot_mailbox_depth = %v, want one series per bot of the example", f)
+	}
+}
+
+// TestServeMetricsOpen: metrics.enabled with auth "none" serves /metrics on the
+// shared listener without a token (scrapers inside a network, DESIGN.md §10, Metrics).
+func TestServeMetricsOpen(t *testing.T) {
+	llm := openaitest.New(t)
+	_, addr, _, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL()}, func(c *config.Config) {
+		c.Metrics = config.Metrics{Enabled: true, Auth: config.MetricsAuthNone}
+	})
+	defer stop()
+	code, body := getMetrics(t, addr, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %q", code, body)
+	}
+	parsesWithMailbox(t, body)
+}
+
+// TestServeMetricsToken: with auth "token" /metrics answers only the admin
+// bearer token, and a refusal reveals nothing.
+func TestServeMetricsToken(t *testing.T) {
+	llm := openaitest.New(t)
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}
+	_, addr, _, stop := serveOnFreePort(t, env, func(c *config.Config) {
+		c.Metrics = config.Metrics{Enabled: true, Auth: config.MetricsAuthToken}
+	})
+	defer stop()
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789abcdef"} {
+		if code, body := getMetrics(t, addr, auth); code != http.StatusUnauthorized || body != "unauthorized\n" {
+			t.Errorf("auth %q: %d %q, want 401 revealing nothing", auth, code, body)
+		}
+	}
+	code, body := getMetrics(t, addr, "Bearer "+testAdminToken)
+	if code != http.StatusOK {
+		t.Fatalf("right token: %d %q", code, body)
+	}
+	parsesWithMailbox(t, body)
+}
+
+// TestServeMetricsOff: metrics are off by default; /metrics is not served.
+func TestServeMetricsOff(t *testing.T) {
+	llm := openaitest.New(t)
+	_, addr, _, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL()})
+	defer stop()
+	if code, body := getMetrics(t, addr, ""); code != http.StatusNotFound || strings.Contains(body, "openbot_") {
+		t.Errorf("metrics off: %d %q, want 404", code, body)
+	}
+}
+
+// TestMCPSetMetrics: the MCP server set reports each server's state to the
+// metrics (openbot_mcp_server_state is 1 for "running" once it runs).
+func TestMCPSetMetrics(t *testing.T) {
+	reg := agents.NewRegistry()
+	set := newMCPSet(&config.Config{MCPServers: []config.MCPServer{{Name: "keep", URL: echoMCP(t)}}}, reg, slog.New(slog.DiscardHandler), nil)
+	m := metrics.New(metrics.Options{})
+	set.metrics = m
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- set.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	hs := httptest.NewServer(m.Handler())
+	defer hs.Close()
+	want := `openbot_mcp_server_state{server="keep",state="running"} 1`
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, body = getMetrics(t, strings.TrimPrefix(hs.URL, "http://"), "")
+		if strings.Contains(body, want) {
+			return
+		}
+	}
+	t.Errorf("no %q in:\n%s", want, body)
+}
