@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // IngestOutcome is the result of one Inbound of an IngestBatch call: Err is nil
@@ -47,6 +48,7 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 	if len(valid) == 0 {
 		return out
 	}
+	start := time.Now()
 	results := make([]IngestResult, len(valid))
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		clear(results) // Batch may run fn again
@@ -76,6 +78,7 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 	}
 	for k, i := range valid {
 		out[i].Result = results[k]
+		e.observeIngest(ins[i].Platform, start, results[k])
 		for _, h := range results[k].Woken {
 			e.wake(h)
 		}

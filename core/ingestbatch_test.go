@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -141,5 +142,35 @@ func TestIngestBatchFailingItemKeepsOthers(t *testing.T) {
 	}
 	if humans != 2 {
 		t.Errorf("%d human messages stored, want 2", humans)
+	}
+}
+
+// inboundCounter records Observer.Inbound outcomes.
+type inboundCounter struct {
+	core.NopObserver
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *inboundCounter) Inbound(_, outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[outcome]++
+}
+
+// TestIngestBatchIsObserved: messages stored by IngestBatch are counted like
+// those of Ingest (metrics: inbound by outcome).
+func TestIngestBatchIsObserved(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	obs := &inboundCounter{n: map[string]int{}}
+	h.opts = func(o *core.Options) { o.Observer = obs }
+	h.start()
+	ins := []core.Inbound{batchInbound(0, 0), batchInbound(0, 1), batchInbound(1, 2)}
+	ins = append(ins, ins[0])
+	h.eng.IngestBatch(context.Background(), ins)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.n[core.InboundIngested] != 3 || obs.n[core.InboundDuplicate] != 1 {
+		t.Errorf("observed %v, want 3 ingested and 1 duplicate", obs.n)
 	}
 }

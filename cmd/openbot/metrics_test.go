@@ -61,6 +61,11 @@ func TestServeMetricsOpen(t *testing.T) {
 		t.Fatalf("GET /metrics: %d %q", code, body)
 	}
 	parsesWithMailbox(t, body)
+	for _, name := range []string{"openbot_store_file_bytes", "openbot_store_records{kind=\"messages\"}"} {
+		if !strings.Contains(body, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
 }
 
 // TestServeMetricsToken: with auth "token" /metrics answers only the admin

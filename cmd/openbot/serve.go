@@ -216,6 +216,9 @@ func (a *app) serve(ctx context.Context) int {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
 	mountMetrics(mux, a.cfg, mtr, eng, log)
+	if mtr != nil {
+		registerStoreStats(mtr.Registry(), st, log)
+	}
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
 	mux.Handle("POST /admin/reload", adminOnly(a.cfg.Admin.Token, reloadHandler(rl)))
