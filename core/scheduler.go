@@ -121,6 +121,9 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 	var job *Job
 	err := e.store.Update(ctx, func(tx Tx) error {
 		job = nil
+		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
+			return err // a paused bot starts nothing; ResumeBot wakes it (core/pause.go)
+		}
 		parked := map[ThreadID]bool{}
 		waiting, err := tx.RunsByStatus(RunWaitingHuman)
 		if err != nil {
@@ -281,12 +284,16 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 func (e *Engine) execute(ctx context.Context, job *Job) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg().limits.RunTimeout)
 	defer cancel()
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
+	defer e.ctl.remove(job.Run.ID)
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	e.showWork(ctx, job, true)
 	env.stream = e.startStream(ctx, job)
 	res, err := e.agent.Execute(ctx, job)
-	stopped := ctx.Err() == context.Canceled && e.isStopping()
+	stopped := ctx.Err() == context.Canceled && e.isStopping() && !errors.Is(context.Cause(ctx), errCancelled)
 	if err == nil && ctx.Err() != nil && !stopped {
 		err = ctx.Err()
 	}
@@ -313,6 +320,12 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		unused = streamedCopy(streamed)
 		r, err2 := tx.Run(job.Run.ID)
 		if err2 != nil {
+			return err2
+		}
+		if r.Status == RunCancelled {
+			// CancelRun settled it (core/control.go); keep only its usage.
+			r.Usage = r.Usage.Add(res.Usage)
+			_, err2 = tx.PutRun(r)
 			return err2
 		}
 		r.Usage = r.Usage.Add(res.Usage)
