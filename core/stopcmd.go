@@ -13,6 +13,15 @@ import (
 // people who asked for the work (the same rule as approving, core/approvers.go).
 // It is answered without a model call.
 
+// Stopper is implemented by the engine: adapters find it on their engine by type
+// assertion, so an engine without it (a test's fake) still serves them. Stop
+// never blocks on a platform; it is one store transaction.
+type Stopper interface {
+	Stop(ctx context.Context, req StopRequest) (StopResult, error)
+}
+
+var _ Stopper = (*Engine)(nil)
+
 // StopRequest is a /stop typed in chat.
 type StopRequest struct {
 	// Thread is the openbot thread, when the adapter knows it; else ThreadKey
