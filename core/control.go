@@ -83,6 +83,19 @@ func (c *runCancels) cancel(id RunID) {
 	}
 }
 
+// cancelIfSettled cancels a run's context when the stored run is already
+// cancelled: CancelRun committed after pick but before execute registered it.
+func (c *runCancels) cancelIfSettled(ctx context.Context, s Store, id RunID, f context.CancelCauseFunc) {
+	var st RunStatus
+	if s.View(ctx, func(tx ReadTx) error {
+		r, err := tx.Run(id)
+		st = r.Status
+		return err
+	}) == nil && st == RunCancelled {
+		f(errCancelled)
+	}
+}
+
 // CancelRun cancels run id on behalf of by (DESIGN.md §10): in one transaction
 // the run becomes cancelled (terminal, no checkpoint, so a restart never resumes
 // it), its items are cancelled, a pending question of a waiting run is closed

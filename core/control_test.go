@@ -287,3 +287,46 @@ func TestStopCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelWhileCarryingOutApproval: a run resumed with an approved call and
+// cancelled while carrying it out records on the question that whether the
+// call ran is not known, naming who cancelled.
+func TestCancelWhileCarryingOutApproval(t *testing.T) {
+	h := newQuestionHarness(t, "console:you")
+	approvalScript(h)
+	entered := make(chan core.RunID, 1)
+	pause := h.agent.pause
+	h.agent.pause = func(j *core.Job) (core.Result, bool) {
+		if j.Resume != nil {
+			return core.Result{}, false // the reply function below carries it out
+		}
+		return pause(j)
+	}
+	h.agent.reply["engineer"] = func(ctx context.Context, j *core.Job) (string, error) {
+		entered <- j.Run.ID
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	h.start()
+	h.say("@engineer deploy please")
+	h.idle()
+	posted, _ := h.qad.snapshot()
+	if len(posted) != 1 {
+		t.Fatalf("posted = %+v", posted)
+	}
+	if r, err := h.eng.Answer(context.Background(), core.Answer{Token: posted[0].Question.Token, Choice: core.ChoiceApprove, Actor: "console:you", Name: "You"}); err != nil || r.Outcome != core.AnswerAccepted {
+		t.Fatalf("Answer = %+v, %v", r, err)
+	}
+	id := <-entered
+	if _, err := h.eng.CancelRun(context.Background(), id, core.By{Name: "Olga"}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	qs, err := h.eng.Questions(context.Background(), false)
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("questions = %+v, %v", qs, err)
+	}
+	if q := qs[0]; q.Decision() != "Approved by You" || !strings.Contains(q.Outcome, "cancelled by Olga while carrying out the approved call") {
+		t.Fatalf("question decision %q outcome %q", q.Decision(), q.Outcome)
+	}
+}

@@ -288,6 +288,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer cancelRun(nil)
 	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
 	defer e.ctl.remove(job.Run.ID)
+	e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	e.showWork(ctx, job, true)
