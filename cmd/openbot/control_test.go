@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -45,5 +47,31 @@ func TestConsoleSteeringAuth(t *testing.T) {
 	}
 	if _, body := do(http.MethodGet, "/api/v1/bots", "Bearer "+consoleToken); !strings.Contains(body, `"paused":{"by":"console:you"`) {
 		t.Fatalf("bots after pause: %s", body)
+	}
+
+	// The CLI steers through the same API with admin.token.
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"resume", "engineer", "--config", path}, nil, &out, &errOut, envOf(env)); code != exitOK || out.String() != "@engineer resumed\n" {
+		t.Fatalf("openbot resume = %d %q %q", code, out.String(), errOut.String())
+	}
+	if _, body := do(http.MethodGet, "/api/v1/bots", "Bearer "+consoleToken); strings.Contains(body, `"paused"`) {
+		t.Fatalf("bots after resume: %s", body)
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"cancel", "--config", path, "999"}, nil, &out, &errOut, envOf(env)); code != exitFail || !strings.Contains(errOut.String(), "not found") {
+		t.Fatalf("openbot cancel 999 = %d %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"stop", "--config", path, "1"}, nil, &out, &errOut, envOf(env)); code != exitUsage {
+		t.Fatalf("openbot stop without --bot = %d %q", code, errOut.String())
+	}
+	wrong := map[string]string{}
+	for k, v := range env {
+		wrong[k] = v
+	}
+	wrong["OPENBOT_ADMIN_TOKEN"] = consoleToken + "x"
+	errOut.Reset()
+	if code := run(context.Background(), []string{"pause", "--config", path, "engineer"}, nil, &out, &errOut, envOf(wrong)); code != exitFail || !strings.Contains(errOut.String(), "refused admin.token") {
+		t.Fatalf("openbot pause with a wrong token = %d %q", code, errOut.String())
 	}
 }
