@@ -104,7 +104,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	dm := isDMChannel(m.Channel, m.ChannelType)
 	botMentioned := self || a.mentionsBot(text)
 	if stopCommand(text) && (dm || botMentioned || strings.HasPrefix(strings.TrimSpace(text), "/")) {
-		return a.handleStop(ctx, m, dm) // see stop.go: never ingested, no model call
+		return a.handleStop(ctx, m, dm, self) // see stop.go: never ingested, no model call
 	}
 	if !dm && m.ThreadTS == "" && !botMentioned {
 		// A top-level channel post roots a thread of its own, which openbot cannot

@@ -37,16 +37,16 @@ func stopCommand(text string) bool {
 // stop asks the engine to stop the work of thread key on behalf of the sender
 // and returns the private reply. An engine without core.Stopper answers
 // replyStopUnavailable. Errors are store failures.
-func (a *Adapter) stop(ctx context.Context, key, team, user string) (string, error) {
+func (a *Adapter) stop(ctx context.Context, key, team, user string) (string, core.StopOutcome, error) {
 	s, ok := a.engine.(core.Stopper)
 	if !ok {
-		return replyStopUnavailable, nil
+		return replyStopUnavailable, core.StopNothing, nil
 	}
 	res, err := s.Stop(ctx, core.StopRequest{ThreadKey: key, Actor: HumanActor(team, user), Name: a.userName(ctx, user), Account: a.Account()})
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return core.StopReply(res), nil
+	return core.StopReply(res), res.Outcome, nil
 }
 
 // stopCommandSlash handles the /stop slash command (after the allow lists).
@@ -62,7 +62,8 @@ func (a *Adapter) stopCommandSlash(ctx context.Context, cmd slack.SlashCommand) 
 		}
 		team = id.Team
 	}
-	return a.stop(ctx, ThreadKey(team, cmd.ChannelID, "", "", true), team, cmd.UserID)
+	reply, _, err := a.stop(ctx, ThreadKey(team, cmd.ChannelID, "", "", true), team, cmd.UserID)
+	return reply, err
 }
 
 // ephemeral posts text privately to user in channel (in the Slack thread
@@ -76,16 +77,22 @@ func (a *Adapter) ephemeral(ctx context.Context, channel, user, threadTS, text s
 // handleStop answers a plain-text /stop message: it stops the work of the
 // message's thread for its sender and tells them privately how it went. Slack
 // sends a mention twice (app_mention and message); the second copy is ignored.
-func (a *Adapter) handleStop(ctx context.Context, m message, dm bool) error {
+// Where several apps see the message (one per bot), the one not mentioned
+// (self false) stays quiet when it found nothing to stop, so the person reads
+// one answer.
+func (a *Adapter) handleStop(ctx context.Context, m message, dm, self bool) error {
 	if !a.stops.first(DedupKey(m.Team, m.Channel, m.TS)) {
 		return nil
 	}
-	reply, err := a.stop(ctx, ThreadKey(m.Team, m.Channel, m.TS, m.ThreadTS, dm), m.Team, m.User)
+	reply, outcome, err := a.stop(ctx, ThreadKey(m.Team, m.Channel, m.TS, m.ThreadTS, dm), m.Team, m.User)
 	if err != nil {
 		a.stops.forget(DedupKey(m.Team, m.Channel, m.TS))
 		return fmt.Errorf("slack /stop in %s: %w", m.Channel, err)
 	}
 	a.log.Info("slack /stop", "channel", m.Channel, "user", m.User, "reply", reply)
+	if outcome == core.StopNothing && !dm && !self {
+		return nil
+	}
 	a.ephemeral(ctx, m.Channel, m.User, m.ThreadTS, reply)
 	return nil
 }
