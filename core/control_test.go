@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"openbot/core"
 )
@@ -328,5 +329,45 @@ func TestCancelWhileCarryingOutApproval(t *testing.T) {
 	}
 	if q := qs[0]; q.Decision() != "Approved by You" || !strings.Contains(q.Outcome, "cancelled by Olga while carrying out the approved call") {
 		t.Fatalf("question decision %q outcome %q", q.Decision(), q.Outcome)
+	}
+}
+
+// TestCancelReleasesHeldHandoff: a hand-off held while the engineer had mail
+// queued in the thread is delivered when the run working that mail is
+// cancelled, as when it fails.
+func TestCancelReleasesHeldHandoff(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	first, second := make(chan struct{}), make(chan core.RunID, 1)
+	calls := 0
+	h.agent.reply["engineer"] = func(ctx context.Context, j *core.Job) (string, error) {
+		h.agent.mu.Lock()
+		calls++
+		n := calls
+		h.agent.mu.Unlock()
+		if n == 1 {
+			<-first
+			return "PR opened. @reviewer please review it.", nil
+		}
+		second <- j.Run.ID
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	h.start()
+	h.say("@engineer open a PR")
+	for len(h.agent.jobsFor("engineer")) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.say("@engineer also fix the typo")
+	close(first)
+	id := <-second
+	if n := len(h.agent.jobsFor("reviewer")); n != 0 {
+		t.Fatalf("reviewer ran %d times while the hand-off was held", n)
+	}
+	if _, err := h.eng.CancelRun(context.Background(), id, core.By{Name: "Olga"}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if n := len(h.agent.jobsFor("reviewer")); n != 1 {
+		t.Fatalf("reviewer ran %d times after the cancel, want 1 (the held hand-off)", n)
 	}
 }
