@@ -316,8 +316,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 	defer scancel()
 	var woken []string
+	cancelled := false
 	serr := e.store.Update(sctx, func(tx Tx) error {
-		woken = nil
+		woken, cancelled = nil, false
 		unused = streamedCopy(streamed)
 		r, err2 := tx.Run(job.Run.ID)
 		if err2 != nil {
@@ -325,6 +326,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		}
 		if r.Status == RunCancelled {
 			// CancelRun settled it (core/control.go); keep only its usage.
+			cancelled = true
 			r.Usage = r.Usage.Add(res.Usage)
 			_, err2 = tx.PutRun(r)
 			return err2
@@ -398,7 +400,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	}
 	env.stream.discard(sctx, unused)
 	e.showWork(sctx, job, false)
-	if err != nil {
+	if cancelled {
+		e.log.Info("run cancelled", "run", job.Run.ID, "bot", job.Bot.Handle)
+	} else if err != nil {
 		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", Redact(err.Error()))
 	}
 	for _, h := range woken {
