@@ -1,6 +1,8 @@
 // Package admin is the operator console's API (DESIGN.md §10): JSON reads of
 // bots, threads, runs with their timelines, questions, the activity log and usage
-// under /api/v1/, answering a question as the configured admin identity, and a
+// under /api/v1/, answering a question as the configured admin identity,
+// steering (cancel a run, stop a bot's work in a thread, pause and resume a bot,
+// each recorded in the activity log with that identity), and a
 // live stream of what the store records (Server-Sent Events, resumable with
 // Last-Event-ID).
 //
@@ -39,7 +41,10 @@ type Options struct {
 	// Answerer answers questions (the engine); nil makes the answer endpoint
 	// answer 503.
 	Answerer Answerer
-	// Identity is the actor the console answers as ("slack:T1:U1"); the answer
+	// Controller cancels runs, stops a thread's work and pauses bots (the
+	// engine); nil makes those endpoints answer 503.
+	Controller Controller
+	// Identity is the actor the console answers and steers as ("slack:T1:U1"); the answer
 	// is subject to the same approver rules as a click by that person
 	// (DESIGN.md §5). Empty: answers are refused with 403.
 	Identity core.ActorID
@@ -132,6 +137,10 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/v1/runs/{id}", s.run)
 	s.mux.HandleFunc("GET /api/v1/questions", s.questions)
 	s.mux.HandleFunc("POST /api/v1/questions/{id}/answer", s.answer)
+	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", s.cancelRun)
+	s.mux.HandleFunc("POST /api/v1/threads/{id}/stop", s.stopThread)
+	s.mux.HandleFunc("POST /api/v1/bots/{handle}/pause", s.pauseBot(true))
+	s.mux.HandleFunc("POST /api/v1/bots/{handle}/resume", s.pauseBot(false))
 	s.mux.HandleFunc("GET /api/v1/activity", s.activity)
 	s.mux.HandleFunc("GET /api/v1/usage", s.usage)
 	s.mux.HandleFunc("GET /api/v1/schedules", s.schedules)

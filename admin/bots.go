@@ -31,6 +31,9 @@ type BotView struct {
 	Current    []RunSummary    `json:"current_runs"`
 	UsageToday core.Usage      `json:"usage_today"`
 	RunsToday  int             `json:"runs_today"`
+	// Paused is set while the bot is paused (it starts no run; its mailbox
+	// keeps filling), with who paused it and when.
+	Paused *core.PauseInfo `json:"paused,omitempty"`
 }
 
 // bots is GET /api/v1/bots: ordered by handle, paged by ?cursor= (the last
@@ -75,8 +78,17 @@ func (s *Server) bots(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// botState fills status, runs, queue depth and today's usage of views.
+// botState fills pause, status, runs, queue depth and today's usage of views.
 func botState(tx core.ReadTx, views map[core.ActorID]*BotView, now time.Time) error {
+	for _, v := range views {
+		info, paused, err := core.PausedTx(tx, v.Handle)
+		if err != nil {
+			return err
+		}
+		if paused {
+			v.Paused = &info
+		}
+	}
 	running, err := tx.RunsByStatus(core.RunRunning)
 	if err != nil {
 		return err

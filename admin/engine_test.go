@@ -42,7 +42,7 @@ type team struct {
 	seen int
 }
 
-func startTeam(t *testing.T, bots []core.BotProfile, identity core.ActorID, approvers []core.ActorID) *team {
+func startTeam(t *testing.T, bots []core.BotProfile, identity core.ActorID, approvers []core.ActorID, extra ...agents.Tool) *team {
 	t.Helper()
 	llm := openaitest.New(t)
 	reg := agents.NewRegistry()
@@ -50,6 +50,11 @@ func startTeam(t *testing.T, bots []core.BotProfile, identity core.ActorID, appr
 		return "found " + string(c.Args), nil
 	}}); err != nil {
 		t.Fatal(err)
+	}
+	for _, tool := range extra {
+		if err := reg.Add(tool); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ag, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: llm.URL(), Model: "m"}}, Registry: reg})
 	if err != nil {
@@ -76,7 +81,7 @@ func startTeam(t *testing.T, bots []core.BotProfile, identity core.ActorID, appr
 		}
 	})
 	<-eng.Ready()
-	hs := serveAPI(t, admin.Options{Store: st, Answerer: eng, Identity: identity, IdentityName: "Operator", Notifier: n})
+	hs := serveAPI(t, admin.Options{Store: st, Answerer: eng, Controller: eng, Identity: identity, IdentityName: "Operator", Notifier: n})
 	return &team{st: st, eng: eng, api: hs.URL + "/api/v1", n: n, llm: llm}
 }
 

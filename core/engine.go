@@ -107,6 +107,8 @@ type Engine struct {
 	running  bool
 	stopping bool
 	workers  map[string]*worker
+	// ctl holds the cancel functions of the runs executing now (core/control.go).
+	ctl runCancels
 	// startWorker starts a bot's worker under Run's supervision; set while Run
 	// takes work, nil before and once stopping.
 	startWorker func(handle string)
@@ -370,7 +372,8 @@ func (e *Engine) Threads(ctx context.Context, limit int) ([]Thread, error) {
 
 // WaitIdle blocks until no inbox item is queued or processing, no run is queued or
 // running, and no outbox entry is pending; runs waiting for a human, and messages
-// queued behind them in their parked threads, do not count.
+// queued behind them in their parked threads, do not count, nor the mailbox of a
+// paused bot.
 // It first waits for Ready, then polls the store every 20ms, and returns ctx.Err()
 // if ctx ends first.
 func (e *Engine) WaitIdle(ctx context.Context) error {
@@ -432,6 +435,9 @@ func (e *Engine) idle(ctx context.Context) (bool, error) {
 			return err
 		}
 		for _, it := range queued {
+			if pausedActorTx(tx, it.Actor) {
+				continue // held by a pause (core/pause.go)
+			}
 			if it.Kind != ItemMessage || !parked[fmt.Sprint(it.Actor, it.Thread)] {
 				return nil
 			}

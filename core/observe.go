@@ -24,7 +24,7 @@ type Observer interface {
 	// restarted).
 	RunStarted(bot string)
 	// RunEnded counts a settled run by its final status ("completed", "failed",
-	// "waiting_human") and observes its wall time in this process.
+	// "waiting_human", "cancelled") and observes its wall time in this process.
 	RunEnded(bot string, status RunStatus, d time.Duration)
 	// ModelCall observes one model call of a run: its LLM profile and model, its
 	// duration, the tokens the provider reported, and whether it failed.
@@ -130,9 +130,11 @@ func (e *Engine) observeRunStart(job *Job) time.Time {
 // observeRunEnd reports a settled run. The status is the one execute stored:
 // waiting_human for a pause, completed, or failed; a settlement that failed to
 // commit counts as failed.
-func (e *Engine) observeRunEnd(job *Job, start time.Time, res Result, err, serr error) {
+func (e *Engine) observeRunEnd(job *Job, start time.Time, res Result, err, serr error, cancelled bool) {
 	status := RunCompleted
 	switch {
+	case cancelled:
+		status = RunCancelled
 	case err != nil || serr != nil:
 		status = RunFailed
 	case res.Pause != nil:

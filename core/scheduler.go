@@ -121,6 +121,9 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 	var job *Job
 	err := e.store.Update(ctx, func(tx Tx) error {
 		job = nil
+		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
+			return err // a paused bot starts nothing; ResumeBot wakes it (core/pause.go)
+		}
 		parked := map[ThreadID]bool{}
 		waiting, err := tx.RunsByStatus(RunWaitingHuman)
 		if err != nil {
@@ -281,13 +284,18 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 func (e *Engine) execute(ctx context.Context, job *Job) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg().limits.RunTimeout)
 	defer cancel()
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
+	defer e.ctl.remove(job.Run.ID)
+	e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	start := e.observeRunStart(job)
 	e.showWork(ctx, job, true)
 	env.stream = e.startStream(ctx, job)
 	res, err := e.agent.Execute(ctx, job)
-	stopped := ctx.Err() == context.Canceled && e.isStopping()
+	stopped := ctx.Err() == context.Canceled && e.isStopping() && !errors.Is(context.Cause(ctx), errCancelled)
 	if err == nil && ctx.Err() != nil && !stopped {
 		err = ctx.Err()
 	}
@@ -309,11 +317,19 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 	defer scancel()
 	var woken []string
+	cancelled := false
 	serr := e.store.Update(sctx, func(tx Tx) error {
-		woken = nil
+		woken, cancelled = nil, false
 		unused = streamedCopy(streamed)
 		r, err2 := tx.Run(job.Run.ID)
 		if err2 != nil {
+			return err2
+		}
+		if r.Status == RunCancelled {
+			// CancelRun settled it (core/control.go); keep only its usage.
+			cancelled = true
+			r.Usage = r.Usage.Add(res.Usage)
+			_, err2 = tx.PutRun(r)
 			return err2
 		}
 		r.Usage = r.Usage.Add(res.Usage)
@@ -383,10 +399,12 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed
 	}
-	e.observeRunEnd(job, start, res, err, serr)
+	e.observeRunEnd(job, start, res, err, serr, cancelled)
 	env.stream.discard(sctx, unused)
 	e.showWork(sctx, job, false)
-	if err != nil {
+	if cancelled {
+		e.log.Info("run cancelled", "run", job.Run.ID, "bot", job.Bot.Handle)
+	} else if err != nil {
 		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", Redact(err.Error()))
 	}
 	for _, h := range woken {

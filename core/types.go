@@ -9,6 +9,7 @@ package core
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -447,6 +448,8 @@ func (q Question) Approved() bool {
 // Bob", "Expired: rejected", "Answered by Alice: yes", or "" while pending.
 func (q Question) Decision() string {
 	switch {
+	case q.Status == QuestionExpired && strings.HasPrefix(q.Answer, cancelledAnswer):
+		return "Cancelled by " + strings.TrimPrefix(q.Answer, cancelledAnswer) // its run was cancelled (core/control.go)
 	case q.Status == QuestionExpired:
 		return "Expired without an answer: rejected"
 	case q.Status != QuestionAnswered:

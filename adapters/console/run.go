@@ -23,6 +23,7 @@ const threadsShown = 50
 
 const help = `commands:
   /new              the next message starts a new thread
+  /stop             stop the bots' work in this thread (approvers, or who asked for it)
   /threads          list console threads (* marks the current one)
   /switch N         send following messages to thread N
   /approve [N]      approve question N (default: the only approval waiting in this thread)
@@ -163,6 +164,8 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.mu.Unlock()
 		a.setPendingNew(ctx, true)
 		a.notice("your next message starts a new thread")
+	case "/stop":
+		a.stop(ctx)
 	case "/threads":
 		a.listThreads(ctx)
 	case "/approve", "/reject", "/answer":

@@ -6,7 +6,8 @@ import (
 )
 
 // Chat commands (DESIGN.md §3, the same small set as Telegram's): "/new" starts a
-// new conversation, "/help" lists the team. In a p2p chat every message may be a
+// new conversation, "/help" lists the team, "/stop" stops the bots' work in the
+// thread (DESIGN.md §10, stop.go). In a p2p chat every message may be a
 // command; in a group only one that mentions this app's bot ("@Bot /new").
 
 // command reports whether text is the command cmd ("/new" or "/new rest") and
@@ -74,10 +75,10 @@ func (a *Adapter) helpText(p2p bool) string {
 	}
 	if p2p {
 		b.WriteString("\nEvery message here is answered. Write @handle to ask a specific bot. " +
-			"/new starts a new conversation; /help shows this.")
+			"/new starts a new conversation; /stop stops the bots' work in it; /help shows this.")
 	} else {
 		b.WriteString("\nIn a group, mention me to start a conversation; replies in its thread continue it. " +
-			"Write @handle to ask a specific bot. Mention me with /new to start a new conversation in this thread; /help shows this.")
+			"Write @handle to ask a specific bot. Mention me with /new to start a new conversation in this thread, with /stop to stop the bots' work in it; /help shows this.")
 	}
 	return b.String()
 }

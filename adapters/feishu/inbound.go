@@ -98,7 +98,7 @@ func (a *Adapter) handleEvent(ctx context.Context, env *envelope) error {
 }
 
 // handleMessage turns one im.message.receive_v1 into a core.Inbound (DESIGN.md §3)
-// and ingests it, or answers a command (/new, /help) or sends a short notice, or
+// and ingests it, or answers a command (/new, /help, /stop) or sends a short notice, or
 // ignores it. A reply (parent_id) to a message openbot stored or delivered joins
 // that message's thread (Inbound.ReplyToKey), in p2p chats and groups alike.
 func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
@@ -182,6 +182,9 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		if _, ok := command(bare, "/help"); ok {
 			a.queueNotice(m.MessageID, a.helpText(p2p), inThread)
 			return nil
+		}
+		if _, ok := command(bare, "/stop"); ok {
+			return a.handleStop(ctx, in, m.MessageID, inThread) // stop.go: never ingested
 		}
 		if rest, ok := command(bare, "/new"); ok {
 			if rest == "" {

@@ -135,6 +135,7 @@ type Adapter struct {
 	progress *progressMap
 	working  *working
 	bg       *background
+	stops    stopSeen // plain-text /stop messages handled lately (stop.go)
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded

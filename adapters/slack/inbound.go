@@ -103,6 +103,9 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	text, self, humans := a.normalize(ctx, m.Text, id.UserID)
 	dm := isDMChannel(m.Channel, m.ChannelType)
 	botMentioned := self || a.mentionsBot(text)
+	if stopCommand(text) && (dm || botMentioned || strings.HasPrefix(strings.TrimSpace(text), "/")) {
+		return a.handleStop(ctx, m, dm, self) // see stop.go: never ingested, no model call
+	}
 	if !dm && m.ThreadTS == "" && !botMentioned {
 		// A top-level channel post roots a thread of its own, which openbot cannot
 		// know yet: without a bot mention it starts nothing (DESIGN.md §3).

@@ -1,0 +1,95 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Pausing a bot (DESIGN.md §10): a paused bot starts no run, its mailbox keeps
+// filling and runs already in flight go on; resuming lets its worker pick again.
+// The flag is stored (a cursor named by PausedCursor), so a restart keeps it.
+
+// PausedCursor is the store cursor that holds bot handle's pause (a JSON
+// PauseInfo; "" or absent: not paused). admin reads it to show paused bots.
+func PausedCursor(handle string) string { return "core/paused/" + handle }
+
+// PauseInfo says who paused a bot and when.
+type PauseInfo struct {
+	By   ActorID   `json:"by,omitempty"`
+	Name string    `json:"name,omitempty"`
+	At   time.Time `json:"at"`
+}
+
+// PausedTx reads bot handle's pause from the store; ok is false when the bot is
+// not paused.
+func PausedTx(tx ReadTx, handle string) (info PauseInfo, ok bool, err error) {
+	v, err := tx.Cursor(PausedCursor(handle))
+	if errors.Is(err, ErrNotFound) || err == nil && v == "" {
+		return PauseInfo{}, false, nil
+	} else if err != nil {
+		return PauseInfo{}, false, err
+	}
+	if json.Unmarshal([]byte(v), &info) != nil {
+		info = PauseInfo{} // a corrupt value still pauses: fail closed
+	}
+	return info, true, nil
+}
+
+// PauseBot pauses bot handle on behalf of by; pausing a paused bot changes
+// nothing. Errors: ErrUnknownBot, else store failures.
+func (e *Engine) PauseBot(ctx context.Context, handle string, by By) error {
+	return e.setPaused(ctx, handle, by, true)
+}
+
+// ResumeBot lets a paused bot handle work again and wakes its worker; resuming a
+// bot that is not paused changes nothing. Errors: ErrUnknownBot, else store
+// failures.
+func (e *Engine) ResumeBot(ctx context.Context, handle string, by By) error {
+	return e.setPaused(ctx, handle, by, false)
+}
+
+func (e *Engine) setPaused(ctx context.Context, handle string, by By, on bool) error {
+	handle = strings.ToLower(strings.TrimPrefix(handle, "@"))
+	b, ok := e.bot(handle)
+	if !ok {
+		return ErrUnknownBot
+	}
+	err := e.store.Update(ctx, func(tx Tx) error {
+		_, was, err := PausedTx(tx, handle)
+		if err != nil || was == on {
+			return err
+		}
+		v, event, verb := "", "bot.resumed", "resumed"
+		if on {
+			v, event, verb = string(mustJSON(PauseInfo{By: by.Actor, Name: by.name(), At: e.clock.Now()})), "bot.paused", "paused"
+		}
+		if err := tx.SetCursor(PausedCursor(handle), v); err != nil {
+			return err
+		}
+		summary := fmt.Sprintf("@%s %s by %s", handle, verb, by.name())
+		if by.Via != "" {
+			summary += " via " + string(by.Via)
+		}
+		e.activity(tx, Activity{Event: event, Level: "warn", Summary: summary, Actor: by.Actor})
+		return nil
+	})
+	if err == nil && !on {
+		e.wake(b.Handle)
+	}
+	return err
+}
+
+// pausedActorTx reports whether actor is a paused bot; read errors count as not
+// paused.
+func pausedActorTx(tx ReadTx, actor ActorID) bool {
+	h, ok := strings.CutPrefix(string(actor), "bot:")
+	if !ok {
+		return false
+	}
+	_, paused, _ := PausedTx(tx, h)
+	return paused
+}
