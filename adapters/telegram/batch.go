@@ -113,13 +113,15 @@ func (b *updateBatch) flush(ctx context.Context) error {
 
 // plainInbound returns the Inbound of a message that needs nothing but an ingest,
 // with plain true; plain false when the message is ignored (in nil) or needs more
-// (a refusal, /help, /start, /new, a pending /new to end): handleMessage does those.
+// (a refusal, any command, a pending /new to end): handleMessage does those.
 func (a *Adapter) plainInbound(ctx context.Context, me tgbotapi.User, m *message) (in *core.Inbound, plain bool, err error) {
 	d := a.classify(me, m)
 	switch {
 	case d.ignore:
 		return nil, true, nil
-	case d.refuse, d.command == "help", d.command == "start", d.command == "new":
+	case d.refuse, d.command != "":
+		// Every command goes through handleMessage, which answers /help, /start,
+		// /stop (and any later command) itself and handles /new's flag.
 		return nil, false, nil
 	}
 	pending, err := a.pendingNew(ctx, conversationOf(m))
