@@ -146,7 +146,7 @@ func (d *Dashboard) secure(h http.HandlerFunc) http.Handler {
 		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Referrer-Policy", "same-origin")
 		h(w, r)
 	})
 }
@@ -243,12 +243,12 @@ func safeMethod(m string) bool {
 }
 
 // sameOrigin reports whether a browser sent r from this origin: a
-// Sec-Fetch-Site other than same-origin or none, or an Origin whose host is
-// not the request's, is a cross-site request. Clients that send neither
-// (curl) pass.
+// Sec-Fetch-Site other than same-origin or none is a cross-site request; a
+// browser without it is judged by an Origin whose host is not the request's.
+// Clients that send neither (curl) pass.
 func sameOrigin(r *http.Request) bool {
-	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
-		return false
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
+		return s == "same-origin" || s == "none"
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)

@@ -276,11 +276,14 @@ function timeline(d) {
           h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(s.args)),
           s.done ? [h("div", { class: "label" }, "Result" + (s.result_bytes ? " (" + num(s.result_bytes) + " bytes)" : "")),
             h("pre", { class: "result" + (s.error ? " error" : "") }, s.result)] : "");
-      case "status":
-        return h("li", { "data-kind": "status" }, h("span", { class: "kind" }, "Status "), badge(s.status),
-          s.question ? h("div", { class: "small" }, (s.question.tool ? "Approval for " + s.question.tool : s.question.text),
-            s.question.decision ? " — " + s.question.decision : "") : "",
+      case "status": {
+        const q = s.question;
+        return h("li", { "data-kind": "status", "data-tool": q && q.tool ? q.tool : null }, h("span", { class: "kind" }, "Status "), badge(s.status),
+          q && q.tool ? [h("div", {}, "Asks approval to run ", h("code", {}, q.tool), q.decision ? h("span", { class: "meta" }, " — " + q.decision + (q.answered_by_name ? " by " + q.answered_by_name : "")) : ""),
+            h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(q.args))] : "",
+          q && !q.tool ? h("div", { class: "small" }, "Asks: " + q.text, q.decision ? " — " + q.decision : "") : "",
           s.error ? h("div", { class: "error small" }, s.error) : "");
+      }
       default:
         return h("li", { "data-kind": s.kind }, h("span", { class: "kind" }, s.kind), " ", h("span", { class: "meta" }, when(s.at)),
           s.payload ? h("pre", {}, JSON.stringify(s.payload, null, 2)) : "");
