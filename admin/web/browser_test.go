@@ -68,7 +68,7 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 // viewport).
 func viewport(w, h int64, mobile bool) chromedp.Action[chromedp.Void] {
 	if mobile {
-		return chromedp.EmulateViewport(w, h, chromedp.EmulateMobile, chromedp.EmulateScale(2))
+		return chromedp.EmulateViewport(w, h, chromedp.EmulateMobile)
 	}
 	return chromedp.EmulateViewport(w, h)
 }
@@ -210,7 +210,7 @@ func screenshots(t *testing.T, ctx context.Context, tm *team, dir string) {
 				}),
 				chromedp.Sleep(300*time.Millisecond),
 			)
-			buf := value(t, ctx, "capture", chromedp.FullScreenshot(90))
+			buf := value(t, ctx, "capture", chromedp.FullScreenshot(100))
 			if err := os.WriteFile(filepath.Join(dir, size.name+"-"+name+".png"), buf, 0o644); err != nil {
 				t.Fatal(err)
 			}

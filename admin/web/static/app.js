@@ -279,7 +279,7 @@ function timeline(d) {
       case "status": {
         const q = s.question;
         return h("li", { "data-kind": "status", "data-tool": q && q.tool ? q.tool : null }, h("span", { class: "kind" }, "Status "), badge(s.status),
-          q && q.tool ? [h("div", {}, "Asks approval to run ", h("code", {}, q.tool), q.decision ? h("span", { class: "meta" }, " — " + q.decision + (q.answered_by_name ? " by " + q.answered_by_name : "")) : ""),
+          q && q.tool ? [h("div", {}, "Asks approval to run ", h("code", {}, q.tool), q.decision ? h("span", { class: "meta" }, " — " + q.decision) : ""),
             h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(q.args))] : "",
           q && !q.tool ? h("div", { class: "small" }, "Asks: " + q.text, q.decision ? " — " + q.decision : "") : "",
           s.error ? h("div", { class: "error small" }, s.error) : "");
@@ -343,13 +343,12 @@ views.approvals = {
     const out = h("div", {}, h("h1", {}, "Approvals"));
     out.append(pending.items.length ? h("div", { class: "cards" }, pending.items.map((q) => questionCard(q, false))) : empty("Nothing waits for an answer."));
     out.append(h("h2", {}, "Decided"));
-    out.append(decided.items.length ? table(["Question", "Bot", "Thread", "Decision", "By", "When"], decided.items.map((q) =>
+    out.append(decided.items.length ? table(["Question", "Bot", "Thread", "Decision", "When"], decided.items.map((q) =>
       h("tr", {},
-        td("Question", h("span", { class: "lead" }, q.tool ? h("code", {}, q.tool) : q.text)),
+        td("Question", q.tool ? ["Run ", h("code", {}, q.tool)] : q.text),
         td("Bot", handle(q.bot)),
         td("Thread", threadLink(q.thread)),
-        td("Decision", badge(q.decision || q.status)),
-        td("By", q.answered_by_name || q.answered_by || "", q.answered_via ? h("span", { class: "muted small" }, " via " + q.answered_via) : ""),
+        td("Decision", q.decision || q.status, q.answered_via ? h("span", { class: "muted small" }, " via " + q.answered_via) : ""),
         td("When", when(q.answered_at || q.created))))) : empty("No decided questions."));
     return out;
   },
