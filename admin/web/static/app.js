@@ -79,7 +79,7 @@ function tokens(u) {
   return (u.prompt_tokens || 0) + (u.completion_tokens || 0);
 }
 function dur(ms) {
-  if (!ms) return "";
+  if (!ms || ms < 0) return "";
   if (ms < 1000) return ms + " ms";
   if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
   return Math.round(ms / 60000) + " min";
