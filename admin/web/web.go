@@ -20,11 +20,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"html/template"
+	"html"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -65,7 +67,7 @@ type Dashboard struct {
 	opts     Options
 	want     [32]byte // sha256 of the token
 	sessions *sessions
-	pages    *template.Template
+	pages    map[string]string // page name: its HTML with {{name}} placeholders
 	assets   http.Handler
 }
 
@@ -89,8 +91,15 @@ func New(opts Options) *Dashboard {
 		opts:     opts,
 		want:     sha256.Sum256([]byte(opts.Token)),
 		sessions: newSessions(opts.MaxSessions, opts.SessionTTL, opts.Now),
-		pages:    template.Must(template.ParseFS(sub, "*.html")),
+		pages:    map[string]string{},
 		assets:   http.StripPrefix("/ui/", http.FileServerFS(sub)),
+	}
+	for _, name := range []string{"app.html", "login.html"} {
+		b, err := fs.ReadFile(sub, name)
+		if err != nil {
+			panic("admin/web: embedded page missing: " + name) // a build error, not input
+		}
+		d.pages[name] = string(b)
 	}
 	return d
 }
@@ -164,10 +173,10 @@ func (d *Dashboard) asset(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if s, ok := d.session(r); ok {
-		d.render(w, http.StatusOK, "app.html", map[string]any{"CSRF": s.csrf})
+		d.render(w, http.StatusOK, "app.html", "{{csrf}}", html.EscapeString(s.csrf))
 		return
 	}
-	d.render(w, http.StatusOK, "login.html", nil)
+	d.render(w, http.StatusOK, "login.html", "{{error}}", "")
 }
 
 // login is POST /login (form field "token"). A cross-site post is refused; a
@@ -186,7 +195,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
 	if subtle.ConstantTimeCompare(got[:], d.want[:]) != 1 {
 		d.opts.Logger.Warn("dashboard login refused", "remote", r.RemoteAddr)
-		d.render(w, http.StatusUnauthorized, "login.html", map[string]any{"Error": "That token is not the admin token."})
+		d.render(w, http.StatusUnauthorized, "login.html", "{{error}}", `<p class="error" role="alert">That token is not the admin token.</p>`)
 		return
 	}
 	id, s := d.sessions.create()
@@ -230,12 +239,14 @@ func (d *Dashboard) session(r *http.Request) (session, bool) {
 	return d.sessions.get(c.Value)
 }
 
-func (d *Dashboard) render(w http.ResponseWriter, status int, name string, data any) {
+// render writes a page with its placeholders replaced (old, new pairs; the
+// new texts are HTML already). The pages are static but for these few values,
+// so no template engine is linked in (text/template's reflection keeps every
+// exported method of the binary and costs megabytes).
+func (d *Dashboard) render(w http.ResponseWriter, status int, name string, oldnew ...string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	if err := d.pages.ExecuteTemplate(w, name, data); err != nil {
-		d.opts.Logger.Error("dashboard render", "page", name, "err", err)
-	}
+	_, _ = io.WriteString(w, strings.NewReplacer(oldnew...).Replace(d.pages[name]))
 }
 
 func safeMethod(m string) bool {
