@@ -231,9 +231,11 @@ views.thread = {
         r.duration_ms ? " · " + dur(r.duration_ms) : "", " · ", when(r.started || r.created)),
       r.error ? h("p", { class: "error small" }, r.error) : "",
       d ? timeline(d) : h("p", { class: "muted small" }, "Loading…"));
+    let loaded = !!d; // drawn open with its timeline: the first toggle event needs no fetch
     el.addEventListener("toggle", async () => {
       if (!el.open) { this.open.delete(r.id); return; }
       this.open.add(r.id);
+      if (loaded) { loaded = false; return; }
       try {
         const detail = await api("/runs/" + r.id);
         el.lastChild.replaceWith(timeline(detail));
