@@ -161,8 +161,8 @@ func (d *Dashboard) secure(h http.HandlerFunc) http.Handler {
 }
 
 func (d *Dashboard) asset(w http.ResponseWriter, r *http.Request) {
-	if path := r.URL.Path; len(path) > 5 && path[len(path)-5:] == ".html" {
-		http.NotFound(w, r) // templates are served rendered, at /
+	if p := r.URL.Path; strings.HasSuffix(p, ".html") || strings.HasSuffix(p, "/") {
+		http.NotFound(w, r) // pages are served filled in, at /; no listings
 		return
 	}
 	w.Header().Set("Cache-Control", "no-cache")

@@ -241,8 +241,10 @@ func TestNothingSecret(t *testing.T) {
 			t.Errorf("%s loads something from another origin", name)
 		}
 	}
-	if r, _ := do(t, c, "GET", rg.srv.URL+"/ui/app.html", nil, nil); r.StatusCode != http.StatusNotFound {
-		t.Errorf("raw template served: %d", r.StatusCode)
+	for _, p := range []string{"/ui/app.html", "/ui/login.html", "/ui/"} {
+		if r, _ := do(t, c, "GET", rg.srv.URL+p, nil, nil); r.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404 (raw pages and listings are not served)", p, r.StatusCode)
+		}
 	}
 }
 

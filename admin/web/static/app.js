@@ -85,7 +85,20 @@ function dur(ms) {
   return Math.round(ms / 60000) + " min";
 }
 const handle = (id) => (id || "").startsWith("bot:") ? "@" + id.slice(4) : (id || "");
-const threadLink = (id, label) => id ? h("a", { href: "#/threads/" + Number(id) }, label || "#" + id) : "";
+// Thread titles by id, for links that know only the id (filled by thread
+// lists, else fetched once per page load).
+const titles = new Map();
+function threadLink(id, label) {
+  if (!id) return "";
+  id = Number(id);
+  if (label) titles.set(id, Promise.resolve(label));
+  const a = h("a", { href: "#/threads/" + id, title: "Thread #" + id }, label || "#" + id);
+  if (!label) {
+    if (!titles.has(id)) titles.set(id, api("/threads/" + id).then((t) => t.title || t.key).catch(() => null));
+    titles.get(id).then((t) => { if (t) a.textContent = t; });
+  }
+  return a;
+}
 const badge = (s) => h("span", { class: "status " + s }, (s || "").replace("_", " "));
 const td = (label, ...kids) => h("td", { "data-label": label }, ...kids);
 function table(cols, rows) {
