@@ -100,3 +100,31 @@ func (ss *sessions) len() int {
 	defer ss.mu.Unlock()
 	return len(ss.m)
 }
+
+// failures counts wrong tokens in the current minute (a fixed window), so
+// guessing the token through the login form is slow whoever guesses.
+type failures struct {
+	mu     sync.Mutex
+	window time.Time // start of the current minute
+	n      int
+}
+
+// allow reports whether a login may be tried at now.
+func (f *failures) allow(now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now.Sub(f.window) >= time.Minute {
+		f.window, f.n = now, 0
+	}
+	return f.n < MaxFailedLogins
+}
+
+// add counts a wrong token at now.
+func (f *failures) add(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now.Sub(f.window) >= time.Minute {
+		f.window, f.n = now, 0
+	}
+	f.n++
+}

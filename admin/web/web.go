@@ -46,6 +46,9 @@ const (
 	CSRFHeader = "X-CSRF-Token"
 	// maxForm bounds a login or logout body (bytes).
 	maxForm = 4096
+	// MaxFailedLogins is how many wrong tokens the dashboard takes per minute
+	// (from anyone); past it every login answers 429 until the minute ends.
+	MaxFailedLogins = 10
 )
 
 // Options configure a Dashboard.
@@ -68,6 +71,7 @@ type Dashboard struct {
 	want     [32]byte // sha256 of the token
 	sessions *sessions
 	pages    map[string]string // page name: its HTML with {{name}} placeholders
+	fails    failures
 	assets   http.Handler
 }
 
@@ -192,8 +196,13 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: want a form with a token field", http.StatusBadRequest)
 		return
 	}
+	if !d.fails.allow(d.opts.Now()) {
+		http.Error(w, "too many failed sign-ins: wait a minute", http.StatusTooManyRequests)
+		return
+	}
 	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
 	if subtle.ConstantTimeCompare(got[:], d.want[:]) != 1 {
+		d.fails.add(d.opts.Now())
 		d.opts.Logger.Warn("dashboard login refused", "remote", r.RemoteAddr)
 		d.render(w, http.StatusUnauthorized, "login.html", "{{error}}", `<p class="error" role="alert">That token is not the admin token.</p>`)
 		return

@@ -278,3 +278,26 @@ func TestSessionsBounded(t *testing.T) {
 		t.Error("empty id accepted")
 	}
 }
+
+// TestLoginThrottle: past MaxFailedLogins wrong tokens in a minute every login
+// answers 429, the right token too, until the minute is over.
+func TestLoginThrottle(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	rg := newRig(t, Options{Token: testToken, Now: clock}, false)
+	for i := 0; i < MaxFailedLogins; i++ {
+		if resp := login(t, rg, rg.client(), "wrong"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d = %d, want 401", i, resp.StatusCode)
+		}
+	}
+	if resp := login(t, rg, rg.client(), testToken); resp.StatusCode != http.StatusTooManyRequests || len(resp.Cookies()) != 0 {
+		t.Fatalf("login past the limit = %d %v, want 429", resp.StatusCode, resp.Cookies())
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	if resp := login(t, rg, rg.client(), testToken); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login a minute later = %d, want 303", resp.StatusCode)
+	}
+}
