@@ -25,6 +25,7 @@ import (
 	"openbot/adapters/slack"
 	"openbot/adapters/telegram"
 	"openbot/admin"
+	"openbot/admin/web"
 	"openbot/config"
 	"openbot/core"
 	"openbot/store/bolt"
@@ -226,9 +227,12 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("admin api", err)
 	}
-	mux.Handle("/api/v1/", adminOnly(a.cfg.Admin.Token, api))
+	// The web dashboard at / (admin/web): its session cookie also opens /api/v1.
+	dash := web.New(web.Options{Token: a.cfg.Admin.Token, Logger: log})
+	dash.Mount(mux)
+	mux.Handle("/api/v1/", dash.Guard(adminOnly(a.cfg.Admin.Token, api), api))
 	if a.cfg.Admin.Token == "" {
-		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/approvals /admin/reload /api/v1/")
+		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/ (dashboard) /approvals /admin/reload /api/v1/")
 	}
 	for _, ad := range accounts {
 		if err := eng.AddAdapter(ad); err != nil {

@@ -1,0 +1,219 @@
+package web_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"openbot/agents/openaitest"
+)
+
+// chromium returns the path of a Chromium to drive. Missing: the test fails
+// when CI=true (CI installs it: .ci/run) and is skipped otherwise.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed; CI must have it (apt-get install -y chromium)")
+	}
+	t.Skip("chromium is not installed (apt-get install -y chromium)")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile; the context ends it
+// at cleanup. Every step of a test is bounded by the context's generous limit.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 800),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	// The first call starts the browser, which lives as long as that call's
+	// context: start it here, so steps can have shorter limits of their own.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// value runs one action and returns its value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// viewport sets the page's size; mobile emulates a phone (touch, mobile
+// viewport).
+func viewport(w, h int64, mobile bool) chromedp.Action[chromedp.Void] {
+	if mobile {
+		return chromedp.EmulateViewport(w, h, chromedp.EmulateMobile)
+	}
+	return chromedp.EmulateViewport(w, h)
+}
+
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		page, err2 := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+		if err2 != nil {
+			page = err2.Error()
+		}
+		t.Fatalf("%s: %v; the page:\n%s", what, err, page)
+	}
+}
+
+// TestDashboardInBrowser drives the dashboard in headless Chromium over a real
+// engine: @eng asks to run the "lookup" tool, which needs approval. The
+// operator signs in with the admin token, opens the thread from the list,
+// expands the run and sees the tool call with its arguments, approves the
+// pending question in the thread, and watches the tool's result and the bot's
+// reply arrive in the open page through the event stream; a later message is
+// shown without any action.
+func TestDashboardInBrowser(t *testing.T) {
+	tm := startTeam(t)
+	tm.llm.Enqueue(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"q":"disk usage"}`}}},
+		openaitest.Text("The disk is 41% full."),
+	)
+	tm.say(t, "ops", "Dana", "@eng how full is the disk?")
+
+	ctx := browser(t)
+	run(t, ctx, "open the sign-in page", chromedp.Navigate(tm.url+"/"))
+	run(t, ctx, "sign in",
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), token),
+		chromedp.Submit(chromedp.CSS(`#token`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav a[data-nav="threads"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#pending:not([hidden])`)),
+	)
+	run(t, ctx, "open the thread from the list",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="threads"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`table a[href^="#/threads/"]`)),
+		chromedp.Click(chromedp.CSS(`table a[href^="#/threads/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`details.run summary`)),
+	)
+	text := value(t, ctx, "first message", chromedp.Text(chromedp.CSS(`.feed .msg`)))
+	if !strings.Contains(text, "how full is the disk?") {
+		t.Fatalf("first message = %q", text)
+	}
+	run(t, ctx, "expand the run",
+		chromedp.Click(chromedp.CSS(`details.run summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`li[data-tool="lookup"] pre.args`)),
+	)
+	text = value(t, ctx, "arguments", chromedp.Text(chromedp.CSS(`li[data-tool="lookup"] pre.args`)))
+	if !strings.Contains(text, `"disk usage"`) {
+		t.Fatalf("tool call arguments = %q", text)
+	}
+	results := value(t, ctx, "no result yet", chromedp.Evaluate[[]string](`[...document.querySelectorAll('li[data-tool="lookup"] pre.result')].map(e => e.textContent)`))
+	if len(results) != 0 {
+		t.Fatalf("a result before the approval: %q", results)
+	}
+	run(t, ctx, "approve in the thread",
+		chromedp.WaitVisible(chromedp.CSS(`.feed [data-question] button[data-answer="approve"]`)),
+		chromedp.Click(chromedp.CSS(`.feed [data-question] button[data-answer="approve"]`)),
+	)
+	run(t, ctx, "the tool's result and the reply arrive live",
+		chromedp.WaitVisible(chromedp.CSS(`li[data-tool="lookup"] pre.result`)),
+	)
+	text = value(t, ctx, "result", chromedp.Text(chromedp.CSS(`li[data-tool="lookup"] pre.result`)))
+	if !strings.Contains(text, `found {"q":"disk usage"}`) {
+		t.Fatalf("tool result = %q", text)
+	}
+	waitText(t, ctx, ".feed", "The disk is 41% full.")
+	run(t, ctx, "the question is gone", chromedp.WaitNotPresent(chromedp.CSS(`.feed [data-question]`)))
+
+	// A message that arrives while the page is open is shown without a reload.
+	tm.llm.Enqueue(openaitest.Text("You're welcome."))
+	tm.say(t, "ops", "Dana", "@eng thanks")
+	waitText(t, ctx, ".feed", "You're welcome.")
+
+	if dir := os.Getenv("OPENBOT_SCREENSHOTS"); dir != "" {
+		screenshots(t, ctx, tm, dir)
+	}
+}
+
+// waitText waits until the text of sel holds want (bounded by ctx).
+func waitText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	js := `(document.querySelector(` + quote(sel) + `)||{}).textContent||""`
+	var got string
+	for ctx.Err() == nil {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			break
+		}
+		got = v
+		if strings.Contains(got, want) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s never showed %q; last text:\n%s", sel, want, got)
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// screenshots saves each page at laptop (1280x800) and phone (390x844) size
+// into dir (OPENBOT_SCREENSHOTS=dir; to look at the dashboard, not a check).
+func screenshots(t *testing.T, ctx context.Context, tm *team, dir string) {
+	t.Helper()
+	tm.llm.Enqueue(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c2", Name: "lookup", Arguments: `{"q":"error rate, last hour"}`}}})
+	tm.say(t, "ops", "Dana", "@eng and the error rate?")
+	tm.llm.Enqueue(openaitest.Text("Draft release notes are in the doc; two items need a decision."))
+	tm.say(t, "release", "Sam", "@pm draft the release notes for 2.4")
+	time.Sleep(500 * time.Millisecond) // let the live redraws settle before the capture
+	for _, size := range []struct {
+		name string
+		w, h int64
+		mob  bool
+	}{{"laptop", 1280, 800, false}, {"phone", 390, 844, true}} {
+		for _, page := range []string{"", "threads", "threads/1", "approvals", "activity", "usage"} {
+			name := strings.ReplaceAll(page, "/", "-")
+			if name == "" {
+				name = "team"
+			}
+			run(t, ctx, "screenshot "+name,
+				viewport(size.w, size.h, size.mob),
+				chromedp.Navigate(tm.url+"/#/"+page),
+				chromedp.WaitVisible(chromedp.CSS(`main > div`)),
+				chromedp.Sleep(300*time.Millisecond),
+				chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+					_, err := chromedp.Evaluate[any](`document.querySelectorAll('details.run').forEach(d => d.open = true)`)(ctx, t)
+					return err
+				}),
+				chromedp.Sleep(300*time.Millisecond),
+			)
+			buf := value(t, ctx, "capture", chromedp.FullScreenshot(100))
+			if err := os.WriteFile(filepath.Join(dir, size.name+"-"+name+".png"), buf, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

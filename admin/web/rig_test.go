@@ -1,0 +1,125 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/admin"
+	"openbot/admin/web"
+	"openbot/agents"
+	"openbot/agents/openaitest"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+const token = "dash-test-admin-token"
+
+// sink is an adapter that accepts every delivery.
+type sink struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *sink) Account() core.AccountID { return "console/local" }
+func (s *sink) Bot() string             { return "*" }
+func (s *sink) Deliver(context.Context, core.Delivery) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return fmt.Sprintf("p%d", s.n), nil
+}
+
+// team is a real engine over a bolt store with the agent on the fake model and
+// a "lookup" tool that needs approval, served as cmd/openbot serves it: the
+// dashboard at / and the console API under /api/v1/ behind the dashboard's
+// Guard (the bearer side refuses: the browser has only its cookie).
+type team struct {
+	eng  *core.Engine
+	st   core.Store
+	llm  *openaitest.Server
+	url  string
+	seen int
+}
+
+func startTeam(t *testing.T) *team {
+	t.Helper()
+	llm := openaitest.New(t)
+	reg := agents.NewRegistry()
+	if err := reg.Add(&agents.FuncTool{ToolName: "lookup", Fn: func(_ context.Context, c agents.ToolCall) (string, error) {
+		return "found " + string(c.Args), nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: llm.URL(), Model: "gpt-test"}}, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+	n := admin.NewNotifier()
+	st := admin.Notify(raw, n)
+	bots := []core.BotProfile{
+		{Handle: "eng", Name: "Engineer", Model: "gpt-test", Tools: []string{"lookup"}, ApprovalTools: []string{"lookup"}},
+		{Handle: "pm", Name: "Product", Model: "gpt-test"},
+	}
+	const ops core.ActorID = "console:ops"
+	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: bots, ShutdownGrace: 2 * time.Second, Approvers: []core.ActorID{ops}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.AddAdapter(&sink{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("engine did not stop")
+		}
+	})
+	<-eng.Ready()
+	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := web.New(web.Options{Token: token})
+	mux := http.NewServeMux()
+	d.Mount(mux)
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "unauthorized", http.StatusUnauthorized) })
+	mux.Handle("/api/v1/", d.Guard(refuse, api))
+	hs := httptest.NewUnstartedServer(mux)
+	hs.Config.RegisterOnShutdown(api.Shutdown)
+	hs.Start()
+	t.Cleanup(func() { api.Shutdown(); hs.Close() })
+	return &team{eng: eng, st: st, llm: llm, url: hs.URL}
+}
+
+// say posts a person's message into thread key and waits until the team is
+// idle (a run waiting for an answer counts as idle).
+func (tm *team) say(t *testing.T, key, who, text string) {
+	t.Helper()
+	tm.seen++
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tm.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", tm.seen),
+		ThreadKey: "console:" + key, Conversation: core.ConversationRef(key), PlatformID: fmt.Sprint(tm.seen),
+		SenderID: core.ActorID("console:" + who), SenderName: who, Text: text, StartThread: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,280 @@
+// Package web is the operator's web dashboard (DESIGN.md §10): a small static
+// page with plain JavaScript that reads and answers through the console API under
+// /api/v1 (the API is the contract; the page has no other data source), compiled
+// into the binary with go:embed. It needs no CDN and no Node toolchain.
+//
+// Login: POST /login with the admin token (constant-time compare) sets a random
+// session id in an HttpOnly, SameSite=Strict cookie (Secure when the request
+// came over TLS). Sessions live in memory with an expiry and a bounded count.
+// The cookie authorizes /api/v1 requests of the page (Guard); a cookie
+// authorized request that changes state must carry the session's CSRF token in
+// the X-CSRF-Token header. With no admin token the dashboard is off: every
+// route answers 404, as for a path that does not exist (DESIGN.md §9).
+//
+// Nothing secret is rendered: the page shows what the API serves, and the API
+// strips button tokens and transcripts. The CSRF token of the session is the
+// only per-session value in the page.
+package web
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"html"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+//go:embed static
+var static embed.FS
+
+// Limits of the dashboard's sessions.
+const (
+	// DefaultSessionTTL is how long a login lasts (not extended by use).
+	DefaultSessionTTL = 12 * time.Hour
+	// DefaultMaxSessions bounds the sessions kept in memory; a login past it
+	// drops the session that expires first.
+	DefaultMaxSessions = 64
+	// CookieName is the session cookie's name.
+	CookieName = "openbot_session"
+	// CSRFHeader carries the session's CSRF token on state-changing API calls.
+	CSRFHeader = "X-CSRF-Token"
+	// maxForm bounds a login or logout body (bytes).
+	maxForm = 4096
+	// MaxFailedLogins is how many wrong tokens the dashboard takes per minute
+	// (from anyone); past it every login answers 429 until the minute ends.
+	MaxFailedLogins = 10
+)
+
+// Options configure a Dashboard.
+type Options struct {
+	// Token is the admin token (admin.token); empty turns the dashboard off.
+	Token string
+	// SessionTTL is how long a login lasts (default DefaultSessionTTL);
+	// MaxSessions how many are kept (default DefaultMaxSessions).
+	SessionTTL  time.Duration
+	MaxSessions int
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Dashboard serves the web dashboard and authorizes the page's API calls.
+// Safe for concurrent use.
+type Dashboard struct {
+	opts     Options
+	want     [32]byte // sha256 of the token
+	sessions *sessions
+	pages    map[string]string // page name: its HTML with {{name}} placeholders
+	fails    failures
+	assets   http.Handler
+}
+
+// New builds a Dashboard; it does no I/O. An empty Options.Token gives a
+// Dashboard whose routes answer 404 and whose Guard is the bearer handler alone.
+func New(opts Options) *Dashboard {
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	sub, _ := fs.Sub(static, "static")
+	d := &Dashboard{
+		opts:     opts,
+		want:     sha256.Sum256([]byte(opts.Token)),
+		sessions: newSessions(opts.MaxSessions, opts.SessionTTL, opts.Now),
+		pages:    map[string]string{},
+		assets:   http.StripPrefix("/ui/", http.FileServerFS(sub)),
+	}
+	for _, name := range []string{"app.html", "login.html"} {
+		b, err := fs.ReadFile(sub, name)
+		if err != nil {
+			panic("admin/web: embedded page missing: " + name) // a build error, not input
+		}
+		d.pages[name] = string(b)
+	}
+	return d
+}
+
+// Off reports whether the dashboard is off (no admin token).
+func (d *Dashboard) Off() bool { return d.opts.Token == "" }
+
+// Mount registers the dashboard's routes on mux: GET / (the app, or the login
+// form without a session), POST /login, POST /logout and GET /ui/ (the page's
+// script and style). They are more specific than a catch-all "/" pattern, which
+// keeps serving every other path.
+func (d *Dashboard) Mount(mux *http.ServeMux) {
+	mux.Handle("GET /{$}", d.secure(d.index))
+	mux.Handle("POST /login", d.secure(d.login))
+	mux.Handle("POST /logout", d.secure(d.logout))
+	mux.Handle("GET /ui/", d.secure(d.asset))
+}
+
+// Guard authorizes API requests: a request without an Authorization header
+// and with a valid session cookie is served by api (state-changing methods
+// only with the session's CSRF token in X-CSRF-Token, else 403); every other
+// request goes to bearer (the bearer-token guard). Off: bearer alone.
+func (d *Dashboard) Guard(bearer, api http.Handler) http.Handler {
+	if d.Off() {
+		return bearer
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			if s, ok := d.session(r); ok {
+				w.Header().Set("Cache-Control", "no-store")
+				if !safeMethod(r.Method) && !s.csrfOK(r.Header.Get(CSRFHeader)) {
+					http.Error(w, "forbidden: missing or wrong "+CSRFHeader+" header", http.StatusForbidden)
+					return
+				}
+				api.ServeHTTP(w, r)
+				return
+			}
+		}
+		bearer.ServeHTTP(w, r)
+	})
+}
+
+// secure answers 404 while the dashboard is off and sets the headers every
+// dashboard answer carries: no caching, no framing, scripts and styles from
+// this origin only.
+func (d *Dashboard) secure(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.Off() {
+			http.NotFound(w, r)
+			return
+		}
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		h(w, r)
+	})
+}
+
+func (d *Dashboard) asset(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; strings.HasSuffix(p, ".html") || strings.HasSuffix(p, "/") {
+		http.NotFound(w, r) // pages are served filled in, at /; no listings
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	d.assets.ServeHTTP(w, r)
+}
+
+// index is GET /: the app with a session, else the login form.
+func (d *Dashboard) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if s, ok := d.session(r); ok {
+		d.render(w, http.StatusOK, "app.html", "{{csrf}}", html.EscapeString(s.csrf))
+		return
+	}
+	d.render(w, http.StatusOK, "login.html", "{{error}}", "")
+}
+
+// login is POST /login (form field "token"). A cross-site post is refused; a
+// wrong token shows the form again with 401 and says nothing more.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if !sameOrigin(r) {
+		http.Error(w, "forbidden: cross-site request", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad request: want a form with a token field", http.StatusBadRequest)
+		return
+	}
+	if !d.fails.allow(d.opts.Now()) {
+		http.Error(w, "too many failed sign-ins: wait a minute", http.StatusTooManyRequests)
+		return
+	}
+	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
+	if subtle.ConstantTimeCompare(got[:], d.want[:]) != 1 {
+		d.fails.add(d.opts.Now())
+		d.opts.Logger.Warn("dashboard login refused", "remote", r.RemoteAddr)
+		d.render(w, http.StatusUnauthorized, "login.html", "{{error}}", `<p class="error" role="alert">That token is not the admin token.</p>`)
+		return
+	}
+	id, s := d.sessions.create()
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: id, Path: "/",
+		Expires: s.expires, MaxAge: int(d.opts.SessionTTL / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	d.opts.Logger.Info("dashboard login", "remote", r.RemoteAddr)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// logout is POST /logout (form field "csrf" or the X-CSRF-Token header): the
+// session ends and the cookie is cleared.
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	_ = r.ParseForm()
+	if c, err := r.Cookie(CookieName); err == nil {
+		s, ok := d.sessions.get(c.Value)
+		tok := r.Header.Get(CSRFHeader)
+		if tok == "" {
+			tok = r.PostForm.Get("csrf")
+		}
+		if ok && !s.csrfOK(tok) {
+			http.Error(w, "forbidden: missing or wrong CSRF token", http.StatusForbidden)
+			return
+		}
+		d.sessions.drop(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (d *Dashboard) session(r *http.Request) (session, bool) {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return session{}, false
+	}
+	return d.sessions.get(c.Value)
+}
+
+// render writes a page with its placeholders replaced (old, new pairs; the
+// new texts are HTML already). The pages are static but for these few values,
+// so no template engine is linked in (text/template's reflection keeps every
+// exported method of the binary and costs megabytes).
+func (d *Dashboard) render(w http.ResponseWriter, status int, name string, oldnew ...string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, strings.NewReplacer(oldnew...).Replace(d.pages[name]))
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// sameOrigin reports whether a browser sent r from this origin: a
+// Sec-Fetch-Site other than same-origin or none is a cross-site request; a
+// browser without it is judged by an Origin whose host is not the request's.
+// Clients that send neither (curl) pass.
+func sameOrigin(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
+		return s == "same-origin" || s == "none"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return false
+		}
+	}
+	return true
+}
