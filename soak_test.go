@@ -15,8 +15,10 @@ package openbot_test
 // The figures printed: per message sent, answered with the real reply exactly
 // once, answered only with a notice (a run killed before its first step
 // checkpoint cannot resume and is failed with "interrupted" by design), lost
-// (no answer), duplicated (the real reply twice); and stray messages (a
-// streamed partial or work line the kill left in the chat).
+// (no answer), duplicated (the real reply twice; those whose first copy was
+// accepted by Telegram just before a kill are counted apart: DESIGN.md §8
+// allows a second post in that window); and stray messages (a streamed partial
+// or work line the kill left in the chat).
 
 import (
 	"context"
@@ -87,7 +89,7 @@ func runSoak(t *testing.T, p soakParams) soakTally {
 	wcancel()
 	x.stop()
 	outs := x.outcomes(p.messages)
-	s := tally(outs)
+	s := x.tally(outs)
 	shown := 0
 	for i, o := range outs {
 		if (o.answers != 1 || o.notices > 0 || o.strays > 0) && shown < 8 {
@@ -103,7 +105,9 @@ func runSoak(t *testing.T, p soakParams) soakTally {
 }
 
 // TestSoakKillShort is the CI-sized kill soak: 30 messages, 3 SIGKILLs of the
-// real binary. No message is lost and none is answered twice (DESIGN.md §8).
+// real binary. No message is lost and none is answered twice (DESIGN.md §8),
+// except in the window the design allows (a kill right after Telegram accepted
+// the post, before the store recorded it).
 // Some may be answered only with the "interrupted" notice (a run killed before
 // its first step checkpoint), so the answered share is logged, not asserted.
 func TestSoakKillShort(t *testing.T) {
@@ -112,8 +116,8 @@ func TestSoakKillShort(t *testing.T) {
 	}
 	s := runSoak(t, soakParams{messages: 30, kills: 3, rate: 3, seed: uint64(time.Now().UnixNano()), streaming: true,
 		minLat: 100 * time.Millisecond, maxLat: 400 * time.Millisecond, drain: 40 * time.Second})
-	if s.Lost != 0 || s.Duplicated != 0 {
-		t.Errorf("kill soak: %s; want none lost, none duplicated", s)
+	if s.Lost != 0 || s.Duplicated != s.InWindow {
+		t.Errorf("kill soak: %s; want none lost, none duplicated outside the kill-after-post window", s)
 	}
 }
 
@@ -127,8 +131,8 @@ func TestSoakKill(t *testing.T) {
 		streaming: os.Getenv("OPENBOT_SOAK_STREAMING") != "off",
 		minLat:    100 * time.Millisecond, maxLat: 600 * time.Millisecond, drain: 3 * time.Minute}
 	s := runSoak(t, p)
-	if s.Lost != 0 || s.Duplicated != 0 {
-		t.Errorf("kill soak: %s; want none lost, none duplicated", s)
+	if s.Lost != 0 || s.Duplicated != s.InWindow {
+		t.Errorf("kill soak: %s; want none lost, none duplicated outside the kill-after-post window", s)
 	}
 }
 
@@ -166,7 +170,7 @@ func TestSoakResume100(t *testing.T) {
 	settled := x.waitSettled(ctx, runs)
 	took := time.Since(start)
 	x.stop()
-	s := tally(x.outcomes(runs))
+	s := x.tally(x.outcomes(runs))
 	t.Logf("resume with %d runs in flight: %s from restart to every run finished; %s", runs, took.Round(time.Millisecond), s)
 	if !settled || s.Answered != runs {
 		t.Errorf("after the kill: %s; want all %d answered once", s, runs)
