@@ -206,6 +206,7 @@ func (x *soakRig) start() {
 	cmd := exec.Command(x.bin, "serve", "--config", x.cfg, "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "OPENBOT_ADMIN_TOKEN=")
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		x.t.Fatal(err)

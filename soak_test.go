@@ -62,12 +62,17 @@ func runSoak(t *testing.T, p soakParams) soakTally {
 
 	x.start()
 	begin := time.Now()
-	sent := make(chan struct{})
-	go func() { // owned by runSoak: it waits on sent before returning
+	sent, quit := make(chan struct{}), make(chan struct{})
+	defer func() { close(quit); <-sent }()
+	go func() { // owned by runSoak: stopped by quit, joined on sent
 		defer close(sent)
 		every := time.Duration(float64(time.Second) / p.rate)
 		for i := range p.messages {
-			time.Sleep(time.Until(begin.Add(time.Duration(i) * every)))
+			select {
+			case <-time.After(time.Until(begin.Add(time.Duration(i) * every))):
+			case <-quit:
+				return
+			}
 			x.send(i)
 		}
 	}()
