@@ -412,3 +412,15 @@ func (x *soakRig) grepLog(s string) int {
 	data, _ := io.ReadAll(f)
 	return bytes.Count(data, []byte(s))
 }
+
+// logLines returns up to limit lines of the children's output containing s.
+func (x *soakRig) logLines(s string, limit int) []string {
+	data, _ := os.ReadFile(filepath.Join(x.dir, "serve.log"))
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, s) && len(out) < limit {
+			out = append(out, l)
+		}
+	}
+	return out
+}

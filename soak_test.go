@@ -95,12 +95,23 @@ func runSoak(t *testing.T, p soakParams) soakTally {
 	x.stop()
 	outs := x.outcomes(p.messages)
 	s := x.tally(outs)
-	shown := 0
+	shown, stray := 0, -1
 	for i, o := range outs {
-		if (o.answers != 1 || o.notices > 0 || o.strays > 0) && shown < 8 {
+		if (o.answers != 1 || o.notices > 0) && shown < 20 {
 			shown++
 			t.Logf("soak: message %d: chat holds %q", i, x.chat(i))
 		}
+		if o.strays > 0 && stray < 0 {
+			stray = i
+		}
+	}
+	if s.NoticeOnly > 0 {
+		for _, l := range x.logLines("level=ERROR", 10) {
+			t.Logf("soak: serve: %s", l)
+		}
+	}
+	if stray >= 0 {
+		t.Logf("soak: a stray, message %d: chat holds %q", stray, x.chat(stray))
 	}
 	t.Logf("soak: %s; %d kills, %d starts; restart notices logged %d", s, p.kills, x.starts, x.grepLog("recovered after restart"))
 	if !settled {
