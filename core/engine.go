@@ -78,6 +78,9 @@ type Options struct {
 	// default a tenth of ApprovalTimeout, at most 30s. An answer that arrives past
 	// the deadline is refused either way.
 	ExpiryInterval time.Duration
+	// Cost prices the usage ledger and sets budgets (core/budget.go); nil
+	// prices nothing and limits nothing.
+	Cost *Cost
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -93,6 +96,7 @@ type Engine struct {
 	log   *slog.Logger
 	clock Clock
 	grace time.Duration
+	cost  *Cost // nil: no prices, no budgets
 
 	// cur is the current settings (bots, default bot, limits, approvers);
 	// Reload swaps it, reloadMu orders Reload calls.
@@ -136,6 +140,7 @@ func New(opts Options) (*Engine, error) {
 		log:      opts.Logger,
 		clock:    opts.Clock,
 		grace:    opts.ShutdownGrace,
+		cost:     opts.Cost,
 		adapters: map[AccountID]Adapter{},
 		workers:  map[string]*worker{},
 		kick:     make(chan struct{}, 1),
