@@ -18,6 +18,9 @@ type Limits struct {
 	HistoryTokenBudget  int           // estimated at chars/4; default 24000
 	HistoryMaxMessages  int           // default 80
 	RunTimeout          time.Duration // wall time of one run; default 10m
+	// MaxTokensPerRun caps input plus output tokens of one run; 0 is no cap. A
+	// bot's MaxTokensPerRun overrides it (cost control).
+	MaxTokensPerRun int
 }
 
 // WithDefaults returns l with every zero field set to its default.
