@@ -57,6 +57,9 @@ type Config struct {
 	// Schedules post messages into threads on a timetable (config/schedule.go).
 	Schedules []Schedule `yaml:"schedules"`
 
+	// Cost prices model calls and sets budgets (config/cost.go).
+	Cost Cost `yaml:"cost"`
+
 	// source is the file as written, before ${VAR} expansion (see EnvVars).
 	source *yaml.Node
 }
@@ -129,6 +132,9 @@ type Limits struct {
 	HistoryMaxMessages  int `yaml:"history_max_messages"`    // default 80
 	// RunTimeout is the wall time of one run, a Go duration string ("10m"); default 10m.
 	RunTimeout time.Duration `yaml:"run_timeout"`
+	// MaxTokensPerRun caps input plus output tokens of one run (cost control);
+	// 0, the default, sets no cap. A bot's max_tokens_per_run overrides it.
+	MaxTokensPerRun int `yaml:"max_tokens_per_run"`
 }
 
 // LLMProfile is one OpenAI-compatible provider (OpenAI, Azure, OpenRouter, vLLM,
@@ -192,6 +198,16 @@ type Bot struct {
 	// ShellNetwork lets this bot's shell commands use the network; default
 	// false: the sandbox has only its own loopback.
 	ShellNetwork bool `yaml:"shell_network"`
+	// MaxTokensPerRun caps input plus output tokens per run; 0 means
+	// limits.max_tokens_per_run.
+	MaxTokensPerRun int `yaml:"max_tokens_per_run"`
+	// MaxTokens, Temperature and ReasoningEffort are sent with each model call
+	// when set: the answer's token limit, the sampling temperature (0 to 2;
+	// absent: the server's default) and "low", "medium" or "high" for models
+	// and servers that support it.
+	MaxTokens       int      `yaml:"max_tokens"`
+	Temperature     *float64 `yaml:"temperature"`
+	ReasoningEffort string   `yaml:"reasoning_effort"`
 }
 
 // MCPServer is one MCP server (stdio when Command is set, streamable HTTP when URL

@@ -174,6 +174,7 @@ func (a *app) serve(ctx context.Context) int {
 		ShutdownGrace:   engineGrace,
 		Approvers:       actorIDs(a.cfg.Approvers),
 		ApprovalTimeout: a.cfg.ApprovalTimeout,
+		Cost:            coreCost(a.cfg),
 	})
 	if err != nil {
 		return a.fail("engine", err)
