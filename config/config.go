@@ -252,6 +252,10 @@ type Slack struct {
 	AllowUsers    []string `yaml:"allow_users"`
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
+	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one
+	// person, a message that addresses no bot wakes none; core/quiet.go) or
+	// ReplyAlways (the thread's default bot answers it).
+	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
 }
 
 // Telegram is one Telegram bot token (DESIGN.md §1 "Account").
@@ -270,6 +274,10 @@ type Telegram struct {
 	DMPolicy string `yaml:"dm_policy"`
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
+	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one
+	// person, a message that addresses no bot wakes none; core/quiet.go) or
+	// ReplyAlways (the thread's default bot answers it).
+	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
 }
 
 // Feishu is one Feishu/Lark app (DESIGN.md §1 "Account").
@@ -288,6 +296,10 @@ type Feishu struct {
 	DMPolicy   string   `yaml:"dm_policy"` // "allowlist" (default) or "open"
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
+	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one
+	// person, a message that addresses no bot wakes none; core/quiet.go) or
+	// ReplyAlways (the thread's default bot answers it).
+	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
 }
 
 // Switch is an on/off setting written "on" or "off" ("true"/"false" are
@@ -318,6 +330,12 @@ const (
 	DefaultWorkspace = "./data/workspace"
 	DefaultBotHandle = "chief_of_staff"
 	DefaultConsole   = "local"
+)
+
+// Values of reply_to_unaddressed on a Slack, Telegram or Feishu account.
+const (
+	ReplyAuto   = "auto"
+	ReplyAlways = "always"
 )
 
 // Values of Config.Sandbox.

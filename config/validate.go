@@ -254,6 +254,9 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		checkEnum(p, path+".mode", a.Mode, "socket", "http")
 		checkURL(p, path+".api_url", a.APIURL, false)
 		checkSwitch(p, path+".streaming", a.Streaming)
+		if a.ReplyToUnaddressed != "" {
+			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
+		}
 	}
 	for i, a := range c.Telegram {
 		path := fmt.Sprintf("telegram[%d]", i)
@@ -269,6 +272,9 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 			p.add(path+".secret_token", "must be 1-256 characters of A-Z a-z 0-9 _ -")
 		}
 		checkSwitch(p, path+".streaming", a.Streaming)
+		if a.ReplyToUnaddressed != "" {
+			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
+		}
 	}
 	for i, a := range c.Feishu {
 		path := fmt.Sprintf("feishu[%d]", i)
@@ -278,6 +284,9 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
 		checkURL(p, path+".base_url", a.BaseURL, true)
 		checkSwitch(p, path+".streaming", a.Streaming)
+		if a.ReplyToUnaddressed != "" {
+			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
+		}
 	}
 }
 

@@ -81,6 +81,10 @@ type Options struct {
 	// default a tenth of ApprovalTimeout, at most 30s. An answer that arrives past
 	// the deadline is refused either way.
 	ExpiryInterval time.Duration
+	// AlwaysReply lists the accounts whose reply_to_unaddressed is "always":
+	// in their conversations an unaddressed human message wakes the default bot
+	// even when the thread has several people (core/quiet.go).
+	AlwaysReply []AccountID
 	// Cost prices the usage ledger and sets budgets (core/budget.go); nil
 	// prices nothing and limits nothing.
 	Cost *Cost
@@ -100,6 +104,8 @@ type Engine struct {
 	clock Clock
 	grace time.Duration
 	cost  *Cost // nil: no prices, no budgets
+	// alwaysReply are the accounts that opt out of quiet threads.
+	alwaysReply map[AccountID]bool
 
 	// cur is the current settings (bots, default bot, limits, approvers);
 	// Reload swaps it, reloadMu orders Reload calls.
@@ -159,6 +165,10 @@ func New(opts Options) (*Engine, error) {
 		e.grace = 10 * time.Second
 	}
 	e.cur.Store(set)
+	e.alwaysReply = map[AccountID]bool{}
+	for _, a := range opts.AlwaysReply {
+		e.alwaysReply[a] = true
+	}
 	e.expiryEvery = opts.ExpiryInterval
 	if e.expiryEvery <= 0 {
 		e.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))

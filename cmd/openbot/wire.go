@@ -51,6 +51,28 @@ func coreCost(cfg *config.Config) *core.Cost {
 	return out
 }
 
+// alwaysReply lists the accounts whose reply_to_unaddressed is "always"
+// (core.Options.AlwaysReply, quiet threads).
+func alwaysReply(cfg *config.Config) []core.AccountID {
+	var out []core.AccountID
+	for _, s := range cfg.Slack {
+		if s.ReplyToUnaddressed == config.ReplyAlways {
+			out = append(out, core.AccountID("slack/"+s.Name))
+		}
+	}
+	for _, t := range cfg.Telegram {
+		if t.ReplyToUnaddressed == config.ReplyAlways {
+			out = append(out, core.AccountID("telegram/"+t.Name))
+		}
+	}
+	for _, f := range cfg.Feishu {
+		if f.ReplyToUnaddressed == config.ReplyAlways {
+			out = append(out, core.AccountID("feishu/"+f.Name))
+		}
+	}
+	return out
+}
+
 func coreLimit(b config.Budget) core.Limit {
 	return core.Limit{Tokens: b.Tokens, CostMicros: config.Micros(b.Cost)}
 }
