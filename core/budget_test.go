@@ -177,3 +177,31 @@ func TestBudgetWarningPostedOnce(t *testing.T) {
 		t.Fatalf("warnings = %q, want one at 85%%", got)
 	}
 }
+
+// TestUsageReport: /usage shows this thread, the bot today and this month and
+// all bots today, with the budget left.
+func TestUsageReport(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	h.opts = func(o *core.Options) {
+		o.Cost = &core.Cost{Currency: "USD", Prices: map[string]core.Price{"gpt-test": {Input: 1_000_000, Output: 2_000_000}},
+			Bots: map[string]core.BotBudget{"*": {Daily: core.Limit{CostMicros: 5_000_000}}}, Thread: core.Limit{Tokens: 10_000}}
+	}
+	meterCalls(h, "chief_of_staff", [3]int64{1000, 500, 0})
+	h.start()
+	h.say("hello")
+	h.idle()
+	got, err := h.eng.UsageReport(context.Background(), "console:main", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"This thread: 1500 tokens, 0.002 USD in 1 calls; budget 10000 tokens, 8500 left",
+		"@chief_of_staff today: 1500 tokens, 0.002 USD in 1 calls; budget 5.00 USD, 4.998 USD left",
+		"@chief_of_staff this month: 1500 tokens",
+		"All bots today: 1500 tokens",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
