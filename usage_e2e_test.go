@@ -2,6 +2,7 @@ package openbot_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,42 @@ func TestSlackUsageCommand(t *testing.T) {
 	for _, want := range []string{"This thread: 1000 tokens, 0.001234 in 1 calls", "@chief_of_staff today: 1000 tokens", "@chief_of_staff this month: 1000 tokens", "ephemeral"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/usage reply lacks %q: %s", want, body)
+		}
+	}
+}
+
+// TestTelegramUsageCommand: /usage in a private chat answers with the figures
+// of the chat's thread and the account's bot, without a run.
+func TestTelegramUsageCommand(t *testing.T) {
+	r := startTelegram(t, "engineer")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dm := func(update int64, text, entities string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":4242,"is_bot":false,"first_name":"Alice"},"chat":{"id":4242,"type":"private"},"date":1767225600,"text":%q,"entities":[%s]}}`, update, 20+update, text, entities)
+		if _, err := r.fake.PushUpdate("tok-engineer", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fake.WaitConfirmed(ctx, "tok-engineer", update+1); err != nil {
+			t.Fatal(err)
+		}
+		r.idle(t)
+	}
+	dm(1, "hello", "")
+	threads, err := r.eng.Threads(ctx, 0)
+	if err != nil || len(threads) != 1 {
+		t.Fatalf("threads = %v, %v", threads, err)
+	}
+	putUsage(t, r.st, &core.Job{Run: core.Run{ID: 1}, Bot: core.BotProfile{Handle: "engineer"}, Thread: threads[0]}, 40, 2)
+	dm(2, "/usage", `{"type":"bot_command","offset":0,"length":6}`)
+	if n := r.agent.runs["engineer"]; n != 1 {
+		t.Errorf("engineer ran %d times, want 1 (/usage is no run)", n)
+	}
+	calls := r.fake.Calls("sendMessage")
+	last := calls[len(calls)-1].Params["text"]
+	for _, want := range []string{"This thread: 42 tokens", "@engineer today: 42 tokens", "@engineer this month: 42 tokens"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("/usage answer lacks %q: %q", want, last)
 		}
 	}
 }

@@ -272,6 +272,9 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	case d.command == "help":
 		a.reply(ctx, conv, m.MessageID, a.helpText(conv))
 		return nil
+	case d.command == "usage":
+		a.reply(ctx, conv, m.MessageID, a.usageText(ctx, conv.ThreadKey(me.ID)))
+		return nil
 	case d.command == "start":
 		a.reply(ctx, conv, m.MessageID, "Hi! Write a message and the team answers here.\n\n"+a.helpText(conv))
 		return nil
@@ -394,7 +397,7 @@ func (a *Adapter) helpText(conv Conversation) string {
 		newCmd = "/new@" + me.UserName // a bare /new in a group may be for any bot
 	}
 	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me. " +
-		"Write @handle to ask a specific bot. " + newCmd + " starts a new conversation.")
+		"Write @handle to ask a specific bot. " + newCmd + " starts a new conversation; /usage shows spend and budgets.")
 	return b.String()
 }
 
