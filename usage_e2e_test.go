@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"openbot/adapters/feishu"
+	"openbot/adapters/feishu/feishutest"
 	"openbot/adapters/slack/slacktest"
 	"openbot/core"
 )
@@ -71,6 +73,31 @@ func TestTelegramUsageCommand(t *testing.T) {
 	calls := r.fake.Calls("sendMessage")
 	last := calls[len(calls)-1].Params["text"]
 	for _, want := range []string{"This thread: 42 tokens", "@engineer today: 42 tokens", "@engineer this month: 42 tokens"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("/usage answer lacks %q: %q", want, last)
+		}
+	}
+}
+
+// TestFeishuUsageCommand: /usage in a p2p chat answers with the figures of the
+// chat's thread and the app's bot, without a run.
+func TestFeishuUsageCommand(t *testing.T) {
+	r := startFeishuFixed(t, feishu.ModeWebhook)
+	r.deliver(feishutest.MessageEvent{MessageID: "om_usage_hello0001", ChatID: feishutest.P2PChat, ChatType: "p2p", Text: "hello"}.JSON())
+	r.idle()
+	id, _ := r.threadOf("hello")
+	putUsage(t, r.st, &core.Job{Run: core.Run{ID: 1}, Bot: core.BotProfile{Handle: "engineer"}, Thread: core.Thread{ID: id}}, 90, 10)
+	r.deliver(feishutest.MessageEvent{MessageID: "om_usage_cmd00001", ChatID: feishutest.P2PChat, ChatType: "p2p", Text: "/usage"}.JSON())
+	r.idle()
+	ms, err := r.fake.WaitMessages(r.ctx(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.runs(); n != 1 {
+		t.Errorf("runs = %d, want 1 (/usage is no run)", n)
+	}
+	last := ms[len(ms)-1].Text()
+	for _, want := range []string{"This thread: 100 tokens", "@engineer today: 100 tokens", "@engineer this month: 100 tokens"} {
 		if !strings.Contains(last, want) {
 			t.Errorf("/usage answer lacks %q: %q", want, last)
 		}

@@ -181,6 +181,10 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 			a.queueNotice(m.MessageID, a.helpText(p2p), inThread)
 			return nil
 		}
+		if _, ok := command(bare, "/usage"); ok {
+			a.queueNotice(m.MessageID, a.usageText(ctx, in.ThreadKey), inThread)
+			return nil
+		}
 		if rest, ok := command(bare, "/new"); ok {
 			if rest == "" {
 				if err := a.setPendingNew(ctx, conv, true); err != nil {
