@@ -64,6 +64,7 @@ const usage = `usage:
   openbot runs [--thread N] [--bot B] [--status S]  runs, newest first
   openbot run ID                                    a run's timeline: model calls, tools, questions
   openbot activity [--follow] [--kind K] [--level L] [--bot B] [--thread N]  the activity log
+  openbot usage [--by bot|thread|day] [--since WHEN]   tokens and cost from the usage ledger
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
   openbot version
 `
@@ -99,6 +100,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runApprovals(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "threads", "runs", "run", "activity":
 		return runInspect(ctx, args[0], args[1:], stdout, stderr, lookupEnv)
+	case "usage":
+		return runUsage(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
