@@ -163,7 +163,7 @@ func (c *Cost) overBudgetTx(tx ReadTx, bot string, thread ThreadID, now time.Tim
 // budget: a new run is refused with it (execute), a run in flight stops at its
 // next model call (runEnv.BeforeModelCall).
 func (e *Engine) checkBudget(ctx context.Context, job *Job) error {
-	c := e.cost
+	c := e.cfg().cost
 	if c == nil {
 		return nil
 	}
@@ -204,7 +204,7 @@ func (r *runEnv) BeforeModelCall(ctx context.Context) error { return r.e.checkBu
 // RecordModelCall implements Meter.
 func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
 	e := r.e
-	cost := e.cost
+	cost := e.cfg().cost
 	if cost == nil {
 		cost = &Cost{}
 	}

@@ -205,3 +205,25 @@ func TestUsageReport(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetAppliesAfterReload: a budget added by a reload refuses the next run.
+func TestBudgetAppliesAfterReload(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	meterCalls(h, "chief_of_staff", [3]int64{10, 5, 0})
+	h.start()
+	res := h.say("first")
+	h.idle()
+	err := h.eng.Reload(context.Background(), core.Settings{Bots: team,
+		Cost: &core.Cost{Bots: map[string]core.BotBudget{"*": {Daily: core.Limit{Tokens: 15}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.say("second")
+	h.idle()
+	if n := len(h.agent.jobsFor("chief_of_staff")); n != 1 {
+		t.Errorf("agent ran %d times, want 1", n)
+	}
+	if got := noticesWith(h.messages(res.Thread), "the daily budget of @chief_of_staff is spent (15 of 15 tokens)"); len(got) != 1 {
+		t.Errorf("refusal notices = %q", got)
+	}
+}

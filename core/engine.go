@@ -103,11 +103,8 @@ type Engine struct {
 	log   *slog.Logger
 	clock Clock
 	grace time.Duration
-	cost  *Cost // nil: no prices, no budgets
-	// alwaysReply are the accounts that opt out of quiet threads.
-	alwaysReply map[AccountID]bool
 
-	// cur is the current settings (bots, default bot, limits, approvers);
+	// cur is the current settings (bots, default bot, limits, approvers, cost);
 	// Reload swaps it, reloadMu orders Reload calls.
 	cur         atomic.Pointer[settings]
 	reloadMu    sync.Mutex
@@ -139,7 +136,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("core: at least one bot is required")
 	}
 	set, err := newSettings(Settings{Bots: opts.Bots, DefaultBot: opts.DefaultBot, Limits: opts.Limits,
-		Approvers: opts.Approvers, ApprovalTimeout: opts.ApprovalTimeout})
+		Approvers: opts.Approvers, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +146,6 @@ func New(opts Options) (*Engine, error) {
 		log:      opts.Logger,
 		clock:    opts.Clock,
 		grace:    opts.ShutdownGrace,
-		cost:     opts.Cost,
 		adapters: map[AccountID]Adapter{},
 		workers:  map[string]*worker{},
 		kick:     make(chan struct{}, 1),
@@ -165,10 +161,6 @@ func New(opts Options) (*Engine, error) {
 		e.grace = 10 * time.Second
 	}
 	e.cur.Store(set)
-	e.alwaysReply = map[AccountID]bool{}
-	for _, a := range opts.AlwaysReply {
-		e.alwaysReply[a] = true
-	}
 	e.expiryEvery = opts.ExpiryInterval
 	if e.expiryEvery <= 0 {
 		e.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))

@@ -17,7 +17,7 @@ import "strings"
 // bot under the quiet threads rule. t's participants do not yet include m's
 // sender when it is new to the thread.
 func (e *Engine) quietTx(t *Thread, m Message) bool {
-	if m.Origin != nil && e.alwaysReply[m.Origin.Account] {
+	if m.Origin != nil && e.cfg().alwaysReply[m.Origin.Account] {
 		return false
 	}
 	humans := 0

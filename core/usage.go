@@ -23,7 +23,7 @@ var _ UsageReporter = (*Engine)(nil)
 
 // UsageReport implements UsageReporter.
 func (e *Engine) UsageReport(ctx context.Context, threadKey, bot string) (string, error) {
-	cost := e.cost
+	cost := e.cfg().cost
 	if cost == nil {
 		cost = &Cost{}
 	}
