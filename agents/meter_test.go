@@ -62,7 +62,9 @@ func TestLedgerCountsResumedAndRetriedCallsOnce(t *testing.T) {
 
 	srv := openaitest.New(t)
 	srv.Enqueue(openaitest.Error(500, "try again"),
-		openaitest.Calls(openaitest.ToolCall{ID: "c1", Name: "lookup", Arguments: `{}`}), openaitest.Text("The answer is 42."))
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{}`}},
+			Usage: openaitest.Usage{PromptTokens: 100, CompletionTokens: 5, CachedTokens: 60}},
+		openaitest.Text("The answer is 42."))
 	env := &ledgerEnv{fakeEnv: &fakeEnv{}, store: st}
 	trig := env.add(alice, "Alice", "@engineer what is the answer?", "engineer")
 	bot := engineer
@@ -77,6 +79,13 @@ func TestLedgerCountsResumedAndRetriedCallsOnce(t *testing.T) {
 	if n := ledgerLen(t, st); n != 2 {
 		t.Fatalf("ledger after the run = %d entries, want 2 (the retry is the same call)", n)
 	}
+	_ = st.View(context.Background(), func(tx core.ReadTx) error {
+		es, err := tx.UsageEntries(0, 1)
+		if err != nil || len(es) != 1 || es[0].Key != "run:7:call:1" || es[0].InputTokens != 100 || es[0].OutputTokens != 5 || es[0].CachedTokens != 60 {
+			t.Errorf("first ledger entry = %+v, %v; want run 7 call 1 with 100 in (60 cached), 5 out", es, err)
+		}
+		return nil
+	})
 	// Restart from each checkpoint: every call the resumed run makes again
 	// has a key already in the ledger.
 	for i, cp := range env.checkpoints {
