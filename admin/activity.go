@@ -101,19 +101,23 @@ func withLevel(a core.Activity) core.Activity {
 	return a
 }
 
-// UsageRow is the usage of one bot, thread or day (UTC) over the runs created
-// in the window.
+// UsageRow is the usage of one bot, thread or day (UTC) over the model calls
+// of the usage ledger recorded in the window (admin/ledger.go). Runs counts
+// the distinct runs of those calls; tokens are input (PromptTokens, cached
+// included) and output; CostMicros is in millionths of the prices' currency.
 type UsageRow struct {
 	Key              string `json:"key"`
 	Runs             int    `json:"runs"`
 	ModelCalls       int    `json:"model_calls"`
 	PromptTokens     int    `json:"prompt_tokens"`
 	CompletionTokens int    `json:"completion_tokens"`
+	CachedTokens     int    `json:"cached_tokens"`
+	CostMicros       int64  `json:"cost_micros"`
 }
 
-// usage is GET /api/v1/usage?by=bot|thread|day (default day), over the runs
-// created since ?since= (default 30 days ago) and before ?until=, from the runs'
-// recorded usage. Rows are ordered by key (days and threads newest first) and
+// usage is GET /api/v1/usage?by=bot|thread|day (default day), over the model
+// calls recorded since ?since= (default 30 days ago) and before ?until=, from
+// the usage ledger. Rows are ordered by key (days and threads newest first) and
 // paged by ?cursor= (the last key of the previous page).
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
@@ -131,44 +135,14 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	if since.IsZero() {
 		since = s.opts.Clock.Now().Add(-30 * 24 * time.Hour)
 	}
-	rows := map[string]*UsageRow{}
-	threadOf := map[string]core.ThreadID{}
+	var (
+		rows     map[string]*UsageRow
+		threadOf map[string]core.ThreadID
+	)
 	ok := s.view(w, r, func(tx core.ReadTx) error {
-		var before core.RunID
-		for {
-			batch, err := tx.RunsBefore(before, 200)
-			if err != nil || len(batch) == 0 {
-				return err
-			}
-			for _, run := range batch {
-				before = run.ID
-				if run.Created.Before(since) {
-					return nil
-				}
-				if !until.IsZero() && !run.Created.Before(until) {
-					continue
-				}
-				var key string
-				switch by {
-				case "bot":
-					key = strings.TrimPrefix(string(run.Bot), "bot:")
-				case "thread":
-					key = strconv.FormatUint(uint64(run.Thread), 10)
-					threadOf[key] = run.Thread
-				default:
-					key = run.Created.UTC().Format(time.DateOnly)
-				}
-				row := rows[key]
-				if row == nil {
-					row = &UsageRow{Key: key}
-					rows[key] = row
-				}
-				row.Runs++
-				row.ModelCalls += run.Usage.ModelCalls
-				row.PromptTokens += run.Usage.PromptTokens
-				row.CompletionTokens += run.Usage.CompletionTokens
-			}
-		}
+		var err error
+		rows, threadOf, err = ledgerUsage(tx, by, since, until)
+		return err
 	})
 	if !ok {
 		return

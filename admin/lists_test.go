@@ -41,9 +41,13 @@ func seed(t *testing.T, st core.Store) {
 			must(tx.PutMessage(core.Message{Thread: th.ID, Sender: "slack:T1:U1", SenderName: "Alice", Text: fmt.Sprintf("needle %d please", i),
 				Origin:  &core.Origin{Account: "slack/acme", Conversation: "C1", PlatformID: fmt.Sprintf("17000.%d", i)},
 				Created: t0.Add(time.Duration(i) * time.Minute)}))
-			must(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunCompleted, Created: t0.Add(time.Duration(i) * time.Minute),
+			run := must(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunCompleted, Created: t0.Add(time.Duration(i) * time.Minute),
 				Started: t0, Ended: t0.Add(2 * time.Second), Usage: core.Usage{PromptTokens: 10, CompletionTokens: 2, ModelCalls: 1},
 				Checkpoint: json.RawMessage(`{"secret_transcript":true}`)}))
+			if _, _, err := tx.PutUsage(core.UsageEntry{Key: core.UsageKey(run.ID, 1), At: run.Created, Bot: "eng", Thread: th.ID, Run: run.ID,
+				Model: "m", InputTokens: 10, OutputTokens: 2, CostMicros: 25}); err != nil {
+				return err
+			}
 			if err := tx.AppendActivity(core.Activity{Event: "run.completed", Summary: fmt.Sprint(i), Thread: th.ID, Actor: "bot:eng", At: t0}); err != nil {
 				return err
 			}
@@ -146,7 +150,7 @@ func TestListsPaginate(t *testing.T) {
 	}
 	var byBot pageOf[admin.UsageRow]
 	getJSON(t, api+"/usage?by=bot&since="+t0.Add(-time.Hour).Format(time.RFC3339), http.StatusOK, &byBot)
-	if len(byBot.Items) != 2 || byBot.Items[0].Key != "eng" || byBot.Items[0].PromptTokens != 70 {
+	if len(byBot.Items) != 1 || byBot.Items[0].Key != "eng" || byBot.Items[0].PromptTokens != 70 || byBot.Items[0].CostMicros != 175 {
 		t.Errorf("usage by bot = %+v", byBot)
 	}
 

@@ -69,6 +69,9 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if r.usage.ModelCalls >= r.max {
 			return "", nil, fmt.Errorf("%w: the run made %d model calls without finishing", ErrModelCallLimit, r.max)
 		}
+		if err := r.beforeCall(ctx); err != nil {
+			return "", nil, err
+		}
 		msgs := r.messages()
 		start := r.agent.opts.Clock.Now()
 		t, retries, err := r.callModel(ctx, msgs, defs)
@@ -76,6 +79,7 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		r.usage.ModelCalls++
 		r.usage.PromptTokens += t.usage.PromptTokens
 		r.usage.CompletionTokens += t.usage.CompletionTokens
+		r.recordCall(ctx, t.usage)
 		ev := map[string]any{
 			"model": r.model, "provider": r.pc.name, "messages": len(msgs),
 			"prompt_tokens": t.usage.PromptTokens, "completion_tokens": t.usage.CompletionTokens,
@@ -204,6 +208,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 		Stream:        true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 	}
+	modelParams(&req, r.job.Bot)
 	for {
 		si.done.Store(false)
 		t, err := r.stream(cctx, req)

@@ -58,6 +58,9 @@ type Config struct {
 	// Schedules post messages into threads on a timetable (config/schedule.go).
 	Schedules []Schedule `yaml:"schedules"`
 
+	// Cost prices model calls and sets budgets (config/cost.go).
+	Cost Cost `yaml:"cost"`
+
 	// source is the file as written, before ${VAR} expansion (see EnvVars).
 	source *yaml.Node
 }
@@ -130,6 +133,9 @@ type Limits struct {
 	HistoryMaxMessages  int `yaml:"history_max_messages"`    // default 80
 	// RunTimeout is the wall time of one run, a Go duration string ("10m"); default 10m.
 	RunTimeout time.Duration `yaml:"run_timeout"`
+	// MaxTokensPerRun caps input plus output tokens of one run (cost control);
+	// 0, the default, sets no cap. A bot's max_tokens_per_run overrides it.
+	MaxTokensPerRun int `yaml:"max_tokens_per_run"`
 }
 
 // LLMProfile is one OpenAI-compatible provider (OpenAI, Azure, OpenRouter, vLLM,
@@ -193,6 +199,16 @@ type Bot struct {
 	// ShellNetwork lets this bot's shell commands use the network; default
 	// false: the sandbox has only its own loopback.
 	ShellNetwork bool `yaml:"shell_network"`
+	// MaxTokensPerRun caps input plus output tokens per run; 0 means
+	// limits.max_tokens_per_run.
+	MaxTokensPerRun int `yaml:"max_tokens_per_run"`
+	// MaxTokens, Temperature and ReasoningEffort are sent with each model call
+	// when set: the answer's token limit, the sampling temperature (0 to 2;
+	// absent: the server's default) and "low", "medium" or "high" for models
+	// and servers that support it.
+	MaxTokens       int      `yaml:"max_tokens"`
+	Temperature     *float64 `yaml:"temperature"`
+	ReasoningEffort string   `yaml:"reasoning_effort"`
 }
 
 // MCPServer is one MCP server (stdio when Command is set, streamable HTTP when URL
@@ -237,6 +253,10 @@ type Slack struct {
 	AllowUsers    []string `yaml:"allow_users"`
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
+	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one
+	// person, a message that addresses no bot wakes none; core/quiet.go) or
+	// ReplyAlways (the thread's default bot answers it).
+	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
 }
 
 // Telegram is one Telegram bot token (DESIGN.md §1 "Account").
@@ -255,6 +275,10 @@ type Telegram struct {
 	DMPolicy string `yaml:"dm_policy"`
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
+	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one
+	// person, a message that addresses no bot wakes none; core/quiet.go) or
+	// ReplyAlways (the thread's default bot answers it).
+	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
 }
 
 // Feishu is one Feishu/Lark app (DESIGN.md §1 "Account").
@@ -273,6 +297,10 @@ type Feishu struct {
 	DMPolicy   string   `yaml:"dm_policy"` // "allowlist" (default) or "open"
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
+	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one
+	// person, a message that addresses no bot wakes none; core/quiet.go) or
+	// ReplyAlways (the thread's default bot answers it).
+	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
 }
 
 // Switch is an on/off setting written "on" or "off" ("true"/"false" are
@@ -303,6 +331,12 @@ const (
 	DefaultWorkspace = "./data/workspace"
 	DefaultBotHandle = "chief_of_staff"
 	DefaultConsole   = "local"
+)
+
+// Values of reply_to_unaddressed on a Slack, Telegram or Feishu account.
+const (
+	ReplyAuto   = "auto"
+	ReplyAlways = "always"
 )
 
 // Values of Config.Sandbox.

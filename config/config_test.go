@@ -43,7 +43,7 @@ func parseErrs(t *testing.T, text string) Errors {
 
 func TestDefaults(t *testing.T) {
 	cfg := parseOK(t, minimal, nil)
-	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute}
+	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute, 0}
 	if cfg.Limits != want {
 		t.Errorf("limits = %+v, want %+v", cfg.Limits, want)
 	}

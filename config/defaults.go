@@ -53,6 +53,9 @@ func (c *Config) ApplyDefaults() {
 		c.MCPReadyTimeout = DefaultMCPReadyTimeout
 	}
 	c.applyScheduleDefaults()
+	if c.Cost.Currency == "" {
+		c.Cost.Currency = DefaultCurrency
+	}
 
 	defaultProfile := "default"
 	if len(c.LLM) == 1 {

@@ -88,3 +88,18 @@ func TestExampleCommentedSectionsAreValid(t *testing.T) {
 			len(cfg.Slack), len(cfg.Telegram), len(cfg.Feishu), len(cfg.MCPServers))
 	}
 }
+
+// TestExamplePricesDefaultModelAndShowsBudget: the example prices its default
+// model and sets a budget (cost control).
+func TestExamplePricesDefaultModelAndShowsBudget(t *testing.T) {
+	cfg := parseOK(t, readExample(t), map[string]string{"OPENAI_API_KEY": "sk-x"})
+	if u := cfg.Unpriced(); len(u) != 0 {
+		t.Errorf("example leaves models unpriced: %v", u)
+	}
+	if p := cfg.Cost.Prices["gpt-4o-mini"]; p.Input <= 0 || p.Output <= 0 {
+		t.Errorf("gpt-4o-mini price = %+v", p)
+	}
+	if b := cfg.Cost.Budgets.Bots["*"]; b.Daily.Cost <= 0 {
+		t.Errorf("example budget for every bot = %+v, want a daily cost", b)
+	}
+}

@@ -32,6 +32,9 @@ var (
 //     max_parallel_threads >= 0;
 //     tools and approval_tools have no empty or repeated names; approvers (of a
 //     bot, of an approval_tools entry, global) are platform actor ids;
+//   - bots: max_tokens_per_run and max_tokens >= 0, temperature in [0, 2],
+//     reasoning_effort low, medium or high;
+//   - cost: see validateCost;
 //   - default_bot names a bot;
 //   - schedules: see validateSchedules;
 //   - mcp_ready_timeout is positive;
@@ -74,6 +77,7 @@ func (c *Config) Validate() error {
 	c.validateMCP(&p)
 	c.validateChannels(&p, handles)
 	c.validateSchedules(&p, handles)
+	c.validateCost(&p, handles)
 	return p.err()
 }
 
@@ -162,6 +166,18 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		if b.MaxParallelThreads < 0 {
 			p.add(path+".max_parallel_threads", "must not be negative, got %d", b.MaxParallelThreads)
 		}
+		if b.MaxTokensPerRun < 0 {
+			p.add(path+".max_tokens_per_run", "must not be negative, got %d", b.MaxTokensPerRun)
+		}
+		if b.MaxTokens < 0 {
+			p.add(path+".max_tokens", "must not be negative, got %d", b.MaxTokens)
+		}
+		if t := b.Temperature; t != nil && (*t < 0 || *t > 2) {
+			p.add(path+".temperature", "must be between 0 and 2, got %g", *t)
+		}
+		if b.ReasoningEffort != "" {
+			checkEnum(p, path+".reasoning_effort", b.ReasoningEffort, "low", "medium", "high")
+		}
 		checkNames(p, path+".tools", b.Tools)
 		validateApprovalTools(p, path+".approval_tools", b.ApprovalTools)
 		checkApprovers(p, path+".approvers", b.Approvers)
@@ -239,6 +255,9 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		checkEnum(p, path+".mode", a.Mode, "socket", "http")
 		checkURL(p, path+".api_url", a.APIURL, false)
 		checkSwitch(p, path+".streaming", a.Streaming)
+		if a.ReplyToUnaddressed != "" {
+			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
+		}
 	}
 	for i, a := range c.Telegram {
 		path := fmt.Sprintf("telegram[%d]", i)
@@ -254,6 +273,9 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 			p.add(path+".secret_token", "must be 1-256 characters of A-Z a-z 0-9 _ -")
 		}
 		checkSwitch(p, path+".streaming", a.Streaming)
+		if a.ReplyToUnaddressed != "" {
+			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
+		}
 	}
 	for i, a := range c.Feishu {
 		path := fmt.Sprintf("feishu[%d]", i)
@@ -263,6 +285,9 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
 		checkURL(p, path+".base_url", a.BaseURL, true)
 		checkSwitch(p, path+".streaming", a.Streaming)
+		if a.ReplyToUnaddressed != "" {
+			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
+		}
 	}
 }
 

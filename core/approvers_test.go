@@ -77,7 +77,7 @@ func TestApprovalAskerAcrossHandOff(t *testing.T) {
 	h.start()
 	h.say("@chief_of_staff hi", other) // the other person is in the thread first
 	h.idle()
-	h.say("ship it")
+	h.say("@chief_of_staff ship it") // addressed: two people are in the thread (quiet threads)
 	h.idle()
 	q := pendingQuestion(t, h)
 	if !slices.Equal(q.Askers, []core.ActorID{"console:you"}) {

@@ -18,6 +18,9 @@ type Limits struct {
 	HistoryTokenBudget  int           // estimated at chars/4; default 24000
 	HistoryMaxMessages  int           // default 80
 	RunTimeout          time.Duration // wall time of one run; default 10m
+	// MaxTokensPerRun caps input plus output tokens of one run; 0 is no cap. A
+	// bot's MaxTokensPerRun overrides it (cost control).
+	MaxTokensPerRun int
 }
 
 // WithDefaults returns l with every zero field set to its default.
@@ -80,6 +83,13 @@ type Options struct {
 	ExpiryInterval time.Duration
 	// Observer receives operational events for metrics (core/observe.go); nil ignores them.
 	Observer Observer
+	// AlwaysReply lists the accounts whose reply_to_unaddressed is "always":
+	// in their conversations an unaddressed human message wakes the default bot
+	// even when the thread has several people (core/quiet.go).
+	AlwaysReply []AccountID
+	// Cost prices the usage ledger and sets budgets (core/budget.go); nil
+	// prices nothing and limits nothing.
+	Cost *Cost
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -96,7 +106,7 @@ type Engine struct {
 	clock Clock
 	grace time.Duration
 
-	// cur is the current settings (bots, default bot, limits, approvers);
+	// cur is the current settings (bots, default bot, limits, approvers, cost);
 	// Reload swaps it, reloadMu orders Reload calls.
 	cur         atomic.Pointer[settings]
 	reloadMu    sync.Mutex
@@ -132,7 +142,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("core: at least one bot is required")
 	}
 	set, err := newSettings(Settings{Bots: opts.Bots, DefaultBot: opts.DefaultBot, Limits: opts.Limits,
-		Approvers: opts.Approvers, ApprovalTimeout: opts.ApprovalTimeout})
+		Approvers: opts.Approvers, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
 	if err != nil {
 		return nil, err
 	}

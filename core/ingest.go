@@ -141,6 +141,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 		native:         in.Mentions,
 		mentionsHumans: in.MentionsHumans,
 		answered:       answered,
+		repliesToBot:   repliesToBotTx(tx, in.ReplyToKey),
 	})
 	if err != nil {
 		return IngestResult{}, err

@@ -19,6 +19,10 @@ type Settings struct {
 	// ApprovalTimeout applies to questions asked after the reload; pending
 	// questions keep the deadline they were given.
 	ApprovalTimeout time.Duration
+	// Cost and AlwaysReply are as in Options; a reload applies them to the
+	// next budget check, ledger entry and routed message.
+	Cost        *Cost
+	AlwaysReply []AccountID
 }
 
 // settings is one immutable generation of Settings with defaults applied. The
@@ -31,12 +35,18 @@ type settings struct {
 	limits          Limits
 	approvers       []ActorID
 	approvalTimeout time.Duration
+	cost            *Cost // nil: no prices, no budgets
+	alwaysReply     map[AccountID]bool
 }
 
 // newSettings validates s and applies its defaults. Every problem is reported.
 func newSettings(s Settings) (*settings, error) {
 	out := &settings{bots: map[string]BotProfile{}, limits: s.Limits.WithDefaults(),
-		approvers: append([]ActorID(nil), s.Approvers...), approvalTimeout: s.ApprovalTimeout}
+		approvers: append([]ActorID(nil), s.Approvers...), approvalTimeout: s.ApprovalTimeout,
+		cost: s.Cost, alwaysReply: map[AccountID]bool{}}
+	for _, a := range s.AlwaysReply {
+		out.alwaysReply[a] = true
+	}
 	if out.approvalTimeout <= 0 {
 		out.approvalTimeout = 24 * time.Hour
 	}

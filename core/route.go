@@ -83,6 +83,10 @@ type postSpec struct {
 	mentionsHumans bool
 	// replyTo maps a conversation to the platform id of the message this answers.
 	replyTo map[ConversationRef]string
+	// repliesToBot: a human message that is a platform reply to a bot's
+	// message addresses the bots as a mention-free message did before quiet
+	// threads (core/quiet.go).
+	repliesToBot bool
 	// answered is the bot whose question this human message answered; it gets a
 	// resume item, not a message item.
 	answered string
@@ -153,7 +157,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 				targets = append(targets, h)
 			}
 		}
-		if len(mentions) == 0 && !spec.mentionsHumans && spec.answered == "" {
+		if len(mentions) == 0 && !spec.mentionsHumans && spec.answered == "" && (spec.repliesToBot || !e.quietTx(t, m)) {
 			if bots := e.botsIn(t); len(bots) == 1 {
 				targets = bots
 			} else {

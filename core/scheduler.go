@@ -294,7 +294,18 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	start := e.observeRunStart(job)
 	e.showWork(ctx, job, true)
 	env.stream = e.startStream(ctx, job)
-	res, err := e.agent.Execute(ctx, job)
+	// Cost control: a new run of a bot (or in a thread) whose budget is spent
+	// is refused with a notice naming it; a resumed run stops at its next model call.
+	var (
+		res Result
+		err error
+	)
+	if job.Resume == nil && !job.Restart {
+		err = e.checkBudget(ctx, job)
+	}
+	if err == nil {
+		res, err = e.agent.Execute(ctx, job)
+	}
 	stopped := ctx.Err() == context.Canceled && e.isStopping() && !errors.Is(context.Cause(ctx), errCancelled)
 	if err == nil && ctx.Err() != nil && !stopped {
 		err = ctx.Err()

@@ -112,6 +112,12 @@ type ReadTx interface {
 	// Heads returns the last assigned activity Seq, message ID and run event
 	// position (0 when none): where a live event stream that starts "now" begins.
 	Heads() (LogHeads, error)
+
+	// UsageTotal returns the running total of a ledger scope (UsageEntry.Scopes);
+	// the zero total when nothing was counted toward it.
+	UsageTotal(scope string) (UsageTotal, error)
+	// UsageEntries returns up to limit ledger entries with Seq > after, oldest first.
+	UsageEntries(after uint64, limit int) ([]UsageEntry, error)
 }
 
 // LogHeads are the ends of the store's three append-only sequences that the
@@ -154,4 +160,9 @@ type Tx interface {
 	// PutQuestion stores a question; a new one (ID 0) must have a Token not used
 	// before. The pending index follows Status.
 	PutQuestion(q Question) (Question, error)
+	// PutUsage appends a ledger entry (Seq assigned) and adds it to the total of
+	// each of its Scopes, unless an entry with the same Key was stored before:
+	// then nothing changes and added is false (cost control: idempotent per
+	// (run, call)). An empty Key is an error.
+	PutUsage(e UsageEntry) (stored UsageEntry, added bool, err error)
 }

@@ -56,6 +56,15 @@ type BotProfile struct {
 	Memory        bool     `json:"memory"`
 	// MaxModelCalls caps model calls per run; 0 means the global limit.
 	MaxModelCalls int `json:"max_model_calls"`
+	// MaxTokensPerRun caps input plus output tokens per run; 0 means the global
+	// limit (cost control).
+	MaxTokensPerRun int `json:"max_tokens_per_run,omitempty"`
+	// MaxTokens, Temperature and ReasoningEffort are sent with each model call
+	// when set (max_tokens, temperature, reasoning_effort; the last only where
+	// the server supports it). Nil Temperature and zero values send nothing.
+	MaxTokens       int      `json:"max_tokens,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
 	// MaxParallelThreads is how many different threads the bot may run at once;
 	// 0 or 1 is the seed's one thread at a time (invariant 3). There is never more
 	// than one run per (bot, thread), and Limits.MaxConcurrentRuns caps the total

@@ -31,6 +31,7 @@ const help = `commands:
   /answer [N] TEXT  answer question N (a choice's number or text, or free text;
                     default: the only question waiting in this thread)
   /questions        list the questions waiting for your answer
+  /usage            tokens and cost of this thread and its bot, with budgets left
   /quit, /exit      leave
   /help             this text
 Messages go to the thread's default bot; write @handle to address another bot.
@@ -172,6 +173,8 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.answer(ctx, cmd, arg)
 	case "/questions":
 		a.listQuestions(ctx, false)
+	case "/usage":
+		a.usage(ctx)
 	case "/switch":
 		n, err := strconv.ParseUint(arg, 10, 64)
 		if err != nil || n == 0 {

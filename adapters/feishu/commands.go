@@ -7,7 +7,7 @@ import (
 
 // Chat commands (DESIGN.md §3, the same small set as Telegram's): "/new" starts a
 // new conversation, "/help" lists the team, "/stop" stops the bots' work in the
-// thread (DESIGN.md §10, stop.go). In a p2p chat every message may be a
+// thread (DESIGN.md §10, stop.go), "/usage" shows spend and budgets. In a p2p chat every message may be a
 // command; in a group only one that mentions this app's bot ("@Bot /new").
 
 // command reports whether text is the command cmd ("/new" or "/new rest") and

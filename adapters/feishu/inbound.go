@@ -186,6 +186,10 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		if _, ok := command(bare, "/stop"); ok {
 			return a.handleStop(ctx, in, m.MessageID, inThread) // stop.go: never ingested
 		}
+		if _, ok := command(bare, "/usage"); ok {
+			a.queueNotice(m.MessageID, a.usageText(ctx, in.ThreadKey), inThread)
+			return nil
+		}
 		if rest, ok := command(bare, "/new"); ok {
 			if rest == "" {
 				if err := a.setPendingNew(ctx, conv, true); err != nil {

@@ -26,7 +26,7 @@ const (
 	replyNewStarted = "Started a new conversation with your message."
 	replyNewChannel = "In a channel every top-level message that mentions the app starts a new conversation, " +
 		"and a reply in its Slack thread continues it; /new is for direct messages."
-	replyUnknownCmd = "openbot knows /new (in a direct message it starts a new conversation) and /stop (it stops the bots' work in the conversation)."
+	replyUnknownCmd = "openbot knows /new (in a direct message it starts a new conversation), /stop (it stops the bots' work in the conversation) and /usage (spend and budgets)."
 	replyNotAllowed = "Sorry, you are not allowed to talk to openbot here."
 )
 
@@ -53,6 +53,9 @@ func (a *Adapter) handleCommand(ctx context.Context, cmd slack.SlashCommand) (st
 	}
 	if strings.EqualFold(cmd.Command, "/stop") {
 		return a.stopCommandSlash(ctx, cmd)
+	}
+	if strings.EqualFold(cmd.Command, "/usage") {
+		return a.usage(ctx, cmd), nil
 	}
 	if !strings.EqualFold(cmd.Command, "/new") {
 		a.refuse("unknown slash command", "command", cmd.Command)

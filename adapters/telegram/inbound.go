@@ -275,6 +275,9 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 		return nil
 	case d.command == "stop":
 		return a.handleStop(ctx, me, m, conv) // stop.go: never ingested, no model call
+	case d.command == "usage":
+		a.reply(ctx, conv, m.MessageID, a.usageText(ctx, conv.ThreadKey(me.ID)))
+		return nil
 	case d.command == "start":
 		a.reply(ctx, conv, m.MessageID, "Hi! Write a message and the team answers here.\n\n"+a.helpText(conv))
 		return nil
@@ -412,7 +415,7 @@ func (a *Adapter) helpText(conv Conversation) string {
 	}
 	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me. " +
 		"Write @handle to ask a specific bot. " + newCmd + " starts a new conversation; " +
-		strings.Replace(newCmd, "/new", "/stop", 1) + " stops the bots' work in it.")
+		strings.Replace(newCmd, "/new", "/stop", 1) + " stops the bots' work in it; /usage shows spend and budgets.")
 	return b.String()
 }
 

@@ -42,6 +42,8 @@ type ToolCall struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens, when set, is reported as prompt_tokens_details.cached_tokens.
+	CachedTokens int
 }
 
 // Reply is one scripted response. Exactly one of these forms applies, checked in
@@ -365,11 +367,15 @@ func finishReason(r Reply) string {
 }
 
 func usageJSON(u Usage) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"prompt_tokens":     u.PromptTokens,
 		"completion_tokens": u.CompletionTokens,
 		"total_tokens":      u.PromptTokens + u.CompletionTokens,
 	}
+	if u.CachedTokens > 0 {
+		m["prompt_tokens_details"] = map[string]any{"cached_tokens": u.CachedTokens}
+	}
+	return m
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, req Request, r Reply) {

@@ -77,6 +77,10 @@ func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEn
 	if cfg == nil {
 		return exitFail
 	}
+	for _, m := range cfg.Unpriced() {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", *path, config.FieldError{Path: "cost.prices",
+			Msg: fmt.Sprintf("model %q is unpriced: its calls cost 0 in the usage ledger", m)}.Error())
+	}
 	fmt.Fprintln(stdout, "config ok")
 	return exitOK
 }

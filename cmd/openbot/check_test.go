@@ -83,3 +83,29 @@ func TestConfigCheckExampleWithoutKey(t *testing.T) {
 		t.Errorf("stderr %q lacks the warning", r.stderr)
 	}
 }
+
+// TestConfigCheckListsUnpricedModels: a model the bots use that cost.prices
+// does not price is listed as unpriced (a warning; the file is valid).
+func TestConfigCheckListsUnpricedModels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cfg.yaml")
+	text := `
+llm:
+  default: {base_url: "http://127.0.0.1:1/v1", model: priced}
+bots:
+  - {handle: chief_of_staff}
+  - {handle: engineer, model: cheap-unlisted}
+cost:
+  prices:
+    priced: {input: 1, output: 2}
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runFor(t, []string{"config", "check", "--config", path}, nil, nil)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `cost.prices: model "cheap-unlisted" is unpriced`) || strings.Contains(r.stderr, `"priced" is unpriced`) {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}

@@ -104,6 +104,10 @@ func seedConsoleStore(t *testing.T, dir string) {
 		if err != nil {
 			return err
 		}
+		if _, _, err := tx.PutUsage(core.UsageEntry{Key: core.UsageKey(run.ID, 1), At: at, Bot: "engineer", Thread: th.ID, Run: run.ID,
+			Model: "gpt-x", InputTokens: 42, OutputTokens: 7, CostMicros: 123}); err != nil {
+			return err
+		}
 		for _, e := range []core.RunEvent{
 			{Run: run.ID, Type: "model_call", Payload: json.RawMessage(`{"model":"gpt-x","prompt_tokens":42,"completion_tokens":7,"duration_ms":120,"tool_calls":1}`), At: at},
 			{Run: run.ID, Type: "tool_call", Payload: json.RawMessage(`{"id":"c1","name":"shell","args":"{\"command\":\"df -h\"}"}`), At: at},
@@ -224,6 +228,7 @@ func TestInspectCommands(t *testing.T) {
 		"runs":     {"completed", "engineer", "42+7", "waiting_human"},
 		"run":      {"run 1 of @engineer in thread 1: completed", "model gpt-x: 42+7 tokens", `tool shell {"command":"df -h"} -> /dev/sda1 40%`},
 		"activity": {"run.completed thread 1 run 1: @engineer completed run 1"},
+		"usage":    {"BOT", "engineer  1     1      42", "0.000123 USD", "total"},
 	}
 	args := func(cmd string) []string {
 		a := []string{cmd, "--config", path}
@@ -232,6 +237,8 @@ func TestInspectCommands(t *testing.T) {
 			a = []string{"run", "1", "--config", path}
 		case "runs":
 			a = append(a, "--thread", "1")
+		case "usage":
+			a = append(a, "--by", "bot", "--since", "2026-11-01")
 		}
 		return a
 	}

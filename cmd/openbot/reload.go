@@ -91,7 +91,8 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 		return nil, r.refused(fmt.Sprintf("%s: llm: %v", r.path, err))
 	}
 	set := core.Settings{Bots: botProfiles(cfg), DefaultBot: cfg.DefaultBot, Limits: coreLimits(cfg.Limits),
-		Approvers: actorIDs(cfg.Approvers), ApprovalTimeout: cfg.ApprovalTimeout}
+		Approvers: actorIDs(cfg.Approvers), ApprovalTimeout: cfg.ApprovalTimeout,
+		Cost: coreCost(cfg), AlwaysReply: alwaysReply(cfg)}
 	// The new agent first: a run picked with a new profile must find its LLM profile.
 	old := r.agent.cur.Swap(agent)
 	if err := r.eng.Reload(ctx, set); err != nil {

@@ -177,6 +177,8 @@ func (a *app) serve(ctx context.Context) int {
 		Approvers:       actorIDs(a.cfg.Approvers),
 		ApprovalTimeout: a.cfg.ApprovalTimeout,
 		Observer:        observer(mtr),
+		Cost:            coreCost(a.cfg),
+		AlwaysReply:     alwaysReply(a.cfg),
 	})
 	if err != nil {
 		return a.fail("engine", err)

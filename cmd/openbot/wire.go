@@ -31,7 +31,50 @@ func coreLimits(l config.Limits) core.Limits {
 		HistoryTokenBudget:  l.HistoryTokenBudget,
 		HistoryMaxMessages:  l.HistoryMaxMessages,
 		RunTimeout:          l.RunTimeout,
+		MaxTokensPerRun:     l.MaxTokensPerRun,
 	}
+}
+
+// coreCost maps the cost section onto core.Cost: amounts in currency units
+// become micro-units (prices per million tokens, budgets).
+func coreCost(cfg *config.Config) *core.Cost {
+	c := cfg.Cost
+	out := &core.Cost{Currency: c.Currency, WarnAt: c.WarnAt, Owner: c.Owner,
+		Prices: map[string]core.Price{}, Bots: map[string]core.BotBudget{},
+		Thread: coreLimit(c.Budgets.Thread), GlobalDaily: coreLimit(c.Budgets.GlobalDaily)}
+	for m, p := range c.Prices {
+		out.Prices[m] = core.Price{Input: config.Micros(p.Input), Output: config.Micros(p.Output), Cached: config.Micros(p.CachedInput)}
+	}
+	for h, b := range c.Budgets.Bots {
+		out.Bots[h] = core.BotBudget{Daily: coreLimit(b.Daily), Monthly: coreLimit(b.Monthly)}
+	}
+	return out
+}
+
+// alwaysReply lists the accounts whose reply_to_unaddressed is "always"
+// (core.Options.AlwaysReply, quiet threads).
+func alwaysReply(cfg *config.Config) []core.AccountID {
+	var out []core.AccountID
+	for _, s := range cfg.Slack {
+		if s.ReplyToUnaddressed == config.ReplyAlways {
+			out = append(out, core.AccountID("slack/"+s.Name))
+		}
+	}
+	for _, t := range cfg.Telegram {
+		if t.ReplyToUnaddressed == config.ReplyAlways {
+			out = append(out, core.AccountID("telegram/"+t.Name))
+		}
+	}
+	for _, f := range cfg.Feishu {
+		if f.ReplyToUnaddressed == config.ReplyAlways {
+			out = append(out, core.AccountID("feishu/"+f.Name))
+		}
+	}
+	return out
+}
+
+func coreLimit(b config.Budget) core.Limit {
+	return core.Limit{Tokens: b.Tokens, CostMicros: config.Micros(b.Cost)}
 }
 
 // botProfiles maps configured bots onto core.BotProfile, in configuration order.
@@ -53,6 +96,10 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Approvers:     actorIDs(b.Approvers),
 
 			MaxParallelThreads: b.MaxParallelThreads,
+			MaxTokensPerRun:    b.MaxTokensPerRun,
+			MaxTokens:          b.MaxTokens,
+			Temperature:        b.Temperature,
+			ReasoningEffort:    b.ReasoningEffort,
 		})
 	}
 	return out

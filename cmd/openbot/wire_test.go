@@ -41,3 +41,20 @@ bots:
 		t.Errorf("checkTools = %v", errs)
 	}
 }
+
+// TestCoreCostMapsAmountsToMicros: prices per million tokens and budgets in
+// currency units become core's micro-units.
+func TestCoreCostMapsAmountsToMicros(t *testing.T) {
+	cfg := &config.Config{Cost: config.Cost{Currency: "EUR", WarnAt: 0.5,
+		Prices: map[string]config.Price{"m": {Input: 0.15, Output: 0.6, CachedInput: 0.075}},
+		Budgets: config.Budgets{Thread: config.Budget{Cost: 2}, GlobalDaily: config.Budget{Tokens: 9},
+			Bots: map[string]config.BotBudget{"*": {Daily: config.Budget{Cost: 5.5}}}}}}
+	c := coreCost(cfg)
+	if p := c.Prices["m"]; p != (core.Price{Input: 150000, Output: 600000, Cached: 75000}) {
+		t.Errorf("price = %+v", p)
+	}
+	if c.Thread.CostMicros != 2_000_000 || c.GlobalDaily.Tokens != 9 || c.Bots["*"].Daily.CostMicros != 5_500_000 ||
+		c.Currency != "EUR" || c.WarnAt != 0.5 {
+		t.Errorf("cost = %+v", c)
+	}
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) core.Store) {
 		{"Questions", testQuestions},
 		{"ConsolePaging", testConsolePaging},
 		{"RunEventsSince", testRunEventsSince},
+		{"Usage", testUsage},
 		{"UpdateRollback", testUpdateRollback},
 		{"BatchRollback", testBatchRollback},
 		{"ValuesOutliveView", testValuesOutliveView},

@@ -52,9 +52,18 @@ import (
 //
 //	run_event_log    Pos BE -> RunID BE + Seq BE               (NextSequence: Pos)
 //
+// Version 4 adds the usage ledger of cost control, one entry per model call,
+// idempotent per (run, call), and the running totals budgets read:
+//
+//	usage            Seq BE -> core.UsageEntry                  (NextSequence: Seq)
+//	usage_keys       idempotency key -> Seq BE
+//	usage_totals     scope (core.UsageEntry.Scopes) -> core.UsageTotal
+//
+// The "budget.warned:<scope>" cursors mark a budget's warning as posted.
+//
 // CountQueued reads the "queued_count" counter, kept in the same transaction as the
 // queue index, so it costs O(1) rather than a walk of the queue.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 var (
 	bktMeta          = []byte("meta")
@@ -84,6 +93,10 @@ var (
 
 	bktRunEventLog = []byte("run_event_log")
 
+	bktUsage       = []byte("usage")
+	bktUsageKeys   = []byte("usage_keys")
+	bktUsageTotals = []byte("usage_totals")
+
 	keyVersion     = []byte("schema_version")
 	keyQueuedCount = []byte("queued_count")
 )
@@ -95,7 +108,7 @@ func allBuckets() [][]byte {
 		bktMessageThread, bktItems, bktQueue, bktQueueThread, bktItemStatus, bktRuns,
 		bktRunStatus, bktRunEvents, bktOutbox, bktOutboxPending, bktSeen, bktTodos,
 		bktActivity, bktCursors, bktQuestions, bktQuestionTokens, bktQuestionPending,
-		bktRunEventLog,
+		bktRunEventLog, bktUsage, bktUsageKeys, bktUsageTotals,
 	}
 }
 
@@ -112,10 +125,15 @@ func v0Buckets() [][]byte {
 	return out
 }
 
-// v1Buckets is the version 1 layout: everything but the question buckets.
+// v1Buckets is the version 1 layout: everything up to the question buckets.
 func v1Buckets() [][]byte {
 	all := allBuckets()
-	return all[:len(all)-4]
+	for i, b := range all {
+		if string(b) == string(bktQuestions) {
+			return all[:i]
+		}
+	}
+	return all
 }
 
 // migration upgrades a file from version from to from+1 inside the open transaction.
@@ -132,7 +150,18 @@ func migrations() []migration {
 		{from: 0, desc: "add meta bucket, item_status index and queued counter", fn: migrate0to1},
 		{from: 1, desc: "add questions, question_tokens and question_pending buckets", fn: migrate1to2},
 		{from: 2, desc: "add run_event_log, the store-wide order of run events", fn: migrate2to3},
+		{from: 3, desc: "add the usage ledger: usage, usage_keys and usage_totals", fn: migrate3to4},
 	}
+}
+
+// migrate3to4 adds the ledger buckets; version 3 files have no ledger.
+func migrate3to4(tx *bbolt.Tx) error {
+	for _, b := range [][]byte{bktUsage, bktUsageKeys, bktUsageTotals} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrate2to3 builds run_event_log from the stored run events, in key order

@@ -1,0 +1,82 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"openbot/core"
+)
+
+// ErrTokenLimit is returned by Execute when a run used its tokens
+// (BotProfile.MaxTokensPerRun, else Limits.MaxTokensPerRun) without finishing.
+var ErrTokenLimit = errors.New("token limit of the run reached")
+
+// tokenLimitError is ErrTokenLimit with the figures, told to the thread.
+type tokenLimitError struct{ used, limit int }
+
+func (e *tokenLimitError) Error() string {
+	return fmt.Sprintf("%v: %d of %d tokens", ErrTokenLimit, e.used, e.limit)
+}
+func (e *tokenLimitError) Unwrap() error { return ErrTokenLimit }
+
+// Notice implements core.PeopleError.
+func (e *tokenLimitError) Notice() string {
+	return fmt.Sprintf("the run used %d tokens, its limit is %d (max_tokens_per_run).", e.used, e.limit)
+}
+
+// maxTokensPerRun is the bot's cap on tokens per run (0: none).
+func (a *Agent) maxTokensPerRun(bot core.BotProfile) int {
+	if bot.MaxTokensPerRun > 0 {
+		return bot.MaxTokensPerRun
+	}
+	return a.opts.Limits.MaxTokensPerRun
+}
+
+// beforeCall checks, before a model call, the run's token cap and, through the
+// run's core.Meter, the budgets its bot and thread count toward (cost control).
+func (r *run) beforeCall(ctx context.Context) error {
+	if limit := r.agent.maxTokensPerRun(r.job.Bot); limit > 0 {
+		if used := r.usage.PromptTokens + r.usage.CompletionTokens; used >= limit {
+			return &tokenLimitError{used: used, limit: limit}
+		}
+	}
+	if m, ok := r.job.Env.(core.Meter); ok {
+		return m.BeforeModelCall(ctx)
+	}
+	return nil
+}
+
+// recordCall puts the model call just made (r.usage.ModelCalls, counted over
+// every segment of the run, so a resumed or replayed call has the same key) in
+// the ledger; a failure is logged, not fatal.
+func (r *run) recordCall(ctx context.Context, u openai.Usage) {
+	m, ok := r.job.Env.(core.Meter)
+	if !ok {
+		return
+	}
+	c := core.ModelCall{Call: r.usage.ModelCalls, Profile: r.pc.name, Model: r.model,
+		InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
+	if d := u.PromptTokensDetails; d != nil {
+		c.CachedTokens = int64(d.CachedTokens)
+	}
+	if err := m.RecordModelCall(ctx, c); err != nil {
+		r.agent.log.Warn("record model call in the usage ledger", "run", r.job.Run.ID, "call", c.Call, "err", err)
+	}
+}
+
+// modelParams sets the bot's model parameters on a request: max_tokens,
+// temperature and reasoning_effort, each only when configured.
+func modelParams(req *openai.ChatCompletionRequest, bot core.BotProfile) {
+	if bot.MaxTokens > 0 {
+		req.MaxTokens = bot.MaxTokens
+	}
+	if bot.Temperature != nil {
+		req.Temperature = float32(*bot.Temperature)
+	}
+	if bot.ReasoningEffort != "" {
+		req.ReasoningEffort = bot.ReasoningEffort
+	}
+}

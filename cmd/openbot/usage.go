@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"openbot/admin"
+	"openbot/config"
+	"openbot/core"
+)
+
+// runUsage is `openbot usage [--by bot|thread|day] [--since WHEN]`: the usage
+// ledger (cost control) summed by bot, thread or UTC day, from the store or,
+// while serve holds it, from the running server's API (GET /api/v1/usage).
+// WHEN is an RFC 3339 time, a date (2026-12-01, UTC) or a Go duration back
+// from now (72h); default 30 days.
+func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "config.yaml", "configuration file")
+	by := fs.String("by", "day", "sum by bot, thread or day (UTC)")
+	since := fs.String("since", "", "from when: RFC 3339 time, a date (2026-12-01) or a duration back from now (72h); default 30 days")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *by != "bot" && *by != "thread" && *by != "day" {
+		fmt.Fprintf(stderr, "openbot usage: --by wants bot, thread or day, got %q\n", *by)
+		return exitUsage
+	}
+	q := url.Values{"by": {*by}, "limit": {fmt.Sprint(admin.MaxLimit)}}
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "openbot usage: --since: %v\n", err)
+			return exitUsage
+		}
+		q.Set("since", t.UTC().Format(time.RFC3339))
+	}
+	cfg := loadConfig(*cfgPath, stderr, lookupEnv)
+	if cfg == nil {
+		return exitFail
+	}
+	r, err := openAPI(ctx, cfg)
+	if errors.Is(err, errNoStore) {
+		fmt.Fprintln(stdout, "nothing yet:", err)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openbot usage: %v\n", err)
+		return exitFail
+	}
+	defer r.close()
+	var rows []admin.UsageRow
+	for cursor := ""; ; {
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var p admin.Page[admin.UsageRow]
+		if err := r.get(ctx, "/api/v1/usage?"+q.Encode(), &p); err != nil {
+			fmt.Fprintf(stderr, "openbot usage: %v\n", err)
+			return exitFail
+		}
+		rows = append(rows, p.Items...)
+		if p.Next == "" || len(p.Items) == 0 {
+			break
+		}
+		cursor = p.Next
+	}
+	printUsage(stdout, *by, rows, cfg.Cost.Currency)
+	return exitOK
+}
+
+// printUsage prints the rows and their total.
+func printUsage(w io.Writer, by string, rows []admin.UsageRow, currency string) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no model calls in the ledger for this period")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tRUNS\tCALLS\tINPUT\tCACHED\tOUTPUT\tCOST\n", strings.ToUpper(by))
+	var tot admin.UsageRow
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Key, r.Runs, r.ModelCalls, r.PromptTokens, r.CachedTokens, r.CompletionTokens,
+			core.FormatMicros(r.CostMicros, currency))
+		tot.Runs += r.Runs
+		tot.ModelCalls += r.ModelCalls
+		tot.PromptTokens += r.PromptTokens
+		tot.CachedTokens += r.CachedTokens
+		tot.CompletionTokens += r.CompletionTokens
+		tot.CostMicros += r.CostMicros
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t%s\n", tot.Runs, tot.ModelCalls, tot.PromptTokens, tot.CachedTokens, tot.CompletionTokens,
+		core.FormatMicros(tot.CostMicros, currency))
+	tw.Flush()
+}
+
+// parseSince reads --since: an RFC 3339 time, a UTC date, or a duration back
+// from now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time, a date (2026-12-01) or a duration (72h)", s)
+}

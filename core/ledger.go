@@ -1,0 +1,119 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// UsageEntry is one model call in the usage ledger (cost control; modelled on the
+// open-bot seed's usage_entries): every model call of every run, reflection and
+// other internal calls included, is one entry. Key makes it idempotent: a call
+// that is retried, resumed after a restart or replayed is stored once (Tx.PutUsage).
+type UsageEntry struct {
+	// Seq is the entry's position in the ledger, assigned by Tx.PutUsage (from 1).
+	Seq uint64 `json:"seq"`
+	// Key is the idempotency key, UsageKey(run, call).
+	Key    string    `json:"key"`
+	At     time.Time `json:"at"`
+	Bot    string    `json:"bot"` // handle
+	Thread ThreadID  `json:"thread"`
+	Run    RunID     `json:"run"`
+	// Account and Platform are those the thread's first binding came in through.
+	Account  AccountID `json:"account,omitempty"`
+	Platform string    `json:"platform,omitempty"`
+	Profile  string    `json:"profile,omitempty"` // LLM provider profile
+	Model    string    `json:"model"`
+	// InputTokens include CachedTokens (as the OpenAI API counts them).
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CachedTokens int64 `json:"cached_tokens,omitempty"`
+	// CostMicros is the cost in millionths of the currency unit of the prices
+	// (Price.Cost); 0 for an unpriced model.
+	CostMicros int64 `json:"cost_micros"`
+}
+
+// Tokens is input plus output tokens, what token budgets count.
+func (e UsageEntry) Tokens() int64 { return e.InputTokens + e.OutputTokens }
+
+// UsageKey is the idempotency key of a run's call-th model call (1-based, counted
+// over every segment of the run, so a resumed run continues the sequence).
+func UsageKey(run RunID, call int) string { return fmt.Sprintf("run:%d:call:%d", run, call) }
+
+// UsageTotal is the running sum of the ledger entries counted toward one scope.
+type UsageTotal struct {
+	Tokens     int64 `json:"tokens"`
+	CostMicros int64 `json:"cost_micros"`
+	Calls      int64 `json:"calls"`
+}
+
+// Add returns t with e counted.
+func (t UsageTotal) Add(e UsageEntry) UsageTotal {
+	return UsageTotal{Tokens: t.Tokens + e.Tokens(), CostMicros: t.CostMicros + e.CostMicros, Calls: t.Calls + 1}
+}
+
+// Scopes are the names of the totals an entry counts toward, which the store
+// keeps beside the ledger (Tx.PutUsage) so a budget check reads a few keys, not
+// the ledger. Days and months are UTC.
+func (e UsageEntry) Scopes() []string {
+	return []string{
+		BotDayScope(e.Bot, e.At), BotMonthScope(e.Bot, e.At),
+		ThreadScope(e.Thread), GlobalDayScope(e.At),
+	}
+}
+
+// BotDayScope names a bot's total for the UTC day of at.
+func BotDayScope(bot string, at time.Time) string {
+	return "bot:" + bot + ":day:" + at.UTC().Format(time.DateOnly)
+}
+
+// BotMonthScope names a bot's total for the UTC month of at.
+func BotMonthScope(bot string, at time.Time) string {
+	return "bot:" + bot + ":month:" + at.UTC().Format("2006-01")
+}
+
+// ThreadScope names a thread's total over its whole life.
+func ThreadScope(t ThreadID) string { return fmt.Sprintf("thread:%d", t) }
+
+// GlobalDayScope names the total of every bot for the UTC day of at.
+func GlobalDayScope(at time.Time) string { return "all:day:" + at.UTC().Format(time.DateOnly) }
+
+// Price is a model's list price in micro-units of the currency per million
+// tokens (cost control: config prices are per million tokens in the account's
+// currency unit; 1.25 is 1_250_000 here). Cached is the price of cached input
+// tokens; 0 charges them at Input.
+type Price struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	Cached int64 `json:"cached_input"`
+}
+
+// Cost is the price of one call in micro-units of the currency, rounded to the
+// nearest micro-unit; input includes cached.
+func (p Price) Cost(input, output, cached int64) int64 {
+	cached = min(max(cached, 0), input)
+	cachedPrice := p.Cached
+	if cachedPrice == 0 {
+		cachedPrice = p.Input
+	}
+	n := (input-cached)*p.Input + cached*cachedPrice + output*p.Output
+	return (n + 500_000) / 1_000_000
+}
+
+// FormatMicros renders micro-units as a decimal amount with the currency, e.g.
+// "0.012500 USD" (at most six decimals, trailing zeros kept to two).
+func FormatMicros(micros int64, currency string) string {
+	sign := ""
+	if micros < 0 {
+		sign, micros = "-", -micros
+	}
+	frac := strings.TrimRight(fmt.Sprintf("%06d", micros%1_000_000), "0")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	s := fmt.Sprintf("%s%d.%s", sign, micros/1_000_000, frac)
+	if currency != "" {
+		s += " " + currency
+	}
+	return s
+}
