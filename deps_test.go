@@ -24,13 +24,15 @@ type pkg struct {
 //     no openbot/adapters, agents, store, config or admin package;
 //   - openbot/adapters/X... depends on no openbot/agents, store, config or admin
 //     package and on no other adapter;
-//   - only openbot/store/... imports go.etcd.io/bbolt directly.
+//   - only openbot/store/... imports go.etcd.io/bbolt directly;
+//   - only openbot/adapters/feishu/... imports the Feishu/Lark SDK
+//     (github.com/larksuite/oapi-sdk-go) directly.
 func layering(pkgs []pkg) []string {
 	var out []string
 	coreBanned := []string{
 		"github.com/slack-go/slack", "github.com/go-telegram-bot-api/telegram-bot-api",
 		"go.etcd.io/bbolt", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
-		"openbot/adapters", "openbot/agents", "openbot/store", "openbot/config", "openbot/admin",
+		"github.com/larksuite/oapi-sdk-go", "openbot/adapters", "openbot/agents", "openbot/store", "openbot/config", "openbot/admin",
 	}
 	adapterBanned := []string{"openbot/agents", "openbot/store", "openbot/config", "openbot/admin"}
 	for _, p := range pkgs {
@@ -60,6 +62,13 @@ func layering(pkgs []pkg) []string {
 			for _, imp := range p.imports {
 				if within(imp, "go.etcd.io/bbolt") {
 					out = append(out, fmt.Sprintf("%s imports %s (only openbot/store may)", p.path, imp))
+				}
+			}
+		}
+		if !within(p.path, "openbot/adapters/feishu") {
+			for _, imp := range p.imports {
+				if strings.HasPrefix(imp, "github.com/larksuite/oapi-sdk-go") {
+					out = append(out, fmt.Sprintf("%s imports %s (only openbot/adapters/feishu may)", p.path, imp))
 				}
 			}
 		}
@@ -144,6 +153,8 @@ func TestLayeringRules(t *testing.T) {
 		{"adapter on store", pkg{path: "openbot/adapters/telegram", deps: []string{"openbot/store/bolt"}}, "openbot/adapters/telegram depends on openbot/store/bolt"},
 		{"adapter on config", pkg{path: "openbot/adapters/console", deps: []string{"openbot/config"}}, "openbot/adapters/console depends on openbot/config"},
 		{"adapter on adapter", pkg{path: "openbot/adapters/feishu", deps: []string{"openbot/adapters/slack"}}, "openbot/adapters/feishu depends on another adapter openbot/adapters/slack"},
+		{"core on lark", pkg{path: "openbot/core", deps: []string{"github.com/larksuite/oapi-sdk-go/v3/core"}}, "openbot/core depends on github.com/larksuite/oapi-sdk-go/v3/core"},
+		{"lark outside feishu", pkg{path: "openbot/adapters/slack", imports: []string{"github.com/larksuite/oapi-sdk-go/v3/service/im/v1"}}, "openbot/adapters/slack imports github.com/larksuite/oapi-sdk-go/v3/service/im/v1 (only openbot/adapters/feishu may)"},
 		{"bbolt outside store", pkg{path: "openbot/cmd/openbot", imports: []string{"go.etcd.io/bbolt"}}, "openbot/cmd/openbot imports go.etcd.io/bbolt (only openbot/store may)"},
 	}
 	for _, tt := range tests {
@@ -160,6 +171,7 @@ func TestLayeringRules(t *testing.T) {
 		{path: "openbot/store/bolt", deps: []string{"go.etcd.io/bbolt", "openbot/core"}, imports: []string{"go.etcd.io/bbolt"}},
 		{path: "openbot/cmd/openbot", deps: []string{"openbot/store/bolt", "go.etcd.io/bbolt", "openbot/agents", "openbot/config"}, imports: []string{"openbot/store/bolt"}},
 		{path: "openbot/agents", deps: []string{"github.com/sashabaranov/go-openai", "openbot/core"}},
+		{path: "openbot/adapters/feishu", deps: []string{"openbot/core", "github.com/larksuite/oapi-sdk-go/v3/core"}, imports: []string{"github.com/larksuite/oapi-sdk-go/v3/service/im/v1"}},
 	}
 	if got := layering(allowed); len(got) != 0 {
 		t.Errorf("allowed graph reported %q", got)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -120,7 +121,7 @@ func TestTokenCachedUntilNearExpiry(t *testing.T) {
 	}))
 	defer srv.Close()
 	clk := &stepClock{now: time.Unix(1767225600, 0)}
-	c := &apiClient{base: srv.URL, appID: "cli_1", appSecret: "s", http: srv.Client(), clock: clk, sleep: sleepCtx}
+	c := newAPIClient(srv.URL, "cli_1", "s", srv.Client(), clk, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	t1, err := c.tenantToken(ctx, "")
 	if err != nil || t1 != "t-1" {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -129,7 +127,7 @@ func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core
 func (a *Adapter) recallAll(ctx context.Context, ids []string) error {
 	var first error
 	for _, id := range ids {
-		err := a.api.call(ctx, "im.message.delete", http.MethodDelete, "/open-apis/im/v1/messages/"+url.PathEscape(id), nil, nil, nil)
+		err := a.api.deleteMessage(ctx, id)
 		var ae *APIError
 		if err != nil && !(errors.As(err, &ae) && ae.Code == CodeMessageGone) && first == nil {
 			first = err

@@ -3,8 +3,6 @@ package feishu
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/url"
 	"sync"
 
 	"openbot/core"
@@ -109,16 +107,12 @@ func (a *Adapter) react(ctx context.Context, mid string, m *workMsg) {
 	if m.reaction != "" || n <= 0 {
 		return
 	}
-	body := map[string]any{"reaction_type": map[string]string{"emoji_type": a.working.emoji}}
-	var out struct {
-		ReactionID string `json:"reaction_id"`
-	}
-	path := "/open-apis/im/v1/messages/" + url.PathEscape(mid) + "/reactions"
-	if err := a.api.call(ctx, "im.message.reaction.create", http.MethodPost, path, nil, body, &out); err != nil {
+	id, err := a.api.addReaction(ctx, mid, a.working.emoji)
+	if err != nil {
 		a.log.Debug("feishu working reaction not added", "message_id", mid, "err", err)
 		return
 	}
-	m.reaction = out.ReactionID
+	m.reaction = id
 }
 
 // unreact removes the reaction once no run works on mid any more.
@@ -134,8 +128,7 @@ func (a *Adapter) unreact(ctx context.Context, mid string, m *workMsg) {
 	if n > 0 || m.reaction == "" {
 		return
 	}
-	path := "/open-apis/im/v1/messages/" + url.PathEscape(mid) + "/reactions/" + url.PathEscape(m.reaction)
-	err := a.api.call(ctx, "im.message.reaction.delete", http.MethodDelete, path, nil, nil, nil)
+	err := a.api.removeReaction(ctx, mid, m.reaction)
 	var ae *APIError
 	if err != nil && !(errors.As(err, &ae) && ae.Code == CodeReactionGone) {
 		a.log.Debug("feishu working reaction not removed", "message_id", mid, "err", err)
