@@ -19,6 +19,7 @@ const (
 	CodeNoAvailability    = 230013   // the user is outside the bot's availability
 	CodeInvalidContent    = 230001   // invalid message content (a card the server rejects)
 	CodeInvalidRequest    = 230099   // invalid request or card content
+	CodeNoPermission      = 99991672 // the app lacks the API's scope: permanent
 	CodeSystemBusy        = 1        // long-connection endpoint: retry
 	CodeEndpointInternal  = 1000040343
 	CodeEndpointTooMany   = 1000040350 // long-connection limit (50 per app) exceeded
