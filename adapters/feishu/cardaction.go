@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	larkcallback "github.com/larksuite/oapi-sdk-go/v3/event/dispatcher/callback"
+
 	"openbot/core"
 )
 
@@ -38,20 +40,6 @@ type Toast struct {
 // or the base64 "data" of the long-connection ack. A nil Toast means "no change".
 type CardResponse struct {
 	Toast *Toast `json:"toast,omitempty"`
-}
-
-// cardActionEvent is the "event" of card.action.trigger (callback v2,
-// https://open.feishu.cn/document/uAjLw4CM/ukzMukzMukzM/feishu-cards/card-callback-communication).
-type cardActionEvent struct {
-	Operator struct {
-		OpenID string `json:"open_id"`
-		UserID string `json:"user_id"`
-	} `json:"operator"`
-	Action  cardAction `json:"action"`
-	Context struct {
-		OpenMessageID string `json:"open_message_id"`
-		OpenChatID    string `json:"open_chat_id"`
-	} `json:"context"`
 }
 
 // cardAction is the clicked element: its tag and the callback value we put on it.
@@ -86,11 +74,24 @@ func parseClick(env *envelope) (click, bool) {
 		}
 		return click{openID: env.OpenID, messageID: env.OpenMessageID, value: env.Action.Value}, true
 	}
-	var ev cardActionEvent
-	if err := json.Unmarshal(env.Event, &ev); err != nil {
+	// The "event" of card.action.trigger (callback v2), decoded into the SDK's type,
+	// https://open.feishu.cn/document/uAjLw4CM/ukzMukzMukzM/feishu-cards/card-callback-communication
+	var ev larkcallback.CardActionTriggerRequest
+	if err := json.Unmarshal(env.Event, &ev); err != nil || ev.Action == nil {
 		return click{}, false
 	}
-	return click{openID: ev.Operator.OpenID, messageID: ev.Context.OpenMessageID, value: ev.Action.Value}, true
+	value, err := json.Marshal(ev.Action.Value)
+	if err != nil {
+		return click{}, false
+	}
+	c := click{value: value}
+	if ev.Operator != nil {
+		c.openID = ev.Operator.OpenID
+	}
+	if ev.Context != nil {
+		c.messageID = ev.Context.OpenMessageID
+	}
+	return c, true
 }
 
 // ParseButtonValue decodes a button's callback value as QuestionCard writes it,

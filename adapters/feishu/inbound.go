@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+
 	"openbot/core"
 )
 
@@ -46,37 +48,66 @@ type envelope struct {
 	Action        *cardAction `json:"action"`
 }
 
-// messageEvent is the "event" of im.message.receive_v1.
+// messageEvent is the part of im.message.receive_v1 the adapter reads, flattened
+// from the SDK's larkim.P2MessageReceiveV1Data (the wire type, all pointers) by
+// messageEventFrom.
 // https://open.feishu.cn/document/server-docs/im-v1/message/events/receive
 type messageEvent struct {
 	Sender struct {
-		SenderID   userID `json:"sender_id"`
-		SenderType string `json:"sender_type"`
-	} `json:"sender"`
+		SenderID   userID
+		SenderType string
+	}
 	Message struct {
-		MessageID   string    `json:"message_id"`
-		RootID      string    `json:"root_id"`
-		ParentID    string    `json:"parent_id"`
-		ThreadID    string    `json:"thread_id"`
-		ChatID      string    `json:"chat_id"`
-		ChatType    string    `json:"chat_type"` // "p2p", "group", "topic_group"
-		MessageType string    `json:"message_type"`
-		Content     string    `json:"content"` // JSON string, decoded a second time
-		CreateTime  string    `json:"create_time"`
-		Mentions    []mention `json:"mentions"`
-	} `json:"message"`
+		MessageID   string
+		RootID      string
+		ParentID    string
+		ThreadID    string
+		ChatID      string
+		ChatType    string // "p2p", "group", "topic_group"
+		MessageType string
+		Content     string // JSON string, decoded a second time
+		CreateTime  string
+		Mentions    []mention
+	}
 }
 
 type userID struct {
-	OpenID  string `json:"open_id"`
-	UserID  string `json:"user_id"`
-	UnionID string `json:"union_id"`
+	OpenID  string
+	UserID  string
+	UnionID string
 }
 
 type mention struct {
-	Key  string `json:"key"` // "@_user_1"
-	ID   userID `json:"id"`
-	Name string `json:"name"`
+	Key  string // "@_user_1"
+	ID   userID
+	Name string
+}
+
+func userIDFrom(u *larkim.UserId) userID {
+	if u == nil {
+		return userID{}
+	}
+	return userID{OpenID: str(u.OpenId), UserID: str(u.UserId), UnionID: str(u.UnionId)}
+}
+
+// messageEventFrom flattens the SDK's event type; ok is false when it has no message.
+func messageEventFrom(d *larkim.P2MessageReceiveV1Data) (ev messageEvent, ok bool) {
+	if d == nil || d.Message == nil {
+		return ev, false
+	}
+	if s := d.Sender; s != nil {
+		ev.Sender.SenderID, ev.Sender.SenderType = userIDFrom(s.SenderId), str(s.SenderType)
+	}
+	m, em := &ev.Message, d.Message
+	m.MessageID, m.RootID, m.ParentID, m.ThreadID = str(em.MessageId), str(em.RootId), str(em.ParentId), str(em.ThreadId)
+	m.ChatID, m.ChatType, m.MessageType = str(em.ChatId), str(em.ChatType), str(em.MessageType)
+	m.Content, m.CreateTime = str(em.Content), str(em.CreateTime)
+	for _, mn := range em.Mentions {
+		if mn != nil {
+			m.Mentions = append(m.Mentions, mention{Key: str(mn.Key), ID: userIDFrom(mn.Id), Name: str(mn.Name)})
+		}
+	}
+	return ev, true
 }
 
 // handleEvent dispatches one verified event. It returns an error only when the
@@ -84,8 +115,10 @@ type mention struct {
 func (a *Adapter) handleEvent(ctx context.Context, env *envelope) error {
 	switch env.Header.EventType {
 	case "im.message.receive_v1":
-		var ev messageEvent
-		if err := json.Unmarshal(env.Event, &ev); err != nil {
+		var d larkim.P2MessageReceiveV1Data
+		err := json.Unmarshal(env.Event, &d)
+		ev, ok := messageEventFrom(&d)
+		if err != nil || !ok {
 			a.log.Warn("feishu malformed message event; ignoring", "event_id", env.Header.EventID, "err", err)
 			core.ReportInbound(a.engine, "feishu", core.InboundDropped)
 			return nil
