@@ -24,7 +24,8 @@ const (
 	CodeEndpointInternal  = 1000040343
 	CodeEndpointTooMany   = 1000040350 // long-connection limit (50 per app) exceeded
 	defaultAPITimeout     = 10 * time.Second
-	maxResponseBytes      = 1 << 20
+	maxResponseBytes      = 1 << 20   // a JSON answer
+	maxDownloadBytes      = 100 << 20 // a file or image answer (Feishu's file limit is 100 MB)
 	tokenRefreshMargin    = 3 * time.Minute
 	maxInlineRateWait     = 5 * time.Second
 	maxRateLimitedRetries = 2

@@ -35,7 +35,8 @@ import (
 //     x-ogw-ratelimit-reset and returns longer ones as an APIError whose RetryAfter
 //     the outbox honours;
 //   - bounded I/O: every HTTP request gets defaultAPITimeout and a body limit of
-//     maxResponseBytes (the SDK reads answers without limit), and a non-JSON error
+//     maxResponseBytes for JSON, maxDownloadBytes for files (the SDK reads answers
+//     without limit; a larger answer is an error), and a non-JSON error
 //     page becomes an APIError with its status, never echoed into an error string.
 //
 // It is safe for concurrent use.
@@ -113,18 +114,42 @@ func (b boundedHTTP) Do(req *http.Request) (*http.Response, error) {
 		e.retryAfter, e.waitGiven = resetHeader(res.Header)
 		return nil, e
 	}
-	res.Body = cancelBody{io.LimitReader(res.Body, maxResponseBytes), res.Body, cancel}
+	limit := int64(maxResponseBytes)
+	if !strings.Contains(res.Header.Get("Content-Type"), "json") {
+		limit = maxDownloadBytes // a file or image (message resource download)
+	}
+	res.Body = &cancelBody{r: res.Body, left: limit, cancel: cancel}
 	return res, nil
 }
 
+// cancelBody ends the request's timeout when closed and fails a read past left
+// bytes with errTooLarge, so an oversized answer is an error, never cut silently.
 type cancelBody struct {
-	io.Reader
-	c      io.Closer
+	r      io.ReadCloser
+	left   int64
 	cancel context.CancelFunc
 }
 
-func (b cancelBody) Close() error {
-	err := b.c.Close()
+var errTooLarge = errors.New("feishu: answer larger than the limit")
+
+func (b *cancelBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, _ := b.r.Read(one[:]); n > 0 {
+			return 0, errTooLarge
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cancelBody) Close() error {
+	err := b.r.Close()
 	b.cancel()
 	return err
 }

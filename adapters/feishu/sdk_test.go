@@ -160,3 +160,18 @@ func TestSDKLoggerNeverLogsBodiesOrTokens(t *testing.T) {
 		t.Errorf("lines lost:\n%s", out)
 	}
 }
+
+// TestSDKOversizedAnswerIsAnError: a JSON answer past maxResponseBytes fails the
+// call instead of being cut and decoded.
+func TestSDKOversizedAnswerIsAnError(t *testing.T) {
+	big := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"code":0,"msg":"` + strings.Repeat("x", maxResponseBytes) + `","data":{"message_id":"om_2"}}`))
+	}
+	f := &sdkFake{script: []func(http.ResponseWriter){big}}
+	c, _ := newSDKClient(t, f)
+	m, err := c.createMessage(context.Background(), "chat_id", "oc_1", "text", `{"text":"hi"}`, "")
+	if !errors.Is(err, errTooLarge) {
+		t.Errorf("createMessage = %+v, %v; want errTooLarge", m, err)
+	}
+}
