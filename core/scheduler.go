@@ -232,7 +232,7 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 	if err != nil {
 		return nil, fmt.Errorf("resume item %d: %w", it.ID, err)
 	}
-	if run.Status == RunQueued && len(run.Checkpoint) > 0 {
+	if run.Status == RunQueued && (len(run.Checkpoint) > 0 || run.Restarts > 0) {
 		return e.pickRestartTx(tx, bot, it, run)
 	}
 	q, qerr := tx.Question(run.Question)
