@@ -320,6 +320,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 		defer dcancel()
 		env.stream.discard(dctx, streamed)
+		env.stream.forget(dctx)
 		e.showWork(dctx, job, false)
 		return
 	}
@@ -336,6 +337,8 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		if err2 != nil {
 			return err2
 		}
+		// The streamed messages are the reply's delivery's now, or discarded below.
+		r.Streamed = nil
 		if r.Status == RunCancelled {
 			// CancelRun settled it (core/control.go); keep only its usage.
 			cancelled = true
