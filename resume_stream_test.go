@@ -178,4 +178,14 @@ func TestResumeKilledStreamingRunLeavesNoStrayMessage(t *testing.T) {
 	if len(got) != 1 || got[0] != fmt.Sprintf("%d:%s", left[0].ID, want) {
 		t.Fatalf("bot messages = %q, want only the reply, edited into the streamed message %d", got, left[0].ID)
 	}
+	err := st.View(ctx, func(tx core.ReadTx) error {
+		r, err := tx.Run(firstRun)
+		if err == nil && (r.Status != core.RunCompleted || len(r.Streamed) != 0) {
+			err = fmt.Errorf("run is %s with streamed %v, want completed with none recorded", r.Status, r.Streamed)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
