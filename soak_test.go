@@ -15,7 +15,8 @@ package openbot_test
 //
 // The figures printed: per message sent, answered with the real reply exactly
 // once, answered only with a notice (a run killed before its first step
-// checkpoint cannot resume and is failed with "interrupted" by design), lost
+// checkpoint starts again from the beginning; only one killed that way three
+// times is failed with "interrupted"), lost
 // (no answer), duplicated (the real reply twice; those whose first copy was
 // accepted by Telegram just before a kill are counted apart: DESIGN.md §8
 // allows a second post in that window); and stray messages (a streamed partial
@@ -125,8 +126,8 @@ func runSoak(t *testing.T, p soakParams) soakTally {
 // real binary. No message is lost and none is answered twice (DESIGN.md §8),
 // except in the window the design allows (a kill right after Telegram accepted
 // the post, before the store recorded it).
-// Some may be answered only with the "interrupted" notice (a run killed before
-// its first step checkpoint), so the answered share is logged, not asserted.
+// A run killed before its first step checkpoint three times is answered only
+// with the "interrupted" notice, so the answered share is logged, not asserted.
 func TestSoakKillShort(t *testing.T) {
 	if os.Getenv("OPENBOT_SOAK") != "" {
 		t.Skip("the full soak runs instead")

@@ -275,7 +275,9 @@ func (a *Agent) maxModelCalls(bot core.BotProfile) int {
 // job.Run.Checkpoint, feeds the answer to the paused tool call (running an
 // approved tool with exactly the approved arguments) and goes on with the loop.
 // With job.Restart set, Execute resumes a run a restart interrupted from its last
-// step checkpoint (DESIGN.md §8): no finished model or tool call runs again.
+// step checkpoint (DESIGN.md §8): no finished model or tool call runs again. A
+// new run saves its first checkpoint before its first model call and fails
+// when it cannot (core restarts a run killed before that from the beginning).
 //
 // Errors: ErrModelCallLimit, *ModelError for a failed model call (also an empty
 // answer, a cut-off or truncated stream), ErrBadCheckpoint for a resume that
@@ -341,8 +343,13 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 			}
 		}
 		r.in = in
-		// The first step boundary: a restart from here on resumes the run.
-		_ = r.checkpoint(ctx)
+		// The first step boundary, before the first model call, tool call or
+		// streamed text: a run killed before it has done nothing visible and core
+		// starts it again from the beginning; from here on a restart resumes it
+		// (DESIGN.md §8). So a run that cannot save it does not go on.
+		if err := r.checkpoint(ctx); err != nil {
+			return core.Result{}, fmt.Errorf("save the run's first checkpoint: %w", err)
+		}
 	}
 	reply, pause, err := r.loop(ctx)
 	res := core.Result{Reply: reply, Usage: r.segmentUsage()}

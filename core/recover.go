@@ -6,14 +6,26 @@ import (
 	"strings"
 )
 
+// MaxRestartsBeforeFirstStep bounds how many times recover starts a run again
+// from the beginning because the process died before the run's first step
+// checkpoint: a run whose process dies that way a third time (two restarts
+// already) fails with the "interrupted" notice, so a run that crashes the
+// process is not retried forever (DESIGN.md §8).
+const MaxRestartsBeforeFirstStep = 2
+
 // recover repairs what an earlier process left in flight (seed §7, DESIGN.md §8).
 // A running run with a step checkpoint (Run.Checkpoint) resumes: it becomes
 // queued with a resume item in its bot's mailbox, its processing items stay
 // processing, and the pick that takes the item hands the agent a Job with
 // Restart set (pickRestartTx); a queued run left so by an earlier start keeps
-// its resume item. A running or queued run without a checkpoint cannot resume:
-// it becomes failed with a notice in its thread, its processing items fail, and
-// held hand-offs of its bot are released when their queue allows. Queued items
+// its resume item. A running run without a checkpoint has done nothing visible
+// yet (the agent checkpoints before its first model call, before any tool or
+// streamed text): it is queued the same way and started again from the
+// beginning under the same run id with the same triggers (Run.Restarts counts
+// these, up to MaxRestartsBeforeFirstStep). Any other running or queued run
+// without a checkpoint cannot resume: it becomes failed with a notice in its
+// thread, its processing items fail, and held hand-offs of its bot are released
+// when their queue allows. Queued items
 // stay queued and are picked as usual; waiting_human runs and their questions
 // are untouched; pending outbox entries are delivered by the lanes once they
 // start.
@@ -26,9 +38,15 @@ func (e *Engine) recover(ctx context.Context) error {
 				return err
 			}
 			for _, r := range rs {
-				if len(r.Checkpoint) > 0 {
+				switch {
+				case len(r.Checkpoint) > 0:
 					resumed = append(resumed, r)
-				} else {
+				case r.Status == RunRunning && r.Restarts < MaxRestartsBeforeFirstStep:
+					r.Restarts++ // dies before its first step: start it again
+					resumed = append(resumed, r)
+				case r.Status == RunQueued && r.Restarts > 0:
+					resumed = append(resumed, r) // queued to start again by an earlier start
+				default:
 					stale = append(stale, r)
 				}
 			}
@@ -94,7 +112,8 @@ func (e *Engine) recover(ctx context.Context) error {
 }
 
 // queueRestartTx makes a run a restart interrupted queued with one queued
-// resume item, so its bot's worker picks it up like any other work.
+// resume item, so its bot's worker picks it up like any other work. A running
+// run is stored (with its Restarts as the caller set it).
 func (e *Engine) queueRestartTx(tx Tx, r Run) error {
 	now := e.clock.Now()
 	if r.Status != RunQueued {
@@ -118,13 +137,19 @@ func (e *Engine) queueRestartTx(tx Tx, r Run) error {
 	if _, err := tx.PutItem(InboxItem{Actor: r.Bot, Thread: r.Thread, Kind: ItemResume, Run: r.ID, Status: ItemQueued, Created: now}); err != nil {
 		return err
 	}
-	e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; it resumes from its last step", r.ID), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+	how := "it resumes from its last step"
+	if len(r.Checkpoint) == 0 {
+		how = fmt.Sprintf("it had no step yet and starts again from the beginning (restart %d of %d)", r.Restarts, MaxRestartsBeforeFirstStep)
+	}
+	e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; %s", r.ID, how), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
 	return nil
 }
 
 // pickRestartTx turns the resume item of a run a restart interrupted (status
-// queued, queueRestartTx) into a Job with Restart set, under the same run id;
-// Resume is the run's answered question, if any, for a call that waited for it.
+// queued, queueRestartTx) into a Job under the same run id: with Restart set
+// when the run has a step checkpoint, else a fresh start from the beginning
+// with the run's triggers; Resume is the run's answered question, if any, for a
+// call that waited for it.
 func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
 	now := e.clock.Now()
 	run.Status = RunRunning
@@ -155,6 +180,11 @@ func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*J
 	job, err := e.newJobTx(tx, bot, run, t, triggers)
 	if err != nil {
 		return nil, err
+	}
+	if len(run.Checkpoint) == 0 {
+		// Nothing happened before the kill: the run starts from the beginning.
+		e.activity(tx, Activity{Event: "run.restarted", Summary: fmt.Sprintf("@%s started run %d again from the beginning after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+		return job, nil
 	}
 	job.Restart = true
 	if run.Question != 0 {

@@ -12,9 +12,10 @@ import (
 )
 
 // TestRestartRecovery: a process died with queued items, a processing item in a
-// running run, a delivered and a pending outbox entry. After a restart every queued
-// item is processed exactly once, the running run is failed with a notice, and
-// nothing is delivered twice.
+// running run that died before its first step as often as allowed
+// (MaxRestartsBeforeFirstStep), a delivered and a pending outbox entry. After a
+// restart every queued item is processed exactly once, the running run is
+// failed with a notice, and nothing is delivered twice.
 func TestRestartRecovery(t *testing.T) {
 	h := newHarness(t, core.Limits{})
 	st, err := bolt.Open(h.path, bolt.Options{})
@@ -36,7 +37,9 @@ func TestRestartRecovery(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		run, err := tx.PutRun(core.Run{Bot: it.Actor, Thread: it.Thread, Status: core.RunRunning, Items: []core.ItemID{it.ID}, Triggers: []core.MessageID{it.Message}})
+		// Started again from the beginning as often as allowed already.
+		run, err := tx.PutRun(core.Run{Bot: it.Actor, Thread: it.Thread, Status: core.RunRunning, Items: []core.ItemID{it.ID}, Triggers: []core.MessageID{it.Message},
+			Restarts: core.MaxRestartsBeforeFirstStep})
 		if err != nil {
 			return err
 		}
@@ -214,6 +217,85 @@ func TestRestartResumesRunWithCheckpoint(t *testing.T) {
 			return fmt.Errorf("run %s (checkpoint %d bytes), item %s", r.Status, len(r.Checkpoint), it.Status)
 		}
 		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestartStartsRunWithoutCheckpointAgain: a running run without a step
+// checkpoint (the process died between the pick and the agent's first
+// checkpoint) is started again from the beginning under the same run id with
+// its triggers (a fresh Job, not Restart), its item ends done and its reply is
+// posted once, with no notice; Run.Restarts counts the start.
+func TestRestartStartsRunWithoutCheckpointAgain(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	st, err := bolt.Open(h.path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := core.New(core.Options{Store: st, Agent: h.agent, Bots: team})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	a := h.say("@engineer task A")
+	var runID core.RunID
+	var itemID core.ItemID
+	err = st.Update(context.Background(), func(tx core.Tx) error {
+		it, err := tx.NextQueued(core.BotActorID("engineer"), func(core.InboxItem) bool { return false })
+		if err != nil {
+			return err
+		}
+		run, err := tx.PutRun(core.Run{Bot: it.Actor, Thread: it.Thread, Status: core.RunRunning, Items: []core.ItemID{it.ID}, Triggers: []core.MessageID{it.Message}})
+		if err != nil {
+			return err
+		}
+		runID, itemID = run.ID, it.ID
+		it.Status, it.Run = core.ItemProcessing, run.ID
+		_, err = tx.PutItem(it)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.agent.reply["engineer"] = func(_ context.Context, j *core.Job) (string, error) {
+		if j.Restart || j.Resume != nil || j.Run.ID != runID || len(j.Triggers) != 1 || j.Triggers[0].ID != a.Message {
+			return "", fmt.Errorf("job restart=%v run=%d triggers=%d", j.Restart, j.Run.ID, len(j.Triggers))
+		}
+		return "answered A", nil
+	}
+	h.start()
+	h.idle()
+
+	if n := len(h.agent.jobsFor("engineer")); n != 1 {
+		t.Fatalf("engineer jobs = %d, want 1", n)
+	}
+	replies := 0
+	for _, m := range h.messages(a.Thread) {
+		if m.Kind == core.KindNotice {
+			t.Errorf("unexpected notice %q", m.Text)
+		}
+		if m.Text == "answered A" {
+			replies++
+		}
+	}
+	if replies != 1 {
+		t.Fatalf("reply posted %d times, want 1", replies)
+	}
+	r := h.run(runID)
+	if r.Status != core.RunCompleted || r.Restarts != 1 {
+		t.Fatalf("run = %s with %d restarts, want completed with 1", r.Status, r.Restarts)
+	}
+	err = h.store.View(context.Background(), func(tx core.ReadTx) error {
+		it, err := tx.Item(itemID)
+		if err == nil && it.Status != core.ItemDone {
+			err = fmt.Errorf("item %d is %s, want done", it.ID, it.Status)
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -232,7 +232,7 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 	if err != nil {
 		return nil, fmt.Errorf("resume item %d: %w", it.ID, err)
 	}
-	if run.Status == RunQueued && len(run.Checkpoint) > 0 {
+	if run.Status == RunQueued && (len(run.Checkpoint) > 0 || run.Restarts > 0) {
 		return e.pickRestartTx(tx, bot, it, run)
 	}
 	q, qerr := tx.Question(run.Question)
@@ -320,6 +320,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 		defer dcancel()
 		env.stream.discard(dctx, streamed)
+		env.stream.forget(dctx)
 		e.showWork(dctx, job, false)
 		return
 	}
@@ -336,6 +337,8 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		if err2 != nil {
 			return err2
 		}
+		// The streamed messages are the reply's delivery's now, or discarded below.
+		r.Streamed = nil
 		if r.Status == RunCancelled {
 			// CancelRun settled it (core/control.go); keep only its usage.
 			cancelled = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,7 @@ const (
 // settling the run.
 type stream struct {
 	e    *Engine
+	run  RunID
 	mu   sync.Mutex
 	text string
 	seq  uint64        // bumped whenever text changes
@@ -55,6 +57,7 @@ type streamTarget struct {
 	replyTo string
 	sender  Sender
 	ids     []string  // the stream's messages so far
+	saved   []string  // ids as last recorded on the run (Run.Streamed)
 	shown   uint64    // seq last shown
 	text    string    // text last shown
 	next    time.Time // no update before this (Clock time)
@@ -65,10 +68,21 @@ type streamTarget struct {
 // startStream starts streaming job's answer into every binding whose account
 // would post the reply and streams (Streamer with a non-zero interval). It
 // returns nil, which ignores everything, when there is none.
+//
+// The messages an earlier process streamed this run into before it was killed
+// (Run.Streamed, DESIGN.md §8) are taken over: the stream goes on in them, so
+// the reply's delivery edits them into the answer, or discard removes them;
+// those of a conversation the run no longer streams into are removed here.
 func (e *Engine) startStream(ctx context.Context, job *Job) *stream {
 	spec := e.botReply(job, "")
 	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
-	s := &stream{e: e, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &stream{e: e, run: job.Run.ID, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	left := map[laneKey][]string{}
+	for _, m := range job.Run.Streamed {
+		if len(m.IDs) > 0 {
+			left[laneKey{m.Account, m.Conversation}] = m.IDs
+		}
+	}
 	for _, b := range job.Thread.Bindings {
 		acct, ok := e.pickAccount(b, job.Bot.ID())
 		if !ok {
@@ -82,8 +96,15 @@ func (e *Engine) startStream(ctx context.Context, job *Job) *stream {
 		if !ok || st.StreamInterval() <= 0 {
 			continue
 		}
-		s.targets = append(s.targets, &streamTarget{key: laneKey{acct, b.Conversation}, ad: st, every: st.StreamInterval(),
-			replyTo: spec.replyTo[b.Conversation], sender: sender})
+		k := laneKey{acct, b.Conversation}
+		ids := left[k]
+		delete(left, k)
+		s.targets = append(s.targets, &streamTarget{key: k, ad: st, every: st.StreamInterval(),
+			replyTo: spec.replyTo[b.Conversation], sender: sender, ids: ids, saved: ids})
+	}
+	if len(left) > 0 {
+		e.removeStreamed(ctx, sender, left)
+		s.record(ctx) // only what the targets took over stays recorded
 	}
 	if len(s.targets) == 0 {
 		return nil
@@ -178,6 +199,9 @@ func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uin
 	if ids != nil || err == nil {
 		t.ids = ids
 	}
+	if !slices.Equal(t.ids, t.saved) {
+		s.record(ctx)
+	}
 	now := s.e.clock.Now()
 	t.next = now.Add(t.every)
 	if err == nil {
@@ -238,10 +262,75 @@ func (s *stream) discard(ctx context.Context, left map[laneKey][]string) {
 	}
 }
 
+// forget clears the record of the stream's messages on its run after discard
+// removed them, for a run that stays running (a shutdown stopped it).
+func (s *stream) forget(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	saved := false
+	for _, t := range s.targets {
+		saved = saved || len(t.saved) > 0
+		t.ids = nil
+	}
+	if saved {
+		s.record(ctx)
+	}
+}
+
 // streamedCopy is a fresh copy of streamed for one settle transaction attempt.
 func streamedCopy(m map[laneKey][]string) map[laneKey][]string {
 	if m == nil {
 		return nil
 	}
 	return maps.Clone(m)
+}
+
+// record stores the stream's messages on its run (Run.Streamed) while the run
+// is running, so a process that is killed leaves their ids to the run resumed
+// after it (startStream). Called by loop when a target's messages changed (a
+// first post, a further part), never per edit; a failed write is logged and
+// tried again at the next change.
+func (s *stream) record(ctx context.Context) {
+	var out []StreamedMessages
+	for _, t := range s.targets {
+		if len(t.ids) > 0 {
+			out = append(out, StreamedMessages{Account: t.key.account, Conversation: t.key.conv, IDs: slices.Clone(t.ids)})
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, streamCallTimeout)
+	defer cancel()
+	err := s.e.store.Update(cctx, func(tx Tx) error {
+		r, err := tx.Run(s.run)
+		if err != nil || r.Status != RunRunning {
+			return err // settled meanwhile: its settling took care of them
+		}
+		r.Streamed = out
+		_, err = tx.PutRun(r)
+		return err
+	})
+	if err != nil {
+		s.e.log.Warn("recording the streamed messages of a run failed", "run", s.run, "err", Redact(err.Error()))
+		return
+	}
+	for _, t := range s.targets {
+		t.saved = t.ids
+	}
+}
+
+// removeStreamed removes streamed messages through their accounts, for
+// conversations a run no longer streams into.
+func (e *Engine) removeStreamed(ctx context.Context, sender Sender, left map[laneKey][]string) {
+	for k, ids := range left {
+		ad, ok := e.adapter(k.account)
+		st, ok2 := ad.(Streamer)
+		if !ok || !ok2 {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), streamCallTimeout)
+		if _, err := st.Stream(cctx, StreamDelivery{Conversation: k.conv, Sender: sender, Posted: ids}); err != nil {
+			e.log.Warn("removing a streamed partial reply failed", "account", k.account, "conversation", k.conv, "err", Redact(err.Error()))
+		}
+		cancel()
+	}
 }

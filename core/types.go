@@ -272,6 +272,23 @@ type Run struct {
 	Created  time.Time  `json:"created"`
 	Started  time.Time  `json:"started,omitempty"`
 	Ended    time.Time  `json:"ended,omitempty"`
+	// Restarts counts the starts of this run from the beginning after a process
+	// died before its first step checkpoint (recover, DESIGN.md §8); at
+	// MaxRestartsBeforeFirstStep the next such death fails it with a notice.
+	Restarts int `json:"restarts,omitempty"`
+	// Streamed are the platform messages the run's reply is being streamed into,
+	// recorded when a stream posts or grows (core/stream.go) and cleared when the
+	// run settles or pauses, so a run resumed after a kill edits them into its
+	// reply or removes them instead of leaving them in the chat (DESIGN.md §6, §8).
+	Streamed []StreamedMessages `json:"streamed,omitempty"`
+}
+
+// StreamedMessages are the platform ids, oldest first, of the messages a run's
+// reply was streamed into in one conversation through one account.
+type StreamedMessages struct {
+	Account      AccountID       `json:"account"`
+	Conversation ConversationRef `json:"conversation"`
+	IDs          []string        `json:"ids"`
 }
 
 // RunEvent is one step inside a run, appended in order (seed §1; open-bot run_events).
