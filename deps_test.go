@@ -24,12 +24,12 @@ type pkg struct {
 //     no openbot/adapters, agents, store, config or admin package;
 //   - openbot/adapters/X... depends on no openbot/agents, store, config or admin
 //     package and on no other adapter;
-//   - only openbot/store/... imports go.etcd.io/bbolt directly.
+//   - only openbot/store/... imports go.etcd.io/bbolt or pgx directly.
 func layering(pkgs []pkg) []string {
 	var out []string
 	coreBanned := []string{
 		"github.com/slack-go/slack", "github.com/go-telegram-bot-api/telegram-bot-api",
-		"go.etcd.io/bbolt", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
+		"go.etcd.io/bbolt", "github.com/jackc/pgx", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
 		"openbot/adapters", "openbot/agents", "openbot/store", "openbot/config", "openbot/admin",
 	}
 	adapterBanned := []string{"openbot/agents", "openbot/store", "openbot/config", "openbot/admin"}
@@ -58,7 +58,7 @@ func layering(pkgs []pkg) []string {
 		}
 		if !within(p.path, "openbot/store") {
 			for _, imp := range p.imports {
-				if within(imp, "go.etcd.io/bbolt") {
+				if within(imp, "go.etcd.io/bbolt") || within(imp, "github.com/jackc/pgx/v5") {
 					out = append(out, fmt.Sprintf("%s imports %s (only openbot/store may)", p.path, imp))
 				}
 			}
@@ -145,6 +145,8 @@ func TestLayeringRules(t *testing.T) {
 		{"adapter on config", pkg{path: "openbot/adapters/console", deps: []string{"openbot/config"}}, "openbot/adapters/console depends on openbot/config"},
 		{"adapter on adapter", pkg{path: "openbot/adapters/feishu", deps: []string{"openbot/adapters/slack"}}, "openbot/adapters/feishu depends on another adapter openbot/adapters/slack"},
 		{"bbolt outside store", pkg{path: "openbot/cmd/openbot", imports: []string{"go.etcd.io/bbolt"}}, "openbot/cmd/openbot imports go.etcd.io/bbolt (only openbot/store may)"},
+		{"core on pgx", pkg{path: "openbot/core", deps: []string{"github.com/jackc/pgx/v5"}}, "openbot/core depends on github.com/jackc/pgx/v5"},
+		{"pgx outside store", pkg{path: "openbot/cmd/openbot", imports: []string{"github.com/jackc/pgx/v5/pgxpool"}}, "openbot/cmd/openbot imports github.com/jackc/pgx/v5/pgxpool (only openbot/store may)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +160,7 @@ func TestLayeringRules(t *testing.T) {
 		{path: "openbot/core", deps: []string{"context", "log/slog"}},
 		{path: "openbot/adapters/slack/slacktest", deps: []string{"openbot/adapters/slack", "openbot/core", "github.com/slack-go/slack"}},
 		{path: "openbot/store/bolt", deps: []string{"go.etcd.io/bbolt", "openbot/core"}, imports: []string{"go.etcd.io/bbolt"}},
+		{path: "openbot/store/postgres", deps: []string{"github.com/jackc/pgx/v5", "openbot/core"}, imports: []string{"github.com/jackc/pgx/v5/pgxpool"}},
 		{path: "openbot/cmd/openbot", deps: []string{"openbot/store/bolt", "go.etcd.io/bbolt", "openbot/agents", "openbot/config"}, imports: []string{"openbot/store/bolt"}},
 		{path: "openbot/agents", deps: []string{"github.com/sashabaranov/go-openai", "openbot/core"}},
 	}
