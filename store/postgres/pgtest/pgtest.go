@@ -2,10 +2,11 @@
 // PostgreSQL store (DESIGN.md §7): initdb into a temporary directory as an
 // unprivileged user, listen on a random 127.0.0.1 port and a unix socket in that
 // directory, stop and remove it at the end. A package shares one cluster through
-// Main in its TestMain; each test takes a fresh schema of it with DSN.
+// Main in its TestMain, started by the first test that calls DSN (so a run of
+// other tests costs nothing); each test takes a fresh schema of it.
 //
 // When no PostgreSQL can be started, tests calling DSN skip with the reason,
-// unless the environment has CI=true: then Main fails the package.
+// unless the environment has CI=true: then they fail.
 package pgtest
 
 import (
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,40 +42,36 @@ type Server struct {
 }
 
 var (
-	shared  *Server
-	whyNot  error
-	started atomic.Bool
+	inMain bool
+	once   sync.Once
+	shared *Server
+	whyNot error
 )
 
-// Main is a TestMain body: it starts the shared cluster, runs the tests, stops
-// the cluster and returns the exit code. With CI=true a cluster that cannot start
-// fails the package; otherwise tests that need it skip.
+// Main is a TestMain body: it runs the tests, stops the shared cluster if one
+// was started, and returns the exit code.
 func Main(m *testing.M) int {
-	started.Store(true)
-	srv, err := Start()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL cannot be started and CI=true: %v\n", err)
-			return 1
-		}
-		whyNot = err
-	}
-	shared = srv
+	inMain = true
 	code := m.Run()
-	if srv != nil {
-		srv.Stop()
+	if shared != nil {
+		shared.Stop()
 	}
 	return code
 }
 
 // DSN returns a connection string for a new, empty schema of the shared
-// cluster (search_path set to it), or skips t when there is no cluster.
+// cluster (search_path set to it), starting the cluster on first use. Without
+// a cluster it skips t, or fails it when CI=true.
 func DSN(t testing.TB) string {
 	t.Helper()
-	if !started.Load() {
+	if !inMain {
 		t.Fatal("pgtest.DSN needs pgtest.Main in the package's TestMain")
 	}
+	once.Do(func() { shared, whyNot = Start() })
 	if shared == nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL cannot be started and CI=true: %v", whyNot)
+		}
 		t.Skipf("PostgreSQL tests skipped: no server could be started (%v); set CI=true to make this a failure", whyNot)
 	}
 	dsn, err := shared.NewSchema(t.Context())

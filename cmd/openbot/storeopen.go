@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"openbot/config"
+	"openbot/core"
+	"openbot/store/bolt"
+	"openbot/store/postgres"
+)
+
+// openStore opens the store the config names (DESIGN.md §7): the bbolt file at
+// store.path (default), or the PostgreSQL database at store.dsn, migrated to
+// this binary's schema. boltTimeout bounds the wait for the bbolt file lock (0 =
+// bolt's default); a held lock fails with an error wrapping bolt.ErrLocked.
+// PostgreSQL has no such lock: any number of processes open it.
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, boltTimeout time.Duration) (core.Store, error) {
+	switch cfg.Store.Driver {
+	case config.StorePostgres:
+		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	case config.StoreBolt, "":
+		st, err := bolt.Open(cfg.Store.Path, bolt.Options{Logger: log, Timeout: boltTimeout})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	default:
+		return nil, fmt.Errorf("store.driver: %q is not %s or %s", cfg.Store.Driver, config.StoreBolt, config.StorePostgres)
+	}
+}
