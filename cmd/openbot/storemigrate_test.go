@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"openbot/agents/openaitest"
 	"openbot/core"
 	"openbot/store/bolt"
 	"openbot/store/postgres"
@@ -188,5 +189,65 @@ func TestStoreMigrateBoltToPostgres(t *testing.T) {
 	}
 	if r := runFor(t, []string{"store", "migrate", "--from", path}, strings.NewReader(""), nil); r.code != exitUsage {
 		t.Errorf("migrate without prefixes: exit %d, want usage", r.code)
+	}
+}
+
+// The engine runs on PostgreSQL: a chat on bbolt, `store migrate`, then a chat
+// with store.driver postgres on the copy, which answers and keeps the history.
+func TestChatOnPostgresAfterMigrate(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	llm := openaitest.New(t)
+	llm.Enqueue(openaitest.Text("first answer"), openaitest.Text("second answer"))
+	dir := t.TempDir()
+	cfgPath := exampleConfig(t, dir)
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENAI_API_KEY": "sk-test", "DATABASE_URL": dsn}
+	r := runFor(t, []string{"chat", "--config", cfgPath}, strings.NewReader("hello on bolt\n"), env)
+	if r.code != 0 || !strings.Contains(r.stdout, "first answer") {
+		t.Fatalf("chat on bolt: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	boltPath := filepath.Join(dir, "data", "openbot.db")
+	r = runFor(t, []string{"store", "migrate", "--from", "bolt:" + boltPath, "--to", "postgres:" + dsn}, strings.NewReader(""), nil)
+	if r.code != exitOK {
+		t.Fatalf("migrate: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if err := os.Rename(boltPath, boltPath+".moved"); err != nil { // the bolt file must not be what answers
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "driver: bolt", "driver: postgres", 1)
+	if text == string(data) {
+		t.Fatal("config.example.yaml no longer contains store.driver: bolt")
+	}
+	if err := os.WriteFile(cfgPath, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runFor(t, []string{"chat", "--config", cfgPath}, strings.NewReader("hello on postgres\n"), env)
+	if r.code != 0 || !strings.Contains(r.stdout, "second answer") {
+		t.Fatalf("chat on postgres: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var texts []string
+	err = st.View(context.Background(), func(tx core.ReadTx) error {
+		ms, err := tx.MessagesSince(0, 0)
+		for _, m := range ms {
+			texts = append(texts, m.Text)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(texts, "|")
+	for _, want := range []string{"hello on bolt", "first answer", "hello on postgres", "second answer"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("messages in PostgreSQL %q lack %q", all, want)
+		}
 	}
 }
