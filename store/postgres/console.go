@@ -71,6 +71,15 @@ func (r *readTx) Heads() (core.LogHeads, error) {
 	if err != nil {
 		return h, fmt.Errorf("heads: %w", err)
 	}
+	if v, ok := r.ids.head("activity"); ok {
+		act = v
+	}
+	if v, ok := r.ids.head("messages"); ok {
+		msg = v
+	}
+	if v, ok := r.ids.head("run_event_log"); ok {
+		ev = v
+	}
 	return core.LogHeads{Activity: uint64(act), Message: core.MessageID(msg), RunEvent: uint64(ev)}, nil
 }
 

@@ -161,8 +161,10 @@ func runOne(ctx context.Context, w *writeTx, g *call) error {
 	}
 	// The group's context, not the caller's: a caller giving up mid-call must
 	// not abort the connection its neighbours' writes share.
-	g.err, g.panicked = guarded(g.fn, &writeTx{readTx{ctx: ctx, tx: w.tx}})
+	ids := w.ids.snapshot()
+	g.err, g.panicked = guarded(g.fn, &writeTx{readTx{ctx: ctx, tx: w.tx, ids: w.ids}})
 	if g.err != nil || g.panicked != nil {
+		w.ids.restore(ids)
 		_, err := w.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT batch_call`)
 		return err
 	}

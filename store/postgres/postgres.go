@@ -164,8 +164,12 @@ func (s *Store) write(ctx context.Context, fn func(*writeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := fn(&writeTx{readTx{ctx: ctx, tx: tx}}); err != nil {
+	w := &writeTx{readTx{ctx: ctx, tx: tx, ids: &idCache{}}}
+	if err := fn(w); err != nil {
 		return err
+	}
+	if err := w.ids.flush(ctx, tx); err != nil {
+		return s.wrap("commit", ctx, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.wrap("commit", ctx, err)

@@ -16,6 +16,7 @@ import (
 type readTx struct {
 	ctx context.Context
 	tx  pgx.Tx
+	ids *idCache // write transactions only: the counters assigned so far
 }
 
 var _ core.ReadTx = (*readTx)(nil)

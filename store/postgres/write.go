@@ -56,15 +56,31 @@ func (w *writeTx) upsert(what, sql string, v any, args ...any) error {
 	return w.exec(what, sql, append(args, data)...)
 }
 
+// save inserts a new record (fresh) or updates a stored one by its key, the
+// first of args; an update that finds no row is core.ErrNotFound wrapped with
+// what. Both statements take the JSON as their last argument.
+func (w *writeTx) save(what string, fresh bool, insert, update string, v any, args ...any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", what, err)
+	}
+	sql := insert
+	if !fresh {
+		sql = update
+	}
+	tag, err := w.tx.Exec(w.ctx, sql, append(args, data)...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", what, core.ErrNotFound)
+	}
+	return nil
+}
+
 // nextID assigns the next value of a counter, in this transaction.
 func (w *writeTx) nextID(name string) (uint64, error) {
-	var id int64
-	err := w.tx.QueryRow(w.ctx, `INSERT INTO counters (name, value) VALUES ($1, 1)
-		ON CONFLICT (name) DO UPDATE SET value = counters.value + 1 RETURNING value`, name).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("next id of %s: %w", name, err)
-	}
-	return uint64(id), nil
+	return w.ids.next(w.ctx, w.tx, name)
 }
 
 // exists returns core.ErrNotFound wrapped with what when sql finds no row.
@@ -100,17 +116,16 @@ func (w *writeTx) PutBot(b core.BotProfile) error {
 
 // PutThread stores a thread. It does not bind Thread.Key; BindThreadKey does.
 func (w *writeTx) PutThread(t core.Thread) (core.Thread, error) {
-	if t.ID == 0 {
+	fresh := t.ID == 0
+	if fresh {
 		id, err := w.nextID("threads")
 		if err != nil {
 			return t, err
 		}
 		t.ID = core.ThreadID(id)
-	} else if err := w.threadExists(t.ID); err != nil {
-		return t, err
 	}
-	return t, w.upsert("thread", `INSERT INTO threads (id, data) VALUES ($1, $2)
-		ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data`, t, int64(t.ID))
+	return t, w.save(fmt.Sprintf("thread %d", t.ID), fresh, `INSERT INTO threads (id, data) VALUES ($1, $2)`,
+		`UPDATE threads SET data = $2 WHERE id = $1`, t, int64(t.ID))
 }
 
 func (w *writeTx) threadExists(id core.ThreadID) error {
@@ -134,17 +149,16 @@ func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
 	if m.Thread == 0 {
 		return m, invalid("message without thread")
 	}
-	if m.ID == 0 {
+	fresh := m.ID == 0
+	if fresh {
 		id, err := w.nextID("messages")
 		if err != nil {
 			return m, err
 		}
 		m.ID = core.MessageID(id)
-	} else if err := w.exists(fmt.Sprintf("message %d", m.ID), `SELECT 1 FROM messages WHERE id = $1`, int64(m.ID)); err != nil {
-		return m, err
 	}
-	return m, w.upsert("message", `INSERT INTO messages (id, thread, data) VALUES ($1, $2, $3)
-		ON CONFLICT (id) DO UPDATE SET thread = EXCLUDED.thread, data = EXCLUDED.data`, m, int64(m.ID), int64(m.Thread))
+	return m, w.save(fmt.Sprintf("message %d", m.ID), fresh, `INSERT INTO messages (id, thread, data) VALUES ($1, $2, $3)`,
+		`UPDATE messages SET thread = $2, data = $3 WHERE id = $1`, m, int64(m.ID), int64(m.Thread))
 }
 
 // PutItem stores an inbox item. Actor, Thread, Kind and Status must be set
@@ -160,18 +174,17 @@ func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
 	case it.Status == "" || badText(string(it.Status)):
 		return it, invalid("item status %q", it.Status)
 	}
-	if it.ID == 0 {
+	fresh := it.ID == 0
+	if fresh {
 		id, err := w.nextID("items")
 		if err != nil {
 			return it, err
 		}
 		it.ID = core.ItemID(id)
-	} else if err := w.exists(fmt.Sprintf("item %d", it.ID), `SELECT 1 FROM items WHERE id = $1`, int64(it.ID)); err != nil {
-		return it, err
 	}
-	return it, w.upsert("item", `INSERT INTO items (id, actor, thread, status, data) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (id) DO UPDATE SET actor = EXCLUDED.actor, thread = EXCLUDED.thread,
-		status = EXCLUDED.status, data = EXCLUDED.data`,
+	return it, w.save(fmt.Sprintf("item %d", it.ID), fresh,
+		`INSERT INTO items (id, actor, thread, status, data) VALUES ($1, $2, $3, $4, $5)`,
+		`UPDATE items SET actor = $2, thread = $3, status = $4, data = $5 WHERE id = $1`,
 		it, int64(it.ID), string(it.Actor), int64(it.Thread), string(it.Status))
 }
 
@@ -185,28 +198,28 @@ func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 	case r.Status == "" || badText(string(r.Status)):
 		return r, invalid("run status %q", r.Status)
 	}
-	if r.ID == 0 {
+	fresh := r.ID == 0
+	if fresh {
 		id, err := w.nextID("runs")
 		if err != nil {
 			return r, err
 		}
 		r.ID = core.RunID(id)
-	} else if err := w.exists(fmt.Sprintf("run %d", r.ID), `SELECT 1 FROM runs WHERE id = $1`, int64(r.ID)); err != nil {
-		return r, err
 	}
-	return r, w.upsert("run", `INSERT INTO runs (id, status, data) VALUES ($1, $2, $3)
-		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, data = EXCLUDED.data`,
-		r, int64(r.ID), string(r.Status))
+	return r, w.save(fmt.Sprintf("run %d", r.ID), fresh, `INSERT INTO runs (id, status, data) VALUES ($1, $2, $3)`,
+		`UPDATE runs SET status = $2, data = $3 WHERE id = $1`, r, int64(r.ID), string(r.Status))
 }
 
 // AppendRunEvent sets Seq to one past the run's last event and Pos (the
 // store-wide order) to the next run_event_log counter. The run must exist.
 func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
-	if err := w.exists(fmt.Sprintf("run %d", e.Run), `SELECT 1 FROM runs WHERE id = $1`, int64(e.Run)); err != nil {
-		return e, err
-	}
 	var seq int64
-	if err := w.tx.QueryRow(w.ctx, `SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run = $1`, int64(e.Run)).Scan(&seq); err != nil {
+	err := w.tx.QueryRow(w.ctx, `SELECT (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run = $1)
+		FROM runs WHERE id = $1`, int64(e.Run)).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, fmt.Errorf("run %d: %w", e.Run, core.ErrNotFound)
+	}
+	if err != nil {
 		return e, fmt.Errorf("run %d: next event: %w", e.Run, err)
 	}
 	e.Seq = uint64(seq)
@@ -224,18 +237,16 @@ func (w *writeTx) PutOutbox(o core.OutboxEntry) (core.OutboxEntry, error) {
 	if o.Status == "" {
 		return o, invalid("outbox entry without status")
 	}
-	if o.ID == 0 {
+	fresh := o.ID == 0
+	if fresh {
 		id, err := w.nextID("outbox")
 		if err != nil {
 			return o, err
 		}
 		o.ID = core.OutboxID(id)
-	} else if err := w.exists(fmt.Sprintf("outbox %d", o.ID), `SELECT 1 FROM outbox WHERE id = $1`, int64(o.ID)); err != nil {
-		return o, err
 	}
-	return o, w.upsert("outbox entry", `INSERT INTO outbox (id, pending, data) VALUES ($1, $2, $3)
-		ON CONFLICT (id) DO UPDATE SET pending = EXCLUDED.pending, data = EXCLUDED.data`,
-		o, int64(o.ID), o.Status == core.OutboxPending)
+	return o, w.save(fmt.Sprintf("outbox %d", o.ID), fresh, `INSERT INTO outbox (id, pending, data) VALUES ($1, $2, $3)`,
+		`UPDATE outbox SET pending = $2, data = $3 WHERE id = $1`, o, int64(o.ID), o.Status == core.OutboxPending)
 }
 
 func (w *writeTx) MarkSeen(key string, m core.MessageID) error {
