@@ -228,6 +228,15 @@ func TestChatOnPostgresAfterMigrate(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "second answer") {
 		t.Fatalf("chat on postgres: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
+	// The CLI reads the database directly, no running server needed.
+	r = runFor(t, []string{"threads", "--config", cfgPath}, strings.NewReader(""), env)
+	if r.code != exitOK {
+		t.Errorf("threads on postgres: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = runFor(t, []string{"approvals", "list", "--config", cfgPath}, strings.NewReader(""), env)
+	if r.code != exitOK {
+		t.Errorf("approvals on postgres: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
 	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -35,3 +35,21 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, boltTi
 		return nil, fmt.Errorf("store.driver: %q is not %s or %s", cfg.Store.Driver, config.StoreBolt, config.StorePostgres)
 	}
 }
+
+// viewPostgres opens the PostgreSQL store of cfg, reads with fn in one View and
+// closes it: the CLI's read path, which needs no running server since the
+// database has no file lock.
+func viewPostgres[T any](ctx context.Context, cfg *config.Config, fn func(core.ReadTx) (T, error)) (T, error) {
+	var out T
+	st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{MaxConns: 2})
+	if err != nil {
+		return out, err
+	}
+	defer st.Close()
+	err = st.View(ctx, func(tx core.ReadTx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
