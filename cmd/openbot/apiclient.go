@@ -16,6 +16,7 @@ import (
 	"openbot/admin"
 	"openbot/config"
 	"openbot/store/bolt"
+	"openbot/store/postgres"
 )
 
 // apiReader reads the operator console's API for the CLI (DESIGN.md §10): in
@@ -36,7 +37,7 @@ var errNoStore = errors.New("no store yet")
 // checks that the server at http.listen serves this very store.
 func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
 	if cfg.Store.Driver == config.StorePostgres { // no file lock: any process may read
-		st, err := openStore(ctx, cfg, nil, 0)
+		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{MaxConns: 2})
 		if err != nil {
 			return nil, err
 		}

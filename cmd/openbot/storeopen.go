@@ -14,13 +14,15 @@ import (
 
 // openStore opens the store the config names (DESIGN.md §7): the bbolt file at
 // store.path (default), or the PostgreSQL database at store.dsn, migrated to
-// this binary's schema. boltTimeout bounds the wait for the bbolt file lock (0 =
-// bolt's default); a held lock fails with an error wrapping bolt.ErrLocked.
-// PostgreSQL has no such lock: any number of processes open it.
+// this binary's schema, for serving: exclusively, since the engine is one process
+// per store until leases exist. boltTimeout bounds the wait for the bbolt file
+// lock (0 = bolt's default; a held lock wraps bolt.ErrLocked); a database another
+// serve holds fails at once with postgres.ErrInUse. The CLI's readers open
+// PostgreSQL without that lock (viewPostgres).
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, boltTimeout time.Duration) (core.Store, error) {
 	switch cfg.Store.Driver {
 	case config.StorePostgres:
-		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Logger: log})
+		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Logger: log, Exclusive: true})
 		if err != nil {
 			return nil, err
 		}
