@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -123,6 +124,17 @@ func (c *committer) runGroup() {
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(group[0].ctx), groupTimeout)
 	err := c.s.write(ctx, func(w *writeTx) error {
+		if len(group) == 1 { // alone: no savepoint needed, a failure rolls back the transaction
+			g := group[0]
+			if g.err = g.ctx.Err(); g.err != nil {
+				return errCallFailed
+			}
+			g.err, g.panicked = guarded(g.fn, w)
+			if g.err != nil || g.panicked != nil {
+				return errCallFailed
+			}
+			return nil
+		}
 		for _, g := range group {
 			if err := runOne(ctx, w, g); err != nil {
 				return err
@@ -171,6 +183,10 @@ func runOne(ctx context.Context, w *writeTx, g *call) error {
 	_, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT batch_call`)
 	return err
 }
+
+// errCallFailed rolls back a group of one whose call failed; the caller gets
+// the call's own error, never this.
+var errCallFailed = errors.New("batch call failed")
 
 func guarded(fn func(core.Tx) error, tx core.Tx) (err error, panicked any) {
 	defer func() {

@@ -174,3 +174,42 @@ func TestExclusive(t *testing.T) {
 	}
 	_ = again.Close()
 }
+
+// TestBatchAloneFailsAndPanics: a lone Batch call that fails writes nothing and
+// returns its own error; one that panics re-raises on the caller's goroutine
+// and writes nothing; the store stays usable.
+func TestBatchAloneFailsAndPanics(t *testing.T) {
+	s, _ := open(t, postgres.Options{})
+	boom := errors.New("boom")
+	err := s.Batch(t.Context(), func(tx core.Tx) error {
+		if _, err := tx.PutThread(core.Thread{Key: "gone"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if err != boom {
+		t.Fatalf("Batch = %v, want the call's own error", err)
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != "kaboom" {
+				t.Errorf("recovered %v, want the call's panic", p)
+			}
+		}()
+		_ = s.Batch(t.Context(), func(tx core.Tx) error {
+			_, _ = tx.PutThread(core.Thread{Key: "gone too"})
+			panic("kaboom")
+		})
+	}()
+	var th core.Thread
+	if err := s.Batch(t.Context(), func(tx core.Tx) error {
+		var err error
+		th, err = tx.PutThread(core.Thread{Key: "kept"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if th.ID != 1 {
+		t.Errorf("thread ID after two rolled-back calls = %d, want 1", th.ID)
+	}
+}
