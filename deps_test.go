@@ -24,14 +24,14 @@ type pkg struct {
 //     no openbot/adapters, agents, store, config or admin package;
 //   - openbot/adapters/X... depends on no openbot/agents, store, config or admin
 //     package and on no other adapter;
-//   - only openbot/store/... imports go.etcd.io/bbolt directly;
+//   - only openbot/store/... imports go.etcd.io/bbolt or pgx directly;
 //   - only openbot/adapters/feishu/... imports the Feishu/Lark SDK
 //     (github.com/larksuite/oapi-sdk-go) directly.
 func layering(pkgs []pkg) []string {
 	var out []string
 	coreBanned := []string{
 		"github.com/slack-go/slack", "github.com/go-telegram-bot-api/telegram-bot-api",
-		"go.etcd.io/bbolt", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
+		"go.etcd.io/bbolt", "github.com/jackc/pgx", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
 		"github.com/larksuite/oapi-sdk-go", "openbot/adapters", "openbot/agents", "openbot/store", "openbot/config", "openbot/admin",
 	}
 	adapterBanned := []string{"openbot/agents", "openbot/store", "openbot/config", "openbot/admin"}
@@ -60,7 +60,7 @@ func layering(pkgs []pkg) []string {
 		}
 		if !within(p.path, "openbot/store") {
 			for _, imp := range p.imports {
-				if within(imp, "go.etcd.io/bbolt") {
+				if within(imp, "go.etcd.io/bbolt") || within(imp, "github.com/jackc/pgx/v5") {
 					out = append(out, fmt.Sprintf("%s imports %s (only openbot/store may)", p.path, imp))
 				}
 			}
@@ -156,6 +156,8 @@ func TestLayeringRules(t *testing.T) {
 		{"core on lark", pkg{path: "openbot/core", deps: []string{"github.com/larksuite/oapi-sdk-go/v3/core"}}, "openbot/core depends on github.com/larksuite/oapi-sdk-go/v3/core"},
 		{"lark outside feishu", pkg{path: "openbot/adapters/slack", imports: []string{"github.com/larksuite/oapi-sdk-go/v3/service/im/v1"}}, "openbot/adapters/slack imports github.com/larksuite/oapi-sdk-go/v3/service/im/v1 (only openbot/adapters/feishu may)"},
 		{"bbolt outside store", pkg{path: "openbot/cmd/openbot", imports: []string{"go.etcd.io/bbolt"}}, "openbot/cmd/openbot imports go.etcd.io/bbolt (only openbot/store may)"},
+		{"core on pgx", pkg{path: "openbot/core", deps: []string{"github.com/jackc/pgx/v5"}}, "openbot/core depends on github.com/jackc/pgx/v5"},
+		{"pgx outside store", pkg{path: "openbot/cmd/openbot", imports: []string{"github.com/jackc/pgx/v5/pgxpool"}}, "openbot/cmd/openbot imports github.com/jackc/pgx/v5/pgxpool (only openbot/store may)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +171,7 @@ func TestLayeringRules(t *testing.T) {
 		{path: "openbot/core", deps: []string{"context", "log/slog"}},
 		{path: "openbot/adapters/slack/slacktest", deps: []string{"openbot/adapters/slack", "openbot/core", "github.com/slack-go/slack"}},
 		{path: "openbot/store/bolt", deps: []string{"go.etcd.io/bbolt", "openbot/core"}, imports: []string{"go.etcd.io/bbolt"}},
+		{path: "openbot/store/postgres", deps: []string{"github.com/jackc/pgx/v5", "openbot/core"}, imports: []string{"github.com/jackc/pgx/v5/pgxpool"}},
 		{path: "openbot/cmd/openbot", deps: []string{"openbot/store/bolt", "go.etcd.io/bbolt", "openbot/agents", "openbot/config"}, imports: []string{"openbot/store/bolt"}},
 		{path: "openbot/agents", deps: []string{"github.com/sashabaranov/go-openai", "openbot/core"}},
 		{path: "openbot/adapters/feishu", deps: []string{"openbot/core", "github.com/larksuite/oapi-sdk-go/v3/core"}, imports: []string{"github.com/larksuite/oapi-sdk-go/v3/service/im/v1"}},

@@ -92,11 +92,25 @@ type Admin struct {
 // MinAdminTokenLen is the shortest admin.token accepted.
 const MinAdminTokenLen = 16
 
-// Store is the bbolt file.
+// Store chooses where openbot keeps its state (DESIGN.md §7): one bbolt file (the
+// default; one process) or a PostgreSQL database (several processes may share it).
 type Store struct {
-	// Path of the database file; default "./data/openbot.db".
+	// Driver is StoreBolt (default) or StorePostgres.
+	Driver string `yaml:"driver"`
+	// Path of the bbolt file; default "./data/openbot.db". With either driver the
+	// pid file (and, for chat, the log) lives beside it.
 	Path string `yaml:"path"`
+	// DSN is the PostgreSQL connection string (libpq URL or key=value), required
+	// with driver postgres; write it as ${DATABASE_URL} to keep the password out
+	// of the file. Never logged.
+	DSN string `yaml:"dsn"`
 }
+
+// Store drivers.
+const (
+	StoreBolt     = "bolt"
+	StorePostgres = "postgres"
+)
 
 // Retention says how long the store keeps each kind of record (DESIGN.md §10
 // "retention"); a background pruner deletes older ones in small transactions

@@ -463,3 +463,23 @@ func TestMCPIdempotent(t *testing.T) {
 		t.Fatalf("mcp servers = %+v", cfg.MCPServers)
 	}
 }
+
+func TestStoreDriver(t *testing.T) {
+	cfg := parseOK(t, minimal, nil)
+	if cfg.Store.Driver != StoreBolt {
+		t.Errorf("default store.driver = %q, want %q", cfg.Store.Driver, StoreBolt)
+	}
+	cfg = parseOK(t, minimal+"store: {driver: postgres, dsn: \"${DATABASE_URL}\"}\n", map[string]string{"DATABASE_URL": "postgres://u@h/db"})
+	if cfg.Store.Driver != StorePostgres || cfg.Store.DSN != "postgres://u@h/db" {
+		t.Errorf("store = %+v", cfg.Store)
+	}
+	for _, tt := range []struct{ text, path string }{
+		{"store: {driver: postgres}", "store.dsn"},
+		{"store: {driver: mysql}", "store.driver"},
+	} {
+		es := parseErrs(t, minimal+tt.text+"\n")
+		if len(es) != 1 || es[0].Path != tt.path {
+			t.Errorf("%s: errors %v, want one at %s", tt.text, es, tt.path)
+		}
+	}
+}

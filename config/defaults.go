@@ -31,6 +31,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Store.Path == "" {
 		c.Store.Path = DefaultStorePath
 	}
+	if c.Store.Driver == "" {
+		c.Store.Driver = StoreBolt
+	}
 	if c.Workspace == "" {
 		c.Workspace = DefaultWorkspace
 	}

@@ -56,6 +56,15 @@ func (c *Config) Validate() error {
 	if c.Store.Path == "" {
 		p.add("store.path", "must be set")
 	}
+	switch c.Store.Driver {
+	case StoreBolt:
+	case StorePostgres:
+		if c.Store.DSN == "" {
+			p.add("store.dsn", "must be set with driver postgres (e.g. ${DATABASE_URL})")
+		}
+	default:
+		p.add("store.driver", "%q is not %s or %s", c.Store.Driver, StoreBolt, StorePostgres)
+	}
 	if t := c.Admin.Token; t != "" && len(t) < MinAdminTokenLen {
 		p.add("admin.token", "must be at least %d characters (or empty to turn the admin endpoints off)", MinAdminTokenLen)
 	}

@@ -16,6 +16,7 @@ import (
 	"openbot/admin"
 	"openbot/config"
 	"openbot/store/bolt"
+	"openbot/store/postgres"
 )
 
 // apiReader reads the operator console's API for the CLI (DESIGN.md §10): in
@@ -35,6 +36,18 @@ var errNoStore = errors.New("no store yet")
 // openAPI opens the store file read-side, or, when a running openbot holds it,
 // checks that the server at http.listen serves this very store.
 func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
+	if cfg.Store.Driver == config.StorePostgres { // no file lock: any process may read
+		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{MaxConns: 2})
+		if err != nil {
+			return nil, err
+		}
+		srv, err := admin.New(admin.Options{Store: st})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		return &apiReader{local: srv, closer: func() { _ = st.Close() }}, nil
+	}
 	if _, err := os.Stat(cfg.Store.Path); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: nothing has run with this config", errNoStore, cfg.Store.Path)
 	}

@@ -54,6 +54,9 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer, 
 }
 
 func readQuestions(ctx context.Context, cfg *config.Config, pending bool) ([]core.Question, error) {
+	if cfg.Store.Driver == config.StorePostgres { // no file lock: read the database directly
+		return viewPostgres(ctx, cfg, func(tx core.ReadTx) ([]core.Question, error) { return tx.Questions(pending, 0) })
+	}
 	if _, err := os.Stat(cfg.Store.Path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // nothing has run with this store yet; do not create one
 	}

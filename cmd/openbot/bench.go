@@ -15,6 +15,7 @@ import (
 
 	"openbot/core"
 	"openbot/store/bolt"
+	"openbot/store/postgres"
 )
 
 // runBench is `openbot bench`: the ingestion figures of DESIGN.md §7 measured on
@@ -36,6 +37,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	platform := fs.String("platform", "", "telegram or slack: drive openbot end to end against that fake platform and a fake model at --rate for --duration")
 	duration := fs.Duration("duration", 10*time.Second, "with --platform: how long to send messages")
 	burst := fs.Int("burst", 5000, "with --platform telegram: updates in the polling throughput measurement (0: skip it)")
+	dsn := fs.String("dsn", "", "also measure Ingest on PostgreSQL: DSN of an EMPTY scratch database (its tables are created and filled)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -64,6 +66,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "raw bbolt Batch:   %8.0f puts/s      (%d puts, %d writers, fsync on)\n", raw, *n, *workers)
 	fmt.Fprintf(stdout, "core Ingest:       %8.0f messages/s  (%d messages over 1000 threads, %d writers)\n", ingest, *n, *workers)
 	fmt.Fprintf(stdout, "ratio:             %8.2f             (aim >= 0.7)\n", ingest/raw)
+	if *dsn != "" {
+		pst, err := postgres.Open(ctx, *dsn, postgres.Options{MaxConns: 16})
+		if err != nil {
+			return fail(err)
+		}
+		pg, err := ingestRateOn(ctx, pst, *n, *workers)
+		_ = pst.Close()
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "core Ingest, PostgreSQL: %8.0f messages/s  (same load; %.2f of bbolt's)\n", pg, pg/ingest)
+	}
 	if *paced > 0 && *rate > 0 {
 		p50, p99, err := pacedLatency(ctx, filepath.Join(*dir, "paced.db"), *paced, *rate)
 		if err != nil {
@@ -96,6 +110,12 @@ func ingestRate(ctx context.Context, path string, n, workers int) (float64, erro
 		return 0, err
 	}
 	defer st.Close()
+	return ingestRateOn(ctx, st, n, workers)
+}
+
+// ingestRateOn is the Ingest throughput of n messages from workers goroutines
+// over 1000 threads on st, which should be empty.
+func ingestRateOn(ctx context.Context, st core.Store, n, workers int) (float64, error) {
 	eng, err := core.New(core.Options{Store: st, Agent: benchAgent{}, Bots: []core.BotProfile{{Handle: "chief_of_staff"}, {Handle: "engineer"}}})
 	if err != nil {
 		return 0, err

@@ -14,6 +14,7 @@ import (
 	"openbot/agents/mcp"
 	"openbot/agents/tools"
 	"openbot/config"
+	"openbot/core"
 	"openbot/store/bolt"
 )
 
@@ -164,6 +165,15 @@ func (d *doctor) mcpServers(ctx context.Context) {
 // store opens the store (it must not be in use), verifies every index, and
 // reports its size and its oldest kept records.
 func (d *doctor) store(ctx context.Context) {
+	if d.cfg.Store.Driver == config.StorePostgres {
+		_, err := viewPostgres(ctx, d.cfg, func(tx core.ReadTx) (int, error) { return tx.CountQueued() })
+		if err != nil {
+			d.add(checkFail, "store", "PostgreSQL: "+err.Error(), "check store.dsn and that the database is reachable")
+		} else {
+			d.add(checkOK, "store", "PostgreSQL reachable, schema current", "")
+		}
+		return
+	}
 	path := d.cfg.Store.Path
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		d.add(checkOK, "store", path+" does not exist yet; serve creates it", "")

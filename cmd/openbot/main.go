@@ -9,6 +9,7 @@
 //	openbot reload --config FILE         check FILE, then have the running serve or chat apply it (SIGHUP)
 //	openbot doctor --config FILE         check every account, model, MCP server, the store
 //	openbot store compact --config FILE  rewrite the store file offline to give freed space back
+//	openbot store migrate --from bolt:PATH --to postgres:DSN  copy a bbolt store into PostgreSQL
 //	openbot schedules --config FILE      the scheduled messages, their next and last slots
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
 //	openbot threads | runs [--thread N] | run ID | activity [--follow]
@@ -58,6 +59,7 @@ const usage = `usage:
   openbot reload --config FILE                      apply a changed configuration without a restart
   openbot doctor --config FILE [--timeout D]        check accounts, models, MCP, store
   openbot store compact --config FILE               shrink the store file (openbot stopped)
+  openbot store migrate --from bolt:PATH --to postgres:DSN  copy the store into PostgreSQL (openbot stopped)
   openbot schedules --config FILE                   list the scheduled messages
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
   openbot threads [--platform P] [--bot B] [--pending] [--q TEXT]   threads, newest first

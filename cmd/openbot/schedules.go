@@ -167,7 +167,21 @@ func printBotSchedules(w io.Writer, made []admin.Schedule) {
 func listConfigSchedules(ctx context.Context, cfg *config.Config, stdout io.Writer) (string, error) {
 	last := map[string]string{}
 	note := ""
-	if _, err := os.Stat(cfg.Store.Path); err == nil {
+	if cfg.Store.Driver == config.StorePostgres {
+		_, err := viewPostgres(ctx, cfg, func(tx core.ReadTx) (struct{}, error) {
+			for _, s := range cfg.Schedules {
+				if v, err := tx.Cursor(core.ScheduleCursor(s.Name)); err == nil && v != "" {
+					if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
+						last[s.Name] = time.Unix(sec, 0).UTC().Format(time.RFC3339)
+					}
+				}
+			}
+			return struct{}{}, nil
+		})
+		if err != nil {
+			return "", err
+		}
+	} else if _, err := os.Stat(cfg.Store.Path); err == nil {
 		st, err := bolt.Open(cfg.Store.Path, bolt.Options{Timeout: time.Second})
 		switch {
 		case errors.Is(err, bolt.ErrLocked):

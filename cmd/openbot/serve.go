@@ -124,7 +124,7 @@ func (a *app) fail(msg string, err error) int {
 // engine finishes or fails in-flight runs and flushes delivery, the store closes.
 func (a *app) serve(ctx context.Context) int {
 	log := a.log
-	st, err := bolt.Open(a.cfg.Store.Path, bolt.Options{Logger: log})
+	st, err := openStore(ctx, a.cfg, log, 0)
 	if err != nil {
 		return a.fail("open store", err)
 	}
@@ -184,9 +184,14 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("engine", err)
 	}
 
-	pruner, err := newPruner(a.cfg, st, log)
-	if err != nil {
-		return a.fail("retention", err)
+	var pruner *core.Pruner
+	if pst, ok := st.(core.Pruning); ok {
+		pruner, err = newPruner(a.cfg, pst, log)
+		if err != nil {
+			return a.fail("retention", err)
+		}
+	} else {
+		log.Warn("retention: this store driver does not prune; records are kept", "driver", a.cfg.Store.Driver)
 	}
 
 	sched, err := newScheduleRunner(a.cfg, eng, log)
@@ -219,8 +224,8 @@ func (a *app) serve(ctx context.Context) int {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
 	mountMetrics(mux, a.cfg, mtr, eng, log)
-	if mtr != nil {
-		registerStoreStats(mtr.Registry(), st, log)
+	if bst, ok := st.(*bolt.Store); ok && mtr != nil {
+		registerStoreStats(mtr.Registry(), bst, log)
 	}
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
@@ -320,9 +325,11 @@ func (a *app) serve(ctx context.Context) int {
 		}
 		return nil
 	})
-	g.Go(func() error { // the pruner stops with the engine, within one small transaction
-		return pruner.Run(engCtx)
-	})
+	if pruner != nil {
+		g.Go(func() error { // the pruner stops with the engine, within one small transaction
+			return pruner.Run(engCtx)
+		})
+	}
 	if ln != nil {
 		intake.Add(1)
 		g.Go(func() error {

@@ -15,8 +15,11 @@ import (
 // (DESIGN.md §10 "retention"). openbot must be stopped; a running one holds the
 // file lock and the command fails saying so.
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	if len(args) > 0 && args[0] == "migrate" {
+		return runStoreMigrate(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "compact" {
-		fmt.Fprint(stderr, "usage: openbot store compact --config FILE\n")
+		fmt.Fprint(stderr, storeUsage)
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("store compact", flag.ContinueOnError)
@@ -37,5 +40,7 @@ func runStore(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	fmt.Fprintf(stdout, "compacted %s: %.1f MiB -> %.1f MiB\n", cfg.Store.Path, mib(res.Before), mib(res.After))
 	return exitOK
 }
+
+const storeUsage = "usage: openbot store compact --config FILE\n       openbot store migrate --from bolt:PATH --to postgres:DSN\n"
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"openbot/core"
+)
+
+// Reads for the operator console (DESIGN.md §10), the questions of paused runs
+// (DESIGN.md §5) and the usage ledger of cost control: each listing is an index
+// range on a sequence column, so a page costs its own size.
+
+func (r *readTx) ThreadsBefore(beforeID core.ThreadID, limit int) ([]core.Thread, error) {
+	return list[core.Thread](r, "threads",
+		`SELECT data FROM threads WHERE id < $1 ORDER BY id DESC LIMIT $2`, before(uint64(beforeID)), lim(limit))
+}
+
+func (r *readTx) RunsBefore(beforeID core.RunID, limit int) ([]core.Run, error) {
+	return list[core.Run](r, "runs",
+		`SELECT data FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2`, before(uint64(beforeID)), lim(limit))
+}
+
+func (r *readTx) ActivitiesBefore(beforeSeq uint64, limit int) ([]core.Activity, error) {
+	return list[core.Activity](r, "activities",
+		`SELECT data FROM activity WHERE seq < $1 ORDER BY seq DESC LIMIT $2`, before(beforeSeq), lim(limit))
+}
+
+func (r *readTx) MessagesSince(after core.MessageID, limit int) ([]core.Message, error) {
+	return list[core.Message](r, "messages",
+		`SELECT data FROM messages WHERE id > $1 ORDER BY id LIMIT $2`, int64(after), lim(limit))
+}
+
+// RunEventsSince reads run_events by pos, the store-wide order of appends;
+// pruned events are simply absent.
+func (r *readTx) RunEventsSince(after uint64, limit int) ([]core.LoggedRunEvent, error) {
+	rows, err := r.tx.Query(r.ctx, `SELECT pos, data FROM run_events WHERE pos > $1 ORDER BY pos LIMIT $2`, int64(after), lim(limit))
+	if err != nil {
+		return nil, fmt.Errorf("run events: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (core.LoggedRunEvent, error) {
+		var e core.LoggedRunEvent
+		var pos int64
+		var data []byte
+		if err := row.Scan(&pos, &data); err != nil {
+			return e, err
+		}
+		e.Pos = uint64(pos)
+		return e, jsonDecode(data, &e.RunEvent, "run event")
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run events: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// Heads reads the counters: each is the last ID assigned in a committed
+// transaction.
+func (r *readTx) Heads() (core.LogHeads, error) {
+	var h core.LogHeads
+	var act, msg, ev int64
+	err := r.tx.QueryRow(r.ctx, `SELECT
+		coalesce((SELECT value FROM counters WHERE name = 'activity'), 0),
+		coalesce((SELECT value FROM counters WHERE name = 'messages'), 0),
+		coalesce((SELECT value FROM counters WHERE name = 'run_event_log'), 0)`).Scan(&act, &msg, &ev)
+	if err != nil {
+		return h, fmt.Errorf("heads: %w", err)
+	}
+	if v, ok := r.ids.head("activity"); ok {
+		act = v
+	}
+	if v, ok := r.ids.head("messages"); ok {
+		msg = v
+	}
+	if v, ok := r.ids.head("run_event_log"); ok {
+		ev = v
+	}
+	return core.LogHeads{Activity: uint64(act), Message: core.MessageID(msg), RunEvent: uint64(ev)}, nil
+}
+
+func (r *readTx) Question(id core.QuestionID) (core.Question, error) {
+	var q core.Question
+	err := r.one(&q, fmt.Sprintf("question %d", id), `SELECT data FROM questions WHERE id = $1`, int64(id))
+	return q, err
+}
+
+func (r *readTx) QuestionByToken(token string) (core.Question, error) {
+	var q core.Question
+	err := r.one(&q, fmt.Sprintf("question token %q", token), `SELECT data FROM questions WHERE token = $1`, token)
+	return q, err
+}
+
+func (r *readTx) Questions(pendingOnly bool, limit int) ([]core.Question, error) {
+	return list[core.Question](r, "questions",
+		`SELECT data FROM questions WHERE pending OR NOT $1 ORDER BY id LIMIT $2`, pendingOnly, lim(limit))
+}
+
+// UsageTotal returns the zero total for a scope nothing was counted toward.
+func (r *readTx) UsageTotal(scope string) (core.UsageTotal, error) {
+	var t core.UsageTotal
+	err := r.one(&t, fmt.Sprintf("usage total %q", scope), `SELECT data FROM usage_totals WHERE scope = $1`, scope)
+	if errors.Is(err, core.ErrNotFound) {
+		return core.UsageTotal{}, nil
+	}
+	return t, err
+}
+
+func (r *readTx) UsageEntries(after uint64, limit int) ([]core.UsageEntry, error) {
+	return list[core.UsageEntry](r, "usage entries",
+		`SELECT data FROM usage WHERE seq > $1 ORDER BY seq LIMIT $2`, int64(after), lim(limit))
+}
