@@ -117,10 +117,17 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 // not busy (a run of this bot is in flight there), coalesces every queued message
 // item of that thread into one new run and marks them processing, in one
 // transaction (seed §5, invariant 5). busy may be nil (no thread is busy).
+//
+// The transaction goes through Store.Batch (group commit, DESIGN.md §7), so a pick
+// shares its commit with the ingests and other bots' picks in flight instead of
+// waiting for a commit of its own. Batch may run fn more than once and keeps only
+// the last run's writes: fn reads everything it decides on inside tx and resets
+// job at its start, so a re-run picks afresh; busy is a snapshot that does not
+// change between runs.
 func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) (*Job, bool, error) {
 	var job *Job
-	err := e.store.Update(ctx, func(tx Tx) error {
-		job = nil
+	err := e.store.Batch(ctx, func(tx Tx) error {
+		job = nil // Batch may run fn again: nothing from an earlier run survives
 		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
 			return err // a paused bot starts nothing; ResumeBot wakes it (core/pause.go)
 		}
