@@ -135,7 +135,7 @@ type Adapter struct {
 	// store (webhook mode without one): at most maxPendingNew, for pendingNewTTL.
 	newPending *lru.Cache[Conversation, bool]
 	progress   *lru.Cache[core.OutboxID, sent] // parts of a split message already sent
-	typing     *typing                // conversations bots work in (typing.go)
+	typing     *typing                         // conversations bots work in (typing.go)
 
 	live     chan struct{} // closed once the ingress takes messages (live.go)
 	liveOnce sync.Once
