@@ -153,6 +153,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		account string
 		send    func(ctx context.Context, addr string, n int) error
 		backlog func() int
+		forget  = llm.Forget // drops what the fakes recorded (not openbot's memory)
 	)
 	switch platform {
 	case "telegram":
@@ -164,6 +165,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 			return err
 		}
 		backlog = func() int { return fake.Pending(benchTgToken) }
+		forget = func() { llm.Forget(); fake.Forget() }
 	case "slack":
 		fake := slacktest.New(slacktest.Options{BotToken: "xoxb-bench"})
 		defer fake.Close()
@@ -198,6 +200,27 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	if err := waitReady(ctx, addr); err != nil {
 		return f, err
 	}
+	// The fakes record every request; forget them often so the memory figures are
+	// openbot's (and the load generator's), not the fakes' records.
+	fctx, fstop := context.WithCancel(ctx)
+	fdone := make(chan struct{})
+	go func() {
+		defer close(fdone)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-fctx.Done():
+				return
+			case <-t.C:
+				forget()
+			}
+		}
+	}()
+	defer func() {
+		fstop()
+		<-fdone
+	}()
 	runtime.GC()
 	f.idleRSS, _ = memRSS()
 
