@@ -260,8 +260,9 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	if err := <-errs; err != nil {
 		return f, err
 	}
-	// Wait for the model requests (bounded: a lost message shows as unanswered).
-	deadline := time.NewTimer(30 * time.Second)
+	// Wait for the model requests (bounded: a lost message shows as unanswered);
+	// a burst gets 50 ms more per message, so its memory is measured once drained.
+	deadline := time.NewTimer(30*time.Second + time.Duration(n)*50*time.Millisecond)
 	defer deadline.Stop()
 	for {
 		mu.Lock()
