@@ -220,7 +220,10 @@ func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
 	}
 	var warned []string
 	var p posted
-	err := e.store.Update(ctx, func(tx Tx) error {
+	// Batch (group commit, DESIGN.md §7): the model calls of runs in flight share
+	// commits; fn resets what it captures and the entry is keyed, so a re-run by
+	// Batch records it once.
+	err := e.store.Batch(ctx, func(tx Tx) error {
 		warned, p = nil, posted{}
 		before := map[string]UsageTotal{}
 		bs := cost.budgets(entry.Bot, entry.Thread, entry.At)

@@ -1,5 +1,7 @@
 package core
 
+import "context"
+
 // LaneStats reports the engine's delivery lanes (tests only): how many exist, how
 // many have a goroutine delivering, and how many outbox IDs their buffers can hold
 // (capacity, so a buffer kept while idle shows).
@@ -18,3 +20,13 @@ func LaneStats(e *Engine) (lanes, running, buffered int) {
 
 // KickOutbox wakes the outbox dispatcher (tests only), which also releases idle lanes.
 func KickOutbox(e *Engine) { e.kickOutbox() }
+
+// Pick starts up to k runs of the bot handle in one transaction, as its worker does
+// (tests only); the engine need not be running.
+func Pick(ctx context.Context, e *Engine, handle string, k int) ([]*Job, error) {
+	bot, ok := e.bot(handle)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return e.pick(ctx, bot, nil, k)
+}

@@ -406,8 +406,11 @@ func (l *lanes) delivery(ctx context.Context, o OutboxEntry) (Delivery, error) {
 }
 
 // settle records the outcome of an entry: delivered with its platform id, or failed.
+//
+// It commits through Batch (group commit, DESIGN.md §7), so the lanes' settles share
+// commits; fn re-reads the entry inside tx, so a re-run by Batch writes the same.
 func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr error, failed bool) {
-	err := l.e.store.Update(ctx, func(tx Tx) error {
+	err := l.e.store.Batch(ctx, func(tx Tx) error {
 		cur, err := tx.Outbox(o.ID)
 		if err != nil {
 			return err

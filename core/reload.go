@@ -165,6 +165,17 @@ func (s *slots) acquire(ctx context.Context) bool {
 	}
 }
 
+// tryAcquire takes a slot if one is free now, without waiting.
+func (s *slots) tryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n < s.max {
+		s.n++
+		return true
+	}
+	return false
+}
+
 func (s *slots) release() {
 	s.mu.Lock()
 	s.n--

@@ -62,7 +62,9 @@ func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error
 	if err != nil {
 		return fmt.Errorf("run event %s: %w", typ, err)
 	}
-	return r.e.store.Update(ctx, func(tx Tx) error {
+	// Batch (group commit, DESIGN.md §7): events of runs in flight share commits;
+	// fn only appends inside tx, so a re-run by Batch writes it once.
+	return r.e.store.Batch(ctx, func(tx Tx) error {
 		_, err := tx.AppendRunEvent(RunEvent{Run: r.job.Run.ID, Type: typ, Payload: b, At: r.e.clock.Now()})
 		return err
 	})
@@ -73,7 +75,9 @@ func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error
 // keeps no transcript (seed G5) and the call fails. A restart resumes a running
 // run from it (DESIGN.md §8, recover).
 func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) error {
-	return r.e.store.Update(ctx, func(tx Tx) error {
+	// Batch (group commit, DESIGN.md §7): checkpoints of runs in flight share
+	// commits; fn reads the run inside tx, so a re-run by Batch decides afresh.
+	return r.e.store.Batch(ctx, func(tx Tx) error {
 		run, err := tx.Run(r.job.Run.ID)
 		if err != nil {
 			return err

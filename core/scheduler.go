@@ -84,43 +84,88 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 				break // a finishing run wakes the worker
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
-			// no run row.
+			// no run row. Free slots beyond the first are taken too (never waited
+			// for), so one commit starts up to pickMax runs in different threads
+			// instead of one commit per run.
 			if !w.e.sem.acquire(ctx) {
 				return
 			}
-			job, ok, err := w.e.pick(ctx, bot, busy)
-			if err != nil {
+			k := 1
+			for k < min(bot.parallel()-n, pickMax) && w.e.sem.tryAcquire() {
+				k++
+			}
+			jobs, err := w.e.pick(ctx, bot, busy, k)
+			for range k - len(jobs) {
 				w.e.sem.release()
+			}
+			if err != nil {
 				if ctx.Err() == nil {
 					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
 				}
 				break
 			}
-			if !ok {
-				w.e.sem.release()
+			if len(jobs) == 0 {
 				break
 			}
-			w.setBusy(job.Thread.ID, true)
-			runs.Add(1)
-			go func() {
-				defer runs.Done()
-				w.e.execute(runCtx, job)
-				w.setBusy(job.Thread.ID, false)
-				w.e.sem.release()
-				w.wakeUp()
-			}()
+			for _, job := range jobs {
+				w.setBusy(job.Thread.ID, true)
+				runs.Add(1)
+				go func() {
+					defer runs.Done()
+					w.e.execute(runCtx, job)
+					w.setBusy(job.Thread.ID, false)
+					w.e.sem.release()
+					w.wakeUp()
+				}()
+			}
+			if len(jobs) < k {
+				break // the mailbox has nothing more to start now
+			}
 		}
 	}
 }
 
-// pick chooses the oldest queued item whose thread is not parked for this bot and
+// pickMax bounds the runs one pick starts in one transaction.
+const pickMax = 32
+
+// pick starts up to k runs of bot (k >= 1), each in a different thread, in one
+// transaction: pickTx for each, a thread just picked counting as busy for the next.
+// busy may be nil (no thread is busy).
+//
+// The transaction goes through Store.Batch (group commit, DESIGN.md §7), so a pick
+// shares its commit with the ingests and settles in flight instead of waiting for a
+// commit of its own. Batch may run fn more than once and keeps only the last run's
+// writes: fn reads everything it decides on inside tx and resets jobs at its start,
+// so a re-run picks afresh; busy is a snapshot that does not change between runs.
+func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool, k int) ([]*Job, error) {
+	var jobs []*Job
+	err := e.store.Batch(ctx, func(tx Tx) error {
+		jobs = nil // Batch may run fn again: nothing from an earlier run survives
+		taken := map[ThreadID]bool{}
+		busyOrTaken := func(t ThreadID) bool { return taken[t] || (busy != nil && busy(t)) }
+		for len(jobs) < k {
+			job, err := e.pickTx(tx, bot, busyOrTaken)
+			if err != nil || job == nil {
+				return err
+			}
+			jobs = append(jobs, job)
+			taken[job.Thread.ID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// pickTx chooses the oldest queued item whose thread is not parked for this bot and
 // not busy (a run of this bot is in flight there), coalesces every queued message
-// item of that thread into one new run and marks them processing, in one
-// transaction (seed §5, invariant 5). busy may be nil (no thread is busy).
-func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) (*Job, bool, error) {
+// item of that thread into one new run and marks them processing (seed §5,
+// invariant 5). It returns nil when there is nothing to start.
+func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, error) {
 	var job *Job
-	err := e.store.Update(ctx, func(tx Tx) error {
-		job = nil
+	err := func() error {
 		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
 			return err // a paused bot starts nothing; ResumeBot wakes it (core/pause.go)
 		}
@@ -199,8 +244,11 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 		}
 		e.activity(tx, Activity{Event: "run.started", Summary: fmt.Sprintf("@%s started run %d with %d trigger(s)", bot.Handle, run.ID, len(triggers)), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
 		return nil
-	})
-	return job, job != nil, err
+	}()
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
 }
 
 // newJobTx assembles a Job: roster, the thread's default bot, the scope decision
@@ -330,7 +378,10 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer scancel()
 	var woken []string
 	cancelled := false
-	serr := e.store.Update(sctx, func(tx Tx) error {
+	// Batch (group commit, DESIGN.md §7): settles of runs in flight share commits
+	// with ingests and picks. fn may run again: it resets what it captures first
+	// and reads everything it decides on inside tx.
+	serr := e.store.Batch(sctx, func(tx Tx) error {
 		woken, cancelled = nil, false
 		unused = streamedCopy(streamed)
 		r, err2 := tx.Run(job.Run.ID)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"openbot/core"
+	"openbot/internal/lru"
 )
 
 // Engine is the part of *core.Engine the adapter uses.
@@ -129,10 +130,10 @@ type Adapter struct {
 	// server that says "0 s" never makes a hot loop.
 	reconnectFloor time.Duration
 
-	mu        sync.Mutex // guards botOpenID, fresh, names
+	mu        sync.Mutex // guards botOpenID
 	botOpenID string
-	fresh     map[core.ConversationRef]bool // conversations whose next message starts a new thread (/new), when there are no Cursors
-	names     map[string]nameEntry          // sender display names by open_id
+	fresh     *lru.Cache[core.ConversationRef, bool] // conversations whose next message starts a new thread (/new), when there are no Cursors; bounded (commands.go)
+	names     *lru.Cache[string, string]             // sender display names by open_id ("" when the lookup failed); bounded (names.go)
 
 	live     chan struct{} // closed once the ingress takes events (live.go)
 	liveOnce sync.Once
@@ -211,8 +212,8 @@ func New(opts Options) (*Adapter, error) {
 		clock:          opts.Clock,
 		http:           opts.HTTPClient,
 		notices:        make(chan notice, noticeQueue),
-		fresh:          map[core.ConversationRef]bool{},
-		names:          map[string]nameEntry{},
+		fresh:          lru.New[core.ConversationRef, bool](maxFresh, freshTTL),
+		names:          lru.New[string, string](maxNames, nameTTL),
 		api:            newAPIClient(opts.BaseURL, opts.AppID, opts.AppSecret, opts.HTTPClient, opts.Clock, log),
 		reconnectFloor: 100 * time.Millisecond,
 	}

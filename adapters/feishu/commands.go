@@ -3,6 +3,7 @@ package feishu
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // Chat commands (DESIGN.md §3, the same small set as Telegram's): "/new" starts a
@@ -22,6 +23,14 @@ func command(text, cmd string) (string, bool) {
 	return "", false
 }
 
+// Without a Cursors store a pending /new lives in memory: at most maxFresh
+// conversations (the least recently marked forgotten first), each for at most
+// freshTTL (memory flat under bursts, DESIGN.md §9).
+const (
+	maxFresh = 4096
+	freshTTL = 24 * time.Hour
+)
+
 // pendingNewName is the cursor that remembers a bare /new in a conversation:
 // "feishu/<name>/new/<conversation ref>".
 func (a *Adapter) pendingNewName(conv Conversation) string {
@@ -31,9 +40,8 @@ func (a *Adapter) pendingNewName(conv Conversation) string {
 // pendingNew reports whether a bare /new waits for the next message in conv.
 func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, error) {
 	if a.cursors == nil {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.fresh[conv.Ref()], nil
+		on, _ := a.fresh.Get(conv.Ref(), a.clock.Now())
+		return on, nil
 	}
 	v, err := a.cursors.Cursor(ctx, a.pendingNewName(conv))
 	return v != "", err
@@ -43,12 +51,10 @@ func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, erro
 // has Cursors.
 func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool) error {
 	if a.cursors == nil {
-		a.mu.Lock()
-		defer a.mu.Unlock()
 		if on {
-			a.fresh[conv.Ref()] = true
+			a.fresh.Put(conv.Ref(), true, a.clock.Now())
 		} else {
-			delete(a.fresh, conv.Ref())
+			a.fresh.Delete(conv.Ref())
 		}
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"openbot/core"
+	"openbot/internal/lru"
 )
 
 // Engine is the part of core.Engine an adapter uses: Ingest stores one inbound
@@ -131,10 +132,10 @@ type Adapter struct {
 	mu sync.Mutex
 	me *tgbotapi.User // set by Run after getMe
 	// newPending remembers a bare /new per conversation when there is no Cursors
-	// store (webhook mode without one); bounded by the number of chats.
-	newPending map[Conversation]bool
-	progress   map[core.OutboxID]sent // parts of a split message already sent
-	typing     *typing                // conversations bots work in (typing.go)
+	// store (webhook mode without one): at most maxPendingNew, for pendingNewTTL.
+	newPending *lru.Cache[Conversation, bool]
+	progress   *lru.Cache[core.OutboxID, sent] // parts of a split message already sent
+	typing     *typing                         // conversations bots work in (typing.go)
 
 	live     chan struct{} // closed once the ingress takes messages (live.go)
 	liveOnce sync.Once
@@ -206,7 +207,7 @@ func New(opts Options) (*Adapter, error) {
 
 	a := &Adapter{
 		live:       make(chan struct{}),
-		newPending: map[Conversation]bool{},
+		newPending: lru.New[Conversation, bool](maxPendingNew, pendingNewTTL),
 		name:       opts.Name,
 		account:    AccountID(opts.Name),
 		bot:        opts.Bot,
@@ -223,7 +224,7 @@ func New(opts Options) (*Adapter, error) {
 		log:        opts.Logger,
 		hc:         opts.HTTPClient,
 		pollWait:   opts.PollTimeout,
-		progress:   map[core.OutboxID]sent{},
+		progress:   lru.New[core.OutboxID, sent](maxProgress, 0),
 		typing:     newTyping(),
 	}
 	a.SetBots(opts.Bots)

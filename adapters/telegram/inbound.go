@@ -361,6 +361,14 @@ func withCommandText(in core.Inbound, d decision) core.Inbound {
 	return in
 }
 
+// Without a Cursors store a pending /new lives in memory: at most maxPendingNew
+// conversations (the least recently marked forgotten first), each for at most
+// pendingNewTTL (memory flat under bursts, DESIGN.md §9).
+const (
+	maxPendingNew = 4096
+	pendingNewTTL = 24 * time.Hour
+)
+
 // pendingNewName is the cursor that remembers a bare /new in a conversation.
 func (a *Adapter) pendingNewName(conv Conversation) string {
 	return "telegram/" + a.name + "/new/" + string(conv.Ref())
@@ -369,9 +377,8 @@ func (a *Adapter) pendingNewName(conv Conversation) string {
 // pendingNew reports whether a bare /new waits for the next message in conv.
 func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, error) {
 	if a.cursors == nil {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.newPending[conv], nil
+		on, _ := a.newPending.Get(conv, time.Now())
+		return on, nil
 	}
 	v, err := a.cursors.Cursor(ctx, a.pendingNewName(conv))
 	return v != "", err
@@ -379,12 +386,10 @@ func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, erro
 
 func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool) error {
 	if a.cursors == nil {
-		a.mu.Lock()
-		defer a.mu.Unlock()
 		if on {
-			a.newPending[conv] = true
+			a.newPending.Put(conv, true, time.Now())
 		} else {
-			delete(a.newPending, conv)
+			a.newPending.Delete(conv)
 		}
 		return nil
 	}

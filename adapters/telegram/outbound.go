@@ -21,8 +21,9 @@ type sent struct {
 	first string // message_id of the first part
 }
 
-// maxProgress bounds the progress map; entries are removed on success or permanent
-// failure, so it only fills if the lanes give up on many half-sent entries.
+// maxProgress bounds the progress cache; entries are removed on success or
+// permanent failure, so it only fills if the lanes give up on many half-sent
+// entries, and then the least recently used is forgotten first.
 const maxProgress = 1024
 
 // permanentError is a core.DeliveryError that is never retried.
@@ -64,9 +65,7 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	}
 	replyTo, _ := strconv.ParseInt(d.ReplyTo, 10, 64)
 
-	a.mu.Lock()
-	st := a.progress[d.Outbox]
-	a.mu.Unlock()
+	st, _ := a.progress.Get(d.Outbox, time.Now())
 	for i := st.parts; i < len(parts); i++ {
 		rt := int64(0)
 		if i == 0 {
@@ -90,19 +89,11 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 }
 
 func (a *Adapter) setProgress(id core.OutboxID, st sent, keep bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if !keep {
-		delete(a.progress, id)
+		a.progress.Delete(id)
 		return
 	}
-	if _, ok := a.progress[id]; !ok && len(a.progress) >= maxProgress {
-		for k := range a.progress {
-			delete(a.progress, k) // evict one arbitrary entry; it may post twice on retry
-			break
-		}
-	}
-	a.progress[id] = st
+	a.progress.Put(id, st, time.Now())
 }
 
 var _ core.MessageKeyer = (*Adapter)(nil)

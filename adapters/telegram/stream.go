@@ -95,9 +95,7 @@ func (a *Adapter) parts(sender core.Sender, text string) []string {
 // failed attempt for the same outbox entry are not done again, so a 429 neither
 // duplicates nor truncates the answer. It returns the first message's id.
 func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core.Delivery, parts []string) (string, error) {
-	a.mu.Lock()
-	st, ok := a.progress[d.Outbox]
-	a.mu.Unlock()
+	st, ok := a.progress.Get(d.Outbox, time.Now())
 	if !ok {
 		st = sent{first: d.Streamed[0]}
 	}

@@ -28,11 +28,13 @@ type typingRun struct {
 	conv Conversation
 }
 
-// typingChat is a conversation some runs work in.
+// typingChat is a conversation some runs work in. It exists only while a run
+// works there: the last end deletes it, and typingChats releases it (with its runs)
+// once typingMax has passed since the latest start, so a run whose end never comes
+// holds nothing after that.
 type typingChat struct {
-	n      int       // runs working there
-	since  time.Time // last start
-	capped bool      // typingMax passed: no longer shown
+	n     int       // runs working there
+	since time.Time // last start
 }
 
 // typing counts the runs working in each conversation. Safe for concurrent use.
@@ -88,7 +90,7 @@ func (a *Adapter) Working(ctx context.Context, w core.Work) {
 		t.chats[conv] = c
 	}
 	c.n++
-	c.since, c.capped = time.Now(), false
+	c.since = time.Now()
 	send := c.n == 1 && !t.done
 	t.mu.Unlock()
 	if send {
@@ -129,21 +131,25 @@ func (a *Adapter) typist(ctx context.Context) {
 	}
 }
 
-// typingChats returns the conversations to show typing in now, marking those past
-// the cap.
+// typingChats returns the conversations to show typing in now, releasing those
+// past the cap: the chat and the runs counted there are forgotten (a later end of
+// such a run changes nothing; a later start shows typing again).
 func (a *Adapter) typingChats(now time.Time) []Conversation {
 	t := a.typing
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []Conversation
 	for conv, c := range t.chats {
-		switch {
-		case c.capped:
-		case now.Sub(c.since) > t.max:
-			c.capped = true
-			a.log.Warn("typing indicator stopped: a bot has worked in this chat longer than the cap", "chat", conv.Chat, "topic", conv.Topic, "cap", t.max)
-		default:
+		if now.Sub(c.since) <= t.max {
 			out = append(out, conv)
+			continue
+		}
+		a.log.Warn("typing indicator stopped: a bot has worked in this chat longer than the cap", "chat", conv.Chat, "topic", conv.Topic, "cap", t.max)
+		delete(t.chats, conv)
+		for k := range t.runs {
+			if k.conv == conv {
+				delete(t.runs, k)
+			}
 		}
 	}
 	return out
@@ -154,8 +160,7 @@ func (a *Adapter) typingChats(now time.Time) []Conversation {
 func (a *Adapter) stillTyping(conv Conversation) bool {
 	a.typing.mu.Lock()
 	defer a.typing.mu.Unlock()
-	c := a.typing.chats[conv]
-	return c != nil && !c.capped
+	return a.typing.chats[conv] != nil
 }
 
 func (a *Adapter) sendTyping(ctx context.Context, conv Conversation, timeout time.Duration) {

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -176,5 +177,32 @@ func TestTypingStopsAtShutdown(t *testing.T) {
 	time.Sleep(5 * every)
 	if m := len(e.srv.Calls("sendChatAction")); m != n {
 		t.Fatalf("%d typing actions after Run returned", m-n)
+	}
+}
+
+// TestTypingReleasedAfterCap: a run whose end never comes holds nothing once the
+// cap has passed: its chat and the run are forgotten, a late end changes nothing,
+// and a new start tracks the chat afresh.
+func TestTypingReleasedAfterCap(t *testing.T) {
+	_, a, _ := typingAdapter(t, time.Hour, time.Minute, false)
+	for run := range core.RunID(50) {
+		a.Working(t.Context(), work(run+1, core.ConversationRef(fmt.Sprint(100000001+int(run))), true))
+	}
+	if got := len(a.typingChats(time.Now())); got != 50 {
+		t.Fatalf("%d chats shown, want 50", got)
+	}
+	if got := a.typingChats(time.Now().Add(2 * time.Minute)); len(got) != 0 {
+		t.Fatalf("%d chats shown past the cap, want 0", len(got))
+	}
+	a.typing.mu.Lock()
+	chats, runs := len(a.typing.chats), len(a.typing.runs)
+	a.typing.mu.Unlock()
+	if chats != 0 || runs != 0 {
+		t.Fatalf("past the cap %d chats and %d runs are still tracked, want none", chats, runs)
+	}
+	a.Working(t.Context(), work(1, privateConv, false)) // a late end
+	a.Working(t.Context(), work(99, privateConv, true))
+	if got := a.typingChats(time.Now()); len(got) != 1 || got[0].Chat != 100000001 {
+		t.Fatalf("after a new start chats shown %v, want the private chat", got)
 	}
 }

@@ -248,6 +248,14 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// Forget drops the requests recorded so far, so a long load run (openbot bench)
+// does not count the fake's record as the process's memory.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = nil
+}
+
 // Pending is the number of queued replies not yet used.
 func (s *Server) Pending() int {
 	s.mu.Lock()

@@ -38,6 +38,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	duration := fs.Duration("duration", 10*time.Second, "with --platform: how long to send messages")
 	burst := fs.Int("burst", 5000, "with --platform telegram: updates in the polling throughput measurement (0: skip it)")
 	dsn := fs.String("dsn", "", "also measure Ingest on PostgreSQL: DSN of an EMPTY scratch database (its tables are created and filled)")
+	parallel := fs.Int("parallel", 64, "with --platform: the bench bot's max_parallel_threads (1: one thread at a time)")
+	settle := fs.Duration("settle", 0, "with --platform: after the run, wait this long and print the RSS again (0: skip)")
+	heap := fs.String("heap-profile", "", "with --platform: write a pprof heap profile to this file when the last message reached the model")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -51,7 +54,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		*dir = d
 	}
 	if *platform != "" {
-		return benchPlatform(ctx, *platform, *rate, *duration, *burst, *dir, stdout, stderr)
+		return benchPlatform(ctx, platformBench{platform: *platform, rate: *rate, duration: *duration, burst: *burst,
+			parallel: *parallel, settle: *settle, heapProfile: *heap, dir: *dir}, stdout, stderr)
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
 

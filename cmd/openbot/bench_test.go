@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,12 +30,19 @@ func TestBenchPlatform(t *testing.T) {
 		platform string
 		want     []string
 	}{
-		{"telegram", []string{"telegram polling:", "updates/s batched", "updates/s one by one", "telegram at 50 msg/s for 200ms: event -> model request p50", "10/10 answered", "telegram backlog:", "RSS:"}},
-		{"slack", []string{"slack at 50 msg/s for 200ms: event -> model request p50", "10/10 answered", "behind:", "RSS:"}},
+		{"telegram", []string{"telegram polling:", "updates/s batched", "updates/s one by one", "telegram at 50 msg/s for 200ms (max_parallel_threads 64): event -> model request p50", "10/10 answered", "telegram backlog:", "RSS:", "memory:            RSS"}},
+		{"slack", []string{"slack at 50 msg/s for 200ms (max_parallel_threads 64): event -> model request p50", "10/10 answered", "behind:", "RSS:",
+			"memory:            RSS", "settled:           RSS", "after 10ms idle", "heap profile:"}},
 	} {
 		t.Run(tc.platform, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := run(context.Background(), []string{"bench", "--platform", tc.platform, "--rate", "50", "--duration", "200ms", "--burst", "200", "--dir", t.TempDir()},
+			dir := t.TempDir()
+			prof := filepath.Join(dir, "heap.pprof")
+			args := []string{"bench", "--platform", tc.platform, "--rate", "50", "--duration", "200ms", "--burst", "200", "--dir", dir}
+			if tc.platform == "slack" {
+				args = append(args, "--settle", "10ms", "--heap-profile", prof)
+			}
+			code := run(context.Background(), args,
 				strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr: %s\nstdout: %s", code, errb.String(), out.String())
@@ -42,6 +51,9 @@ func TestBenchPlatform(t *testing.T) {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
+			}
+			if fi, err := os.Stat(prof); tc.platform == "slack" && (err != nil || fi.Size() == 0) {
+				t.Errorf("no heap profile written: %v", err)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +33,17 @@ const (
 // benchMarker finds the message number in what the model was sent.
 var benchMarker = regexp.MustCompile(`bench-(\d+)`)
 
+// platformBench is what `openbot bench --platform` was asked to do.
+type platformBench struct {
+	platform    string
+	rate, burst int
+	duration    time.Duration
+	parallel    int           // the bot's max_parallel_threads (at least 1)
+	settle      time.Duration // wait after the run before the last RSS reading (0: none)
+	heapProfile string        // pprof heap profile path, written when the last message reached the model ("" : none)
+	dir         string
+}
+
 // platformFigures are the results of one paced run.
 type platformFigures struct {
 	sent, answered int
@@ -40,6 +52,11 @@ type platformFigures struct {
 	maxBacklog     int     // most updates the fake held unconfirmed (Telegram)
 	endBacklog     int     // updates unconfirmed when the last was sent
 	behind         int     // messages sent but not yet at the model when the last was sent
+	idleRSS        string  // RSS once ready, before the first message
+	burstRSS       string  // RSS when the last message reached the model
+	settledRSS     string  // RSS settle after that ("" without settle)
+	heapInUse      uint64  // live heap bytes when the last message reached the model (after a GC)
+	settledHeap    uint64  // the same after settle
 }
 
 // benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
@@ -51,15 +68,19 @@ type platformFigures struct {
 // at the fake, the POST sent) to the model request it causes, the throughput, and
 // this process's RSS (fakes included). For Telegram it first measures how many
 // updates per second polling stores from a burst, batched (one transaction and one
-// offset save per getUpdates answer) and one by one. DESIGN.md §7.
-func benchPlatform(ctx context.Context, platform string, rate int, duration time.Duration, burst int, dir string, stdout, stderr io.Writer) int {
+// offset save per getUpdates answer) and one by one. With settle it also reports the
+// RSS and live heap once idle, after the burst and settle later (memory flat under
+// bursts, DESIGN.md §9), and with heapProfile it writes a pprof heap profile of the
+// burst. DESIGN.md §7.
+func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Writer) int {
+	platform, rate, duration, burst, dir := b.platform, b.rate, b.duration, b.burst, b.dir
 	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
 	if platform != "telegram" && platform != "slack" {
 		fmt.Fprintf(stderr, "openbot bench: --platform %q is not telegram or slack\n", platform)
 		return exitUsage
 	}
-	if rate <= 0 || duration <= 0 {
-		fmt.Fprintln(stderr, "openbot bench: --rate and --duration must be positive")
+	if rate <= 0 || duration <= 0 || b.parallel <= 0 || b.settle < 0 {
+		fmt.Fprintln(stderr, "openbot bench: --rate, --duration and --parallel must be positive, --settle not negative")
 		return exitUsage
 	}
 	if platform == "telegram" && burst > 0 {
@@ -74,24 +95,32 @@ func benchPlatform(ctx context.Context, platform string, rate int, duration time
 		fmt.Fprintf(stdout, "telegram polling:  %8.0f updates/s batched (one transaction and one offset save per getUpdates answer)\n", batched)
 		fmt.Fprintf(stdout, "                   %8.0f updates/s one by one (one transaction per update)  (%d updates, 100 chats, fsync on)\n", single, burst)
 	}
-	f, err := pacedPlatform(ctx, platform, rate, duration, dir)
+	f, err := pacedPlatform(ctx, b)
 	if err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(stdout, "%s at %d msg/s for %s: event -> model request p50 %6.2f ms, p99 %6.2f ms; %d/%d answered, %.0f msg/s\n",
-		platform, rate, duration, ms(f.p50), ms(f.p99), f.answered, f.sent, f.throughput)
+	fmt.Fprintf(stdout, "%s at %d msg/s for %s (max_parallel_threads %d): event -> model request p50 %6.2f ms, p99 %6.2f ms; %d/%d answered, %.0f msg/s\n",
+		platform, rate, duration, b.parallel, ms(f.p50), ms(f.p99), f.answered, f.sent, f.throughput)
 	if platform == "telegram" {
 		fmt.Fprintf(stdout, "telegram backlog:  at most %d updates unconfirmed at the fake, %d when the last was sent\n", f.maxBacklog, f.endBacklog)
 	}
 	fmt.Fprintf(stdout, "behind:            %d messages not yet at the model when the last was sent (intake and runs)\n", f.behind)
 	rss, peak := memRSS()
 	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
+	fmt.Fprintf(stdout, "memory:            RSS %s idle, %s after %d conversations (live heap %s)\n", f.idleRSS, f.burstRSS, f.sent, heapMiB(f.heapInUse))
+	if b.settle > 0 {
+		fmt.Fprintf(stdout, "settled:           RSS %s after %s idle (live heap %s)\n", f.settledRSS, b.settle, heapMiB(f.settledHeap))
+	}
+	if b.heapProfile != "" {
+		fmt.Fprintf(stdout, "heap profile:      %s (go tool pprof -sample_index=inuse_space)\n", b.heapProfile)
+	}
 	return exitOK
 }
 
 // pacedPlatform runs serve over a generated config against the fakes and sends
 // rate messages per second for duration.
-func pacedPlatform(ctx context.Context, platform string, rate int, duration time.Duration, dir string) (platformFigures, error) {
+func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error) {
+	platform, rate, duration, dir := b.platform, b.rate, b.duration, b.dir
 	var f platformFigures
 	llm, err := openaitest.Start()
 	if err != nil {
@@ -124,6 +153,7 @@ func pacedPlatform(ctx context.Context, platform string, rate int, duration time
 		account string
 		send    func(ctx context.Context, addr string, n int) error
 		backlog func() int
+		forget  = llm.Forget // drops what the fakes recorded (not openbot's memory)
 	)
 	switch platform {
 	case "telegram":
@@ -135,6 +165,7 @@ func pacedPlatform(ctx context.Context, platform string, rate int, duration time
 			return err
 		}
 		backlog = func() int { return fake.Pending(benchTgToken) }
+		forget = func() { llm.Forget(); fake.Forget() }
 	case "slack":
 		fake := slacktest.New(slacktest.Options{BotToken: "xoxb-bench"})
 		defer fake.Close()
@@ -143,7 +174,7 @@ func pacedPlatform(ctx context.Context, platform string, rate int, duration time
 		send = func(ctx context.Context, addr string, n int) error { return postSlackEvent(ctx, hc, addr, n) }
 		backlog = func() int { return 0 }
 	}
-	cfg, err := benchConfig(dir, llm.URL(), account)
+	cfg, err := benchConfig(dir, llm.URL(), account, b.parallel)
 	if err != nil {
 		return f, err
 	}
@@ -169,6 +200,29 @@ func pacedPlatform(ctx context.Context, platform string, rate int, duration time
 	if err := waitReady(ctx, addr); err != nil {
 		return f, err
 	}
+	// The fakes record every request; forget them often so the memory figures are
+	// openbot's (and the load generator's), not the fakes' records.
+	fctx, fstop := context.WithCancel(ctx)
+	fdone := make(chan struct{})
+	go func() {
+		defer close(fdone)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-fctx.Done():
+				return
+			case <-t.C:
+				forget()
+			}
+		}
+	}()
+	defer func() {
+		fstop()
+		<-fdone
+	}()
+	runtime.GC()
+	f.idleRSS, _ = memRSS()
 
 	n := max(1, int(duration.Seconds()*float64(rate)))
 	f.sent = n
@@ -206,8 +260,9 @@ func pacedPlatform(ctx context.Context, platform string, rate int, duration time
 	if err := <-errs; err != nil {
 		return f, err
 	}
-	// Wait for the model requests (bounded: a lost message shows as unanswered).
-	deadline := time.NewTimer(30 * time.Second)
+	// Wait for the model requests (bounded: a lost message shows as unanswered);
+	// a burst gets 50 ms more per message, so its memory is measured once drained.
+	deadline := time.NewTimer(30*time.Second + time.Duration(n)*50*time.Millisecond)
 	defer deadline.Stop()
 	for {
 		mu.Lock()
@@ -242,21 +297,25 @@ func pacedPlatform(ctx context.Context, platform string, rate int, duration time
 	if len(lat) == 0 {
 		return f, errors.New("no message reached the model")
 	}
+	if err := burstMemory(ctx, b, &f); err != nil {
+		return f, err
+	}
 	slices.Sort(lat)
 	f.p50, f.p99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
 	f.throughput = float64(len(lat)) / last.Sub(sent[0]).Seconds()
 	return f, nil
 }
 
-// benchConfig writes and loads a config with one bot (no tools) talking to the
-// fake model at llmURL, the store under dir, and the account YAML given.
-func benchConfig(dir, llmURL, account string) (*config.Config, error) {
+// benchConfig writes and loads a config with one bot (no tools, parallel threads at
+// once) talking to the fake model at llmURL, the store under dir, and the account
+// YAML given.
+func benchConfig(dir, llmURL, account string, parallel int) (*config.Config, error) {
 	text := fmt.Sprintf(`http:
   listen: 127.0.0.1:0
 store:
   path: %q
 limits:
-  max_concurrent_runs: 64
+  max_concurrent_runs: %d
   run_timeout: 1m
 llm:
   default:
@@ -272,7 +331,8 @@ bots:
     description: "Answers."
     instructions: "Answer in one word."
     tools: []
-%s`, filepath.Join(dir, "paced", "openbot.db"), llmURL, filepath.Join(dir, "paced", "workspace"), account)
+    max_parallel_threads: %d
+%s`, filepath.Join(dir, "paced", "openbot.db"), max(64, parallel), llmURL, filepath.Join(dir, "paced", "workspace"), parallel, account)
 	path := filepath.Join(dir, "bench-config.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return nil, err

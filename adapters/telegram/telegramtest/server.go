@@ -252,6 +252,16 @@ func (s *Server) Hold(method string) (release func()) {
 	}
 }
 
+// Forget drops the calls and sent messages recorded so far (updates still queued
+// stay), so a long load run (openbot bench) does not count the fake's record as
+// the process's memory; later edits or deletes of forgotten messages fail as for
+// unknown ones.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls, s.msgs = nil, nil
+}
+
 // Calls returns every recorded call of the given methods (all calls when none are
 // given), oldest first.
 func (s *Server) Calls(methods ...string) []Call {

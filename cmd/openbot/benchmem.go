@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+)
+
+// burstMemory records the memory figures of a platform bench once its last message
+// reached the model: RSS and live heap (after a GC) at once, a pprof heap profile
+// when asked, and, with b.settle, the same figures after that long idle, so one run
+// shows whether per-conversation state is released (memory flat under bursts,
+// DESIGN.md §9). It returns early, without the settled figures, when ctx ends.
+func burstMemory(ctx context.Context, b platformBench, f *platformFigures) error {
+	f.burstRSS, f.heapInUse = liveMemory()
+	if b.heapProfile != "" {
+		if err := writeHeapProfile(b.heapProfile); err != nil {
+			return err
+		}
+	}
+	if b.settle <= 0 {
+		return nil
+	}
+	t := time.NewTimer(b.settle)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	f.settledRSS, f.settledHeap = liveMemory()
+	return nil
+}
+
+// liveMemory collects garbage and reads this process's RSS and in-use heap bytes.
+func liveMemory() (rss string, heap uint64) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	rss, _ = memRSS()
+	return rss, m.HeapInuse
+}
+
+// writeHeapProfile writes a pprof heap profile (in-use and allocated) to path.
+func writeHeapProfile(path string) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(fh, 0); err != nil {
+		fh.Close()
+		return fmt.Errorf("heap profile %s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+// heapMiB formats a byte count in MiB.
+func heapMiB(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
