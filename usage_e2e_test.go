@@ -43,6 +43,44 @@ func TestSlackUsageCommand(t *testing.T) {
 	}
 }
 
+// TestSlackUsageInChannelThread: a slash command names no Slack thread, so
+// "/usage" in a channel says how to ask in a thread; "@app usage" replied in a
+// channel thread answers privately, once for Slack's two copies, with that
+// thread's figures (not another thread's) and without a run.
+func TestSlackUsageInChannelThread(t *testing.T) {
+	r := startSlack(t, nil)
+	r.post(t, slackEvent(t, "message", "C0TEST001", "channel", "U0TEST001", "1767226300.000100", "", "<@U0TESTBOT> @engineer fix the build"))
+	r.idle(t)
+	putUsage(t, r.st, r.lastRun(t, "engineer"), 700, 300)
+	r.post(t, slackEvent(t, "message", "C0TEST001", "channel", "U0TEST001", "1767226400.000100", "", "<@U0TESTBOT> @engineer other topic"))
+	r.idle(t)
+	putUsage(t, r.st, r.lastRun(t, "engineer"), 5, 5)
+
+	code, body := r.command(t, slacktest.Command{Channel: "C0TEST001", User: "U0TEST001", Command: "/usage", TriggerID: "tu2"})
+	if code != 200 || !strings.Contains(body, `reply \"usage\" (mentioning the app) in the thread`) || !strings.Contains(body, "All bots today: 1010 tokens") {
+		t.Fatalf("/usage in a channel = %d %s", code, body)
+	}
+	for _, typ := range []string{"app_mention", "message"} {
+		r.post(t, slackEvent(t, typ, "C0TEST001", "channel", "U0TEST001", "1767226301.000100", "1767226300.000100", "<@U0TESTBOT> usage"))
+	}
+	r.idle(t)
+	waitFake(t, r.fake, func(s *slacktest.Server) bool { return ephemeralTo(s, "U0TEST001", "This thread: 1000 tokens") })
+	r.idle(t)
+	var answers []string
+	for _, c := range r.fake.CallsTo("chat.postEphemeral") {
+		answers = append(answers, c.Form.Get("text"))
+		if c.Form.Get("thread_ts") != "1767226300.000100" {
+			t.Errorf("usage answer outside the thread: thread_ts %q", c.Form.Get("thread_ts"))
+		}
+	}
+	if len(answers) != 1 {
+		t.Errorf("usage answered %d times, want 1: %q", len(answers), answers)
+	}
+	if n := len(r.agent.runs("engineer")) + len(r.agent.runs("chief_of_staff")); n != 2 {
+		t.Errorf("runs = %d, want 2 (usage is no run)", n)
+	}
+}
+
 // TestTelegramUsageCommand: /usage in a private chat answers with the figures
 // of the chat's thread and the account's bot, without a run.
 func TestTelegramUsageCommand(t *testing.T) {

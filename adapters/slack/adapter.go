@@ -135,7 +135,7 @@ type Adapter struct {
 	progress *progressMap
 	working  *working
 	bg       *background
-	stops    stopSeen // plain-text /stop messages handled lately (stop.go)
+	stops    stopSeen // plain-text /stop and /usage messages handled lately (stop.go, usage.go)
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded

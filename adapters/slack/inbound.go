@@ -106,6 +106,9 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	if stopCommand(text) && (dm || botMentioned || strings.HasPrefix(strings.TrimSpace(text), "/")) {
 		return a.handleStop(ctx, m, dm, self) // see stop.go: never ingested, no model call
 	}
+	if bot, ok := a.plainUsage(text, dm, self); ok {
+		return a.handleUsage(ctx, m, dm, bot) // see usage.go: never ingested, no model call
+	}
 	if !dm && m.ThreadTS == "" && !botMentioned {
 		// A top-level channel post roots a thread of its own, which openbot cannot
 		// know yet: without a bot mention it starts nothing (DESIGN.md §3).

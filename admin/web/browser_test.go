@@ -96,7 +96,8 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 func TestDashboardInBrowser(t *testing.T) {
 	tm := startTeam(t)
 	tm.llm.Enqueue(
-		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"q":"disk usage"}`}}},
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"q":"disk usage"}`}},
+			Usage: openaitest.Usage{PromptTokens: 1000, CachedTokens: 400, CompletionTokens: 50}},
 		openaitest.Text("The disk is 41% full."),
 	)
 	tm.say(t, "ops", "Dana", "@eng how full is the disk?")
@@ -151,8 +152,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	tm.say(t, "ops", "Dana", "@eng thanks")
 	waitText(t, ctx, ".feed", "You're welcome.")
 
+	usageView(t, ctx)
+
 	if dir := os.Getenv("OPENBOT_SCREENSHOTS"); dir != "" {
 		screenshots(t, ctx, tm, dir)
+	}
+}
+
+// usageView checks the usage view shows the ledger: model calls, cached
+// tokens and cost (cost_micros as an amount), under a caption that says so.
+func usageView(t *testing.T, ctx context.Context) {
+	t.Helper()
+	run(t, ctx, "open the usage view",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="usage"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`td[data-label="Cost"]`)),
+	)
+	caption := value(t, ctx, "caption", chromedp.Text(chromedp.CSS(`main p.muted`)))
+	if !strings.Contains(caption, "Model calls recorded in the usage ledger") {
+		t.Errorf("usage caption = %q", caption)
+	}
+	cells := value(t, ctx, "the bot row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelector("tbody tr").querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
+	if cells["Bot"] != "eng" || cells["Model calls"] != "3" || cells["Cached"] != "400" {
+		t.Errorf("usage by bot = %v, want eng with 3 model calls and 400 cached tokens", cells)
+	}
+	// 600 input at 2.00, 400 cached at 0.50 and 50 output at 8.00 per million
+	// tokens are 0.0018; the two other calls add their estimated tokens.
+	if c := cells["Cost"]; !strings.HasPrefix(c, "0.00") || c == "0.00" || len(c) > 8 {
+		t.Errorf("usage cost = %q, want an amount above 0.0018 with at most 6 decimals", c)
 	}
 }
 

@@ -72,7 +72,8 @@ func startTeam(t *testing.T) *team {
 		{Handle: "pm", Name: "Product", Model: "gpt-test"},
 	}
 	const ops core.ActorID = "console:ops"
-	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: bots, ShutdownGrace: 2 * time.Second, Approvers: []core.ActorID{ops}})
+	prices := &core.Cost{Prices: map[string]core.Price{"gpt-test": {Input: 2_000_000, Cached: 500_000, Output: 8_000_000}}}
+	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: bots, ShutdownGrace: 2 * time.Second, Approvers: []core.ActorID{ops}, Cost: prices})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -398,18 +398,40 @@ views.activity = {
   interested: (type) => type !== "run.step" && type !== "message.posted" && type !== "bot.status",
 };
 
+// cost renders micro-units of the prices' currency (the API's cost_micros) as
+// an amount with at most six decimals, trailing zeros kept to two, as the CLI
+// and /usage do (core.FormatMicros); /api/v1 does not name the currency.
+function cost(micros) {
+  let m = micros || 0;
+  const sign = m < 0 ? "-" : "";
+  m = Math.abs(m);
+  let frac = String(m % 1e6).padStart(6, "0").replace(/0+$/, "");
+  while (frac.length < 2) frac += "0";
+  return sign + Math.floor(m / 1e6).toLocaleString() + "." + frac;
+}
+
+// views.usage sums the usage ledger (one entry per model call, priced with
+// cost.prices) by bot and by UTC day over the API's default window, 30 days.
 views.usage = {
   title: "Usage",
   async render() {
     const [byDay, byBot] = await Promise.all([api("/usage?by=day&limit=31"), api("/usage?by=bot&limit=100")]);
     const rows = (items, label, link) => items.map((u) => h("tr", {},
       td(label, h("span", { class: "lead" }, link ? link(u.key) : u.key)),
-      h("td", { class: "num", "data-label": "Runs" }, num(u.runs)),
       h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
-      h("td", { class: "num", "data-label": "Prompt tokens" }, num(u.prompt_tokens)),
-      h("td", { class: "num", "data-label": "Completion tokens" }, num(u.completion_tokens))));
-    const cols = (first) => [first, "Runs#", "Model calls#", "Prompt tokens#", "Completion tokens#"];
-    return h("div", {}, h("h1", {}, "Usage"), h("p", { class: "muted" }, "Runs created in the last 30 days."),
+      h("td", { class: "num", "data-label": "Runs" }, num(u.runs)),
+      h("td", { class: "num", "data-label": "Input tokens" }, num(u.prompt_tokens)),
+      h("td", { class: "num", "data-label": "Cached" }, num(u.cached_tokens)),
+      h("td", { class: "num", "data-label": "Output tokens" }, num(u.completion_tokens)),
+      h("td", { class: "num", "data-label": "Cost" }, cost(u.cost_micros))));
+    const cols = (first) => [first, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
+    const total = byBot.items.reduce((t, u) => ({ calls: t.calls + (u.model_calls || 0), tokens: t.tokens + tokens(u), cost: t.cost + (u.cost_micros || 0) }),
+      { calls: 0, tokens: 0, cost: 0 });
+    return h("div", {}, h("h1", {}, "Usage"),
+      h("p", { class: "muted" }, "Model calls recorded in the usage ledger in the last 30 days. Runs counts the runs that made them; " +
+        "input tokens include the cached ones; cost is priced with cost.prices, in their currency."),
+      h("p", { class: "usage-total" }, "Total: " + num(total.calls) + " model call" + (total.calls === 1 ? "" : "s") + ", " +
+        num(total.tokens) + " tokens, cost " + cost(total.cost) + (byBot.next ? " (first 100 bots)" : "")),
       h("h2", {}, "By bot"), byBot.items.length ? table(cols("Bot"), rows(byBot.items, "Bot", handle)) : empty("No usage."),
       h("h2", {}, "By day (UTC)"), byDay.items.length ? table(cols("Day"), rows(byDay.items, "Day")) : empty("No usage."));
   },
