@@ -90,6 +90,9 @@ type Options struct {
 	// Cost prices the usage ledger and sets budgets (core/budget.go); nil
 	// prices nothing and limits nothing.
 	Cost *Cost
+	// Reflections, when set, gets each completed run of a bot with Memory on as
+	// a persisted PendingReflection (seed §9, G7; core/memory.go); nil queues none.
+	Reflections Reflections
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -128,6 +131,8 @@ type Engine struct {
 	ready       chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
+
+	reflections Reflections // nil: no reflection (core/memory.go)
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -147,16 +152,17 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		store:    opts.Store,
-		agent:    opts.Agent,
-		log:      opts.Logger,
-		clock:    opts.Clock,
-		grace:    opts.ShutdownGrace,
-		observer: opts.Observer,
-		adapters: map[AccountID]Adapter{},
-		workers:  map[string]*worker{},
-		kick:     make(chan struct{}, 1),
-		ready:    make(chan struct{}),
+		store:       opts.Store,
+		agent:       opts.Agent,
+		log:         opts.Logger,
+		clock:       opts.Clock,
+		grace:       opts.ShutdownGrace,
+		observer:    opts.Observer,
+		reflections: opts.Reflections,
+		adapters:    map[AccountID]Adapter{},
+		workers:     map[string]*worker{},
+		kick:        make(chan struct{}, 1),
+		ready:       make(chan struct{}),
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)

@@ -70,3 +70,16 @@ type Reflections interface {
 	// Notify says a pending reflection was stored. It must not block.
 	Notify()
 }
+
+// queueReflectionTx stores the pending reflection of a run that just completed,
+// in the transaction that completes it, when its bot has memory on and
+// reflection is wired; it reports whether it stored one. The run's checkpoint
+// is its transcript (read before the run clears it, seed G5).
+func (e *Engine) queueReflectionTx(tx Tx, job *Job, r Run, reply string) (bool, error) {
+	if e.reflections == nil || !job.Bot.Memory {
+		return false, nil
+	}
+	_, err := tx.PutPendingReflection(PendingReflection{Bot: job.Bot.Handle, Thread: r.Thread, Run: r.ID,
+		At: e.clock.Now(), Transcript: r.Checkpoint, Reply: reply})
+	return err == nil, err
+}
