@@ -41,6 +41,9 @@ type memRig struct {
 	eng   *core.Engine
 	stop  func()
 	n     int
+	// asked gets each delay the reflector's Run waits for; fire ends the wait.
+	asked chan time.Duration
+	fire  chan time.Time
 }
 
 // isReflection reports whether a request is a reflection call.
@@ -76,8 +79,10 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 		t.Fatal(err)
 	}
 	clock := &memClock{t: time.Now()}
+	asked, fire := make(chan time.Duration, 16), make(chan time.Time)
 	refl, err := agents.NewReflector(agents.ReflectorOptions{Store: st, Agent: agent, Memories: mem, Clock: clock,
-		Prices: map[string]core.Price{"m": {Input: 1_000_000, Output: 2_000_000}}})
+		Prices: map[string]core.Price{"m": {Input: 1_000_000, Output: 2_000_000}},
+		After: func(d time.Duration) <-chan time.Time { asked <- d; return fire }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +96,7 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
-	r := &memRig{t: t, srv: srv, path: path, st: st, mem: mem, refl: refl, clock: clock, eng: eng}
+	r := &memRig{t: t, srv: srv, path: path, st: st, mem: mem, refl: refl, clock: clock, eng: eng, asked: asked, fire: fire}
 	stopped := false
 	r.stop = func() {
 		if stopped {
