@@ -82,7 +82,7 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	asked, fire := make(chan time.Duration, 16), make(chan time.Time)
 	refl, err := agents.NewReflector(agents.ReflectorOptions{Store: st, Agent: agent, Memories: mem, Clock: clock,
 		Prices: map[string]core.Price{"m": {Input: 1_000_000, Output: 2_000_000}},
-		After: func(d time.Duration) <-chan time.Time { asked <- d; return fire }})
+		After:  func(d time.Duration) <-chan time.Time { asked <- d; return fire }})
 	if err != nil {
 		t.Fatal(err)
 	}
