@@ -18,8 +18,6 @@ import (
 
 // Memory limits (seed §9).
 const (
-	// MaxMemoryChars caps one memory's text.
-	MaxMemoryChars = 1000
 	// searchMemoryMax caps search_memory's k.
 	searchMemoryMax = 20
 )
@@ -290,8 +288,8 @@ func (m *Memories) applyOne(tx core.Tx, who MemoryChange, op MemoryOp, vecs map[
 		if text == "" {
 			return mem, fmt.Errorf("%w: empty text", ErrMemory)
 		}
-		if utf8.RuneCountInString(text) > MaxMemoryChars {
-			return mem, fmt.Errorf("%w: text longer than %d characters; keep a memory to one short rule", ErrMemory, MaxMemoryChars)
+		if utf8.RuneCountInString(text) > core.MaxMemoryChars {
+			return mem, fmt.Errorf("%w: text longer than %d characters; keep a memory to one short rule", ErrMemory, core.MaxMemoryChars)
 		}
 		if op.Op != "update" {
 			mem = core.Memory{Bot: who.Bot, Created: now}
@@ -322,14 +320,12 @@ func (m *Memories) applyOne(tx core.Tx, who MemoryChange, op MemoryOp, vecs map[
 
 // audit appends the activity line of one memory change.
 func (m *Memories) audit(tx core.Tx, who MemoryChange, event string, mem core.Memory, now time.Time) error {
-	verb := strings.TrimPrefix(event, "memory.")
 	by := who.Source
 	if who.Run != 0 {
 		by += fmt.Sprintf(" in run %d", who.Run)
 	}
-	return tx.AppendActivity(core.Activity{Event: event, Level: "info",
-		Summary: fmt.Sprintf("@%s memory #%d %s by %s: %s", who.Bot, mem.ID, verb, by, cutString(mem.Text, 200)),
-		Thread:  who.Thread, Actor: core.BotActorID(who.Bot), Run: who.Run, At: now})
+	mem.Run = who.Run
+	return tx.AppendActivity(core.MemoryAudit(event, mem, who.Thread, by, now))
 }
 
 // bm25 scores each memory's text for query with Okapi BM25 (k1 1.2, b 0.75),

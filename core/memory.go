@@ -2,6 +2,8 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -82,4 +84,25 @@ func (e *Engine) queueReflectionTx(tx Tx, job *Job, r Run, reply string) (bool, 
 	_, err := tx.PutPendingReflection(PendingReflection{Bot: job.Bot.Handle, Thread: r.Thread, Run: r.ID,
 		At: e.clock.Now(), Transcript: r.Checkpoint, Reply: reply})
 	return err == nil, err
+}
+
+// MaxMemoryChars caps one memory's text, in characters (runes): a memory is
+// one short rule. Longer writes are refused, whoever makes them.
+const MaxMemoryChars = 1000
+
+// MemoryAudit is the activity line of one change to a memory (seed §9): Event
+// "memory.created", "memory.updated" or "memory.deleted", the bot as actor, the
+// run behind it (m.Run; 0 for people), and by saying who changed it
+// ("reflection in run 9", "operator admin:console").
+func MemoryAudit(event string, m Memory, thread ThreadID, by string, at time.Time) Activity {
+	verb := event
+	if i := strings.LastIndexByte(event, '.'); i >= 0 {
+		verb = event[i+1:]
+	}
+	text := m.Text
+	if r := []rune(text); len(r) > 200 {
+		text = string(r[:200]) + "..."
+	}
+	return Activity{Event: event, Level: "info", Summary: fmt.Sprintf("@%s memory #%d %s by %s: %s", m.Bot, m.ID, verb, by, text),
+		Thread: thread, Actor: BotActorID(m.Bot), Run: m.Run, At: at}
 }
