@@ -20,6 +20,8 @@ import (
 const (
 	// searchMemoryMax caps search_memory's k.
 	searchMemoryMax = 20
+	// embedQueryChars caps the query text sent to the embeddings endpoint.
+	embedQueryChars = 8000
 )
 
 // ErrMemory is returned (wrapped, with the reason) for a memory write that is
@@ -141,6 +143,14 @@ func (m *Memories) Search(ctx context.Context, bot, query string, limit int) ([]
 // the memories that have no vector under the current model.
 func (m *Memories) semantic(ctx context.Context, mems []core.Memory, query string) ([]float64, error) {
 	name := m.emb.Name()
+	// Embedding models take a few thousand tokens; a longer query (a
+	// reflection's transcript) is ranked by its newest part.
+	if len(query) > embedQueryChars {
+		query = query[len(query)-embedQueryChars:]
+		for len(query) > 0 && !isRuneStart(query[0]) {
+			query = query[1:]
+		}
+	}
 	texts := []string{query}
 	var stale []int
 	for i, mm := range mems {

@@ -20,7 +20,8 @@ type memClock struct {
 	t  time.Time
 }
 
-func (c *memClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *memClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *memClock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 func (c *memClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
