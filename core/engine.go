@@ -152,17 +152,16 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		store:       opts.Store,
-		agent:       opts.Agent,
-		log:         opts.Logger,
-		clock:       opts.Clock,
-		grace:       opts.ShutdownGrace,
-		observer:    opts.Observer,
-		reflections: opts.Reflections,
-		adapters:    map[AccountID]Adapter{},
-		workers:     map[string]*worker{},
-		kick:        make(chan struct{}, 1),
-		ready:       make(chan struct{}),
+		store:    opts.Store,
+		agent:    opts.Agent,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		grace:    opts.ShutdownGrace,
+		observer: opts.Observer,
+		adapters: map[AccountID]Adapter{},
+		workers:  map[string]*worker{},
+		kick:     make(chan struct{}, 1),
+		ready:    make(chan struct{}),
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -174,6 +173,7 @@ func New(opts Options) (*Engine, error) {
 		e.grace = 10 * time.Second
 	}
 	e.cur.Store(set)
+	e.reflections = opts.Reflections
 	e.expiryEvery = opts.ExpiryInterval
 	if e.expiryEvery <= 0 {
 		e.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
