@@ -145,6 +145,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/v1/usage", s.usage)
 	s.mux.HandleFunc("GET /api/v1/schedules", s.schedules)
 	s.mux.HandleFunc("GET /api/v1/events", s.events)
+	s.memoryRoutes() // admin/memory.go
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

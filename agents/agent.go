@@ -91,7 +91,9 @@ type Options struct {
 	MaxToolResultChars int
 	// MaxParallelTools caps concurrently running tool calls of one model turn; default 8.
 	MaxParallelTools int
-	// Memory supplies memories for the prompt; nil leaves them out.
+	// Memory supplies memories for the prompt of bots with Memory on; nil
+	// leaves them out. A *Memories also gives those bots manage_memory and
+	// search_memory (seed §9).
 	Memory MemoryRecaller
 	// Clock measures step durations; nil is the system clock.
 	Clock core.Clock
@@ -254,7 +256,11 @@ func (a *Agent) tools(bot core.BotProfile) ([]Tool, []string) {
 			out = append(out, t)
 		}
 	}
-	return append(out, a.history...), unavailable
+	out = append(out, a.history...)
+	if m, ok := a.opts.Memory.(*Memories); ok && bot.Memory {
+		out = append(out, MemoryTools(m)...) // seed §9: bots with memory on only
+	}
+	return out, unavailable
 }
 
 // maxModelCalls is the bot's cap on model calls per run.

@@ -83,6 +83,8 @@ func systemPrompt(in promptInput) string {
 		switch {
 		case t.Name() == AskHumanName:
 			b.WriteString("- ask_human asks the people in this thread a question and pauses your run until a person answers; the answer comes back as its result. Use it only for a decision or information that only a person has.\n")
+		case t.Name() == ManageMemoryName:
+			b.WriteString("- Your memory is yours across every thread: manage_memory writes, updates and deletes it, search_memory searches it. " + core.MemoryScopeRule + "\n")
 		case needsApproval(t.Name(), bot.ApprovalTools):
 			gated = append(gated, t.Name())
 		}
@@ -117,7 +119,7 @@ func systemPrompt(in promptInput) string {
 
 	// 4. Memories (seed §6 item 4), filled through Options.Memory.
 	if len(in.memories) > 0 {
-		b.WriteString("\n# What you remember from earlier work (yours, across all threads)\n\n")
+		b.WriteString("\n# Your own notes from earlier work (your memories, across all threads; best match first)\n\n")
 		for _, m := range in.memories {
 			b.WriteString("- " + m + "\n")
 		}

@@ -61,6 +61,10 @@ type Config struct {
 	// Cost prices model calls and sets budgets (config/cost.go).
 	Cost Cost `yaml:"cost"`
 
+	// Memory and Embeddings configure the bots' memory (config/memory.go).
+	Memory     Memory     `yaml:"memory"`
+	Embeddings Embeddings `yaml:"embeddings"`
+
 	// source is the file as written, before ${VAR} expansion (see EnvVars).
 	source *yaml.Node
 }
@@ -203,7 +207,10 @@ type Bot struct {
 	ApprovalTools []ApprovalTool `yaml:"approval_tools"`
 	// Approvers of this bot's questions; overrides the global approvers.
 	Approvers []string `yaml:"approvers"`
-	Memory    bool     `yaml:"memory"`
+	// Memory gives the bot long-term memory across threads (seed §9): its
+	// memories in its prompt, manage_memory and search_memory, and reflection
+	// after its runs (config/memory.go).
+	Memory bool `yaml:"memory"`
 	// MaxModelCalls caps model calls per run; 0 means limits.max_model_calls_per_run.
 	MaxModelCalls int `yaml:"max_model_calls"`
 	// MaxParallelThreads is how many different threads the bot may run at once

@@ -34,7 +34,7 @@ var (
 //     bot, of an approval_tools entry, global) are platform actor ids;
 //   - bots: max_tokens_per_run and max_tokens >= 0, temperature in [0, 2],
 //     reasoning_effort low, medium or high;
-//   - cost: see validateCost;
+//   - cost: see validateCost; memory and embeddings: see validateMemory;
 //   - default_bot names a bot;
 //   - schedules: see validateSchedules;
 //   - mcp_ready_timeout is positive;
@@ -87,6 +87,7 @@ func (c *Config) Validate() error {
 	c.validateChannels(&p, handles)
 	c.validateSchedules(&p, handles)
 	c.validateCost(&p, handles)
+	c.validateMemory(&p)
 	return p.err()
 }
 

@@ -90,6 +90,9 @@ type Options struct {
 	// Cost prices the usage ledger and sets budgets (core/budget.go); nil
 	// prices nothing and limits nothing.
 	Cost *Cost
+	// Reflections, when set, gets each completed run of a bot with Memory on as
+	// a persisted PendingReflection (seed §9, G7; core/memory.go); nil queues none.
+	Reflections Reflections
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -128,6 +131,8 @@ type Engine struct {
 	ready       chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
+
+	reflections Reflections // nil: no reflection (core/memory.go)
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -168,6 +173,7 @@ func New(opts Options) (*Engine, error) {
 		e.grace = 10 * time.Second
 	}
 	e.cur.Store(set)
+	e.reflections = opts.Reflections
 	e.expiryEvery = opts.ExpiryInterval
 	if e.expiryEvery <= 0 {
 		e.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))

@@ -377,12 +377,12 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 	defer scancel()
 	var woken []string
-	cancelled := false
+	cancelled, reflect := false, false
 	// Batch (group commit, DESIGN.md §7): settles of runs in flight share commits
 	// with ingests and picks. fn may run again: it resets what it captures first
 	// and reads everything it decides on inside tx.
 	serr := e.store.Batch(sctx, func(tx Tx) error {
-		woken, cancelled = nil, false
+		woken, cancelled, reflect = nil, false, false
 		unused = streamedCopy(streamed)
 		r, err2 := tx.Run(job.Run.ID)
 		if err2 != nil {
@@ -419,6 +419,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 				woken = append(woken, p.woken...)
 			}
 			e.activity(tx, Activity{Event: "run.completed", Summary: fmt.Sprintf("@%s completed run %d", job.Bot.Handle, r.ID), Thread: t.ID, Actor: r.Bot, Run: r.ID})
+			if reflect, err2 = e.queueReflectionTx(tx, job, r, res.Reply); err2 != nil {
+				return err2
+			}
 		} else {
 			r.Status, r.Error, itemStatus = RunFailed, Redact(err.Error()), ItemFailed
 			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
@@ -463,6 +466,8 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed
+	} else if reflect {
+		e.reflections.Notify()
 	}
 	e.observeRunEnd(job, start, res, err, serr, cancelled)
 	env.stream.discard(sctx, unused)

@@ -118,6 +118,13 @@ type ReadTx interface {
 	UsageTotal(scope string) (UsageTotal, error)
 	// UsageEntries returns up to limit ledger entries with Seq > after, oldest first.
 	UsageEntries(after uint64, limit int) ([]UsageEntry, error)
+
+	// Memory returns one memory of any bot (seed §9).
+	Memory(id MemoryID) (Memory, error)
+	// Memories returns every memory of the bot with this handle, oldest first.
+	Memories(bot string) ([]Memory, error)
+	// PendingReflections returns every pending reflection, oldest first (G7).
+	PendingReflections() ([]PendingReflection, error)
 }
 
 // LogHeads are the ends of the store's three append-only sequences that the
@@ -165,4 +172,14 @@ type Tx interface {
 	// then nothing changes and added is false (cost control: idempotent per
 	// (run, call)). An empty Key is an error.
 	PutUsage(e UsageEntry) (stored UsageEntry, added bool, err error)
+	// PutMemory stores a memory (ID 0: a new one, ID assigned) and returns it
+	// as stored. Bot and Text must not be empty; a memory cannot move to another
+	// bot.
+	PutMemory(m Memory) (Memory, error)
+	// DeleteMemory removes a memory; ErrNotFound when there is none.
+	DeleteMemory(id MemoryID) error
+	// PutPendingReflection appends a pending reflection (Seq assigned).
+	PutPendingReflection(p PendingReflection) (PendingReflection, error)
+	// DeletePendingReflection removes one; removing an absent one is no error.
+	DeletePendingReflection(seq uint64) error
 }

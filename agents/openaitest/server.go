@@ -1,7 +1,7 @@
 // Package openaitest is a fake OpenAI-compatible chat completions server for tests.
 //
 // It speaks the real wire protocol of POST /v1/chat/completions (and
-// /chat/completions): non-streaming JSON responses and streaming server-sent events
+// /chat/completions), and of POST /v1/embeddings with deterministic vectors (Embed): non-streaming JSON responses and streaming server-sent events
 // ("data: {...}\n\n" chunks ended by "data: [DONE]"), with tool calls split across
 // chunks the way OpenAI sends them (id and name in the first delta of a call, the
 // arguments in pieces after it, every delta carrying the call's index). It listens on
@@ -163,6 +163,9 @@ type Server struct {
 	requests []Request
 	nextID   int
 	models   []string
+
+	embedReqs []openai.EmbeddingRequestStrings
+	embedFail int
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -188,6 +191,8 @@ func Start() (*Server, error) {
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("POST /chat/completions", s.serveChat)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
+	mux.HandleFunc("POST /embeddings", s.serveEmbeddings)
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	s.srv.Start()
 	return s, nil

@@ -87,11 +87,20 @@ func (r *apiReader) close() {
 // get reads path (with its query) into v; a refusal or error status is an
 // error that says what to fix.
 func (r *apiReader) get(ctx context.Context, path string, v any) error {
+	return r.do(ctx, http.MethodGet, path, nil, v)
+}
+
+// do sends method to path with payload (nil: none) and decodes the answer into v
+// as get does: the CLI's edits (openbot memory) go the same two ways as reads.
+func (r *apiReader) do(ctx context.Context, method, path string, payload []byte, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, bytes.NewReader(payload))
 	if err != nil {
 		return err
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	var status int
 	var body io.Reader

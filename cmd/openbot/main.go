@@ -68,6 +68,7 @@ const usage = `usage:
   openbot activity [--follow] [--kind K] [--level L] [--bot B] [--thread N]  the activity log
   openbot cancel RUN | stop THREAD --bot B | pause BOT | resume BOT   steer the running server
   openbot usage [--by bot|thread|day] [--since WHEN]   tokens and cost from the usage ledger
+  openbot memory list|show|rm|edit [ID] --bot B     see and fix a bot's memories
   openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
   openbot bench --platform telegram|slack [--rate R] [--duration D]
                                                     end to end against the fakes: latency, throughput, RSS
@@ -109,6 +110,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSteer(ctx, args[0], args[1:], stdout, stderr, lookupEnv)
 	case "usage":
 		return runUsage(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "memory":
+		return runMemory(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
 	case "bench":
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -141,8 +141,10 @@ func TestChatHandoffThroughTheTeam(t *testing.T) {
 		t.Errorf("stdout =\n%s\nwant\n%s", r.stdout, want)
 	}
 	reqs := llm.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("model got %d requests, want 3", len(reqs))
+	// The fourth is the engineer's reflection (memory: true in the example),
+	// flushed at shutdown.
+	if len(reqs) != 4 || !strings.HasPrefix(reqs[3].Body.Messages[0].Content, "You maintain the long-term memory of @engineer") {
+		t.Fatalf("model got %d requests, want 3 and the engineer's reflection", len(reqs))
 	}
 	if auth := reqs[0].Header.Get("Authorization"); auth != "Bearer sk-test" {
 		t.Errorf("Authorization = %q", auth)

@@ -60,6 +60,7 @@ type reloader struct {
 	agent     *swapAgent
 	reg       *agents.Registry
 	mcp       *mcpSet
+	mem       *agents.Memories // the bots' memory, kept across reloads
 	// accounts are the platform accounts: added, changed and removed at a reload,
 	// and given the new team (botSetter) so "@handle" of an added bot is a mention.
 	accounts *accountSet
@@ -86,7 +87,7 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 	if msg := missingKey(cfg); msg != "" {
 		return nil, r.refused(r.path + ": " + msg)
 	}
-	agent, err := newAgent(cfg, r.reg, r.log)
+	agent, err := newAgent(cfg, r.reg, r.log, r.mem)
 	if err != nil {
 		return nil, r.refused(fmt.Sprintf("%s: llm: %v", r.path, err))
 	}

@@ -153,9 +153,17 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("tools", err)
 	}
 	a.reportSandbox(ctx, toolOptions(a.cfg, log, hide))
-	agent, err := newAgent(a.cfg, reg, log)
+	mem, err := newMemory(a.cfg, st, log)
+	if err != nil {
+		return a.fail("memory", err)
+	}
+	agent, err := newAgent(a.cfg, reg, log, mem)
 	if err != nil {
 		return a.fail("agents", err)
+	}
+	refl, err := newReflector(a.cfg, st, agent, mem, log)
+	if err != nil {
+		return a.fail("memory", err)
 	}
 	swap := newSwapAgent(agent)
 	var runner core.Agent = swap
@@ -179,6 +187,7 @@ func (a *app) serve(ctx context.Context) int {
 		Observer:        observer(mtr),
 		Cost:            coreCost(a.cfg),
 		AlwaysReply:     alwaysReply(a.cfg),
+		Reflections:     refl,
 	})
 	if err != nil {
 		return a.fail("engine", err)
@@ -216,7 +225,7 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}
 	accts := newAccountSet(a, eng, hl, a.cfg, platform)
-	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, accounts: accts, cur: a.cfg}
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, accounts: accts, cur: a.cfg}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
@@ -330,6 +339,9 @@ func (a *app) serve(ctx context.Context) int {
 			return pruner.Run(engCtx)
 		})
 	}
+	g.Go(func() error { // reflection stops with the engine, flushing within memory.flush_timeout
+		return refl.Run(engCtx)
+	})
 	if ln != nil {
 		intake.Add(1)
 		g.Go(func() error {

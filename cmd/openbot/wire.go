@@ -182,20 +182,32 @@ func checkTools(cfg *config.Config, reg *agents.Registry) config.Errors {
 // newAgent builds the agent loop with every LLM profile as a provider. Secrets go
 // into the providers only, never into logs: the logged base_url is redacted of
 // user:password and secret query parameters (DESIGN.md §9).
-func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger) (*agents.Agent, error) {
-	providers := make(map[string]agents.Provider, len(cfg.LLM))
+// mem, when not nil, is the bots' memory (seed §9, cmd/openbot/memory.go).
+func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger, mem *agents.Memories) (*agents.Agent, error) {
 	for name, p := range cfg.LLM {
-		providers[name] = agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
-			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
 		log.Info("llm profile", "name", name, "base_url", core.Redact(p.BaseURL), "model", p.Model, "api_key_set", p.APIKey != "")
 	}
-	return agents.New(agents.Options{
-		Providers:    providers,
+	opts := agents.Options{
+		Providers:    providers(cfg),
 		Registry:     reg,
 		Limits:       coreLimits(cfg.Limits),
 		Logger:       log,
 		ReadyTimeout: cfg.MCPReadyTimeout,
-	})
+	}
+	if mem != nil {
+		opts.Memory = mem
+	}
+	return agents.New(opts)
+}
+
+// providers maps the llm profiles onto agents providers.
+func providers(cfg *config.Config) map[string]agents.Provider {
+	out := make(map[string]agents.Provider, len(cfg.LLM))
+	for name, p := range cfg.LLM {
+		out[name] = agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
+			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
+	}
+	return out
 }
 
 // mcpStateReporter turns MCP server states into lines for a person: one when a

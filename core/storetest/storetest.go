@@ -54,6 +54,8 @@ func Run(t *testing.T, open func(t *testing.T) core.Store) {
 		{"ConsolePaging", testConsolePaging},
 		{"RunEventsSince", testRunEventsSince},
 		{"Usage", testUsage},
+		{"Memories", testMemories},
+		{"PendingReflections", testPendingReflections},
 		{"UpdateRollback", testUpdateRollback},
 		{"BatchRollback", testBatchRollback},
 		{"ValuesOutliveView", testValuesOutliveView},

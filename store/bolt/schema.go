@@ -61,9 +61,15 @@ import (
 //
 // The "budget.warned:<scope>" cursors mark a budget's warning as posted.
 //
+// Version 5 adds the bots' memories and the pending reflections (seed §9, G7):
+//
+//	memories         MemoryID BE -> core.Memory                (NextSequence: memory IDs)
+//	memory_bot       handle 0x00 MemoryID BE                    memories per bot
+//	reflections      Seq BE -> core.PendingReflection          (NextSequence: Seq)
+//
 // CountQueued reads the "queued_count" counter, kept in the same transaction as the
 // queue index, so it costs O(1) rather than a walk of the queue.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 var (
 	bktMeta          = []byte("meta")
@@ -97,6 +103,10 @@ var (
 	bktUsageKeys   = []byte("usage_keys")
 	bktUsageTotals = []byte("usage_totals")
 
+	bktMemories    = []byte("memories")
+	bktMemoryBot   = []byte("memory_bot")
+	bktReflections = []byte("reflections")
+
 	keyVersion     = []byte("schema_version")
 	keyQueuedCount = []byte("queued_count")
 )
@@ -109,6 +119,7 @@ func allBuckets() [][]byte {
 		bktRunStatus, bktRunEvents, bktOutbox, bktOutboxPending, bktSeen, bktTodos,
 		bktActivity, bktCursors, bktQuestions, bktQuestionTokens, bktQuestionPending,
 		bktRunEventLog, bktUsage, bktUsageKeys, bktUsageTotals,
+		bktMemories, bktMemoryBot, bktReflections,
 	}
 }
 
@@ -151,7 +162,18 @@ func migrations() []migration {
 		{from: 1, desc: "add questions, question_tokens and question_pending buckets", fn: migrate1to2},
 		{from: 2, desc: "add run_event_log, the store-wide order of run events", fn: migrate2to3},
 		{from: 3, desc: "add the usage ledger: usage, usage_keys and usage_totals", fn: migrate3to4},
+		{from: 4, desc: "add bot memory: memories, memory_bot and reflections", fn: migrate4to5},
 	}
+}
+
+// migrate4to5 adds the memory buckets; version 4 files have no memories.
+func migrate4to5(tx *bbolt.Tx) error {
+	for _, b := range [][]byte{bktMemories, bktMemoryBot, bktReflections} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrate3to4 adds the ledger buckets; version 3 files have no ledger.

@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"fmt"
+
+	"openbot/core"
+)
+
+// Bot memory (seed §9): one row per memory, keyed by ID with the bot's handle
+// indexed; pending reflections (seed G7) in Seq order. Both carry the record's
+// JSON like every other table.
+
+func (r *readTx) Memory(id core.MemoryID) (core.Memory, error) {
+	var m core.Memory
+	err := r.one(&m, fmt.Sprintf("memory %d", id), `SELECT data FROM memories WHERE id = $1`, int64(id))
+	return m, err
+}
+
+func (r *readTx) Memories(bot string) ([]core.Memory, error) {
+	return list[core.Memory](r, "memories of "+bot, `SELECT data FROM memories WHERE bot = $1 ORDER BY id`, bot)
+}
+
+func (r *readTx) PendingReflections() ([]core.PendingReflection, error) {
+	return list[core.PendingReflection](r, "pending reflections", `SELECT data FROM pending_reflections ORDER BY seq`)
+}
+
+// PutMemory stores m; ID 0 assigns the next memory ID, another ID must exist
+// and keep its bot. A memory needs a bot and text.
+func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
+	if m.Bot == "" || m.Text == "" || badText(m.Bot) || badText(m.Text) {
+		return m, invalid("memory without bot or text")
+	}
+	if m.ID == 0 {
+		id, err := w.nextID("memories")
+		if err != nil {
+			return m, err
+		}
+		m.ID = core.MemoryID(id)
+	} else {
+		old, err := w.Memory(m.ID)
+		if err != nil {
+			return m, err
+		}
+		if old.Bot != m.Bot {
+			return m, invalid("memory %d belongs to @%s, not @%s", m.ID, old.Bot, m.Bot)
+		}
+	}
+	return m, w.upsert("memory", `INSERT INTO memories (id, bot, data) VALUES ($1, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET bot = EXCLUDED.bot, data = EXCLUDED.data`, m, int64(m.ID), m.Bot)
+}
+
+// DeleteMemory removes a memory; core.ErrNotFound when there is none.
+func (w *writeTx) DeleteMemory(id core.MemoryID) error {
+	tag, err := w.tx.Exec(w.ctx, `DELETE FROM memories WHERE id = $1`, int64(id))
+	if err != nil {
+		return fmt.Errorf("memory %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("memory %d: %w", id, core.ErrNotFound)
+	}
+	return nil
+}
+
+// PutPendingReflection appends p with the next Seq.
+func (w *writeTx) PutPendingReflection(p core.PendingReflection) (core.PendingReflection, error) {
+	if p.Bot == "" || p.Thread == 0 {
+		return p, invalid("pending reflection without bot or thread")
+	}
+	seq, err := w.nextID("pending_reflections")
+	if err != nil {
+		return p, err
+	}
+	p.Seq = seq
+	return p, w.upsert("pending reflection", `INSERT INTO pending_reflections (seq, data) VALUES ($1, $2)`, p, int64(seq))
+}
+
+// DeletePendingReflection removes one; an absent one is no error.
+func (w *writeTx) DeletePendingReflection(seq uint64) error {
+	return w.exec("pending reflection", `DELETE FROM pending_reflections WHERE seq = $1`, int64(seq))
+}
