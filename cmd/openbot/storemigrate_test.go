@@ -64,6 +64,10 @@ func fillEveryKind(t *testing.T, st core.Store) {
 		_, err = tx.PutQuestion(core.Question{Token: "tok1", Run: r.ID, Thread: th.ID, Bot: "eng", Status: core.QuestionPending})
 		must(err)
 		_, _, err = tx.PutUsage(core.UsageEntry{Key: "1/1", Bot: "eng", Thread: th.ID, Run: r.ID, Model: "m", InputTokens: 10, OutputTokens: 5, At: at})
+		must(err)
+		_, err = tx.PutMemory(core.Memory{Bot: "eng", Text: "squash merges", Created: at, Updated: at, Source: core.MemorySourceTool, Run: r.ID})
+		must(err)
+		_, err = tx.PutPendingReflection(core.PendingReflection{Bot: "eng", Thread: th.ID, Run: r.ID, At: at, Reply: "done"})
 		return err
 	})
 	if err != nil {
@@ -108,6 +112,10 @@ func snapshot(t *testing.T, st core.Store) map[string]any {
 		put("events", ev, err)
 		p, err := tx.PendingOutbox(0, 0)
 		put("pending", p, err)
+		mem, err := tx.Memories("eng")
+		put("memories", mem, err)
+		refl, err := tx.PendingReflections()
+		put("reflections", refl, err)
 		o, err := tx.Outbox(2)
 		put("outbox 2", o, err)
 		seen, err := tx.Seen("slack:T1:ev1")

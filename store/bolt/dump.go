@@ -14,7 +14,7 @@ import (
 
 // counterBuckets are the buckets whose NextSequence assigns IDs; their names
 // are the counter names of package dump.
-var counterBuckets = [][]byte{bktThreads, bktMessages, bktItems, bktRuns, bktOutbox, bktActivity, bktQuestions, bktRunEventLog, bktUsage}
+var counterBuckets = [][]byte{bktThreads, bktMessages, bktItems, bktRuns, bktOutbox, bktActivity, bktQuestions, bktRunEventLog, bktUsage, bktMemories, bktReflections}
 
 // Dump calls emit with every record of the store, kind by kind in
 // dump.AllKinds order, inside one read transaction (one consistent snapshot),
@@ -92,6 +92,8 @@ func (s *Store) Dump(ctx context.Context, emit func(dump.Record) error) (dump.Co
 				t := dump.UsageTotal{Scope: string(k)}
 				return t, json.Unmarshal(v, &t.Total)
 			}},
+			{bktMemories, dump.Memories, jsonOf[core.Memory]()},
+			{bktReflections, dump.PendingReflections, jsonOf[core.PendingReflection]()},
 		}
 		for _, st := range steps {
 			if err := each(st.bucket, st.kind, st.decode); err != nil {

@@ -25,18 +25,22 @@ const (
 	Questions   = "questions"
 	Usage       = "usage"
 	UsageTotals = "usage_totals"
+	// Memories and PendingReflections are bot memory (seed §9, G7).
+	Memories           = "memories"
+	PendingReflections = "pending_reflections"
 )
 
 // AllKinds lists every kind, in emission order.
 var AllKinds = []string{
 	Actors, Bots, Threads, ThreadKeys, Messages, Items, Runs, RunEvents, Outbox,
 	Seen, Todos, Activity, Cursors, Questions, Usage, UsageTotals,
+	Memories, PendingReflections,
 }
 
 // Record is one record of Kind. Value is the core type of the kind (core.Actor,
 // core.BotProfile, core.Thread, core.Message, core.InboxItem, core.Run,
 // core.LoggedRunEvent, core.OutboxEntry, core.Activity, core.Question,
-// core.UsageEntry) or one of this package's pairs (ThreadKey, SeenKey, Todo,
+// core.UsageEntry, core.Memory, core.PendingReflection) or one of this package's pairs (ThreadKey, SeenKey, Todo,
 // Cursor, UsageTotal).
 type Record struct {
 	Kind  string

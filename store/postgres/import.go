@@ -112,6 +112,10 @@ func importRow(r dump.Record) (string, []any, error) {
 			[]any{int64(v.ID), v.Token, v.Status == core.QuestionPending, js(v)}, nil
 	case core.UsageEntry:
 		return `INSERT INTO usage (seq, key, data) VALUES ($1, $2, $3)`, []any{int64(v.Seq), v.Key, js(v)}, nil
+	case core.Memory:
+		return `INSERT INTO memories (id, bot, data) VALUES ($1, $2, $3)`, []any{int64(v.ID), v.Bot, js(v)}, nil
+	case core.PendingReflection:
+		return `INSERT INTO pending_reflections (seq, data) VALUES ($1, $2)`, []any{int64(v.Seq), js(v)}, nil
 	case dump.UsageTotal:
 		return `INSERT INTO usage_totals (scope, data) VALUES ($1, $2)`, []any{v.Scope, js(v.Total)}, nil
 	}

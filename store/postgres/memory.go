@@ -66,7 +66,7 @@ func (w *writeTx) PutPendingReflection(p core.PendingReflection) (core.PendingRe
 	if p.Bot == "" || p.Thread == 0 {
 		return p, invalid("pending reflection without bot or thread")
 	}
-	seq, err := w.nextID("pending_reflections")
+	seq, err := w.nextID("reflections") // the counter name of package dump (the bbolt bucket)
 	if err != nil {
 		return p, err
 	}
