@@ -136,7 +136,7 @@ func (a *app) serve(ctx context.Context) int {
 			}
 		}
 	}()
-	removePid, err := writePidFile(a.cfg.Store.Path)
+	removePid, err := writePidFile(a.cfg.Store.Path, a.configPath)
 	if err != nil {
 		log.Warn("openbot reload will not find this process", "err", err)
 	}
