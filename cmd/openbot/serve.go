@@ -230,7 +230,7 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("admin api", err)
 	}
 	// The web dashboard at / (admin/web): its session cookie also opens /api/v1.
-	dash := web.New(web.Options{Token: a.cfg.Admin.Token, Logger: log})
+	dash := web.New(web.Options{Token: a.cfg.Admin.Token, SecureCookie: a.cfg.Admin.SecureCookie, Logger: log})
 	dash.Mount(mux)
 	mux.Handle("/api/v1/", dash.Guard(adminOnly(a.cfg.Admin.Token, api), api))
 	if a.cfg.Admin.Token == "" {
