@@ -61,6 +61,11 @@ func (h *health) set(account, state string) {
 	h.accounts[account] = state
 }
 
+// healthHeader is set on every /healthz answer, so `openbot doctor` can tell
+// that the listener it finds taken is held by a running openbot. It says
+// nothing more than that.
+const healthHeader = "X-Openbot-Health"
+
 func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ready := true
 	select {
@@ -90,6 +95,7 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set(healthHeader, "1")
 	switch {
 	case ready && failed:
 		w.WriteHeader(http.StatusServiceUnavailable)
