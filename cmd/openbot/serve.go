@@ -241,7 +241,7 @@ func (a *app) serve(ctx context.Context) int {
 			return a.fail("adapters", err)
 		}
 		if r, ok := ad.(ingressReadier); ok {
-			hl.watch(string(ad.Account()), r.IngressReady())
+			hl.watch(string(ad.Account()), r)
 		}
 	}
 	// Platform webhook routes follow the accounts a reload adds or removes.
