@@ -118,7 +118,8 @@ type UsageRow struct {
 // usage is GET /api/v1/usage?by=bot|thread|day (default day), over the model
 // calls recorded since ?since= (default 30 days ago) and before ?until=, from
 // the usage ledger. Rows are ordered by key (days and threads newest first) and
-// paged by ?cursor= (the last key of the previous page).
+// paged by ?cursor= (the last key of the previous page; a cursor that is not
+// a key of that kind, a date, a thread id or a bot handle, answers 400).
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	by := q.str("by")
@@ -129,6 +130,9 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		q.fail("by: want bot, thread or day, got %q", by)
 	}
 	since, until, cursor := q.time("since"), q.time("until"), q.str("cursor")
+	if cursor != "" && !usageKeyOK(by, cursor) {
+		q.fail("cursor: %q is not a %s key of this list", cursor, by)
+	}
 	if !q.ok(w) {
 		return
 	}
@@ -160,11 +164,17 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortFunc(all, less)
 	start := 0
-	if cursor != "" {
+	if cursor != "" { // the rows after the cursor's key, even when its row is gone
+		if by == "thread" {
+			id, _ := strconv.ParseUint(cursor, 10, 64)
+			threadOf[cursor] = core.ThreadID(id)
+		}
+		at := UsageRow{Key: cursor}
 		start = len(all)
 		for i, row := range all {
-			if row.Key == cursor {
-				start = i + 1
+			if less(at, row) < 0 {
+				start = i
+				break
 			}
 		}
 	}
@@ -174,4 +184,19 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		all, next = all[:q.limit], all[q.limit-1].Key
 	}
 	writeJSON(w, http.StatusOK, page(all, next))
+}
+
+// usageKeyOK reports whether key is a well-formed row key of GET /api/v1/usage
+// by by: a date (YYYY-MM-DD), a thread id, or a bot handle ([a-z0-9_]+).
+func usageKeyOK(by, key string) bool {
+	switch by {
+	case "day":
+		_, err := time.Parse(time.DateOnly, key)
+		return err == nil
+	case "thread":
+		id, err := strconv.ParseUint(key, 10, 64)
+		return err == nil && id > 0
+	default:
+		return strings.Trim(key, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
+	}
 }

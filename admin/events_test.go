@@ -177,3 +177,28 @@ func TestEventsBounded(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestEventsBeyondHead: a Last-Event-ID past the store's head (a restored
+// store) starts the stream at the head, so the next write is seen, instead of
+// a stream that stays silent.
+func TestEventsBeyondHead(t *testing.T) {
+	n := admin.NewNotifier()
+	st := admin.Notify(openStore(t), n)
+	update(t, st, func(tx core.Tx) error {
+		th, err := tx.PutThread(core.Thread{Key: "k", Created: t0})
+		if err != nil {
+			return err
+		}
+		_, err = tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning, Created: t0})
+		return err
+	})
+	hs := serveAPI(t, admin.Options{Store: st, Notifier: n, Tick: time.Hour, Heartbeat: time.Hour})
+	api := hs.URL + "/api/v1"
+	writeRound(t, st, 1)
+	c := openStream(t, api+"/events", "999.999.999")
+	writeRound(t, st, 2)
+	got := render(eventsUntil(t, c, headCursor(t, api)))
+	if !strings.Contains(got, `"m2"`) || strings.Contains(got, `"m1"`) {
+		t.Errorf("stream from beyond the head:\n%s\nwant round 2 only", got)
+	}
+}

@@ -163,6 +163,16 @@ func TestListsPaginate(t *testing.T) {
 	getJSON(t, api+"/threads/99", http.StatusNotFound, nil)
 	getJSON(t, api+"/threads?limit=0", http.StatusBadRequest, nil)
 	getJSON(t, api+"/threads?since=yesterday", http.StatusBadRequest, nil)
+	// A cursor that is no key of the list is refused, as on the other lists;
+	// a well-formed one whose row is gone continues after it.
+	getJSON(t, api+"/usage?cursor=zzz", http.StatusBadRequest, nil)
+	getJSON(t, api+"/usage?by=thread&cursor=zzz", http.StatusBadRequest, nil)
+	getJSON(t, api+"/usage?by=bot&cursor=Bad-Name", http.StatusBadRequest, nil)
+	var after pageOf[admin.UsageRow]
+	getJSON(t, api+"/usage?by=thread&cursor=99&since="+t0.Add(-time.Hour).Format(time.RFC3339), http.StatusOK, &after)
+	if len(after.Items) != 7 || after.Items[0].Key != "7" {
+		t.Errorf("usage by thread after a gone thread 99 = %+v, want all 7 from thread 7", after.Items)
+	}
 }
 
 // TestNothingSecret: no response carries a question's button token or a run's

@@ -22,7 +22,10 @@ const writeBound = 30 * time.Second
 // events is GET /api/v1/events, Server-Sent Events read from the store after a
 // cursor (DESIGN.md §10). The start is the Last-Event-ID header (a reconnecting
 // browser sends it), else ?from= (an id, or 0 for the whole log), else the
-// current end: a new stream sees only what happens from now. Each event's id is
+// current end: a new stream sees only what happens from now. A malformed id
+// answers 400; each part of an id beyond the store's head (a restored store)
+// is taken as the head, so the stream goes on from now instead of staying
+// silent; the stream's first comment (": from A.M.E") names the start used. Each event's id is
 // the cursor after it (Cursor), so a client that reconnects with the last id it
 // saw gets exactly what it missed. The stream wakes on the store's commit hint
 // (Notifier) or every Tick, writes a ": ping" comment every Heartbeat, and ends
@@ -48,7 +51,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		cur = c
+		// An id beyond the store's head (a store restored from a backup, or a
+		// made-up id) would keep the stream silent: start from the head there.
+		var h core.LogHeads
+		if !s.view(w, r, func(tx core.ReadTx) (err error) { h, err = tx.Heads(); return err }) {
+			return
+		}
+		head := cursorOf(h)
+		cur = Cursor{min(c.Activity, head.Activity), min(c.Message, head.Message), min(c.RunEvent, head.RunEvent)}
 	}
 	select {
 	case <-s.done:

@@ -81,7 +81,8 @@ type HTTP struct {
 type Admin struct {
 	// Token is the bearer token those endpoints require ("Authorization: Bearer
 	// <token>"), compared in constant time; write it as ${OPENBOT_ADMIN_TOKEN}.
-	// Empty turns those endpoints off (404). At least 16 characters when set.
+	// Empty turns those endpoints off (404). At least 16 characters when set,
+	// none of them whitespace (a pasted line break or a space is a mistake).
 	Token string `yaml:"token"`
 	// Identity is the person the console answers questions as, an actor id
 	// like the approvers' ("slack:T012:U345"); the answer is subject to the
@@ -91,6 +92,10 @@ type Admin struct {
 	// Name is shown for the console's decisions ("Approved by <name>");
 	// default Identity.
 	Name string `yaml:"name"`
+	// SecureCookie marks the dashboard's session cookie Secure on every
+	// response, for a TLS proxy that does not send "X-Forwarded-Proto: https";
+	// default false (Secure over TLS or with that header).
+	SecureCookie bool `yaml:"secure_cookie"`
 }
 
 // MinAdminTokenLen is the shortest admin.token accepted.

@@ -266,6 +266,8 @@ func TestValidationRulesBotsAndLLM(t *testing.T) {
 		{"negative request timeout", "llm: {default: {base_url: 'http://h/v1', model: m, request_timeout: -1s}}\nbots: [{handle: a}]", "llm.default.request_timeout", "must not be negative"},
 		{"negative idle timeout", "llm: {default: {base_url: 'http://h/v1', model: m, stream_idle_timeout: -1s}}\nbots: [{handle: a}]", "llm.default.stream_idle_timeout", "must not be negative"},
 		{"short admin token", "admin: {token: abc}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.token", "at least 16 characters"},
+		{"blank admin token", "admin: {token: '                '}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.token", "whitespace"},
+		{"admin token with a space", "admin: {token: 'abcdefgh ijklmnopq'}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.token", "whitespace"},
 		{"admin identity", "admin: {identity: alice}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.identity", "not an actor id"},
 		{"base_url password not echoed", "llm: {default: {base_url: 'ftp://u:hunter2@h/v1', model: m}}\nbots: [{handle: a}]", "llm.default.base_url", "ftp://u:xxxxx@h/v1"},
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 var (
@@ -21,7 +22,7 @@ var (
 // every problem found, each at its field path, or nil. Rules:
 //   - http.listen is host:port; store.path and workspace are set; sandbox is
 //     "bwrap" or "none"; admin.token is empty or at least MinAdminTokenLen
-//     characters;
+//     characters, none of them whitespace;
 //   - limits are positive;
 //   - retention durations are not negative; dedup_keys is 0 or at least
 //     MinDedupKeys;
@@ -65,7 +66,9 @@ func (c *Config) Validate() error {
 	default:
 		p.add("store.driver", "%q is not %s or %s", c.Store.Driver, StoreBolt, StorePostgres)
 	}
-	if t := c.Admin.Token; t != "" && len(t) < MinAdminTokenLen {
+	if t := c.Admin.Token; t != "" && strings.IndexFunc(t, unicode.IsSpace) >= 0 {
+		p.add("admin.token", "must not contain spaces or other whitespace (or be empty to turn the admin endpoints off)")
+	} else if t != "" && len(t) < MinAdminTokenLen {
 		p.add("admin.token", "must be at least %d characters (or empty to turn the admin endpoints off)", MinAdminTokenLen)
 	}
 	if c.Admin.Identity != "" {

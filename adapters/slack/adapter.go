@@ -142,6 +142,7 @@ type Adapter struct {
 
 	live     chan struct{} // closed once the ingress takes events (live.go)
 	liveOnce sync.Once
+	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 // identity is what auth.test says about this app.

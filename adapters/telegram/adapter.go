@@ -139,6 +139,7 @@ type Adapter struct {
 
 	live     chan struct{} // closed once the ingress takes messages (live.go)
 	liveOnce sync.Once
+	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 var (

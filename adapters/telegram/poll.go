@@ -125,12 +125,16 @@ func (a *Adapter) poll(ctx context.Context) error {
 			if errors.As(err, &ae) && ae.Code == http.StatusConflict {
 				a.log.Error("getUpdates conflict: another poller or a webhook uses this token", "err", err)
 			}
+			// Not the error text: a transport error names the URL, which holds the
+			// token, and /healthz is public.
+			a.setDown("getUpdates failing; retrying")
 			if !a.sleep(ctx, wait(bo, err), "getUpdates", err) {
 				return nil
 			}
 			continue
 		}
 		bo.Reset()
+		a.setDown("")
 		var raws []json.RawMessage
 		if err := json.Unmarshal(res, &raws); err != nil {
 			a.log.Error("getUpdates: undecodable result", "err", err)

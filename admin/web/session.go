@@ -101,30 +101,72 @@ func (ss *sessions) len() int {
 	return len(ss.m)
 }
 
-// failures counts wrong tokens in the current minute (a fixed window), so
-// guessing the token through the login form is slow whoever guesses.
+// failures counts wrong tokens per client address and in total, each in a
+// fixed one-minute window, so guessing the token through the login form is
+// slow, and one client's wrong guesses never lock out the admin signing in
+// from another address (the listener is public for webhooks). The table of
+// addresses is bounded (maxFailureClients): a new address past it is counted
+// only in the total.
 type failures struct {
-	mu     sync.Mutex
-	window time.Time // start of the current minute
-	n      int
+	mu      sync.Mutex
+	total   window
+	clients map[string]*window
 }
 
-// allow reports whether a login may be tried at now.
-func (f *failures) allow(now time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if now.Sub(f.window) >= time.Minute {
-		f.window, f.n = now, 0
-	}
-	return f.n < MaxFailedLogins
+// window is a fixed one-minute count of wrong tokens.
+type window struct {
+	start time.Time
+	n     int
 }
 
-// add counts a wrong token at now.
-func (f *failures) add(now time.Time) {
+// roll starts a new window at now when the current one is over.
+func (w *window) roll(now time.Time) {
+	if now.Sub(w.start) >= time.Minute {
+		w.start, w.n = now, 0
+	}
+}
+
+// allow reports whether client (the request's remote host) may try a login at
+// now: fewer than MaxFailedLogins wrong tokens from it and fewer than
+// MaxFailedLoginsTotal from everyone in their current minutes.
+func (f *failures) allow(client string, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if now.Sub(f.window) >= time.Minute {
-		f.window, f.n = now, 0
+	f.total.roll(now)
+	if f.total.n >= MaxFailedLoginsTotal {
+		return false
 	}
-	f.n++
+	if c := f.clients[client]; c != nil {
+		c.roll(now)
+		return c.n < MaxFailedLogins
+	}
+	return true
+}
+
+// add counts a wrong token from client at now.
+func (f *failures) add(client string, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.total.roll(now)
+	f.total.n++
+	if f.clients == nil {
+		f.clients = map[string]*window{}
+	}
+	c := f.clients[client]
+	if c == nil {
+		if len(f.clients) >= maxFailureClients {
+			for k, v := range f.clients { // drop the clients whose minute is over
+				if now.Sub(v.start) >= time.Minute {
+					delete(f.clients, k)
+				}
+			}
+		}
+		if len(f.clients) >= maxFailureClients {
+			return // counted in the total only
+		}
+		c = &window{start: now}
+		f.clients[client] = c
+	}
+	c.roll(now)
+	c.n++
 }

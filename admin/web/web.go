@@ -5,7 +5,8 @@
 //
 // Login: POST /login with the admin token (constant-time compare) sets a random
 // session id in an HttpOnly, SameSite=Strict cookie (Secure when the request
-// came over TLS). Sessions live in memory with an expiry and a bounded count.
+// came over TLS or with "X-Forwarded-Proto: https", or always with
+// Options.SecureCookie). Sessions live in memory with an expiry and a bounded count.
 // The cookie authorizes /api/v1 requests of the page (Guard); a cookie
 // authorized request that changes state must carry the session's CSRF token in
 // the X-CSRF-Token header. With no admin token the dashboard is off: every
@@ -24,6 +25,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,8 +49,16 @@ const (
 	// maxForm bounds a login or logout body (bytes).
 	maxForm = 4096
 	// MaxFailedLogins is how many wrong tokens the dashboard takes per minute
-	// (from anyone); past it every login answers 429 until the minute ends.
+	// from one client address (the connection's remote host; X-Forwarded-For is
+	// not trusted); past it that address's logins answer 429 until its minute
+	// ends. Other addresses still sign in.
 	MaxFailedLogins = 10
+	// MaxFailedLoginsTotal is how many wrong tokens the dashboard takes per
+	// minute from all addresses together; past it every login answers 429 until
+	// the minute ends.
+	MaxFailedLoginsTotal = 100
+	// maxFailureClients bounds the addresses whose wrong tokens are counted.
+	maxFailureClients = 4096
 )
 
 // Options configure a Dashboard.
@@ -59,6 +69,12 @@ type Options struct {
 	// MaxSessions how many are kept (default DefaultMaxSessions).
 	SessionTTL  time.Duration
 	MaxSessions int
+	// SecureCookie marks the session cookie Secure on every response
+	// (admin.secure_cookie), for a deployment whose proxy terminates TLS
+	// without sending X-Forwarded-Proto. Without it the cookie is Secure when
+	// the request came over TLS or with "X-Forwarded-Proto: https" (a spoofed
+	// header only makes the cookie stricter).
+	SecureCookie bool
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -196,13 +212,14 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: want a form with a token field", http.StatusBadRequest)
 		return
 	}
-	if !d.fails.allow(d.opts.Now()) {
+	client := clientHost(r)
+	if !d.fails.allow(client, d.opts.Now()) {
 		http.Error(w, "too many failed sign-ins: wait a minute", http.StatusTooManyRequests)
 		return
 	}
 	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
 	if subtle.ConstantTimeCompare(got[:], d.want[:]) != 1 {
-		d.fails.add(d.opts.Now())
+		d.fails.add(client, d.opts.Now())
 		d.opts.Logger.Warn("dashboard login refused", "remote", r.RemoteAddr)
 		d.render(w, http.StatusUnauthorized, "login.html", "{{error}}", `<p class="error" role="alert">That token is not the admin token.</p>`)
 		return
@@ -211,7 +228,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: id, Path: "/",
 		Expires: s.expires, MaxAge: int(d.opts.SessionTTL / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: d.secureCookie(r),
 	})
 	d.opts.Logger.Info("dashboard login", "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -236,7 +253,7 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 		d.sessions.drop(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: d.secureCookie(r)})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -266,6 +283,21 @@ func safeMethod(m string) bool {
 // Sec-Fetch-Site other than same-origin or none is a cross-site request; a
 // browser without it is judged by an Origin whose host is not the request's.
 // Clients that send neither (curl) pass.
+// secureCookie reports whether the session cookie is marked Secure for r.
+func (d *Dashboard) secureCookie(r *http.Request) bool {
+	return d.opts.SecureCookie || r.TLS != nil ||
+		strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
+}
+
+// clientHost is the host of the connection's remote address, the key of the
+// login throttle (X-Forwarded-For is not trusted: any client can send it).
+func clientHost(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
 func sameOrigin(r *http.Request) bool {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
 		return s == "same-origin" || s == "none"

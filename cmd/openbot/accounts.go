@@ -204,7 +204,7 @@ func (s *accountSet) applyConfig(ctx context.Context, wg *sync.WaitGroup, cfg *c
 			continue
 		}
 		if r, ok := ad.(ingressReadier); ok {
-			s.hl.watch(id, r.IngressReady())
+			s.hl.watch(id, r)
 		}
 		ac := &account{id: id, cfg: entries[id], ad: ad}
 		s.accts[id] = ac

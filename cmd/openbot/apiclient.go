@@ -67,15 +67,25 @@ func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
 		return nil, fmt.Errorf("%v: a running openbot holds it; set admin.token (the same as the server's) to read through its listener", err)
 	}
 	r := &apiReader{base: "http://" + dialAddr(cfg.HTTP.Listen), token: cfg.Admin.Token, closer: func() {}}
-	var info admin.Info
-	if ierr := r.get(ctx, "/api/v1/", &info); ierr != nil {
-		return nil, fmt.Errorf("%v, and the running server: %w", err, ierr)
-	}
-	want, _ := filepath.Abs(cfg.Store.Path)
-	if info.Store != want {
-		return nil, fmt.Errorf("%v, and the openbot answering at %s serves another store (%s)", err, r.base, info.Store)
+	if serr := r.servesStore(ctx, cfg.Store.Path); serr != nil {
+		return nil, fmt.Errorf("%v, and %w", err, serr)
 	}
 	return r, nil
+}
+
+// servesStore checks, through GET /api/v1/, that the server at r.base serves
+// the store file storePath (compared as absolute paths), so a command never
+// reads or steers another deployment that happens to answer at http.listen.
+func (r *apiReader) servesStore(ctx context.Context, storePath string) error {
+	var info admin.Info
+	if err := r.get(ctx, "/api/v1/", &info); err != nil {
+		return fmt.Errorf("the running server: %w", err)
+	}
+	want, _ := filepath.Abs(storePath)
+	if info.Store != want {
+		return fmt.Errorf("the openbot answering at %s serves another store (%s, not %s)", r.base, info.Store, want)
+	}
+	return nil
 }
 
 // close releases the store file (in process). Safe to call more than once.

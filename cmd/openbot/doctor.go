@@ -45,6 +45,8 @@ type doctor struct {
 	client  *http.Client
 	timeout time.Duration
 	lines   []checkLine
+	// storeInUse: the store's lock is held (by a running openbot, most likely).
+	storeInUse bool
 }
 
 func (d *doctor) add(status, name, detail, fix string) {
@@ -117,15 +119,23 @@ func (d *doctor) run(ctx context.Context) {
 	d.sandbox(ctx)
 }
 
-// listener checks that http.listen is free and that a non-loopback listener has
-// an admin token (DESIGN.md §9).
+// listener checks that http.listen is free, or held by the running openbot (its
+// /healthz answers with the healthHeader; or, less sure, the store is in use
+// too: a WARN), and that a non-loopback listener has an admin token
+// (DESIGN.md §9).
 func (d *doctor) listener() {
 	addr := d.cfg.HTTP.Listen
 	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	switch {
+	case err != nil && d.answersAsOpenbot(addr):
+		d.add(checkOK, "http listener", addr+" is in use by the running openbot (its /healthz answered)", "")
+	case err != nil && d.storeInUse:
+		d.add(checkWarn, "http listener", fmt.Sprintf("%s is not free (%v); the store is in use too, so likely by the running openbot", addr, err),
+			"if openbot is not running, stop what holds it or set http.listen to another address")
+	case err != nil:
 		d.add(checkFail, "http listener", fmt.Sprintf("%s is not free: %v", addr, err),
 			"stop what holds it (a running openbot?) or set http.listen to another address")
-	} else {
+	default:
 		_ = ln.Close()
 		d.add(checkOK, "http listener", addr+" is free", "")
 	}
@@ -198,4 +208,21 @@ func netReason(err error) string {
 		return "host not found"
 	}
 	return core.Redact(err.Error())
+}
+
+// answersAsOpenbot reports whether GET /healthz at addr answers as openbot does
+// (the healthHeader, whatever the status: a starting or degraded openbot
+// answers 503). The call is bounded by the doctor's client timeout.
+func (d *doctor) answersAsOpenbot(addr string) bool {
+	c := d.client
+	if c == nil {
+		c = &http.Client{Timeout: defaultDoctorTimeout}
+	}
+	resp, err := c.Get("http://" + dialAddr(addr) + "/healthz")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp.Header.Get(healthHeader) != ""
 }

@@ -181,6 +181,7 @@ func (d *doctor) store(ctx context.Context) {
 	}
 	st, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
 	if errors.Is(err, bolt.ErrLocked) {
+		d.storeInUse = true
 		d.add(checkWarn, "store", path+" is in use (openbot is running?)", "stop openbot to verify the store")
 		return
 	}

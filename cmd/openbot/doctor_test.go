@@ -284,3 +284,33 @@ func TestMinDedupKeysMatchesCore(t *testing.T) {
 			config.MinDedupKeys, config.MaxScheduleGrace, core.MinDedupRetention)
 	}
 }
+
+// TestDoctorListenerHeldByRunningOpenbot: on a running deployment the listener
+// is taken by openbot itself; doctor says so (OK) instead of failing, while a
+// listener taken by something else still fails.
+func TestDoctorListenerHeldByRunningOpenbot(t *testing.T) {
+	ready := make(chan struct{})
+	close(ready)
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+		want string
+	}{
+		{"openbot", newHealth(ready), "OK"},
+		{"stranger", http.NotFoundHandler(), "FAIL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.h)
+			defer srv.Close()
+			var out strings.Builder
+			w := newDoctorWorld(t)
+			cfg := loadConfig(w.config(t), &out, envOf(w.env))
+			cfg.HTTP.Listen = srv.Listener.Addr().String()
+			d := &doctor{cfg: cfg, out: &out, client: srv.Client()}
+			d.listener()
+			if got := checkStatuses(out.String())["http listener"]; got != tc.want {
+				t.Errorf("http listener: %q, want %s\n%s", got, tc.want, out.String())
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ type health struct {
 	engine   <-chan struct{} // closed when the engine is ready
 	accounts map[string]string
 	ingress  map[string]<-chan struct{} // closed when the account's ingress is live
+	down     map[string]func() string   // why the live ingress is down now ("" when up)
 }
 
 // ingressReadier is implemented by adapters that know when their ingress is live:
@@ -27,16 +28,30 @@ type ingressReadier interface {
 	IngressReady() <-chan struct{}
 }
 
-func newHealth(engineReady <-chan struct{}) *health {
-	return &health{engine: engineReady, accounts: map[string]string{}, ingress: map[string]<-chan struct{}{}}
+// ingressDowner is implemented by adapters whose ingress can go down after it
+// was live (the Telegram poller failing and backing off): IngressDown says why,
+// or "" when it takes messages, so readiness reflects the current state
+// instead of latching at the first success.
+type ingressDowner interface {
+	IngressDown() string
 }
 
-// watch makes a started account read "connecting" (and /healthz 503) until live is
-// closed.
-func (h *health) watch(account string, live <-chan struct{}) {
+func newHealth(engineReady <-chan struct{}) *health {
+	return &health{engine: engineReady, accounts: map[string]string{}, ingress: map[string]<-chan struct{}{},
+		down: map[string]func() string{}}
+}
+
+// watch makes a started account read "connecting" (and /healthz 503) until
+// r's ingress is live, and again while it is down (ingressDowner).
+func (h *health) watch(account string, r ingressReadier) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ingress[account] = live
+	h.ingress[account] = r.IngressReady()
+	if d, ok := r.(ingressDowner); ok {
+		h.down[account] = d.IngressDown
+	} else {
+		delete(h.down, account)
+	}
 }
 
 // stateLocked is account's state as shown: "started" becomes "connecting: ..." while its
@@ -49,6 +64,11 @@ func (h *health) stateLocked(account string) string {
 		default:
 			return "connecting: ingress not live yet"
 		}
+		if down := h.down[account]; down != nil {
+			if why := down(); why != "" {
+				return "connecting: ingress down: " + why
+			}
+		}
 	}
 	return st
 }
@@ -60,6 +80,11 @@ func (h *health) set(account, state string) {
 	defer h.mu.Unlock()
 	h.accounts[account] = state
 }
+
+// healthHeader is set on every /healthz answer, so `openbot doctor` can tell
+// that the listener it finds taken is held by a running openbot. It says
+// nothing more than that.
+const healthHeader = "X-Openbot-Health"
 
 func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ready := true
@@ -90,6 +115,7 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set(healthHeader, "1")
 	switch {
 	case ready && failed:
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -112,4 +138,5 @@ func (h *health) remove(account string) {
 	defer h.mu.Unlock()
 	delete(h.accounts, account)
 	delete(h.ingress, account)
+	delete(h.down, account)
 }

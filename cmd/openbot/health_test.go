@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -45,7 +46,7 @@ func TestHealthIngressNotLive(t *testing.T) {
 	h := newHealth(engineReady)
 	live := make(chan struct{})
 	h.set("telegram/chief", "started")
-	h.watch("telegram/chief", live)
+	h.watch("telegram/chief", fakeIngress{live: live, down: func() string { return "" }})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "telegram/chief: connecting") {
@@ -56,5 +57,50 @@ func TestHealthIngressNotLive(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if rec.Code != http.StatusOK || rec.Body.String() != "ok\ntelegram/chief: started\n" {
 		t.Errorf("after live: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// fakeIngress is an account's ingress for health: live is closed when it first
+// takes messages; down says why it does not now.
+type fakeIngress struct {
+	live chan struct{}
+	down func() string
+}
+
+func (f fakeIngress) IngressReady() <-chan struct{} { return f.live }
+func (f fakeIngress) IngressDown() string           { return f.down() }
+
+// TestHealthIngressDownAgain: readiness does not latch: an account whose ingress
+// was live and then goes down (the Telegram poller backing off) turns /healthz
+// 503 with its reason, and 200 again once it is back.
+func TestHealthIngressDownAgain(t *testing.T) {
+	engineReady := make(chan struct{})
+	close(engineReady)
+	h := newHealth(engineReady)
+	live := make(chan struct{})
+	close(live)
+	var mu sync.Mutex
+	why := ""
+	h.set("telegram/chief", "started")
+	h.watch("telegram/chief", fakeIngress{live: live, down: func() string { mu.Lock(); defer mu.Unlock(); return why }})
+	get := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		return rec
+	}
+	if rec := get(); rec.Code != http.StatusOK {
+		t.Fatalf("live: %d %q", rec.Code, rec.Body.String())
+	}
+	mu.Lock()
+	why = "getUpdates failing; retrying"
+	mu.Unlock()
+	if rec := get(); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "getUpdates failing") {
+		t.Errorf("down: %d %q, want 503 with the reason", rec.Code, rec.Body.String())
+	}
+	mu.Lock()
+	why = ""
+	mu.Unlock()
+	if rec := get(); rec.Code != http.StatusOK {
+		t.Errorf("back up: %d %q", rec.Code, rec.Body.String())
 	}
 }

@@ -50,7 +50,7 @@ type botSetter interface{ SetBots(bots []core.BotProfile) }
 // they started with. An invalid file is refused with every problem, and the
 // running configuration stays. Console accounts and the settings read once at
 // start (listener, store, admin token, workspace, sandbox, fetch_allow_hosts,
-// shell_network) are not applied: the log says "restart to apply". Calls are
+// shell_network, schedules, retention) are not applied: the log says "restart to apply". Calls are
 // serialized.
 type reloader struct {
 	path      string
@@ -100,16 +100,7 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 		r.agent.cur.Store(old)
 		return nil, r.refused(fmt.Sprintf("%s: %v", r.path, err))
 	}
-	changes := botChanges(r.cur, cfg)
-	if !reflect.DeepEqual(r.cur.Limits, cfg.Limits) {
-		changes = append(changes, "limits changed")
-	}
-	if !slices.Equal(r.cur.Approvers, cfg.Approvers) || r.cur.ApprovalTimeout != cfg.ApprovalTimeout {
-		changes = append(changes, "approvers changed")
-	}
-	if !reflect.DeepEqual(r.cur.LLM, cfg.LLM) {
-		changes = append(changes, "llm profiles changed")
-	}
+	changes := appliedChanges(r.cur, cfg)
 	mc, err := r.mcp.Apply(ctx, cfg.MCPServers)
 	changes = append(changes, mc...)
 	if err != nil {
@@ -141,6 +132,30 @@ func (r *reloader) refused(problems string) error {
 	return fmt.Errorf("%w:\n%s", errReloadRefused, problems)
 }
 
+// appliedChanges names what the engine's Reload applied between two
+// configurations: bots, limits, approvers, LLM profiles, cost (prices and
+// budgets) and reply_to_unaddressed, so the reload answer and log never say
+// "nothing changed" about a change that took effect.
+func appliedChanges(old, cfg *config.Config) []string {
+	changes := botChanges(old, cfg)
+	if !reflect.DeepEqual(old.Limits, cfg.Limits) {
+		changes = append(changes, "limits changed")
+	}
+	if !slices.Equal(old.Approvers, cfg.Approvers) || old.ApprovalTimeout != cfg.ApprovalTimeout {
+		changes = append(changes, "approvers changed")
+	}
+	if !reflect.DeepEqual(old.LLM, cfg.LLM) {
+		changes = append(changes, "llm profiles changed")
+	}
+	if !reflect.DeepEqual(old.Cost, cfg.Cost) {
+		changes = append(changes, "cost (prices and budgets) changed")
+	}
+	if !slices.Equal(alwaysReply(old), alwaysReply(cfg)) {
+		changes = append(changes, "reply_to_unaddressed changed")
+	}
+	return changes
+}
+
 // botChanges names the bots added, removed and changed between two configurations.
 func botChanges(old, cfg *config.Config) []string {
 	was := map[string]config.Bot{}
@@ -169,7 +184,9 @@ func botChanges(old, cfg *config.Config) []string {
 	return out
 }
 
-// restartKeys names the other changed keys that are read only at start.
+// restartKeys names the other changed keys that are read only at start
+// (including schedules and retention: the schedule runner and the pruner are
+// built once by serve).
 func restartKeys(old, cfg *config.Config) []string {
 	var out []string
 	add := func(key string, changed bool) {
@@ -183,6 +200,9 @@ func restartKeys(old, cfg *config.Config) []string {
 	add("workspace", old.Workspace != cfg.Workspace)
 	add("sandbox", old.Sandbox != cfg.Sandbox)
 	add("fetch_allow_hosts", !slices.Equal(old.FetchAllowHosts, cfg.FetchAllowHosts))
+	// The schedule runner and the pruner are built once at start.
+	add("schedules", !reflect.DeepEqual(old.Schedules, cfg.Schedules))
+	add("retention", !reflect.DeepEqual(old.Retention, cfg.Retention))
 	net := func(c *config.Config) []string {
 		var hs []string
 		for _, b := range c.Bots {

@@ -24,26 +24,56 @@ func pidFilePath(storePath string) string {
 }
 
 // writePidFile records this process as the one using the store (the store's lock
-// is already held, so no other openbot does). The returned func removes the file
-// if it still names this process.
-func writePidFile(storePath string) (func(), error) {
+// is already held, so no other openbot does): three lines, the pid, the absolute
+// path of the config file it runs with (so `openbot reload --config B` refuses
+// a B the server never reads), and the process start time from /proc (so a
+// stale file whose pid was reused by another process is never signalled; empty
+// where /proc is absent). The returned func removes the file if it still names
+// this process.
+func writePidFile(storePath, configPath string) (func(), error) {
 	path := pidFilePath(storePath)
 	me := strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(path, []byte(me+"\n"), 0o600); err != nil {
+	abs, err := filepath.Abs(configPath)
+	if err != nil {
+		return func() {}, fmt.Errorf("pid file: config path: %w", err)
+	}
+	text := me + "\n" + abs + "\n" + procStart(os.Getpid()) + "\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return func() {}, fmt.Errorf("pid file: %w", err)
 	}
 	return func() {
-		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == me {
+		if b, err := os.ReadFile(path); err == nil && strings.SplitN(string(b), "\n", 2)[0] == me {
 			os.Remove(path)
 		}
 	}, nil
 }
 
+// procStart is the start time of process pid in clock ticks since boot (field
+// 22 of /proc/PID/stat), or "" where /proc does not tell.
+func procStart(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may hold spaces; fields after it follow ")".
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 { // f[0] is field 3 (state), so field 22 is f[19]
+		return ""
+	}
+	return f[19]
+}
+
 // runReload is `openbot reload --config FILE`: it checks the file as `config
 // check` does and, when it is valid, sends SIGHUP to the openbot serving the
 // store the file names (found through the pid file next to the store), which
-// re-reads the file and applies it (its log says what changed). An invalid file
-// is not sent: every problem is printed and the exit code is 1.
+// re-reads its own config file and applies it (its log says what changed). An
+// invalid file is not sent, and neither is a FILE that is not the one the
+// running openbot was started with (it would re-read its own file, not FILE):
+// the message names that file and the exit code is 1.
 func runReload(_ context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs := flag.NewFlagSet("reload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -56,7 +86,7 @@ func runReload(_ context.Context, args []string, stdout, stderr io.Writer, looku
 		fmt.Fprintln(stderr, "openbot: not reloaded; the running configuration is kept")
 		return exitFail
 	}
-	pid, err := servingPid(cfg.Store.Path)
+	pid, err := servingPid(cfg.Store.Path, *path)
 	if err != nil {
 		fmt.Fprintf(stderr, "openbot: %v\n", err)
 		return exitFail
@@ -70,9 +100,10 @@ func runReload(_ context.Context, args []string, stdout, stderr io.Writer, looku
 }
 
 // servingPid reads the pid file next to the store and checks that the process is
-// alive and, where /proc tells, an openbot (so a stale file never signals a
-// stranger).
-func servingPid(storePath string) (int, error) {
+// alive, is the one that wrote the file (its /proc start time matches, so a
+// reused pid never signals a stranger; where /proc is absent, its command line
+// is not checked) and runs with configPath (compared as absolute paths).
+func servingPid(storePath, configPath string) (int, error) {
 	path := pidFilePath(storePath)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -80,15 +111,26 @@ func servingPid(storePath string) (int, error) {
 	} else if err != nil {
 		return 0, fmt.Errorf("pid file: %w", err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(lines[0]))
 	if err != nil || pid <= 0 {
 		return 0, fmt.Errorf("pid file %s does not hold a pid", path)
+	}
+	if len(lines) < 3 || lines[1] == "" {
+		return 0, fmt.Errorf("pid file %s does not name the config file of pid %d (an older openbot wrote it); restart that openbot", path, pid)
 	}
 	if err := syscall.Kill(pid, 0); err != nil {
 		return 0, fmt.Errorf("no running openbot uses the store %s (pid %d in %s: %v)", storePath, pid, path, err)
 	}
-	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !strings.Contains(string(cmd), "openbot") {
-		return 0, fmt.Errorf("pid %d in %s is not openbot; remove the stale file", pid, path)
+	if want := lines[2]; want != "" && procStart(pid) != want {
+		return 0, fmt.Errorf("pid %d in %s is not the openbot that wrote it; remove the stale file", pid, path)
+	}
+	abs, err := filepath.Abs(configPath)
+	if err != nil {
+		return 0, fmt.Errorf("config path: %w", err)
+	}
+	if abs != lines[1] {
+		return 0, fmt.Errorf("the openbot (pid %d) using the store %s runs with %s, not %s: it would re-read its own file; edit that one, or restart it with --config %s", pid, storePath, lines[1], abs, configPath)
 	}
 	return pid, nil
 }

@@ -136,7 +136,7 @@ func (a *app) serve(ctx context.Context) int {
 			}
 		}
 	}()
-	removePid, err := writePidFile(a.cfg.Store.Path)
+	removePid, err := writePidFile(a.cfg.Store.Path, a.configPath)
 	if err != nil {
 		log.Warn("openbot reload will not find this process", "err", err)
 	}
@@ -244,7 +244,7 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("admin api", err)
 	}
 	// The web dashboard at / (admin/web): its session cookie also opens /api/v1.
-	dash := web.New(web.Options{Token: a.cfg.Admin.Token, Logger: log})
+	dash := web.New(web.Options{Token: a.cfg.Admin.Token, SecureCookie: a.cfg.Admin.SecureCookie, Logger: log})
 	dash.Mount(mux)
 	mux.Handle("/api/v1/", dash.Guard(adminOnly(a.cfg.Admin.Token, api), api))
 	if a.cfg.Admin.Token == "" {
@@ -255,7 +255,7 @@ func (a *app) serve(ctx context.Context) int {
 			return a.fail("adapters", err)
 		}
 		if r, ok := ad.(ingressReadier); ok {
-			hl.watch(string(ad.Account()), r.IngressReady())
+			hl.watch(string(ad.Account()), r)
 		}
 	}
 	// Platform webhook routes follow the accounts a reload adds or removes.

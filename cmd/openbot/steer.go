@@ -18,7 +18,9 @@ import (
 // Steering from a terminal (DESIGN.md §10): `openbot cancel RUN`, `openbot stop
 // THREAD --bot B`, `openbot pause BOT` and `openbot resume BOT` call the running
 // server's console API with admin.token, so the engine that runs the work is the
-// one that stops it; the activity log names admin.identity.
+// one that stops it; the activity log names admin.identity. The server must
+// serve this config's store (checked first, as the inspect commands do), so a
+// command never steers another deployment answering at http.listen.
 
 // steerTimeout bounds one steering request.
 const steerTimeout = 10 * time.Second
@@ -66,7 +68,13 @@ func runSteer(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "openbot %s: set admin.token (the same as the running server's): steering goes through its API\n", cmd)
 		return exitFail
 	}
-	out, err := steer(ctx, "http://"+dialAddr(cfg.HTTP.Listen), cfg.Admin.Token, path, body)
+	base := "http://" + dialAddr(cfg.HTTP.Listen)
+	api := &apiReader{base: base, token: cfg.Admin.Token, closer: func() {}}
+	if err := api.servesStore(ctx, cfg.Store.Path); err != nil {
+		fmt.Fprintf(stderr, "openbot %s: nothing changed: %v\n", cmd, err)
+		return exitFail
+	}
+	out, err := steer(ctx, base, cfg.Admin.Token, path, body)
 	if err != nil {
 		fmt.Fprintf(stderr, "openbot %s: %v\n", cmd, err)
 		return exitFail
