@@ -90,6 +90,9 @@ type Options struct {
 	// Cost prices the usage ledger and sets budgets (core/budget.go); nil
 	// prices nothing and limits nothing.
 	Cost *Cost
+	// Files configures inbound attachments: where they are saved, size caps
+	// and the download queue (core/files.go).
+	Files FileLimits
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -128,6 +131,7 @@ type Engine struct {
 	ready       chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
+	files    *fileQueue
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -174,6 +178,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.sem = newSlots(set.limits.MaxConcurrentRuns)
 	e.lanes = newLanes(e)
+	e.files = newFileQueue(e, opts.Files)
 	return e, nil
 }
 
@@ -264,10 +269,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer cancelDeliver()
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		e.lanes.dispatch(deliverCtx)
+	}()
+	go func() {
+		defer wg.Done()
+		e.files.run(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -411,6 +420,9 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 }
 
 func (e *Engine) idle(ctx context.Context) (bool, error) {
+	if e.files.busy() {
+		return false, nil
+	}
 	idle := false
 	err := e.store.View(ctx, func(tx ReadTx) error {
 		for _, st := range []RunStatus{RunQueued, RunRunning} {

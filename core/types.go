@@ -186,6 +186,9 @@ type Message struct {
 	Kind       MessageKind `json:"kind,omitempty"`
 	Origin     *Origin     `json:"origin,omitempty"`
 	Created    time.Time   `json:"created"`
+	// Attachments are a person's files (saved into the workspace by the
+	// download queue) or a bot's file to post (core/files.go).
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // ItemKind is the kind of an inbox item (seed §1).
@@ -302,6 +305,7 @@ const (
 	OpMessage  OutboxOp = ""
 	OpQuestion OutboxOp = "question"
 	OpResolve  OutboxOp = "resolve"
+	OpFile     OutboxOp = "file" // post the message's file (FileUploader)
 )
 
 // OutboxEntry is one message to deliver to one binding (DESIGN.md §4).
