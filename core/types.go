@@ -78,6 +78,9 @@ type BotProfile struct {
 	// approval of a tool they match (ToolMatches), the first entry with approvers
 	// overrides Approvers (DESIGN.md §5 "the approvers configured for that tool").
 	ToolApprovers []ToolApprovers `json:"tool_approvers,omitempty"`
+	// Vision sends the images attached to the run's trigger messages to the
+	// model as image parts (core/files.go, agents/vision.go).
+	Vision bool `json:"vision,omitempty"`
 }
 
 // ToolApprovers is one approval_tools entry that names its own approvers: Tool is

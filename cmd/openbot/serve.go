@@ -179,6 +179,7 @@ func (a *app) serve(ctx context.Context) int {
 		Observer:        observer(mtr),
 		Cost:            coreCost(a.cfg),
 		AlwaysReply:     alwaysReply(a.cfg),
+		Files:           fileLimits(a.cfg),
 	})
 	if err != nil {
 		return a.fail("engine", err)

@@ -100,6 +100,7 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			MaxTokens:          b.MaxTokens,
 			Temperature:        b.Temperature,
 			ReasoningEffort:    b.ReasoningEffort,
+			Vision:             cfg.VisionFor(b),
 		})
 	}
 	return out
