@@ -196,6 +196,9 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger) (*agen
 		Limits:       coreLimits(cfg.Limits),
 		Logger:       log,
 		ReadyTimeout: cfg.MCPReadyTimeout,
+		// Vision reads people's images from the folder inbound files go to.
+		FilesDir:      fileLimits(cfg).Dir,
+		MaxImageBytes: cfg.Files.MaxImageBytes,
 	})
 }
 
