@@ -12,6 +12,35 @@ type Files struct {
 	// profiles with vision: true); larger images are described by their text
 	// line only. Default 4 MiB.
 	MaxImageBytes int64 `yaml:"max_image_bytes"`
+	// Transcription turns voice notes and audio files into text appended to the
+	// message (optional; off unless model is set).
+	Transcription Transcription `yaml:"transcription"`
+}
+
+// Transcription names the OpenAI-compatible endpoint that transcribes audio:
+// an llm profile (its base_url and api_key; default: the profile named
+// "default", or the only one) and a model such as "whisper-1".
+type Transcription struct {
+	LLM   string `yaml:"llm"`
+	Model string `yaml:"model"`
+}
+
+// TranscriptionProfile is the llm profile name transcription uses, or "".
+func (c *Config) TranscriptionProfile() string {
+	t := c.Files.Transcription
+	if t.Model == "" {
+		return ""
+	}
+	if t.LLM != "" {
+		return t.LLM
+	}
+	if _, ok := c.LLM["default"]; ok || len(c.LLM) != 1 {
+		return "default"
+	}
+	for name := range c.LLM {
+		return name
+	}
+	return ""
 }
 
 // Defaults of the files section.
@@ -43,6 +72,14 @@ func (c *Config) validateFiles(p *problems) {
 	}{{"max_file_bytes", f.MaxFileBytes}, {"max_message_bytes", f.MaxMessageBytes}, {"max_image_bytes", f.MaxImageBytes}} {
 		if v.n <= 0 {
 			p.add("files."+v.name, "must be positive, got %d", v.n)
+		}
+	}
+	if f.Transcription.LLM != "" && f.Transcription.Model == "" {
+		p.add("files.transcription.model", "must be set when files.transcription.llm is (for example whisper-1)")
+	}
+	if name := c.TranscriptionProfile(); name != "" {
+		if _, ok := c.LLM[name]; !ok {
+			p.add("files.transcription.llm", "%q is not a profile under llm", name)
 		}
 	}
 	if f.MaxFileBytes > 0 && f.MaxMessageBytes > 0 && f.MaxFileBytes > f.MaxMessageBytes {

@@ -38,6 +38,9 @@ type Attachment struct {
 	Error string `json:"error,omitempty"`
 	// Caption is the text posted with an outbound file.
 	Caption string `json:"caption,omitempty"`
+	// Transcript is the text of a saved voice note or audio file when
+	// FileLimits.Transcribe is set (optional).
+	Transcript string `json:"transcript,omitempty"`
 }
 
 // Pending reports whether an inbound attachment still waits for its download.
@@ -58,6 +61,8 @@ func (a Attachment) Line() string {
 	}
 	head := fmt.Sprintf("[attachment: %s (%s, %s)", a.Name, typ, HumanSize(a.Size))
 	switch {
+	case a.Path != "" && a.Transcript != "":
+		return head + " saved at " + a.Path + "]\n[transcript of " + a.Name + "]: " + a.Transcript
 	case a.Path != "":
 		return head + " saved at " + a.Path + "]"
 	case a.Error != "":
@@ -189,6 +194,10 @@ type FileLimits struct {
 	Timeout time.Duration
 	// Backoff is the wait before the second attempt (default 1s), doubling after.
 	Backoff time.Duration
+	// Transcribe, when set, turns a saved voice note or audio file (absolute
+	// path) into text appended to the message; it is bounded by Timeout and its
+	// failure only leaves the transcript out.
+	Transcribe func(ctx context.Context, path string) (string, error)
 }
 
 func (l FileLimits) withDefaults() FileLimits {
@@ -351,6 +360,7 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 		default:
 			a.Path, a.Size, a.Ref = path.Join("inbox", strconv.FormatUint(uint64(m.ID), 10), a.Name), n, ""
 			used += n
+			a.Transcript = q.transcribe(ctx, m, *a)
 		}
 	}
 	err := q.e.store.Update(ctx, func(tx Tx) error {
@@ -482,4 +492,20 @@ func inboundAttachments(in []Attachment) []Attachment {
 		out[i] = a
 	}
 	return out
+}
+
+// transcribe returns the transcript of a saved voice note or audio file, or ""
+// when transcription is off, does not apply, or failed (logged).
+func (q *fileQueue) transcribe(ctx context.Context, m Message, a Attachment) string {
+	if q.lim.Transcribe == nil || q.lim.Dir == nil || (a.Kind != "voice" && a.Kind != "audio") {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, q.lim.Timeout)
+	defer cancel()
+	text, err := q.lim.Transcribe(ctx, filepath.Join(q.lim.Dir(m.Thread), filepath.FromSlash(a.Path)))
+	if err != nil {
+		q.e.log.Warn("transcription failed", "message", m.ID, "name", a.Name, "err", Redact(err.Error()))
+		return ""
+	}
+	return strings.TrimSpace(text)
 }

@@ -175,3 +175,37 @@ func TestSafeFileName(t *testing.T) {
 		t.Errorf("long multibyte name cut badly: %q", got)
 	}
 }
+
+func TestVoiceNoteTranscriptJoinsTheMessage(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, core.Limits{})
+	var got []string
+	var mu sync.Mutex
+	h.opts = func(o *core.Options) {
+		o.Files = core.FileLimits{Dir: func(core.ThreadID) string { return dir }, Backoff: time.Millisecond,
+			Transcribe: func(ctx context.Context, path string) (string, error) {
+				mu.Lock()
+				got = append(got, path)
+				mu.Unlock()
+				b, err := os.ReadFile(path)
+				return "you said " + string(b), err
+			}}
+	}
+	h.start2(&fileAdapter{recAdapter: h.ad, files: map[string]string{"v": "hello", "d": "doc"}})
+	h.say("", func(in *core.Inbound) {
+		in.Attachments = []core.Attachment{{Name: "voice.ogg", Type: "audio/ogg", Kind: "voice", Ref: "v"},
+			{Name: "notes.txt", Kind: "document", Ref: "d"}}
+	})
+	h.idle()
+	jobs := h.agent.jobsFor("chief_of_staff")
+	if len(jobs) != 1 {
+		t.Fatalf("runs = %d", len(jobs))
+	}
+	text := jobs[0].Triggers[0].Text
+	if !strings.Contains(text, "[transcript of voice.ogg]: you said hello") {
+		t.Errorf("trigger lacks the transcript:\n%s", text)
+	}
+	if len(got) != 1 || !strings.HasSuffix(got[0], "voice.ogg") {
+		t.Errorf("transcribed %v, want only the voice note", got)
+	}
+}

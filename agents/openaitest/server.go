@@ -163,6 +163,9 @@ type Server struct {
 	requests []Request
 	nextID   int
 	models   []string
+	// transcript and transcribed serve the audio endpoint (audio.go).
+	transcript  string
+	transcribed []Transcribed
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -188,6 +191,7 @@ func Start() (*Server, error) {
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("POST /chat/completions", s.serveChat)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.serveAudio)
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	s.srv.Start()
 	return s, nil
