@@ -42,6 +42,8 @@ func fileAttachments(msgType, content, messageID string) ([]core.Attachment, boo
 	}
 	switch msgType {
 	case "image", "file", "audio", "media":
+	case "post":
+		return postImages(content, messageID), false
 	default:
 		return nil, false
 	}
@@ -58,6 +60,30 @@ func fileAttachments(msgType, content, messageID string) ([]core.Attachment, boo
 		return []core.Attachment{{Name: orDefault(c.FileName, "video-"+short(c.FileKey)+".mp4"), Type: "video/mp4", Kind: "video", Ref: ref("file", c.FileKey)}}, true
 	}
 	return []core.Attachment{{Name: orDefault(c.FileName, "file-"+short(c.FileKey)), Kind: "document", Ref: ref("file", c.FileKey)}}, true
+}
+
+// postImages lists the images of a received rich-text post (img elements);
+// the post's text keeps an "[image]" mark where each was.
+func postImages(content, messageID string) []core.Attachment {
+	var p struct {
+		Content [][]struct {
+			Tag      string `json:"tag"`
+			ImageKey string `json:"image_key"`
+		} `json:"content"`
+	}
+	if json.Unmarshal([]byte(content), &p) != nil {
+		return nil
+	}
+	var out []core.Attachment
+	for _, para := range p.Content {
+		for _, e := range para {
+			if e.Tag == "img" && e.ImageKey != "" {
+				out = append(out, core.Attachment{Name: "image-" + short(e.ImageKey) + ".png", Type: "image/png", Kind: "image",
+					Ref: messageID + "|image|" + e.ImageKey})
+			}
+		}
+	}
+	return out
 }
 
 func short(key string) string { return key[max(0, len(key)-12):] }
