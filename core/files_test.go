@@ -25,9 +25,18 @@ type fileAdapter struct {
 	uploads    []core.FileDelivery
 	tries      int
 	failUpload bool
+	// hold, when set, blocks fetches of Ref "slow" until it is closed.
+	hold chan struct{}
 }
 
 func (f *fileAdapter) FetchFile(ctx context.Context, a core.Attachment) (io.ReadCloser, error) {
+	if a.Ref == "slow" && f.hold != nil {
+		select {
+		case <-f.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fetchFails[a.Ref] > 0 {
@@ -207,5 +216,62 @@ func TestVoiceNoteTranscriptJoinsTheMessage(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.HasSuffix(got[0], "voice.ogg") {
 		t.Errorf("transcribed %v, want only the voice note", got)
+	}
+}
+
+// TestSendFileWithoutUploaderPostsThePath: an adapter without FileUploader (the
+// terminal) gets the file as a text naming its path and caption.
+func TestSendFileWithoutUploaderPostsThePath(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "patch.diff")
+	if err := os.WriteFile(file, []byte("diff"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, core.Limits{})
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		_, err := job.Env.(core.FilePoster).PostFile(ctx, file, "the fix")
+		return "done", err
+	}
+	h.start()
+	h.say("make a patch")
+	h.idle()
+	var found bool
+	for _, d := range h.ad.deliveries() {
+		if strings.Contains(d.Text, "the fix") && strings.Contains(d.Text, "patch.diff") && strings.Contains(d.Text, file) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no delivery names the file's path:\n%s", strings.Join(h.ad.texts(), "\n"))
+	}
+}
+
+// TestSlowDownloadBlocksNoOtherMessage: while a file of one message is still
+// downloading, a text message in another thread runs; the file message runs
+// once its download finished.
+func TestSlowDownloadBlocksNoOtherMessage(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, core.Limits{})
+	h.opts = func(o *core.Options) {
+		o.Files = core.FileLimits{Dir: func(core.ThreadID) string { return dir }, Backoff: time.Millisecond}
+	}
+	fa := &fileAdapter{recAdapter: h.ad, files: map[string]string{"slow": "big log"}, hold: make(chan struct{})}
+	h.start2(fa)
+	h.say("look at this", func(in *core.Inbound) {
+		in.Attachments = []core.Attachment{{Name: "big.log", Kind: "document", Ref: "slow"}}
+	})
+	h.say("unrelated question", func(in *core.Inbound) { in.ThreadKey, in.Conversation = "console:other", "other" })
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.agent.jobsFor("chief_of_staff")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	jobs := h.agent.jobsFor("chief_of_staff")
+	if len(jobs) != 1 || jobs[0].Triggers[0].Text != "unrelated question" {
+		t.Fatalf("while the download is held, want one run for the other thread; got %d", len(jobs))
+	}
+	close(fa.hold)
+	h.idle()
+	jobs = h.agent.jobsFor("chief_of_staff")
+	if len(jobs) != 2 || !strings.Contains(jobs[1].Triggers[0].Text, "big.log (document, 7 B) saved at inbox/") {
+		t.Fatalf("after the download: %d runs", len(jobs))
 	}
 }
