@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"openbot/agents"
 	"openbot/core"
@@ -95,6 +96,7 @@ func (w *workspace) stage(call agents.ToolCall, p string) (string, error) {
 	if st.Size() == 0 || st.Size() > DefaultSendFileMax {
 		return "", agents.NotRun(fmt.Errorf("%q is %d bytes; send_file posts 1 byte to %d MB", p, st.Size(), DefaultSendFileMax>>20))
 	}
+	w.pruneStaged(time.Now())
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	dir := filepath.Join(w.outboxDir(), fmt.Sprintf("run-%d-%s", call.Run, hex.EncodeToString(rnd[:])))
@@ -115,6 +117,27 @@ func (w *workspace) stage(call agents.ToolCall, p string) (string, error) {
 		return "", fmt.Errorf("staging file: %w", err)
 	}
 	return dst, nil
+}
+
+// stagedKeep is how long staged copies are kept: far longer than the outbox
+// retries a delivery (minutes), so a copy is gone only once its entry settled,
+// unless openbot was stopped for that long with the entry pending.
+const stagedKeep = 7 * 24 * time.Hour
+
+// pruneStaged removes staged copies older than stagedKeep; errors are ignored
+// (the next call tries again).
+func (w *workspace) pruneStaged(now time.Time) {
+	dir := w.outboxDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err == nil && e.IsDir() && strings.HasPrefix(e.Name(), "run-") && now.Sub(info.ModTime()) > stagedKeep {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // outboxDir is Options.OutboxDir, or "outbox-files" next to the workspace root.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"openbot/core"
 )
@@ -63,5 +64,27 @@ func TestSendFileStagesACopyOutsideTheWorkspace(t *testing.T) {
 	}
 	if _, err := call(t, tl, &fakeEnv{}, map[string]any{"path": "out/report.md"}); err == nil {
 		t.Error("send_file without a FilePoster env: want an error")
+	}
+}
+
+func TestSendFilePrunesOldStagedCopies(t *testing.T) {
+	dir := t.TempDir()
+	ws := &workspace{opts: Options{WorkspaceRoot: filepath.Join(dir, "ws"), OutboxDir: filepath.Join(dir, "out")}}
+	old, fresh := filepath.Join(dir, "out", "run-1-old"), filepath.Join(dir, "out", "run-2-new")
+	for _, d := range []string{old, fresh} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-8 * 24 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	ws.pruneStaged(time.Now())
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("old staged copy kept: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh staged copy removed: %v", err)
 	}
 }
