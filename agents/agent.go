@@ -101,6 +101,12 @@ type Options struct {
 	// sources its bot selects that are still starting (Registry.Expect, MCP
 	// servers); default DefaultReadyTimeout (30s), negative does not wait.
 	ReadyTimeout time.Duration
+	// FilesDir returns a thread's workspace folder, where people's files are
+	// saved (core.FileLimits.Dir); nil sends no images. MaxImageBytes caps one
+	// image sent to a vision bot's model (BotProfile.Vision); default
+	// DefaultMaxImageBytes.
+	FilesDir      func(core.ThreadID) string
+	MaxImageBytes int64
 
 	// Test hooks: the first retry backoff (default 500ms) and the retry wait.
 	retryInitial time.Duration

@@ -41,6 +41,9 @@ type run struct {
 	// down says why, by tool source, a source the bot selects is not available
 	// to this run (awaitSources).
 	down map[string]string
+	// imgs are the image parts of a vision bot's request, read once (vision.go).
+	imgs     []openai.ChatMessagePart
+	imgsOnce sync.Once
 }
 
 // turn is one assembled model response.
@@ -156,7 +159,7 @@ func (r *run) promptMessages() []openai.ChatCompletionMessage {
 func (r *run) messages() []openai.ChatCompletionMessage {
 	p := r.promptMessages()
 	out := make([]openai.ChatCompletionMessage, 0, len(p)+len(r.transcript))
-	out = append(out, p...)
+	out = append(out, withImages(p, len(p)-1, r.images())...) // vision.go; never checkpointed
 	return append(out, r.transcript...)
 }
 

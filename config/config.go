@@ -64,6 +64,8 @@ type Config struct {
 	// Memory and Embeddings configure the bots' memory (config/memory.go).
 	Memory     Memory     `yaml:"memory"`
 	Embeddings Embeddings `yaml:"embeddings"`
+	// Files caps attachments (config/files.go).
+	Files Files `yaml:"files"`
 
 	// source is the file as written, before ${VAR} expansion (see EnvVars).
 	source *yaml.Node
@@ -181,6 +183,9 @@ type LLMProfile struct {
 	// thread gets a notice that the model stopped responding. 0 or absent for the
 	// default (30s, agents.DefaultIdleTimeout).
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// Vision: the model reads images, so bots on this profile get the images
+	// of their trigger messages as image parts unless the bot says otherwise.
+	Vision bool `yaml:"vision"`
 }
 
 // OpenAIBaseURL is the public OpenAI API, the example's default base_url.
@@ -235,6 +240,9 @@ type Bot struct {
 	MaxTokens       int      `yaml:"max_tokens"`
 	Temperature     *float64 `yaml:"temperature"`
 	ReasoningEffort string   `yaml:"reasoning_effort"`
+	// Vision sends the images attached to the run's trigger messages to the
+	// model as image parts (data URLs); absent means the profile's vision.
+	Vision *bool `yaml:"vision"`
 }
 
 // MCPServer is one MCP server (stdio when Command is set, streamable HTTP when URL

@@ -40,6 +40,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Sandbox == "" {
 		c.Sandbox = SandboxBwrap
 	}
+	c.Files.applyDefaults()
 	l := &c.Limits
 	setInt(&l.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
 	setInt(&l.MaxBotHops, DefaultMaxBotHops)

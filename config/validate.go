@@ -80,6 +80,7 @@ func (c *Config) Validate() error {
 	checkEnum(&p, "sandbox", c.Sandbox, SandboxBwrap, SandboxNone)
 	c.validateLimits(&p)
 	c.validateRetention(&p)
+	c.validateFiles(&p)
 	c.validateMetrics(&p)
 	c.validateLLM(&p)
 	handles := c.validateBots(&p)

@@ -218,6 +218,9 @@ type Inbound struct {
 	DefaultBot string
 	// Received is when the platform says the message was sent.
 	Received time.Time
+	// Attachments are the files on the message, with Ref set for FileFetcher;
+	// they are downloaded after the message is stored (core/files.go).
+	Attachments []Attachment
 }
 
 // Answer is a person's answer to a question: a button click (Choice is the index

@@ -93,6 +93,9 @@ type Options struct {
 	// Reflections, when set, gets each completed run of a bot with Memory on as
 	// a persisted PendingReflection (seed §9, G7; core/memory.go); nil queues none.
 	Reflections Reflections
+	// Files configures inbound attachments: where they are saved, size caps
+	// and the download queue (core/files.go).
+	Files FileLimits
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -133,6 +136,7 @@ type Engine struct {
 	observer Observer // nil: NopObserver (Observe)
 
 	reflections Reflections // nil: no reflection (core/memory.go)
+	files       *fileQueue
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -180,6 +184,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.sem = newSlots(set.limits.MaxConcurrentRuns)
 	e.lanes = newLanes(e)
+	e.files = newFileQueue(e, opts.Files)
 	return e, nil
 }
 
@@ -270,10 +275,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer cancelDeliver()
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		e.lanes.dispatch(deliverCtx)
+	}()
+	go func() {
+		defer wg.Done()
+		e.files.run(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -417,6 +426,9 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 }
 
 func (e *Engine) idle(ctx context.Context) (bool, error) {
+	if e.files.busy() {
+		return false, nil
+	}
 	idle := false
 	err := e.store.View(ctx, func(tx ReadTx) error {
 		for _, st := range []RunStatus{RunQueued, RunRunning} {

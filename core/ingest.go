@@ -41,6 +41,9 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 	e.observeIngest(in.Platform, start, res)
+	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
+		e.files.enqueue(res.Message) // after the durable ingest; never blocks
+	}
 	for _, h := range res.Woken {
 		e.wake(h)
 	}
@@ -136,7 +139,8 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	p, err := e.postTx(tx, &t, postSpec{
 		msg: Message{
 			Sender: in.SenderID, SenderName: name, Text: in.Text, Created: now,
-			Origin: &Origin{Account: in.Account, Conversation: in.Conversation, PlatformID: in.PlatformID},
+			Origin:      &Origin{Account: in.Account, Conversation: in.Conversation, PlatformID: in.PlatformID},
+			Attachments: inboundAttachments(in.Attachments),
 		},
 		native:         in.Mentions,
 		mentionsHumans: in.MentionsHumans,

@@ -79,6 +79,9 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 	for k, i := range valid {
 		out[i].Result = results[k]
 		e.observeIngest(ins[i].Platform, start, results[k])
+		if r := results[k]; len(ins[i].Attachments) > 0 && !r.Duplicate && !r.Dropped {
+			e.files.enqueue(r.Message) // core/files.go
+		}
 		for _, h := range results[k].Woken {
 			e.wake(h)
 		}

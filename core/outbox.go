@@ -329,7 +329,7 @@ func (l *lanes) reroute(ctx context.Context, o OutboxEntry, ad Adapter, cause er
 
 // senderOf is who an entry speaks for: the message's sender, or the asking bot.
 func (l *lanes) senderOf(tx ReadTx, o OutboxEntry) (ActorID, error) {
-	if o.Op != OpMessage {
+	if o.Op != OpMessage && o.Op != OpFile {
 		q, err := tx.Question(o.Question)
 		return q.Bot, err
 	}
@@ -341,6 +341,9 @@ func (l *lanes) senderOf(tx ReadTx, o OutboxEntry) (ActorID, error) {
 // with buttons (QuestionAdapter.PostQuestion), a decision replacing them
 // (ResolveQuestion), or for adapters without buttons the plain-text rendering.
 func (l *lanes) sender(ctx context.Context, ad Adapter, o OutboxEntry) (func(context.Context) (string, error), error) {
+	if o.Op == OpFile {
+		return l.fileSender(ctx, ad, o)
+	}
 	if o.Op == OpMessage {
 		d, err := l.delivery(ctx, o)
 		if err != nil {
@@ -450,7 +453,7 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 // own; its key points at the thread's newest message, which serves the same
 // purpose: only the message's thread is looked up.
 func (l *lanes) rememberPlatformID(tx Tx, o OutboxEntry, pid string) error {
-	if pid == "" || (o.Op != OpMessage && o.Op != OpQuestion) {
+	if pid == "" || (o.Op != OpMessage && o.Op != OpQuestion && o.Op != OpFile) {
 		return nil
 	}
 	mk, ok := l.adapterKeyer(o.Account)

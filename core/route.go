@@ -341,7 +341,7 @@ func (e *Engine) outboxTx(tx Tx, t *Thread, m Message, spec postSpec) error {
 		_, err := tx.PutOutbox(OutboxEntry{
 			Account: acct, Conversation: b.Conversation, Thread: t.ID, Message: m.ID,
 			ReplyTo: replyTo[b.Conversation], Status: OutboxPending, Created: e.clock.Now(),
-			Streamed: streamed,
+			Streamed: streamed, Op: messageOp(m),
 		})
 		if err != nil {
 			return err

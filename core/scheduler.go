@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -180,7 +181,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			}
 		}
 		skip := func(it InboxItem) bool {
-			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread])
+			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread]) || e.filesPendingTx(tx, it)
 		}
 		first, err := tx.NextQueued(bot.ID(), skip)
 		for err == nil && first.Kind == ItemQuestion {
@@ -216,6 +217,10 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			if err != nil {
 				return fmt.Errorf("item %d: message %d: %w", it.ID, it.Message, err)
 			}
+			if hasPending(m) {
+				e.files.enqueue(m.ID)
+				continue // its files are still downloading: a later run takes it
+			}
 			run.Items = append(run.Items, it.ID)
 			run.Triggers = append(run.Triggers, it.Message)
 			triggers = append(triggers, m)
@@ -224,7 +229,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			return err
 		}
 		for _, it := range items {
-			if it.Kind != ItemMessage {
+			if it.Kind != ItemMessage || !slices.Contains(run.Items, it.ID) {
 				continue
 			}
 			it.Status, it.Run = ItemProcessing, run.ID

@@ -78,6 +78,9 @@ type BotProfile struct {
 	// approval of a tool they match (ToolMatches), the first entry with approvers
 	// overrides Approvers (DESIGN.md §5 "the approvers configured for that tool").
 	ToolApprovers []ToolApprovers `json:"tool_approvers,omitempty"`
+	// Vision sends the images attached to the run's trigger messages to the
+	// model as image parts (core/files.go, agents/vision.go).
+	Vision bool `json:"vision,omitempty"`
 }
 
 // ToolApprovers is one approval_tools entry that names its own approvers: Tool is
@@ -186,6 +189,9 @@ type Message struct {
 	Kind       MessageKind `json:"kind,omitempty"`
 	Origin     *Origin     `json:"origin,omitempty"`
 	Created    time.Time   `json:"created"`
+	// Attachments are a person's files (saved into the workspace by the
+	// download queue) or a bot's file to post (core/files.go).
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // ItemKind is the kind of an inbox item (seed §1).
@@ -319,6 +325,7 @@ const (
 	OpMessage  OutboxOp = ""
 	OpQuestion OutboxOp = "question"
 	OpResolve  OutboxOp = "resolve"
+	OpFile     OutboxOp = "file" // post the message's file (FileUploader)
 )
 
 // OutboxEntry is one message to deliver to one binding (DESIGN.md §4).

@@ -554,7 +554,7 @@ func TestDirectMessages(t *testing.T) {
 		t.Errorf("refusal %+v %q", m, m.Text())
 	}
 	// Unsupported types get a short reply and no run.
-	img := feishutest.MessageEvent{MessageID: "om_img", ChatID: feishutest.P2PChat, ChatType: "p2p", MsgType: "image", Content: `{"image_key":"img_v2_x"}`}
+	img := feishutest.MessageEvent{MessageID: "om_img", ChatID: feishutest.P2PChat, ChatType: "p2p", MsgType: "sticker", Content: `{"file_key":"v2_x"}`}
 	if s, b := h.post("events", img.JSON(), feishutest.EncryptKey); s != 200 {
 		t.Fatalf("%d %s", s, b)
 	}
@@ -562,7 +562,7 @@ func TestDirectMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := msgs[1]; m.ReplyTo != "om_img" || !strings.Contains(m.Text(), "image messages are not supported") {
+	if m := msgs[1]; m.ReplyTo != "om_img" || !strings.Contains(m.Text(), "sticker messages are not supported") {
 		t.Errorf("unsupported notice %+v %q", m, m.Text())
 	}
 	// "/new" then a message: the message starts a new thread.

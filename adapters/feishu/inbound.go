@@ -159,7 +159,8 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, you are not allowed to talk to this bot yet. Ask an admin to add your open_id %s to allow_users.", sender), false)
 		return nil
 	}
-	if !supported {
+	atts, isFile := fileAttachments(m.MessageType, m.Content, m.MessageID) // files.go
+	if !supported && !isFile {
 		if p2p || native {
 			a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, %s messages are not supported yet; please send text.", m.MessageType), inThread)
 		}
@@ -174,6 +175,7 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		Text:       text,
 		Received:   msTime(m.CreateTime),
 	}
+	in.Attachments = atts
 	if a.bot != "*" {
 		in.DefaultBot = a.bot
 	}

@@ -21,6 +21,7 @@ type message struct {
 	User, BotID, SubType       string
 	Text, TS, ThreadTS         string
 	Edited                     bool
+	Files                      []slack.File
 }
 
 // handleEvent turns one Events API callback (from HTTP or Socket Mode) into at most
@@ -37,12 +38,15 @@ func (a *Adapter) handleEvent(ctx context.Context, ev slackevents.EventsAPIEvent
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		m = message{Channel: e.Channel, User: e.User, BotID: e.BotID, Text: e.Text, TS: e.TimeStamp,
-			ThreadTS: e.ThreadTimeStamp, Edited: e.Edited != nil}
+			ThreadTS: e.ThreadTimeStamp, Edited: e.Edited != nil, Files: e.Files}
 	case *slackevents.MessageEvent:
 		m = message{Channel: e.Channel, ChannelType: e.ChannelType, User: e.User, BotID: e.BotID,
 			SubType: e.SubType, Text: e.Text, TS: e.TimeStamp, ThreadTS: e.ThreadTimeStamp}
 		if e.Message != nil && e.Message.Edited != nil {
 			m.Edited = true
+		}
+		if e.Message != nil {
+			m.Files = e.Message.Files // the unmarshaller fills Message for plain messages too
 		}
 	default:
 		a.refuse("event type openbot does not subscribe to", "type", ev.InnerEvent.Type)
@@ -126,6 +130,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		SenderName:   a.userName(ctx, m.User),
 		Text:         text,
 		Received:     tsTime(m.TS),
+		Attachments:  attachmentsOf(m.Files),
 	}
 	if a.bot != "*" {
 		in.DefaultBot = a.bot

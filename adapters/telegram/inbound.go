@@ -68,7 +68,7 @@ func (a *Adapter) speakerOf(text string) string {
 // are ignored, as is every message from a bot and every message without text.
 func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
 	text, ents := messageText(m)
-	if m.From == nil || m.From.IsBot || text == "" {
+	if m.From == nil || m.From.IsBot || (text == "" && !hasFiles(m)) {
 		return decision{ignore: true}
 	}
 	private := m.Chat.Type == "private"
@@ -327,6 +327,7 @@ func (a *Adapter) inboundOf(me tgbotapi.User, m *message, d decision) core.Inbou
 		StartThread:  true,
 		NewThread:    d.command == "new",
 		Received:     time.Unix(m.Date, 0).UTC(),
+		Attachments:  attachmentsOf(m),
 	}
 	if a.bot != "*" {
 		in.DefaultBot = a.bot
@@ -355,7 +356,7 @@ func (a *Adapter) inboundOf(me tgbotapi.User, m *message, d decision) core.Inbou
 
 // withCommandText gives a message that is only a command its command as text.
 func withCommandText(in core.Inbound, d decision) core.Inbound {
-	if in.Text == "" {
+	if in.Text == "" && d.command != "" {
 		in.Text = "/" + d.command
 	}
 	return in

@@ -40,6 +40,12 @@ type message struct {
 	CaptionEntities   []tgbotapi.MessageEntity `json:"caption_entities,omitempty"`
 	ReplyToMessage    *message                 `json:"reply_to_message,omitempty"`
 	ForumTopicCreated json.RawMessage          `json:"forum_topic_created,omitempty"`
+	// Files (adapters/telegram/files.go); Photo lists the sizes of one photo.
+	Photo    []fileMeta `json:"photo,omitempty"`
+	Document *fileMeta  `json:"document,omitempty"`
+	Voice    *fileMeta  `json:"voice,omitempty"`
+	Audio    *fileMeta  `json:"audio,omitempty"`
+	Video    *fileMeta  `json:"video,omitempty"`
 }
 
 // callbackQuery is an inline-button click (core.telegram.org/bots/api#callbackquery).

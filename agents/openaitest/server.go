@@ -166,6 +166,9 @@ type Server struct {
 
 	embedReqs []openai.EmbeddingRequestStrings
 	embedFail int
+	// transcript and transcribed serve the audio endpoint (audio.go).
+	transcript  string
+	transcribed []Transcribed
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -193,6 +196,7 @@ func Start() (*Server, error) {
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /embeddings", s.serveEmbeddings)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.serveAudio)
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	s.srv.Start()
 	return s, nil

@@ -1,6 +1,6 @@
 // Package tools is openbot's built-in toolbox (DESIGN.md §6): the
 // workspace-jailed file tools (workspace_read, workspace_write, workspace_list,
-// workspace_search), shell, http_fetch, todo_write, post_message and schedule. Each is an
+// workspace_search), shell, http_fetch, todo_write, post_message, schedule and send_file. Each is an
 // agents.Tool; Builtins returns them all for the agents Registry.
 //
 // Every tool is safe for concurrent use (parallel tool calls) and honours the
@@ -92,6 +92,11 @@ type Options struct {
 	// loopback, private, link-local, CGNAT or metadata address.
 	FetchAllowHosts []string
 
+	// OutboxDir is where send_file stages the files it posts until the outbox
+	// delivered them; it must lie outside every workspace. Default
+	// "outbox-files" next to WorkspaceRoot.
+	OutboxDir string
+
 	// Logger receives debug lines; nil discards.
 	Logger *slog.Logger
 }
@@ -169,6 +174,7 @@ func Builtins(opts Options) ([]agents.Tool, error) {
 		todoWriteTool(),
 		postMessageTool(),
 		scheduleTool(),
+		sendFileTool(ws),
 	}, nil
 }
 

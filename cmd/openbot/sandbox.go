@@ -28,6 +28,7 @@ func toolOptions(cfg *config.Config, log *slog.Logger, hide []string) tools.Opti
 		Sandbox:         cfg.Sandbox,
 		ShellNetwork:    network,
 		SandboxHide:     hide,
+		OutboxDir:       filepath.Join(filepath.Dir(cfg.Store.Path), "outbox-files"),
 		Logger:          log,
 	}
 }

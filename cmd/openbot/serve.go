@@ -174,6 +174,10 @@ func (a *app) serve(ctx context.Context) int {
 	// The console's event streams wake on every commit of the engine.
 	commits := admin.NewNotifier()
 	mtr := newMetrics(a.cfg, log)
+	files := fileLimits(a.cfg)
+	if files.Transcribe, err = transcriber(a.cfg); err != nil {
+		return a.fail("transcription", err)
+	}
 	eng, err := core.New(core.Options{
 		Store:           admin.Notify(st, commits),
 		Agent:           runner,
@@ -188,6 +192,7 @@ func (a *app) serve(ctx context.Context) int {
 		Cost:            coreCost(a.cfg),
 		AlwaysReply:     alwaysReply(a.cfg),
 		Reflections:     refl,
+		Files:           files,
 	})
 	if err != nil {
 		return a.fail("engine", err)

@@ -100,6 +100,7 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			MaxTokens:          b.MaxTokens,
 			Temperature:        b.Temperature,
 			ReasoningEffort:    b.ReasoningEffort,
+			Vision:             cfg.VisionFor(b),
 		})
 	}
 	return out
@@ -193,6 +194,9 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger, mem *a
 		Limits:       coreLimits(cfg.Limits),
 		Logger:       log,
 		ReadyTimeout: cfg.MCPReadyTimeout,
+		// Vision reads people's images from the folder inbound files go to.
+		FilesDir:      fileLimits(cfg).Dir,
+		MaxImageBytes: cfg.Files.MaxImageBytes,
 	}
 	if mem != nil {
 		opts.Memory = mem

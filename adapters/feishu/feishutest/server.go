@@ -145,6 +145,8 @@ type Server struct {
 	deleted     map[string]bool       // message ids recalled with DELETE
 	reactions   map[string][]Reaction // live reactions by message id
 	reactionSeq int
+	resources   map[string]string // "<message id>/<key>" -> content (files.go)
+	uploads     map[string]Upload // by image_key or file_key
 }
 
 // Reaction is an emoji reaction the app put on a message and has not removed.
@@ -177,6 +179,9 @@ func New(tb interface {
 	mux.HandleFunc("DELETE /open-apis/im/v1/messages/{id}", s.recall)
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reactions", s.addReaction)
 	mux.HandleFunc("DELETE /open-apis/im/v1/messages/{id}/reactions/{rid}", s.removeReaction)
+	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}/resources/{key}", s.resource) // files.go
+	mux.HandleFunc("POST /open-apis/im/v1/images", s.uploadHandler("image"))
+	mux.HandleFunc("POST /open-apis/im/v1/files", s.uploadHandler("file"))
 	mux.HandleFunc("GET /open-apis/bot/v3/info", s.botInfo)
 	mux.HandleFunc("GET /open-apis/contact/v3/users/{id}", s.user)
 	mux.HandleFunc("POST /callback/ws/endpoint", s.endpoint)

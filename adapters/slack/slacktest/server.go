@@ -2,7 +2,8 @@
 // the real slack-go client talks to through slack.OptionAPIURL(s.APIURL()). It
 // answers the Web API methods openbot uses (auth.test, chat.postMessage, chat.update,
 // chat.delete, chat.postEphemeral, users.info, reactions.add, reactions.remove,
-// apps.connections.open), runs a Socket Mode websocket endpoint that says hello and
+// apps.connections.open, and the file download and external upload flow of
+// files.go), runs a Socket Mode websocket endpoint that says hello and
 // can push envelopes (events and block_actions clicks, see Click), records every
 // call and every ack, and can be scripted to fail a method once (a 429 with
 // Retry-After, an ok:false error). Payload shapes follow the fixtures in testdata (Slack's wire
@@ -79,6 +80,8 @@ type User struct {
 type Message struct {
 	Channel, TS, ThreadTS, Text string
 	Edits                       int // chat.update calls that changed it
+	// File and FileName are set for a file posted by files.completeUploadExternal.
+	File, FileName string
 }
 
 // Messages returns the messages that exist now, in post order.
@@ -127,6 +130,8 @@ type Server struct {
 	dialed   int
 	closed   bool
 	upgrader websocket.Upgrader
+	files    map[string]File // served by AddFile (files.go)
+	uploads  map[string]File // uploaded, not yet completed
 }
 
 type wsConn struct {
@@ -166,6 +171,8 @@ func New(opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/ws", s.serveWS)
+	mux.HandleFunc("/files-pri/", s.serveFile)
+	mux.HandleFunc("/upload/", s.serveUpload)
 	s.srv = httptest.NewServer(mux)
 	return s
 }
@@ -502,6 +509,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	if want != "" && token != want {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "invalid_auth"})
+		return
+	}
+	if s.fileMethod(w, method, call) {
 		return
 	}
 	switch method {

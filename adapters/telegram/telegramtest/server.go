@@ -6,7 +6,8 @@
 // editMessageText, editMessageReplyMarkup, deleteMessage, answerCallbackQuery, sendChatAction,
 // setWebhook, getWebhookInfo and deleteWebhook for any number of bots, records every call with its
 // parameters, and can be scripted to fail calls (429 with retry_after, "can't parse
-// entities", 403 blocked, …). CallbackUpdate builds inline-button clicks and
+// entities", 403 blocked, …). It also serves files: getFile, the file URL, and
+// sendDocument and sendPhoto uploads (files.go). CallbackUpdate builds inline-button clicks and
 // Buttons reads the inline keyboard a client sent.
 package telegramtest
 
@@ -84,8 +85,9 @@ type Server struct {
 	fail    map[string][]Error // by method, consumed in order
 	holds   map[string]chan struct{}
 	nextMsg int64
-	msgs    []*Message    // sent and not deleted, in send order
-	changed chan struct{} // closed and replaced on every change
+	msgs    []*Message        // sent and not deleted, in send order
+	changed chan struct{}     // closed and replaced on every change
+	files   map[string]string // file_id -> content (files.go)
 }
 
 // Message is a message as the fake holds it now: sent with sendMessage, changed
@@ -96,6 +98,8 @@ type Message struct {
 	Text      string
 	ParseMode string
 	Edits     int // editMessageText calls that reached it
+	// File, FileName, Caption and Method are set for sendDocument and sendPhoto.
+	File, FileName, Caption, Method string
 }
 
 // Messages returns the messages the bot with token has in the chats now, in send
@@ -395,6 +399,10 @@ func parseParams(r *http.Request) (map[string]string, error) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		s.serveFile(w, r)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
@@ -445,6 +453,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.message(w, b, method, params)
 	case "deleteMessage":
 		s.delete(w, b, params)
+	case "getFile":
+		s.getFile(w, params)
+	case "sendDocument", "sendPhoto":
+		s.upload(w, r, b, method, params)
 	case "answerCallbackQuery", "sendChatAction":
 		s.ok(w, true)
 	case "setWebhook":

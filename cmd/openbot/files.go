@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+
+	"openbot/agents"
+	"openbot/config"
+	"openbot/core"
+)
+
+// transcriber returns the voice-note transcription hook of the files section,
+// or nil when it is off.
+func transcriber(cfg *config.Config) (func(ctx context.Context, path string) (string, error), error) {
+	name := cfg.TranscriptionProfile()
+	if name == "" {
+		return nil, nil
+	}
+	p := cfg.LLM[name]
+	return agents.NewTranscriber(agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers}, cfg.Files.Transcription.Model, nil)
+}
+
+// fileLimits maps the files section onto the engine: inbound files go to the
+// thread's workspace folder (<workspace>/thread-<id>, as the file tools see
+// it), with the configured caps.
+func fileLimits(cfg *config.Config) core.FileLimits {
+	root := cfg.Workspace
+	return core.FileLimits{
+		Dir: func(id core.ThreadID) string {
+			return filepath.Join(root, "thread-"+strconv.FormatUint(uint64(id), 10))
+		},
+		MaxFileBytes:    cfg.Files.MaxFileBytes,
+		MaxMessageBytes: cfg.Files.MaxMessageBytes,
+	}
+}

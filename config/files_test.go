@@ -1,0 +1,38 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFilesDefaultsAndValidation(t *testing.T) {
+	var f Files
+	f.applyDefaults()
+	if f.MaxFileBytes != DefaultMaxFileBytes || f.MaxMessageBytes != DefaultMaxMessageBytes || f.MaxImageBytes != DefaultMaxImageBytes {
+		t.Fatalf("defaults = %+v", f)
+	}
+	c := &Config{Files: Files{MaxFileBytes: 100, MaxMessageBytes: 10, MaxImageBytes: -1}}
+	var p problems
+	c.validateFiles(&p)
+	err := p.err()
+	if err == nil || !strings.Contains(err.Error(), "files.max_file_bytes") || !strings.Contains(err.Error(), "files.max_image_bytes") {
+		t.Fatalf("err = %v, want both field paths", err)
+	}
+}
+
+func TestTranscriptionProfile(t *testing.T) {
+	c := &Config{LLM: map[string]LLMProfile{"local": {}}, Files: Files{MaxFileBytes: 1, MaxMessageBytes: 1, MaxImageBytes: 1}}
+	if got := c.TranscriptionProfile(); got != "" {
+		t.Errorf("no model: profile %q, want none", got)
+	}
+	c.Files.Transcription.Model = "whisper-1"
+	if got := c.TranscriptionProfile(); got != "local" {
+		t.Errorf("only profile: %q", got)
+	}
+	c.Files.Transcription.LLM = "missing"
+	var p problems
+	c.validateFiles(&p)
+	if err := p.err(); err == nil || !strings.Contains(err.Error(), "files.transcription.llm") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -1,0 +1,319 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FileLimits configure inbound files (Options.Files). Zero values take defaults.
+type FileLimits struct {
+	// Dir returns the directory of a thread's workspace; inbound files go to
+	// Dir(thread)/inbox/<message>/<name>. Nil: inbound files are noted, not saved.
+	Dir func(ThreadID) string
+	// MaxFileBytes caps one file (default 20 MiB); MaxMessageBytes caps the
+	// files of one message together (default 50 MiB).
+	MaxFileBytes    int64
+	MaxMessageBytes int64
+	// Workers is how many downloads run at once (default 2); Queue bounds the
+	// messages waiting (default 256): a full queue leaves a message waiting for the
+	// scheduler's next look, never blocking ingest.
+	Workers int
+	Queue   int
+	// Tries is how many attempts a download gets (default 3), each bounded by
+	// Timeout (default 2 minutes).
+	Tries   int
+	Timeout time.Duration
+	// Backoff is the wait before the second attempt (default 1s), doubling after.
+	Backoff time.Duration
+	// Transcribe, when set, turns a saved voice note or audio file (absolute
+	// path) into text appended to the message; it is bounded by Timeout and its
+	// failure only leaves the transcript out.
+	Transcribe func(ctx context.Context, path string) (string, error)
+}
+
+func (l FileLimits) withDefaults() FileLimits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = 20 << 20
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = 50 << 20
+	}
+	if l.Workers <= 0 {
+		l.Workers = 2
+	}
+	if l.Queue <= 0 {
+		l.Queue = 256
+	}
+	if l.Tries <= 0 {
+		l.Tries = 3
+	}
+	if l.Backoff <= 0 {
+		l.Backoff = time.Second
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = 2 * time.Minute
+	}
+	return l
+}
+
+// fileQueue downloads the attachments of ingested messages after the durable
+// ingest (the platform is acknowledged first): a bounded queue of message ids,
+// a fixed set of workers owned by Engine.Run, retries with backoff. A message with
+// pending attachments is not picked for a run until they settle; everything else
+// flows past it.
+type fileQueue struct {
+	e      *Engine
+	lim    FileLimits
+	ch     chan MessageID
+	mu     sync.Mutex
+	queued map[MessageID]bool
+}
+
+func newFileQueue(e *Engine, lim FileLimits) *fileQueue {
+	lim = lim.withDefaults()
+	return &fileQueue{e: e, lim: lim, ch: make(chan MessageID, lim.Queue), queued: map[MessageID]bool{}}
+}
+
+// enqueue offers message id for download without blocking; a message already
+// queued or in flight is not queued twice.
+func (q *fileQueue) enqueue(id MessageID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.queued[id] {
+		return
+	}
+	select {
+	case q.ch <- id:
+		q.queued[id] = true
+	default: // full: the scheduler offers it again on its next look
+	}
+}
+
+// busy reports whether downloads are queued or in flight.
+func (q *fileQueue) busy() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued) > 0
+}
+
+// run starts the workers and returns when ctx is done and they have stopped.
+func (q *fileQueue) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range q.lim.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case id := <-q.ch:
+					q.download(ctx, id)
+					q.mu.Lock()
+					delete(q.queued, id)
+					q.mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// filesPendingTx reports whether item it is a message whose attachments are not
+// settled yet, and offers such a message to the download queue (which also
+// resumes downloads interrupted by a restart).
+func (e *Engine) filesPendingTx(tx ReadTx, it InboxItem) bool {
+	if it.Kind != ItemMessage {
+		return false
+	}
+	m, err := tx.Message(it.Message)
+	if err != nil || !hasPending(m) {
+		return false
+	}
+	e.files.enqueue(m.ID)
+	return true
+}
+
+func hasPending(m Message) bool {
+	for _, a := range m.Attachments {
+		if a.Pending() {
+			return true
+		}
+	}
+	return false
+}
+
+// errTooLarge marks a body that exceeded its cap while being read.
+var errTooLarge = errors.New("too large")
+
+// download settles every pending attachment of message id, stores the result
+// with the message's attachment lines, and wakes the bots.
+func (q *fileQueue) download(ctx context.Context, id MessageID) {
+	var m Message
+	if err := q.e.store.View(ctx, func(tx ReadTx) error {
+		var err error
+		m, err = tx.Message(id)
+		return err
+	}); err != nil || !hasPending(m) {
+		return
+	}
+	var used int64
+	for _, a := range m.Attachments {
+		if a.Path != "" {
+			used += a.Size
+		}
+	}
+	out := append([]Attachment(nil), m.Attachments...)
+	for i := range out {
+		a := &out[i]
+		if !a.Pending() {
+			continue
+		}
+		left := min(q.lim.MaxFileBytes, q.lim.MaxMessageBytes-used)
+		switch {
+		case a.Size > q.lim.MaxFileBytes:
+			a.Error = fmt.Sprintf("too large (limit %s per file)", HumanSize(q.lim.MaxFileBytes))
+			continue
+		case a.Size > left:
+			a.Error = fmt.Sprintf("too large (limit %s per message)", HumanSize(q.lim.MaxMessageBytes))
+			continue
+		}
+		n, err := q.fetch(ctx, m, *a, left)
+		if ctx.Err() != nil {
+			return // stays pending; offered again after the restart
+		}
+		switch {
+		case errors.Is(err, errTooLarge):
+			a.Error = fmt.Sprintf("too large (limit %s)", HumanSize(left))
+		case err != nil:
+			a.Error = "download failed: " + Redact(err.Error())
+			q.e.log.Warn("attachment download failed", "message", m.ID, "name", a.Name, "err", Redact(err.Error()))
+		default:
+			a.Path, a.Size, a.Ref = path.Join("inbox", strconv.FormatUint(uint64(m.ID), 10), a.Name), n, ""
+			used += n
+			a.Transcript = q.transcribe(ctx, m, *a)
+		}
+	}
+	err := q.e.store.Update(ctx, func(tx Tx) error {
+		cur, err := tx.Message(id)
+		if err != nil {
+			return err
+		}
+		cur.Attachments = out
+		cur.Text = withAttachmentLines(cur.Text, out)
+		_, err = tx.PutMessage(cur)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			q.e.log.Error("store attachments", "message", id, "err", err)
+		}
+		return
+	}
+	for _, b := range q.e.cfg().order {
+		q.e.wake(b.Handle)
+	}
+	q.e.kickOutbox()
+}
+
+// fetch downloads attachment a of m into the thread's workspace, at most limit
+// bytes, with retries; it returns the bytes written.
+func (q *fileQueue) fetch(ctx context.Context, m Message, a Attachment, limit int64) (int64, error) {
+	if q.lim.Dir == nil {
+		return 0, errors.New("no workspace is configured")
+	}
+	if m.Origin == nil {
+		return 0, errors.New("message has no platform origin")
+	}
+	ad, ok := q.e.adapter(m.Origin.Account)
+	if !ok {
+		return 0, fmt.Errorf("no adapter for account %q", m.Origin.Account)
+	}
+	ff, ok := ad.(FileFetcher)
+	if !ok {
+		return 0, errors.New("this platform's files cannot be downloaded")
+	}
+	dir := filepath.Join(q.lim.Dir(m.Thread), "inbox", strconv.FormatUint(uint64(m.ID), 10))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return 0, fmt.Errorf("create inbox directory: %w", err)
+	}
+	dst := filepath.Join(dir, SafeFileName(a.Name, "file"))
+	wait := q.lim.Backoff
+	var err error
+	for try := 1; try <= q.lim.Tries; try++ {
+		var n int64
+		n, err = q.fetchOnce(ctx, ff, a, dst, limit)
+		if err == nil || errors.Is(err, errTooLarge) || ctx.Err() != nil {
+			return n, err
+		}
+		var de DeliveryError
+		if errors.As(err, &de) && de.Permanent() {
+			return 0, err
+		}
+		if errors.As(err, &de) && de.RetryAfter() > 0 {
+			wait = de.RetryAfter()
+		}
+		if try < q.lim.Tries {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return 0, ctx.Err()
+			case <-t.C:
+			}
+			wait *= 2
+		}
+	}
+	return 0, err
+}
+
+func (q *fileQueue) fetchOnce(ctx context.Context, ff FileFetcher, a Attachment, dst string, limit int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, q.lim.Timeout)
+	defer cancel()
+	body, err := ff.FetchFile(ctx, a)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return 0, fmt.Errorf("create file: %w", err)
+	}
+	n, err := io.Copy(f, io.LimitReader(body, limit+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > limit {
+		err = errTooLarge
+	}
+	if err != nil {
+		os.Remove(dst)
+		return 0, err
+	}
+	return n, nil
+}
+
+// transcribe returns the transcript of a saved voice note or audio file, or ""
+// when transcription is off, does not apply, or failed (logged).
+func (q *fileQueue) transcribe(ctx context.Context, m Message, a Attachment) string {
+	if q.lim.Transcribe == nil || q.lim.Dir == nil || (a.Kind != "voice" && a.Kind != "audio") {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, q.lim.Timeout)
+	defer cancel()
+	text, err := q.lim.Transcribe(ctx, filepath.Join(q.lim.Dir(m.Thread), filepath.FromSlash(a.Path)))
+	if err != nil {
+		q.e.log.Warn("transcription failed", "message", m.ID, "name", a.Name, "err", Redact(err.Error()))
+		return ""
+	}
+	return strings.TrimSpace(text)
+}
