@@ -104,9 +104,12 @@ type Options struct {
 	// FilesDir returns a thread's workspace folder, where people's files are
 	// saved (core.FileLimits.Dir); nil sends no images. MaxImageBytes caps one
 	// image sent to a vision bot's model (BotProfile.Vision); default
-	// DefaultMaxImageBytes.
+	// DefaultMaxImageBytes. MaxImageSide is the longest side in pixels of such
+	// an image; larger or heavier images are scaled down and re-encoded
+	// (agents/imagefit.go); default DefaultMaxImageSide (1568).
 	FilesDir      func(core.ThreadID) string
 	MaxImageBytes int64
+	MaxImageSide  int
 
 	// Test hooks: the first retry backoff (default 500ms) and the retry wait.
 	retryInitial time.Duration

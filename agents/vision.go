@@ -2,8 +2,8 @@ package agents
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,9 +19,11 @@ const maxImagesPerRun = 8
 
 // imageParts returns the image parts for a vision bot's request: the images
 // attached to the run's trigger messages that were saved into the thread's
-// workspace (Options.FilesDir), as data URLs, at most maxImagesPerRun and each
-// at most Options.MaxImageBytes (larger ones keep only their text line). Nil
-// when the bot has no vision or nothing applies. Images are not resized.
+// workspace (Options.FilesDir), as data URLs, at most maxImagesPerRun. Each is
+// fitted by fitImage to Options.MaxImageBytes and Options.MaxImageSide (scaled
+// down and re-encoded when larger); an image that cannot be read, decoded or
+// fitted becomes a text part saying so instead. Nil when the bot has no vision
+// or nothing applies. Parts are built per request and never checkpointed.
 func (r *run) imageParts() []openai.ChatMessagePart {
 	if !r.job.Bot.Vision || r.agent.opts.FilesDir == nil {
 		return nil
@@ -30,18 +32,26 @@ func (r *run) imageParts() []openai.ChatMessagePart {
 	if limit <= 0 {
 		limit = DefaultMaxImageBytes
 	}
+	side := r.agent.opts.MaxImageSide
+	if side <= 0 {
+		side = DefaultMaxImageSide
+	}
 	dir := r.agent.opts.FilesDir(r.job.Thread.ID)
 	var parts []openai.ChatMessagePart
+	images := 0
 	for _, m := range r.job.Triggers {
 		for _, a := range m.Attachments {
-			if !a.IsImage() || a.Path == "" || len(parts) >= maxImagesPerRun {
+			if !a.IsImage() || a.Path == "" || images >= maxImagesPerRun {
 				continue
 			}
-			url, err := dataURL(filepath.Join(dir, filepath.FromSlash(a.Path)), limit)
+			url, err := dataURL(filepath.Join(dir, filepath.FromSlash(a.Path)), limit, side)
 			if err != nil {
 				r.agent.log.Debug("image not sent to the model", "path", a.Path, "err", err)
+				parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText,
+					Text: fmt.Sprintf("[image %s not shown to you: %s]", a.Path, imageNote(err))})
 				continue
 			}
+			images++
 			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
 				ImageURL: &openai.ChatMessageImageURL{URL: url, Detail: openai.ImageURLDetailAuto}})
 		}
@@ -49,25 +59,31 @@ func (r *run) imageParts() []openai.ChatMessagePart {
 	return parts
 }
 
-// dataURL reads an image file of at most limit bytes as a data URL; the type
-// is sniffed from the content, and only PNG, JPEG, GIF and WebP are accepted.
-func dataURL(path string, limit int64) (string, error) {
+// imageNote is the reason, in words for the model, that an image was left out.
+func imageNote(err error) string {
+	if errors.Is(err, errNotImage) {
+		return "the file is not a readable PNG, JPEG, GIF or WebP image"
+	}
+	return "the image could not be read or made small enough"
+}
+
+// dataURL reads an image file (a regular file of at most maxImageFileBytes)
+// and returns it as a data URL after fitImage(maxBytes, maxSide).
+func dataURL(path string, maxBytes int64, maxSide int) (string, error) {
 	st, err := os.Lstat(path)
 	if err != nil {
 		return "", err
 	}
-	if !st.Mode().IsRegular() || st.Size() > limit {
-		return "", fmt.Errorf("not a regular file of at most %d bytes", limit)
+	if !st.Mode().IsRegular() || st.Size() > maxImageFileBytes {
+		return "", fmt.Errorf("not a regular file of at most %d bytes", maxImageFileBytes)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
-	typ := http.DetectContentType(b)
-	switch typ {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-	default:
-		return "", fmt.Errorf("content is %s, not an image a model reads", typ)
+	b, typ, err := fitImage(b, maxBytes, maxSide)
+	if err != nil {
+		return "", err
 	}
 	return "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(b), nil
 }
