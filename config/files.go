@@ -12,6 +12,10 @@ type Files struct {
 	// profiles with vision: true); larger images are described by their text
 	// line only. Default 4 MiB.
 	MaxImageBytes int64 `yaml:"max_image_bytes"`
+	// MaxImageSide is the longest side, in pixels, of an image sent to a
+	// vision model; a larger or heavier image is scaled down (aspect ratio
+	// kept) and re-encoded before it is sent. Default 1568, at most 16384.
+	MaxImageSide int `yaml:"max_image_side"`
 	// Transcription turns voice notes and audio files into text appended to the
 	// message (optional; off unless model is set).
 	Transcription Transcription `yaml:"transcription"`
@@ -48,6 +52,8 @@ const (
 	DefaultMaxFileBytes    = 20 << 20
 	DefaultMaxMessageBytes = 50 << 20
 	DefaultMaxImageBytes   = 4 << 20
+	DefaultMaxImageSide    = 1568
+	maxImageSideLimit      = 16384
 )
 
 func (f *Files) applyDefaults() {
@@ -59,6 +65,9 @@ func (f *Files) applyDefaults() {
 	}
 	if f.MaxImageBytes == 0 {
 		f.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if f.MaxImageSide == 0 {
+		f.MaxImageSide = DefaultMaxImageSide
 	}
 }
 
@@ -73,6 +82,9 @@ func (c *Config) validateFiles(p *problems) {
 		if v.n <= 0 {
 			p.add("files."+v.name, "must be positive, got %d", v.n)
 		}
+	}
+	if f.MaxImageSide <= 0 || f.MaxImageSide > maxImageSideLimit {
+		p.add("files.max_image_side", "must be between 1 and %d pixels, got %d", maxImageSideLimit, f.MaxImageSide)
 	}
 	if f.Transcription.LLM != "" && f.Transcription.Model == "" {
 		p.add("files.transcription.model", "must be set when files.transcription.llm is (for example whisper-1)")

@@ -36,3 +36,25 @@ func TestTranscriptionProfile(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestFilesMaxImageSideDefaultAndBounds(t *testing.T) {
+	var f Files
+	f.applyDefaults()
+	if f.MaxImageSide != DefaultMaxImageSide {
+		t.Fatalf("default max_image_side = %d, want %d", f.MaxImageSide, DefaultMaxImageSide)
+	}
+	for _, side := range []int{-1, maxImageSideLimit + 1} {
+		c := &Config{Files: Files{MaxFileBytes: 1, MaxMessageBytes: 1, MaxImageBytes: 1, MaxImageSide: side}}
+		var p problems
+		c.validateFiles(&p)
+		if err := p.err(); err == nil || !strings.Contains(err.Error(), "files.max_image_side") {
+			t.Errorf("side %d: err = %v, want files.max_image_side", side, err)
+		}
+	}
+	c := &Config{Files: Files{MaxFileBytes: 1, MaxMessageBytes: 1, MaxImageBytes: 1, MaxImageSide: 800}}
+	var p problems
+	c.validateFiles(&p)
+	if err := p.err(); err != nil {
+		t.Errorf("side 800: %v", err)
+	}
+}

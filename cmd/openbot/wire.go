@@ -197,6 +197,7 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger, mem *a
 		// Vision reads people's images from the folder inbound files go to.
 		FilesDir:      fileLimits(cfg).Dir,
 		MaxImageBytes: cfg.Files.MaxImageBytes,
+		MaxImageSide:  cfg.Files.MaxImageSide,
 	}
 	if mem != nil {
 		opts.Memory = mem
