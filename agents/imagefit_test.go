@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"image"
 	"image/color"
+	"image/color/palette"
+	"image/gif"
 	"image/jpeg"
 	"image/png"
 	"math/rand"
@@ -146,4 +148,20 @@ func TestFitImageNotesCorruptFile(t *testing.T) {
 			t.Error("empty note")
 		}
 	}
+}
+
+func TestFitImageResizesGIFFirstFrame(t *testing.T) {
+	frame := image.NewPaletted(image.Rect(0, 0, 300, 150), palette.Plan9)
+	for x := 0; x < 300; x++ {
+		frame.SetColorIndex(x, x%150, uint8(x))
+	}
+	var buf bytes.Buffer
+	if err := gif.EncodeAll(&buf, &gif.GIF{Image: []*image.Paletted{frame, frame}, Delay: []int{10, 10}}); err != nil {
+		t.Fatal(err)
+	}
+	out, typ, err := fitImage(buf.Bytes(), 4<<20, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFits(t, out, typ, "image/jpeg", 4<<20, 120, 300, 150)
 }
