@@ -95,6 +95,9 @@ type Options struct {
 	// leaves them out. A *Memories also gives those bots manage_memory and
 	// search_memory (seed §9).
 	Memory MemoryRecaller
+	// MessageIndex makes recall_messages semantic (seed §9: cosine over the
+	// embedded messages, lexical for the rest); nil ranks lexically.
+	MessageIndex *MessageIndex
 	// Clock measures step durations; nil is the system clock.
 	Clock core.Clock
 	// ReadyTimeout bounds how long a run waits, before it starts, for the tool
@@ -181,7 +184,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.sleep == nil {
 		opts.sleep = sleepCtx
 	}
-	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: BuiltinTools()}
+	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: builtinTools(opts.MessageIndex)}
 	for name, p := range opts.Providers {
 		if p.RequestTimeout <= 0 {
 			p.RequestTimeout = opts.RequestTimeout

@@ -46,8 +46,12 @@ func askHumanTool() Tool {
 
 // BuiltinTools returns the tools every bot has whatever its selection: the history
 // tools (read_history, recall_messages) and ask_human.
-func BuiltinTools() []Tool {
-	return append(HistoryTools(), askHumanTool())
+func BuiltinTools() []Tool { return builtinTools(nil) }
+
+// builtinTools is BuiltinTools with recall_messages on the message index ix
+// (nil: lexical).
+func builtinTools(ix *MessageIndex) []Tool {
+	return append(historyTools(ix), askHumanTool())
 }
 
 // askArgs are ask_human's arguments.

@@ -33,7 +33,17 @@ const (
 // HistoryTools returns read_history and recall_messages, which read the run's
 // thread through ToolCall.Env. They are always offered to the model, whatever the
 // bot's tool selection (seed §6: a delegate fetches the rest of the thread with them).
-func HistoryTools() []Tool {
+// recall_messages ranks lexically (tf-idf); see MessageIndex.HistoryTools.
+func HistoryTools() []Tool { return historyTools(nil) }
+
+// HistoryTools returns the history tools with recall_messages ranking the
+// thread's embedded messages by cosine similarity (seed §9) and the messages
+// not embedded yet lexically; lexically alone when the query cannot be
+// embedded. A nil index ranks lexically.
+func (ix *MessageIndex) HistoryTools() []Tool { return historyTools(ix) }
+
+func historyTools(ix *MessageIndex) []Tool {
+	recall := func(ctx context.Context, call ToolCall) (string, error) { return recallMessages(ctx, ix, call) }
 	return []Tool{
 		&FuncTool{
 			ToolName: ReadHistoryName,
@@ -57,7 +67,7 @@ func HistoryTools() []Tool {
 				`"query":{"type":"string","description":"keywords to look for"},` +
 				`"limit":{"type":"integer","description":"maximum results, 1 to 50, default 10"}},` +
 				`"required":["query"],"additionalProperties":false}`),
-			Fn:         recallMessages,
+			Fn:         recall,
 			ReachText:  "searches only this thread's messages; reaches no file, network or person",
 			Repeatable: true, // a read
 		},
@@ -124,7 +134,7 @@ func terms(s string) []string {
 	})
 }
 
-func recallMessages(ctx context.Context, call ToolCall) (string, error) {
+func recallMessages(ctx context.Context, ix *MessageIndex, call ToolCall) (string, error) {
 	var args struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
@@ -163,7 +173,16 @@ func recallMessages(ctx context.Context, call ToolCall) (string, error) {
 		}
 		after = page[len(page)-1].ID
 	}
-	hits := rank(all, query)
+	var hits []core.Message
+	if ix != nil && call.Thread != 0 {
+		var err error
+		if hits, err = ix.rankSemantic(ctx, call.Thread, all, args.Query, query); err != nil {
+			ix.log.Warn("recall_messages: semantic ranking failed; ranking lexically", "thread", call.Thread, "err", err)
+			hits = rank(all, query)
+		}
+	} else {
+		hits = rank(all, query)
+	}
 	if len(hits) == 0 {
 		return fmt.Sprintf("no messages match %q", args.Query), nil
 	}

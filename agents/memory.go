@@ -34,8 +34,11 @@ type MemoryOptions struct {
 	// Embedder ranks by cosine similarity of embeddings; nil ranks lexically
 	// (BM25 over the memory texts).
 	Embedder *Embedder
-	Clock    core.Clock   // nil: the system clock
-	Logger   *slog.Logger // nil discards
+	// IndexWake is MessageIndexOptions.Wake of the message index an Embedder
+	// brings (MessageIndex).
+	IndexWake func() <-chan struct{}
+	Clock     core.Clock   // nil: the system clock
+	Logger    *slog.Logger // nil discards
 }
 
 // Memories is the bots' long-term memory over the store (seed §9): per bot,
@@ -49,6 +52,7 @@ type Memories struct {
 	emb   *Embedder
 	clock core.Clock
 	log   *slog.Logger
+	index *MessageIndex
 }
 
 var _ MemoryRecaller = (*Memories)(nil)
@@ -64,8 +68,21 @@ func NewMemories(opts MemoryOptions) (*Memories, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Memories{store: opts.Store, emb: opts.Embedder, clock: opts.Clock, log: opts.Logger}, nil
+	m := &Memories{store: opts.Store, emb: opts.Embedder, clock: opts.Clock, log: opts.Logger}
+	if opts.Embedder != nil {
+		ix, err := NewMessageIndex(MessageIndexOptions{Store: opts.Store, Embedder: opts.Embedder, Wake: opts.IndexWake, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		m.index = ix
+	}
+	return m, nil
 }
+
+// MessageIndex is the semantic index of messages on the same Embedder (seed
+// §9), nil without one: its owner runs MessageIndex.Run and hands it to
+// Options.MessageIndex.
+func (m *Memories) MessageIndex() *MessageIndex { return m.index }
 
 // Ranker says how memories are ranked, for the start log: "embeddings
 // (profile/model)" or "lexical (BM25)".

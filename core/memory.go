@@ -106,3 +106,14 @@ func MemoryAudit(event string, m Memory, thread ThreadID, by string, at time.Tim
 	return Activity{Event: event, Level: "info", Summary: fmt.Sprintf("@%s memory #%d %s by %s: %s", m.Bot, m.ID, verb, by, text),
 		Thread: thread, Actor: BotActorID(m.Bot), Run: m.Run, At: at}
 }
+
+// MessageVector is the embedding of one message in the semantic index of a
+// thread's messages (seed §9) that recall_messages ranks by cosine similarity.
+// Model is the embedder's "profile/model": vectors of another model are
+// ignored and re-embedded.
+type MessageVector struct {
+	Thread  ThreadID  `json:"thread"`
+	Message MessageID `json:"message"`
+	Model   string    `json:"model"`
+	Vector  []float32 `json:"vector"`
+}

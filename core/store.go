@@ -125,6 +125,9 @@ type ReadTx interface {
 	Memories(bot string) ([]Memory, error)
 	// PendingReflections returns every pending reflection, oldest first (G7).
 	PendingReflections() ([]PendingReflection, error)
+	// MessageVectors returns the embeddings stored for a thread's messages,
+	// oldest message first (seed §9: the semantic index of messages).
+	MessageVectors(thread ThreadID) ([]MessageVector, error)
 }
 
 // LogHeads are the ends of the store's three append-only sequences that the
@@ -182,4 +185,8 @@ type Tx interface {
 	PutPendingReflection(p PendingReflection) (PendingReflection, error)
 	// DeletePendingReflection removes one; removing an absent one is no error.
 	DeletePendingReflection(seq uint64) error
+	// PutMessageVector stores the embedding of one message, replacing an
+	// earlier one (another model). Thread, Message, Model and Vector must be
+	// set.
+	PutMessageVector(v MessageVector) error
 }

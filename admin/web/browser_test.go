@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"openbot/agents/openaitest"
+	"openbot/core"
 )
 
 // chromium returns the path of a Chromium to drive. Missing: the test fails
@@ -153,6 +155,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitText(t, ctx, ".feed", "You're welcome.")
 
 	usageView(t, ctx)
+	memoryView(t, ctx, tm)
 
 	if dir := os.Getenv("OPENBOT_SCREENSHOTS"); dir != "" {
 		screenshots(t, ctx, tm, dir)
@@ -241,5 +244,55 @@ func screenshots(t *testing.T, ctx context.Context, tm *team, dir string) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// memoryView checks the memory view lists a bot's memory with the run it came
+// from, and edits and deletes it through the API (with the CSRF header).
+func memoryView(t *testing.T, ctx context.Context, tm *team) {
+	t.Helper()
+	var m core.Memory
+	if err := tm.st.Update(context.Background(), func(tx core.Tx) (err error) {
+		m, err = tx.PutMemory(core.Memory{Bot: "eng", Text: "Deploys go out on Tuesdays.", Source: core.MemorySourceReflection, Run: 1})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "open the memory view",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="memory"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-memory] .memory-text`)),
+	)
+	row := value(t, ctx, "the memory row", chromedp.Text(chromedp.CSS(`tr[data-memory]`)))
+	if !strings.Contains(row, "Deploys go out on Tuesdays.") || !strings.Contains(row, "reflection") || !strings.Contains(row, "run #1") {
+		t.Errorf("memory row = %q, want the text, its source and run", row)
+	}
+	run(t, ctx, "edit the memory",
+		chromedp.Click(chromedp.CSS(`tr[data-memory] button[data-act="edit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-memory] textarea`)),
+		chromedp.SetValue(chromedp.CSS(`tr[data-memory] textarea`), "Deploys go out on Wednesdays."),
+		chromedp.Click(chromedp.CSS(`tr[data-memory] button[data-act="save"]`)),
+	)
+	waitText(t, ctx, "tr[data-memory] .memory-text", "Deploys go out on Wednesdays.")
+	if err := tm.st.View(context.Background(), func(tx core.ReadTx) error {
+		got, err := tx.Memory(m.ID)
+		if err == nil && got.Text != "Deploys go out on Wednesdays." {
+			t.Errorf("stored memory after edit = %q", got.Text)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "delete the memory",
+		chromedp.Click(chromedp.CSS(`tr[data-memory] button[data-act="delete"]`)),
+		chromedp.Click(chromedp.CSS(`tr[data-memory] button[data-act="delete"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-memory]`)),
+	)
+	if err := tm.st.View(context.Background(), func(tx core.ReadTx) error {
+		if _, err := tx.Memory(m.ID); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("memory after delete: %v, want not found", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

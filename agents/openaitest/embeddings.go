@@ -49,6 +49,14 @@ func (s *Server) EmbeddingRequests() []openai.EmbeddingRequestStrings {
 	return append([]openai.EmbeddingRequestStrings(nil), s.embedReqs...)
 }
 
+// SetEmbedding makes POST /v1/embeddings answer with fn's vectors (nil: Embed
+// again), so a test can model meaning that shares no words.
+func (s *Server) SetEmbedding(fn func(string) []float32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.embedFn = fn
+}
+
 // FailEmbeddings makes POST /v1/embeddings answer with this HTTP status (0:
 // serve again), as a server without an embedding model does.
 func (s *Server) FailEmbeddings(status int) {
@@ -84,8 +92,11 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.embedReqs = append(s.embedReqs, openai.EmbeddingRequestStrings{Input: inputs, Model: openai.EmbeddingModel(req.Model)})
-	fail := s.embedFail
+	fail, embed := s.embedFail, s.embedFn
 	s.mu.Unlock()
+	if embed == nil {
+		embed = Embed
+	}
 	if fail != 0 {
 		writeError(w, Error(fail, "embeddings are not available"))
 		return
@@ -93,7 +104,7 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	data := make([]map[string]any, len(inputs))
 	tokens := 0
 	for i, in := range inputs {
-		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": Embed(in)}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": embed(in)}
 		tokens += max(1, len(in)/4)
 	}
 	w.Header().Set("Content-Type", "application/json")

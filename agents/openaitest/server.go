@@ -166,6 +166,7 @@ type Server struct {
 
 	embedReqs []openai.EmbeddingRequestStrings
 	embedFail int
+	embedFn   func(string) []float32
 	// transcript and transcribed serve the audio endpoint (audio.go).
 	transcript  string
 	transcribed []Transcribed

@@ -12,9 +12,10 @@ import (
 // newMemory builds the bots' memory (seed §9) on the store: ranked by the
 // configured embeddings endpoint, else lexically. It serves every bot with
 // memory on, including those a reload turns on. The start log says which ranker
-// is in use.
-func newMemory(cfg *config.Config, st core.Store, log *slog.Logger) (*agents.Memories, error) {
-	opts := agents.MemoryOptions{Store: st, Logger: log}
+// is in use. With embeddings the message index (seed §9) wakes on wake's
+// commits.
+func newMemory(cfg *config.Config, st core.Store, log *slog.Logger, wake func() <-chan struct{}) (*agents.Memories, error) {
+	opts := agents.MemoryOptions{Store: st, Logger: log, IndexWake: wake}
 	if cfg.Embeddings.On() {
 		base, err := agents.New(agents.Options{Providers: providers(cfg), Logger: log})
 		if err != nil {

@@ -153,7 +153,10 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("tools", err)
 	}
 	a.reportSandbox(ctx, toolOptions(a.cfg, log, hide))
-	mem, err := newMemory(a.cfg, st, log)
+	// The console's event streams and the message index wake on every commit
+	// of the engine.
+	commits := admin.NewNotifier()
+	mem, err := newMemory(a.cfg, st, log, commits.Wait)
 	if err != nil {
 		return a.fail("memory", err)
 	}
@@ -171,8 +174,6 @@ func (a *app) serve(ctx context.Context) int {
 		a.failures = &runFailures{Agent: swap}
 		runner = a.failures
 	}
-	// The console's event streams wake on every commit of the engine.
-	commits := admin.NewNotifier()
 	mtr := newMetrics(a.cfg, log)
 	files := fileLimits(a.cfg)
 	if files.Transcribe, err = transcriber(a.cfg); err != nil {
@@ -347,6 +348,11 @@ func (a *app) serve(ctx context.Context) int {
 	g.Go(func() error { // reflection stops with the engine, flushing within memory.flush_timeout
 		return refl.Run(engCtx)
 	})
+	if ix := mem.MessageIndex(); ix != nil {
+		g.Go(func() error { // the message index stops with the engine, within one embeddings request
+			return ix.Run(engCtx)
+		})
+	}
 	if ln != nil {
 		intake.Add(1)
 		g.Go(func() error {

@@ -201,6 +201,7 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger, mem *a
 	}
 	if mem != nil {
 		opts.Memory = mem
+		opts.MessageIndex = mem.MessageIndex() // nil without embeddings: lexical recall
 	}
 	return agents.New(opts)
 }

@@ -89,3 +89,33 @@ func testPendingReflections(t *testing.T, s core.Store) {
 		return nil
 	})
 }
+
+// testMessageVectors: message vectors round-trip, are listed per thread oldest
+// message first, replace an earlier vector of the same message, and are
+// refused without a vector (seed §9: the semantic index of messages).
+func testMessageVectors(t *testing.T, s core.Store) {
+	a := core.MessageVector{Thread: 1, Message: 3, Model: "p/m", Vector: []float32{0.5, -1}}
+	b := core.MessageVector{Thread: 1, Message: 2, Model: "p/m", Vector: []float32{1, 0}}
+	c := core.MessageVector{Thread: 2, Message: 4, Model: "p/m", Vector: []float32{0, 1}}
+	update(t, s, func(tx core.Tx) error {
+		for _, v := range []core.MessageVector{a, b, c} {
+			if err := tx.PutMessageVector(v); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutMessageVector(core.MessageVector{Thread: 1, Message: 5, Model: "p/m"}); err == nil {
+			t.Error("PutMessageVector without vector: no error")
+		}
+		return nil
+	})
+	a.Model, a.Vector = "p/other", []float32{2, 2, 2}
+	update(t, s, func(tx core.Tx) error { return tx.PutMessageVector(a) })
+	view(t, s, func(tx core.ReadTx) error {
+		wantEqual(t, "MessageVectors(1)", get(tx.MessageVectors(1)).must(t), []core.MessageVector{b, a})
+		wantEqual(t, "MessageVectors(2)", get(tx.MessageVectors(2)).must(t), []core.MessageVector{c})
+		if got := get(tx.MessageVectors(9)).must(t); len(got) != 0 {
+			t.Errorf("MessageVectors(9) = %v, want none", got)
+		}
+		return nil
+	})
+}

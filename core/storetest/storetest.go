@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) core.Store) {
 		{"Usage", testUsage},
 		{"Memories", testMemories},
 		{"PendingReflections", testPendingReflections},
+		{"MessageVectors", testMessageVectors},
 		{"UpdateRollback", testUpdateRollback},
 		{"BatchRollback", testBatchRollback},
 		{"ValuesOutliveView", testValuesOutliveView},

@@ -94,6 +94,7 @@ func (s *Store) Dump(ctx context.Context, emit func(dump.Record) error) (dump.Co
 			}},
 			{bktMemories, dump.Memories, jsonOf[core.Memory]()},
 			{bktReflections, dump.PendingReflections, jsonOf[core.PendingReflection]()},
+			{bktMessageVectors, dump.MessageVectors, jsonOf[core.MessageVector]()},
 		}
 		for _, st := range steps {
 			if err := each(st.bucket, st.kind, st.decode); err != nil {

@@ -112,3 +112,26 @@ func (w *writeTx) PutPendingReflection(p core.PendingReflection) (core.PendingRe
 func (w *writeTx) DeletePendingReflection(seq uint64) error {
 	return w.bucket(bktReflections).Delete(u64(seq))
 }
+
+// MessageVectors implements core.ReadTx by a cursor over the thread's keys.
+func (r *readTx) MessageVectors(thread core.ThreadID) ([]core.MessageVector, error) {
+	var out []core.MessageVector
+	prefix := u64(uint64(thread))
+	c := r.bucket(bktMessageVectors).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var mv core.MessageVector
+		if err := json.Unmarshal(v, &mv); err != nil {
+			return nil, fmt.Errorf("message vector %x: decode: %w", k, err)
+		}
+		out = append(out, mv)
+	}
+	return out, nil
+}
+
+// PutMessageVector implements core.Tx.
+func (w *writeTx) PutMessageVector(v core.MessageVector) error {
+	if v.Thread == 0 || v.Message == 0 || v.Model == "" || len(v.Vector) == 0 {
+		return invalid("message vector without thread, message, model or vector")
+	}
+	return w.put(bktMessageVectors, append(u64(uint64(v.Thread)), u64(uint64(v.Message))...), v)
+}

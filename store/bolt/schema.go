@@ -67,9 +67,14 @@ import (
 //	memory_bot       handle 0x00 MemoryID BE                    memories per bot
 //	reflections      Seq BE -> core.PendingReflection          (NextSequence: Seq)
 //
+// Version 6 adds the semantic index of messages (seed §9), filled in the
+// background after ingest:
+//
+//	message_vectors  ThreadID BE + MessageID BE -> core.MessageVector
+//
 // CountQueued reads the "queued_count" counter, kept in the same transaction as the
 // queue index, so it costs O(1) rather than a walk of the queue.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 var (
 	bktMeta          = []byte("meta")
@@ -107,6 +112,8 @@ var (
 	bktMemoryBot   = []byte("memory_bot")
 	bktReflections = []byte("reflections")
 
+	bktMessageVectors = []byte("message_vectors")
+
 	keyVersion     = []byte("schema_version")
 	keyQueuedCount = []byte("queued_count")
 )
@@ -119,7 +126,7 @@ func allBuckets() [][]byte {
 		bktRunStatus, bktRunEvents, bktOutbox, bktOutboxPending, bktSeen, bktTodos,
 		bktActivity, bktCursors, bktQuestions, bktQuestionTokens, bktQuestionPending,
 		bktRunEventLog, bktUsage, bktUsageKeys, bktUsageTotals,
-		bktMemories, bktMemoryBot, bktReflections,
+		bktMemories, bktMemoryBot, bktReflections, bktMessageVectors,
 	}
 }
 
@@ -163,7 +170,15 @@ func migrations() []migration {
 		{from: 2, desc: "add run_event_log, the store-wide order of run events", fn: migrate2to3},
 		{from: 3, desc: "add the usage ledger: usage, usage_keys and usage_totals", fn: migrate3to4},
 		{from: 4, desc: "add bot memory: memories, memory_bot and reflections", fn: migrate4to5},
+		{from: 5, desc: "add message_vectors, the semantic index of messages", fn: migrate5to6},
 	}
+}
+
+// migrate5to6 adds the message vector bucket; version 5 files have no vectors
+// (the indexer embeds their messages in the background).
+func migrate5to6(tx *bbolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bktMessageVectors)
+	return err
 }
 
 // migrate4to5 adds the memory buckets; version 4 files have no memories.

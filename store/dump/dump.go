@@ -28,19 +28,21 @@ const (
 	// Memories and PendingReflections are bot memory (seed §9, G7).
 	Memories           = "memories"
 	PendingReflections = "pending_reflections"
+	// MessageVectors is the semantic index of messages (seed §9).
+	MessageVectors = "message_vectors"
 )
 
 // AllKinds lists every kind, in emission order.
 var AllKinds = []string{
 	Actors, Bots, Threads, ThreadKeys, Messages, Items, Runs, RunEvents, Outbox,
 	Seen, Todos, Activity, Cursors, Questions, Usage, UsageTotals,
-	Memories, PendingReflections,
+	Memories, PendingReflections, MessageVectors,
 }
 
 // Record is one record of Kind. Value is the core type of the kind (core.Actor,
 // core.BotProfile, core.Thread, core.Message, core.InboxItem, core.Run,
 // core.LoggedRunEvent, core.OutboxEntry, core.Activity, core.Question,
-// core.UsageEntry, core.Memory, core.PendingReflection) or one of this package's pairs (ThreadKey, SeenKey, Todo,
+// core.UsageEntry, core.Memory, core.PendingReflection, core.MessageVector) or one of this package's pairs (ThreadKey, SeenKey, Todo,
 // Cursor, UsageTotal).
 type Record struct {
 	Kind  string

@@ -116,6 +116,9 @@ func importRow(r dump.Record) (string, []any, error) {
 		return `INSERT INTO memories (id, bot, data) VALUES ($1, $2, $3)`, []any{int64(v.ID), v.Bot, js(v)}, nil
 	case core.PendingReflection:
 		return `INSERT INTO pending_reflections (seq, data) VALUES ($1, $2)`, []any{int64(v.Seq), js(v)}, nil
+	case core.MessageVector:
+		return `INSERT INTO message_vectors (thread, message, data) VALUES ($1, $2, $3)`,
+			[]any{int64(v.Thread), int64(v.Message), js(v)}, nil
 	case dump.UsageTotal:
 		return `INSERT INTO usage_totals (scope, data) VALUES ($1, $2)`, []any{v.Scope, js(v.Total)}, nil
 	}

@@ -78,3 +78,19 @@ func (w *writeTx) PutPendingReflection(p core.PendingReflection) (core.PendingRe
 func (w *writeTx) DeletePendingReflection(seq uint64) error {
 	return w.exec("pending reflection", `DELETE FROM pending_reflections WHERE seq = $1`, int64(seq))
 }
+
+// MessageVectors returns a thread's message embeddings (seed §9), oldest
+// message first.
+func (r *readTx) MessageVectors(thread core.ThreadID) ([]core.MessageVector, error) {
+	return list[core.MessageVector](r, fmt.Sprintf("message vectors of thread %d", thread),
+		`SELECT data FROM message_vectors WHERE thread = $1 ORDER BY message`, int64(thread))
+}
+
+// PutMessageVector stores or replaces the embedding of one message.
+func (w *writeTx) PutMessageVector(v core.MessageVector) error {
+	if v.Thread == 0 || v.Message == 0 || v.Model == "" || len(v.Vector) == 0 || badText(v.Model) {
+		return invalid("message vector without thread, message, model or vector")
+	}
+	return w.upsert("message vector", `INSERT INTO message_vectors (thread, message, data) VALUES ($1, $2, $3)
+		ON CONFLICT (thread, message) DO UPDATE SET data = EXCLUDED.data`, v, int64(v.Thread), int64(v.Message))
+}

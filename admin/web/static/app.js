@@ -33,10 +33,8 @@ class APIError extends Error {
 async function api(path, opts) {
   opts = opts || {};
   const headers = { Accept: "application/json" };
-  if (opts.body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    headers["X-CSRF-Token"] = csrf;
-  }
+  if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+  if (opts.method && opts.method !== "GET") headers["X-CSRF-Token"] = csrf;
   const resp = await fetch("/api/v1" + path, {
     method: opts.method || "GET", headers, credentials: "same-origin",
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
@@ -438,6 +436,56 @@ views.usage = {
   interested: (type) => type === "run.finished",
 };
 
+// views.memory lists one bot's memories (seed §9) with where each came from,
+// and edits or deletes one through PUT and DELETE /api/v1/memories/{id}. While
+// a note is being edited, live events do not redraw the view.
+views.memory = {
+  title: "Memory",
+  editing: false,
+  async render(handle) {
+    const bots = await api("/bots");
+    handle = handle || (bots.items[0] && bots.items[0].handle);
+    const out = h("div", {}, h("h1", {}, "Memory"),
+      h("p", { class: "bots" }, bots.items.map((b) => [h("a", { href: "#/memory/" + encodeURIComponent(b.handle), class: b.handle === handle ? "on" : "" }, "@" + b.handle), " "])));
+    if (!handle) return out;
+    const mems = await api("/bots/" + encodeURIComponent(handle) + "/memories");
+    this.editing = false;
+    const source = (m) => [m.source, m.run ? h("span", { class: "muted" }, " (run #" + Number(m.run) + ")") : ""];
+    const rows = mems.items.map((m) => {
+      const text = h("div", { class: "memory-text" }, m.text);
+      const cell = td("Note", text);
+      const edit = h("button", { type: "button", "data-act": "edit", onclick: () => {
+        this.editing = true;
+        const area = h("textarea", { rows: 3 }, m.text);
+        const save = h("button", { type: "button", "data-act": "save", onclick: async () => {
+          try {
+            await api("/memories/" + Number(m.id), { method: "PUT", body: { text: area.value } });
+            this.editing = false;
+            redraw();
+          } catch (e) { cell.append(h("p", { class: "error" }, "Could not save: " + e.message)); }
+        } }, "Save");
+        const cancel = h("button", { type: "button", class: "link", onclick: () => { this.editing = false; redraw(); } }, "Cancel");
+        cell.replaceChildren(area, h("div", {}, save, " ", cancel));
+      } }, "Edit");
+      const del = h("button", { type: "button", "data-act": "delete", onclick: async () => {
+        if (del.dataset.sure !== "yes") { this.editing = true; del.dataset.sure = "yes"; del.textContent = "Really delete"; return; }
+        try {
+          await api("/memories/" + Number(m.id), { method: "DELETE" });
+          this.editing = false;
+          redraw();
+        } catch (e) { cell.append(h("p", { class: "error" }, "Could not delete: " + e.message)); }
+      } }, "Delete");
+      return h("tr", { "data-memory": Number(m.id) },
+        h("td", { class: "num", "data-label": "#" }, "#" + Number(m.id)),
+        cell, td("Source", source(m)), td("Updated", when(m.updated)), td("", edit, " ", del));
+    });
+    out.append(h("p", { class: "muted" }, "@" + handle + "'s notes, kept across threads; reflection and the bot's manage_memory tool write them."));
+    out.append(rows.length ? table(["#", "Note", "Source", "Updated", ""], rows) : empty("No memories."));
+    return out;
+  },
+  interested(type) { return !this.editing && type === "activity"; },
+};
+
 // ---- routing and live updates ----------------------------------------------
 
 let current = null; // {view, args}
@@ -446,6 +494,7 @@ let drawing = false, again = false, timer = 0;
 function parse() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
   if (parts[0] === "threads" && parts[1]) return { name: "thread", view: views.thread, args: [parts[1], parts[2] === "run" ? parts[3] : undefined] };
+  if (parts[0] === "memory") return { name: "memory", view: views.memory, args: [parts[1] ? decodeURIComponent(parts[1]) : undefined] };
   const name = views[parts[0]] && parts[0] !== "thread" ? parts[0] : "team";
   return { name, view: views[name], args: [] };
 }
