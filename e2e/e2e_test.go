@@ -5,7 +5,6 @@ package e2e
 // 127.0.0.1 speaking SSE with tool-call deltas.
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"path/filepath"
@@ -20,35 +19,6 @@ import (
 	"openbot/core"
 	"openbot/store/bolt"
 )
-
-// syncBuffer is an io.Writer safe for the console's concurrent Deliver calls.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// blocks returns the printed reply blocks, one per "[handle] ..." line.
-func (s *syncBuffer) blocks() []string {
-	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
-		if strings.HasPrefix(l, "[") || strings.HasPrefix(l, "#") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 type e2e struct {
 	t      *testing.T
@@ -65,28 +35,6 @@ var e2eTeam = []core.BotProfile{
 	{Handle: "engineer", Name: "Engineer", Description: "writes code"},
 	{Handle: "reviewer", Name: "Reviewer", Description: "reviews code"},
 	{Handle: "qa", Name: "QA", Description: "tests"},
-}
-
-// botOf tells which bot a request is for from its system prompt's identity line.
-func botOf(r openaitest.Request) string {
-	sys := r.Body.Messages[0].Content
-	for _, b := range e2eTeam {
-		if strings.Contains(sys, "(@"+b.Handle+")") {
-			return b.Handle
-		}
-	}
-	return ""
-}
-
-// lastUser is the text of the last user message of a request.
-func lastUser(r openaitest.Request) string {
-	ms := r.Body.Messages
-	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].Role == "user" {
-			return ms[i].Content
-		}
-	}
-	return ""
 }
 
 func startE2E(t *testing.T, limits core.Limits, handle func(r openaitest.Request) openaitest.Reply) *e2e {

@@ -301,3 +301,19 @@ func TestFeishuTopicReplyWithoutMentionContinues(t *testing.T) {
 		})
 	}
 }
+
+// dm is a Feishu direct message event with id and text in the fake's p2p chat.
+func dm(id, text string) feishutest.MessageEvent {
+	return feishutest.MessageEvent{MessageID: id, ChatID: feishutest.P2PChat, ChatType: "p2p", Text: text}
+}
+
+// sends counts the messages the adapter sent to the fake Feishu (reactions aside).
+func sends(f *feishutest.Server) int {
+	n := 0
+	for _, c := range f.Calls() {
+		if c.Method == http.MethodPost && strings.HasPrefix(c.Path, "/open-apis/im/v1/messages") && !strings.Contains(c.Path, "/reactions") {
+			n++
+		}
+	}
+	return n
+}

@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,40 +20,6 @@ import (
 	"openbot/core"
 	"openbot/store/bolt"
 )
-
-// noteAgent answers "<handle> on it"; a trigger containing "note" first posts the
-// note "progress note for: <text>" (post_message), and one containing "ask" pauses
-// with a free-text question. A resumed run answers "thanks".
-type noteAgent struct {
-	mu   sync.Mutex
-	runs int
-}
-
-func (a *noteAgent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
-	a.mu.Lock()
-	a.runs++
-	a.mu.Unlock()
-	if job.Resume != nil {
-		return core.Result{Reply: "thanks"}, nil
-	}
-	last := job.Triggers[len(job.Triggers)-1].Text
-	switch {
-	case strings.Contains(last, "note"):
-		if _, err := job.Env.Post(ctx, "progress note for: "+last); err != nil {
-			return core.Result{}, err
-		}
-	case strings.Contains(last, "ask"):
-		return core.Result{Pause: &core.Pause{Kind: core.QuestionAsk, Text: "Which environment?", CallID: "call-1"},
-			Checkpoint: json.RawMessage(`[]`)}, nil
-	}
-	return core.Result{Reply: job.Bot.Handle + " on it"}, nil
-}
-
-func (a *noteAgent) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.runs
-}
 
 // fsProc is one openbot process over a database file: engine, Feishu app "acme"
 // (bot engineer, webhook mode) with its /new flags in the store.
@@ -201,10 +166,6 @@ func (p *fsProc) threadOf(text string) core.ThreadID {
 		p.t.Fatalf("no stored message contains %q", text)
 	}
 	return id
-}
-
-func dm(id, text string) feishutest.MessageEvent {
-	return feishutest.MessageEvent{MessageID: id, ChatID: feishutest.P2PChat, ChatType: "p2p", Text: text}
 }
 
 // TestFeishuReplyToBotMessageJoinsItsThread: in a p2p chat, after /new has moved

@@ -69,16 +69,6 @@ func liveTexts(f *feishutest.Server) []string {
 	return out
 }
 
-func sends(f *feishutest.Server) int {
-	n := 0
-	for _, c := range f.Calls() {
-		if c.Method == http.MethodPost && strings.HasPrefix(c.Path, "/open-apis/im/v1/messages") && !strings.Contains(c.Path, "/reactions") {
-			n++
-		}
-	}
-	return n
-}
-
 func patches(f *feishutest.Server) int {
 	n := 0
 	for _, c := range f.Calls() {

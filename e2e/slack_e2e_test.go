@@ -24,30 +24,6 @@ import (
 
 const slackSecret = "e2e-signing-secret"
 
-// scripted answers runs per bot handle; unscripted bots say "<handle> done".
-type scripted struct {
-	mu    sync.Mutex
-	fn    map[string]func(*core.Job) string
-	calls map[string][]*core.Job
-}
-
-func (s *scripted) Execute(_ context.Context, job *core.Job) (core.Result, error) {
-	s.mu.Lock()
-	s.calls[job.Bot.Handle] = append(s.calls[job.Bot.Handle], job)
-	f := s.fn[job.Bot.Handle]
-	s.mu.Unlock()
-	if f == nil {
-		return core.Result{Reply: job.Bot.Handle + " done"}, nil
-	}
-	return core.Result{Reply: f(job)}, nil
-}
-
-func (s *scripted) runs(h string) []*core.Job {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[h]
-}
-
 type slackRig struct {
 	fake   *slacktest.Server
 	eng    *core.Engine

@@ -10,32 +10,6 @@ import (
 	"openbot/core"
 )
 
-// blockEngineer makes the engineer's runs signal entered and wait for release.
-func blockEngineer() (map[string]func(*core.Job) string, chan struct{}, chan struct{}) {
-	entered, release := make(chan struct{}, 4), make(chan struct{})
-	return map[string]func(*core.Job) string{"engineer": func(*core.Job) string {
-		entered <- struct{}{}
-		<-release
-		return "engineer finished"
-	}}, entered, release
-}
-
-// runStatuses lists the statuses of every run, oldest first.
-func runStatuses(t *testing.T, st core.Store) []core.RunStatus {
-	t.Helper()
-	var out []core.RunStatus
-	if err := st.View(context.Background(), func(tx core.ReadTx) error {
-		rs, err := tx.RunsBefore(0, 100)
-		for i := len(rs) - 1; i >= 0; i-- {
-			out = append(out, rs[i].Status)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // waitFake waits until cond holds on the fake Slack.
 func waitFake(t *testing.T, fake *slacktest.Server, cond func(*slacktest.Server) bool) {
 	t.Helper()

@@ -15,19 +15,6 @@ import (
 	"openbot/store/bolt"
 )
 
-// fixedAgent answers every run with "<handle> on it".
-type fixedAgent struct {
-	mu   sync.Mutex
-	runs map[string]int
-}
-
-func (f *fixedAgent) Execute(_ context.Context, job *core.Job) (core.Result, error) {
-	f.mu.Lock()
-	f.runs[job.Bot.Handle]++
-	f.mu.Unlock()
-	return core.Result{Reply: job.Bot.Handle + " on it"}, nil
-}
-
 type tgRig struct {
 	fake   *telegramtest.Server
 	eng    *core.Engine
