@@ -1,3 +1,8 @@
+// The layering test stays at the module root on purpose: it checks the import
+// graph of the whole module (`go list ./...` from here), not of one package, so
+// its home is the one directory that stands for the module. Under internal/ it
+// would read as a helper of some package; the end-to-end tests, which are about
+// behaviour, live in e2e/.
 package openbot_test
 
 import (

@@ -15,6 +15,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"openbot/agents/agentstest"
 	"openbot/agents/openaitest"
 	"openbot/core"
 )
@@ -94,11 +95,11 @@ func TestStreamingTextReply(t *testing.T) {
 	if types := env.eventTypes(); !slices.Equal(types, []string{"model_call"}) {
 		t.Errorf("events = %v", types)
 	}
-	if ev := env.events[0].Payload; ev["prompt_tokens"] != float64(100) || ev["completion_tokens"] != float64(9) {
+	if ev := env.Events[0].Payload; ev["prompt_tokens"] != float64(100) || ev["completion_tokens"] != float64(9) {
 		t.Errorf("model_call event = %v", ev)
 	}
-	if len(env.checkpoints) != 2 {
-		t.Errorf("checkpoints = %d, want 2 (at the start, after the answer)", len(env.checkpoints))
+	if len(env.Checkpoints) != 2 {
+		t.Errorf("checkpoints = %d, want 2 (at the start, after the answer)", len(env.Checkpoints))
 	}
 }
 
@@ -160,11 +161,11 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if types := env.eventTypes(); !slices.Equal(types, []string{"model_call", "tool_call", "tool_result", "model_call"}) {
 		t.Errorf("events = %v", types)
 	}
-	if len(env.checkpoints) != 5 {
-		t.Errorf("checkpoints = %d, want 5 (start, answer, tool started, tool done, answer)", len(env.checkpoints))
+	if len(env.Checkpoints) != 5 {
+		t.Errorf("checkpoints = %d, want 5 (start, answer, tool started, tool done, answer)", len(env.Checkpoints))
 	}
 	var cp checkpointData
-	if err := json.Unmarshal(env.checkpoints[len(env.checkpoints)-1], &cp); err != nil || len(cp.Transcript) != 3 || cp.Usage.ModelCalls != 2 {
+	if err := json.Unmarshal(env.Checkpoints[len(env.Checkpoints)-1], &cp); err != nil || len(cp.Transcript) != 3 || cp.Usage.ModelCalls != 2 {
 		t.Errorf("last checkpoint = %+v, %v", cp, err)
 	}
 }
@@ -409,7 +410,7 @@ func TestTodoListInPrompt(t *testing.T) {
 	srv := openaitest.New(t)
 	reg := NewRegistry()
 	_ = reg.Add(stubTool("todo_write"))
-	env := &fakeEnv{todo: []core.TodoItem{{Text: "write tests", Status: "in_progress"}}}
+	env := &fakeEnv{agentstest.Env{Todos: []core.TodoItem{{Text: "write tests", Status: "in_progress"}}}}
 	trig := env.add(alice, "Alice", "status?")
 	for _, hasTool := range []bool{true, false} {
 		bot := engineer

@@ -2,124 +2,25 @@ package agents
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"openbot/agents/agentstest"
 	"openbot/agents/openaitest"
 	"openbot/core"
 )
 
-// fakeEnv is an in-memory core.RunEnv for one thread.
-type fakeEnv struct {
-	mu          sync.Mutex
-	msgs        []core.Message // ascending IDs
-	events      []recordedEvent
-	checkpoints []json.RawMessage
-	todo        []core.TodoItem
-	posted      []string
-}
-
-type recordedEvent struct {
-	Type    string
-	Payload map[string]any
-}
+// fakeEnv is the shared in-memory core.RunEnv for one thread
+// (agentstest.Env), with the short names this package's tests use.
+type fakeEnv struct{ agentstest.Env }
 
 var _ core.RunEnv = (*fakeEnv)(nil)
 
 func (e *fakeEnv) add(sender core.ActorID, name, text string, mentions ...string) core.Message {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	m := core.Message{ID: core.MessageID(len(e.msgs) + 1), Thread: 1, Sender: sender, SenderName: name, Text: text, Mentions: mentions}
-	e.msgs = append(e.msgs, m)
-	return m
+	return e.Add(sender, name, text, mentions...)
 }
 
-func (e *fakeEnv) Messages(ctx context.Context, after core.MessageID, limit int) ([]core.Message, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []core.Message
-	for _, m := range e.msgs {
-		if m.ID > after && len(out) < limit {
-			out = append(out, m)
-		}
-	}
-	return out, ctx.Err()
-}
-
-func (e *fakeEnv) MessagesBefore(ctx context.Context, before core.MessageID, limit int) ([]core.Message, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []core.Message
-	for _, m := range slices.Backward(e.msgs) {
-		if (before == 0 || m.ID < before) && len(out) < limit {
-			out = append(out, m)
-		}
-	}
-	return out, ctx.Err()
-}
-
-func (e *fakeEnv) Count(context.Context) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.msgs), nil
-}
-
-func (e *fakeEnv) RecordEvent(_ context.Context, typ string, payload any) error {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	var p map[string]any
-	_ = json.Unmarshal(raw, &p)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.events = append(e.events, recordedEvent{typ, p})
-	return nil
-}
-
-func (e *fakeEnv) Checkpoint(_ context.Context, transcript json.RawMessage) error {
-	if !json.Valid(transcript) {
-		return fmt.Errorf("invalid checkpoint JSON")
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.checkpoints = append(e.checkpoints, transcript)
-	return nil
-}
-
-func (e *fakeEnv) Post(_ context.Context, text string) (core.MessageID, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.posted = append(e.posted, text)
-	return core.MessageID(1000 + len(e.posted)), nil
-}
-
-func (e *fakeEnv) Todo(context.Context) ([]core.TodoItem, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.todo), nil
-}
-
-func (e *fakeEnv) SetTodo(_ context.Context, items []core.TodoItem) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.todo = slices.Clone(items)
-	return nil
-}
-
-func (e *fakeEnv) eventTypes() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]string, len(e.events))
-	for i, ev := range e.events {
-		out[i] = ev.Type
-	}
-	return out
-}
+func (e *fakeEnv) eventTypes() []string { return e.EventTypes() }
 
 // Test fixtures: a human, a coordinating chief and an engineer delegate.
 var (

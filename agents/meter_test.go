@@ -88,7 +88,7 @@ func TestLedgerCountsResumedAndRetriedCallsOnce(t *testing.T) {
 	})
 	// Restart from each checkpoint: every call the resumed run makes again
 	// has a key already in the ledger.
-	for i, cp := range env.checkpoints {
+	for i, cp := range env.Checkpoints {
 		srv2 := openaitest.New(t)
 		if i == 0 {
 			srv2.Enqueue(openaitest.Calls(openaitest.ToolCall{ID: "c1", Name: "lookup", Arguments: `{}`}))

@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"openbot/agents/agentstest"
 	"openbot/agents/openaitest"
 	"openbot/core"
 )
@@ -215,7 +216,7 @@ func TestApprovalApprovedRunsOnceWithStoredArgs(t *testing.T) {
 		t.Errorf("system prompt does not name the approval tools:\n%s", sys)
 	}
 
-	env2 := &fakeEnv{msgs: env.msgs}
+	env2 := &fakeEnv{agentstest.Env{Msgs: env.Msgs}}
 	res2, err := execute(t, a, resumeJob(env2, bot, res, answer(p, core.ChoiceApprove, "", "Alice"), trig))
 	if err != nil {
 		t.Fatal(err)

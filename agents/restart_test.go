@@ -36,10 +36,10 @@ func stepCheckpoints(t *testing.T, clock core.Clock) []json.RawMessage {
 	if _, err := execute(t, a, newJob(env, bot, false, trig)); err != nil {
 		t.Fatal(err)
 	}
-	if len(env.checkpoints) != 5 {
-		t.Fatalf("checkpoints = %d, want 5", len(env.checkpoints))
+	if len(env.Checkpoints) != 5 {
+		t.Fatalf("checkpoints = %d, want 5", len(env.Checkpoints))
 	}
-	return env.checkpoints
+	return env.Checkpoints
 }
 
 func lookupRegistry(t *testing.T, calls *int, repeatable bool) *Registry {
@@ -121,8 +121,8 @@ func TestRestartResumesFromEachStep(t *testing.T) {
 				t.Errorf("%s: last message %s %q; interrupted=%v wanted", c.name, last.Role, last.Content, c.interrupt)
 			}
 		}
-		if len(env.posted) != 0 {
-			t.Errorf("%s: posted %q after a quick resume", c.name, env.posted)
+		if len(env.Posted) != 0 {
+			t.Errorf("%s: posted %q after a quick resume", c.name, env.Posted)
 		}
 	}
 }
@@ -141,8 +141,8 @@ func TestRestartNoticeOnlyWhenSlow(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := wait >= ResumeNoticeAfter
-		if got := len(env.posted) == 1 && strings.Contains(env.posted[0], "resumed after a restart"); got != want || len(env.posted) > 1 {
-			t.Errorf("after %s: posted %q, want a notice: %v", wait, env.posted, want)
+		if got := len(env.Posted) == 1 && strings.Contains(env.Posted[0], "resumed after a restart"); got != want || len(env.Posted) > 1 {
+			t.Errorf("after %s: posted %q, want a notice: %v", wait, env.Posted, want)
 		}
 	}
 }

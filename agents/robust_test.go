@@ -117,7 +117,7 @@ func TestRetry429HonoursRetryAfter(t *testing.T) {
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("requests = %d", n)
 	}
-	if ev := env.events[0].Payload; ev["retries"] != float64(1) {
+	if ev := env.Events[0].Payload; ev["retries"] != float64(1) {
 		t.Errorf("model_call event = %v, want retries 1", ev)
 	}
 }

@@ -39,7 +39,7 @@ func TestStallBeforeHeaders(t *testing.T) {
 	if res.Reply != "second try" || len(srv.Requests()) != 2 || len(w.got()) != 1 {
 		t.Errorf("reply %q, requests %d, waits %v", res.Reply, len(srv.Requests()), w.got())
 	}
-	if ev := env.events[0].Payload; ev["retries"] != float64(1) {
+	if ev := env.Events[0].Payload; ev["retries"] != float64(1) {
 		t.Errorf("model_call event = %v, want retries 1", ev)
 	}
 }

@@ -68,9 +68,9 @@ func TestLoopStreamsTextAndToolStatus(t *testing.T) {
 		t.Errorf("last streamed = %q, reply = %q", last, res.Reply)
 	}
 	// Run events are per step, never per streamed piece.
-	env.mu.Lock()
-	defer env.mu.Unlock()
-	if n := len(env.events); n > 4 {
-		t.Errorf("run events = %d, want a few per step: %+v", n, env.events)
+	env.Mu.Lock()
+	defer env.Mu.Unlock()
+	if n := len(env.Events); n > 4 {
+		t.Errorf("run events = %d, want a few per step: %+v", n, env.Events)
 	}
 }

@@ -42,13 +42,13 @@ func TestToolResultEventCarriesResult(t *testing.T) {
 	}
 
 	byID := map[string]map[string]any{}
-	env.mu.Lock()
-	for _, ev := range env.events {
+	env.Mu.Lock()
+	for _, ev := range env.Events {
 		if ev.Type == "tool_result" {
 			byID[ev.Payload["id"].(string)] = ev.Payload
 		}
 	}
-	env.mu.Unlock()
+	env.Mu.Unlock()
 	if len(byID) != 3 {
 		t.Fatalf("tool_result events = %v", byID)
 	}

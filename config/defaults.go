@@ -1,16 +1,21 @@
 package config
 
-import "time"
+import (
+	"time"
 
-// Limit defaults (seed §4.3, §5, §6).
+	"openbot/core"
+)
+
+// Limit defaults (seed §4.3, §5, §6). The engine's are core's, named here so
+// the config file and the engine cannot disagree; set them in core.
 const (
-	DefaultMaxConcurrentRuns   = 4
-	DefaultMaxBotHops          = 20
-	DefaultMaxModelCallsPerRun = 40
-	DefaultHistoryTokenBudget  = 24000
-	DefaultHistoryMaxMessages  = 80
-	DefaultRunTimeout          = 10 * time.Minute
-	DefaultApprovalTimeout     = 24 * time.Hour
+	DefaultMaxConcurrentRuns   = core.DefaultMaxConcurrentRuns
+	DefaultMaxBotHops          = core.DefaultMaxBotHops
+	DefaultMaxModelCallsPerRun = core.DefaultMaxModelCallsPerRun
+	DefaultHistoryTokenBudget  = core.DefaultHistoryTokenBudget
+	DefaultHistoryMaxMessages  = core.DefaultHistoryMaxMessages
+	DefaultRunTimeout          = core.DefaultRunTimeout
+	DefaultApprovalTimeout     = core.DefaultApprovalTimeout
 	DefaultMCPReadyTimeout     = 30 * time.Second
 )
 

@@ -10,7 +10,20 @@ import (
 	"time"
 )
 
-// Limits bound the runtime (seed §4.3, §5, §6). Zero values take the defaults.
+// Limit defaults (seed §4.3, §5, §6): what a zero field of Limits, or a zero
+// Settings.ApprovalTimeout, becomes. config reads these, so each is set here only.
+const (
+	DefaultMaxConcurrentRuns   = 4                // running runs, all bots
+	DefaultMaxBotHops          = 20               // bot-to-bot hops before the brake
+	DefaultMaxModelCallsPerRun = 40               // model calls in one run
+	DefaultHistoryTokenBudget  = 24000            // estimated tokens (chars/4) of history
+	DefaultHistoryMaxMessages  = 80               // messages of history
+	DefaultRunTimeout          = 10 * time.Minute // wall time of one run
+	DefaultApprovalTimeout     = 24 * time.Hour   // a question expires after this (DESIGN.md §5)
+)
+
+// Limits bound the runtime (seed §4.3, §5, §6). Zero values take the defaults
+// above.
 type Limits struct {
 	MaxConcurrentRuns   int           // global cap on running runs; default 4
 	MaxBotHops          int           // bot-to-bot hops before the brake; default 20
@@ -23,25 +36,25 @@ type Limits struct {
 	MaxTokensPerRun int
 }
 
-// WithDefaults returns l with every zero field set to its default.
+// WithDefaults returns l with every zero or negative field set to its default.
 func (l Limits) WithDefaults() Limits {
 	if l.MaxConcurrentRuns <= 0 {
-		l.MaxConcurrentRuns = 4
+		l.MaxConcurrentRuns = DefaultMaxConcurrentRuns
 	}
 	if l.MaxBotHops <= 0 {
-		l.MaxBotHops = 20
+		l.MaxBotHops = DefaultMaxBotHops
 	}
 	if l.MaxModelCallsPerRun <= 0 {
-		l.MaxModelCallsPerRun = 40
+		l.MaxModelCallsPerRun = DefaultMaxModelCallsPerRun
 	}
 	if l.HistoryTokenBudget <= 0 {
-		l.HistoryTokenBudget = 24000
+		l.HistoryTokenBudget = DefaultHistoryTokenBudget
 	}
 	if l.HistoryMaxMessages <= 0 {
-		l.HistoryMaxMessages = 80
+		l.HistoryMaxMessages = DefaultHistoryMaxMessages
 	}
 	if l.RunTimeout <= 0 {
-		l.RunTimeout = 10 * time.Minute
+		l.RunTimeout = DefaultRunTimeout
 	}
 	return l
 }

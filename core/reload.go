@@ -48,7 +48,7 @@ func newSettings(s Settings) (*settings, error) {
 		out.alwaysReply[a] = true
 	}
 	if out.approvalTimeout <= 0 {
-		out.approvalTimeout = 24 * time.Hour
+		out.approvalTimeout = DefaultApprovalTimeout
 	}
 	var errs []error
 	if len(s.Bots) == 0 {

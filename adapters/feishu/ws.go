@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"openbot/internal/keyed"
 )
 
 // ClientConfig is the long-connection tuning the server sends with the endpoint and
@@ -166,7 +168,7 @@ func (a *Adapter) session(ctx context.Context, cfg *ClientConfig) (connected boo
 	a.setDown("")
 	a.markLive()
 	s := &wsSession{a: a, conn: conn, service: int32(sid), frags: map[string]*fragSet{}, pingEvery: make(chan time.Duration, 1),
-		work: newKeyed(wsParallel)}
+		work: keyed.New(wsParallel)}
 	err = s.run(ctx, time.Duration(cfg.PingInterval)*time.Second, cfg)
 	a.setDown("long connection down; reconnecting")
 	return true, err
@@ -185,7 +187,7 @@ type wsSession struct {
 	lastPong  atomic.Int64        // unix nanoseconds of the last pong (or connect)
 	// work handles complete payloads: in order within a chat, concurrently across
 	// chats; run waits for it before returning.
-	work *keyed
+	work *keyed.Group
 }
 
 type fragSet struct {
@@ -218,7 +220,7 @@ func (s *wsSession) run(ctx context.Context, ping time.Duration, cfg *ClientConf
 	}()
 	err := s.readLoop(ctx, cfg)
 	cancel()
-	s.work.wait()
+	s.work.Wait()
 	wg.Wait()
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		s.conn.Close(websocket.StatusNormalClosure, "")

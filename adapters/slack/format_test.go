@@ -1,45 +1,16 @@
 package slack
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"openbot/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/format")
-
 // TestFormatGolden converts every testdata/format/*.md and compares it with the
-// .mrkdwn file next to it. Run with -update to rewrite the goldens after a change.
+// .mrkdwn file next to it (internal/golden; -update rewrites the goldens).
 func TestFormatGolden(t *testing.T) {
-	inputs, err := filepath.Glob(filepath.Join("testdata", "format", "*.md"))
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no golden inputs: %v", err)
-	}
-	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".md")
-		t.Run(name, func(t *testing.T) {
-			md, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := Format(string(md))
-			golden := strings.TrimSuffix(in, ".md") + ".mrkdwn"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("Format(%s) mismatch\n--- got ---\n%s\n--- want ---\n%s", in, got, want)
-			}
-		})
-	}
+	golden.Run(t, filepath.Join("testdata", "format"), ".md", ".mrkdwn", Format)
 }
 
 func TestFormatInline(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
+
+	"openbot/internal/keyed"
 )
 
 // Socket Mode tuning.
@@ -81,8 +83,8 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 		a.readSocket(sockCtx, smc, queue)
 	})
 	wg.Go(func() {
-		work := newKeyed(socketParallel)
-		defer work.wait()
+		work := keyed.New(socketParallel)
+		defer work.Wait()
 		for evt := range queue {
 			if sockCtx.Err() != nil {
 				continue // not acked: Slack redelivers it to the next connection

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"openbot/agents"
+	"openbot/agents/agentstest"
 	"openbot/agents/openaitest"
 	"openbot/core"
 )
@@ -209,30 +209,29 @@ func execute(t *testing.T, a *agents.Agent, env *threadEnv, bot core.BotProfile)
 	return a.Execute(ctx, job)
 }
 
-// threadEnv is an in-memory core.RunEnv for one thread (a copy of the agents
-// package's test fake).
+// threadEnv is the shared in-memory core.RunEnv (agentstest.Env) that also
+// records system notices (core.Noticer) and approved calls' outcomes
+// (core.OutcomeRecorder).
 type threadEnv struct {
-	mu       sync.Mutex
-	msgs     []core.Message // ascending IDs
-	events   []threadEvent
-	todo     []core.TodoItem
-	posted   []string
+	agentstest.Env
 	notices  []string
 	outcomes map[core.QuestionID]string
 }
 
+var _ core.RunEnv = (*threadEnv)(nil)
+
 // Notice records a system notice (core.Noticer).
 func (e *threadEnv) Notice(_ context.Context, text string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.Mu.Lock()
+	defer e.Mu.Unlock()
 	e.notices = append(e.notices, text)
 	return nil
 }
 
 // RecordOutcome records an approved call's outcome (core.OutcomeRecorder).
 func (e *threadEnv) RecordOutcome(_ context.Context, q core.QuestionID, outcome string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.Mu.Lock()
+	defer e.Mu.Unlock()
 	if e.outcomes == nil {
 		e.outcomes = map[core.QuestionID]string{}
 	}
@@ -240,99 +239,8 @@ func (e *threadEnv) RecordOutcome(_ context.Context, q core.QuestionID, outcome 
 	return nil
 }
 
-type threadEvent struct {
-	Type    string
-	Payload map[string]any
-}
-
-var _ core.RunEnv = (*threadEnv)(nil)
-
 func (e *threadEnv) add(sender core.ActorID, name, text string, mentions ...string) core.Message {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	m := core.Message{ID: core.MessageID(len(e.msgs) + 1), Thread: 1, Sender: sender, SenderName: name, Text: text, Mentions: mentions}
-	e.msgs = append(e.msgs, m)
-	return m
+	return e.Add(sender, name, text, mentions...)
 }
 
-func (e *threadEnv) Messages(ctx context.Context, after core.MessageID, limit int) ([]core.Message, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []core.Message
-	for _, m := range e.msgs {
-		if m.ID > after && len(out) < limit {
-			out = append(out, m)
-		}
-	}
-	return out, ctx.Err()
-}
-
-func (e *threadEnv) MessagesBefore(ctx context.Context, before core.MessageID, limit int) ([]core.Message, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []core.Message
-	for _, m := range slices.Backward(e.msgs) {
-		if (before == 0 || m.ID < before) && len(out) < limit {
-			out = append(out, m)
-		}
-	}
-	return out, ctx.Err()
-}
-
-func (e *threadEnv) Count(context.Context) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.msgs), nil
-}
-
-func (e *threadEnv) RecordEvent(_ context.Context, typ string, payload any) error {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	var p map[string]any
-	_ = json.Unmarshal(raw, &p)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.events = append(e.events, threadEvent{typ, p})
-	return nil
-}
-
-// event returns the payload of the first event of typ, or nil.
-func (e *threadEnv) event(typ string) map[string]any {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, ev := range e.events {
-		if ev.Type == typ {
-			return ev.Payload
-		}
-	}
-	return nil
-}
-
-func (e *threadEnv) Checkpoint(_ context.Context, transcript json.RawMessage) error {
-	if !json.Valid(transcript) {
-		return errors.New("invalid checkpoint JSON")
-	}
-	return nil
-}
-
-func (e *threadEnv) Post(_ context.Context, text string) (core.MessageID, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.posted = append(e.posted, text)
-	return core.MessageID(1000 + len(e.posted)), nil
-}
-
-func (e *threadEnv) Todo(context.Context) ([]core.TodoItem, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.todo), nil
-}
-
-func (e *threadEnv) SetTodo(_ context.Context, items []core.TodoItem) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.todo = slices.Clone(items)
-	return nil
-}
+func (e *threadEnv) event(typ string) map[string]any { return e.Event(typ) }

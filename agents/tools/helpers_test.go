@@ -3,42 +3,16 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"openbot/agents"
+	"openbot/agents/agentstest"
 	"openbot/core"
 )
 
-// fakeEnv is a core.RunEnv recording todo lists and posts.
-type fakeEnv struct {
-	mu    sync.Mutex
-	todo  []core.TodoItem
-	posts []string
-}
-
-func (e *fakeEnv) Messages(context.Context, core.MessageID, int) ([]core.Message, error) {
-	return nil, nil
-}
-func (e *fakeEnv) MessagesBefore(context.Context, core.MessageID, int) ([]core.Message, error) {
-	return nil, nil
-}
-func (e *fakeEnv) Count(context.Context) (int, error)                { return 0, nil }
-func (e *fakeEnv) RecordEvent(context.Context, string, any) error    { return nil }
-func (e *fakeEnv) Checkpoint(context.Context, json.RawMessage) error { return nil }
-func (e *fakeEnv) Todo(context.Context) ([]core.TodoItem, error)     { return e.todo, nil }
-func (e *fakeEnv) SetTodo(_ context.Context, items []core.TodoItem) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.todo = items
-	return nil
-}
-func (e *fakeEnv) Post(_ context.Context, text string) (core.MessageID, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.posts = append(e.posts, text)
-	return core.MessageID(100 + len(e.posts)), nil
-}
+// fakeEnv is the shared in-memory core.RunEnv (agentstest.Env): it records
+// todo lists and posts.
+type fakeEnv struct{ agentstest.Env }
 
 // builtins returns the tools of opts by name.
 func builtins(t *testing.T, opts Options) map[string]agents.Tool {

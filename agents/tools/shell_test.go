@@ -170,17 +170,17 @@ func TestTodoWriteAndPostMessage(t *testing.T) {
 	if got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	if len(env.todo) != 3 || env.todo[1].Status != "in_progress" {
-		t.Fatalf("stored todo = %+v", env.todo)
+	if len(env.Todos) != 3 || env.Todos[1].Status != "in_progress" {
+		t.Fatalf("stored todo = %+v", env.Todos)
 	}
 	if _, err := call(t, tl["todo_write"], env, map[string]any{"items": []core.TodoItem{{Text: "x", Status: "later"}}}); err == nil {
 		t.Fatal("bad status accepted")
 	}
-	if len(env.todo) != 3 {
+	if len(env.Todos) != 3 {
 		t.Fatal("invalid list replaced the stored one")
 	}
 	got, err = call(t, tl["post_message"], env, map[string]any{"text": "halfway there"})
-	if err != nil || got != "posted message 101" || len(env.posts) != 1 || env.posts[0] != "halfway there" {
-		t.Fatalf("post: %q %v %v", got, err, env.posts)
+	if err != nil || got != "posted message 1001" || len(env.Posted) != 1 || env.Posted[0] != "halfway there" {
+		t.Fatalf("post: %q %v %v", got, err, env.Posted)
 	}
 }

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram"
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// fileAgent records the trigger texts of every run; a trigger containing
+// "send the report" makes it post sendPath with the send_file capability.
+type fileAgent struct {
+	mu       sync.Mutex
+	triggers []string
+	sendPath string
+}
+
+func (f *fileAgent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
+	var texts []string
+	for _, m := range job.Triggers {
+		texts = append(texts, m.Text)
+	}
+	text := strings.Join(texts, "\n")
+	f.mu.Lock()
+	f.triggers = append(f.triggers, text)
+	f.mu.Unlock()
+	if strings.Contains(text, "send the report") {
+		if _, err := job.Env.(core.FilePoster).PostFile(ctx, f.sendPath, "here it is"); err != nil {
+			return core.Result{}, err
+		}
+	}
+	return core.Result{Reply: "got it"}, nil
+}
+
+func (f *fileAgent) runs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.triggers...)
+}
+
+// fileRig is an engine with inbound files saved under dir (thread-<id>), a
+// 1 KiB per-file cap, and a fileAgent.
+type fileRig struct {
+	eng   *core.Engine
+	st    *bolt.Store
+	agent *fileAgent
+	dir   string
+	ctx   context.Context
+	wg    sync.WaitGroup
+}
+
+func newFileRig(t *testing.T) *fileRig {
+	t.Helper()
+	r := &fileRig{dir: t.TempDir(), agent: &fileAgent{}}
+	r.agent.sendPath = filepath.Join(r.dir, "report.txt")
+	if err := os.WriteFile(r.agent.sendPath, []byte("the report body"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	r.st, err = bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.eng, err = core.New(core.Options{Store: r.st, Agent: r.agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second,
+		Files: core.FileLimits{Dir: r.threadDir, MaxFileBytes: 1024, Backoff: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *fileRig) threadDir(id core.ThreadID) string {
+	return filepath.Join(r.dir, "thread-"+strconv.FormatUint(uint64(id), 10))
+}
+
+// run starts the engine and the given adapter runners until the test ends.
+func (r *fileRig) run(t *testing.T, runners ...core.Runner) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.ctx = ctx
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
+	<-r.eng.Ready()
+	for _, ad := range runners {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); _ = ad.Run(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		r.wg.Wait()
+		r.st.Close()
+	})
+}
+
+func (r *fileRig) idle(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkSaved asserts a run saw lines for the image, the document and the
+// oversized file, and that exactly the first two are in the thread's inbox.
+func (r *fileRig) checkSaved(t *testing.T, image, doc, big string) {
+	t.Helper()
+	runs := r.agent.runs()
+	if len(runs) != 1 {
+		t.Fatalf("want one run for the file-only message, got %d: %q", len(runs), runs)
+	}
+	text := runs[0]
+	for _, want := range []string{image + " (image/", "saved at inbox/", doc + " (", big + " (", "not saved: too large"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("trigger lacks %q:\n%s", want, text)
+		}
+	}
+	var found []string
+	_ = filepath.WalkDir(r.dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, string(filepath.Separator)+"inbox"+string(filepath.Separator)) {
+			found = append(found, filepath.Base(p))
+		}
+		return nil
+	})
+	if len(found) != 2 || !strings.Contains(strings.Join(found, " "), image) || !strings.Contains(strings.Join(found, " "), doc) {
+		t.Errorf("inbox files = %v, want %s and %s", found, image, doc)
+	}
+}
+
+func startTelegramFiles(t *testing.T) (*fileRig, *telegramtest.Server) {
+	t.Helper()
+	r := newFileRig(t)
+	fake := telegramtest.NewServer(telegramtest.Bot{Token: "tok-cos", ID: 900, Username: "chief_of_staff_bot"})
+	t.Cleanup(fake.Close)
+	ad, err := telegram.New(telegram.Options{Name: "cos", Bot: "chief_of_staff", Token: "tok-cos", APIEndpoint: fake.URL(),
+		DMPolicy: "open", Bots: e2eTeam, Engine: r.eng, Cursors: telegram.StoreCursors(r.st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.eng.AddAdapter(ad); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t, ad)
+	return r, fake
+}
+
+// TestTelegramFileOnlyDMSavesFilesAndRuns: a DM with a photo (several sizes)
+// and no caption, then a document and an oversized document, each without
+// text: the files are downloaded after ingest into the thread's inbox, the
+// oversized one is noted, and the message starts a run whose trigger names them.
+func TestTelegramFileOnlyDMSavesFilesAndRuns(t *testing.T) {
+	r, fake := startTelegramFiles(t)
+	fake.AddFile("small", "tiny")
+	fake.AddFile("large", strings.Repeat("p", 900))
+	fake.AddFile("doc1", "log line 1\nlog line 2")
+	upd := `{"update_id":1,"message":{"message_id":301,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":100000001,"type":"private"},"date":1767225660,
+"photo":[{"file_id":"small","file_unique_id":"s","width":90,"height":90,"file_size":4},{"file_id":"large","file_unique_id":"l","width":900,"height":900,"file_size":900}],
+"document":{"file_id":"doc1","file_unique_id":"d","file_name":"../app.log","mime_type":"text/plain","file_size":21}}}`
+	if _, err := fake.PushUpdate("tok-cos", []byte(upd)); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"update_id":2,"message":{"message_id":302,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":100000001,"type":"private"},"date":1767225661,
+"document":{"file_id":"huge","file_unique_id":"h","file_name":"dump.bin","mime_type":"application/octet-stream","file_size":5000000}}}`
+	if _, err := fake.PushUpdate("tok-cos", []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := fake.WaitConfirmed(ctx, "tok-cos", 3); err != nil {
+		t.Fatal(err)
+	}
+	r.idle(t)
+	runs := r.agent.runs()
+	all := strings.Join(runs, "\n")
+	for _, want := range []string{"photo-301.jpg (image/jpeg, 900 B) saved at inbox/", "__app.log (text/plain, 21 B) saved at inbox/",
+		"dump.bin (application/octet-stream, 4.8 MB) not saved: too large"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("runs lack %q:\n%s", want, all)
+		}
+	}
+	var saved []string
+	_ = filepath.WalkDir(r.dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "inbox") {
+			b, _ := os.ReadFile(p)
+			saved = append(saved, filepath.Base(p)+"="+string(b[:min(len(b), 4)]))
+		}
+		return nil
+	})
+	if strings.Join(saved, ",") != "__app.log=log ,photo-301.jpg=pppp" {
+		t.Errorf("saved = %v", saved)
+	}
+	if len(fake.Calls("file")) != 2 {
+		t.Errorf("want two file downloads (largest photo and the document), got %d", len(fake.Calls("file")))
+	}
+}
+
+// TestTelegramSendFileOnceAfterRetryableFailure: the send_file capability posts
+// the file with sendDocument into the DM, replying to the trigger, exactly once
+// although the first attempt fails with a retryable 502.
+func TestTelegramSendFileOnceAfterRetryableFailure(t *testing.T) {
+	r, fake := startTelegramFiles(t)
+	fake.Fail("sendDocument", telegramtest.Error{Code: 502, Description: "Bad Gateway"})
+	upd := `{"update_id":1,"message":{"message_id":401,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":100000001,"type":"private"},"date":1767225660,"text":"please send the report"}}`
+	if _, err := fake.PushUpdate("tok-cos", []byte(upd)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := fake.WaitCalls(ctx, "sendDocument", 2); err != nil {
+		t.Fatal(err)
+	}
+	r.idle(t)
+	var files []telegramtest.Message
+	for _, m := range fake.Messages("tok-cos") {
+		if m.Method != "" {
+			files = append(files, m)
+		}
+	}
+	if len(files) != 1 || files[0].FileName != "report.txt" || files[0].File != "the report body" || files[0].Caption != "here it is" {
+		t.Fatalf("posted files = %+v, want report.txt once", files)
+	}
+	calls := fake.Calls("sendDocument")
+	if len(calls) != 2 || telegramtest.ParseReplyTo(calls[1]) != 401 {
+		t.Errorf("sendDocument calls = %d, reply_to = %d", len(calls), telegramtest.ParseReplyTo(calls[len(calls)-1]))
+	}
+}

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram"
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents"
+	"openbot/agents/openaitest"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// pngBytes is a 1x1 PNG.
+const pngBytes = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82"
+
+// runVisionDM sends a Telegram DM with a captioned photo to the real agent
+// (vision on or off for chief_of_staff) and returns the model request.
+func runVisionDM(t *testing.T, vision bool) openaitest.Request {
+	t.Helper()
+	srv := openaitest.New(t)
+	var mu sync.Mutex
+	var reqs []openaitest.Request
+	srv.Handle(func(r openaitest.Request) openaitest.Reply {
+		mu.Lock()
+		reqs = append(reqs, r)
+		mu.Unlock()
+		return openaitest.Text("seen")
+	})
+	dir := t.TempDir()
+	filesDir := func(id core.ThreadID) string { return filepath.Join(dir, "thread-"+strconv.FormatUint(uint64(id), 10)) }
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := agents.New(agents.Options{
+		Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), APIKey: "k", Model: "m"}},
+		Registry:  agents.NewRegistry(), FilesDir: filesDir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team := append([]core.BotProfile(nil), e2eTeam...)
+	team[0].Vision = vision
+	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: team, ShutdownGrace: 2 * time.Second,
+		Files: core.FileLimits{Dir: filesDir, Backoff: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := telegramtest.NewServer(telegramtest.Bot{Token: "tok-cos", ID: 900, Username: "chief_of_staff_bot"})
+	t.Cleanup(fake.Close)
+	fake.AddFile("ph", pngBytes)
+	ad, err := telegram.New(telegram.Options{Name: "cos", Bot: "chief_of_staff", Token: "tok-cos", APIEndpoint: fake.URL(),
+		DMPolicy: "open", Bots: team, Engine: eng, Cursors: telegram.StoreCursors(st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.AddAdapter(ad); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = eng.Run(ctx) }()
+	<-eng.Ready()
+	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
+
+	upd := `{"update_id":1,"message":{"message_id":501,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":100000001,"type":"private"},"date":1767225660,"caption":"what is wrong here?",
+"photo":[{"file_id":"ph","file_unique_id":"p","width":1,"height":1,"file_size":` + strconv.Itoa(len(pngBytes)) + `}]}}`
+	if _, err := fake.PushUpdate("tok-cos", []byte(upd)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := eng.WaitIdle(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.WaitCalls(wctx, "sendMessage", 1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) != 1 {
+		t.Fatalf("model requests = %d, want 1", len(reqs))
+	}
+	return reqs[0]
+}
+
+// lastUserParts returns the text and the image URLs of the request's last user message.
+func lastUserParts(t *testing.T, r openaitest.Request) (text string, images []string) {
+	t.Helper()
+	msgs := r.Messages()
+	last := msgs[len(msgs)-1]
+	if last["role"] != "user" {
+		t.Fatalf("last message role %v", last["role"])
+	}
+	switch c := last["content"].(type) {
+	case string:
+		return c, nil
+	case []any:
+		for _, p := range c {
+			part, _ := p.(map[string]any)
+			switch part["type"] {
+			case "text":
+				text += part["text"].(string)
+			case "image_url":
+				u, _ := part["image_url"].(map[string]any)
+				images = append(images, u["url"].(string))
+			}
+		}
+		return text, images
+	}
+	b, _ := json.Marshal(last)
+	t.Fatalf("unexpected content %s", b)
+	return "", nil
+}
+
+// TestTelegramPhotoReachesVisionModel: with vision on, the model request's last
+// user message carries the caption, the attachment line and the photo as a
+// PNG data URL; with vision off it carries the line only.
+func TestTelegramPhotoReachesVisionModel(t *testing.T) {
+	for _, vision := range []bool{true, false} {
+		t.Run("vision="+strconv.FormatBool(vision), func(t *testing.T) {
+			text, images := lastUserParts(t, runVisionDM(t, vision))
+			if !strings.Contains(text, "what is wrong here?") || !strings.Contains(text, "photo-501.jpg") || !strings.Contains(text, "saved at inbox/") {
+				t.Errorf("user text lacks the caption or the attachment line:\n%s", text)
+			}
+			switch {
+			case vision && (len(images) != 1 || !strings.HasPrefix(images[0], "data:image/png;base64,")):
+				t.Errorf("vision on: images = %.60q", images)
+			case !vision && len(images) != 0:
+				t.Errorf("vision off: images sent: %d", len(images))
+			}
+		})
+	}
+}

@@ -1,0 +1,79 @@
+package e2e
+
+// End-to-end tests of runs killed between the pick and their first step
+// checkpoint (DESIGN.md §8): nothing happened yet, so the next start runs them
+// again from the beginning, a bounded number of times.
+
+import (
+	"testing"
+
+	"openbot/core"
+)
+
+// beforeFirstStep kills at the run's first checkpoint, before it commits: the
+// run is running with no checkpoint, as after a kill between pick and the
+// agent's first checkpoint.
+func beforeFirstStep(v stepView) (kill, before bool) {
+	for _, m := range v.Transcript {
+		if m.Role == "assistant" {
+			return false, false
+		}
+	}
+	return v.Pending == nil, true
+}
+
+// TestResumeKillBeforeFirstCheckpoint: the message is answered by the real
+// reply, once, with no notice, and every model and tool call ran once.
+func TestResumeKillBeforeFirstCheckpoint(t *testing.T) {
+	x := newResumeRig(t, resumeTeam, twoTools)
+	x.start(beforeFirstStep)
+	x.say("please do both steps")
+	x.waitKilled()
+	x.start(nil)
+	x.idle()
+
+	if n := x.count("[engineer] " + resumeFinal); n != 1 {
+		t.Errorf("reply printed %d times, want 1; printed:\n%s", n, x.out.String())
+	}
+	if n := x.count("could not finish") + x.count("interrupted because openbot restarted"); n != 0 {
+		t.Errorf("failure notices printed:\n%s", x.out.String())
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for step := 0; step < 3; step++ {
+		if x.modelRan[step] != 1 {
+			t.Errorf("model call %d finished %d times, want 1", step+1, x.modelRan[step])
+		}
+	}
+	if x.toolRan["step_a"] != 1 || x.toolRan["step_b"] != 1 {
+		t.Errorf("tools finished %v, want step_a and step_b once", x.toolRan)
+	}
+}
+
+// TestResumeKilledThriceBeforeFirstCheckpoint: a run whose process dies before
+// its first step three times in a row is not started a fourth time; it ends
+// with the "interrupted" notice, once, and no model call ran.
+func TestResumeKilledThriceBeforeFirstCheckpoint(t *testing.T) {
+	x := newResumeRig(t, resumeTeam, twoTools)
+	x.start(beforeFirstStep)
+	x.say("please do both steps")
+	x.waitKilled()
+	for range core.MaxRestartsBeforeFirstStep {
+		x.start(beforeFirstStep) // recovery starts it again; it dies again
+		x.waitKilled()
+	}
+	x.start(nil)
+	x.idle()
+
+	if n := x.count("interrupted because openbot restarted"); n != 1 {
+		t.Errorf("interrupted notices printed %d times, want 1; printed:\n%s", n, x.out.String())
+	}
+	if n := x.count("[engineer] " + resumeFinal); n != 0 {
+		t.Errorf("reply printed %d times, want 0; printed:\n%s", n, x.out.String())
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.modelRan) != 0 {
+		t.Errorf("model calls finished %v, want none", x.modelRan)
+	}
+}

@@ -1,0 +1,426 @@
+package e2e
+
+// The kill-soak rig (DESIGN.md §8, "no work lost to a restart"): the real
+// openbot binary runs `serve` as a child process against the project's fake
+// Telegram Bot API (telegramtest) and fake model (openaitest), both served by
+// this test process on 127.0.0.1, and is sent SIGKILL at random moments and
+// restarted on the same bbolt file. soak_test.go drives it.
+//
+// Every soak message goes to its own private chat (its own thread), so each
+// answer is attributable to one message: messages of one thread that queue
+// behind a run are coalesced into one answer by design (seed §4), which would
+// blur a per-message count. The model answers each message in two steps, a
+// workspace_write tool call and then a reply text naming the message, each
+// after a latency, so kills land before, between and after the steps.
+//
+// The config uses sandbox: none, which is acceptable here because the soak
+// bot has no shell tool: nothing runs a command.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents/openaitest"
+)
+
+const (
+	soakToken   = "700000:SOAK"
+	soakBotID   = 700000
+	soakUser0   = 300000000 // chat (= user) id of message 0; message i uses soakUser0+i
+	soakStopFor = 20 * time.Second
+)
+
+var soakMarkerRe = regexp.MustCompile(`soak-(\d+)`)
+
+// soakAnswer is the full reply text for message n; a streamed partial or a
+// notice never contains it.
+func soakAnswer(n int) string { return fmt.Sprintf("Answer for soak-%d: noted and done.", n) }
+
+// soakRig owns the fakes, the binary and the running child.
+type soakRig struct {
+	t       testing.TB
+	dir     string
+	bin     string
+	cfg     string
+	tg      *telegramtest.Server
+	llm     *openaitest.Server
+	latency func() time.Duration // of each model call
+
+	mu      sync.Mutex
+	child   *exec.Cmd
+	exited  chan struct{}
+	hold    chan struct{} // non-nil: second model calls wait on it
+	held    atomic.Int32  // second model calls that arrived while holding
+	starts  int
+	kills   []time.Time // when each SIGKILL was sent
+	nextMsg int64
+}
+
+// soakConfig is what the rig's config file says.
+type soakConfig struct {
+	maxRuns   int  // limits.max_concurrent_runs and the bot's max_parallel_threads
+	streaming bool // the Telegram account's streaming
+}
+
+// newSoakRig builds the openbot binary, starts the fakes and writes the config;
+// the child is started by start.
+func newSoakRig(t testing.TB, c soakConfig, latency func() time.Duration) *soakRig {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the kill soak builds and runs the openbot binary")
+	}
+	dir := t.TempDir()
+	x := &soakRig{t: t, dir: dir, bin: filepath.Join(dir, "openbot"), latency: latency, nextMsg: 1}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build the openbot binary:", err)
+	}
+	build := exec.Command(gobin, "build", "-o", x.bin, "openbot/cmd/openbot")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build openbot/cmd/openbot: %v\n%s", err, out)
+	}
+	x.tg = telegramtest.NewServer(telegramtest.Bot{Token: soakToken, ID: soakBotID, Username: "openbot_soak_bot", Name: "Soak"})
+	t.Cleanup(x.tg.Close)
+	x.llm = openaitest.New(t)
+	x.llm.Handle(x.model)
+	t.Cleanup(x.killChild) // registered after the fakes: runs before they close
+	stream := "off"
+	if c.streaming {
+		stream = "on"
+	}
+	cfg := fmt.Sprintf(`http:
+  listen: 127.0.0.1:0
+store:
+  path: %s
+workspace: %s
+sandbox: none
+limits:
+  max_concurrent_runs: %d
+  run_timeout: 2m
+llm:
+  default:
+    base_url: %s
+    api_key: soak-key
+    model: soak-model
+    request_timeout: 1m
+bots:
+  - handle: chief
+    name: Chief
+    instructions: Write a note with workspace_write, then answer.
+    tools: [workspace_write]
+    max_parallel_threads: %d
+telegram:
+  - name: chief
+    bot: chief
+    token: %s
+    api_endpoint: %s
+    dm_policy: open
+    streaming: %s
+`, filepath.Join(dir, "data", "openbot.db"), filepath.Join(dir, "ws"), c.maxRuns, x.llm.URL(), c.maxRuns, soakToken, x.tg.URL(), stream)
+	x.cfg = filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(x.cfg, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// model is the fake model: a workspace_write call first, then (after the tool
+// result) the message's answer; each after the rig's latency, or, for the
+// answer while holding, not until the hold is released or the client is gone.
+func (x *soakRig) model(req openaitest.Request) openaitest.Reply {
+	n := "?"
+	for _, m := range req.Body.Messages {
+		if m.Role == "user" {
+			if s := soakMarkerRe.FindStringSubmatch(m.Content); s != nil {
+				n = s[1]
+			}
+		}
+	}
+	msgs := req.Body.Messages
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "tool" {
+		args := fmt.Sprintf(`{"path":"soak-%s.txt","content":"note %s"}`, n, n)
+		return openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("workspace_write", args)}, Wait: x.after()}
+	}
+	text := fmt.Sprintf("Answer for soak-%s: noted and done.", n)
+	x.mu.Lock()
+	hold := x.hold
+	x.mu.Unlock()
+	if hold != nil {
+		x.held.Add(1)
+		return openaitest.Reply{Text: text, Wait: hold}
+	}
+	return openaitest.Reply{Text: text, Wait: x.after()}
+}
+
+func (x *soakRig) after() <-chan struct{} {
+	ch := make(chan struct{})
+	time.AfterFunc(x.latency(), func() { close(ch) })
+	return ch
+}
+
+// holdAnswers makes every later answer call wait until releaseAnswers.
+func (x *soakRig) holdAnswers() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.hold = make(chan struct{})
+	x.held.Store(0)
+}
+
+func (x *soakRig) releaseAnswers() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.hold != nil {
+		close(x.hold)
+		x.hold = nil
+	}
+}
+
+// start runs `openbot serve` on the rig's config; its output is appended to
+// serve.log in the rig's directory.
+func (x *soakRig) start() {
+	x.t.Helper()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.child != nil {
+		x.t.Fatal("soak: start with a child running")
+	}
+	logf, err := os.OpenFile(filepath.Join(x.dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	x.starts++
+	fmt.Fprintf(logf, "---- start %d at %s\n", x.starts, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(x.bin, "serve", "--config", x.cfg, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "OPENBOT_ADMIN_TOKEN=")
+	cmd.SysProcAttr = dieWithParent()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		x.t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	x.child, x.exited = cmd, exited
+}
+
+// kill sends SIGKILL to the child and waits for it to be gone.
+func (x *soakRig) kill() { x.signal(syscall.SIGKILL) }
+
+// stop asks the child to shut down (SIGTERM) and waits, SIGKILL after soakStopFor.
+func (x *soakRig) stop() { x.signal(syscall.SIGTERM) }
+
+func (x *soakRig) killChild() { x.signal(syscall.SIGKILL) }
+
+func (x *soakRig) signal(sig syscall.Signal) {
+	x.mu.Lock()
+	cmd, exited := x.child, x.exited
+	x.child, x.exited = nil, nil
+	x.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if sig == syscall.SIGKILL {
+		x.mu.Lock()
+		x.kills = append(x.kills, time.Now())
+		x.mu.Unlock()
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(soakStopFor):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// send pushes message n ("please note soak-<n>") from user soakUser0+n in
+// their private chat. Safe to call from any goroutine.
+func (x *soakRig) send(n int) {
+	x.mu.Lock()
+	id := x.nextMsg
+	x.nextMsg++
+	x.mu.Unlock()
+	user := soakUser0 + n
+	upd := fmt.Sprintf(`{"message":{"message_id":%d,"from":{"id":%d,"is_bot":false,"first_name":"User %d"},`+
+		`"chat":{"id":%d,"type":"private","first_name":"User %d"},"date":%d,"text":"please note soak-%d"}}`,
+		id, user, n, user, n, time.Now().Unix(), n)
+	if _, err := x.tg.PushUpdate(soakToken, []byte(upd)); err != nil {
+		x.t.Errorf("soak: push message %d: %v", n, err)
+	}
+}
+
+// soakOutcome is what the chat of one message holds.
+type soakOutcome struct {
+	answers int // full answers (soakAnswer)
+	notices int // "interrupted" or "could not finish" notices
+	strays  int // any other bot message: a streamed partial or work line a kill left
+}
+
+// outcomes reads the fake's chats for messages [0, n).
+func (x *soakRig) outcomes(n int) []soakOutcome {
+	out := make([]soakOutcome, n)
+	for _, m := range x.tg.Messages(soakToken) {
+		i := int(m.Chat - soakUser0)
+		if i < 0 || i >= n {
+			continue
+		}
+		switch {
+		case strings.Contains(m.Text, soakAnswer(i)):
+			out[i].answers++
+		case strings.Contains(m.Text, "interrupted") || strings.Contains(m.Text, "could not finish"):
+			out[i].notices++
+		default:
+			out[i].strays++
+		}
+	}
+	return out
+}
+
+// chat returns the texts the bot has in the chat of message i, in send order.
+func (x *soakRig) chat(i int) []string {
+	var out []string
+	for _, m := range x.tg.Messages(soakToken) {
+		if m.Chat == int64(soakUser0+i) {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+// waitSettled waits until every message [0, n) has an answer or a notice, or
+// ctx is done; it reports whether all settled.
+func (x *soakRig) waitSettled(ctx context.Context, n int) bool {
+	for {
+		done := true
+		for _, o := range x.outcomes(n) {
+			if o.answers == 0 && o.notices == 0 {
+				done = false
+				break
+			}
+		}
+		if done {
+			return true
+		}
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, _ = x.tg.WaitCalls(wctx, "sendMessage", len(x.tg.Calls("sendMessage"))+1)
+		cancel()
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+}
+
+// dupWindow bounds the design's window for a duplicate (DESIGN.md §8: the
+// platform accepted a post and the kill came before the store recorded it):
+// a loopback call and one bbolt commit, with a wide margin for a loaded machine.
+const dupWindow = 500 * time.Millisecond
+
+// inWindow reports whether the first copy of message i's answer that Telegram
+// accepted (a sendMessage, or an edit of a streamed message) was followed by a
+// SIGKILL within dupWindow, the one case the design allows a second copy.
+func (x *soakRig) inWindow(i int) bool {
+	want := soakAnswer(i)
+	var first time.Time
+	for _, c := range x.tg.Calls("sendMessage", "editMessageText") {
+		if c.Params["chat_id"] == fmt.Sprint(soakUser0+i) && strings.Contains(c.Params["text"], want) {
+			first = c.At
+			break
+		}
+	}
+	if first.IsZero() {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, k := range x.kills {
+		if !k.Before(first) && k.Sub(first) <= dupWindow {
+			return true
+		}
+	}
+	return false
+}
+
+// soakTally is the per-message count of a soak.
+type soakTally struct {
+	Sent, Answered, NoticeOnly, Lost, Duplicated, Strays int
+	// NoticeToo counts answered messages whose chat also got a notice.
+	NoticeToo int
+	// InWindow counts the duplicated messages inWindow explains.
+	InWindow int
+}
+
+// tally counts per message; x classifies the duplicates.
+func (x *soakRig) tally(outs []soakOutcome) soakTally {
+	s := soakTally{Sent: len(outs)}
+	for i, o := range outs {
+		switch {
+		case o.answers > 1:
+			s.Duplicated++
+			if x.inWindow(i) {
+				s.InWindow++
+			}
+		case o.answers == 1:
+			s.Answered++
+			if o.notices > 0 {
+				s.NoticeToo++
+			}
+		case o.notices > 0:
+			s.NoticeOnly++
+		default:
+			s.Lost++
+		}
+		s.Strays += o.strays
+	}
+	return s
+}
+
+func (s soakTally) String() string {
+	pct := func(k int) float64 { return 100 * float64(k) / float64(max(1, s.Sent)) }
+	return fmt.Sprintf("sent %d: answered %d (%.1f%%; %d of them after a notice), notice only %d (%.1f%%), lost %d, duplicated %d (%d of them in the kill-after-post window); stray partial messages %d",
+		s.Sent, s.Answered, pct(s.Answered), s.NoticeToo, s.NoticeOnly, pct(s.NoticeOnly), s.Lost, s.Duplicated, s.InWindow, s.Strays)
+}
+
+// logTail returns the last bytes of the children's output, for failures.
+func (x *soakRig) logTail() string {
+	data, _ := os.ReadFile(filepath.Join(x.dir, "serve.log"))
+	if len(data) > 6000 {
+		data = data[len(data)-6000:]
+	}
+	return string(data)
+}
+
+// grepLog counts the occurrences of s in the children's output.
+func (x *soakRig) grepLog(s string) int {
+	f, err := os.Open(filepath.Join(x.dir, "serve.log"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(f)
+	return bytes.Count(data, []byte(s))
+}
+
+// logLines returns up to limit lines of the children's output containing s.
+func (x *soakRig) logLines(s string, limit int) []string {
+	data, _ := os.ReadFile(filepath.Join(x.dir, "serve.log"))
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, s) && len(out) < limit {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,697 @@
+package e2e
+
+// End-to-end tests of approvals (DESIGN.md §5) on Telegram: the real engine, the real agent loop with
+// the built-in shell tool behind an approval, the bbolt store, the Telegram adapter
+// against the fake Bot API, and the fake OpenAI server. The model asks for
+// `echo x >> ran.txt`, so the lines of ran.txt count how often the tool ran.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram"
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents"
+	"openbot/agents/openaitest"
+	"openbot/agents/tools"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// People in the approval tests: Alice and Bob are approvers, Carol is not.
+var (
+	tgAlice = telegramtest.Clicker{ID: 1001, FirstName: "Alice", Username: "alice"}
+	tgBob   = telegramtest.Clicker{ID: 1002, FirstName: "Bob", Username: "bob"}
+	tgCarol = telegramtest.Clicker{ID: 1003, FirstName: "Carol", Username: "carol"}
+)
+
+const (
+	tgApprovalToken = "tok-engineer"
+	tgApprovalGroup = -1001000000077
+	tgSecret        = "approval-secret"
+)
+
+// tgApprovalModel is the scripted model: after a tool result it reports it; a
+// conversation with "ping" in it gets "pong"; anything else asks for the shell
+// command.
+func tgApprovalModel(r openaitest.Request) openaitest.Reply {
+	ms := r.Body.Messages
+	if last := ms[len(ms)-1]; last.Role == "tool" {
+		return openaitest.Text("finished: " + strings.TrimSpace(last.Content))
+	}
+	for _, m := range ms[1:] {
+		if m.Role == "user" && strings.Contains(m.Content, "ping") {
+			return openaitest.Text("pong")
+		}
+	}
+	return openaitest.Calls(openaitest.Call("shell", `{"command":"echo x >> ran.txt"}`))
+}
+
+// tgApprovalRig runs engine, agent and one Telegram account for the engineer bot
+// (token tok-engineer, @engineer_bot), in polling or webhook mode. stop and start
+// restart everything but the fakes, the database file and the workspace.
+type tgApprovalRig struct {
+	t       *testing.T
+	webhook bool
+	fake    *telegramtest.Server
+	llm     *openaitest.Server
+	dbPath  string
+	ws      string
+	hook    *httptest.Server // webhook mode: the shared HTTP listener
+	// clock and expiry, when set before start, drive question expiry.
+	clock  *tgClock
+	expiry time.Duration
+
+	eng    *core.Engine
+	st     *bolt.Store
+	ad     *telegram.Adapter
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// tgClock is a core.Clock the test moves forward.
+type tgClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *tgClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *tgClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// startTelegramApproval starts the rig with the tgApprovalModel script; setup, when
+// given, adjusts the rig (model script, clock) before anything starts.
+func startTelegramApproval(t *testing.T, webhook bool, setup ...func(*tgApprovalRig)) *tgApprovalRig {
+	t.Helper()
+	dir := t.TempDir()
+	r := &tgApprovalRig{
+		t: t, webhook: webhook, fake: telegramtest.NewServer(telegramtest.Bot{Token: tgApprovalToken, ID: 900, Username: "engineer_bot"}),
+		llm: openaitest.New(t), dbPath: filepath.Join(dir, "openbot.db"), ws: filepath.Join(dir, "ws"),
+	}
+	t.Cleanup(r.fake.Close)
+	r.llm.Handle(tgApprovalModel)
+	for _, f := range setup {
+		f(r)
+	}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *tgApprovalRig) start() {
+	t := r.t
+	t.Helper()
+	var err error
+	r.st, err = bolt.Open(r.dbPath, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: r.ws, SharedWorkspace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	for _, tl := range builtins {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ag, err := agents.New(agents.Options{
+		Providers: map[string]agents.Provider{"default": {BaseURL: r.llm.URL(), APIKey: "test-key", Model: "test-model"}},
+		Registry:  reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team := append([]core.BotProfile(nil), e2eTeam...)
+	for i := range team {
+		if team[i].Handle == "engineer" {
+			team[i].Tools, team[i].ApprovalTools = []string{"shell"}, []string{"shell"}
+		}
+	}
+	eo := core.Options{
+		Store: r.st, Agent: ag, Bots: team, ShutdownGrace: 2 * time.Second,
+		Approvers: []core.ActorID{telegram.HumanActor(tgAlice.ID), telegram.HumanActor(tgBob.ID)},
+	}
+	if r.clock != nil {
+		eo.Clock, eo.ApprovalTimeout, eo.ExpiryInterval = r.clock, r.expiry, 20*time.Millisecond
+	}
+	r.eng, err = core.New(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := telegram.Options{
+		Name: "engineer", Bot: "engineer", Token: tgApprovalToken, APIEndpoint: r.fake.URL(), DMPolicy: "open",
+		Bots: team, Engine: r.eng, Cursors: telegram.StoreCursors(r.st),
+	}
+	if r.webhook {
+		opts.Mode, opts.WebhookURL, opts.SecretToken = telegram.ModeWebhook, "https://bots.example.invalid/telegram/engineer/webhook", tgSecret
+	}
+	r.ad, err = telegram.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.eng.AddAdapter(r.ad); err != nil {
+		t.Fatal(err)
+	}
+	if r.webhook {
+		mux := http.NewServeMux()
+		r.ad.MountHTTP(mux)
+		r.hook = httptest.NewServer(mux)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
+	<-r.eng.Ready()
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); _ = r.ad.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := r.ad.Self(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Telegram adapter did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stop shuts everything down (bounded by the engine's grace) and closes the store.
+func (r *tgApprovalRig) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.wg.Wait()
+	if r.hook != nil {
+		r.hook.Close()
+		r.hook = nil
+	}
+	if err := r.st.Close(); err != nil {
+		r.t.Error(err)
+	}
+	r.cancel = nil
+}
+
+// push delivers an update like Telegram does (getUpdates or a webhook POST) and
+// waits until the adapter confirmed it.
+func (r *tgApprovalRig) push(update []byte) {
+	r.t.Helper()
+	if r.webhook {
+		if code := r.post(update); code != http.StatusOK {
+			r.t.Fatalf("webhook answered %d", code)
+		}
+		return
+	}
+	id, err := r.fake.PushUpdate(tgApprovalToken, update)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.fake.WaitConfirmed(ctx, tgApprovalToken, id+1); err != nil {
+		r.t.Fatalf("update %d not confirmed: %v", id, err)
+	}
+}
+
+func (r *tgApprovalRig) post(update []byte) int {
+	req, err := telegramtest.WebhookRequest(context.Background(), r.hook.URL+telegram.WebhookPath("engineer"), tgSecret, update)
+	if err != nil {
+		r.t.Error(err)
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Error(err)
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (r *tgApprovalRig) idle() {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.eng.WaitIdle(ctx); err != nil {
+		r.t.Fatalf("not idle: %v", err)
+	}
+}
+
+// mention is a group message from Alice addressed to @engineer_bot.
+func tgMention(msgID int64, chat int64, text string) []byte {
+	full := "@engineer_bot " + text
+	typ := "supergroup"
+	if chat > 0 {
+		typ = "private"
+	}
+	return []byte(fmt.Sprintf(`{"message":{"message_id":%d,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":%d,"type":%q},"date":1767225660,"text":%q,"entities":[{"offset":0,"length":13,"type":"mention"}]}}`,
+		msgID, tgAlice.ID, chat, typ, full))
+}
+
+// question returns the only question, once its post has a platform id.
+func (r *tgApprovalRig) question() core.Question {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var qs []core.Question
+		if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+			var err error
+			qs, err = tx.Questions(false, 0)
+			return err
+		}); err != nil {
+			r.t.Fatal(err)
+		}
+		if len(qs) == 1 && len(qs[0].Posts) == 1 && qs[0].Posts[0].PlatformID != "" {
+			return qs[0]
+		}
+		if len(qs) > 1 || time.Now().After(deadline) {
+			r.t.Fatalf("questions %+v, want one posted", qs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *tgApprovalRig) run(id core.RunID) core.Run {
+	r.t.Helper()
+	var run core.Run
+	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+		var err error
+		run, err = tx.Run(id)
+		return err
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+	return run
+}
+
+// ranTimes is how often the approved shell command ran.
+func (r *tgApprovalRig) ranTimes() int {
+	b, err := os.ReadFile(filepath.Join(r.ws, "ran.txt"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return strings.Count(string(b), "x\n")
+}
+
+// click clicks button data of question message msgID and returns the
+// answerCallbackQuery parameters the clicker got.
+func (r *tgApprovalRig) click(queryID string, who telegramtest.Clicker, msgID string, data string) map[string]string {
+	r.t.Helper()
+	var id int64
+	fmt.Sscan(msgID, &id)
+	r.push(telegramtest.CallbackUpdate(queryID, who, tgApprovalGroup, id, data))
+	return r.ack(queryID)
+}
+
+// ack waits for the answerCallbackQuery of queryID.
+func (r *tgApprovalRig) ack(queryID string) map[string]string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for n := 1; ; n++ {
+		calls, err := r.fake.WaitCalls(ctx, "answerCallbackQuery", n)
+		if err != nil {
+			r.t.Fatalf("no answerCallbackQuery for %s", queryID)
+		}
+		for _, c := range calls {
+			if c.Params["callback_query_id"] == queryID {
+				return c.Params
+			}
+		}
+	}
+}
+
+// questionCall is the sendMessage that posted the question (the one with buttons).
+func (r *tgApprovalRig) questionCall() telegramtest.Call {
+	r.t.Helper()
+	var found []telegramtest.Call
+	for _, c := range r.fake.Calls("sendMessage") {
+		if telegramtest.Buttons(c) != nil {
+			found = append(found, c)
+		}
+	}
+	if len(found) != 1 {
+		r.t.Fatalf("%d messages with buttons, want 1", len(found))
+	}
+	return found[0]
+}
+
+// sentTexts are the texts of every sendMessage to chat.
+func (r *tgApprovalRig) sentTexts(chat int64) []string {
+	var out []string
+	for _, c := range r.fake.Calls("sendMessage") {
+		if c.Params["chat_id"] == fmt.Sprint(chat) {
+			out = append(out, c.Params["text"])
+		}
+	}
+	return out
+}
+
+// asked posts the request, waits until the question is shown and checks that
+// nothing ran yet; it returns the question and the callback data of Approve and
+// Reject.
+func (r *tgApprovalRig) asked() (q core.Question, approve, reject string) {
+	r.t.Helper()
+	r.push(tgMention(201, tgApprovalGroup, "please run the script"))
+	r.idle()
+	q = r.question()
+	if q.Kind != core.QuestionApproval || q.Tool != "shell" || q.Status != core.QuestionPending {
+		r.t.Fatalf("question %+v, want a pending approval of shell", q)
+	}
+	if got := r.run(q.Run).Status; got != core.RunWaitingHuman {
+		r.t.Fatalf("run status %s, want waiting_human", got)
+	}
+	if n := r.ranTimes(); n != 0 {
+		r.t.Fatalf("the tool ran %d times before anyone approved", n)
+	}
+	c := r.questionCall()
+	if c.Params["chat_id"] != fmt.Sprint(tgApprovalGroup) || telegramtest.ParseReplyTo(c) != 201 {
+		r.t.Errorf("question sent to %s replying to %d, want the group, replying to 201", c.Params["chat_id"], telegramtest.ParseReplyTo(c))
+	}
+	if !strings.Contains(c.Params["text"], "shell") || !strings.Contains(c.Params["text"], "echo x &gt;&gt; ran.txt") {
+		r.t.Errorf("question text %q lacks the tool and its arguments", c.Params["text"])
+	}
+	rows := telegramtest.Buttons(c)
+	if len(rows) != 1 || len(rows[0]) != 2 || rows[0][0].Text != "Approve" || rows[0][1].Text != "Reject" {
+		r.t.Fatalf("keyboard %+v, want [Approve Reject]", rows)
+	}
+	for i, b := range rows[0] {
+		if want := fmt.Sprintf("q:%s:%d", q.Token, i); b.CallbackData != want || len(b.CallbackData) > telegram.MaxCallbackData {
+			r.t.Errorf("button %d callback_data %q (%d bytes), want %q within 64 bytes", i, b.CallbackData, len(b.CallbackData), want)
+		}
+	}
+	return q, rows[0][0].CallbackData, rows[0][1].CallbackData
+}
+
+// resolved checks that the question message now shows want instead of buttons.
+func (r *tgApprovalRig) resolved(q core.Question, want string) {
+	r.t.Helper()
+	var edits []telegramtest.Call
+	for _, c := range r.fake.Calls("editMessageText") {
+		if c.Params["message_id"] == q.Posts[0].PlatformID && c.Params["chat_id"] == fmt.Sprint(tgApprovalGroup) {
+			edits = append(edits, c)
+		}
+	}
+	if len(edits) != 1 {
+		r.t.Fatalf("%d edits of the question message, want 1", len(edits))
+	}
+	if !strings.Contains(edits[0].Params["text"], want) || telegramtest.Buttons(edits[0]) != nil {
+		r.t.Errorf("edited to %q with buttons %v, want %q and no buttons", edits[0].Params["text"], telegramtest.Buttons(edits[0]), want)
+	}
+}
+
+// completed checks the run finished under its original id and the reply landed.
+func (r *tgApprovalRig) completed(q core.Question, reply string) {
+	r.t.Helper()
+	if got := r.run(q.Run).Status; got != core.RunCompleted {
+		r.t.Errorf("run %d status %s, want completed", q.Run, got)
+	}
+	texts := r.sentTexts(tgApprovalGroup)
+	if len(texts) == 0 || !strings.Contains(texts[len(texts)-1], reply) {
+		r.t.Errorf("messages to the group %q, want the last to contain %q", texts, reply)
+	}
+}
+
+func TestTelegramApprovalApprove(t *testing.T) {
+	r := startTelegramApproval(t, false)
+	q, approve, _ := r.asked()
+	if ack := r.click("cb-1", tgAlice, q.Posts[0].PlatformID, approve); ack["text"] != "Approved" || ack["show_alert"] == "true" {
+		t.Errorf("answerCallbackQuery %v, want a toast Approved", ack)
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 1 {
+		t.Fatalf("the approved tool ran %d times, want 1", n)
+	}
+	r.resolved(q, "Approved by Alice")
+	r.completed(q, "finished:")
+}
+
+func TestTelegramApprovalNonApproverRefused(t *testing.T) {
+	r := startTelegramApproval(t, false)
+	q, approve, _ := r.asked()
+	ack := r.click("cb-1", tgCarol, q.Posts[0].PlatformID, approve)
+	if ack["text"] != "Only approvers of @engineer can answer this." || ack["show_alert"] != "true" {
+		t.Errorf("answerCallbackQuery %v, want the refusal alert", ack)
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 0 {
+		t.Fatalf("a non-approver's click ran the tool %d times", n)
+	}
+	if edits := r.fake.Calls("editMessageText"); len(edits) != 0 {
+		t.Fatalf("the question message changed after a refused click: %v", edits[0].Params)
+	}
+	if got := r.run(q.Run).Status; got != core.RunWaitingHuman {
+		t.Fatalf("run status %s after a refused click, want waiting_human", got)
+	}
+	if ack := r.click("cb-2", tgAlice, q.Posts[0].PlatformID, approve); ack["text"] != "Approved" {
+		t.Errorf("answerCallbackQuery %v, want Approved", ack)
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 1 {
+		t.Fatalf("the approved tool ran %d times, want 1", n)
+	}
+	r.resolved(q, "Approved by Alice")
+	r.completed(q, "finished:")
+}
+
+func TestTelegramApprovalSecondClickTold(t *testing.T) {
+	r := startTelegramApproval(t, false)
+	q, approve, reject := r.asked()
+	r.click("cb-1", tgAlice, q.Posts[0].PlatformID, approve)
+	// The same person again, and another approver choosing the other button.
+	for i, c := range []struct {
+		who  telegramtest.Clicker
+		data string
+	}{{tgAlice, approve}, {tgBob, reject}} {
+		ack := r.click(fmt.Sprintf("cb-late-%d", i), c.who, q.Posts[0].PlatformID, c.data)
+		if ack["text"] != "Already decided: Approved by Alice" || ack["show_alert"] != "true" {
+			t.Errorf("late click %d: answerCallbackQuery %v, want the earlier decision", i, ack)
+		}
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 1 {
+		t.Fatalf("the tool ran %d times after three clicks, want 1", n)
+	}
+	r.resolved(q, "Approved by Alice")
+	r.completed(q, "finished:")
+}
+
+// TestTelegramApprovalConcurrentClicks: two approvers click Approve at the same
+// moment (webhook mode, two requests in flight): one wins, the other is told.
+func TestTelegramApprovalConcurrentClicks(t *testing.T) {
+	r := startTelegramApproval(t, true)
+	q, approve, _ := r.asked()
+	var msgID int64
+	fmt.Sscan(q.Posts[0].PlatformID, &msgID)
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i, who := range []telegramtest.Clicker{tgAlice, tgBob} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = r.post(telegramtest.CallbackUpdate(fmt.Sprintf("cb-%d", i), who, tgApprovalGroup, msgID, approve))
+		}()
+	}
+	wg.Wait()
+	if codes[0] != http.StatusOK || codes[1] != http.StatusOK {
+		t.Fatalf("webhook answers %v, want 200 200", codes)
+	}
+	acks := []map[string]string{r.ack("cb-0"), r.ack("cb-1")}
+	winner, loser := acks[0], acks[1]
+	name := "Alice"
+	if winner["text"] != "Approved" {
+		winner, loser, name = loser, winner, "Bob"
+	}
+	if winner["text"] != "Approved" || loser["text"] != "Already decided: Approved by "+name || loser["show_alert"] != "true" {
+		t.Fatalf("answers %v and %v, want one Approved and one told it was decided", acks[0], acks[1])
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 1 {
+		t.Fatalf("the tool ran %d times after two concurrent approvals, want 1", n)
+	}
+	r.resolved(q, "Approved by "+name)
+	r.completed(q, "finished:")
+}
+
+// TestTelegramApprovalAcrossRestart: openbot restarts between the question and the
+// click; the old buttons still work and the tool runs once.
+func TestTelegramApprovalAcrossRestart(t *testing.T) {
+	r := startTelegramApproval(t, false)
+	q, approve, _ := r.asked()
+	r.stop()
+	r.start()
+	r.idle()
+	if n := r.ranTimes(); n != 0 {
+		t.Fatalf("the tool ran %d times during the restart", n)
+	}
+	if got := r.run(q.Run).Status; got != core.RunWaitingHuman {
+		t.Fatalf("run status %s after restart, want waiting_human", got)
+	}
+	if ack := r.click("cb-1", tgAlice, q.Posts[0].PlatformID, approve); ack["text"] != "Approved" {
+		t.Errorf("answerCallbackQuery %v, want Approved", ack)
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+	r.resolved(q, "Approved by Alice")
+	r.completed(q, "finished:")
+	if n := len(r.fake.Calls("sendMessage")); n != 2 {
+		t.Errorf("%d messages sent, want 2 (the question once, the reply)", n)
+	}
+}
+
+func TestTelegramApprovalReject(t *testing.T) {
+	r := startTelegramApproval(t, false)
+	q, _, reject := r.asked()
+	if ack := r.click("cb-1", tgBob, q.Posts[0].PlatformID, reject); ack["text"] != "Rejected" {
+		t.Errorf("answerCallbackQuery %v, want Rejected", ack)
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 0 {
+		t.Fatalf("a rejected tool ran %d times", n)
+	}
+	reqs := r.llm.Requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "rejected by Bob") {
+		t.Fatalf("the model's last request ends with %s %q, want the tool result saying rejected by Bob", tm.Role, tm.Content)
+	}
+	r.resolved(q, "Rejected by Bob")
+	r.completed(q, "rejected by Bob")
+}
+
+// TestTelegramApprovalParksOnlyItsThread: while the question waits, a new message
+// for the engineer in the same group waits too, and a message in another chat is
+// answered; after the approval both are done, in order.
+func TestTelegramApprovalParksOnlyItsThread(t *testing.T) {
+	r := startTelegramApproval(t, false)
+	q, approve, _ := r.asked()
+	calls := len(r.llm.Requests())
+	r.push(tgMention(202, tgApprovalGroup, "ping from the group"))
+	r.push(tgMention(300, int64(tgAlice.ID), "ping from a private chat"))
+	r.idle()
+	if got := r.sentTexts(tgAlice.ID); len(got) != 1 || !strings.Contains(got[0], "pong") {
+		t.Fatalf("private chat got %q, want pong while the group's thread is parked", got)
+	}
+	if n := len(r.llm.Requests()); n != calls+1 {
+		t.Fatalf("%d model calls while parked, want %d (only the private chat)", n, calls+1)
+	}
+	if texts := r.sentTexts(tgApprovalGroup); len(texts) != 1 {
+		t.Fatalf("the parked group got %q, want only the question", texts)
+	}
+	r.click("cb-1", tgAlice, q.Posts[0].PlatformID, approve)
+	r.idle()
+	if n := r.ranTimes(); n != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n)
+	}
+	texts := r.sentTexts(tgApprovalGroup)
+	if len(texts) != 3 || !strings.Contains(texts[1], "finished:") || !strings.Contains(texts[2], "pong") {
+		t.Fatalf("group messages %q, want the question, the finished reply, then pong", texts)
+	}
+	if got := r.run(q.Run).Status; got != core.RunCompleted {
+		t.Errorf("run status %s, want completed", got)
+	}
+}
+
+// TestTelegramApprovalExpires: an approval nobody answers expires after
+// approval_timeout: it counts as a rejection, the message says so, the run goes on,
+// and a late click is told.
+func TestTelegramApprovalExpires(t *testing.T) {
+	r := startTelegramApproval(t, false, func(r *tgApprovalRig) {
+		r.clock, r.expiry = &tgClock{now: time.Now()}, time.Hour
+	})
+	q, approve, _ := r.asked()
+	r.clock.advance(2 * time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var cur core.Question
+		_ = r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+			var err error
+			cur, err = tx.Question(q.ID)
+			return err
+		})
+		if cur.Status == core.QuestionExpired {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("question status %s two hours after a one-hour timeout, want expired", cur.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.idle()
+	if n := r.ranTimes(); n != 0 {
+		t.Fatalf("an expired approval ran the tool %d times", n)
+	}
+	reqs := r.llm.Requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "expired") {
+		t.Fatalf("the model's last request ends with %s %q, want the expiry as the tool result", tm.Role, tm.Content)
+	}
+	r.resolved(q, "Expired without an answer: rejected")
+	r.completed(q, "finished:")
+	ack := r.click("cb-late", tgAlice, q.Posts[0].PlatformID, approve)
+	if ack["text"] != "Already decided: Expired without an answer: rejected" || ack["show_alert"] != "true" {
+		t.Errorf("late click: answerCallbackQuery %v, want the expiry", ack)
+	}
+}
+
+// TestTelegramAskHumanFreeText: ask_human without choices shows no buttons; a
+// reply to the question in the group answers it and the run resumes with the text.
+func TestTelegramAskHumanFreeText(t *testing.T) {
+	r := startTelegramApproval(t, false, func(r *tgApprovalRig) {
+		r.llm.Handle(func(req openaitest.Request) openaitest.Reply {
+			ms := req.Body.Messages
+			if last := ms[len(ms)-1]; last.Role == "tool" {
+				return openaitest.Text("deploying " + strings.TrimSpace(last.Content))
+			}
+			return openaitest.Calls(openaitest.Call("ask_human", `{"question":"Which branch should I deploy?"}`))
+		})
+	})
+	r.push(tgMention(201, tgApprovalGroup, "deploy please"))
+	r.idle()
+	q := r.question()
+	if q.Kind != core.QuestionAsk || len(q.Options()) != 0 {
+		t.Fatalf("question %+v, want a free-text ask", q)
+	}
+	sends := r.fake.Calls("sendMessage")
+	if len(sends) != 1 || telegramtest.Buttons(sends[0]) != nil || !strings.Contains(sends[0].Params["text"], "Which branch should I deploy?") ||
+		!strings.Contains(sends[0].Params["text"], "Reply to this message to answer.") {
+		t.Fatalf("sent %v, want the question without buttons, asking for a reply", sends)
+	}
+	r.push([]byte(fmt.Sprintf(`{"message":{"message_id":203,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":%d,"type":"supergroup"},"date":1767225700,"text":"release-2.4",
+"reply_to_message":{"message_id":%s,"from":{"id":900,"is_bot":true,"first_name":"engineer_bot","username":"engineer_bot"},
+"chat":{"id":%d,"type":"supergroup"},"date":1767225690,"text":"Which branch should I deploy?"}}}`,
+		tgAlice.ID, tgApprovalGroup, q.Posts[0].PlatformID, tgApprovalGroup)))
+	r.idle()
+	reqs := r.llm.Requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "release-2.4") {
+		t.Fatalf("the model's last request ends with %s %q, want the reply as ask_human's result", tm.Role, tm.Content)
+	}
+	r.resolved(q, "Answered by Alice: release-2.4")
+	r.completed(q, "deploying")
+}

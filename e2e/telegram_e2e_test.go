@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram"
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+type tgRig struct {
+	fake   *telegramtest.Server
+	eng    *core.Engine
+	st     *bolt.Store
+	agent  *fixedAgent
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startTelegram runs the engine with one Telegram account per bot in bots
+// (token "tok-<handle>", username "<handle>_bot") against one fake Bot API.
+func startTelegram(t *testing.T, bots ...string) *tgRig {
+	t.Helper()
+	r := &tgRig{fake: telegramtest.NewServer(), agent: &fixedAgent{runs: map[string]int{}}}
+	t.Cleanup(r.fake.Close)
+	var err error
+	r.st, err = bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.eng, err = core.New(core.Options{Store: r.st, Agent: r.agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ads []*telegram.Adapter
+	for i, h := range bots {
+		r.fake.AddBot(telegramtest.Bot{Token: "tok-" + h, ID: int64(900 + i), Username: h + "_bot"})
+		ad, err := telegram.New(telegram.Options{
+			Name: h, Bot: h, Token: "tok-" + h, APIEndpoint: r.fake.URL(), DMPolicy: "open",
+			Bots: e2eTeam, Engine: r.eng, Cursors: telegram.StoreCursors(r.st),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.eng.AddAdapter(ad); err != nil {
+			t.Fatal(err)
+		}
+		ads = append(ads, ad)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
+	<-r.eng.Ready()
+	for _, ad := range ads {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); _ = ad.Run(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		r.wg.Wait()
+		r.st.Close()
+	})
+	return r
+}
+
+func (r *tgRig) idle(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func groupUpdate(id int64, text string, entities string) []byte {
+	return []byte(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":201,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
+"chat":{"id":-1001000000001,"title":"Eng","type":"supergroup"},"date":1767225660,"text":%q,"entities":[%s]}}`, id, text, entities))
+}
+
+// TestTelegramTwoAccountsOneGroupMessage: two openbot bots with their own Telegram
+// accounts in one group both receive a message mentioning both: it is stored once,
+// each bot runs once, and each reply is sent by the bot's own account.
+func TestTelegramTwoAccountsOneGroupMessage(t *testing.T) {
+	r := startTelegram(t, "chief_of_staff", "engineer")
+	text := "@chief_of_staff_bot @engineer_bot ship it"
+	ents := `{"offset":0,"length":19,"type":"mention"},{"offset":20,"length":13,"type":"mention"}`
+	for _, tok := range []string{"tok-chief_of_staff", "tok-engineer"} {
+		if _, err := r.fake.PushUpdate(tok, groupUpdate(1, text, ents)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tok := range []string{"tok-chief_of_staff", "tok-engineer"} {
+		if err := r.fake.WaitConfirmed(ctx, tok, 2); err != nil {
+			t.Fatalf("%s: %v", tok, err)
+		}
+	}
+	r.idle(t)
+	if r.agent.runs["chief_of_staff"] != 1 || r.agent.runs["engineer"] != 1 {
+		t.Fatalf("runs = %v, want one each", r.agent.runs)
+	}
+	var msgs, humans int
+	_ = r.st.View(ctx, func(tx core.ReadTx) error {
+		ths, _ := tx.Threads(0)
+		for _, th := range ths {
+			ms, _ := tx.Messages(th.ID, 0, 0)
+			for _, m := range ms {
+				msgs++
+				if m.Sender == "telegram:100000001" {
+					humans++
+				}
+			}
+		}
+		return nil
+	})
+	if humans != 1 || msgs != 3 {
+		t.Fatalf("stored %d messages (%d human), want 3 (the human message once, two replies)", msgs, humans)
+	}
+	by := map[string]string{}
+	for _, c := range r.fake.Calls("sendMessage") {
+		by[c.Token] = c.Params["text"]
+	}
+	if !strings.Contains(by["tok-chief_of_staff"], "chief_of_staff on it") || !strings.Contains(by["tok-engineer"], "engineer on it") {
+		t.Fatalf("each bot must reply through its own account; sendMessage by token: %v", by)
+	}
+}
+
+// TestTelegramRateLimitHonoured: a 429 with retry_after 3 holds that chat's lane
+// for 3 s, then the message goes out exactly once.
+func TestTelegramRateLimitHonoured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 3s for retry_after")
+	}
+	r := startTelegram(t, "chief_of_staff")
+	r.fake.Fail("sendMessage", telegramtest.RateLimited(3))
+	if _, err := r.fake.PushUpdate("tok-chief_of_staff", []byte(`{"update_id":1,"message":{"message_id":10,"from":{"id":5,"is_bot":false,"first_name":"A"},"chat":{"id":5,"type":"private"},"date":1767225600,"text":"hi"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.fake.WaitConfirmed(ctx, "tok-chief_of_staff", 2); err != nil {
+		t.Fatal(err)
+	}
+	r.idle(t)
+	sends := r.fake.Calls("sendMessage")
+	if len(sends) != 2 {
+		t.Fatalf("sendMessage calls = %d, want 2 (the 429, then one message)", len(sends))
+	}
+	if gap := sends[1].At.Sub(sends[0].At); gap < 3*time.Second {
+		t.Fatalf("retried after %v, want at least retry_after 3s", gap)
+	}
+}
+
+// TestTelegramReplyChainJoinsOlderDialog: in a group, a reply to the bot's answer in
+// an earlier dialog joins that dialog, even after /new started another one.
+func TestTelegramReplyChainJoinsOlderDialog(t *testing.T) {
+	r := startTelegram(t, "chief_of_staff")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const tok = "tok-chief_of_staff"
+	push := func(id int64, body string) {
+		t.Helper()
+		if _, err := r.fake.PushUpdate(tok, []byte(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":7,"is_bot":false,"first_name":"Al"},"chat":{"id":-1002,"title":"G","type":"supergroup"},"date":1767225600,%s}}`, id, 100+id, body))); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fake.WaitConfirmed(ctx, tok, id+1); err != nil {
+			t.Fatal(err)
+		}
+		r.idle(t)
+	}
+	push(1, `"text":"@chief_of_staff_bot first topic","entities":[{"offset":0,"length":19,"type":"mention"}]`)
+	first := r.fake.Calls("sendMessage")[0]
+	push(2, `"text":"/new@chief_of_staff_bot second topic","entities":[{"offset":0,"length":23,"type":"bot_command"}]`)
+	// Reply to the bot's answer of the first dialog, without a mention.
+	replyTo := firstSentID(t, r, first)
+	push(3, fmt.Sprintf(`"text":"follow-up on the first","reply_to_message":{"message_id":%d,"from":{"id":900,"is_bot":true,"first_name":"chief","username":"chief_of_staff_bot"},"chat":{"id":-1002,"type":"supergroup"},"date":1767225600,"text":"chief_of_staff on it"}`, replyTo))
+	threadOf := func(text string) core.ThreadID {
+		var id core.ThreadID
+		_ = r.st.View(ctx, func(tx core.ReadTx) error {
+			ths, _ := tx.Threads(0)
+			for _, th := range ths {
+				ms, _ := tx.Messages(th.ID, 0, 0)
+				for _, m := range ms {
+					if strings.Contains(m.Text, text) {
+						id = th.ID
+					}
+				}
+			}
+			return nil
+		})
+		return id
+	}
+	a, b, c := threadOf("first topic"), threadOf("second topic"), threadOf("follow-up on the first")
+	if a == 0 || a == b || c != a {
+		t.Fatalf("threads: first %d, second %d, follow-up %d; want the follow-up in the first", a, b, c)
+	}
+	if r.agent.runs["chief_of_staff"] != 3 {
+		t.Fatalf("runs = %v, want 3 (the reply to the bot wakes it)", r.agent.runs)
+	}
+}
+
+// firstSentID returns the message_id the fake gave the first sendMessage.
+func firstSentID(t *testing.T, r *tgRig, c telegramtest.Call) int64 {
+	t.Helper()
+	var id int64
+	_ = r.st.View(context.Background(), func(tx core.ReadTx) error {
+		o, err := tx.Outbox(1)
+		if err == nil {
+			fmt.Sscan(o.PlatformID, &id)
+		}
+		return nil
+	})
+	if id == 0 {
+		t.Fatalf("no platform id recorded for the first reply (%v)", c.Params)
+	}
+	return id
+}
+
+// TestTelegramTwoBotsPrivateChatsStaySeparate: one person's private chats with two
+// bot accounts have the same chat id and count message ids separately; they are
+// two threads, each answered by its own bot through its own account, and a message
+// with a message_id the other chat already used is not taken for a duplicate.
+func TestTelegramTwoBotsPrivateChatsStaySeparate(t *testing.T) {
+	r := startTelegram(t, "chief_of_staff", "engineer")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dm := func(tok string, update int64, text string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":15,"from":{"id":4242,"is_bot":false,"first_name":"Alice"},"chat":{"id":4242,"type":"private"},"date":1767225600,"text":%q}}`, update, text)
+		if _, err := r.fake.PushUpdate(tok, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fake.WaitConfirmed(ctx, tok, update+1); err != nil {
+			t.Fatal(err)
+		}
+		r.idle(t)
+	}
+	dm("tok-chief_of_staff", 1, "hello chief")
+	dm("tok-engineer", 1, "engineer, are you there?")
+	if r.agent.runs["chief_of_staff"] != 1 || r.agent.runs["engineer"] != 1 {
+		t.Fatalf("runs = %v, want one each: the second DM must not be dropped or routed to the chief", r.agent.runs)
+	}
+	by := map[string]string{}
+	for _, c := range r.fake.Calls("sendMessage") {
+		by[c.Token] = c.Params["text"]
+	}
+	if !strings.Contains(by["tok-chief_of_staff"], "chief_of_staff on it") || !strings.Contains(by["tok-engineer"], "engineer on it") {
+		t.Fatalf("replies by account: %v; each DM must be answered by its own bot", by)
+	}
+	threads, _ := r.eng.Threads(ctx, 0)
+	if len(threads) != 2 {
+		t.Fatalf("threads = %d, want 2", len(threads))
+	}
+}

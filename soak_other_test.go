@@ -1,9 +1,0 @@
-//go:build !linux
-
-package openbot_test
-
-import "syscall"
-
-// dieWithParent has no portable equivalent off Linux: the cleanup of the soak
-// test kills its child.
-func dieWithParent() *syscall.SysProcAttr { return nil }
