@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 )
 
@@ -98,4 +99,24 @@ func (c *Cost) usageLine(t UsageTotal, l Limit) string {
 		s += "; " + strings.Join(parts, "; ")
 	}
 	return s
+}
+
+// UsageAnswer is a chat adapter's answer to /usage (DESIGN.md §10, cost): the
+// engine's report (UsageReporter) for the conversation's thread and the
+// account's bot (accountBot "*" or "": the thread's default bot), or a short
+// sentence when the engine cannot report or the read failed (logged at WARN).
+func UsageAnswer(ctx context.Context, engine any, threadKey, accountBot string, log *slog.Logger) string {
+	u, ok := engine.(UsageReporter)
+	if !ok {
+		return "Usage is not available here."
+	}
+	if accountBot == "*" {
+		accountBot = ""
+	}
+	text, err := u.UsageReport(ctx, threadKey, accountBot)
+	if err != nil {
+		log.Warn("usage report", "err", err)
+		return "Usage could not be read just now; try again."
+	}
+	return text
 }
