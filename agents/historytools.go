@@ -176,7 +176,7 @@ func recallMessages(ctx context.Context, ix *MessageIndex, call ToolCall) (strin
 	var hits []core.Message
 	if ix != nil && call.Thread != 0 {
 		var err error
-		if hits, err = ix.rankSemantic(ctx, call.Thread, all, args.Query, query); err != nil {
+		if hits, err = ix.rankSemantic(ctx, call.Thread, call.Bot.Handle, all, args.Query, query); err != nil {
 			ix.log.Warn("recall_messages: semantic ranking failed; ranking lexically", "thread", call.Thread, "err", err)
 			hits = rank(all, query)
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -49,7 +50,7 @@ type MemoryOptions struct {
 // concurrent use.
 type Memories struct {
 	store core.Store
-	emb   *Embedder
+	emb   atomic.Pointer[Embedder] // nil: lexical; SetEmbedder swaps it
 	clock core.Clock
 	log   *slog.Logger
 	index *MessageIndex
@@ -68,7 +69,8 @@ func NewMemories(opts MemoryOptions) (*Memories, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	m := &Memories{store: opts.Store, emb: opts.Embedder, clock: opts.Clock, log: opts.Logger}
+	m := &Memories{store: opts.Store, clock: opts.Clock, log: opts.Logger}
+	m.emb.Store(opts.Embedder)
 	if opts.Embedder != nil {
 		ix, err := NewMessageIndex(MessageIndexOptions{Store: opts.Store, Embedder: opts.Embedder, Wake: opts.IndexWake, Logger: opts.Logger})
 		if err != nil {
@@ -79,6 +81,20 @@ func NewMemories(opts MemoryOptions) (*Memories, error) {
 	return m, nil
 }
 
+// SetEmbedder makes e the Embedder of the memories and of their message index
+// from the next call on (a configuration reload: its llm profiles and ledger).
+// It only swaps one Embedder for another: memories built without one, or a nil
+// e, keep what they have (turning embeddings on or off takes a restart).
+func (m *Memories) SetEmbedder(e *Embedder) {
+	if e == nil || m.emb.Load() == nil {
+		return
+	}
+	m.emb.Store(e)
+	if m.index != nil {
+		m.index.emb.Store(e)
+	}
+}
+
 // MessageIndex is the semantic index of messages on the same Embedder (seed
 // §9), nil without one: its owner runs MessageIndex.Run and hands it to
 // Options.MessageIndex.
@@ -87,8 +103,8 @@ func (m *Memories) MessageIndex() *MessageIndex { return m.index }
 // Ranker says how memories are ranked, for the start log: "embeddings
 // (profile/model)" or "lexical (BM25)".
 func (m *Memories) Ranker() string {
-	if m.emb != nil {
-		return "embeddings (" + m.emb.Name() + ")"
+	if e := m.emb.Load(); e != nil {
+		return "embeddings (" + e.Name() + ")"
 	}
 	return "lexical (BM25)"
 }
@@ -127,8 +143,8 @@ func (m *Memories) Search(ctx context.Context, bot, query string, limit int) ([]
 		return nil, err
 	}
 	var scores []float64
-	if m.emb != nil && strings.TrimSpace(query) != "" {
-		if scores, err = m.semantic(ctx, mems, query); err != nil {
+	if m.emb.Load() != nil && strings.TrimSpace(query) != "" {
+		if scores, err = m.semantic(ctx, bot, mems, query); err != nil {
 			m.log.Warn("rank memories by embeddings failed; ranking lexically", "bot", bot, "err", err)
 		}
 	}
@@ -158,8 +174,9 @@ func (m *Memories) Search(ctx context.Context, bot, query string, limit int) ([]
 
 // semantic scores mems by cosine similarity to query, embedding (and storing)
 // the memories that have no vector under the current model.
-func (m *Memories) semantic(ctx context.Context, mems []core.Memory, query string) ([]float64, error) {
-	name := m.emb.Name()
+func (m *Memories) semantic(ctx context.Context, bot string, mems []core.Memory, query string) ([]float64, error) {
+	emb := m.emb.Load()
+	name := emb.Name()
 	// Embedding models take a few thousand tokens; a longer query (a
 	// reflection's transcript) is ranked by its newest part.
 	if len(query) > embedQueryChars {
@@ -176,7 +193,7 @@ func (m *Memories) semantic(ctx context.Context, mems []core.Memory, query strin
 			texts = append(texts, mm.Text)
 		}
 	}
-	vecs, err := m.emb.Embed(ctx, texts)
+	vecs, err := emb.EmbedFor(ctx, bot, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +255,7 @@ type MemoryChange struct {
 // Apply makes ops in one transaction and returns the memories as written (a
 // deleted one as it was). Any refused op refuses them all with ErrMemory.
 func (m *Memories) Apply(ctx context.Context, who MemoryChange, ops []MemoryOp) ([]core.Memory, error) {
-	vecs := m.embedOps(ctx, ops)
+	vecs := m.embedOps(ctx, who.Bot, ops)
 	var out []core.Memory
 	err := m.store.Update(ctx, func(tx core.Tx) error {
 		var err error
@@ -251,8 +268,9 @@ func (m *Memories) Apply(ctx context.Context, who MemoryChange, ops []MemoryOp) 
 // embedOps embeds the texts of ops before their transaction (no network inside
 // one); nil when there is no Embedder or it failed (the memories are then
 // embedded lazily by the next search).
-func (m *Memories) embedOps(ctx context.Context, ops []MemoryOp) map[string][]float32 {
-	if m.emb == nil {
+func (m *Memories) embedOps(ctx context.Context, bot string, ops []MemoryOp) map[string][]float32 {
+	emb := m.emb.Load()
+	if emb == nil {
 		return nil
 	}
 	var texts []string
@@ -264,7 +282,7 @@ func (m *Memories) embedOps(ctx context.Context, ops []MemoryOp) map[string][]fl
 	if len(texts) == 0 {
 		return nil
 	}
-	vecs, err := m.emb.Embed(ctx, texts)
+	vecs, err := emb.EmbedFor(ctx, bot, texts)
 	if err != nil {
 		m.log.Warn("embed memories; they are embedded at the next search", "err", err)
 		return nil
@@ -324,7 +342,7 @@ func (m *Memories) applyOne(tx core.Tx, who MemoryChange, op MemoryOp, vecs map[
 		mem.Text, mem.Updated, mem.Source, mem.Run = text, now, who.Source, who.Run
 		mem.Embedding, mem.EmbeddingModel = nil, ""
 		if v, ok := vecs[text]; ok {
-			mem.Embedding, mem.EmbeddingModel = v, m.emb.Name()
+			mem.Embedding, mem.EmbeddingModel = v, m.emb.Load().Name()
 		}
 		stored, err := tx.PutMemory(mem)
 		if err != nil {

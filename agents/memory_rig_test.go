@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +46,9 @@ type memRig struct {
 	// asked gets each delay the reflector's Run waits for; fire ends the wait.
 	asked chan time.Duration
 	fire  chan time.Time
+	// cur is the reflector's current agent (ReflectorOptions.Current): a test
+	// stores another to model a configuration reload.
+	cur *atomic.Pointer[agents.Agent]
 }
 
 // isReflection reports whether a request is a reflection call.
@@ -81,7 +85,9 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	}
 	clock := &memClock{t: time.Now()}
 	asked, fire := make(chan time.Duration, 16), make(chan time.Time)
-	refl, err := agents.NewReflector(agents.ReflectorOptions{Store: st, Agent: agent, Memories: mem, Clock: clock,
+	cur := &atomic.Pointer[agents.Agent]{}
+	cur.Store(agent)
+	refl, err := agents.NewReflector(agents.ReflectorOptions{Store: st, Agent: agent, Current: cur.Load, Memories: mem, Clock: clock,
 		Prices: map[string]core.Price{"m": {Input: 1_000_000, Output: 2_000_000}},
 		After:  func(d time.Duration) <-chan time.Time { asked <- d; return fire }})
 	if err != nil {
@@ -97,7 +103,7 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
-	r := &memRig{t: t, srv: srv, path: path, st: st, mem: mem, refl: refl, clock: clock, eng: eng, asked: asked, fire: fire}
+	r := &memRig{t: t, srv: srv, path: path, st: st, mem: mem, refl: refl, clock: clock, eng: eng, asked: asked, fire: fire, cur: cur}
 	stopped := false
 	r.stop = func() {
 		if stopped {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"openbot/core"
 )
@@ -48,6 +49,7 @@ type MessageIndex struct {
 	opts MessageIndexOptions
 	log  *slog.Logger
 	wake chan struct{}
+	emb  atomic.Pointer[Embedder] // opts.Embedder until Memories.SetEmbedder
 }
 
 // NewMessageIndex validates opts. It does no I/O.
@@ -58,7 +60,9 @@ func NewMessageIndex(opts MessageIndexOptions) (*MessageIndex, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &MessageIndex{opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}, nil
+	ix := &MessageIndex{opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}
+	ix.emb.Store(opts.Embedder)
+	return ix, nil
 }
 
 // Notify asks Run to index new messages; it never blocks.
@@ -132,13 +136,14 @@ func (ix *MessageIndex) IndexPending(ctx context.Context) (int, error) {
 		texts = append(texts, cutString(m.Text, msgIndexChars))
 		idx = append(idx, i)
 	}
+	emb := ix.emb.Load()
 	var vecs [][]float32
 	if len(texts) > 0 {
-		if vecs, err = ix.opts.Embedder.Embed(ctx, texts); err != nil {
+		if vecs, err = emb.Embed(ctx, texts); err != nil {
 			return 0, err
 		}
 	}
-	name := ix.opts.Embedder.Name()
+	name := emb.Name()
 	last := msgs[len(msgs)-1].ID
 	err = ix.opts.Store.Update(ctx, func(tx core.Tx) error {
 		for j, i := range idx {
@@ -158,11 +163,12 @@ func (ix *MessageIndex) IndexPending(ctx context.Context) (int, error) {
 	return len(msgs), nil
 }
 
-// rankSemantic ranks all (a thread's messages) for query: the messages with a
+// rankSemantic ranks all (a thread's messages) for query (its embedding
+// recorded in the ledger for bot): the messages with a
 // vector of the current model by cosine similarity (at least recallMinCosine),
 // and the messages not embedded yet lexically (rank, fallback), merged by
 // alternating the two lists, each best first.
-func (ix *MessageIndex) rankSemantic(ctx context.Context, thread core.ThreadID, all []core.Message, query string, words []string) ([]core.Message, error) {
+func (ix *MessageIndex) rankSemantic(ctx context.Context, thread core.ThreadID, bot string, all []core.Message, query string, words []string) ([]core.Message, error) {
 	var vecs []core.MessageVector
 	err := ix.opts.Store.View(ctx, func(tx core.ReadTx) error {
 		var err error
@@ -172,7 +178,8 @@ func (ix *MessageIndex) rankSemantic(ctx context.Context, thread core.ThreadID, 
 	if err != nil {
 		return nil, err
 	}
-	name := ix.opts.Embedder.Name()
+	emb := ix.emb.Load()
+	name := emb.Name()
 	byID := map[core.MessageID][]float32{}
 	for _, v := range vecs {
 		if v.Model == name {
@@ -182,7 +189,7 @@ func (ix *MessageIndex) rankSemantic(ctx context.Context, thread core.ThreadID, 
 	if len(byID) == 0 {
 		return rank(all, words), nil
 	}
-	q, err := ix.opts.Embedder.Embed(ctx, []string{cutString(query, msgIndexChars)})
+	q, err := emb.EmbedFor(ctx, bot, []string{cutString(query, msgIndexChars)})
 	if err != nil {
 		return nil, err
 	}

@@ -36,8 +36,12 @@ const (
 
 // ReflectorOptions configures a Reflector. Store, Agent and Memories are required.
 type ReflectorOptions struct {
-	Store    core.Store
-	Agent    *Agent // its provider clients make the model calls
+	Store core.Store
+	Agent *Agent // its provider clients make the model calls
+	// Current returns the agent of the current configuration (a reload swaps
+	// it), read at each reflection so changed llm profiles apply; nil or a nil
+	// result: Agent.
+	Current  func() *Agent
 	Memories *Memories
 	// Delay is the debounce: a (bot, thread) batch is reflected once its newest
 	// run completed this long ago. Default DefaultReflectionDelay.
@@ -256,7 +260,13 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 	if err != nil {
 		return err
 	}
-	pc, model, err := r.opts.Agent.provider(bot)
+	agent := r.opts.Agent
+	if r.opts.Current != nil {
+		if cur := r.opts.Current(); cur != nil {
+			agent = cur
+		}
+	}
+	pc, model, err := agent.provider(bot)
 	if err != nil {
 		return err
 	}
@@ -292,7 +302,7 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 			entry.Account = bs[0].Accounts[0]
 		}
 	}
-	vecs := r.opts.Memories.embedOps(ctx, ops)
+	vecs := r.opts.Memories.embedOps(ctx, bot.Handle, ops)
 	who := MemoryChange{Bot: bot.Handle, Source: core.MemorySourceReflection, Run: last.Run, Thread: k.thread}
 	return r.opts.Store.Update(ctx, func(tx core.Tx) error {
 		if _, _, err := tx.PutUsage(entry); err != nil {

@@ -54,12 +54,18 @@ func (t UsageTotal) Add(e UsageEntry) UsageTotal {
 
 // Scopes are the names of the totals an entry counts toward, which the store
 // keeps beside the ledger (Tx.PutUsage) so a budget check reads a few keys, not
-// the ledger. Days and months are UTC.
+// the ledger. Days and months are UTC. An entry of no bot (an embedding of
+// the message index) counts toward no bot scope, one of no thread toward no
+// thread scope; every entry counts toward the global day.
 func (e UsageEntry) Scopes() []string {
-	return []string{
-		BotDayScope(e.Bot, e.At), BotMonthScope(e.Bot, e.At),
-		ThreadScope(e.Thread), GlobalDayScope(e.At),
+	var out []string
+	if e.Bot != "" {
+		out = append(out, BotDayScope(e.Bot, e.At), BotMonthScope(e.Bot, e.At))
 	}
+	if e.Thread != 0 {
+		out = append(out, ThreadScope(e.Thread))
+	}
+	return append(out, GlobalDayScope(e.At))
 }
 
 // BotDayScope names a bot's total for the UTC day of at.

@@ -61,6 +61,7 @@ type reloader struct {
 	reg       *agents.Registry
 	mcp       *mcpSet
 	mem       *agents.Memories // the bots' memory, kept across reloads
+	st        core.Store       // the ledger of the reloaded embeddings client
 	// accounts are the platform accounts: added, changed and removed at a reload,
 	// and given the new team (botSetter) so "@handle" of an added bot is a mention.
 	accounts *accountSet
@@ -99,6 +100,14 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 	if err := r.eng.Reload(ctx, set); err != nil {
 		r.agent.cur.Store(old)
 		return nil, r.refused(fmt.Sprintf("%s: %v", r.path, err))
+	}
+	if r.mem != nil && cfg.Embeddings.On() {
+		// The message index and memory ranking embed with the new llm profiles.
+		if e, err := newEmbedder(cfg, agent, r.st, r.log); err != nil {
+			r.log.Warn("embeddings not reloaded", "err", err)
+		} else {
+			r.mem.SetEmbedder(e)
+		}
 	}
 	changes := appliedChanges(r.cur, cfg)
 	mc, err := r.mcp.Apply(ctx, cfg.MCPServers)

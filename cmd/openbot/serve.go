@@ -164,11 +164,11 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("agents", err)
 	}
-	refl, err := newReflector(a.cfg, st, agent, mem, log)
+	swap := newSwapAgent(agent)
+	refl, err := newReflector(a.cfg, st, swap, mem, log)
 	if err != nil {
 		return a.fail("memory", err)
 	}
-	swap := newSwapAgent(agent)
 	var runner core.Agent = swap
 	if a.chat && !a.terminal {
 		a.failures = &runFailures{Agent: swap}
@@ -231,7 +231,7 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}
 	accts := newAccountSet(a, eng, hl, a.cfg, platform)
-	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, accounts: accts, cur: a.cfg}
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, st: st, accounts: accts, cur: a.cfg}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
