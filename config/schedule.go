@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	"openbot/core"
 )
 
 // Schedule is one scheduled message (DESIGN.md §10 "schedules"): at every slot of
@@ -52,26 +52,6 @@ const (
 	MaxScheduleGrace       = 24 * time.Hour // the dedup keys' floor (MinDedupKeys)
 )
 
-// ScheduleNext parses a schedule's cron expression in its time zone and returns
-// the function giving the first slot strictly after a time.
-func ScheduleNext(expr, zone string) (func(time.Time) time.Time, error) {
-	if zone == "" {
-		zone = "UTC"
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", zone)
-	}
-	if strings.Contains(expr, "TZ=") {
-		return nil, fmt.Errorf("set the zone in time_zone, not in the expression")
-	}
-	sched, err := cron.ParseStandard(expr)
-	if err != nil {
-		return nil, fmt.Errorf("cron %q: %v", expr, err)
-	}
-	return func(t time.Time) time.Time { return sched.Next(t.In(loc)) }, nil
-}
-
 func (c *Config) applyScheduleDefaults() {
 	for i := range c.Schedules {
 		s := &c.Schedules[i]
@@ -104,7 +84,7 @@ func (c *Config) validateSchedules(p *problems, handles map[string]bool) {
 		if _, err := time.LoadLocation(s.TimeZone); err != nil {
 			p.add(path+".time_zone", "unknown time zone %q (an IANA name such as Europe/Berlin)", s.TimeZone)
 		}
-		if _, err := ScheduleNext(s.Cron, "UTC"); err != nil {
+		if _, err := core.CronNext(s.Cron, "UTC"); err != nil {
 			p.add(path+".cron", "%v", err)
 		}
 		if !handles[s.Bot] {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"openbot/core"
 )
 
 // A valid schedule gets its defaults; each bad field is reported at its path.
@@ -13,7 +15,7 @@ func TestScheduleValidation(t *testing.T) {
 	if s.Thread != ScheduleNewThread || s.Grace != time.Hour {
 		t.Errorf("defaults: %+v", s)
 	}
-	next, err := ScheduleNext(s.Cron, s.TimeZone)
+	next, err := core.CronNext(s.Cron, s.TimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 func coreSchedules(cfg *config.Config) ([]core.Schedule, error) {
 	out := make([]core.Schedule, 0, len(cfg.Schedules))
 	for i, s := range cfg.Schedules {
-		next, err := config.ScheduleNext(s.Cron, s.TimeZone)
+		next, err := core.CronNext(s.Cron, s.TimeZone)
 		if err != nil {
 			return nil, fmt.Errorf("schedules[%d]: %w", i, err)
 		}
@@ -207,7 +207,7 @@ func listConfigSchedules(ctx context.Context, cfg *config.Config, stdout io.Writ
 	fmt.Fprintln(tw, "NAME\tCRON\tZONE\tBOT\tTARGET\tTHREAD\tNEXT\tLAST HANDLED")
 	for _, s := range cfg.Schedules {
 		next := "-"
-		if fn, err := config.ScheduleNext(s.Cron, s.TimeZone); err == nil {
+		if fn, err := core.CronNext(s.Cron, s.TimeZone); err == nil {
 			if t := fn(now); !t.IsZero() {
 				next = t.Format("2006-01-02 15:04 MST")
 			}
