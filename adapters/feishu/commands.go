@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"openbot/core"
 )
 
 // Chat commands (DESIGN.md §3, the same small set as Telegram's): "/new" starts a
@@ -68,17 +70,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 // helpText lists the team and the commands for /help.
 func (a *Adapter) helpText(p2p bool) string {
 	var b strings.Builder
-	b.WriteString("Bots on this team:\n")
-	for _, bot := range a.roster() {
-		b.WriteString("@" + bot.Handle)
-		if bot.Name != "" && bot.Name != bot.Handle {
-			b.WriteString(" (" + bot.Name + ")")
-		}
-		if bot.Description != "" {
-			b.WriteString(": " + bot.Description)
-		}
-		b.WriteString("\n")
-	}
+	b.WriteString(core.TeamRoster(a.roster()))
 	if p2p {
 		b.WriteString("\nEvery message here is answered. Write @handle to ask a specific bot. " +
 			"/new starts a new conversation; /stop stops the bots' work in it; /help shows this.")

@@ -404,17 +404,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 // helpText lists the team for /help.
 func (a *Adapter) helpText(conv Conversation) string {
 	var b strings.Builder
-	b.WriteString("Bots on this team:\n")
-	for _, bot := range a.roster() {
-		b.WriteString("@" + bot.Handle)
-		if bot.Name != "" && bot.Name != bot.Handle {
-			b.WriteString(" (" + bot.Name + ")")
-		}
-		if bot.Description != "" {
-			b.WriteString(": " + bot.Description)
-		}
-		b.WriteString("\n")
-	}
+	b.WriteString(core.TeamRoster(a.roster()))
 	newCmd := "/new"
 	if me, ok := a.Self(); ok && conv.Chat < 0 {
 		newCmd = "/new@" + me.UserName // a bare /new in a group may be for any bot
