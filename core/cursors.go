@@ -36,3 +36,19 @@ func (c storeCursors) Cursor(ctx context.Context, name string) (string, error) {
 func (c storeCursors) SetCursor(ctx context.Context, name, value string) error {
 	return c.s.Update(ctx, func(tx Tx) error { return tx.SetCursor(name, value) })
 }
+
+// Flag reads a yes/no cursor, such as an adapter's pending /new: set is "1",
+// cleared is empty (SetFlag).
+func Flag(ctx context.Context, c Cursors, name string) (bool, error) {
+	v, err := c.Cursor(ctx, name)
+	return v != "", err
+}
+
+// SetFlag sets (on) or clears a yes/no cursor (Flag).
+func SetFlag(ctx context.Context, c Cursors, name string, on bool) error {
+	v := ""
+	if on {
+		v = "1"
+	}
+	return c.SetCursor(ctx, name, v)
+}

@@ -347,11 +347,11 @@ func (a *Adapter) pendingNew(ctx context.Context) bool {
 	if a.cursors == nil {
 		return false
 	}
-	v, err := a.cursors.Cursor(ctx, a.pendingNewName())
+	on, err := core.Flag(ctx, a.cursors, a.pendingNewName())
 	if err != nil {
 		a.log.Warn("console: read pending /new", "err", err)
 	}
-	return v != ""
+	return on
 }
 
 // setPendingNew stores (on) or clears the pending /new. A failure is shown: the
@@ -360,11 +360,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, on bool) {
 	if a.cursors == nil {
 		return
 	}
-	v := ""
-	if on {
-		v = "1"
-	}
-	if err := a.cursors.SetCursor(ctx, a.pendingNewName(), v); err != nil && ctx.Err() == nil {
+	if err := core.SetFlag(ctx, a.cursors, a.pendingNewName(), on); err != nil && ctx.Err() == nil {
 		a.log.Warn("console: store pending /new", "err", err)
 		if on {
 			a.notice("could not store /new (%v): it holds until this chat ends", err)

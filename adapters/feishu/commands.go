@@ -45,8 +45,7 @@ func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, erro
 		on, _ := a.fresh.Get(conv.Ref(), a.clock.Now())
 		return on, nil
 	}
-	v, err := a.cursors.Cursor(ctx, a.pendingNewName(conv))
-	return v != "", err
+	return core.Flag(ctx, a.cursors, a.pendingNewName(conv))
 }
 
 // setPendingNew sets or clears the pending /new of conv, durably when the adapter
@@ -60,11 +59,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 		}
 		return nil
 	}
-	v := ""
-	if on {
-		v = "1"
-	}
-	return a.cursors.SetCursor(ctx, a.pendingNewName(conv), v)
+	return core.SetFlag(ctx, a.cursors, a.pendingNewName(conv), on)
 }
 
 // helpText lists the team and the commands for /help.

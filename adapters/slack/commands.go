@@ -131,16 +131,11 @@ func (a *Adapter) pendingNewName(team, channel string) string {
 
 // pendingNew reports whether a bare /new waits for the next message in a DM.
 func (a *Adapter) pendingNew(ctx context.Context, team, channel string) (bool, error) {
-	v, err := a.state.Cursor(ctx, a.pendingNewName(team, channel))
-	return v != "", err
+	return core.Flag(ctx, a.state, a.pendingNewName(team, channel))
 }
 
 func (a *Adapter) setPendingNew(ctx context.Context, team, channel string, on bool) error {
-	v := ""
-	if on {
-		v = "1"
-	}
-	return a.state.SetCursor(ctx, a.pendingNewName(team, channel), v)
+	return core.SetFlag(ctx, a.state, a.pendingNewName(team, channel), on)
 }
 
 // confirm posts a short notice into a DM in the background (after the event is

@@ -381,8 +381,7 @@ func (a *Adapter) pendingNew(ctx context.Context, conv Conversation) (bool, erro
 		on, _ := a.newPending.Get(conv, time.Now())
 		return on, nil
 	}
-	v, err := a.cursors.Cursor(ctx, a.pendingNewName(conv))
-	return v != "", err
+	return core.Flag(ctx, a.cursors, a.pendingNewName(conv))
 }
 
 func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool) error {
@@ -394,11 +393,7 @@ func (a *Adapter) setPendingNew(ctx context.Context, conv Conversation, on bool)
 		}
 		return nil
 	}
-	v := ""
-	if on {
-		v = "1"
-	}
-	return a.cursors.SetCursor(ctx, a.pendingNewName(conv), v)
+	return core.SetFlag(ctx, a.cursors, a.pendingNewName(conv), on)
 }
 
 // helpText lists the team for /help.
