@@ -17,8 +17,7 @@ import (
 // are not recognized. Methods are safe for concurrent use and honour ctx.
 type State interface {
 	// Cursor returns a persisted value, "" when unset; SetCursor stores one ("" clears).
-	Cursor(ctx context.Context, name string) (string, error)
-	SetCursor(ctx context.Context, name, value string) error
+	core.Cursors
 	// BotParent reports whether the message stored or delivered under parentKey (a
 	// DedupKey) was posted by a bot or the system, provided no openbot thread is
 	// bound to threadKey yet, and which actor posted it (core.SystemActor for a
@@ -27,26 +26,13 @@ type State interface {
 	BotParent(ctx context.Context, threadKey, parentKey string) (who core.ActorID, ok bool, err error)
 }
 
-// StoreState implements State on a core.Store, each call one short transaction.
-func StoreState(s core.Store) State { return storeState{s} }
+// StoreState implements State on a core.Store, each call one short transaction;
+// the cursors are core.StoreCursors.
+func StoreState(s core.Store) State { return storeState{core.StoreCursors(s), s} }
 
-type storeState struct{ s core.Store }
-
-func (c storeState) Cursor(ctx context.Context, name string) (string, error) {
-	var v string
-	err := c.s.View(ctx, func(tx core.ReadTx) error {
-		var err error
-		v, err = tx.Cursor(name)
-		if errors.Is(err, core.ErrNotFound) {
-			v, err = "", nil
-		}
-		return err
-	})
-	return v, err
-}
-
-func (c storeState) SetCursor(ctx context.Context, name, value string) error {
-	return c.s.Update(ctx, func(tx core.Tx) error { return tx.SetCursor(name, value) })
+type storeState struct {
+	core.Cursors
+	s core.Store
 }
 
 func (c storeState) BotParent(ctx context.Context, threadKey, parentKey string) (who core.ActorID, ok bool, err error) {
