@@ -128,6 +128,12 @@ type ReadTx interface {
 	// MessageVectors returns the embeddings stored for a thread's messages,
 	// oldest message first (seed §9: the semantic index of messages).
 	MessageVectors(thread ThreadID) ([]MessageVector, error)
+
+	// Lease returns the lease stored under key, live or expired (DESIGN.md §7,
+	// core/lease.go); ErrNotFound when there is none.
+	Lease(key string) (Lease, error)
+	// Leases returns every stored lease whose key starts with prefix, by key.
+	Leases(prefix string) ([]Lease, error)
 }
 
 // LogHeads are the ends of the store's three append-only sequences that the
@@ -189,4 +195,9 @@ type Tx interface {
 	// earlier one (another model). Thread, Message, Model and Vector must be
 	// set.
 	PutMessageVector(v MessageVector) error
+	// PutLease stores a lease under its Key, replacing any earlier one. Key and
+	// Owner must not be empty. Callers decide who may take it (TakeLeaseTx).
+	PutLease(l Lease) error
+	// DeleteLease removes the lease under key; removing an absent one is no error.
+	DeleteLease(key string) error
 }

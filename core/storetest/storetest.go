@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) core.Store) {
 		{"Todo", testTodo},
 		{"Activities", testActivities},
 		{"Cursors", testCursors},
+		{"Leases", testLeases},
 		{"Questions", testQuestions},
 		{"ConsolePaging", testConsolePaging},
 		{"RunEventsSince", testRunEventsSince},

@@ -74,7 +74,7 @@ import (
 //
 // CountQueued reads the "queued_count" counter, kept in the same transaction as the
 // queue index, so it costs O(1) rather than a walk of the queue.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 var (
 	bktMeta          = []byte("meta")
@@ -113,6 +113,8 @@ var (
 	bktReflections = []byte("reflections")
 
 	bktMessageVectors = []byte("message_vectors")
+	// leases: key -> JSON core.Lease (version 7, core/lease.go)
+	bktLeases = []byte("leases")
 
 	keyVersion     = []byte("schema_version")
 	keyQueuedCount = []byte("queued_count")
@@ -126,7 +128,7 @@ func allBuckets() [][]byte {
 		bktRunStatus, bktRunEvents, bktOutbox, bktOutboxPending, bktSeen, bktTodos,
 		bktActivity, bktCursors, bktQuestions, bktQuestionTokens, bktQuestionPending,
 		bktRunEventLog, bktUsage, bktUsageKeys, bktUsageTotals,
-		bktMemories, bktMemoryBot, bktReflections, bktMessageVectors,
+		bktMemories, bktMemoryBot, bktReflections, bktMessageVectors, bktLeases,
 	}
 }
 
@@ -171,7 +173,14 @@ func migrations() []migration {
 		{from: 3, desc: "add the usage ledger: usage, usage_keys and usage_totals", fn: migrate3to4},
 		{from: 4, desc: "add bot memory: memories, memory_bot and reflections", fn: migrate4to5},
 		{from: 5, desc: "add message_vectors, the semantic index of messages", fn: migrate5to6},
+		{from: 6, desc: "add leases, the claims of processes sharing a store", fn: migrate6to7},
 	}
+}
+
+// migrate6to7 adds the lease bucket; version 6 files hold no leases.
+func migrate6to7(tx *bbolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bktLeases)
+	return err
 }
 
 // migrate5to6 adds the message vector bucket; version 5 files have no vectors
