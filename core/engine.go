@@ -109,6 +109,26 @@ type Options struct {
 	// Files configures inbound attachments: where they are saved, size caps
 	// and the download queue (core/files.go).
 	Files FileLimits
+
+	// Shared says other openbot processes use the same store (PostgreSQL,
+	// DESIGN.md §7): running runs, outbox lanes and long-lived ingress are then
+	// leased (core/lease.go), and the work of a process that died is recovered
+	// once its leases lapse, by whichever process sees it first. A store only
+	// one process can open (bbolt) leaves it false: every run in flight at start
+	// is then recovered at once.
+	Shared bool
+	// ProcessID names this process in leases; default "<host>-<pid>-<random>".
+	// It must differ between processes sharing a store.
+	ProcessID string
+	// LeaseTTL is how long a claim lasts unless renewed (renewed every third of
+	// it); default DefaultLeaseTTL. Work of a dead process waits up to this long.
+	LeaseTTL time.Duration
+	// Hints carries wake-ups between processes (usually the store itself); nil
+	// leaves only the periodic sweep (SweepInterval). Used only when Shared.
+	Hints Hinter
+	// SweepInterval is how often a shared engine looks for work no hint
+	// announced and for lapsed claims; default 2s.
+	SweepInterval time.Duration
 }
 
 // ErrStopped is returned by Ingest once the engine is shutting down or has stopped;
@@ -150,6 +170,13 @@ type Engine struct {
 
 	reflections Reflections // nil: no reflection (core/memory.go)
 	files       *fileQueue
+
+	// Leases when the store is shared (core/lease.go, core/shared.go).
+	shared     bool
+	procID     string
+	leaseTTL   time.Duration
+	hints      Hinter
+	sweepEvery time.Duration
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -198,6 +225,19 @@ func New(opts Options) (*Engine, error) {
 	e.sem = newSlots(set.limits.MaxConcurrentRuns)
 	e.lanes = newLanes(e)
 	e.files = newFileQueue(e, opts.Files)
+	e.shared, e.procID, e.leaseTTL, e.hints, e.sweepEvery = opts.Shared, opts.ProcessID, opts.LeaseTTL, opts.Hints, opts.SweepInterval
+	if e.procID == "" {
+		e.procID = newProcessID()
+	}
+	if e.leaseTTL <= 0 {
+		e.leaseTTL = DefaultLeaseTTL
+	}
+	if e.sweepEvery <= 0 {
+		e.sweepEvery = 2 * time.Second
+	}
+	if !e.shared {
+		e.hints = nil
+	}
 	return e, nil
 }
 

@@ -1,0 +1,137 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// newProcessID returns "<host>-<pid>-<random>", unique among the processes
+// sharing a store even when a host reuses a pid.
+func newProcessID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "host"
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// ProcessID is the id this engine claims work under (Options.ProcessID).
+func (e *Engine) ProcessID() string { return e.procID }
+
+// Shared reports whether the engine shares its store with other processes
+// (Options.Shared).
+func (e *Engine) Shared() bool { return e.shared }
+
+// HoldLease runs fn while this process holds the lease on key (DESIGN.md §7,
+// core/lease.go): the long-lived ingress of an account, which exactly one
+// process sharing the store may run. It takes the lease (waiting while another
+// process holds it, calling standby with the holder each time it finds it
+// held), renews it every third of the lease TTL while fn runs, and cancels fn's
+// context when the lease cannot be renewed before it lapses (another process may
+// then take it). When fn returns it releases the lease. HoldLease returns fn's
+// error when fn stops on its own while ctx is live (the account failed for
+// good), and nil once ctx is done. Unshared, it is fn(ctx).
+func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Context) error, standby func(holder string)) error {
+	if !e.shared {
+		return fn(ctx)
+	}
+	every := e.leaseTTL / 3
+	for {
+		until, holder, err := e.takeLease(ctx, key)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil || holder != "" {
+			if err != nil {
+				e.log.Warn("lease not taken", "key", key, "err", err)
+			} else if standby != nil {
+				standby(holder)
+			}
+			if !sleepCtx(ctx, every) {
+				return nil
+			}
+			continue
+		}
+		e.log.Info("lease taken", "key", key, "process", e.procID)
+		ferr := e.runLeased(ctx, key, until, fn)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := e.store.Update(dctx, func(tx Tx) error { return DropLeaseTx(tx, key, e.procID) }); err != nil {
+			e.log.Warn("lease not released; it lapses by itself", "key", key, "err", err)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if ferr != nil && !errors.Is(ferr, errLeaseLost) {
+			return ferr
+		}
+		e.log.Warn("lease lost; trying to take it again", "key", key)
+	}
+}
+
+// errLeaseLost is fn's context cause when HoldLease could not renew in time.
+var errLeaseLost = errors.New("lease lost")
+
+// runLeased runs fn, renewing the lease on key until fn returns.
+func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn func(context.Context) error) error {
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan error, 1)
+	go func() { done <- fn(fctx) }() // joined below before returning
+	t := time.NewTicker(e.leaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			if context.Cause(fctx) == errLeaseLost {
+				return errLeaseLost
+			}
+			return err
+		case <-t.C:
+			u, holder, err := e.takeLease(fctx, key)
+			switch {
+			case err == nil && holder == "":
+				until = u
+			case holder != "" || !e.clock.Now().Before(until.Add(-e.leaseTTL/6)):
+				// Another process holds it, or it lapses before the next renewal
+				// could land: stop before two processes run the ingress.
+				e.log.Warn("lease cannot be renewed; stopping its work", "key", key, "holder", holder, "err", err)
+				cancel(errLeaseLost)
+			}
+		}
+	}
+}
+
+// takeLease takes or renews key for this process; holder is the other
+// process's id when it holds the lease.
+func (e *Engine) takeLease(ctx context.Context, key string) (until time.Time, holder string, err error) {
+	err = e.store.Update(ctx, func(tx Tx) error {
+		l, err := TakeLeaseTx(tx, key, e.procID, e.clock.Now(), e.leaseTTL)
+		if errors.Is(err, ErrLeaseHeld) {
+			holder = l.Owner
+			return nil
+		}
+		until = l.Until
+		return err
+	})
+	return until, holder, err
+}
+
+// sleepCtx waits d or until ctx is done; it reports false when ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
