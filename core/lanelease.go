@@ -25,11 +25,14 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 	}
 	got := map[laneKey]bool{}
 	var want []laneKey
+	now := l.e.clock.Now()
 	l.mu.Lock()
 	for _, o := range page {
 		k := laneKey{o.Account, o.Conversation}
 		if ln, ok := l.m[k]; ok && ln.leased {
 			got[k] = true
+		} else if until, held := l.theirs[k]; held && now.Before(until) {
+			continue // another process's lane until then: no write to learn it again
 		} else if !got[k] && !containsKey(want, k) {
 			want = append(want, k)
 		}
@@ -39,12 +42,15 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 		return func(k laneKey) bool { return got[k] }
 	}
 	var taken []laneKey
+	theirs := map[laneKey]time.Time{}
 	err := l.e.store.Update(ctx, func(tx Tx) error {
 		taken = nil
+		clear(theirs)
 		now := l.e.clock.Now()
 		for _, k := range want {
-			_, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.procID, now, l.e.leaseTTL)
+			held, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.procID, now, l.e.leaseTTL)
 			if errors.Is(err, ErrLeaseHeld) {
+				theirs[k] = held.Until
 				continue
 			} else if err != nil {
 				return err
@@ -60,7 +66,14 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 		taken = nil
 	}
 	l.mu.Lock()
+	if l.theirs == nil || len(l.theirs) > 4*laneQueue*dispatchPage {
+		l.theirs = map[laneKey]time.Time{} // bounded: forget, and learn again
+	}
+	for k, until := range theirs {
+		l.theirs[k] = until
+	}
 	for _, k := range taken {
+		delete(l.theirs, k)
 		ln, ok := l.m[k]
 		if !ok {
 			ln = &lane{idleSince: l.e.clock.Now()}

@@ -47,9 +47,10 @@ type lanes struct {
 	m        map[laneKey]*lane
 	inflight map[OutboxID]bool
 	wg       sync.WaitGroup
-	idle     time.Duration // release a lane idle this long; laneIdle
-	released time.Time     // when idle lanes were last looked for (engine clock)
-	drop     []laneKey     // shared: released lanes whose leases are still to drop
+	idle     time.Duration         // release a lane idle this long; laneIdle
+	released time.Time             // when idle lanes were last looked for (engine clock)
+	drop     []laneKey             // shared: released lanes whose leases are still to drop
+	theirs   map[laneKey]time.Time // shared: lanes other processes hold, until when
 }
 
 func newLanes(e *Engine) *lanes {
