@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-		"slices"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
