@@ -353,3 +353,21 @@ func usageHas(lines [][]string, cmd, sub string, flags []string) bool {
 	}
 	return false
 }
+
+// TestDeployDockerfile checks the image: a static build of the binary, the
+// packages the runtime needs (TLS roots, the shell sandbox, the healthcheck's
+// curl) and a non-root user.
+func TestDeployDockerfile(t *testing.T) {
+	df := readFile(t, "deploy/Dockerfile")
+	for _, want := range []string{
+		"CGO_ENABLED=0 go build", "./cmd/openbot", "ca-certificates", "bubblewrap", "curl",
+		"USER openbot", `CMD ["serve", "--config", "/etc/openbot/config.yaml"]`,
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("deploy/Dockerfile lacks %q", want)
+		}
+	}
+	if n := strings.Count(df, "\nFROM "); n < 2 {
+		t.Errorf("deploy/Dockerfile has %d stages, want a build and a runtime stage", n)
+	}
+}
