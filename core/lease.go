@@ -51,6 +51,11 @@ func LeaseKeyLane(account AccountID, conv ConversationRef) string {
 // Socket Mode, Telegram long polling, Feishu long connection).
 func LeaseKeyIngress(account AccountID) string { return "ingress/" + string(account) }
 
+// LeaseKeyWorker is the lease key of a background worker of which one process
+// at a time runs the store's whole share (the reflector, the message index,
+// the retention pruner).
+func LeaseKeyWorker(name string) string { return "worker/" + name }
+
 // ErrLeaseHeld is returned (wrapped, naming the holder) by TakeLeaseTx when
 // another process holds a live lease on the key.
 var ErrLeaseHeld = errors.New("lease held by another process")

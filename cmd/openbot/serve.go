@@ -342,15 +342,17 @@ func (a *app) serve(ctx context.Context) int {
 	})
 	if pruner != nil {
 		g.Go(func() error { // the pruner stops with the engine, within one small transaction
-			return pruner.Run(engCtx)
+			return eng.HoldLease(engCtx, core.LeaseKeyWorker("prune"), pruner.Run, nil)
 		})
 	}
+	// Background workers that process the whole store run in one process at a
+	// time when several share it (HoldLease; unshared it just runs them).
 	g.Go(func() error { // reflection stops with the engine, flushing within memory.flush_timeout
-		return refl.Run(engCtx)
+		return eng.HoldLease(engCtx, core.LeaseKeyWorker("reflect"), refl.Run, nil)
 	})
 	if ix := mem.MessageIndex(); ix != nil {
 		g.Go(func() error { // the message index stops with the engine, within one embeddings request
-			return ix.Run(engCtx)
+			return eng.HoldLease(engCtx, core.LeaseKeyWorker("index"), ix.Run, nil)
 		})
 	}
 	if ln != nil {
