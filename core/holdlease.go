@@ -37,7 +37,8 @@ func (e *Engine) Shared() bool { return e.shared }
 // context when the lease cannot be renewed before it lapses (another process may
 // then take it). When fn returns it releases the lease. HoldLease returns fn's
 // error when fn stops on its own while ctx is live (the account failed for
-// good), and nil once ctx is done. Unshared, it is fn(ctx).
+// good) or nil when fn returns nil on its own (it is done), and nil once ctx
+// is done. Unshared, it is fn(ctx).
 func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Context) error, standby func(holder string)) error {
 	if !e.shared {
 		return fn(ctx)
@@ -69,8 +70,8 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 		if ctx.Err() != nil {
 			return nil
 		}
-		if ferr != nil && !errors.Is(ferr, errLeaseLost) {
-			return ferr
+		if !errors.Is(ferr, errLeaseLost) {
+			return ferr // fn is done (nil) or failed for good
 		}
 		e.log.Warn("lease lost; trying to take it again", "key", key)
 	}
