@@ -102,6 +102,9 @@ type concurrencyAgent struct {
 	overlaps []string
 	answered map[core.MessageID]int
 	block    func(job *core.Job) bool // true: wait until ctx ends (a hung process)
+	// pause, when set and returning true, decides the whole result (questions).
+	pause   func(job *core.Job) (core.Result, bool)
+	resumed []string // decisions the resumed runs were handed, in order
 }
 
 func newConcurrencyAgent() *concurrencyAgent {
@@ -118,7 +121,16 @@ func (a *concurrencyAgent) Execute(ctx context.Context, job *core.Job) (core.Res
 	a.inBot[job.Bot.Handle]++
 	a.maxBot[job.Bot.Handle] = max(a.maxBot[job.Bot.Handle], a.inBot[job.Bot.Handle])
 	block := a.block != nil && a.block(job)
+	pause := a.pause
+	if job.Resume != nil {
+		a.resumed = append(a.resumed, job.Resume.Decision())
+	}
 	a.mu.Unlock()
+	if pause != nil {
+		if res, ok := pause(job); ok {
+			return res, nil // the deferred count below still runs
+		}
+	}
 	defer func() {
 		a.mu.Lock()
 		a.inThread[key]--
@@ -155,6 +167,7 @@ type Opener func(t *testing.T) (core.Store, core.Hinter)
 func Run(t *testing.T, open func(t *testing.T) Opener) {
 	t.Run("AnswerEachMessageOnce", func(t *testing.T) { testAnswerEachMessageOnce(t, open(t)) })
 	t.Run("KilledMidRunIsRecovered", func(t *testing.T) { testKilledMidRunIsRecovered(t, open(t)) })
+	t.Run("FirstAnswerWins", func(t *testing.T) { testFirstAnswerWins(t, open(t)) })
 }
 
 // testWriter sends an engine's log lines to the test's log.
@@ -477,4 +490,86 @@ func testKilledMidRunIsRecovered(t *testing.T, open Opener) {
 	if answers != 1 {
 		t.Errorf("delivered %q, want exactly one answer", texts)
 	}
+}
+
+// testFirstAnswerWins: a bot's approval question is answered at the same
+// moment through three engines with different decisions. Exactly one answer
+// is accepted, the others are told it was already decided, and the run
+// resumes once, in whichever process picks it, with the accepted decision.
+func testFirstAnswerWins(t *testing.T, open Opener) {
+	bots := []core.BotProfile{{Handle: "chief_of_staff", Name: "Chief"}}
+	x := newSharedRig(t, open, 3, bots, 2*time.Second)
+	x.agent.pause = func(job *core.Job) (core.Result, bool) {
+		if job.Resume == nil {
+			return core.Result{Pause: &core.Pause{Kind: core.QuestionApproval, Text: "@chief_of_staff wants to run shell",
+				Tool: "shell", Args: []byte(`{"command":"make deploy"}`), CallID: "call_1"}, Checkpoint: []byte(`{}`)}, true
+		}
+		return core.Result{Reply: "resumed with " + job.Resume.Decision()}, true
+	}
+	x.say(0, "q1", "deploy please")
+	var q core.Question
+	deadline := time.Now().Add(20 * time.Second)
+	for q.ID == 0 {
+		x.view(func(tx core.ReadTx) error {
+			qs, err := tx.Questions(true, 0)
+			if len(qs) > 0 {
+				q = qs[0]
+			}
+			return err
+		})
+		if q.ID == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no question was asked")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	outcomes := make([]core.AnswerOutcome, 3)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := x.engines[i].Answer(context.Background(), core.Answer{Question: q.ID, Choice: i % 2,
+				Actor: "console:you", Name: "you", Account: "console/local"})
+			if err != nil {
+				t.Errorf("answer through engine %d: %v", i, err)
+			}
+			outcomes[i] = res.Outcome
+		}()
+	}
+	close(start)
+	wg.Wait()
+	x.idle(1)
+	accepted := 0
+	for _, o := range outcomes {
+		switch o {
+		case core.AnswerAccepted:
+			accepted++
+		case core.AnswerDecided:
+		default:
+			t.Errorf("outcome %q, want accepted or already_decided", o)
+		}
+	}
+	if accepted != 1 {
+		t.Errorf("outcomes %v: %d accepted, want exactly one", outcomes, accepted)
+	}
+	x.agent.mu.Lock()
+	resumed := append([]string(nil), x.agent.resumed...)
+	x.agent.mu.Unlock()
+	if len(resumed) != 1 {
+		t.Errorf("the run resumed %d times (%v), want once", len(resumed), resumed)
+	}
+	x.view(func(tx core.ReadTx) error {
+		cur, err := tx.Question(q.ID)
+		if err != nil {
+			return err
+		}
+		if cur.Status == core.QuestionPending || len(resumed) == 1 && cur.Decision() != resumed[0] {
+			t.Errorf("question %s decided %q, the run resumed with %v", cur.Status, cur.Decision(), resumed)
+		}
+		return nil
+	})
 }
