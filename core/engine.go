@@ -178,6 +178,9 @@ type Engine struct {
 	hints      Hinter
 	sweepEvery time.Duration
 	hintq      hintQueue
+	// incarnation owns the lease on procID: the id plus a random part, so a
+	// restart with the same id is told apart from a second live process.
+	incarnation string
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -240,6 +243,7 @@ func New(opts Options) (*Engine, error) {
 		e.hints = nil
 	}
 	e.hintq.signal = make(chan struct{}, 1)
+	e.incarnation = e.procID + "#" + newProcessID()
 	return e, nil
 }
 
@@ -314,6 +318,12 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		}
 		return fmt.Errorf("core: storing bots: %w", err)
+	}
+	if err := e.claimProcessID(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}
 	if err := e.recover(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -397,6 +407,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.lanes.wait()
 	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
 	e.lanes.dropAll(dctx) // shared: another process takes the lanes at once
+	e.dropProcessID(dctx)
 	dcancel()
 	return nil
 }

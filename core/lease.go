@@ -51,6 +51,10 @@ func LeaseKeyLane(account AccountID, conv ConversationRef) string {
 // Socket Mode, Telegram long polling, Feishu long connection).
 func LeaseKeyIngress(account AccountID) string { return "ingress/" + string(account) }
 
+// LeaseKeyProcess is the lease key a running process holds on its own id, so
+// two live processes never share one (Options.ProcessID).
+func LeaseKeyProcess(id string) string { return "process/" + id }
+
 // LeaseKeyWorker is the lease key of a background worker of which one process
 // at a time runs the store's whole share (the reflector, the message index,
 // the retention pruner).

@@ -78,6 +78,64 @@ func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID
 	return may
 }
 
+// ErrProcessIDInUse is returned (wrapped) by Run when another live process
+// holds this engine's process id (Options.ProcessID must be unique).
+var ErrProcessIDInUse = errors.New("process id in use by another live process")
+
+// claimProcessID takes the lease on this process's id for this incarnation
+// (shared only). A predecessor with the same id that died holds it until it
+// lapses, so it waits up to the lease TTL and a little more; a live process
+// with the same id keeps it, and Run fails with ErrProcessIDInUse.
+func (e *Engine) claimProcessID(ctx context.Context) error {
+	if !e.shared {
+		return nil
+	}
+	key := LeaseKeyProcess(e.procID)
+	deadline := e.clock.Now().Add(e.leaseTTL + e.leaseTTL/2)
+	for {
+		var holder string
+		err := e.store.Update(ctx, func(tx Tx) error {
+			l, err := TakeLeaseTx(tx, key, e.incarnation, e.clock.Now(), e.leaseTTL)
+			if errors.Is(err, ErrLeaseHeld) {
+				holder = l.Owner
+				return nil
+			}
+			return err
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("core: claiming process id %q: %w", e.procID, err)
+		case holder == "":
+			return nil
+		case !e.clock.Now().Before(deadline):
+			return fmt.Errorf("core: process id %q: %w (store.process_id must differ between processes)", e.procID, ErrProcessIDInUse)
+		}
+		e.log.Warn("process id held by another process; waiting for it to lapse", "process", e.procID)
+		if !sleepCtx(ctx, e.leaseTTL/4) {
+			return ctx.Err()
+		}
+	}
+}
+
+// renewProcessID extends the lease on this process's id.
+func (e *Engine) renewProcessID(ctx context.Context) {
+	err := e.store.Batch(ctx, func(tx Tx) error {
+		_, err := TakeLeaseTx(tx, LeaseKeyProcess(e.procID), e.incarnation, e.clock.Now(), e.leaseTTL)
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("renewing the process id lease failed", "process", e.procID, "err", err)
+	}
+}
+
+// dropProcessID releases this process's id at shutdown (shared only).
+func (e *Engine) dropProcessID(ctx context.Context) {
+	if !e.shared {
+		return
+	}
+	_ = e.store.Update(ctx, func(tx Tx) error { return DropLeaseTx(tx, LeaseKeyProcess(e.procID), e.incarnation) })
+}
+
 // runningThreadsTx returns the threads where bot has a running run, in any
 // process.
 func runningThreadsTx(tx ReadTx, bot ActorID) (map[ThreadID]bool, error) {
@@ -133,6 +191,7 @@ func (e *Engine) renewLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		e.renewProcessID(ctx)
 		e.renewRuns(ctx)
 		e.lanes.renew(ctx)
 	}

@@ -1,8 +1,11 @@
 package core_test
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"openbot/core"
 	"openbot/core/sharedtest"
@@ -28,3 +31,54 @@ func TestShared(t *testing.T) {
 type nopClose struct{ core.Store }
 
 func (nopClose) Close() error { return nil }
+
+// TestSharedProcessIDMustBeUnique: a second engine configured with the id of
+// a live one waits for that id's lease and then refuses to run, rather than
+// acting on the first one's claims; the id is free again once the first stops.
+func TestSharedProcessIDMustBeUnique(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	newEngine := func() *core.Engine {
+		e, err := core.New(core.Options{Store: nopClose{st}, Agent: nopAgent{}, Bots: team, Shared: true,
+			ProcessID: "web-1", LeaseTTL: 300 * time.Millisecond, SweepInterval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first := newEngine()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	<-first.Ready()
+	err = newEngine().Run(context.Background())
+	if !errors.Is(err, core.ErrProcessIDInUse) {
+		t.Errorf("second engine with the same id: Run = %v, want ErrProcessIDInUse", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first engine: %v", err)
+	}
+	again := newEngine()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done2 := make(chan error, 1)
+	go func() { done2 <- again.Run(ctx2) }()
+	select {
+	case <-again.Ready():
+	case err := <-done2:
+		t.Fatalf("the id was not free after its process stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("engine did not start")
+	}
+	cancel2()
+	<-done2
+}
+
+type nopAgent struct{}
+
+func (nopAgent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
+	return core.Result{Reply: "ok"}, nil
+}
