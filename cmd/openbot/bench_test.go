@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"openbot/store/postgres/pgtest"
 )
 
 // TestBenchCommand runs `openbot bench` small and checks every figure is printed.
@@ -20,6 +24,39 @@ func TestBenchCommand(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestBenchPostgres runs `openbot bench --dsn` small against a throwaway
+// cluster: the PostgreSQL figures are printed, for one engine and for two
+// sharing the database, every paced message reached the model, and the
+// scratch schemas are gone afterwards.
+func TestBenchPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--n", "200", "--workers", "8", "--queued", "2000", "--paced", "20", "--rate", "100",
+		"--dir", t.TempDir(), "--dsn", dsn, "--processes", "2"}, strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr: %s\nstdout: %s", code, errb.String(), out.String())
+	}
+	t.Logf("output:\n%s", out.String())
+	for _, want := range []string{"core Ingest, PostgreSQL:", "pick, PostgreSQL,    100 queued", "pick, PostgreSQL,   2000 queued",
+		"bbolt, 1 engine:", "PostgreSQL, 1 engine(s):", "PostgreSQL, 2 engine(s):", "(20/20 at 100 msg/s)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "(20/20 at 100 msg/s)"); n != 3 {
+		t.Errorf("%d of 3 shared measurements had every message reach the model:\n%s", n, out.String())
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(context.Background())
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'openbot_bench_%'`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d scratch schemas left behind (%v)", left, err)
 	}
 }
 
