@@ -229,25 +229,31 @@ func pickCost(ctx context.Context, path string, total int) (next, whole time.Dur
 		return 0, 0, 0, err
 	}
 	defer st.Close()
-	return pickCostOn(ctx, st, total)
+	return pickCostOn(ctx, st, total, 0)
 }
 
-// pickCostOn is pickCost on st, which should be empty.
-func pickCostOn(ctx context.Context, st core.Store, total int) (next, whole time.Duration, batch int, err error) {
+// pickCostOn is pickCost on st, which should be empty, with history completed
+// items of the same bots and threads stored before the queued ones (the past
+// a queue builds up behind).
+func pickCostOn(ctx context.Context, st core.Store, total, history int) (next, whole time.Duration, batch int, err error) {
 	const threads, bots, chunk = 1000, 10, 10000
 	var ths []core.ThreadID
-	for done := 0; done < total; done += chunk {
+	for done := 0; done < history+total; done += chunk {
 		err := st.Update(ctx, func(tx core.Tx) error {
-			for len(ths) < min(threads, total) {
+			for len(ths) < min(threads, history+total) {
 				t, err := tx.PutThread(core.Thread{Key: fmt.Sprint(len(ths))})
 				if err != nil {
 					return err
 				}
 				ths = append(ths, t.ID)
 			}
-			for i := done; i < min(done+chunk, total); i++ {
+			for i := done; i < min(done+chunk, history+total); i++ {
+				status := core.ItemQueued
+				if i < history {
+					status = core.ItemDone
+				}
 				_, err := tx.PutItem(core.InboxItem{Actor: core.ActorID(fmt.Sprintf("bot:b%d", i%bots)), Thread: ths[i%len(ths)],
-					Kind: core.ItemMessage, Message: core.MessageID(i + 1), Status: core.ItemQueued})
+					Kind: core.ItemMessage, Message: core.MessageID(i + 1), Status: status})
 				if err != nil {
 					return err
 				}

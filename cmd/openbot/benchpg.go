@@ -72,13 +72,17 @@ func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		next, whole, batch, err := pickCostOn(ctx, st, total)
+		history := 0
+		if total > 100 {
+			history = total
+		}
+		next, whole, batch, err := pickCostOn(ctx, st, total, history)
 		_ = st.Close()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "pick, PostgreSQL, %6d queued over 1000 threads: next item %6.1f µs; with its thread's %d queued items %7.1f µs\n",
-			total, us(next), batch, us(whole))
+		fmt.Fprintf(stdout, "pick, PostgreSQL, %6d queued over 1000 threads, %6d done before: next item %6.1f µs; with its thread's %d queued items %7.1f µs\n",
+			total, history, us(next), batch, us(whole))
 	}
 
 	bst, err := bolt.Open(filepath.Join(b.dir, "shared.db"), bolt.Options{})
