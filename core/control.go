@@ -74,6 +74,35 @@ func (c *runCancels) remove(id RunID) {
 	delete(c.m, id)
 }
 
+// ids returns the runs executing in this process.
+func (c *runCancels) ids() []RunID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]RunID, 0, len(c.m))
+	for id := range c.m {
+		out = append(out, id)
+	}
+	return out
+}
+
+// has reports whether run id executes in this process.
+func (c *runCancels) has(id RunID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[id]
+	return ok
+}
+
+// cancelWith interrupts run id with cause, if it executes here.
+func (c *runCancels) cancelWith(id RunID, cause error) {
+	c.mu.Lock()
+	f := c.m[id]
+	c.mu.Unlock()
+	if f != nil {
+		f(cause)
+	}
+}
+
 func (c *runCancels) cancel(id RunID) {
 	c.mu.Lock()
 	f := c.m[id]
@@ -132,6 +161,7 @@ func (e *Engine) CancelRun(ctx context.Context, id RunID, by By) (Run, error) {
 func (e *Engine) afterCancel(runs []RunID, woken []string, bot ActorID) {
 	for _, id := range runs {
 		e.ctl.cancel(id)
+		e.hintCancel(id) // shared: the run may execute in another process
 	}
 	for _, h := range woken {
 		e.wake(h)

@@ -177,6 +177,7 @@ type Engine struct {
 	leaseTTL   time.Duration
 	hints      Hinter
 	sweepEvery time.Duration
+	hintq      hintQueue
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -238,6 +239,7 @@ func New(opts Options) (*Engine, error) {
 	if !e.shared {
 		e.hints = nil
 	}
+	e.hintq.signal = make(chan struct{}, 1)
 	return e, nil
 }
 
@@ -341,6 +343,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		defer wg.Done()
 		e.expiryLoop(ctx, e.expiryEvery)
 	}()
+	// Shared: claims renewed while runs and lanes may still be busy, so until
+	// delivery is done (core/shared.go).
+	e.sharedLoops(ctx, deliverCtx, &wg)
 
 	var workers sync.WaitGroup
 	// start runs a bot's worker unless it has one; called with e.mu held.
@@ -390,6 +395,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	cancelDeliver()
 	wg.Wait()
 	e.lanes.wait()
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+	e.lanes.dropAll(dctx) // shared: another process takes the lanes at once
+	dcancel()
 	return nil
 }
 

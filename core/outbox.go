@@ -36,6 +36,7 @@ type lane struct {
 	queue     []OutboxID // oldest first; nil while idle
 	running   bool       // a goroutine is delivering the queue
 	idleSince time.Time  // engine clock, set when the queue drained
+	leased    bool       // shared: this process holds the lane's lease (core/lanelease.go)
 }
 
 // lanes delivers the outbox: one ordered lane per (account, conversation), each
@@ -48,14 +49,22 @@ type lanes struct {
 	wg       sync.WaitGroup
 	idle     time.Duration // release a lane idle this long; laneIdle
 	released time.Time     // when idle lanes were last looked for (engine clock)
+	drop     []laneKey     // shared: released lanes whose leases are still to drop
 }
 
 func newLanes(e *Engine) *lanes {
 	return &lanes{e: e, m: map[laneKey]*lane{}, inflight: map[OutboxID]bool{}, idle: laneIdle}
 }
 
-// kickOutbox wakes the dispatcher after new outbox entries were committed.
+// kickOutbox wakes the dispatcher after new outbox entries were committed,
+// and, shared, the other processes' dispatchers (the entry's lane may be theirs).
 func (e *Engine) kickOutbox() {
+	e.kickLocal()
+	e.hint("outbox", "")
+}
+
+// kickLocal wakes this process's dispatcher.
+func (e *Engine) kickLocal() {
 	select {
 	case e.kick <- struct{}{}:
 	default:
@@ -74,6 +83,7 @@ func (l *lanes) dispatch(ctx context.Context) {
 		case <-t.C:
 		}
 		l.release(l.e.clock.Now())
+		l.dropReleased(ctx)
 		if err := l.sweep(ctx); err != nil && ctx.Err() == nil {
 			l.e.log.Error("outbox sweep", "err", err)
 		}
@@ -92,6 +102,9 @@ func (l *lanes) release(now time.Time) {
 	for k, ln := range l.m {
 		if !ln.running && len(ln.queue) == 0 && now.Sub(ln.idleSince) >= l.idle {
 			delete(l.m, k)
+			if ln.leased {
+				l.drop = append(l.drop, k)
+			}
 		}
 	}
 }
@@ -109,10 +122,11 @@ func (l *lanes) sweep(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		mine := l.leaseLanes(ctx, page)
 		for _, o := range page {
 			after = o.ID
 			k := laneKey{o.Account, o.Conversation}
-			if full[k] {
+			if full[k] || !mine(k) {
 				continue
 			}
 			if _, ok := l.e.adapter(o.Account); !ok {
@@ -141,6 +155,9 @@ func (l *lanes) offer(ctx context.Context, k laneKey, id OutboxID) bool {
 	if !ok {
 		ln = &lane{}
 		l.m[k] = ln
+	}
+	if l.e.shared && !ln.leased {
+		return true // not this process's lane (lease lost or not taken): the sweep sees to it
 	}
 	if len(ln.queue) >= laneQueue {
 		return false
@@ -495,10 +512,10 @@ func (l *lanes) waitIdle(d time.Duration) bool {
 			var pending []OutboxEntry
 			_ = l.e.store.View(context.Background(), func(tx ReadTx) error {
 				var err error
-				pending, err = tx.PendingOutbox(0, 1)
+				pending, err = tx.PendingOutbox(0, dispatchPage)
 				return err
 			})
-			if len(pending) == 0 {
+			if !l.anyMine(pending) {
 				return true
 			}
 			l.e.kickOutbox()

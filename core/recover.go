@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MaxRestartsBeforeFirstStep bounds how many times recover starts a run again
@@ -30,85 +31,118 @@ const MaxRestartsBeforeFirstStep = 2
 // are untouched; pending outbox entries are delivered by the lanes once they
 // start.
 func (e *Engine) recover(ctx context.Context) error {
+	if e.shared {
+		// Other processes may be running their runs right now: take over only
+		// the runs whose claims lapsed (core/shared.go), here and every sweep.
+		_, err := e.recoverLapsed(ctx)
+		return err
+	}
 	return e.store.Update(ctx, func(tx Tx) error {
-		var stale, resumed []Run
+		var rs []Run
 		for _, st := range []RunStatus{RunRunning, RunQueued} {
-			rs, err := tx.RunsByStatus(st)
+			more, err := tx.RunsByStatus(st)
 			if err != nil {
 				return err
 			}
-			for _, r := range rs {
-				switch {
-				case len(r.Checkpoint) > 0:
-					resumed = append(resumed, r)
-				case r.Status == RunRunning && r.Restarts < MaxRestartsBeforeFirstStep:
-					r.Restarts++ // dies before its first step: start it again
-					resumed = append(resumed, r)
-				case r.Status == RunQueued && r.Restarts > 0:
-					resumed = append(resumed, r) // queued to start again by an earlier start
-				default:
-					stale = append(stale, r)
+			rs = append(rs, more...)
+		}
+		return e.recoverRunsTx(tx, rs, true, "recovered after restart")
+	})
+}
+
+// recoverRunsTx repairs rs (running or queued runs whose process is gone) as
+// recover describes. With orphans, every processing item that no resumed run
+// keeps fails too (the whole store was in flight); without, only the items of
+// the runs in rs are touched (other processes' runs go on). what names the
+// occasion in the log.
+func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error {
+	var stale, resumed []Run
+	for _, r := range rs {
+		switch {
+		case len(r.Checkpoint) > 0:
+			resumed = append(resumed, r)
+		case r.Status == RunRunning && r.Restarts < MaxRestartsBeforeFirstStep:
+			r.Restarts++ // dies before its first step: start it again
+			resumed = append(resumed, r)
+		case r.Status == RunQueued && r.Restarts > 0:
+			resumed = append(resumed, r) // queued to start again by an earlier start
+		default:
+			stale = append(stale, r)
+		}
+	}
+	keep := map[ItemID]bool{}
+	for _, r := range resumed {
+		if err := e.queueRestartTx(tx, r); err != nil {
+			return err
+		}
+		for _, id := range r.Items {
+			keep[id] = true
+		}
+	}
+	now := e.clock.Now()
+	for _, r := range stale {
+		r.Status, r.Error, r.Ended, r.Checkpoint = RunFailed, "server restarted", now, nil
+		r.Owner, r.LeaseUntil = "", time.Time{}
+		if _, err := tx.PutRun(r); err != nil {
+			return err
+		}
+		if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunFailed, "error": r.Error}), At: now}); err != nil {
+			return err
+		}
+		t, err := tx.Thread(r.Thread)
+		if err != nil {
+			return fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
+		}
+		handle := strings.TrimPrefix(string(r.Bot), "bot:")
+		notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
+			Text: fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle)}
+		if _, err := e.postTx(tx, &t, postSpec{msg: notice}); err != nil {
+			return err
+		}
+		e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+		if err := e.interruptedApprovalTx(tx, r); err != nil {
+			return err
+		}
+	}
+	var items []InboxItem
+	if orphans {
+		var err error
+		if items, err = tx.ItemsByStatus(ItemProcessing); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range stale {
+			for _, id := range r.Items {
+				it, err := tx.Item(id)
+				if err != nil {
+					return err
+				}
+				if it.Status == ItemProcessing {
+					items = append(items, it)
 				}
 			}
 		}
-		keep := map[ItemID]bool{}
-		for _, r := range resumed {
-			if err := e.queueRestartTx(tx, r); err != nil {
-				return err
-			}
-			for _, id := range r.Items {
-				keep[id] = true
-			}
+	}
+	failed := 0
+	for _, it := range items {
+		if keep[it.ID] {
+			continue
 		}
-		now := e.clock.Now()
-		for _, r := range stale {
-			r.Status, r.Error, r.Ended, r.Checkpoint = RunFailed, "server restarted", now, nil
-			if _, err := tx.PutRun(r); err != nil {
-				return err
-			}
-			if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunFailed, "error": r.Error}), At: now}); err != nil {
-				return err
-			}
-			t, err := tx.Thread(r.Thread)
-			if err != nil {
-				return fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
-			}
-			handle := strings.TrimPrefix(string(r.Bot), "bot:")
-			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-				Text: fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle)}
-			if _, err := e.postTx(tx, &t, postSpec{msg: notice}); err != nil {
-				return err
-			}
-			e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
-			if err := e.interruptedApprovalTx(tx, r); err != nil {
-				return err
-			}
-		}
-		items, err := tx.ItemsByStatus(ItemProcessing)
-		if err != nil {
+		it.Status = ItemFailed
+		if _, err := tx.PutItem(it); err != nil {
 			return err
 		}
-		failed := 0
-		for _, it := range items {
-			if keep[it.ID] {
-				continue
-			}
-			it.Status = ItemFailed
-			if _, err := tx.PutItem(it); err != nil {
-				return err
-			}
-			failed++
+		failed++
+	}
+	for _, r := range stale {
+		if _, err := e.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
+			return err
 		}
-		for _, r := range stale {
-			if _, err := e.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
-				return err
-			}
-		}
-		if len(stale) > 0 || len(resumed) > 0 || failed > 0 {
-			e.log.Warn("recovered after restart", "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
-		}
-		return nil
-	})
+	}
+	if len(stale) > 0 || len(resumed) > 0 || failed > 0 {
+		e.log.Warn(what, "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
+	}
+	return nil
 }
 
 // queueRestartTx makes a run a restart interrupted queued with one queued
@@ -118,6 +152,7 @@ func (e *Engine) queueRestartTx(tx Tx, r Run) error {
 	now := e.clock.Now()
 	if r.Status != RunQueued {
 		r.Status = RunQueued
+		r.Owner, r.LeaseUntil = "", time.Time{} // anyone's to pick
 		if _, err := tx.PutRun(r); err != nil {
 			return err
 		}
@@ -154,6 +189,7 @@ func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*J
 	now := e.clock.Now()
 	run.Status = RunRunning
 	run.Items = append(run.Items, it.ID)
+	e.claimRun(&run, now)
 	run, err := tx.PutRun(run)
 	if err != nil {
 		return nil, err

@@ -85,6 +85,9 @@ func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) err
 		if run.Status != RunRunning {
 			return fmt.Errorf("run %d is %s, not running", run.ID, run.Status)
 		}
+		if !r.e.ownsRun(run) {
+			return fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
+		}
 		run.Checkpoint = append(json.RawMessage(nil), transcript...)
 		_, err = tx.PutRun(run)
 		return err

@@ -25,8 +25,15 @@ type worker struct {
 	busy map[ThreadID]bool // threads with a run of this bot in flight, until execute returns
 }
 
-// wake nudges a bot's worker after its mailbox changed.
+// wake nudges a bot's worker after its mailbox changed, here and, shared, in
+// the other processes (a hint; core/shared.go).
 func (e *Engine) wake(handle string) {
+	e.wakeLocal(handle)
+	e.hint("wake", handle)
+}
+
+// wakeLocal nudges this process's worker of a bot.
+func (e *Engine) wakeLocal(handle string) {
 	e.mu.Lock()
 	w := e.workers[handle]
 	e.mu.Unlock()
@@ -143,8 +150,22 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		jobs = nil // Batch may run fn again: nothing from an earlier run survives
 		taken := map[ThreadID]bool{}
+		limit := k
+		if e.shared {
+			// Other processes run this bot too: its running runs in the store,
+			// whoever runs them, are busy threads and count toward its limit
+			// (core/shared.go).
+			running, err := runningThreadsTx(tx, bot.ID())
+			if err != nil {
+				return err
+			}
+			for t := range running {
+				taken[t] = true
+			}
+			limit = min(k, bot.parallel()-len(running))
+		}
 		busyOrTaken := func(t ThreadID) bool { return taken[t] || (busy != nil && busy(t)) }
-		for len(jobs) < k {
+		for len(jobs) < limit {
 			job, err := e.pickTx(tx, bot, busyOrTaken)
 			if err != nil || job == nil {
 				return err
@@ -208,6 +229,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 		}
 		now := e.clock.Now()
 		run := Run{Bot: bot.ID(), Thread: first.Thread, Status: RunRunning, Created: now, Started: now}
+		e.claimRun(&run, now)
 		var triggers []Message
 		for _, it := range items {
 			if it.Kind != ItemMessage {
@@ -299,6 +321,7 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 	now := e.clock.Now()
 	run.Status, run.Started = RunRunning, now
 	run.Items = append(run.Items, it.ID)
+	e.claimRun(&run, now)
 	if run, err = tx.PutRun(run); err != nil {
 		return nil, err
 	}
@@ -372,6 +395,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		e.log.Info("run interrupted by shutdown; the next start resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 		defer dcancel()
+		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
 		env.stream.discard(dctx, streamed)
 		env.stream.forget(dctx)
 		e.showWork(dctx, job, false)
@@ -382,19 +406,26 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 	defer scancel()
 	var woken []string
-	cancelled, reflect := false, false
+	cancelled, reflect, lost := false, false, false
 	// Batch (group commit, DESIGN.md §7): settles of runs in flight share commits
 	// with ingests and picks. fn may run again: it resets what it captures first
 	// and reads everything it decides on inside tx.
 	serr := e.store.Batch(sctx, func(tx Tx) error {
-		woken, cancelled, reflect = nil, false, false
+		woken, cancelled, reflect, lost = nil, false, false, false
 		unused = streamedCopy(streamed)
 		r, err2 := tx.Run(job.Run.ID)
 		if err2 != nil {
 			return err2
 		}
+		if !e.ownsRun(r) {
+			// Our claim lapsed and another process took the run over
+			// (core/shared.go): what this process did is not the run's.
+			lost = true
+			return nil
+		}
 		// The streamed messages are the reply's delivery's now, or discarded below.
 		r.Streamed = nil
+		r.Owner, r.LeaseUntil = "", time.Time{}
 		if r.Status == RunCancelled {
 			// CancelRun settled it (core/control.go); keep only its usage.
 			cancelled = true
@@ -471,6 +502,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed
+	} else if lost {
+		e.log.Warn("run's claim lapsed and another process took it over; its result here is dropped", "run", job.Run.ID, "bot", job.Bot.Handle)
+		unused = nil // the run's streamed messages are the new owner's to edit or remove
 	} else if reflect {
 		e.reflections.Notify()
 	}
