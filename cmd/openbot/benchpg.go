@@ -180,7 +180,10 @@ func (a *benchMarkerAgent) Execute(_ context.Context, job *core.Job) (core.Resul
 func sharedFigures(ctx context.Context, stores []core.Store, sharedStore bool, b *pgBench) (sharedResult, error) {
 	var f sharedResult
 	bots := []core.BotProfile{{Handle: "chief_of_staff"}, {Handle: "engineer", MaxParallelThreads: 64}}
-	agent := &benchMarkerAgent{at: make([]atomic.Int64, b.paced), all: make(chan struct{})}
+	agent := &benchMarkerAgent{at: make([]atomic.Int64, max(0, b.paced)), all: make(chan struct{})}
+	if len(agent.at) == 0 {
+		close(agent.all) // --paced 0: no latency measurement
+	}
 	engines := make([]*core.Engine, len(stores))
 	for i, st := range stores {
 		opts := core.Options{Store: st, Agent: agent, Bots: bots, Limits: core.Limits{MaxConcurrentRuns: 64},
