@@ -32,13 +32,13 @@ type pgBench struct {
 	drops  []func(context.Context) error // drop the scratch schemas
 }
 
-// runPGBench prints, each in scratch schemas of the database it drops at the
-// end: Ingest throughput on one store handle (the load of the bbolt figure);
-// the cost of a pick with 100 and with queued items; and for 1 and for
-// processes engines sharing the database (each with its own store handle,
-// Options.Shared, hints through the store), Ingest throughput and the event ->
-// model request latency of paced messages, beside the same on bbolt with one
-// engine.
+// runPGBench prints, each in a scratch schema of the database that it drops at
+// the end: Ingest throughput on one store handle (the load of the bbolt
+// figure); the cost of a pick with 100 queued items, and with b.queued behind as
+// many done ones (aim: flat); and for 1 and for b.processes engines sharing the
+// database (each with its own store handle, Options.Shared, hints through the
+// store), Ingest throughput and the event -> model request latency of paced
+// messages, beside the same on bbolt with one engine.
 func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
 	b.prefix = fmt.Sprintf("openbot_bench_%d", os.Getpid())
 	defer func() {
@@ -100,25 +100,34 @@ func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
 		counts = append(counts, b.processes)
 	}
 	for _, procs := range counts {
-		dsn, err := b.scratch(ctx, "shared"+strconv.Itoa(procs))
-		if err != nil {
+		if err := b.sharedOnPG(ctx, procs, stdout); err != nil {
 			return err
 		}
-		stores := make([]core.Store, procs)
-		for i := range stores {
-			st, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 16})
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			stores[i] = st
-		}
-		f, err := sharedFigures(ctx, stores, true, b)
-		if err != nil {
-			return err
-		}
-		printShared(stdout, fmt.Sprintf("PostgreSQL, %d engine(s):  ", procs), f, b)
 	}
+	return nil
+}
+
+// sharedOnPG is sharedFigures for procs engines, each with its own store
+// handle on one scratch schema.
+func (b *pgBench) sharedOnPG(ctx context.Context, procs int, stdout io.Writer) error {
+	dsn, err := b.scratch(ctx, "shared"+strconv.Itoa(procs))
+	if err != nil {
+		return err
+	}
+	stores := make([]core.Store, procs)
+	for i := range stores {
+		st, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 16})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		stores[i] = st
+	}
+	f, err := sharedFigures(ctx, stores, true, b)
+	if err != nil {
+		return err
+	}
+	printShared(stdout, fmt.Sprintf("PostgreSQL, %d engine(s):  ", procs), f, b)
 	return nil
 }
 
