@@ -50,7 +50,7 @@ func TestBenchPostgres(t *testing.T) {
 		t.Errorf("%d of 3 shared measurements had every message reach the model:\n%s", n, out.String())
 	}
 	// A scratch schema of the same name can be made again: the bench dropped it.
-	for _, what := range []string{"ingest", "pick100", "pick2000", "shared1", "shared2"} {
+	for _, what := range []string{"ingest", "pick0_100", "pick1_2000", "shared1", "shared2"} {
 		_, drop, err := postgres.ScratchSchema(t.Context(), dsn, fmt.Sprintf("openbot_bench_%d_%s", os.Getpid(), what))
 		if err != nil {
 			t.Errorf("scratch schema %s left behind: %v", what, err)

@@ -63,8 +63,8 @@ func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
 	}
 	fmt.Fprintf(stdout, "core Ingest, PostgreSQL: %8.0f messages/s  (same load; %.2f of bbolt's)\n", pg, pg/b.bboltIngest)
 
-	for _, total := range []int{100, b.queued} {
-		dsn, err := b.scratch(ctx, fmt.Sprintf("pick%d", total))
+	for i, total := range []int{100, b.queued} {
+		dsn, err := b.scratch(ctx, fmt.Sprintf("pick%d_%d", i, total))
 		if err != nil {
 			return err
 		}
