@@ -15,7 +15,6 @@ import (
 
 	"openbot/core"
 	"openbot/store/bolt"
-	"openbot/store/postgres"
 )
 
 // runBench is `openbot bench`: the ingestion figures of DESIGN.md §7 measured on
@@ -24,7 +23,9 @@ import (
 // the latency of Ingest paced at -rate messages per second (p50 and p99; aim under
 // 2 ms and 5 ms: with group commit a lone message costs one commit), and the cost
 // of a pick with 10 and with 100,000 queued items spread over 1,000 threads (aim:
-// flat). With --platform it runs benchPlatform instead.
+// flat). With --dsn it then measures PostgreSQL (runPGBench: Ingest, pick cost,
+// and 1 and --processes engines sharing the database beside bbolt). With
+// --platform it runs benchPlatform instead.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -37,7 +38,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	platform := fs.String("platform", "", "telegram or slack: drive openbot end to end against that fake platform and a fake model at --rate for --duration")
 	duration := fs.Duration("duration", 10*time.Second, "with --platform: how long to send messages")
 	burst := fs.Int("burst", 5000, "with --platform telegram: updates in the polling throughput measurement (0: skip it)")
-	dsn := fs.String("dsn", "", "also measure Ingest on PostgreSQL: DSN of an EMPTY scratch database (its tables are created and filled)")
+	dsn := fs.String("dsn", "", "also measure on PostgreSQL: DSN of a scratch database (the bench creates schemas openbot_bench_<pid>_* in it and drops them at the end)")
+	processes := fs.Int("processes", 3, "with --dsn: engines sharing the database in the shared measurement (beside 1)")
 	parallel := fs.Int("parallel", 64, "with --platform: the bench bot's max_parallel_threads (1: one thread at a time)")
 	settle := fs.Duration("settle", 0, "with --platform: after the run, wait this long and print the RSS again (0: skip)")
 	heap := fs.String("heap-profile", "", "with --platform: write a pprof heap profile to this file when the last message reached the model")
@@ -70,18 +72,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "raw bbolt Batch:   %8.0f puts/s      (%d puts, %d writers, fsync on)\n", raw, *n, *workers)
 	fmt.Fprintf(stdout, "core Ingest:       %8.0f messages/s  (%d messages over 1000 threads, %d writers)\n", ingest, *n, *workers)
 	fmt.Fprintf(stdout, "ratio:             %8.2f             (aim >= 0.7)\n", ingest/raw)
-	if *dsn != "" {
-		pst, err := postgres.Open(ctx, *dsn, postgres.Options{MaxConns: 16})
-		if err != nil {
-			return fail(err)
-		}
-		pg, err := ingestRateOn(ctx, pst, *n, *workers)
-		_ = pst.Close()
-		if err != nil {
-			return fail(err)
-		}
-		fmt.Fprintf(stdout, "core Ingest, PostgreSQL: %8.0f messages/s  (same load; %.2f of bbolt's)\n", pg, pg/ingest)
-	}
 	if *paced > 0 && *rate > 0 {
 		p50, p99, err := pacedLatency(ctx, filepath.Join(*dir, "paced.db"), *paced, *rate)
 		if err != nil {
@@ -97,6 +87,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintf(stdout, "pick, %6d queued over 1000 threads: next item %6.1f µs; with its thread's %d queued items %7.1f µs\n",
 			total, us(next), batch, us(whole))
+	}
+	if *dsn != "" {
+		if *processes < 1 {
+			fmt.Fprintf(stderr, "openbot bench: --processes %d: want at least 1\n", *processes)
+			return exitUsage
+		}
+		b := &pgBench{dsn: *dsn, n: *n, workers: *workers, queued: *queued, processes: *processes,
+			paced: *paced, rate: *rate, dir: *dir, bboltIngest: ingest}
+		if err := runPGBench(ctx, b, stdout); err != nil {
+			return fail(err)
+		}
 	}
 	return exitOK
 }
@@ -124,13 +125,21 @@ func ingestRateOn(ctx context.Context, st core.Store, n, workers int) (float64, 
 	if err != nil {
 		return 0, err
 	}
+	return ingestRateEngines(ctx, []*core.Engine{eng}, n, workers, "bench")
+}
+
+// ingestRateEngines is the Ingest throughput of n messages (dedup keys
+// prefix:i) from workers goroutines over 1000 threads; writer w goes through
+// engines[w mod len(engines)].
+func ingestRateEngines(ctx context.Context, engines []*core.Engine, n, workers int, prefix string) (float64, error) {
 	var (
 		seq   atomic.Int64
 		wg    sync.WaitGroup
 		first atomic.Value
 	)
 	start := time.Now()
-	for range workers {
+	for w := range workers {
+		eng := engines[w%len(engines)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -140,8 +149,8 @@ func ingestRateOn(ctx context.Context, st core.Store, n, workers int) (float64, 
 					return
 				}
 				_, err := eng.Ingest(ctx, core.Inbound{
-					Account: "bench/local", Platform: "bench", DedupKey: fmt.Sprintf("bench:%d", i),
-					ThreadKey: fmt.Sprintf("bench:%d", i%1000), Conversation: "main",
+					Account: "bench/local", Platform: "bench", DedupKey: fmt.Sprintf("%s:%d", prefix, i),
+					ThreadKey: fmt.Sprintf("%s:%d", prefix, i%1000), Conversation: "main",
 					SenderID: "bench:user", SenderName: "user", Text: "@engineer please look at this", StartThread: true,
 				})
 				if err != nil {
@@ -220,20 +229,31 @@ func pickCost(ctx context.Context, path string, total int) (next, whole time.Dur
 		return 0, 0, 0, err
 	}
 	defer st.Close()
+	return pickCostOn(ctx, st, total, 0)
+}
+
+// pickCostOn is pickCost on st, which should be empty, with history completed
+// items of the same bots and threads stored before the queued ones (the past
+// a queue builds up behind).
+func pickCostOn(ctx context.Context, st core.Store, total, history int) (next, whole time.Duration, batch int, err error) {
 	const threads, bots, chunk = 1000, 10, 10000
 	var ths []core.ThreadID
-	for done := 0; done < total; done += chunk {
+	for done := 0; done < history+total; done += chunk {
 		err := st.Update(ctx, func(tx core.Tx) error {
-			for len(ths) < min(threads, total) {
+			for len(ths) < min(threads, history+total) {
 				t, err := tx.PutThread(core.Thread{Key: fmt.Sprint(len(ths))})
 				if err != nil {
 					return err
 				}
 				ths = append(ths, t.ID)
 			}
-			for i := done; i < min(done+chunk, total); i++ {
+			for i := done; i < min(done+chunk, history+total); i++ {
+				status := core.ItemQueued
+				if i < history {
+					status = core.ItemDone
+				}
 				_, err := tx.PutItem(core.InboxItem{Actor: core.ActorID(fmt.Sprintf("bot:b%d", i%bots)), Thread: ths[i%len(ths)],
-					Kind: core.ItemMessage, Message: core.MessageID(i + 1), Status: core.ItemQueued})
+					Kind: core.ItemMessage, Message: core.MessageID(i + 1), Status: status})
 				if err != nil {
 					return err
 				}

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"openbot/store/postgres"
+	"openbot/store/postgres/pgtest"
 )
 
 // TestBenchCommand runs `openbot bench` small and checks every figure is printed.
@@ -20,6 +24,39 @@ func TestBenchCommand(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestBenchPostgres runs `openbot bench --dsn` small against a throwaway
+// cluster: the PostgreSQL figures are printed, for one engine and for two
+// sharing the database, every paced message reached the model, and the
+// scratch schemas are gone afterwards.
+func TestBenchPostgres(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"bench", "--n", "200", "--workers", "8", "--queued", "2000", "--paced", "20", "--rate", "100",
+		"--dir", t.TempDir(), "--dsn", dsn, "--processes", "2"}, strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr: %s\nstdout: %s", code, errb.String(), out.String())
+	}
+	t.Logf("output:\n%s", out.String())
+	for _, want := range []string{"core Ingest, PostgreSQL:", "pick, PostgreSQL,    100 queued", "pick, PostgreSQL,   2000 queued",
+		"bbolt, 1 engine:", "PostgreSQL, 1 engine(s):", "PostgreSQL, 2 engine(s):", "(20/20 at 100 msg/s)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "(20/20 at 100 msg/s)"); n != 3 {
+		t.Errorf("%d of 3 shared measurements had every message reach the model:\n%s", n, out.String())
+	}
+	// A scratch schema of the same name can be made again: the bench dropped it.
+	for _, what := range []string{"ingest", "pick0_100", "pick1_2000", "shared1", "shared2"} {
+		_, drop, err := postgres.ScratchSchema(t.Context(), dsn, fmt.Sprintf("openbot_bench_%d_%s", os.Getpid(), what))
+		if err != nil {
+			t.Errorf("scratch schema %s left behind: %v", what, err)
+			continue
+		}
+		_ = drop(context.Background())
 	}
 }
 

@@ -68,6 +68,9 @@ type Store struct {
 	owner  *pgxpool.Conn // with Options.Exclusive: the connection holding the lock
 	closed atomic.Bool
 	where  string // host/database for messages, no password
+
+	// channel is the NOTIFY channel of hints for this schema (hints.go).
+	channel string
 }
 
 var _ core.Store = (*Store)(nil)
@@ -105,6 +108,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store postgres %s: %w", where, err)
 	}
+	var schema string
+	if err := pool.QueryRow(octx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store postgres %s: current schema: %w", where, err)
+	}
 	var owner *pgxpool.Conn
 	if opts.Exclusive {
 		if owner, err = takeExclusive(octx, pool); err != nil {
@@ -113,7 +121,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 	}
 	log.Info("store opened", "driver", "postgres", "where", where, "schema", SchemaVersion(), "from_schema", from)
-	s := &Store{pool: pool, log: log, writer: make(chan struct{}, 1), where: where, owner: owner}
+	s := &Store{pool: pool, log: log, writer: make(chan struct{}, 1), where: where, owner: owner, channel: hintChannel(schema)}
 	s.group = newCommitter(s)
 	return s, nil
 }
