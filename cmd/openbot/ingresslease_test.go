@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -123,5 +124,45 @@ func TestServeSharedPostgresIngressLease(t *testing.T) {
 	defer cancel()
 	if _, err := tg.WaitCalls(ctx, "getUpdates", polls+1); err != nil {
 		t.Fatalf("no getUpdates after the takeover: %v", err)
+	}
+}
+
+// TestHealthStandbyIsReady: an account whose ingress another process holds
+// (its own ingress never went live here) reads "standby (ingress held by
+// <process>)" and counts as ready; while the lease is being taken it is not.
+func TestHealthStandbyIsReady(t *testing.T) {
+	engineReady := make(chan struct{})
+	close(engineReady)
+	h := newHealth(engineReady)
+	h.watch("telegram/chief", fakeIngress{live: make(chan struct{}), down: func() string { return "" }})
+	h.set("telegram/chief", leasingState)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("taking the lease: %d %q, want 503", rec.Code, rec.Body.String())
+	}
+	h.set("telegram/chief", standbyState("proc-b"))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "ok\ntelegram/chief: standby (ingress held by proc-b)\n" {
+		t.Errorf("standby: %d %q, want 200 naming the holder", rec.Code, rec.Body.String())
+	}
+}
+
+// TestLongLivedIngress: Socket Mode, polling and the Feishu long connection
+// (also as the default mode) are leased; webhook modes are not.
+func TestLongLivedIngress(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  any
+		want bool
+	}{
+		{config.Slack{}, true}, {config.Slack{Mode: "socket"}, true}, {config.Slack{Mode: "http"}, false},
+		{config.Telegram{}, true}, {config.Telegram{Mode: "polling"}, true}, {config.Telegram{Mode: "webhook"}, false},
+		{config.Feishu{}, true}, {config.Feishu{Mode: "websocket"}, true}, {config.Feishu{Mode: "webhook"}, false},
+		{nil, false},
+	} {
+		if got := longLivedIngress(tt.cfg); got != tt.want {
+			t.Errorf("longLivedIngress(%#v) = %v, want %v", tt.cfg, got, tt.want)
+		}
 	}
 }
