@@ -54,7 +54,8 @@ func longLivedIngress(cfg any) bool {
 // leasedRun returns the function that runs account ac's Run: r.Run itself, or,
 // when the engine shares its store and the account's ingress is long-lived,
 // r.Run held under the account's ingress lease, showing "standby" on /healthz
-// while another process holds it and "started" while this one runs it.
+// while another process holds it, "started" while this one runs it, and
+// leasingState (not ready) in between, such as while the store is unreachable.
 func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Context) error, leased bool) {
 	if !s.eng.Shared() || !longLivedIngress(ac.cfg) {
 		return r.Run, false
@@ -63,6 +64,9 @@ func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Con
 	return func(ctx context.Context) error {
 		return s.eng.HoldLease(ctx, key, func(ctx context.Context) error {
 			s.hl.set(ac.id, "started")
+			// Lost or given up: not ready again until this process knows
+			// whether another holds the ingress (standby) or it takes it back.
+			defer s.hl.set(ac.id, leasingState)
 			s.log.Info("account ingress taken", "account", ac.id, "process", s.eng.ProcessID())
 			return r.Run(ctx)
 		}, func(holder string) {
