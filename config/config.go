@@ -115,6 +115,16 @@ type Store struct {
 	// with driver postgres; write it as ${DATABASE_URL} to keep the password out
 	// of the file. Never logged.
 	DSN string `yaml:"dsn"`
+	// ProcessID names this process in the leases of a shared store (driver
+	// postgres; DESIGN.md §7): at most MaxProcessIDLen characters, no
+	// whitespace. Empty (the default) means "<host>-<pid>-<random>". Two
+	// processes must never share one.
+	ProcessID string `yaml:"process_id"`
+	// LeaseTTL is how long a claim of a shared store (a run, an outbox lane, an
+	// account's ingress) lasts unless renewed, which its holder does every third
+	// of it: the longest a dead process's work waits for another to take it
+	// over. Default DefaultLeaseTTL, at least MinLeaseTTL. Driver postgres only.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
 
 // Store drivers.
@@ -362,6 +372,9 @@ const (
 const (
 	DefaultListen    = "127.0.0.1:8080"
 	DefaultStorePath = "./data/openbot.db"
+	DefaultLeaseTTL  = 15 * time.Second // store.lease_ttl
+	MinLeaseTTL      = 3 * time.Second  // store.lease_ttl: renewals every second at least
+	MaxProcessIDLen  = 100              // store.process_id
 	DefaultWorkspace = "./data/workspace"
 	DefaultBotHandle = "chief_of_staff"
 	DefaultConsole   = "local"

@@ -485,3 +485,27 @@ func TestStoreDriver(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreLeaseKeys: store.process_id and store.lease_ttl are read, lease_ttl
+// defaults to 15s, and bad values are errors at their field path.
+func TestStoreLeaseKeys(t *testing.T) {
+	cfg := parseOK(t, minimal, nil)
+	if cfg.Store.LeaseTTL != DefaultLeaseTTL || cfg.Store.ProcessID != "" {
+		t.Errorf("defaults: store = %+v, want lease_ttl %s and no process_id", cfg.Store, DefaultLeaseTTL)
+	}
+	cfg = parseOK(t, minimal+"store: {driver: postgres, dsn: x, process_id: web-1, lease_ttl: 4s}\n", nil)
+	if cfg.Store.ProcessID != "web-1" || cfg.Store.LeaseTTL != 4*time.Second {
+		t.Errorf("store = %+v", cfg.Store)
+	}
+	for _, tt := range []struct{ text, path string }{
+		{"store: {lease_ttl: 2s}", "store.lease_ttl"},
+		{"store: {lease_ttl: -1s}", "store.lease_ttl"},
+		{"store: {process_id: \"web 1\"}", "store.process_id"},
+		{"store: {process_id: " + strings.Repeat("x", MaxProcessIDLen+1) + "}", "store.process_id"},
+	} {
+		es := parseErrs(t, minimal+tt.text+"\n")
+		if len(es) != 1 || es[0].Path != tt.path {
+			t.Errorf("%s: errors %v, want one at %s", tt.text, es, tt.path)
+		}
+	}
+}

@@ -39,6 +39,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Store.Driver == "" {
 		c.Store.Driver = StoreBolt
 	}
+	if c.Store.LeaseTTL == 0 {
+		c.Store.LeaseTTL = DefaultLeaseTTL
+	}
 	if c.Workspace == "" {
 		c.Workspace = DefaultWorkspace
 	}

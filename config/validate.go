@@ -20,6 +20,8 @@ var (
 
 // Validate checks the configuration after ApplyDefaults and returns Errors with
 // every problem found, each at its field path, or nil. Rules:
+//   - store.process_id has no whitespace and at most MaxProcessIDLen
+//     characters; store.lease_ttl is at least MinLeaseTTL;
 //   - http.listen is host:port; store.path and workspace are set; sandbox is
 //     "bwrap" or "none"; admin.token is empty or at least MinAdminTokenLen
 //     characters, none of them whitespace;
@@ -65,6 +67,12 @@ func (c *Config) Validate() error {
 		}
 	default:
 		p.add("store.driver", "%q is not %s or %s", c.Store.Driver, StoreBolt, StorePostgres)
+	}
+	if id := c.Store.ProcessID; len(id) > MaxProcessIDLen || strings.IndexFunc(id, unicode.IsSpace) >= 0 {
+		p.add("store.process_id", "must be at most %d characters without whitespace, got %q", MaxProcessIDLen, id)
+	}
+	if c.Store.LeaseTTL < MinLeaseTTL {
+		p.add("store.lease_ttl", "must be at least %s, got %s", MinLeaseTTL, c.Store.LeaseTTL)
 	}
 	if t := c.Admin.Token; t != "" && strings.IndexFunc(t, unicode.IsSpace) >= 0 {
 		p.add("admin.token", "must not contain spaces or other whitespace (or be empty to turn the admin endpoints off)")

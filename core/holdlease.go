@@ -96,11 +96,19 @@ func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn 
 			}
 			return err
 		case <-t.C:
-			u, holder, err := e.takeLease(fctx, key)
+			// fn must be stopped a margin (a sixth of the TTL, for clock skew
+			// and for fn to wind down) before the lease lapses, since another
+			// process may take it then. A renewal that hangs (a lost database)
+			// is abandoned at that point, and a failed one is retried only if
+			// the next tick still comes before it.
+			stopBy := until.Add(-e.leaseTTL / 6)
+			rctx, rcancel := context.WithTimeout(fctx, stopBy.Sub(e.clock.Now()))
+			u, holder, err := e.takeLease(rctx, key)
+			rcancel()
 			switch {
 			case err == nil && holder == "":
 				until = u
-			case holder != "" || !e.clock.Now().Before(until.Add(-e.leaseTTL/6)):
+			case holder != "" || !e.clock.Now().Add(e.leaseTTL/3).Before(stopBy):
 				// Another process holds it, or it lapses before the next renewal
 				// could land: stop before two processes run the ingress.
 				e.log.Warn("lease cannot be renewed; stopping its work", "key", key, "holder", holder, "err", err)

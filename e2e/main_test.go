@@ -7,6 +7,7 @@ import (
 	"openbot/store/postgres/pgtest"
 )
 
-// TestMain starts the throwaway PostgreSQL cluster of the tests that share a
-// database between openbot processes (pgtest), once, and stops it at the end.
+// TestMain shares one throwaway PostgreSQL cluster among the package's tests
+// that need one (the shared-store failover); it starts only when a test asks
+// for it (pgtest.DSN), so the other tests cost nothing more.
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

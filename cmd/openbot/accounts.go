@@ -133,15 +133,20 @@ func (s *accountSet) start(ctx context.Context, wg *sync.WaitGroup, ac *account)
 		s.hl.set(ac.id, "started")
 		return
 	}
+	run, leased := s.leasedRun(ac, r)
 	actx, cancel := context.WithCancel(ctx)
 	ac.stop, ac.done = cancel, make(chan struct{})
 	wg.Add(1)
 	go func() { // owned by Run: joined before it returns
 		defer wg.Done()
 		defer close(ac.done)
-		s.hl.set(ac.id, "started")
-		s.log.Info("account started", "account", ac.id)
-		err := r.Run(actx)
+		if leased {
+			s.hl.set(ac.id, leasingState)
+		} else {
+			s.hl.set(ac.id, "started")
+		}
+		s.log.Info("account started", "account", ac.id, "ingress_lease", leased)
+		err := run(actx)
 		if err != nil && actx.Err() == nil {
 			// One account failing for good (a revoked token) must not stop the
 			// others: say so, show it on /healthz, and keep serving.

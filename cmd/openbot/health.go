@@ -10,7 +10,8 @@ import (
 
 // health backs GET /healthz: 200 once the store is open, the engine has recovered
 // and every configured account takes messages (its ingress is live, see
-// ingressReadier) or was skipped; 503 before, listing each account's state so the
+// ingressReadier), stands by for another process holding its ingress, or was
+// skipped; 503 before, listing each account's state so the
 // one that is not ready is named (DESIGN.md §9).
 type health struct {
 	mu       sync.Mutex
@@ -73,8 +74,10 @@ func (h *health) stateLocked(account string) string {
 	return st
 }
 
-// set records an account's state: "pending", "started", "skipped: <why>" or
-// "failed: <why>" (an account that stopped for good; /healthz then answers 503).
+// set records an account's state: "pending", "started", "skipped: <why>",
+// "standby (ingress held by <process>)" (another process sharing the store runs
+// its ingress, see ingresslease.go; ready) or "failed: <why>" (an account that
+// stopped for good; /healthz then answers 503).
 func (h *health) set(account, state string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

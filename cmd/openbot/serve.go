@@ -179,7 +179,7 @@ func (a *app) serve(ctx context.Context) int {
 	if files.Transcribe, err = transcriber(a.cfg); err != nil {
 		return a.fail("transcription", err)
 	}
-	eng, err := core.New(core.Options{
+	engOpts := core.Options{
 		Store:           admin.Notify(st, commits),
 		Agent:           runner,
 		Bots:            botProfiles(a.cfg),
@@ -194,7 +194,9 @@ func (a *app) serve(ctx context.Context) int {
 		AlwaysReply:     alwaysReply(a.cfg),
 		Reflections:     refl,
 		Files:           files,
-	})
+	}
+	engineShared(&engOpts, a.cfg, st)
+	eng, err := core.New(engOpts)
 	if err != nil {
 		return a.fail("engine", err)
 	}

@@ -14,15 +14,14 @@ import (
 
 // openStore opens the store the config names (DESIGN.md §7): the bbolt file at
 // store.path (default), or the PostgreSQL database at store.dsn, migrated to
-// this binary's schema, for serving: exclusively, since the engine is one process
-// per store until leases exist. boltTimeout bounds the wait for the bbolt file
-// lock (0 = bolt's default; a held lock wraps bolt.ErrLocked); a database another
-// serve holds fails at once with postgres.ErrInUse. The CLI's readers open
-// PostgreSQL without that lock (viewPostgres).
+// this binary's schema, for serving. Several processes may serve one PostgreSQL
+// database: they share it through leases (engineShared). boltTimeout bounds the
+// wait for the bbolt file lock (0 = bolt's default; a held lock wraps
+// bolt.ErrLocked).
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, boltTimeout time.Duration) (core.Store, error) {
 	switch cfg.Store.Driver {
 	case config.StorePostgres:
-		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Logger: log, Exclusive: true})
+		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -54,4 +53,18 @@ func viewPostgres[T any](ctx context.Context, cfg *config.Config, fn func(core.R
 		return err
 	})
 	return out, err
+}
+
+// engineShared fills the shared-store fields of opts (DESIGN.md §7): with driver
+// postgres the engine shares st with other processes, claims work under
+// store.process_id with store.lease_ttl, and takes wake-ups from st when it
+// carries them (core.Hinter); with bbolt (one process) it leaves them unset.
+func engineShared(opts *core.Options, cfg *config.Config, st core.Store) {
+	if cfg.Store.Driver != config.StorePostgres {
+		return
+	}
+	opts.Shared, opts.ProcessID, opts.LeaseTTL = true, cfg.Store.ProcessID, cfg.Store.LeaseTTL
+	if h, ok := st.(core.Hinter); ok {
+		opts.Hints = h
+	}
 }

@@ -29,7 +29,6 @@ var migrationFiles embed.FS
 const (
 	lockClassWrite   = 0x0b07 // every write transaction (pg_advisory_xact_lock)
 	lockClassMigrate = 0x0b08 // schema migrations (pg_advisory_lock)
-	lockClassServe   = 0x0b09 // Options.Exclusive (pg_try_advisory_lock, held until Close)
 )
 
 // migration is one embedded SQL file.

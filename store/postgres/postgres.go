@@ -30,10 +30,6 @@ import (
 // ErrClosed is returned by View, Update and Batch after Close.
 var ErrClosed = errors.New("store is closed")
 
-// ErrInUse is returned (wrapped) by Open with Options.Exclusive when another
-// process holds the database exclusively.
-var ErrInUse = errors.New("another openbot serves this database")
-
 // DefaultConnectTimeout bounds Open's first connection and migrations when
 // Options.ConnectTimeout is 0.
 const DefaultConnectTimeout = 30 * time.Second
@@ -51,11 +47,6 @@ type Options struct {
 	// SchemaVersion stops migrations at that version (0 = the newest). Only for
 	// tests of upgrades from an older schema.
 	SchemaVersion int
-	// Exclusive holds a session advisory lock on one pooled connection until
-	// Close, and fails Open with ErrInUse when another process holds it: the
-	// engine is single-process until leases exist (docs/ARCHITECTURE.md, gap
-	// C7), so serve opens exclusively; readers (the CLI) do not.
-	Exclusive bool
 }
 
 // Store is the PostgreSQL core.Store. It is safe for concurrent use, also by
@@ -65,7 +56,6 @@ type Store struct {
 	log    *slog.Logger
 	writer chan struct{} // one in-process writer at a time (capacity 1)
 	group  *committer
-	owner  *pgxpool.Conn // with Options.Exclusive: the connection holding the lock
 	closed atomic.Bool
 	where  string // host/database for messages, no password
 
@@ -113,15 +103,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store postgres %s: current schema: %w", where, err)
 	}
-	var owner *pgxpool.Conn
-	if opts.Exclusive {
-		if owner, err = takeExclusive(octx, pool); err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("store postgres %s: %w", where, err)
-		}
-	}
 	log.Info("store opened", "driver", "postgres", "where", where, "schema", SchemaVersion(), "from_schema", from)
-	s := &Store{pool: pool, log: log, writer: make(chan struct{}, 1), where: where, owner: owner, channel: hintChannel(schema)}
+	s := &Store{pool: pool, log: log, writer: make(chan struct{}, 1), where: where, channel: hintChannel(schema)}
 	s.group = newCommitter(s)
 	return s, nil
 }
@@ -210,30 +193,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.group.close()
-	if s.owner != nil {
-		_, _ = s.owner.Exec(context.Background(), `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, lockClassServe)
-		s.owner.Release()
-	}
 	s.pool.Close()
 	return nil
-}
-
-// takeExclusive takes the serve lock on a connection it keeps.
-func takeExclusive(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, error) {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema()))`, lockClassServe).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, fmt.Errorf("take serve lock: %w", err)
-	}
-	if !ok {
-		conn.Release()
-		return nil, ErrInUse
-	}
-	return conn, nil
 }
 
 func (s *Store) begin(ctx context.Context) error {

@@ -150,31 +150,6 @@ func exec(t *testing.T, dsn, sql string, args ...any) {
 	}
 }
 
-// TestExclusive: a second exclusive Open of one database fails with ErrInUse
-// while the first is open (one serve per database until leases exist); readers
-// are not refused; after Close the lock is free.
-func TestExclusive(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	first, err := postgres.Open(t.Context(), dsn, postgres.Options{Exclusive: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := postgres.Open(t.Context(), dsn, postgres.Options{Exclusive: true}); !errors.Is(err, postgres.ErrInUse) {
-		t.Fatalf("second exclusive Open = %v, want ErrInUse", err)
-	}
-	reader, err := postgres.Open(t.Context(), dsn, postgres.Options{})
-	if err != nil {
-		t.Fatalf("reader Open: %v", err)
-	}
-	_ = reader.Close()
-	_ = first.Close()
-	again, err := postgres.Open(t.Context(), dsn, postgres.Options{Exclusive: true})
-	if err != nil {
-		t.Fatalf("exclusive Open after Close: %v", err)
-	}
-	_ = again.Close()
-}
-
 // TestBatchAloneFailsAndPanics: a lone Batch call that fails writes nothing and
 // returns its own error; one that panics re-raises on the caller's goroutine
 // and writes nothing; the store stays usable.

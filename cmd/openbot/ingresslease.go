@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+
+	"openbot/adapters/feishu"
+	"openbot/adapters/slack"
+	"openbot/adapters/telegram"
+	"openbot/config"
+	"openbot/core"
+)
+
+// Ingress leases (DESIGN.md §7): processes sharing one store (driver postgres)
+// each run every account, but an account's long-lived ingress (Slack Socket
+// Mode, Telegram long polling, Feishu long connection) must run in exactly one
+// of them, or Telegram refuses the second poller and Slack and Feishu hand each
+// event to only one connection anyway. So such an account's Run runs inside
+// core.Engine.HoldLease on core.LeaseKeyIngress: the process holding the lease
+// runs it; the others stand by, and one of them takes over once the holder's
+// lease lapses (it died, or lost the database), resuming from the durable
+// cursors (Telegram's offset is read from the store each time Run starts).
+// Webhook-mode accounts run in every process (each serves the webhook routes),
+// and so does delivery: any process may deliver a reply of a run it executed.
+
+// standbyPrefix starts the /healthz state of an account whose ingress another
+// process holds: the account works (this process delivers for it), so it counts
+// as ready.
+const standbyPrefix = "standby"
+
+// standbyState is the /healthz state of an account whose ingress holder runs it.
+func standbyState(holder string) string {
+	return standbyPrefix + " (ingress held by " + holder + ")"
+}
+
+// leasingState is the /healthz state of a leased account before this process
+// knows whether it holds the ingress (not ready yet).
+const leasingState = "connecting: taking the ingress lease"
+
+// longLivedIngress reports whether the account entry cfg (config.Slack,
+// config.Telegram, config.Feishu) runs a long-lived ingress connection, which
+// one process of a shared store at a time may run; webhook modes do not.
+func longLivedIngress(cfg any) bool {
+	switch c := cfg.(type) {
+	case config.Slack:
+		return c.Mode == "" || c.Mode == slack.ModeSocket
+	case config.Telegram:
+		return c.Mode == "" || c.Mode == telegram.ModePolling
+	case config.Feishu:
+		return c.Mode == "" || c.Mode == feishu.ModeWebsocket
+	}
+	return false
+}
+
+// leasedRun returns the function that runs account ac's Run: r.Run itself, or,
+// when the engine shares its store and the account's ingress is long-lived,
+// r.Run held under the account's ingress lease, showing "standby" on /healthz
+// while another process holds it, "started" while this one runs it, and
+// leasingState (not ready) in between, such as while the store is unreachable.
+func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Context) error, leased bool) {
+	if !s.eng.Shared() || !longLivedIngress(ac.cfg) {
+		return r.Run, false
+	}
+	key := core.LeaseKeyIngress(core.AccountID(ac.id))
+	return func(ctx context.Context) error {
+		return s.eng.HoldLease(ctx, key, func(ctx context.Context) error {
+			s.hl.set(ac.id, "started")
+			// Lost or given up: not ready again until this process knows
+			// whether another holds the ingress (standby) or it takes it back.
+			defer s.hl.set(ac.id, leasingState)
+			s.log.Info("account ingress taken", "account", ac.id, "process", s.eng.ProcessID())
+			return r.Run(ctx)
+		}, func(holder string) {
+			s.hl.set(ac.id, standbyState(holder))
+		})
+	}, true
+}

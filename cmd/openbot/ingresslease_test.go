@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents/openaitest"
+	"openbot/config"
+	"openbot/store/postgres/pgtest"
+)
+
+// serveSharedPG starts serve in this test process on the example config with
+// driver postgres at dsn, store.process_id proc, a 3s lease and one Telegram
+// polling account at the fake; it returns the listener address and a stop
+// function (also run at the end of the test).
+func serveSharedPG(t *testing.T, dsn, proc string, tg *telegramtest.Server, token string) (addr string, stop func()) {
+	t.Helper()
+	llm := openaitest.New(t)
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	data, _ := os.ReadFile(path)
+	text := string(data)
+	for old, repl := range map[string]string{
+		"driver: bolt":    "driver: postgres",
+		`process_id: ""`:  "process_id: " + proc,
+		"lease_ttl: 15s ": "lease_ttl: 3s  ",
+	} {
+		if !strings.Contains(text, old) {
+			t.Fatalf("config.example.yaml no longer contains %q", old)
+		}
+		text = strings.Replace(text, old, repl, 1)
+	}
+	text += "telegram:\n  - name: chief\n    bot: chief_of_staff\n    token: ${TELEGRAM_TOKEN}\n    api_endpoint: " + tg.URL() + "\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"TELEGRAM_TOKEN": token, "DATABASE_URL": dsn, "OPENAI_BASE_URL": llm.URL()}
+	cfg, err := config.Load(path, envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	addrs := make(chan string, 1)
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: &logs,
+		log: testLogger(&logs), onListen: func(addr string) { addrs <- addr }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- a.serve(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(shutdownBound + 5*time.Second):
+			t.Errorf("serve %s did not stop within its bound", proc)
+		}
+	}
+	t.Cleanup(stop)
+	select {
+	case addr = <-addrs:
+		return addr, stop
+	case code := <-done:
+		t.Fatalf("serve %s exited %d early:\n%s", proc, code, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve %s never listened", proc)
+	}
+	return "", stop
+}
+
+// waitHealthState polls /healthz until it answers 200 with want in its body
+// (bounded) and returns the body.
+func waitHealthState(t *testing.T, addr, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := healthz(t, addr)
+		if code == http.StatusOK && strings.Contains(body, want) {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz never answered 200 with %q:\n%d %s", want, code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeSharedPostgresIngressLease: two serve processes on one PostgreSQL
+// database both start (serve is no longer exclusive); the first runs the
+// Telegram poller and reads "started", the second stands by, naming the
+// holder, and still counts as ready (200). When the holder stops, the second
+// takes the ingress over and polls.
+func TestServeSharedPostgresIngressLease(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const token = "123456:LEASE"
+	tg := telegramtest.NewServer(telegramtest.Bot{Token: token, ID: 900000002, Username: "openbot_lease_bot"})
+	defer tg.Close()
+
+	addrA, stopA := serveSharedPG(t, dsn, "proc-a", tg, token)
+	waitHealthState(t, addrA, "telegram/chief: started")
+	addrB, _ := serveSharedPG(t, dsn, "proc-b", tg, token)
+	body := waitHealthState(t, addrB, "telegram/chief: standby (ingress held by proc-a)")
+	if !strings.HasPrefix(body, "ok") {
+		t.Errorf("standby process /healthz = %q, want ok", body)
+	}
+	if _, body := healthz(t, addrA); !strings.Contains(body, "telegram/chief: started") {
+		t.Errorf("holder /healthz = %q, want the account started", body)
+	}
+
+	stopA()
+	polls := len(tg.Calls("getUpdates"))
+	waitHealthState(t, addrB, "telegram/chief: started")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tg.WaitCalls(ctx, "getUpdates", polls+1); err != nil {
+		t.Fatalf("no getUpdates after the takeover: %v", err)
+	}
+}
+
+// TestHealthStandbyIsReady: an account whose ingress another process holds
+// (its own ingress never went live here) reads "standby (ingress held by
+// <process>)" and counts as ready; while the lease is being taken it is not.
+func TestHealthStandbyIsReady(t *testing.T) {
+	engineReady := make(chan struct{})
+	close(engineReady)
+	h := newHealth(engineReady)
+	h.watch("telegram/chief", fakeIngress{live: make(chan struct{}), down: func() string { return "" }})
+	h.set("telegram/chief", leasingState)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("taking the lease: %d %q, want 503", rec.Code, rec.Body.String())
+	}
+	h.set("telegram/chief", standbyState("proc-b"))
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "ok\ntelegram/chief: standby (ingress held by proc-b)\n" {
+		t.Errorf("standby: %d %q, want 200 naming the holder", rec.Code, rec.Body.String())
+	}
+}
+
+// TestLongLivedIngress: Socket Mode, polling and the Feishu long connection
+// (also as the default mode) are leased; webhook modes are not.
+func TestLongLivedIngress(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  any
+		want bool
+	}{
+		{config.Slack{}, true}, {config.Slack{Mode: "socket"}, true}, {config.Slack{Mode: "http"}, false},
+		{config.Telegram{}, true}, {config.Telegram{Mode: "polling"}, true}, {config.Telegram{Mode: "webhook"}, false},
+		{config.Feishu{}, true}, {config.Feishu{Mode: "websocket"}, true}, {config.Feishu{Mode: "webhook"}, false},
+		{nil, false},
+	} {
+		if got := longLivedIngress(tt.cfg); got != tt.want {
+			t.Errorf("longLivedIngress(%#v) = %v, want %v", tt.cfg, got, tt.want)
+		}
+	}
+}
