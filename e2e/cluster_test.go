@@ -144,8 +144,8 @@ func (c *cluster) logs() string {
 	var b strings.Builder
 	for _, id := range []string{"p1", "p2", "p3"} {
 		data, _ := os.ReadFile(filepath.Join(c.x.dir, "serve-"+id+".log"))
-		if len(data) > 3000 {
-			data = data[len(data)-3000:]
+		if len(data) > 6000 {
+			data = data[len(data)-6000:]
 		}
 		fmt.Fprintf(&b, "---- %s\n%s\n", id, data)
 	}
@@ -212,6 +212,9 @@ func TestClusterKillOneProcess(t *testing.T) {
 	t.Logf("three processes, one killed: %s", s)
 	if s.Lost != 0 || s.Duplicated != s.InWindow || s.NoticeOnly != 0 {
 		t.Errorf("cluster: %s; want every message answered, none only with a notice, none twice outside the kill-after-post window\n%s", s, c.logs())
+	}
+	if !strings.Contains(c.logs(), "took over the work of a process whose claims lapsed") {
+		t.Errorf("no surviving process logged taking over %s's runs\n%s", victim, c.logs())
 	}
 	owners, err := c.running(context.Background())
 	if err != nil {

@@ -43,7 +43,6 @@ const (
 	failoverWait  = 90 * time.Second
 )
 
-
 var failoverMarkerRe = regexp.MustCompile(`failover-(\d+)`)
 
 func failoverAnswer(n int) string { return fmt.Sprintf("Answer for failover-%d.", n) }
@@ -54,7 +53,6 @@ type pollProxy struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
 	offsets []int64
-	sent    map[int64]int // sendMessage calls per chat_id
 }
 
 func newPollProxy(t *testing.T, target string) *pollProxy {
@@ -63,7 +61,7 @@ func newPollProxy(t *testing.T, target string) *pollProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pollProxy{sent: map[int64]int{}}
+	p := &pollProxy{}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		param := func(name string) int64 {
@@ -83,23 +81,11 @@ func newPollProxy(t *testing.T, target string) *pollProxy {
 			p.mu.Lock()
 			p.offsets = append(p.offsets, off)
 			p.mu.Unlock()
-		case strings.HasSuffix(r.URL.Path, "/sendMessage"):
-			chat := param("chat_id")
-			p.mu.Lock()
-			p.sent[chat]++
-			p.mu.Unlock()
 		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(p.srv.Close)
 	return p
-}
-
-// sentTo returns how many sendMessage calls to chat were forwarded so far.
-func (p *pollProxy) sentTo(chat int64) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sent[chat]
 }
 
 // polls returns the offsets of the getUpdates calls forwarded so far.
