@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -62,7 +63,11 @@ func (r *run) recordCall(ctx context.Context, u openai.Usage) {
 	if d := u.PromptTokensDetails; d != nil {
 		c.CachedTokens = int64(d.CachedTokens)
 	}
-	if err := m.RecordModelCall(ctx, c); err != nil {
+	// The call was made and paid for even when the run is being stopped: its
+	// entry is stored on a context of its own (bounded), not the run's.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := m.RecordModelCall(rctx, c); err != nil {
 		r.agent.log.Warn("record model call in the usage ledger", "run", r.job.Run.ID, "call", c.Call, "err", err)
 	}
 }

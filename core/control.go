@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Steering (DESIGN.md §10, the operator console): cancel a run, stop what a bot
@@ -52,8 +53,9 @@ type Stopped struct {
 // runCancels maps the runs executing in this process to the cancel functions
 // of their contexts, so CancelRun can interrupt the model call or tool in flight.
 type runCancels struct {
-	mu sync.Mutex
-	m  map[RunID]context.CancelCauseFunc
+	mu    sync.Mutex
+	m     map[RunID]context.CancelCauseFunc
+	until map[RunID]time.Time // shared: when each run's claim lapses, as last stored
 }
 
 // errCancelled is the cause of a run context cancelled by CancelRun.
@@ -72,6 +74,28 @@ func (c *runCancels) remove(id RunID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, id)
+	delete(c.until, id)
+}
+
+// setClaimUntil records when run id's claim lapses (shared mode).
+func (c *runCancels) setClaimUntil(id RunID, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[id]; !ok {
+		return
+	}
+	if c.until == nil {
+		c.until = map[RunID]time.Time{}
+	}
+	c.until[id] = t
+}
+
+// claimUntil returns when run id's claim lapses, if known.
+func (c *runCancels) claimUntil(id RunID) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.until[id]
+	return t, ok
 }
 
 // ids returns the runs executing in this process.

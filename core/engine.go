@@ -178,6 +178,10 @@ type Engine struct {
 	hints      Hinter
 	sweepEvery time.Duration
 	hintq      hintQueue
+	// fatal ends Run with an error (fail); set by Run.
+	fatalMu  sync.Mutex
+	fatalErr error
+	fatal    context.CancelFunc
 	// incarnation owns the lease on procID: the id plus a random part, so a
 	// restart with the same id is told apart from a second live process.
 	incarnation string
@@ -243,7 +247,7 @@ func New(opts Options) (*Engine, error) {
 		e.hints = nil
 	}
 	e.hintq.signal = make(chan struct{}, 1)
-	e.incarnation = e.procID + "#" + newProcessID()
+	e.incarnation = e.procID + "#" + randomHex(4)
 	return e, nil
 }
 
@@ -302,7 +306,8 @@ func (e *Engine) adapter(id AccountID) (Adapter, bool) {
 // worker per bot and the delivery lanes, and blocks until ctx is done. Then it stops
 // intake, lets in-flight runs finish for up to ShutdownGrace before cancelling them
 // (a cancelled run keeps its step checkpoint and resumes at the next start), flushes delivery for up to the same
-// bound, and returns. It returns an error only if recovery fails; the caller closes
+// bound, and returns. It returns an error if recovery fails or, shared, when another
+// live process holds or takes its process id (ErrProcessIDInUse); the caller closes
 // the store after Run returns.
 func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Lock()
@@ -312,6 +317,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.running = true
 	e.mu.Unlock()
+	ctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	e.fatalMu.Lock()
+	e.fatal = stopAll
+	e.fatalMu.Unlock()
 
 	if err := e.syncBots(ctx, e.cfg().order); err != nil {
 		if ctx.Err() != nil {
@@ -406,10 +416,27 @@ func (e *Engine) Run(ctx context.Context) error {
 	wg.Wait()
 	e.lanes.wait()
 	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
-	e.lanes.dropAll(dctx) // shared: another process takes the lanes at once
-	e.dropProcessID(dctx)
+	e.fatalMu.Lock()
+	ferr := e.fatalErr
+	e.fatalMu.Unlock()
+	if ferr == nil { // a process that lost its id keeps its hands off the leases
+		e.lanes.dropAll(dctx) // shared: another process takes the lanes at once
+		e.dropProcessID(dctx)
+	}
 	dcancel()
-	return nil
+	return ferr
+}
+
+// fail stops Run, which then returns err: the engine cannot go on safely.
+func (e *Engine) fail(err error) {
+	e.fatalMu.Lock()
+	defer e.fatalMu.Unlock()
+	if e.fatalErr == nil {
+		e.fatalErr = err
+	}
+	if e.fatal != nil {
+		e.fatal()
+	}
 }
 
 // waitTimeout waits for wg up to d and reports whether it finished.

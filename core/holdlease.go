@@ -22,8 +22,21 @@ func newProcessID() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
-// ProcessID is the id this engine claims work under (Options.ProcessID).
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ProcessID is this engine's process id (Options.ProcessID).
 func (e *Engine) ProcessID() string { return e.procID }
+
+// ClaimOwner is the owner this engine's claims name (Run.Owner, Lease.Owner):
+// the process id, "#", and a random part new at each start, so a process
+// restarted with the same id never mistakes its predecessor's claims for its
+// own, nor does a second live process given the same id.
+func (e *Engine) ClaimOwner() string { return e.incarnation }
 
 // Shared reports whether the engine shares its store with other processes
 // (Options.Shared).
@@ -33,7 +46,7 @@ func (e *Engine) Shared() bool { return e.shared }
 // core/lease.go): the long-lived ingress of an account, which exactly one
 // process sharing the store may run. It takes the lease (waiting while another
 // process holds it, calling standby with the holder each time it finds it
-// held), renews it every third of the lease TTL while fn runs, and cancels fn's
+// held, or with "" when the store could not be asked in time), renews it every third of the lease TTL while fn runs, and cancels fn's
 // context when the lease cannot be renewed before it lapses (another process may
 // then take it). When fn returns it releases the lease. HoldLease returns fn's
 // error when fn stops on its own while ctx is live (the account failed for
@@ -45,15 +58,18 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 	}
 	every := e.leaseTTL / 3
 	for {
-		until, holder, err := e.takeLease(ctx, key)
+		tctx, cancel := context.WithTimeout(ctx, every)
+		until, holder, err := e.takeLease(tctx, key)
+		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil || holder != "" {
 			if err != nil {
 				e.log.Warn("lease not taken", "key", key, "err", err)
-			} else if standby != nil {
-				standby(holder)
+			}
+			if standby != nil {
+				standby(holder) // "" when the store could not say
 			}
 			if !sleepCtx(ctx, every) {
 				return nil
@@ -63,7 +79,7 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 		e.log.Info("lease taken", "key", key, "process", e.procID)
 		ferr := e.runLeased(ctx, key, until, fn)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := e.store.Update(dctx, func(tx Tx) error { return DropLeaseTx(tx, key, e.procID) }); err != nil {
+		if err := e.store.Update(dctx, func(tx Tx) error { return DropLeaseTx(tx, key, e.incarnation) }); err != nil {
 			e.log.Warn("lease not released; it lapses by itself", "key", key, "err", err)
 		}
 		cancel()
@@ -88,6 +104,7 @@ func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn 
 	go func() { done <- fn(fctx) }() // joined below before returning
 	t := time.NewTicker(e.leaseTTL / 3)
 	defer t.Stop()
+	stopping := false
 	for {
 		select {
 		case err := <-done:
@@ -111,7 +128,10 @@ func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn 
 			case holder != "" || !e.clock.Now().Add(e.leaseTTL/3).Before(stopBy):
 				// Another process holds it, or it lapses before the next renewal
 				// could land: stop before two processes run the ingress.
-				e.log.Warn("lease cannot be renewed; stopping its work", "key", key, "holder", holder, "err", err)
+				if !stopping { // once: fn may take a while to wind down
+					e.log.Warn("lease cannot be renewed; stopping its work", "key", key, "holder", holder, "err", err)
+				}
+				stopping = true
 				cancel(errLeaseLost)
 			}
 		}
@@ -122,7 +142,7 @@ func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn 
 // process's id when it holds the lease.
 func (e *Engine) takeLease(ctx context.Context, key string) (until time.Time, holder string, err error) {
 	err = e.store.Update(ctx, func(tx Tx) error {
-		l, err := TakeLeaseTx(tx, key, e.procID, e.clock.Now(), e.leaseTTL)
+		l, err := TakeLeaseTx(tx, key, e.incarnation, e.clock.Now(), e.leaseTTL)
 		if errors.Is(err, ErrLeaseHeld) {
 			holder = l.Owner
 			return nil

@@ -48,7 +48,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 		clear(theirs)
 		now := l.e.clock.Now()
 		for _, k := range want {
-			held, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.procID, now, l.e.leaseTTL)
+			held, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.incarnation, now, l.e.leaseTTL)
 			if errors.Is(err, ErrLeaseHeld) {
 				theirs[k] = held.Until
 				continue
@@ -65,6 +65,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 		}
 		taken = nil
 	}
+	until := l.e.clock.Now().Add(l.e.leaseTTL)
 	l.mu.Lock()
 	if l.theirs == nil || len(l.theirs) > 4*laneQueue*dispatchPage {
 		l.theirs = map[laneKey]time.Time{} // bounded: forget, and learn again
@@ -79,7 +80,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 			ln = &lane{idleSince: l.e.clock.Now()}
 			l.m[k] = ln
 		}
-		ln.leased = true
+		ln.leased, ln.until = true, until
 		got[k] = true
 	}
 	l.mu.Unlock()
@@ -97,7 +98,9 @@ func containsKey(ks []laneKey, k laneKey) bool {
 
 // renew extends the leases of this process's lanes in one transaction; a lane
 // whose lease another process took stops here (its queued entries are that
-// process's to deliver; the entry in flight finishes).
+// process's to deliver; the entry in flight finishes). When the leases cannot
+// be renewed, a lane whose lease would lapse before the next renewal could land
+// stops the same way, since another process may take it then.
 func (l *lanes) renew(ctx context.Context) {
 	l.mu.Lock()
 	var keys []laneKey
@@ -111,11 +114,13 @@ func (l *lanes) renew(ctx context.Context) {
 		return
 	}
 	var lost []laneKey
-	err := l.e.store.Batch(ctx, func(tx Tx) error {
+	until := l.e.clock.Now().Add(l.e.leaseTTL)
+	rctx, cancel := context.WithTimeout(ctx, l.e.leaseTTL/3)
+	err := l.e.store.Batch(rctx, func(tx Tx) error {
 		lost = nil
 		now := l.e.clock.Now()
 		for _, k := range keys {
-			_, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.procID, now, l.e.leaseTTL)
+			_, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.incarnation, now, l.e.leaseTTL)
 			if errors.Is(err, ErrLeaseHeld) {
 				lost = append(lost, k)
 			} else if err != nil {
@@ -124,26 +129,50 @@ func (l *lanes) renew(ctx context.Context) {
 		}
 		return nil
 	})
-	if err != nil {
-		if ctx.Err() == nil {
-			l.e.log.Warn("renewing outbox lane leases failed; retrying", "lanes", len(keys), "err", err)
-		}
-		return
-	}
+	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		l.e.log.Warn("renewing outbox lane leases failed; retrying", "lanes", len(keys), "err", err)
+		stopBy := l.e.clock.Now().Add(l.e.leaseTTL/3 + l.e.leaseTTL/6)
+		for _, k := range keys {
+			if ln, ok := l.m[k]; ok && ln.leased && !ln.until.After(stopBy) {
+				lost = append(lost, k)
+			}
+		}
+	} else {
+		for _, k := range keys {
+			if ln, ok := l.m[k]; ok && ln.leased {
+				ln.until = until
+			}
+		}
+	}
 	for _, k := range lost {
 		ln, ok := l.m[k]
-		if !ok {
+		if !ok || !ln.leased {
 			continue
 		}
-		l.e.log.Warn("outbox lane lease taken by another process; stopping the lane here", "account", k.account, "conversation", k.conv)
+		l.e.log.Warn("outbox lane lease lost or about to lapse; stopping the lane here", "account", k.account, "conversation", k.conv)
 		ln.leased = false
 		for _, id := range ln.queue {
 			delete(l.inflight, id)
 		}
 		ln.queue = nil
 	}
+}
+
+// holds reports whether this process may deliver on ln now: always unshared;
+// shared, while it holds the lane's lease and the lease has not lapsed.
+func (l *lanes) holds(ln *lane) bool {
+	if !l.e.shared {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return ln.leased && l.e.clock.Now().Before(ln.until)
 }
 
 // dropReleased drops the leases of lanes release forgot, so another process
@@ -183,7 +212,7 @@ func (l *lanes) dropLeases(ctx context.Context, keys []laneKey) {
 	}
 	err := l.e.store.Update(ctx, func(tx Tx) error {
 		for _, k := range keys {
-			if err := DropLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.procID); err != nil {
+			if err := DropLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.incarnation); err != nil {
 				return err
 			}
 		}

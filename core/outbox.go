@@ -37,6 +37,7 @@ type lane struct {
 	running   bool       // a goroutine is delivering the queue
 	idleSince time.Time  // engine clock, set when the queue drained
 	leased    bool       // shared: this process holds the lane's lease (core/lanelease.go)
+	until     time.Time  // shared: when that lease lapses, as last stored
 }
 
 // lanes delivers the outbox: one ordered lane per (account, conversation), each
@@ -192,7 +193,7 @@ func (l *lanes) run(ctx context.Context, ln *lane) {
 		id := ln.queue[0]
 		ln.queue = ln.queue[1:]
 		l.mu.Unlock()
-		l.deliver(ctx, id)
+		l.deliver(ctx, ln, id)
 		l.mu.Lock()
 		delete(l.inflight, id)
 		l.mu.Unlock()
@@ -202,7 +203,7 @@ func (l *lanes) run(ctx context.Context, ln *lane) {
 // deliver sends outbox entry id, retrying with backoff (or the platform's
 // RetryAfter) until it lands, fails permanently, runs out of tries, or ctx ends
 // (the entry then stays pending for the next start).
-func (l *lanes) deliver(ctx context.Context, id OutboxID) {
+func (l *lanes) deliver(ctx context.Context, ln *lane, id OutboxID) {
 	// The entry is read now, when its turn comes: lanes keep only IDs, and the
 	// sweep that queued it may have run before an earlier delivery of the same
 	// entry settled, so nothing is delivered twice.
@@ -229,6 +230,9 @@ func (l *lanes) deliver(ctx context.Context, id OutboxID) {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 500*time.Millisecond, 30*time.Second, 0
 	for try := 1; ; try++ {
+		if !l.holds(ln) {
+			return // shared: the lane's lease was lost; its holder delivers the entry
+		}
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		pid, err := send(dctx)
 		cancel()

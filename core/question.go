@@ -63,7 +63,7 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 		}
 	}
 	r.Status, r.Question, r.Checkpoint = RunWaitingHuman, q.ID, res.Checkpoint
-	r.Owner, r.LeaseUntil = "", time.Time{} // a person's answer resumes it in any process
+	r.LeaseUntil = time.Time{} // a person's answer resumes it in any process (Owner: who ran it so far)
 	if _, err := tx.PutRun(*r); err != nil {
 		return err
 	}

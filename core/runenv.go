@@ -82,11 +82,12 @@ func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) err
 		if err != nil {
 			return err
 		}
+		if !r.e.ownsRun(run) {
+			r.e.ctl.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
+			return fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
+		}
 		if run.Status != RunRunning {
 			return fmt.Errorf("run %d is %s, not running", run.ID, run.Status)
-		}
-		if !r.e.ownsRun(run) {
-			return fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
 		}
 		run.Checkpoint = append(json.RawMessage(nil), transcript...)
 		_, err = tx.PutRun(run)

@@ -366,6 +366,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
+	if e.shared {
+		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
+	}
 	defer e.ctl.remove(job.Run.ID)
 	e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
 	env := &runEnv{e: e, job: job}
@@ -386,6 +389,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		res, err = e.agent.Execute(ctx, job)
 	}
 	stopped := ctx.Err() == context.Canceled && e.isStopping() && !errors.Is(context.Cause(ctx), errCancelled)
+	// A run stopped because its claim lapsed or moved (core/shared.go) is not
+	// this process's to settle: it is left as a shutdown leaves it.
+	stopped = stopped || errors.Is(context.Cause(ctx), errLeaseLost)
 	if err == nil && ctx.Err() != nil && !stopped {
 		err = ctx.Err()
 	}
@@ -395,7 +401,13 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		// Shutdown cancelled the run: it stays running with its last step
 		// checkpoint and the next start resumes it (DESIGN.md §8). What it
 		// streamed is removed; the resumed run streams and posts its reply anew.
-		e.log.Info("run interrupted by shutdown; the next start resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
+		if errors.Is(context.Cause(ctx), errLeaseLost) {
+			e.log.Warn("run stopped here: its claim lapsed or moved; it resumes from its checkpoint wherever it is recovered", "run", job.Run.ID, "bot", job.Bot.Handle)
+		} else if e.shared {
+			e.log.Info("run interrupted by shutdown; another process resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
+		} else {
+			e.log.Info("run interrupted by shutdown; the next start resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
+		}
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 		defer dcancel()
 		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
@@ -428,7 +440,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		}
 		// The streamed messages are the reply's delivery's now, or discarded below.
 		r.Streamed = nil
-		r.Owner, r.LeaseUntil = "", time.Time{}
+		r.LeaseUntil = time.Time{} // Owner stays: who ran it
 		if r.Status == RunCancelled {
 			// CancelRun settled it (core/control.go); keep only its usage.
 			cancelled = true

@@ -27,13 +27,13 @@ import (
 // claimRun makes this process the owner of a run it starts (shared only).
 func (e *Engine) claimRun(r *Run, now time.Time) {
 	if e.shared {
-		r.Owner, r.LeaseUntil = e.procID, now.Add(e.leaseTTL)
+		r.Owner, r.LeaseUntil = e.incarnation, now.Add(e.leaseTTL)
 	}
 }
 
 // ownsRun reports whether this process may write r as its runner: always
 // unshared; shared, only while it is r's owner.
-func (e *Engine) ownsRun(r Run) bool { return !e.shared || r.Owner == e.procID }
+func (e *Engine) ownsRun(r Run) bool { return !e.shared || r.Owner == e.incarnation }
 
 // lapseRun ends this process's claim on a run that shutdown interrupted, so
 // another process resumes it at its next sweep instead of after the TTL.
@@ -43,7 +43,7 @@ func (e *Engine) lapseRun(ctx context.Context, id RunID) {
 	}
 	err := e.store.Update(ctx, func(tx Tx) error {
 		r, err := tx.Run(id)
-		if err != nil || r.Owner != e.procID || r.Status != RunRunning {
+		if err != nil || r.Owner != e.incarnation || r.Status != RunRunning {
 			return err
 		}
 		r.LeaseUntil = time.Time{}
@@ -117,13 +117,22 @@ func (e *Engine) claimProcessID(ctx context.Context) error {
 	}
 }
 
-// renewProcessID extends the lease on this process's id.
+// renewProcessID extends the lease on this process's id. When another
+// process holds it (this one was cut off past the TTL and a process with the
+// same id started meanwhile), this process stops: Run ends with
+// ErrProcessIDInUse, before it acts beside the other.
 func (e *Engine) renewProcessID(ctx context.Context) {
-	err := e.store.Batch(ctx, func(tx Tx) error {
+	rctx, cancel := context.WithTimeout(ctx, e.leaseTTL/3)
+	defer cancel()
+	err := e.store.Batch(rctx, func(tx Tx) error {
 		_, err := TakeLeaseTx(tx, LeaseKeyProcess(e.procID), e.incarnation, e.clock.Now(), e.leaseTTL)
 		return err
 	})
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case errors.Is(err, ErrLeaseHeld):
+		e.log.Error("another process runs with this process id; stopping", "process", e.procID, "err", err)
+		e.fail(fmt.Errorf("core: process id %q: %w (taken while this process was cut off from the store)", e.procID, ErrProcessIDInUse))
+	case err != nil && ctx.Err() == nil:
 		e.log.Warn("renewing the process id lease failed", "process", e.procID, "err", err)
 	}
 }
@@ -198,16 +207,23 @@ func (e *Engine) renewLoop(ctx context.Context) {
 }
 
 // renewRuns extends the claim of every run executing here in one transaction,
-// and interrupts those this process no longer owns or that were cancelled.
+// and interrupts those this process no longer owns (another took the run over,
+// finished it or queued it to restart: its owner is not this incarnation) or
+// that were cancelled. When the claims cannot be renewed (the store is
+// unreachable, or slow past the renewal's bound), a run whose claim would lapse
+// before the next renewal could land is stopped here (errLeaseLost), since
+// another process may take it over then: it is not settled, and resumes from
+// its checkpoint wherever it is recovered.
 func (e *Engine) renewRuns(ctx context.Context) {
 	ids := e.ctl.ids()
 	if len(ids) == 0 {
 		return
 	}
 	var lost, cancelled []RunID
-	err := e.store.Batch(ctx, func(tx Tx) error {
+	until := e.clock.Now().Add(e.leaseTTL)
+	rctx, cancel := context.WithTimeout(ctx, e.leaseTTL/3)
+	err := e.store.Batch(rctx, func(tx Tx) error {
 		lost, cancelled = nil, nil
-		until := e.clock.Now().Add(e.leaseTTL)
 		for _, id := range ids {
 			r, err := tx.Run(id)
 			if errors.Is(err, ErrNotFound) {
@@ -216,12 +232,12 @@ func (e *Engine) renewRuns(ctx context.Context) {
 				return err
 			}
 			switch {
+			case r.Owner != e.incarnation:
+				lost = append(lost, id)
 			case r.Status == RunCancelled:
 				cancelled = append(cancelled, id)
 			case r.Status != RunRunning:
 				// Settling here right now (or paused): nothing to renew.
-			case r.Owner != e.procID:
-				lost = append(lost, id)
 			default:
 				r.LeaseUntil = until
 				if _, err := tx.PutRun(r); err != nil {
@@ -231,17 +247,30 @@ func (e *Engine) renewRuns(ctx context.Context) {
 		}
 		return nil
 	})
+	cancel()
 	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn("renewing run claims failed; retrying", "runs", len(ids), "err", err)
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("renewing run claims failed; retrying", "runs", len(ids), "err", err)
+		// Stop what would run on past its claim before the next renewal.
+		stopBy := e.clock.Now().Add(e.leaseTTL/3 + e.leaseTTL/6)
+		for _, id := range ids {
+			if u, ok := e.ctl.claimUntil(id); ok && !u.After(stopBy) {
+				e.log.Warn("run's claim is about to lapse and cannot be renewed; stopping it here", "run", id)
+				e.ctl.cancelWith(id, errLeaseLost)
+			}
 		}
 		return
+	}
+	for _, id := range ids {
+		e.ctl.setClaimUntil(id, until)
 	}
 	for _, id := range cancelled {
 		e.ctl.cancel(id)
 	}
 	for _, id := range lost {
-		e.log.Warn("run's claim was taken over by another process; stopping it here", "run", id)
+		e.log.Warn("run was taken over or ended by another process; stopping it here", "run", id)
 		e.ctl.cancelWith(id, errLeaseLost)
 	}
 }
@@ -390,7 +419,7 @@ func (e *Engine) hintSender(ctx context.Context) {
 		q.mu.Unlock()
 		for h := range batch {
 			hctx, cancel := context.WithTimeout(ctx, hintTimeout)
-			err := e.hints.Hint(hctx, e.procID+" "+h)
+			err := e.hints.Hint(hctx, e.incarnation+" "+h)
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				e.log.Debug("hint not sent; the sweep finds the work", "hint", h, "err", err)
@@ -402,7 +431,7 @@ func (e *Engine) hintSender(ctx context.Context) {
 // onHint acts on a hint from another process; this process's own are ignored.
 func (e *Engine) onHint(payload string) {
 	from, verb, arg, ok := splitHint(payload)
-	if !ok || from == e.procID {
+	if !ok || from == e.incarnation {
 		return
 	}
 	switch verb {

@@ -182,9 +182,9 @@ func TestClusterKillOneProcess(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reading running runs: %v\n%s", err, c.logs())
 		}
-		for id, k := range owners {
-			if k > 0 && strings.HasPrefix(id, "p") {
-				victim = id
+		for owner, k := range owners {
+			if id, _, _ := strings.Cut(owner, "#"); k > 0 && strings.HasPrefix(id, "p") {
+				victim = id // the process id; the claim owner adds "#" and a per-start part
 			}
 		}
 		if victim == "" {

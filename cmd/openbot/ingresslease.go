@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/slack"
@@ -27,9 +28,12 @@ import (
 // as ready.
 const standbyPrefix = "standby"
 
-// standbyState is the /healthz state of an account whose ingress holder runs it.
+// standbyState is the /healthz state of an account whose ingress another
+// process holds; holder is its claim owner ("<process id>#<per-start part>",
+// core.Engine.ClaimOwner), shown by its process id.
 func standbyState(holder string) string {
-	return standbyPrefix + " (ingress held by " + holder + ")"
+	id, _, _ := strings.Cut(holder, "#")
+	return standbyPrefix + " (ingress held by " + id + ")"
 }
 
 // leasingState is the /healthz state of a leased account before this process
@@ -70,6 +74,10 @@ func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Con
 			s.log.Info("account ingress taken", "account", ac.id, "process", s.eng.ProcessID())
 			return r.Run(ctx)
 		}, func(holder string) {
+			if holder == "" { // the store could not be asked: not known to be in good hands
+				s.hl.set(ac.id, leasingState)
+				return
+			}
 			s.hl.set(ac.id, standbyState(holder))
 		})
 	}, true

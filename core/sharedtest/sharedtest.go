@@ -63,27 +63,62 @@ func (b *HintBus) ListenHints(ctx context.Context, fn func(string)) error {
 type deadStore struct {
 	core.Store
 	dead atomic.Bool
+	// stalled, while non-nil and open, makes every call wait (a process cut
+	// off from its database): until it is closed, or the call's ctx ends.
+	mu      sync.Mutex
+	stalled chan struct{}
 }
 
 var errDead = errors.New("process killed")
 
-func (s *deadStore) View(ctx context.Context, fn func(core.ReadTx) error) error {
+// stall cuts the process off from the store until the returned func is called.
+func (s *deadStore) stall() (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.stalled = ch
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.stalled = nil
+		s.mu.Unlock()
+		close(ch)
+	}
+}
+
+func (s *deadStore) gate(ctx context.Context) error {
 	if s.dead.Load() {
 		return errDead
+	}
+	s.mu.Lock()
+	ch := s.stalled
+	s.mu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (s *deadStore) View(ctx context.Context, fn func(core.ReadTx) error) error {
+	if err := s.gate(ctx); err != nil {
+		return err
 	}
 	return s.Store.View(ctx, fn)
 }
 
 func (s *deadStore) Update(ctx context.Context, fn func(core.Tx) error) error {
-	if s.dead.Load() {
-		return errDead
+	if err := s.gate(ctx); err != nil {
+		return err
 	}
 	return s.Store.Update(ctx, fn)
 }
 
 func (s *deadStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
-	if s.dead.Load() {
-		return errDead
+	if err := s.gate(ctx); err != nil {
+		return err
 	}
 	return s.Store.Batch(ctx, fn)
 }
@@ -102,6 +137,8 @@ type concurrencyAgent struct {
 	overlaps []string
 	answered map[core.MessageID]int
 	block    func(job *core.Job) bool // true: wait until ctx ends (a hung process)
+	// onBlockEnd, when set, is called when a blocked run's ctx ended.
+	onBlockEnd func()
 	// pause, when set and returning true, decides the whole result (questions).
 	pause   func(job *core.Job) (core.Result, bool)
 	resumed []string // decisions the resumed runs were handed, in order
@@ -139,6 +176,12 @@ func (a *concurrencyAgent) Execute(ctx context.Context, job *core.Job) (core.Res
 	}()
 	if block {
 		<-ctx.Done()
+		a.mu.Lock()
+		end := a.onBlockEnd
+		a.mu.Unlock()
+		if end != nil {
+			end()
+		}
 		return core.Result{}, ctx.Err()
 	}
 	select {
@@ -168,6 +211,7 @@ func Run(t *testing.T, open func(t *testing.T) Opener) {
 	t.Run("AnswerEachMessageOnce", func(t *testing.T) { testAnswerEachMessageOnce(t, open(t)) })
 	t.Run("KilledMidRunIsRecovered", func(t *testing.T) { testKilledMidRunIsRecovered(t, open(t)) })
 	t.Run("FirstAnswerWins", func(t *testing.T) { testFirstAnswerWins(t, open(t)) })
+	t.Run("CutOffProcessStopsBeforeTakeover", func(t *testing.T) { testCutOffProcessStopsBeforeTakeover(t, open(t)) })
 }
 
 // testWriter sends an engine's log lines to the test's log.
@@ -391,8 +435,8 @@ func testAnswerEachMessageOnce(t *testing.T, open Opener) {
 			if r.Status != core.RunCompleted {
 				t.Errorf("run %d is %s, want completed", r.ID, r.Status)
 			}
-			if r.Owner != "" {
-				t.Errorf("settled run %d still names owner %q", r.ID, r.Owner)
+			if !r.LeaseUntil.IsZero() {
+				t.Errorf("settled run %d still holds a claim until %s", r.ID, r.LeaseUntil)
 			}
 		}
 		// Per conversation, deliveries follow the stored order of bot messages.
@@ -456,7 +500,7 @@ func testKilledMidRunIsRecovered(t *testing.T, open Opener) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no run started")
 	}
-	victim := slices.IndexFunc(x.engines, func(e *core.Engine) bool { return e.ProcessID() == owner })
+	victim := slices.IndexFunc(x.engines, func(e *core.Engine) bool { return e.ClaimOwner() == owner })
 	if victim < 0 {
 		t.Fatalf("run owner %q is no engine", owner)
 	}
@@ -572,4 +616,51 @@ func testFirstAnswerWins(t *testing.T, open Opener) {
 		}
 		return nil
 	})
+}
+
+// testCutOffProcessStopsBeforeTakeover: the engine running a run is cut off
+// from the store (every call hangs) but stays alive. It cannot renew its
+// claim, so it stops the run itself before the claim lapses; only then does
+// another engine take the run over, and when the first one reaches the store
+// again it settles nothing: the message is answered once, by the other.
+func testCutOffProcessStopsBeforeTakeover(t *testing.T, open Opener) {
+	bots := []core.BotProfile{{Handle: "chief_of_staff", Name: "Chief"}}
+	x := newSharedRig(t, open, 2, bots, 1500*time.Millisecond)
+	var seq atomic.Int64
+	var stoppedAt, takenAt atomic.Int64
+	started := make(chan string, 1)
+	var first atomic.Bool
+	x.agent.block = func(job *core.Job) bool {
+		if first.CompareAndSwap(false, true) {
+			started <- job.Run.Owner
+			return true
+		}
+		takenAt.CompareAndSwap(0, seq.Add(1))
+		return false
+	}
+	x.agent.onBlockEnd = func() { stoppedAt.CompareAndSwap(0, seq.Add(1)) }
+	x.say(0, "c1", "hello")
+	var owner string
+	select {
+	case owner = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no run started")
+	}
+	victim := slices.IndexFunc(x.engines, func(e *core.Engine) bool { return e.ClaimOwner() == owner })
+	release := x.stores[victim].stall()
+	x.idle(1 - victim)
+	release()
+	if stoppedAt.Load() == 0 || takenAt.Load() == 0 || stoppedAt.Load() > takenAt.Load() {
+		t.Errorf("the cut-off engine stopped its run at step %d, the other took it over at step %d: want stopped first", stoppedAt.Load(), takenAt.Load())
+	}
+	x.stop(victim)
+	answers := 0
+	for _, d := range x.ad.deliveries() {
+		if strings.Contains(d.Text, "answers") {
+			answers++
+		}
+	}
+	if answers != 1 {
+		t.Errorf("%d answers delivered, want 1", answers)
+	}
 }
