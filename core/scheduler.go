@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 )
 
 // worker drains one bot's mailbox. It runs up to the bot's MaxParallelThreads runs
@@ -345,7 +344,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	start := e.observeRunStart(job)
-	e.showWork(ctx, job, true)
+	work := e.startWork(ctx, job)
 	env.stream = e.startStream(ctx, job)
 	// Cost control: a new run of a bot (or in a thread) whose budget is spent
 	// is refused with a notice naming it; a resumed run stops at its next model call.
@@ -374,7 +373,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		defer dcancel()
 		env.stream.discard(dctx, streamed)
 		env.stream.forget(dctx)
-		e.showWork(dctx, job, false)
+		work.end(dctx)
 		return
 	}
 	var unused map[laneKey][]string
@@ -476,7 +475,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	}
 	e.observeRunEnd(job, start, res, err, serr, cancelled)
 	env.stream.discard(sctx, unused)
-	e.showWork(sctx, job, false)
+	work.end(sctx)
 	if cancelled {
 		e.log.Info("run cancelled", "run", job.Run.ID, "bot", job.Bot.Handle)
 	} else if err != nil {
@@ -493,34 +492,6 @@ func (e *Engine) isStopping() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.stopping
-}
-
-// workTimeout bounds one WorkIndicator call.
-const workTimeout = 3 * time.Second
-
-// showWork tells every binding's account that supports it that job's bot started
-// or stopped working (WorkIndicator).
-func (e *Engine) showWork(ctx context.Context, job *Job, started bool) {
-	replyTo := e.botReply(job, "").replyTo
-	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
-	for _, b := range job.Thread.Bindings {
-		acct, ok := e.pickAccount(b, job.Bot.ID())
-		if !ok {
-			continue
-		}
-		ad, ok := e.adapter(acct)
-		if !ok {
-			continue
-		}
-		wi, ok := ad.(WorkIndicator)
-		if !ok {
-			continue
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), workTimeout)
-		wi.Working(wctx, Work{Conversation: b.Conversation, ReplyTo: replyTo[b.Conversation], Bot: sender,
-			Thread: job.Thread.ID, Run: job.Run.ID, Started: started})
-		cancel()
-	}
 }
 
 // botReply builds the postSpec of a bot's message in a run: hop is one more than
