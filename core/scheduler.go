@@ -20,8 +20,16 @@ type worker struct {
 	handle string
 	wake   chan struct{} // cap 1: a pending wake-up is never lost, never queued twice
 
-	mu   sync.Mutex
-	busy map[ThreadID]bool // threads with a run of this bot in flight, until execute returns
+	mu     sync.Mutex
+	busy   map[ThreadID]bool // threads with a run of this bot in flight, until execute returns
+	runCtx context.Context   // bounds this worker's runs; set by loop; guarded by mu
+	closed bool              // loop returned: no run starts any more; guarded by mu
+	runs   sync.WaitGroup    // runs in flight (worker.run); waited for by loop
+
+	// pickMu is held while one of this bot's picks is decided, from the busy
+	// snapshot to marking the picked threads busy: the loop's, or an ingest's
+	// pick in its own transaction (core/pickingest.go), which only tries it.
+	pickMu sync.Mutex
 }
 
 // wake nudges a bot's worker after its mailbox changed.
@@ -66,8 +74,15 @@ func (w *worker) setBusy(t ThreadID, on bool) {
 // loop runs until ctx (intake) is done, then waits for its in-flight runs. runCtx
 // bounds in-flight runs, which may outlive ctx by the shutdown grace.
 func (w *worker) loop(ctx, runCtx context.Context) {
-	var runs sync.WaitGroup
-	defer runs.Wait()
+	w.mu.Lock()
+	w.runCtx = runCtx
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		w.runs.Wait()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -79,15 +94,18 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			if !ok {
 				break // removed by Reload: no new work unless it comes back
 			}
+			w.pickMu.Lock()
 			n, busy := w.inFlight()
-			if n >= bot.parallel() {
-				break // a finishing run wakes the worker
+			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
+				w.pickMu.Unlock()
+				break // a finishing run or a new item wakes the worker
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row. Free slots beyond the first are taken too (never waited
 			// for), so one commit starts up to pickMax runs in different threads
 			// instead of one commit per run.
 			if !w.e.sem.acquire(ctx) {
+				w.pickMu.Unlock()
 				return
 			}
 			k := 1
@@ -98,6 +116,10 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			for range k - len(jobs) {
 				w.e.sem.release()
 			}
+			for _, job := range jobs {
+				w.setBusy(job.Thread.ID, true)
+			}
+			w.pickMu.Unlock()
 			if err != nil {
 				if ctx.Err() == nil {
 					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
@@ -108,15 +130,7 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 				break
 			}
 			for _, job := range jobs {
-				w.setBusy(job.Thread.ID, true)
-				runs.Add(1)
-				go func() {
-					defer runs.Done()
-					w.e.execute(runCtx, job)
-					w.setBusy(job.Thread.ID, false)
-					w.e.sem.release()
-					w.wakeUp()
-				}()
+				w.run(job) // the loop has not returned: it starts
 			}
 			if len(jobs) < k {
 				break // the mailbox has nothing more to start now
