@@ -414,7 +414,8 @@ func postSlackEvent(ctx context.Context, hc *http.Client, addr string, n int) er
 	return nil
 }
 
-// memRSS reads this process's resident set size, now and at its peak, from
+// memRSS reads this process's resident set size, now (with its anonymous and
+// file-backed parts where the kernel tells them) and at its peak, from
 // /proc/self/status ("n/a" where there is none).
 func memRSS() (now, peak string) {
 	now, peak = "n/a", "n/a"
@@ -422,6 +423,7 @@ func memRSS() (now, peak string) {
 	if err != nil {
 		return now, peak
 	}
+	var anon, file string
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
@@ -432,7 +434,14 @@ func memRSS() (now, peak string) {
 			now = strings.TrimSpace(v)
 		case "VmHWM":
 			peak = strings.TrimSpace(v)
+		case "RssAnon":
+			anon = strings.TrimSpace(v)
+		case "RssFile":
+			file = strings.TrimSpace(v)
 		}
+	}
+	if anon != "" && file != "" {
+		now += fmt.Sprintf(" (anonymous %s, file-backed %s: the store's memory map and the binary)", anon, file)
 	}
 	return now, peak
 }
