@@ -170,7 +170,7 @@ func New(opts Options) (*Agent, error) {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
 	opts.Limits = opts.Limits.WithDefaults()
-	base := http.DefaultTransport
+	base := modelTransport
 	var hc http.Client
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -155,7 +156,8 @@ func (r Request) ToolNames() []string {
 
 // Server is the fake. All methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	srv   *httptest.Server
+	conns atomic.Int64 // connections accepted
 
 	mu       sync.Mutex
 	queue    []Reply
@@ -198,10 +200,17 @@ func Start() (*Server, error) {
 	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.serveAudio)
-	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}}}
 	s.srv.Start()
 	return s, nil
 }
+
+// Conns is how many connections the server has accepted so far.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
 // Close shuts the server down (New does it when the test ends).
 func (s *Server) Close() { s.srv.Close() }
