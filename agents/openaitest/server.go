@@ -27,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -129,6 +130,9 @@ type Request struct {
 	// JSON is Raw decoded generically, to assert on fields the typed form hides
 	// (for example whether "content" is present on a message).
 	JSON map[string]any
+	// Arrived is when the request reached the server's handler: its headers
+	// read, its body not yet.
+	Arrived time.Time
 }
 
 // Messages returns the generic form of the request's messages.
@@ -286,12 +290,13 @@ func (s *Server) Pending() int {
 func Echo(req Request) Reply { return Text("echo: " + LastUserText(req)) }
 
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, Error(http.StatusBadRequest, "cannot read body"))
 		return
 	}
-	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
+	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Arrived: arrived}
 	if err := json.Unmarshal(raw, &req.Body); err != nil {
 		writeError(w, Error(http.StatusBadRequest, "invalid JSON body: "+err.Error()))
 		return

@@ -70,7 +70,7 @@ type platformFigures struct {
 // (openaitest), sends one message every second/rate for duration, each in its own
 // conversation, and prints the p50/p99 latency from the event (the update queued
 // at the fake; the POST's arrival at openbot's HTTP handler) to the model request
-// it causes (the fake model's handler called: the request's first bytes arrived), the throughput, and
+// it causes (its arrival at the fake model's handler: headers read, body not yet), the throughput, and
 // this process's RSS (fakes included). For Telegram it first measures how many
 // updates per second polling stores from a burst, batched (one transaction and one
 // offset save per getUpdates answer) and one by one. With settle it also reports the
@@ -139,7 +139,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		changed = make(chan struct{}, 1)
 	)
 	llm.Handle(func(r openaitest.Request) openaitest.Reply {
-		now := time.Now()
+		now := r.Arrived // the request's first bytes reached the fake model
 		if m := benchMarker.FindStringSubmatch(openaitest.LastUserText(r)); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			mu.Lock()
