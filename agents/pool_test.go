@@ -63,8 +63,10 @@ func TestModelConnectionsReused(t *testing.T) {
 	waiting, all = 0, make(chan struct{})
 	mu.Unlock()
 	round()
-	if got := srv.Conns(); got != n {
-		t.Fatalf("after a second round of %d calls at once: %d connections, want the first %d reused", n, got, n)
+	// A connection goes back to the pool just after its call returns, so one may
+	// not be back yet when the next round starts; keeping 2 reuses at most 2.
+	if reused := n - (srv.Conns() - n); reused <= 2 {
+		t.Fatalf("a second round of %d calls at once reused %d of the first round's %d connections, want more than 2", n, reused, n)
 	}
 }
 
