@@ -87,7 +87,6 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		r.usage.ModelCalls++
 		r.usage.PromptTokens += t.usage.PromptTokens
 		r.usage.CompletionTokens += t.usage.CompletionTokens
-		r.recordCall(ctx, t.usage)
 		ev := map[string]any{
 			"model": r.model, "provider": r.pc.name, "messages": len(msgs),
 			"prompt_tokens": t.usage.PromptTokens, "completion_tokens": t.usage.CompletionTokens,
@@ -99,9 +98,12 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err != nil {
 			ev["error"] = err.Error()
 		}
-		r.event(ctx, "model_call", ev)
+		// The call's ledger entry and run event are stored beside the rest of
+		// this step (its checkpoint), so they share commits (recordings.go).
+		rec := r.recordAsync(ctx, t.usage, ev)
 		r.job.Observer().ModelCall(r.pc.name, r.model, dur, t.usage.PromptTokens, t.usage.CompletionTokens, err != nil)
 		if err != nil {
+			rec.Wait()
 			var me *ModelError
 			if errors.As(err, &me) && me.ContextLength() && !r.trimmed {
 				r.trimmed = true
@@ -117,11 +119,13 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		r.transcript = append(r.transcript, assistant)
 		if len(t.calls) == 0 {
 			r.checkpoint(ctx)
+			rec.Wait()
 			return strings.TrimSpace(t.content), nil, nil
 		}
 		r.showWorking(t.calls)
 		r.pending = r.classify(t.calls)
 		r.checkpoint(ctx)
+		rec.Wait()
 	}
 }
 
