@@ -8,7 +8,7 @@ import (
 
 // DefaultReleaseEvery is how often a Store gives back the pages of its memory map
 // that reads brought in (Options.ReleaseEvery).
-const DefaultReleaseEvery = 5 * time.Second
+const DefaultReleaseEvery = 2 * time.Second
 
 // releaser gives the pages of bbolt's read-only memory map back to the kernel every
 // interval (memory flat under bursts, DESIGN.md §9). bbolt reads the file through
