@@ -50,15 +50,17 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		undoIngestPicks(picks)
 		return IngestResult{}, err
 	}
-	started := startIngestPicks(picks)
+	startIngestPicks(picks)
 	e.observeIngest(in.Platform, start, res)
 	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
 		e.files.enqueue(res.Message) // after the durable ingest; never blocks
 	}
+	// Every woken bot's worker is woken, also one whose run started here: the
+	// pick in this transaction may have taken an older item than this message's,
+	// and the worker may have read the mailbox before this commit. A wake-up that
+	// finds nothing costs a read, not a commit (mayPick).
 	for _, h := range res.Woken {
-		if !started[h] {
-			e.wake(h)
-		}
+		e.wake(h)
 	}
 	e.kickOutbox()
 	return res, nil

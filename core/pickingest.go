@@ -24,7 +24,7 @@ type ingestPick struct {
 // woken whose worker is idle enough to start one now: it is running, not picking
 // itself (its pick lock is free), below the bot's max_parallel_threads, and a
 // global slot is free. It never waits: a bot that cannot start a run now is left
-// to its worker (the caller wakes it). The picks hold worker state before the
+// to its worker (the caller wakes every woken bot's worker after the commit). The picks hold worker state before the
 // commit, so the caller must hand them to startIngestPicks after a successful
 // commit or to undoIngestPicks otherwise (and before Batch runs fn again).
 func (e *Engine) pickInIngestTx(tx Tx, woken []string) ([]ingestPick, error) {
@@ -82,20 +82,15 @@ func undoIngestPicks(picks []ingestPick) {
 	}
 }
 
-// startIngestPicks executes the committed picks and reports which bots got one
-// (they need no wake-up). A worker whose loop has returned (shutdown) starts
-// nothing: its run stays running in the store and the next start recovers it
-// (DESIGN.md §8), as any run a shutdown leaves.
-func startIngestPicks(picks []ingestPick) map[string]bool {
-	started := make(map[string]bool, len(picks))
+// startIngestPicks executes the committed picks. A worker whose loop has returned
+// (shutdown) starts nothing: its run stays running in the store and the next start
+// recovers it (DESIGN.md §8), as any run a shutdown leaves.
+func startIngestPicks(picks []ingestPick) {
 	for _, p := range picks {
-		if p.w.run(p.job) {
-			started[p.w.handle] = true
-		} else {
+		if !p.w.run(p.job) {
 			undoIngestPicks([]ingestPick{p})
 		}
 	}
-	return started
 }
 
 // run executes job on a goroutine counted in w.runs, unless the loop has
