@@ -170,7 +170,7 @@ func New(opts Options) (*Agent, error) {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
 	opts.Limits = opts.Limits.WithDefaults()
-	base := http.DefaultTransport
+	base := modelTransport
 	var hc http.Client
 	if opts.HTTPClient != nil {
 		hc = *opts.HTTPClient
@@ -294,8 +294,9 @@ func (a *Agent) maxModelCalls(bot core.BotProfile) int {
 // approved tool with exactly the approved arguments) and goes on with the loop.
 // With job.Restart set, Execute resumes a run a restart interrupted from its last
 // step checkpoint (DESIGN.md §8): no finished model or tool call runs again. A
-// new run saves its first checkpoint before its first model call and fails
-// when it cannot (core restarts a run killed before that from the beginning).
+// new run saves its first checkpoint while its first model call is made, before
+// anything of that call is streamed or stored, and fails when it cannot (core
+// restarts a run killed before that from the beginning).
 //
 // Errors: ErrModelCallLimit, *ModelError for a failed model call (also an empty
 // answer, a cut-off or truncated stream), ErrBadCheckpoint for a resume that
@@ -361,15 +362,17 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 			}
 		}
 		r.in = in
-		// The first step boundary, before the first model call, tool call or
-		// streamed text: a run killed before it has done nothing visible and core
-		// starts it again from the beginning; from here on a restart resumes it
-		// (DESIGN.md §8). So a run that cannot save it does not go on.
-		if err := r.checkpoint(ctx); err != nil {
-			return core.Result{}, fmt.Errorf("save the run's first checkpoint: %w", err)
-		}
+		// The first step boundary, before the first model call's answer, tool
+		// call or streamed text: a run killed before it has done nothing visible
+		// and core starts it again from the beginning; from here on a restart
+		// resumes it (DESIGN.md §8). It is stored beside the first model request
+		// (firstsave.go); a run that cannot save it does not go on.
+		r.saveFirst(ctx)
 	}
 	reply, pause, err := r.loop(ctx)
+	if ferr := r.waitFirst(); ferr != nil {
+		return core.Result{Usage: r.segmentUsage()}, ferr
+	}
 	res := core.Result{Reply: reply, Usage: r.segmentUsage()}
 	if err == nil && pause != nil {
 		cp, err := r.snapshot()

@@ -41,6 +41,8 @@ type run struct {
 	// down says why, by tool source, a source the bot selects is not available
 	// to this run (awaitSources).
 	down map[string]string
+	// first is a new run's first checkpoint while it is stored (firstsave.go).
+	first *firstSave
 	// imgs are the image parts of a vision bot's request, read once (vision.go).
 	imgs     []openai.ChatMessagePart
 	imgsOnce sync.Once
@@ -79,10 +81,12 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		start := r.agent.opts.Clock.Now()
 		t, retries, err := r.callModel(ctx, msgs, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
+		if ferr := r.waitFirst(); ferr != nil {
+			return "", nil, ferr // nothing of this call is kept: the run does not go on
+		}
 		r.usage.ModelCalls++
 		r.usage.PromptTokens += t.usage.PromptTokens
 		r.usage.CompletionTokens += t.usage.CompletionTokens
-		r.recordCall(ctx, t.usage)
 		ev := map[string]any{
 			"model": r.model, "provider": r.pc.name, "messages": len(msgs),
 			"prompt_tokens": t.usage.PromptTokens, "completion_tokens": t.usage.CompletionTokens,
@@ -94,9 +98,12 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err != nil {
 			ev["error"] = err.Error()
 		}
-		r.event(ctx, "model_call", ev)
+		// The call's ledger entry and run event are stored beside the rest of
+		// this step (its checkpoint), so they share commits (recordings.go).
+		rec := r.recordAsync(ctx, t.usage, ev)
 		r.job.Observer().ModelCall(r.pc.name, r.model, dur, t.usage.PromptTokens, t.usage.CompletionTokens, err != nil)
 		if err != nil {
+			rec.Wait()
 			var me *ModelError
 			if errors.As(err, &me) && me.ContextLength() && !r.trimmed {
 				r.trimmed = true
@@ -112,17 +119,22 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		r.transcript = append(r.transcript, assistant)
 		if len(t.calls) == 0 {
 			r.checkpoint(ctx)
+			rec.Wait()
 			return strings.TrimSpace(t.content), nil, nil
 		}
 		r.showWorking(t.calls)
 		r.pending = r.classify(t.calls)
 		r.checkpoint(ctx)
+		rec.Wait()
 	}
 }
 
 // showText streams the turn's text so far (core.TextStreamer, DESIGN.md §6; not stored, §7):
 // only shown through message edits, never stored or recorded per token.
 func (r *run) showText(text string) {
+	if r.waitFirst() != nil {
+		return // the run stops after this call (loop)
+	}
 	if ts, ok := r.job.Env.(core.TextStreamer); ok {
 		ts.StreamText(text)
 	}

@@ -50,15 +50,15 @@ func (r *run) beforeCall(ctx context.Context) error {
 	return nil
 }
 
-// recordCall puts the model call just made (r.usage.ModelCalls, counted over
+// recordCall puts the model call just made, number call (r.usage.ModelCalls, counted over
 // every segment of the run, so a resumed or replayed call has the same key) in
 // the ledger; a failure is logged, not fatal.
-func (r *run) recordCall(ctx context.Context, u openai.Usage) {
+func (r *run) recordCall(ctx context.Context, u openai.Usage, call int) {
 	m, ok := r.job.Env.(core.Meter)
 	if !ok {
 		return
 	}
-	c := core.ModelCall{Call: r.usage.ModelCalls, Profile: r.pc.name, Model: r.model,
+	c := core.ModelCall{Call: call, Profile: r.pc.name, Model: r.model,
 		InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
 	if d := u.PromptTokensDetails; d != nil {
 		c.CachedTokens = int64(d.CachedTokens)

@@ -96,12 +96,7 @@ func (r *run) snapshot() (json.RawMessage, error) {
 // unresumable. The error is logged and returned; callers that must not go on
 // without it (a tool call about to start) check it.
 func (r *run) checkpoint(ctx context.Context) error {
-	raw, err := r.snapshot()
-	if err == nil && len(raw) > maxCheckpointBytes {
-		r.agent.log.Warn("run state too large to checkpoint; a restart will not resume it", "run", r.job.Run.ID, "bytes", len(raw))
-		raw, err = json.Marshal(checkpointData{Version: checkpointVersion, Model: r.model, Usage: r.usage, ModelCalls: r.usage.ModelCalls,
-			At: r.agent.opts.Clock.Now(), Unresumable: fmt.Sprintf("its saved state grew past %d MiB", maxCheckpointBytes>>20)})
-	}
+	raw, err := r.checkpointRaw()
 	if err == nil {
 		err = r.job.Env.Checkpoint(ctx, raw)
 	}
@@ -109,6 +104,18 @@ func (r *run) checkpoint(ctx context.Context) error {
 		r.agent.log.Warn("checkpoint run", "run", r.job.Run.ID, "err", err)
 	}
 	return err
+}
+
+// checkpointRaw is the checkpoint of the run's state now: its snapshot, or a
+// record that it cannot be resumed when that is larger than maxCheckpointBytes.
+func (r *run) checkpointRaw() (json.RawMessage, error) {
+	raw, err := r.snapshot()
+	if err == nil && len(raw) > maxCheckpointBytes {
+		r.agent.log.Warn("run state too large to checkpoint; a restart will not resume it", "run", r.job.Run.ID, "bytes", len(raw))
+		raw, err = json.Marshal(checkpointData{Version: checkpointVersion, Model: r.model, Usage: r.usage, ModelCalls: r.usage.ModelCalls,
+			At: r.agent.opts.Clock.Now(), Unresumable: fmt.Sprintf("its saved state grew past %d MiB", maxCheckpointBytes>>20)})
+	}
+	return raw, err
 }
 
 // restore loads a checkpoint into r: a pause checkpoint (version 2 or 3, with

@@ -30,20 +30,35 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		return IngestResult{}, ErrStopped
 	}
 	start := time.Now()
-	var res IngestResult
+	var (
+		res   IngestResult
+		picks []ingestPick
+	)
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		res = IngestResult{} // Batch may run fn again
+		undoIngestPicks(picks)
+		picks = nil
 		var err error
-		res, err = e.ingestTx(tx, in)
+		if res, err = e.ingestTx(tx, in); err != nil {
+			return err
+		}
+		// An idle bot's run starts in this commit (core/pickingest.go).
+		picks, err = e.pickInIngestTx(tx, res.Woken)
 		return err
 	})
 	if err != nil {
+		undoIngestPicks(picks)
 		return IngestResult{}, err
 	}
+	startIngestPicks(picks)
 	e.observeIngest(in.Platform, start, res)
 	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
 		e.files.enqueue(res.Message) // after the durable ingest; never blocks
 	}
+	// Every woken bot's worker is woken, also one whose run started here: the
+	// pick in this transaction may have taken an older item than this message's,
+	// and the worker may have read the mailbox before this commit. A wake-up that
+	// finds nothing costs a read, not a commit (mayPick).
 	for _, h := range res.Woken {
 		e.wake(h)
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 )
 
 // worker drains one bot's mailbox. It runs up to the bot's MaxParallelThreads runs
@@ -21,8 +20,16 @@ type worker struct {
 	handle string
 	wake   chan struct{} // cap 1: a pending wake-up is never lost, never queued twice
 
-	mu   sync.Mutex
-	busy map[ThreadID]bool // threads with a run of this bot in flight, until execute returns
+	mu     sync.Mutex
+	busy   map[ThreadID]bool // threads with a run of this bot in flight, until execute returns
+	runCtx context.Context   // bounds this worker's runs; set by loop; guarded by mu
+	closed bool              // loop returned: no run starts any more; guarded by mu
+	runs   sync.WaitGroup    // runs in flight (worker.run); waited for by loop
+
+	// pickMu is held while one of this bot's picks is decided, from the busy
+	// snapshot to marking the picked threads busy: the loop's, or an ingest's
+	// pick in its own transaction (core/pickingest.go), which only tries it.
+	pickMu sync.Mutex
 }
 
 // wake nudges a bot's worker after its mailbox changed, here and, shared, in
@@ -74,8 +81,15 @@ func (w *worker) setBusy(t ThreadID, on bool) {
 // loop runs until ctx (intake) is done, then waits for its in-flight runs. runCtx
 // bounds in-flight runs, which may outlive ctx by the shutdown grace.
 func (w *worker) loop(ctx, runCtx context.Context) {
-	var runs sync.WaitGroup
-	defer runs.Wait()
+	w.mu.Lock()
+	w.runCtx = runCtx
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		w.runs.Wait()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -87,15 +101,18 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			if !ok {
 				break // removed by Reload: no new work unless it comes back
 			}
+			w.pickMu.Lock()
 			n, busy := w.inFlight()
-			if n >= bot.parallel() {
-				break // a finishing run wakes the worker
+			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
+				w.pickMu.Unlock()
+				break // a finishing run or a new item wakes the worker
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row. Free slots beyond the first are taken too (never waited
 			// for), so one commit starts up to pickMax runs in different threads
 			// instead of one commit per run.
 			if !w.e.sem.acquire(ctx) {
+				w.pickMu.Unlock()
 				return
 			}
 			k := 1
@@ -106,6 +123,10 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			for range k - len(jobs) {
 				w.e.sem.release()
 			}
+			for _, job := range jobs {
+				w.setBusy(job.Thread.ID, true)
+			}
+			w.pickMu.Unlock()
 			if err != nil {
 				if ctx.Err() == nil {
 					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
@@ -116,15 +137,7 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 				break
 			}
 			for _, job := range jobs {
-				w.setBusy(job.Thread.ID, true)
-				runs.Add(1)
-				go func() {
-					defer runs.Done()
-					w.e.execute(runCtx, job)
-					w.setBusy(job.Thread.ID, false)
-					w.e.sem.release()
-					w.wakeUp()
-				}()
+				w.run(job) // the loop has not returned: it starts
 			}
 			if len(jobs) < k {
 				break // the mailbox has nothing more to start now
@@ -374,7 +387,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	start := e.observeRunStart(job)
-	e.showWork(ctx, job, true)
+	work := e.startWork(ctx, job)
 	env.stream = e.startStream(ctx, job)
 	// Cost control: a new run of a bot (or in a thread) whose budget is spent
 	// is refused with a notice naming it; a resumed run stops at its next model call.
@@ -413,7 +426,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
 		env.stream.discard(dctx, streamed)
 		env.stream.forget(dctx)
-		e.showWork(dctx, job, false)
+		work.end(dctx)
 		return
 	}
 	var unused map[laneKey][]string
@@ -525,7 +538,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	}
 	e.observeRunEnd(job, start, res, err, serr, cancelled)
 	env.stream.discard(sctx, unused)
-	e.showWork(sctx, job, false)
+	work.end(sctx)
 	if cancelled {
 		e.log.Info("run cancelled", "run", job.Run.ID, "bot", job.Bot.Handle)
 	} else if err != nil {
@@ -542,34 +555,6 @@ func (e *Engine) isStopping() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.stopping
-}
-
-// workTimeout bounds one WorkIndicator call.
-const workTimeout = 3 * time.Second
-
-// showWork tells every binding's account that supports it that job's bot started
-// or stopped working (WorkIndicator).
-func (e *Engine) showWork(ctx context.Context, job *Job, started bool) {
-	replyTo := e.botReply(job, "").replyTo
-	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
-	for _, b := range job.Thread.Bindings {
-		acct, ok := e.pickAccount(b, job.Bot.ID())
-		if !ok {
-			continue
-		}
-		ad, ok := e.adapter(acct)
-		if !ok {
-			continue
-		}
-		wi, ok := ad.(WorkIndicator)
-		if !ok {
-			continue
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), workTimeout)
-		wi.Working(wctx, Work{Conversation: b.Conversation, ReplyTo: replyTo[b.Conversation], Bot: sender,
-			Thread: job.Thread.ID, Run: job.Run.ID, Started: started})
-		cancel()
-	}
 }
 
 // botReply builds the postSpec of a bot's message in a run: hop is one more than

@@ -25,7 +25,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -128,6 +130,9 @@ type Request struct {
 	// JSON is Raw decoded generically, to assert on fields the typed form hides
 	// (for example whether "content" is present on a message).
 	JSON map[string]any
+	// Arrived is when the request reached the server's handler: its headers
+	// read, its body not yet.
+	Arrived time.Time
 }
 
 // Messages returns the generic form of the request's messages.
@@ -155,7 +160,8 @@ func (r Request) ToolNames() []string {
 
 // Server is the fake. All methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	srv   *httptest.Server
+	conns atomic.Int64 // connections accepted
 
 	mu       sync.Mutex
 	queue    []Reply
@@ -198,10 +204,17 @@ func Start() (*Server, error) {
 	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.serveAudio)
-	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}}}
 	s.srv.Start()
 	return s, nil
 }
+
+// Conns is how many connections the server has accepted so far.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
 // Close shuts the server down (New does it when the test ends).
 func (s *Server) Close() { s.srv.Close() }
@@ -277,12 +290,13 @@ func (s *Server) Pending() int {
 func Echo(req Request) Reply { return Text("echo: " + LastUserText(req)) }
 
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, Error(http.StatusBadRequest, "cannot read body"))
 		return
 	}
-	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
+	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Arrived: arrived}
 	if err := json.Unmarshal(raw, &req.Body); err != nil {
 		writeError(w, Error(http.StatusBadRequest, "invalid JSON body: "+err.Error()))
 		return

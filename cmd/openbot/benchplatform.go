@@ -30,6 +30,10 @@ const (
 	benchSlackSecret = "bench-signing-secret"
 )
 
+// benchEventHeader numbers a bench event's HTTP request, so the bench notes when
+// it reached openbot's handler.
+const benchEventHeader = "X-Openbot-Bench-Event"
+
 // benchMarker finds the message number in what the model was sent.
 var benchMarker = regexp.MustCompile(`bench-(\d+)`)
 
@@ -65,7 +69,8 @@ type platformFigures struct {
 // requests signed and POSTed to the HTTP listener) and fake model server
 // (openaitest), sends one message every second/rate for duration, each in its own
 // conversation, and prints the p50/p99 latency from the event (the update queued
-// at the fake, the POST sent) to the model request it causes, the throughput, and
+// at the fake; the POST's arrival at openbot's HTTP handler) to the model request
+// it causes (its arrival at the fake model's handler: headers read, body not yet), the throughput, and
 // this process's RSS (fakes included). For Telegram it first measures how many
 // updates per second polling stores from a burst, batched (one transaction and one
 // offset save per getUpdates answer) and one by one. With settle it also reports the
@@ -130,10 +135,11 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	var (
 		mu      sync.Mutex
 		asked   = map[int]time.Time{}
+		arrived = map[int]time.Time{} // Slack: the event's arrival at openbot's HTTP handler
 		changed = make(chan struct{}, 1)
 	)
 	llm.Handle(func(r openaitest.Request) openaitest.Reply {
-		now := time.Now()
+		now := r.Arrived // the request's first bytes reached the fake model
 		if m := benchMarker.FindStringSubmatch(openaitest.LastUserText(r)); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			mu.Lock()
@@ -170,7 +176,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		fake := slacktest.New(slacktest.Options{BotToken: "xoxb-bench"})
 		defer fake.Close()
 		account = fmt.Sprintf("slack:\n  - {name: bench, bot: chief_of_staff, mode: http, bot_token: xoxb-bench, signing_secret: %q, api_url: %q}\n", benchSlackSecret, fake.APIURL())
-		hc := &http.Client{Timeout: 30 * time.Second}
+		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 		send = func(ctx context.Context, addr string, n int) error { return postSlackEvent(ctx, hc, addr, n) }
 		backlog = func() int { return 0 }
 	}
@@ -180,7 +186,15 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	}
 	addrs := make(chan string, 1)
 	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
-		log: slog.New(slog.DiscardHandler), onListen: func(addr string) { addrs <- addr }}
+		log: slog.New(slog.DiscardHandler), onListen: func(addr string) { addrs <- addr },
+		onRequest: func(r *http.Request) {
+			if n, err := strconv.Atoi(r.Header.Get(benchEventHeader)); err == nil {
+				now := time.Now()
+				mu.Lock()
+				arrived[n] = now
+				mu.Unlock()
+			}
+		}}
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() { done <- a.serve(sctx) }()
@@ -288,7 +302,11 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		if i < 0 || i >= n {
 			continue
 		}
-		lat = append(lat, at.Sub(sent[i]))
+		from := sent[i]
+		if t, ok := arrived[i]; ok {
+			from = t
+		}
+		lat = append(lat, at.Sub(from))
 		if at.After(last) {
 			last = at
 		}
@@ -382,6 +400,7 @@ func postSlackEvent(ctx context.Context, hc *http.Client, addr string, n int) er
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(benchEventHeader, strconv.Itoa(n))
 	slacktest.Sign(req.Header, body, benchSlackSecret, time.Now())
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -395,7 +414,8 @@ func postSlackEvent(ctx context.Context, hc *http.Client, addr string, n int) er
 	return nil
 }
 
-// memRSS reads this process's resident set size, now and at its peak, from
+// memRSS reads this process's resident set size, now (with its anonymous and
+// file-backed parts where the kernel tells them) and at its peak, from
 // /proc/self/status ("n/a" where there is none).
 func memRSS() (now, peak string) {
 	now, peak = "n/a", "n/a"
@@ -403,6 +423,7 @@ func memRSS() (now, peak string) {
 	if err != nil {
 		return now, peak
 	}
+	var anon, file string
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
@@ -413,7 +434,14 @@ func memRSS() (now, peak string) {
 			now = strings.TrimSpace(v)
 		case "VmHWM":
 			peak = strings.TrimSpace(v)
+		case "RssAnon":
+			anon = strings.TrimSpace(v)
+		case "RssFile":
+			file = strings.TrimSpace(v)
 		}
+	}
+	if anon != "" && file != "" {
+		now += fmt.Sprintf(" (anonymous %s, file-backed %s: the store's memory map and the binary)", anon, file)
 	}
 	return now, peak
 }

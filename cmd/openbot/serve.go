@@ -47,6 +47,9 @@ type app struct {
 	failures *runFailures
 	// onListen, when set, is told the HTTP listener's address (tests listen on :0).
 	onListen func(addr string)
+	// onRequest, when set, sees each HTTP request as it reaches the listener's
+	// handler, before routing (the bench times events from there).
+	onRequest func(r *http.Request)
 	// lookupEnv expands ${VAR} when the config is read again at a reload.
 	lookupEnv config.LookupEnv
 	// peers tells the team's Telegram bot accounts from people in mentions; one
@@ -278,8 +281,15 @@ func (a *app) serve(ctx context.Context) int {
 		fmt.Fprintf(a.stderr, "openbot: no HTTP listener on %s (%v): webhooks and /healthz are off; set http.listen to another port to have them\n", a.cfg.HTTP.Listen, err)
 		ln = nil
 	}
+	var handler http.Handler = mux
+	if a.onRequest != nil {
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a.onRequest(r)
+			mux.ServeHTTP(w, r)
+		})
+	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

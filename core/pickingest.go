@@ -1,0 +1,131 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// An ingest that wakes an idle bot starts the bot's run in its own transaction
+// (DESIGN.md §7, group commit): without it a lone message paid two commits in a row
+// before its model request, the ingest's and then the worker's pick. The run is
+// started by the same pickTx the worker uses, under the same limits (the bot's
+// parallel threads, the global run slots, one run per bot and thread), so whether
+// the ingest or the worker picks, the same run starts.
+
+// ingestPick is a run an ingest's transaction started: the worker state it holds
+// (a global slot, the thread marked busy) and the job to execute once committed.
+type ingestPick struct {
+	w   *worker
+	job *Job
+}
+
+// pickInIngestTx starts, inside an ingest's transaction tx, a run for each bot in
+// woken whose worker is idle enough to start one now: it is running, not picking
+// itself (its pick lock is free), below the bot's max_parallel_threads, and a
+// global slot is free. It never waits: a bot that cannot start a run now is left
+// to its worker (the caller wakes every woken bot's worker after the commit). The picks hold worker state before the
+// commit, so the caller must hand them to startIngestPicks after a successful
+// commit or to undoIngestPicks otherwise (and before Batch runs fn again).
+func (e *Engine) pickInIngestTx(tx Tx, woken []string) ([]ingestPick, error) {
+	var picks []ingestPick
+	for i, h := range woken {
+		if slices.Index(woken, h) != i {
+			continue // named twice
+		}
+		e.mu.Lock()
+		w := e.workers[h]
+		e.mu.Unlock()
+		bot, ok := e.bot(h)
+		if w == nil || !ok || !w.pickMu.TryLock() {
+			continue
+		}
+		job, err := e.pickIdleTx(tx, w, bot)
+		w.pickMu.Unlock()
+		if err != nil {
+			return picks, err
+		}
+		if job != nil {
+			picks = append(picks, ingestPick{w: w, job: job})
+		}
+	}
+	return picks, nil
+}
+
+// pickIdleTx is one pick of w's bot in tx when it may start a run now, with
+// w.pickMu held; the picked thread is marked busy and a slot taken.
+func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
+	w.mu.Lock()
+	live := w.runCtx != nil && !w.closed
+	w.mu.Unlock()
+	if !live {
+		return nil, nil
+	}
+	n, busy := w.inFlight()
+	if n >= bot.parallel() || !e.sem.tryAcquire() {
+		return nil, nil
+	}
+	job, err := e.pickTx(tx, bot, busy)
+	if err != nil || job == nil {
+		e.sem.release()
+		return nil, err
+	}
+	w.setBusy(job.Thread.ID, true)
+	return job, nil
+}
+
+// undoIngestPicks gives back what picks hold: their transaction did not commit.
+func undoIngestPicks(picks []ingestPick) {
+	for _, p := range picks {
+		p.w.setBusy(p.job.Thread.ID, false)
+		p.w.e.sem.release()
+	}
+}
+
+// startIngestPicks executes the committed picks. A worker whose loop has returned
+// (shutdown) starts nothing: its run stays running in the store and the next start
+// recovers it (DESIGN.md §8), as any run a shutdown leaves.
+func startIngestPicks(picks []ingestPick) {
+	for _, p := range picks {
+		if !p.w.run(p.job) {
+			undoIngestPicks([]ingestPick{p})
+		}
+	}
+}
+
+// run executes job on a goroutine counted in w.runs, unless the loop has
+// returned; the run's thread must be marked busy and a global slot held, both
+// given back when it ends. It reports whether the run started.
+func (w *worker) run(job *Job) bool {
+	w.mu.Lock()
+	if w.closed || w.runCtx == nil {
+		w.mu.Unlock()
+		return false
+	}
+	ctx := w.runCtx
+	w.runs.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.runs.Done()
+		w.e.execute(ctx, job)
+		w.setBusy(job.Thread.ID, false)
+		w.e.sem.release()
+		w.wakeUp()
+	}()
+	return true
+}
+
+// mayPick reports whether bot's mailbox holds an item a pick might start, read
+// without a write transaction: a wake-up that finds nothing (the worker's own
+// after each run ends, most often) then costs no commit. The read skips only busy
+// threads, so it may say yes where pickTx finds nothing, never the other way; a
+// failed read says yes and leaves the error to the pick.
+func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
+	found := true
+	err := e.store.View(ctx, func(tx ReadTx) error {
+		_, err := tx.NextQueued(bot.ID(), func(it InboxItem) bool { return busy(it.Thread) })
+		found = !errors.Is(err, ErrNotFound)
+		return nil
+	})
+	return found || err != nil
+}
