@@ -62,6 +62,18 @@ func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
 		return nil, nil
 	}
 	n, busy := w.inFlight()
+	if e.shared {
+		// Other processes run this bot too (core/shared.go): as in pick.
+		running, err := runningThreadsTx(tx, bot.ID())
+		if err != nil {
+			return nil, err
+		}
+		if len(running) >= bot.parallel() {
+			return nil, nil
+		}
+		local := busy
+		busy = func(t ThreadID) bool { return running[t] || local(t) }
+	}
 	if n >= bot.parallel() || !e.sem.tryAcquire() {
 		return nil, nil
 	}
@@ -120,10 +132,25 @@ func (w *worker) run(job *Job) bool {
 // after each run ends, most often) then costs no commit. The read skips only busy
 // threads, so it may say yes where pickTx finds nothing, never the other way; a
 // failed read says yes and leaves the error to the pick.
+//
+// Shared (core/shared.go), the bot's running runs in every process count too:
+// their threads are busy and they fill its max_parallel_threads, so processes
+// woken together for one item do not all queue for the write lock.
 func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
 	found := true
 	err := e.store.View(ctx, func(tx ReadTx) error {
-		_, err := tx.NextQueued(bot.ID(), func(it InboxItem) bool { return busy(it.Thread) })
+		var running map[ThreadID]bool
+		if e.shared {
+			var err error
+			if running, err = runningThreadsTx(tx, bot.ID()); err != nil {
+				return err
+			}
+			if len(running) >= bot.parallel() {
+				found = false
+				return nil
+			}
+		}
+		_, err := tx.NextQueued(bot.ID(), func(it InboxItem) bool { return running[it.Thread] || busy(it.Thread) })
 		found = !errors.Is(err, ErrNotFound)
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // worker drains one bot's mailbox. It runs up to the bot's MaxParallelThreads runs
@@ -159,9 +160,6 @@ const pickMax = 32
 // writes: fn reads everything it decides on inside tx and resets jobs at its start,
 // so a re-run picks afresh; busy is a snapshot that does not change between runs.
 func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool, k int) ([]*Job, error) {
-	if e.shared && !e.mayPick(ctx, bot, busy) {
-		return nil, nil
-	}
 	var jobs []*Job
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		jobs = nil // Batch may run fn again: nothing from an earlier run survives

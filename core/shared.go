@@ -55,29 +55,6 @@ func (e *Engine) lapseRun(ctx context.Context, id RunID) {
 	}
 }
 
-// mayPick reports, from a read that takes no write lock, whether bot may have
-// a run to start: a queued item in a thread where no run of bot is in flight,
-// in any process, and a free place under its max_parallel_threads. Processes
-// woken together for one item then do not all queue for the write lock to find
-// nothing; the pick's transaction decides.
-func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
-	may := true // on a read error, let the pick's transaction decide
-	_ = e.store.View(ctx, func(tx ReadTx) error {
-		running, err := runningThreadsTx(tx, bot.ID())
-		if err != nil {
-			return err
-		}
-		if len(running) >= bot.parallel() {
-			may = false
-			return nil
-		}
-		_, err = tx.NextQueued(bot.ID(), func(it InboxItem) bool { return running[it.Thread] || (busy != nil && busy(it.Thread)) })
-		may = !errors.Is(err, ErrNotFound)
-		return nil
-	})
-	return may
-}
-
 // ErrProcessIDInUse is returned (wrapped) by Run when another live process
 // holds this engine's process id (Options.ProcessID must be unique).
 var ErrProcessIDInUse = errors.New("process id in use by another live process")
