@@ -352,6 +352,10 @@ func (a *app) serve(ctx context.Context) int {
 		}
 		return nil
 	})
+	g.Go(func() error { // heap a burst left behind goes back to the OS (heapreturn.go)
+		startHeapReturn(engCtx)
+		return nil
+	})
 	if pruner != nil {
 		g.Go(func() error { // the pruner stops with the engine, within one small transaction
 			return eng.HoldLease(engCtx, core.LeaseKeyWorker("prune"), pruner.Run, nil)
