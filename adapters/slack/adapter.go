@@ -289,6 +289,7 @@ func (a *Adapter) identity(ctx context.Context) (identity, error) {
 // returning it waits up to 5 s for notices still being sent after button clicks
 // and for working reactions still to be taken off (see Working).
 func (a *Adapter) Run(ctx context.Context) error {
+	a.openWorking()
 	defer a.bg.wait(drainGrace)
 	defer a.closeWorking(drainGrace)
 	bo := newBackoff(time.Second, 5*time.Minute)

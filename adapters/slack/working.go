@@ -244,6 +244,16 @@ func isSlackErr(err error, code string) bool {
 	return errors.As(err, &se) && se.Err == code
 }
 
+// openWorking is called when Run starts: work is shown again. Run may start
+// again after it returned: a process sharing the store runs Socket Mode only
+// while it holds the account's ingress lease (DESIGN.md §7), and takes it back
+// later.
+func (a *Adapter) openWorking() {
+	a.working.mu.Lock()
+	a.working.closed = false
+	a.working.mu.Unlock()
+}
+
 // closeWorking is called when Run returns: new work is no longer shown, pending
 // removals run now, and it waits for them at most d.
 func (a *Adapter) closeWorking(d time.Duration) {

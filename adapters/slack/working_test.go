@@ -212,6 +212,18 @@ func TestWorkingReactionShutdown(t *testing.T) {
 	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
 }
 
+// TestWorkingReactionAfterRunStartsAgain: Run may start again after it returned
+// (a process that takes an account's ingress lease back, DESIGN.md §7): work is
+// shown again.
+func TestWorkingReactionAfterRunStartsAgain(t *testing.T) {
+	e := workEnv(t, 0)
+	e.a.closeWorking(10 * time.Second)
+	e.a.openWorking()
+	e.a.Working(t.Context(), work(3, trigger, true))
+	e.a.Working(t.Context(), work(3, trigger, false))
+	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
+}
+
 // TestWorkingReactionConcurrent: many runs starting and ending on one message at
 // once settle on no reaction, the last call a removal.
 func TestWorkingReactionConcurrent(t *testing.T) {
