@@ -123,7 +123,7 @@ type Store struct {
 	// LeaseTTL is how long a claim of a shared store (a run, an outbox lane, an
 	// account's ingress) lasts unless renewed, which its holder does every third
 	// of it: the longest a dead process's work waits for another to take it
-	// over. Default DefaultLeaseTTL, at least MinLeaseTTL. Driver postgres only.
+	// over. Default DefaultLeaseTTL, between MinLeaseTTL and MaxLeaseTTL. Driver postgres only.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
 
@@ -374,6 +374,7 @@ const (
 	DefaultStorePath = "./data/openbot.db"
 	DefaultLeaseTTL  = 15 * time.Second // store.lease_ttl
 	MinLeaseTTL      = 3 * time.Second  // store.lease_ttl: renewals every second at least
+	MaxLeaseTTL      = 5 * time.Minute  // store.lease_ttl: a dead process's work waits at most this long
 	MaxProcessIDLen  = 100              // store.process_id
 	DefaultWorkspace = "./data/workspace"
 	DefaultBotHandle = "chief_of_staff"

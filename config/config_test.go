@@ -500,6 +500,7 @@ func TestStoreLeaseKeys(t *testing.T) {
 	for _, tt := range []struct{ text, path string }{
 		{"store: {lease_ttl: 2s}", "store.lease_ttl"},
 		{"store: {lease_ttl: -1s}", "store.lease_ttl"},
+		{"store: {lease_ttl: 10m}", "store.lease_ttl"},
 		{"store: {process_id: \"web 1\"}", "store.process_id"},
 		{"store: {process_id: " + strings.Repeat("x", MaxProcessIDLen+1) + "}", "store.process_id"},
 	} {

@@ -21,7 +21,7 @@ var (
 // Validate checks the configuration after ApplyDefaults and returns Errors with
 // every problem found, each at its field path, or nil. Rules:
 //   - store.process_id has no whitespace and at most MaxProcessIDLen
-//     characters; store.lease_ttl is at least MinLeaseTTL;
+//     characters; store.lease_ttl is between MinLeaseTTL and MaxLeaseTTL;
 //   - http.listen is host:port; store.path and workspace are set; sandbox is
 //     "bwrap" or "none"; admin.token is empty or at least MinAdminTokenLen
 //     characters, none of them whitespace;
@@ -71,8 +71,8 @@ func (c *Config) Validate() error {
 	if id := c.Store.ProcessID; len(id) > MaxProcessIDLen || strings.IndexFunc(id, unicode.IsSpace) >= 0 {
 		p.add("store.process_id", "must be at most %d characters without whitespace, got %q", MaxProcessIDLen, id)
 	}
-	if c.Store.LeaseTTL < MinLeaseTTL {
-		p.add("store.lease_ttl", "must be at least %s, got %s", MinLeaseTTL, c.Store.LeaseTTL)
+	if c.Store.LeaseTTL < MinLeaseTTL || c.Store.LeaseTTL > MaxLeaseTTL {
+		p.add("store.lease_ttl", "must be between %s and %s (a dead process's work waits this long), got %s", MinLeaseTTL, MaxLeaseTTL, c.Store.LeaseTTL)
 	}
 	if t := c.Admin.Token; t != "" && strings.IndexFunc(t, unicode.IsSpace) >= 0 {
 		p.add("admin.token", "must not contain spaces or other whitespace (or be empty to turn the admin endpoints off)")
