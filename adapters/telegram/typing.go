@@ -45,6 +45,9 @@ type typing struct {
 	runs  map[typingRun]bool
 	chats map[Conversation]*typingChat
 	done  bool // Run's typist has stopped: nothing more is sent
+	// typists counts the typist goroutines running: Run's and RunTypist's;
+	// only the first repeats, so a process running both sends each repeat once.
+	typists int
 }
 
 func newTyping() *typing {
@@ -105,12 +108,19 @@ func (a *Adapter) typist(ctx context.Context) {
 	t.mu.Lock()
 	t.done = false
 	every := t.every
+	t.typists++
+	first := t.typists == 1
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
-		t.done = true
+		t.typists--
+		t.done = t.typists == 0
 		t.mu.Unlock()
 	}()
+	if !first {
+		<-ctx.Done() // the other typist repeats; this one only keeps typing on until ctx ends
+		return
+	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -129,6 +139,16 @@ func (a *Adapter) typist(ctx context.Context) {
 		}
 		wg.Wait() // one round at a time, so a slow chat never piles calls up
 	}
+}
+
+// RunTypist repeats the typing action for the runs this process executes
+// until ctx is done, without the ingress: a process sharing the store whose
+// Run is not running (another process holds the account's polling, DESIGN.md
+// §7) still shows its bots typing. With Run also running, repeats are sent
+// once.
+func (a *Adapter) RunTypist(ctx context.Context) error {
+	a.typist(ctx)
+	return nil
 }
 
 // typingChats returns the conversations to show typing in now, releasing those

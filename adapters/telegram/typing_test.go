@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -205,4 +206,35 @@ func TestTypingReleasedAfterCap(t *testing.T) {
 	if got := a.typingChats(time.Now()); len(got) != 1 || got[0].Chat != 100000001 {
 		t.Fatalf("after a new start chats shown %v, want the private chat", got)
 	}
+}
+
+// TestTypingWithoutRun: a process that does not hold the account's polling
+// (its Run is not running, DESIGN.md §7) repeats typing through RunTypist; with
+// Run running too, each repeat is sent once, not twice.
+func TestTypingWithoutRun(t *testing.T) {
+	const every = 40 * time.Millisecond
+	e, a, _ := typingAdapter(t, every, time.Hour, false)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.RunTypist(ctx) }()
+	a.Working(t.Context(), work(1, privateConv, true))
+	waitTyping(t, e, "100000001", "", 4)
+	a.Working(t.Context(), work(1, privateConv, false))
+	quiet(t, e, "100000001", "", every)
+	cancel()
+	<-done
+
+	// Both typists at once: still one repeat per round.
+	e2, b, _ := typingAdapter(t, every, time.Hour, true)
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	done2 := make(chan struct{})
+	go func() { defer close(done2); _ = b.RunTypist(ctx2) }()
+	defer func() { cancel2(); <-done2 }()
+	b.Working(t.Context(), work(1, privateConv, true))
+	start := time.Now()
+	waitTyping(t, e2, "100000001", "", 6)
+	if n, rounds := len(typingIn(t, e2, "100000001", "")), int(time.Since(start)/every)+2; n > rounds {
+		t.Errorf("%d typing actions in %d rounds at most: repeats sent twice", n, rounds)
+	}
+	b.Working(t.Context(), work(1, privateConv, false))
 }

@@ -36,6 +36,13 @@ func standbyState(holder string) string {
 	return standbyPrefix + " (ingress held by " + id + ")"
 }
 
+// standbyWorker is implemented by adapters with background work every process
+// sharing the store needs while another holds the account's ingress (Telegram
+// repeats the typing action for the runs this process executes).
+type standbyWorker interface {
+	RunTypist(ctx context.Context) error
+}
+
 // leasingState is the /healthz state of a leased account before this process
 // knows whether it holds the ingress (not ready yet).
 const leasingState = "connecting: taking the ingress lease"
@@ -66,6 +73,17 @@ func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Con
 	}
 	key := core.LeaseKeyIngress(core.AccountID(ac.id))
 	return func(ctx context.Context) error {
+		if sw, ok := ac.ad.(standbyWorker); ok {
+			// Work every process needs whether or not it holds the ingress,
+			// owned here: it ends with ctx, before this func returns.
+			sctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = sw.RunTypist(sctx)
+			}()
+			defer func() { cancel(); <-done }()
+		}
 		return s.eng.HoldLease(ctx, key, func(ctx context.Context) error {
 			s.hl.set(ac.id, "started")
 			// Lost or given up: not ready again until this process knows
