@@ -287,10 +287,12 @@ type Run struct {
 	// run settles or pauses, so a run resumed after a kill edits them into its
 	// reply or removes them instead of leaving them in the chat (DESIGN.md §6, §8).
 	Streamed []StreamedMessages `json:"streamed,omitempty"`
-	// Owner is the process running the run (Options.ProcessID) and LeaseUntil
-	// when its claim lapses unless renewed (core/lease.go): set while the run is
-	// running, cleared when it settles, pauses or is queued to restart. A running
-	// run whose lease lapsed is recovered by another process as a restart would.
+	// Owner is the process that runs or last ran the run (Engine.ClaimOwner:
+	// its process id and a per-start part) and LeaseUntil when its claim lapses
+	// unless renewed (core/lease.go, shared stores only): both set by the pick
+	// that starts, resumes or restarts it; LeaseUntil cleared when it settles or
+	// pauses, both when recovery queues it to restart. A running run whose claim
+	// lapsed is recovered by another process as a restart would.
 	Owner      string    `json:"owner,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitempty"`
 }
