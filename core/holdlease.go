@@ -78,10 +78,8 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 		}
 		e.log.Info("lease taken", "key", key, "process", e.procID)
 		ferr := e.runLeased(ctx, key, until, fn)
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := e.store.Update(dctx, func(tx Tx) error { return DropLeaseTx(tx, key, e.incarnation) }); err != nil {
-			e.log.Warn("lease not released; it lapses by itself", "key", key, "err", err)
-		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+		e.dropLease(dctx, key)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -125,7 +123,7 @@ func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn 
 			switch {
 			case err == nil && holder == "":
 				until = u
-			case holder != "" || !e.clock.Now().Add(e.leaseTTL/3).Before(stopBy):
+			case holder != "" || e.lapsesBeforeRenewal(until):
 				// Another process holds it, or it lapses before the next renewal
 				// could land: stop before two processes run the ingress.
 				if !stopping { // once: fn may take a while to wind down
@@ -151,6 +149,22 @@ func (e *Engine) takeLease(ctx context.Context, key string) (until time.Time, ho
 		return err
 	})
 	return until, holder, err
+}
+
+// dropLease releases this process's lease on key; a failure is logged (the
+// lease lapses by itself).
+func (e *Engine) dropLease(ctx context.Context, key string) {
+	if err := e.store.Update(ctx, func(tx Tx) error { return DropLeaseTx(tx, key, e.incarnation) }); err != nil {
+		e.log.Warn("lease not released; it lapses by itself", "key", key, "err", err)
+	}
+}
+
+// lapsesBeforeRenewal reports whether a claim held until until could lapse
+// before the next renewal (a third of the TTL from now) lands, with a sixth of
+// the TTL to spare for clock skew and for the work to wind down: the moment a
+// holder whose renewals fail must stop (HoldLease, renewRuns, lanes.renew).
+func (e *Engine) lapsesBeforeRenewal(until time.Time) bool {
+	return !until.After(e.clock.Now().Add(e.leaseTTL/3 + e.leaseTTL/6))
 }
 
 // sleepCtx waits d or until ctx is done; it reports false when ctx ended.

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -33,7 +34,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 			got[k] = true
 		} else if until, held := l.theirs[k]; held && now.Before(until) {
 			continue // another process's lane until then: no write to learn it again
-		} else if !got[k] && !containsKey(want, k) {
+		} else if !got[k] && !slices.Contains(want, k) {
 			want = append(want, k)
 		}
 	}
@@ -87,15 +88,6 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 	return func(k laneKey) bool { return got[k] }
 }
 
-func containsKey(ks []laneKey, k laneKey) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
 // renew extends the leases of this process's lanes in one transaction; a lane
 // whose lease another process took stops here (its queued entries are that
 // process's to deliver; the entry in flight finishes). When the leases cannot
@@ -137,9 +129,8 @@ func (l *lanes) renew(ctx context.Context) {
 			return
 		}
 		l.e.log.Warn("renewing outbox lane leases failed; retrying", "lanes", len(keys), "err", err)
-		stopBy := l.e.clock.Now().Add(l.e.leaseTTL/3 + l.e.leaseTTL/6)
 		for _, k := range keys {
-			if ln, ok := l.m[k]; ok && ln.leased && !ln.until.After(stopBy) {
+			if ln, ok := l.m[k]; ok && ln.leased && l.e.lapsesBeforeRenewal(ln.until) {
 				lost = append(lost, k)
 			}
 		}

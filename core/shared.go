@@ -70,15 +70,7 @@ func (e *Engine) claimProcessID(ctx context.Context) error {
 	key := LeaseKeyProcess(e.procID)
 	deadline := e.clock.Now().Add(e.leaseTTL + e.leaseTTL/2)
 	for {
-		var holder string
-		err := e.store.Update(ctx, func(tx Tx) error {
-			l, err := TakeLeaseTx(tx, key, e.incarnation, e.clock.Now(), e.leaseTTL)
-			if errors.Is(err, ErrLeaseHeld) {
-				holder = l.Owner
-				return nil
-			}
-			return err
-		})
+		_, holder, err := e.takeLease(ctx, key)
 		switch {
 		case err != nil:
 			return fmt.Errorf("core: claiming process id %q: %w", e.procID, err)
@@ -101,13 +93,10 @@ func (e *Engine) claimProcessID(ctx context.Context) error {
 func (e *Engine) renewProcessID(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, e.leaseTTL/3)
 	defer cancel()
-	err := e.store.Batch(rctx, func(tx Tx) error {
-		_, err := TakeLeaseTx(tx, LeaseKeyProcess(e.procID), e.incarnation, e.clock.Now(), e.leaseTTL)
-		return err
-	})
+	_, holder, err := e.takeLease(rctx, LeaseKeyProcess(e.procID))
 	switch {
-	case errors.Is(err, ErrLeaseHeld):
-		e.log.Error("another process runs with this process id; stopping", "process", e.procID, "err", err)
+	case holder != "":
+		e.log.Error("another process runs with this process id; stopping", "process", e.procID, "holder", holder)
 		e.fail(fmt.Errorf("core: process id %q: %w (taken while this process was cut off from the store)", e.procID, ErrProcessIDInUse))
 	case err != nil && ctx.Err() == nil:
 		e.log.Warn("renewing the process id lease failed", "process", e.procID, "err", err)
@@ -119,7 +108,7 @@ func (e *Engine) dropProcessID(ctx context.Context) {
 	if !e.shared {
 		return
 	}
-	_ = e.store.Update(ctx, func(tx Tx) error { return DropLeaseTx(tx, LeaseKeyProcess(e.procID), e.incarnation) })
+	e.dropLease(ctx, LeaseKeyProcess(e.procID))
 }
 
 // runningThreadsTx returns the threads where bot has a running run, in any
@@ -231,9 +220,8 @@ func (e *Engine) renewRuns(ctx context.Context) {
 		}
 		e.log.Warn("renewing run claims failed; retrying", "runs", len(ids), "err", err)
 		// Stop what would run on past its claim before the next renewal.
-		stopBy := e.clock.Now().Add(e.leaseTTL/3 + e.leaseTTL/6)
 		for _, id := range ids {
-			if u, ok := e.ctl.claimUntil(id); ok && !u.After(stopBy) {
+			if u, ok := e.ctl.claimUntil(id); ok && e.lapsesBeforeRenewal(u) {
 				e.log.Warn("run's claim is about to lapse and cannot be renewed; stopping it here", "run", id)
 				e.ctl.cancelWith(id, errLeaseLost)
 			}
