@@ -62,19 +62,11 @@ func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
 		return nil, nil
 	}
 	n, busy := w.inFlight()
-	if e.shared {
-		// Other processes run this bot too (core/shared.go): as in pick.
-		running, err := runningThreadsTx(tx, bot.ID())
-		if err != nil {
-			return nil, err
-		}
-		if len(running) >= bot.parallel() {
-			return nil, nil
-		}
-		local := busy
-		busy = func(t ThreadID) bool { return running[t] || local(t) }
+	busy, room, err := e.busyAcrossTx(tx, bot, busy)
+	if err != nil {
+		return nil, err
 	}
-	if n >= bot.parallel() || !e.sem.tryAcquire() {
+	if n >= bot.parallel() || room <= 0 || !e.sem.tryAcquire() {
 		return nil, nil
 	}
 	job, err := e.pickTx(tx, bot, busy)
@@ -139,18 +131,15 @@ func (w *worker) run(job *Job) bool {
 func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
 	found := true
 	err := e.store.View(ctx, func(tx ReadTx) error {
-		var running map[ThreadID]bool
-		if e.shared {
-			var err error
-			if running, err = runningThreadsTx(tx, bot.ID()); err != nil {
-				return err
-			}
-			if len(running) >= bot.parallel() {
-				found = false
-				return nil
-			}
+		busyAny, room, err := e.busyAcrossTx(tx, bot, busy)
+		if err != nil {
+			return err
 		}
-		_, err := tx.NextQueued(bot.ID(), func(it InboxItem) bool { return running[it.Thread] || busy(it.Thread) })
+		if room <= 0 {
+			found = false
+			return nil
+		}
+		_, err = tx.NextQueued(bot.ID(), func(it InboxItem) bool { return busyAny(it.Thread) })
 		found = !errors.Is(err, ErrNotFound)
 		return nil
 	})

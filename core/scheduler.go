@@ -164,21 +164,12 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		jobs = nil // Batch may run fn again: nothing from an earlier run survives
 		taken := map[ThreadID]bool{}
-		limit := k
-		if e.shared {
-			// Other processes run this bot too: its running runs in the store,
-			// whoever runs them, are busy threads and count toward its limit
-			// (core/shared.go).
-			running, err := runningThreadsTx(tx, bot.ID())
-			if err != nil {
-				return err
-			}
-			for t := range running {
-				taken[t] = true
-			}
-			limit = min(k, bot.parallel()-len(running))
+		busyAny, room, err := e.busyAcrossTx(tx, bot, busy)
+		if err != nil {
+			return err
 		}
-		busyOrTaken := func(t ThreadID) bool { return taken[t] || (busy != nil && busy(t)) }
+		limit := min(k, room)
+		busyOrTaken := func(t ThreadID) bool { return taken[t] || busyAny(t) }
 		for len(jobs) < limit {
 			job, err := e.pickTx(tx, bot, busyOrTaken)
 			if err != nil || job == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,20 +112,27 @@ func (e *Engine) dropProcessID(ctx context.Context) {
 	e.dropLease(ctx, LeaseKeyProcess(e.procID))
 }
 
-// runningThreadsTx returns the threads where bot has a running run, in any
-// process.
-func runningThreadsTx(tx ReadTx, bot ActorID) (map[ThreadID]bool, error) {
+// busyAcrossTx widens busy (the threads where this process runs bot; nil for
+// none) to every thread where bot has a running run in any process, and
+// returns how many more runs bot may start under its max_parallel_threads.
+// Unshared, busy already says it all and the room is not bounded here: the
+// callers (pick, pickIdleTx, mayPick) bound it by their own count.
+func (e *Engine) busyAcrossTx(tx ReadTx, bot BotProfile, busy func(ThreadID) bool) (func(ThreadID) bool, int, error) {
+	local := func(t ThreadID) bool { return busy != nil && busy(t) }
+	if !e.shared {
+		return local, math.MaxInt, nil
+	}
 	rs, err := tx.RunsByStatus(RunRunning)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := map[ThreadID]bool{}
+	running := map[ThreadID]bool{}
 	for _, r := range rs {
-		if r.Bot == bot {
-			out[r.Thread] = true
+		if r.Bot == bot.ID() {
+			running[r.Thread] = true
 		}
 	}
-	return out, nil
+	return func(t ThreadID) bool { return running[t] || local(t) }, bot.parallel() - len(running), nil
 }
 
 // sharedLoops runs renewLoop, sweepLoop and the hint loops until ctx is done;
