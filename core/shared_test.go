@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,58 +83,6 @@ func (nopAgent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 	return core.Result{Reply: "ok"}, nil
 }
 
-// stallStore hangs every call while stalled (a process cut off from its
-// database), until released or the call's ctx ends.
-type stallStore struct {
-	core.Store
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (s *stallStore) stall() func() {
-	ch := make(chan struct{})
-	s.mu.Lock()
-	s.ch = ch
-	s.mu.Unlock()
-	return func() { s.mu.Lock(); s.ch = nil; s.mu.Unlock(); close(ch) }
-}
-
-func (s *stallStore) gate(ctx context.Context) error {
-	s.mu.Lock()
-	ch := s.ch
-	s.mu.Unlock()
-	if ch == nil {
-		return nil
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *stallStore) View(ctx context.Context, fn func(core.ReadTx) error) error {
-	if err := s.gate(ctx); err != nil {
-		return err
-	}
-	return s.Store.View(ctx, fn)
-}
-
-func (s *stallStore) Update(ctx context.Context, fn func(core.Tx) error) error {
-	if err := s.gate(ctx); err != nil {
-		return err
-	}
-	return s.Store.Update(ctx, fn)
-}
-
-func (s *stallStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
-	if err := s.gate(ctx); err != nil {
-		return err
-	}
-	return s.Store.Batch(ctx, fn)
-}
-
 // TestSharedProcessIDTakenWhileCutOff: a process cut off from the store past
 // its lease time is replaced by a new process with the same id; when the first
 // reaches the store again it finds its id taken and stops (Run returns
@@ -146,7 +93,7 @@ func TestSharedProcessIDTakenWhileCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ss := &stallStore{Store: nopClose{st}}
+	ss := &sharedtest.FaultStore{Store: st}
 	newEngine := func(s core.Store) *core.Engine {
 		e, err := core.New(core.Options{Store: s, Agent: nopAgent{}, Bots: team, Shared: true,
 			ProcessID: "web-1", LeaseTTL: 300 * time.Millisecond, SweepInterval: 50 * time.Millisecond})
@@ -159,7 +106,7 @@ func TestSharedProcessIDTakenWhileCutOff(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- old.Run(context.Background()) }()
 	<-old.Ready()
-	release := ss.stall()
+	release := ss.Stall()
 	// The replacement waits for the old lease to lapse, then runs.
 	repl := newEngine(nopClose{st})
 	ctx, cancel := context.WithCancel(context.Background())

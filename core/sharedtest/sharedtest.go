@@ -58,9 +58,11 @@ func (b *HintBus) ListenHints(ctx context.Context, fn func(string)) error {
 	}
 }
 
-// deadStore stands for a process's connection to the store after SIGKILL:
-// once dead, every call fails, so the process neither renews nor settles.
-type deadStore struct {
+// FaultStore is one process's handle on the store, with the faults a process
+// meets: Kill (SIGKILL: every later call fails, so it neither renews nor
+// settles) and Stall (cut off from the database: calls hang). Close leaves
+// the handle open for the test to close.
+type FaultStore struct {
 	core.Store
 	dead atomic.Bool
 	// stalled, while non-nil and open, makes every call wait (a process cut
@@ -71,8 +73,11 @@ type deadStore struct {
 
 var errDead = errors.New("process killed")
 
-// stall cuts the process off from the store until the returned func is called.
-func (s *deadStore) stall() (release func()) {
+// Kill makes every later call fail, as after SIGKILL.
+func (s *FaultStore) Kill() { s.dead.Store(true) }
+
+// Stall cuts the process off from the store until the returned func is called.
+func (s *FaultStore) Stall() (release func()) {
 	ch := make(chan struct{})
 	s.mu.Lock()
 	s.stalled = ch
@@ -85,7 +90,7 @@ func (s *deadStore) stall() (release func()) {
 	}
 }
 
-func (s *deadStore) gate(ctx context.Context) error {
+func (s *FaultStore) gate(ctx context.Context) error {
 	if s.dead.Load() {
 		return errDead
 	}
@@ -102,21 +107,21 @@ func (s *deadStore) gate(ctx context.Context) error {
 	return nil
 }
 
-func (s *deadStore) View(ctx context.Context, fn func(core.ReadTx) error) error {
+func (s *FaultStore) View(ctx context.Context, fn func(core.ReadTx) error) error {
 	if err := s.gate(ctx); err != nil {
 		return err
 	}
 	return s.Store.View(ctx, fn)
 }
 
-func (s *deadStore) Update(ctx context.Context, fn func(core.Tx) error) error {
+func (s *FaultStore) Update(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.gate(ctx); err != nil {
 		return err
 	}
 	return s.Store.Update(ctx, fn)
 }
 
-func (s *deadStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
+func (s *FaultStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.gate(ctx); err != nil {
 		return err
 	}
@@ -124,7 +129,7 @@ func (s *deadStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
 }
 
 // Close leaves the handle open: the suite closes it.
-func (s *deadStore) Close() error { return nil }
+func (s *FaultStore) Close() error { return nil }
 
 // concurrencyAgent answers every run after a short random pause and records
 // the runs in flight per (bot, thread) and per bot, across every engine it
@@ -256,7 +261,7 @@ type sharedRig struct {
 	agent   *concurrencyAgent
 	ad      *recorder
 	engines []*core.Engine
-	stores  []*deadStore
+	stores  []*FaultStore
 	cancels []context.CancelFunc
 	dones   []chan error
 	seq     atomic.Int64
@@ -272,7 +277,7 @@ func newSharedRig(t *testing.T, open Opener, n int, bots []core.BotProfile, ttl 
 		if i == 0 {
 			x.store = st
 		}
-		ds := &deadStore{Store: st}
+		ds := &FaultStore{Store: st}
 		eng, err := core.New(core.Options{Store: ds, Agent: x.agent, Bots: bots, ShutdownGrace: 5 * time.Second,
 			Limits: core.Limits{MaxConcurrentRuns: 8}, Shared: true, ProcessID: fmt.Sprintf("p%d", i+1),
 			LeaseTTL: ttl, Hints: hints, SweepInterval: 200 * time.Millisecond,
@@ -505,7 +510,7 @@ func testKilledMidRunIsRecovered(t *testing.T, open Opener) {
 		t.Fatalf("run owner %q is no engine", owner)
 	}
 	survivor := 1 - victim
-	x.stores[victim].dead.Store(true) // SIGKILL: nothing it does reaches the store any more
+	x.stores[victim].Kill() // SIGKILL: nothing it does reaches the store any more
 	x.idle(survivor)
 	x.stop(victim) // its hung run ends; its settle cannot land
 
@@ -647,7 +652,7 @@ func testCutOffProcessStopsBeforeTakeover(t *testing.T, open Opener) {
 		t.Fatal("no run started")
 	}
 	victim := slices.IndexFunc(x.engines, func(e *core.Engine) bool { return e.ClaimOwner() == owner })
-	release := x.stores[victim].stall()
+	release := x.stores[victim].Stall()
 	x.idle(1 - victim)
 	release()
 	if stoppedAt.Load() == 0 || takenAt.Load() == 0 || stoppedAt.Load() > takenAt.Load() {
