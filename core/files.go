@@ -263,12 +263,8 @@ func (q *fileQueue) fetch(ctx context.Context, m Message, a Attachment, limit in
 			wait = de.RetryAfter()
 		}
 		if try < q.lim.Tries {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !sleepCtx(ctx, wait) {
 				return 0, ctx.Err()
-			case <-t.C:
 			}
 			wait *= 2
 		}

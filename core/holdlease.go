@@ -166,15 +166,3 @@ func (e *Engine) dropLease(ctx context.Context, key string) {
 func (e *Engine) lapsesBeforeRenewal(until time.Time) bool {
 	return !until.After(e.clock.Now().Add(e.leaseTTL/3 + e.leaseTTL/6))
 }
-
-// sleepCtx waits d or until ctx is done; it reports false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

@@ -262,12 +262,8 @@ func (l *lanes) deliver(ctx context.Context, ln *lane, id OutboxID) {
 		if err := l.e.store.Update(ctx, func(tx Tx) error { _, err := tx.PutOutbox(o); return err }); err != nil && ctx.Err() == nil {
 			l.e.log.Error("outbox update", "err", err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, wait) {
 			return
-		case <-t.C:
 		}
 	}
 }

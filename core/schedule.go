@@ -135,12 +135,8 @@ func (r *ScheduleRunner) Run(ctx context.Context) error {
 				wait = max(d, 0)
 			}
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, wait) {
 			return nil
-		case <-t.C:
 		}
 	}
 }
