@@ -30,7 +30,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 	l.mu.Lock()
 	for _, o := range page {
 		k := laneKey{o.Account, o.Conversation}
-		if ln, ok := l.m[k]; ok && ln.leased {
+		if ln, ok := l.m[k]; ok && ln.leased() {
 			got[k] = true
 		} else if until, held := l.theirs[k]; held && now.Before(until) {
 			continue // another process's lane until then: no write to learn it again
@@ -81,7 +81,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 			ln = &lane{idleSince: l.e.clock.Now()}
 			l.m[k] = ln
 		}
-		ln.leased, ln.until = true, until
+		ln.until = until
 		got[k] = true
 	}
 	l.mu.Unlock()
@@ -97,7 +97,7 @@ func (l *lanes) renew(ctx context.Context) {
 	l.mu.Lock()
 	var keys []laneKey
 	for k, ln := range l.m {
-		if ln.leased {
+		if ln.leased() {
 			keys = append(keys, k)
 		}
 	}
@@ -130,30 +130,33 @@ func (l *lanes) renew(ctx context.Context) {
 		}
 		l.e.log.Warn("renewing outbox lane leases failed; retrying", "lanes", len(keys), "err", err)
 		for _, k := range keys {
-			if ln, ok := l.m[k]; ok && ln.leased && l.e.lapsesBeforeRenewal(ln.until) {
+			if ln, ok := l.m[k]; ok && ln.leased() && l.e.lapsesBeforeRenewal(ln.until) {
 				lost = append(lost, k)
 			}
 		}
 	} else {
 		for _, k := range keys {
-			if ln, ok := l.m[k]; ok && ln.leased {
+			if ln, ok := l.m[k]; ok && ln.leased() {
 				ln.until = until
 			}
 		}
 	}
 	for _, k := range lost {
 		ln, ok := l.m[k]
-		if !ok || !ln.leased {
+		if !ok || !ln.leased() {
 			continue
 		}
 		l.e.log.Warn("outbox lane lease lost or about to lapse; stopping the lane here", "account", k.account, "conversation", k.conv)
-		ln.leased = false
+		ln.until = time.Time{}
 		for _, id := range ln.queue {
 			delete(l.inflight, id)
 		}
 		ln.queue = nil
 	}
 }
+
+// leased reports whether this process holds the lane's lease.
+func (ln *lane) leased() bool { return !ln.until.IsZero() }
 
 // holds reports whether this process may deliver on ln now: always unshared;
 // shared, while it holds the lane's lease and the lease has not lapsed.
@@ -163,7 +166,7 @@ func (l *lanes) holds(ln *lane) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return ln.leased && l.e.clock.Now().Before(ln.until)
+	return l.e.clock.Now().Before(ln.until)
 }
 
 // dropReleased drops the leases of lanes release forgot, so another process
@@ -188,9 +191,9 @@ func (l *lanes) dropAll(ctx context.Context) {
 	keys := l.drop
 	l.drop = nil
 	for k, ln := range l.m {
-		if ln.leased {
+		if ln.leased() {
 			keys = append(keys, k)
-			ln.leased = false
+			ln.until = time.Time{}
 		}
 	}
 	l.mu.Unlock()
@@ -223,7 +226,7 @@ func (l *lanes) anyMine(pending []OutboxEntry) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, o := range pending {
-		if ln, ok := l.m[laneKey{o.Account, o.Conversation}]; ok && ln.leased {
+		if ln, ok := l.m[laneKey{o.Account, o.Conversation}]; ok && ln.leased() {
 			return true
 		}
 	}

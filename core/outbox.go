@@ -36,8 +36,9 @@ type lane struct {
 	queue     []OutboxID // oldest first; nil while idle
 	running   bool       // a goroutine is delivering the queue
 	idleSince time.Time  // engine clock, set when the queue drained
-	leased    bool       // shared: this process holds the lane's lease (core/lanelease.go)
-	until     time.Time  // shared: when that lease lapses, as last stored
+	// until is when this process's lease on the lane lapses, as last stored
+	// (shared only, core/lanelease.go); zero when it holds none.
+	until time.Time
 }
 
 // lanes delivers the outbox: one ordered lane per (account, conversation), each
@@ -104,7 +105,7 @@ func (l *lanes) release(now time.Time) {
 	for k, ln := range l.m {
 		if !ln.running && len(ln.queue) == 0 && now.Sub(ln.idleSince) >= l.idle {
 			delete(l.m, k)
-			if ln.leased {
+			if ln.leased() {
 				l.drop = append(l.drop, k)
 			}
 		}
@@ -158,7 +159,7 @@ func (l *lanes) offer(ctx context.Context, k laneKey, id OutboxID) bool {
 		ln = &lane{}
 		l.m[k] = ln
 	}
-	if l.e.shared && !ln.leased {
+	if l.e.shared && !ln.leased() {
 		return true // not this process's lane (lease lost or not taken): the sweep sees to it
 	}
 	if len(ln.queue) >= laneQueue {
