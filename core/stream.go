@@ -83,20 +83,13 @@ func (e *Engine) startStream(ctx context.Context, job *Job) *stream {
 			left[laneKey{m.Account, m.Conversation}] = m.IDs
 		}
 	}
-	for _, b := range job.Thread.Bindings {
-		acct, ok := e.pickAccount(b, job.Bot.ID())
-		if !ok {
-			continue
-		}
-		ad, ok := e.adapter(acct)
-		if !ok {
-			continue
-		}
-		st, ok := ad.(Streamer)
+	for _, ba := range e.replyAdapters(job) {
+		st, ok := ba.ad.(Streamer)
 		if !ok || st.StreamInterval() <= 0 {
 			continue
 		}
-		k := laneKey{acct, b.Conversation}
+		b := ba.b
+		k := laneKey{ba.acct, b.Conversation}
 		ids := left[k]
 		delete(left, k)
 		s.targets = append(s.targets, &streamTarget{key: k, ad: st, every: st.StreamInterval(),

@@ -54,18 +54,37 @@ func (w *runWork) end(ctx context.Context) {
 // showsWork reports whether any binding of job's thread is served, for job's bot,
 // by an account that implements WorkIndicator.
 func (e *Engine) showsWork(job *Job) bool {
+	for _, ba := range e.replyAdapters(job) {
+		if _, ok := ba.ad.(WorkIndicator); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// boundAdapter is the account, and its adapter, that posts a bot's messages in
+// one binding of a thread.
+type boundAdapter struct {
+	b    Binding
+	acct AccountID
+	ad   Adapter
+}
+
+// replyAdapters returns, for each binding of job's thread, the account that
+// would post job's bot's reply there (pickAccount) and its adapter; bindings
+// with none are left out.
+func (e *Engine) replyAdapters(job *Job) []boundAdapter {
+	var out []boundAdapter
 	for _, b := range job.Thread.Bindings {
 		acct, ok := e.pickAccount(b, job.Bot.ID())
 		if !ok {
 			continue
 		}
 		if ad, ok := e.adapter(acct); ok {
-			if _, ok := ad.(WorkIndicator); ok {
-				return true
-			}
+			out = append(out, boundAdapter{b: b, acct: acct, ad: ad})
 		}
 	}
-	return false
+	return out
 }
 
 // workTimeout bounds one WorkIndicator call.
@@ -77,19 +96,12 @@ const workTimeout = 3 * time.Second
 func (e *Engine) showWork(ctx context.Context, job *Job, started bool) {
 	replyTo := e.botReply(job, "").replyTo
 	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
-	for _, b := range job.Thread.Bindings {
-		acct, ok := e.pickAccount(b, job.Bot.ID())
+	for _, ba := range e.replyAdapters(job) {
+		wi, ok := ba.ad.(WorkIndicator)
 		if !ok {
 			continue
 		}
-		ad, ok := e.adapter(acct)
-		if !ok {
-			continue
-		}
-		wi, ok := ad.(WorkIndicator)
-		if !ok {
-			continue
-		}
+		b := ba.b
 		wctx, cancel := context.WithTimeout(ctx, workTimeout)
 		wi.Working(wctx, Work{Conversation: b.Conversation, ReplyTo: replyTo[b.Conversation], Bot: sender,
 			Thread: job.Thread.ID, Run: job.Run.ID, Started: started})
