@@ -481,6 +481,49 @@ func testAnswerEachMessageOnce(t *testing.T, open Opener) {
 	t.Logf("lane leases by process after the run: %v", owners)
 }
 
+// hangFirstRun makes the first run hang in its engine until that engine's run
+// context ends (later runs call later, if set, and answer), sends a message to
+// conversation conv through engine 0, and returns the index of the engine
+// running the hung run once it started.
+func (x *sharedRig) hangFirstRun(conv string, later func()) int {
+	x.t.Helper()
+	started := make(chan string, 1)
+	var first atomic.Bool
+	x.agent.block = func(job *core.Job) bool {
+		if first.CompareAndSwap(false, true) {
+			started <- job.Run.Owner
+			return true
+		}
+		if later != nil {
+			later()
+		}
+		return false
+	}
+	x.say(0, conv, "hello")
+	var owner string
+	select {
+	case owner = <-started:
+	case <-time.After(10 * time.Second):
+		x.t.Fatal("no run started")
+	}
+	i := slices.IndexFunc(x.engines, func(e *core.Engine) bool { return e.ClaimOwner() == owner })
+	if i < 0 {
+		x.t.Fatalf("run owner %q is no engine", owner)
+	}
+	return i
+}
+
+// answers counts the answers delivered, by every engine.
+func (x *sharedRig) answers() (n int, texts []string) {
+	for _, d := range x.ad.deliveries() {
+		texts = append(texts, d.Text)
+		if strings.Contains(d.Text, "answers") {
+			n++
+		}
+	}
+	return n, texts
+}
+
 // testKilledMidRunIsRecovered: the engine running a run "dies"
 // (its store calls fail from then on, so it neither renews its claim nor
 // settles). Once the claim lapses another engine recovers the run as a
@@ -489,26 +532,7 @@ func testAnswerEachMessageOnce(t *testing.T, open Opener) {
 func testKilledMidRunIsRecovered(t *testing.T, open Opener) {
 	bots := []core.BotProfile{{Handle: "chief_of_staff", Name: "Chief"}}
 	x := newSharedRig(t, open, 2, bots, 600*time.Millisecond)
-	started := make(chan string, 4)
-	var first atomic.Bool
-	x.agent.block = func(job *core.Job) bool {
-		if first.CompareAndSwap(false, true) {
-			started <- job.Run.Owner
-			return true // the first run hangs in its process until that process is gone
-		}
-		return false
-	}
-	x.say(0, "k1", "hello")
-	var owner string
-	select {
-	case owner = <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no run started")
-	}
-	victim := slices.IndexFunc(x.engines, func(e *core.Engine) bool { return e.ClaimOwner() == owner })
-	if victim < 0 {
-		t.Fatalf("run owner %q is no engine", owner)
-	}
+	victim := x.hangFirstRun("k1", nil)
 	survivor := 1 - victim
 	x.stores[victim].Kill() // SIGKILL: nothing it does reaches the store any more
 	x.idle(survivor)
@@ -528,14 +552,7 @@ func testKilledMidRunIsRecovered(t *testing.T, open Opener) {
 		}
 		return nil
 	})
-	var texts []string
-	answers := 0
-	for _, d := range x.ad.deliveries() {
-		texts = append(texts, d.Text)
-		if strings.Contains(d.Text, "answers") {
-			answers++
-		}
-	}
+	answers, texts := x.answers()
 	if answers != 1 {
 		t.Errorf("delivered %q, want exactly one answer", texts)
 	}
@@ -633,25 +650,8 @@ func testCutOffProcessStopsBeforeTakeover(t *testing.T, open Opener) {
 	x := newSharedRig(t, open, 2, bots, 1500*time.Millisecond)
 	var seq atomic.Int64
 	var stoppedAt, takenAt atomic.Int64
-	started := make(chan string, 1)
-	var first atomic.Bool
-	x.agent.block = func(job *core.Job) bool {
-		if first.CompareAndSwap(false, true) {
-			started <- job.Run.Owner
-			return true
-		}
-		takenAt.CompareAndSwap(0, seq.Add(1))
-		return false
-	}
 	x.agent.onBlockEnd = func() { stoppedAt.CompareAndSwap(0, seq.Add(1)) }
-	x.say(0, "c1", "hello")
-	var owner string
-	select {
-	case owner = <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no run started")
-	}
-	victim := slices.IndexFunc(x.engines, func(e *core.Engine) bool { return e.ClaimOwner() == owner })
+	victim := x.hangFirstRun("c1", func() { takenAt.CompareAndSwap(0, seq.Add(1)) })
 	release := x.stores[victim].Stall()
 	x.idle(1 - victim)
 	release()
@@ -659,12 +659,7 @@ func testCutOffProcessStopsBeforeTakeover(t *testing.T, open Opener) {
 		t.Errorf("the cut-off engine stopped its run at step %d, the other took it over at step %d: want stopped first", stoppedAt.Load(), takenAt.Load())
 	}
 	x.stop(victim)
-	answers := 0
-	for _, d := range x.ad.deliveries() {
-		if strings.Contains(d.Text, "answers") {
-			answers++
-		}
-	}
+	answers, _ := x.answers()
 	if answers != 1 {
 		t.Errorf("%d answers delivered, want 1", answers)
 	}
