@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,8 +29,7 @@ type cluster struct {
 	x        *soakRig
 	dsn      string
 	mu       sync.Mutex
-	children map[string]*exec.Cmd
-	exited   map[string]chan struct{}
+	children map[string]*child
 }
 
 // clusterLeaseTTL is the processes' store.lease_ttl: short, so a killed
@@ -55,7 +53,7 @@ func newCluster(t *testing.T, x *soakRig, dsn string) *cluster {
 	if err := os.WriteFile(x.cfg, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{x: x, dsn: dsn, children: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{}}
+	c := &cluster{x: x, dsn: dsn, children: map[string]*child{}}
 	t.Cleanup(func() {
 		for _, id := range c.ids() {
 			c.signal(id, syscall.SIGKILL)
@@ -78,22 +76,9 @@ func (c *cluster) ids() []string {
 func (c *cluster) start(id string) {
 	t := c.x.t
 	t.Helper()
-	logf, err := os.OpenFile(filepath.Join(c.x.dir, "serve-"+id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(c.x.bin, "serve", "--config", c.x.cfg, "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "OPENBOT_ADMIN_TOKEN=", "OPENBOT_PROCESS_ID="+id)
-	cmd.SysProcAttr = dieWithParent()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	ch := startServe(t, c.x.bin, c.x.cfg, "warn", filepath.Join(c.x.dir, "serve-"+id+".log"), "OPENBOT_PROCESS_ID="+id)
 	c.mu.Lock()
-	c.children[id], c.exited[id] = cmd, exited
+	c.children[id] = ch
 	c.mu.Unlock()
 }
 
@@ -101,10 +86,10 @@ func (c *cluster) start(id string) {
 // soakStopFor); a SIGKILL is recorded for the rig's duplicate window.
 func (c *cluster) signal(id string, sig syscall.Signal) {
 	c.mu.Lock()
-	cmd, exited := c.children[id], c.exited[id]
+	ch := c.children[id]
 	delete(c.children, id)
 	c.mu.Unlock()
-	if cmd == nil {
+	if ch == nil {
 		return
 	}
 	if sig == syscall.SIGKILL {
@@ -112,13 +97,7 @@ func (c *cluster) signal(id string, sig syscall.Signal) {
 		c.x.kills = append(c.x.kills, time.Now())
 		c.x.mu.Unlock()
 	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-exited:
-	case <-time.After(soakStopFor):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	ch.signal(sig)
 }
 
 // running returns the owners of the runs running now, read from the database.

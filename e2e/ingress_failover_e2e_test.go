@@ -20,7 +20,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -97,11 +96,10 @@ func (p *pollProxy) polls() []int64 {
 
 // failoverChild is one `openbot serve` process.
 type failoverChild struct {
-	name   string
-	proxy  *pollProxy
-	log    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	name  string
+	proxy *pollProxy
+	log   string
+	*child
 }
 
 func startFailoverChild(t *testing.T, bin, dir, name, dsn, llmURL string, tg *telegramtest.Server) *failoverChild {
@@ -144,33 +142,9 @@ telegram:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.OpenFile(c.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.cmd = exec.Command(bin, "serve", "--config", path, "--log-level", "info")
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.Env = append(os.Environ(), "OPENBOT_ADMIN_TOKEN=", "DATABASE_URL="+dsn)
-	c.cmd.SysProcAttr = dieWithParent()
-	if err := c.cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	c.exited = make(chan struct{})
-	go func() { _ = c.cmd.Wait(); logf.Close(); close(c.exited) }() // joined by signal
+	c.child = startServe(t, bin, path, "info", c.log, "DATABASE_URL="+dsn)
 	t.Cleanup(func() { c.signal(syscall.SIGKILL) })
 	return c
-}
-
-// signal sends sig and waits for the child to be gone (SIGKILL after a bound).
-func (c *failoverChild) signal(sig syscall.Signal) {
-	_ = c.cmd.Process.Signal(sig)
-	select {
-	case <-c.exited:
-	case <-time.After(soakStopFor):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
 }
 
 func (c *failoverChild) logTail() string {
@@ -188,14 +162,7 @@ func TestTelegramPollingFailoverSharedPostgres(t *testing.T) {
 	}
 	dsn := pgtest.DSN(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openbot")
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build the openbot binary:", err)
-	}
-	if out, err := exec.Command(gobin, "build", "-o", bin, "openbot/cmd/openbot").CombinedOutput(); err != nil {
-		t.Fatalf("go build openbot/cmd/openbot: %v\n%s", err, out)
-	}
+	bin := buildOpenbot(t, dir)
 	tg := telegramtest.NewServer(telegramtest.Bot{Token: failoverToken, ID: 700001, Username: "openbot_failover_bot", Name: "Failover"})
 	t.Cleanup(tg.Close)
 	llm := openaitest.New(t)

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -60,8 +59,7 @@ type soakRig struct {
 	latency func() time.Duration // of each model call
 
 	mu      sync.Mutex
-	child   *exec.Cmd
-	exited  chan struct{}
+	child   *child
 	hold    chan struct{} // non-nil: second model calls wait on it
 	held    atomic.Int32  // second model calls that arrived while holding
 	starts  int
@@ -83,15 +81,7 @@ func newSoakRig(t testing.TB, c soakConfig, latency func() time.Duration) *soakR
 		t.Skip("the kill soak builds and runs the openbot binary")
 	}
 	dir := t.TempDir()
-	x := &soakRig{t: t, dir: dir, bin: filepath.Join(dir, "openbot"), latency: latency, nextMsg: 1}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build the openbot binary:", err)
-	}
-	build := exec.Command(gobin, "build", "-o", x.bin, "openbot/cmd/openbot")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build openbot/cmd/openbot: %v\n%s", err, out)
-	}
+	x := &soakRig{t: t, dir: dir, bin: buildOpenbot(t, dir), latency: latency, nextMsg: 1}
 	x.tg = telegramtest.NewServer(telegramtest.Bot{Token: soakToken, ID: soakBotID, Username: "openbot_soak_bot", Name: "Soak"})
 	t.Cleanup(x.tg.Close)
 	x.llm = openaitest.New(t)
@@ -197,23 +187,26 @@ func (x *soakRig) start() {
 	if x.child != nil {
 		x.t.Fatal("soak: start with a child running")
 	}
-	logf, err := os.OpenFile(filepath.Join(x.dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		x.t.Fatal(err)
-	}
+	log := filepath.Join(x.dir, "serve.log")
 	x.starts++
-	fmt.Fprintf(logf, "---- start %d at %s\n", x.starts, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(x.bin, "serve", "--config", x.cfg, "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "OPENBOT_ADMIN_TOKEN=")
-	cmd.SysProcAttr = dieWithParent()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	mark := fmt.Sprintf("---- start %d at %s\n", x.starts, time.Now().Format(time.RFC3339Nano))
+	if err := appendFile(log, mark); err != nil {
 		x.t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	x.child, x.exited = cmd, exited
+	x.child = startServe(x.t, x.bin, x.cfg, "warn", log)
+}
+
+// appendFile appends s to the file at path, creating it.
+func appendFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // kill sends SIGKILL to the child and waits for it to be gone.
@@ -226,10 +219,10 @@ func (x *soakRig) killChild() { x.signal(syscall.SIGKILL) }
 
 func (x *soakRig) signal(sig syscall.Signal) {
 	x.mu.Lock()
-	cmd, exited := x.child, x.exited
-	x.child, x.exited = nil, nil
+	c := x.child
+	x.child = nil
 	x.mu.Unlock()
-	if cmd == nil {
+	if c == nil {
 		return
 	}
 	if sig == syscall.SIGKILL {
@@ -237,13 +230,7 @@ func (x *soakRig) signal(sig syscall.Signal) {
 		x.kills = append(x.kills, time.Now())
 		x.mu.Unlock()
 	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-exited:
-	case <-time.After(soakStopFor):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	c.signal(sig)
 }
 
 // send pushes message n ("please note soak-<n>") from user soakUser0+n in
