@@ -119,13 +119,11 @@ func TestRestartRecovery(t *testing.T) {
 	}
 }
 
-// TestRestartResumesRunWithCheckpoint: a running run that has a step checkpoint
-// is resumed at the next start under the same run id (Job.Restart, the
-// checkpoint and its triggers), not failed; its processing item ends done, the
-// reply is posted once and no restart notice appears. A second time, when
-// a shutdown stops the resumed run leaves it to the start after.
-func TestRestartResumesRunWithCheckpoint(t *testing.T) {
-	h := newHarness(t, core.Limits{})
+// leftRunning stands for a process that died mid-run: it ingests "@engineer
+// task A" without running the engine, stores a running run of it (with
+// checkpoint, if any) that took the item processing, and closes the store.
+func leftRunning(t *testing.T, h *harness, checkpoint []byte) (a core.IngestResult, runID core.RunID, itemID core.ItemID) {
+	t.Helper()
 	st, err := bolt.Open(h.path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -135,16 +133,14 @@ func TestRestartResumesRunWithCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eng = eng
-	a := h.say("@engineer task A")
-	var runID core.RunID
-	var itemID core.ItemID
+	a = h.say("@engineer task A")
 	err = st.Update(context.Background(), func(tx core.Tx) error {
 		it, err := tx.NextQueued(core.BotActorID("engineer"), func(core.InboxItem) bool { return false })
 		if err != nil {
 			return err
 		}
 		run, err := tx.PutRun(core.Run{Bot: it.Actor, Thread: it.Thread, Status: core.RunRunning, Items: []core.ItemID{it.ID},
-			Triggers: []core.MessageID{it.Message}, Checkpoint: []byte(`{"version":3}`)})
+			Triggers: []core.MessageID{it.Message}, Checkpoint: checkpoint})
 		if err != nil {
 			return err
 		}
@@ -159,6 +155,17 @@ func TestRestartResumesRunWithCheckpoint(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return a, runID, itemID
+}
+
+// TestRestartResumesRunWithCheckpoint: a running run that has a step checkpoint
+// is resumed at the next start under the same run id (Job.Restart, the
+// checkpoint and its triggers), not failed; its processing item ends done, the
+// reply is posted once and no restart notice appears. A second time, when
+// a shutdown stops the resumed run leaves it to the start after.
+func TestRestartResumesRunWithCheckpoint(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	a, runID, itemID := leftRunning(t, h, []byte(`{"version":3}`))
 	h.agent.reply["engineer"] = func(_ context.Context, j *core.Job) (string, error) {
 		if !j.Restart || j.Run.ID != runID || string(j.Run.Checkpoint) != `{"version":3}` || len(j.Triggers) != 1 {
 			return "", fmt.Errorf("job restart=%v run=%d checkpoint=%s triggers=%d", j.Restart, j.Run.ID, j.Run.Checkpoint, len(j.Triggers))
@@ -204,7 +211,7 @@ func TestRestartResumesRunWithCheckpoint(t *testing.T) {
 	if got := strings.Count(strings.Join(texts, "\n"), "resumed A"); got != 1 {
 		t.Errorf("thread = %q, want the reply once", texts)
 	}
-	err = h.store.View(context.Background(), func(tx core.ReadTx) error {
+	err := h.store.View(context.Background(), func(tx core.ReadTx) error {
 		r, err := tx.Run(runID)
 		if err != nil {
 			return err
@@ -230,38 +237,7 @@ func TestRestartResumesRunWithCheckpoint(t *testing.T) {
 // posted once, with no notice; Run.Restarts counts the start.
 func TestRestartStartsRunWithoutCheckpointAgain(t *testing.T) {
 	h := newHarness(t, core.Limits{})
-	st, err := bolt.Open(h.path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := core.New(core.Options{Store: st, Agent: h.agent, Bots: team})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.eng = eng
-	a := h.say("@engineer task A")
-	var runID core.RunID
-	var itemID core.ItemID
-	err = st.Update(context.Background(), func(tx core.Tx) error {
-		it, err := tx.NextQueued(core.BotActorID("engineer"), func(core.InboxItem) bool { return false })
-		if err != nil {
-			return err
-		}
-		run, err := tx.PutRun(core.Run{Bot: it.Actor, Thread: it.Thread, Status: core.RunRunning, Items: []core.ItemID{it.ID}, Triggers: []core.MessageID{it.Message}})
-		if err != nil {
-			return err
-		}
-		runID, itemID = run.ID, it.ID
-		it.Status, it.Run = core.ItemProcessing, run.ID
-		_, err = tx.PutItem(it)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	a, runID, itemID := leftRunning(t, h, nil)
 	h.agent.reply["engineer"] = func(_ context.Context, j *core.Job) (string, error) {
 		if j.Restart || j.Resume != nil || j.Run.ID != runID || len(j.Triggers) != 1 || j.Triggers[0].ID != a.Message {
 			return "", fmt.Errorf("job restart=%v run=%d triggers=%d", j.Restart, j.Run.ID, len(j.Triggers))
@@ -290,7 +266,7 @@ func TestRestartStartsRunWithoutCheckpointAgain(t *testing.T) {
 	if r.Status != core.RunCompleted || r.Restarts != 1 {
 		t.Fatalf("run = %s with %d restarts, want completed with 1", r.Status, r.Restarts)
 	}
-	err = h.store.View(context.Background(), func(tx core.ReadTx) error {
+	err := h.store.View(context.Background(), func(tx core.ReadTx) error {
 		it, err := tx.Item(itemID)
 		if err == nil && it.Status != core.ItemDone {
 			err = fmt.Errorf("item %d is %s, want done", it.ID, it.Status)
