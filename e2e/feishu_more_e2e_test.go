@@ -61,19 +61,10 @@ func startFeishuFixed(t *testing.T, mode string) *fsmRig {
 	if err := r.eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	r.hook = httptest.NewServer(mux)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
+	var stop func()
+	r.hook, stop = runWithAdapter(r.eng, ad)
 	t.Cleanup(func() {
-		r.hook.Close()
-		cancel()
-		wg.Wait()
+		stop()
 		r.st.Close()
 	})
 	deadline := time.Now().Add(10 * time.Second)

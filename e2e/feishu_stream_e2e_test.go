@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,19 +37,10 @@ func startFeishuAgent(t *testing.T, agent core.Agent, clock core.Clock, streamin
 	if err := r.eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	r.hook = httptest.NewServer(mux)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
+	var stop func()
+	r.hook, stop = runWithAdapter(r.eng, ad)
 	t.Cleanup(func() {
-		r.hook.Close()
-		cancel()
-		wg.Wait()
+		stop()
 		r.st.Close()
 	})
 	if err := until(r.ctx(), nil, 0, "the bot's open_id", func() bool { return ad.BotOpenID() != "" }); err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -219,4 +221,29 @@ func (f *fixedAgent) Execute(_ context.Context, job *core.Job) (core.Result, err
 	f.runs[job.Bot.Handle]++
 	f.mu.Unlock()
 	return core.Result{Reply: job.Bot.Handle + " on it"}, nil
+}
+
+// webhookRunner is an adapter with webhooks and a Run (Slack, Feishu).
+type webhookRunner interface {
+	core.Runner
+	core.WebhookMounter
+}
+
+// runWithAdapter mounts ad's webhooks on a new test server, runs eng and, once
+// it is ready, ad; stop closes the server, stops both and waits for them.
+func runWithAdapter(eng *core.Engine, ad webhookRunner) (hook *httptest.Server, stop func()) {
+	mux := http.NewServeMux()
+	ad.MountHTTP(mux)
+	hook = httptest.NewServer(mux)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = eng.Run(ctx) }()
+	<-eng.Ready()
+	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
+	return hook, func() {
+		hook.Close()
+		cancel()
+		wg.Wait()
+	}
 }

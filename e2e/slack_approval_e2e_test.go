@@ -98,8 +98,7 @@ type approvalRig struct {
 	eng    *core.Engine
 	st     *bolt.Store
 	hook   *httptest.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel func() // runWithAdapter's stop; nil when stopped
 }
 
 // startApproval starts a rig whose engineer has shell behind an approval; botAppr
@@ -177,15 +176,7 @@ func (r *approvalRig) start(t *testing.T) {
 	if err := r.eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	r.hook = httptest.NewServer(mux)
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.wg.Add(2)
-	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	go func() { defer r.wg.Done(); _ = ad.Run(ctx) }()
+	r.hook, r.cancel = runWithAdapter(r.eng, ad)
 }
 
 // stop shuts the process down and closes the store; start may follow.
@@ -194,9 +185,7 @@ func (r *approvalRig) stop(t *testing.T) {
 	if r.cancel == nil {
 		return
 	}
-	r.hook.Close()
-	r.cancel()
-	r.wg.Wait()
+	r.cancel() // closes the webhook server, stops engine and adapter, waits
 	r.cancel = nil
 	if err := r.st.Close(); err != nil {
 		t.Error(err)

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,8 +30,7 @@ type slackRig struct {
 	agent  *scripted
 	hook   *httptest.Server
 	db     string
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel func() // runWithAdapter's stop; nil when stopped
 }
 
 // startSlack runs the engine with one whole-team Slack app in HTTP (Events API) mode
@@ -67,15 +65,7 @@ func (r *slackRig) open(t *testing.T) {
 	if err := r.eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	r.hook = httptest.NewServer(mux)
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.wg.Add(2)
-	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	go func() { defer r.wg.Done(); _ = ad.Run(ctx) }()
+	r.hook, r.cancel = runWithAdapter(r.eng, ad)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	if err := r.fake.Wait(wctx, func(s *slacktest.Server) bool { return len(s.CallsTo("auth.test")) > 0 }); err != nil {
@@ -89,9 +79,7 @@ func (r *slackRig) close(t *testing.T) {
 	if r.cancel == nil {
 		return
 	}
-	r.hook.Close()
-	r.cancel()
-	r.wg.Wait()
+	r.cancel() // closes the webhook server, stops engine and adapter, waits
 	r.cancel = nil
 	if err := r.st.Close(); err != nil {
 		t.Error(err)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,14 +37,7 @@ func startSlackStream(t *testing.T, clock *stepClock, script streamScript) *slac
 	if err := r.eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	r.hook = httptest.NewServer(mux)
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
+	r.hook, r.cancel = runWithAdapter(r.eng, ad)
 	t.Cleanup(func() { r.close(t) })
 	return r
 }
