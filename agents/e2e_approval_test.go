@@ -11,7 +11,6 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // engineRun is one engine over a bolt file, stopped (bounded) by stop.
@@ -21,40 +20,11 @@ type engineRun struct {
 	stop func()
 }
 
+// startEngine runs an engine over the bolt file at path with the system clock.
 func startEngine(t *testing.T, path string, agent core.Agent, bots []core.BotProfile) *engineRun {
 	t.Helper()
-	st, err := bolt.Open(path, bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: bots, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad := &recAdapter{}
-	if err := eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("engine Run: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Error("engine did not stop")
-			}
-			_ = st.Close()
-		})
-	}
-	t.Cleanup(stop)
-	return &engineRun{eng: eng, ad: ad, stop: stop}
+	run, _ := schedEngine(t, path, agent, bots, nil)
+	return run
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

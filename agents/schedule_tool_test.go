@@ -25,7 +25,8 @@ type schedClock struct {
 func (c *schedClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *schedClock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
-// schedEngine is startEngine with an injected clock.
+// schedEngine runs an engine over the bolt file at path with clock (nil: the
+// system clock) and returns it with its store; stop (bounded) closes both.
 func schedEngine(t *testing.T, path string, agent core.Agent, bots []core.BotProfile, clock core.Clock) (*engineRun, core.Store) {
 	t.Helper()
 	st, err := bolt.Open(path, bolt.Options{NoSync: true})
