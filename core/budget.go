@@ -203,6 +203,9 @@ func (r *runEnv) BeforeModelCall(ctx context.Context) error { return r.e.checkBu
 
 // RecordModelCall implements Meter.
 func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
+	if err := r.landed(ctx); err != nil {
+		return err
+	}
 	e := r.e
 	cost := e.cfg().cost
 	if cost == nil {

@@ -35,22 +35,22 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		picks []ingestPick
 	)
 	err := e.store.Batch(ctx, func(tx Tx) error {
-		res = IngestResult{} // Batch may run fn again
-		undoIngestPicks(picks)
+		res = IngestResult{} // Batch may run fn again: the last run's picks are the ones committed
+		settleIngestPicks(picks, errIngestRerun)
 		picks = nil
 		var err error
 		if res, err = e.ingestTx(tx, in); err != nil {
 			return err
 		}
-		// An idle bot's run starts in this commit (core/pickingest.go).
+		// An idle bot's run starts in this transaction (core/pickingest.go), and
+		// goes as far as its model request while the commit lands (core/ingestgate.go).
 		picks, err = e.pickInIngestTx(tx, res.Woken)
 		return err
 	})
+	settleIngestPicks(picks, err)
 	if err != nil {
-		undoIngestPicks(picks)
 		return IngestResult{}, err
 	}
-	startIngestPicks(picks)
 	e.observeIngest(in.Platform, start, res)
 	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
 		e.files.enqueue(res.Message) // after the durable ingest; never blocks

@@ -14,19 +14,27 @@ import (
 // the ingest or the worker picks, the same run starts.
 
 // ingestPick is a run an ingest's transaction started: the worker state it holds
-// (a global slot, the thread marked busy) and the job to execute once committed.
+// (a global slot, the thread marked busy) and the job to execute.
 type ingestPick struct {
 	w   *worker
 	job *Job
+	// early: the run's goroutine was started inside the transaction, before its
+	// commit (core/ingestgate.go); it owns the worker state and ends on its own
+	// when job.ingested resolves with an error.
+	early bool
 }
 
 // pickInIngestTx starts, inside an ingest's transaction tx, a run for each bot in
 // woken whose worker is idle enough to start one now: it is running, not picking
 // itself (its pick lock is free), below the bot's max_parallel_threads, and a
 // global slot is free. It never waits: a bot that cannot start a run now is left
-// to its worker (the caller wakes every woken bot's worker after the commit). The picks hold worker state before the
-// commit, so the caller must hand them to startIngestPicks after a successful
-// commit or to undoIngestPicks otherwise (and before Batch runs fn again).
+// to its worker (the caller wakes every woken bot's worker after the commit).
+//
+// Unless the store is shared, each run's goroutine starts here, before the
+// commit, with its thread's snapshot and an open ingestGate (core/ingestgate.go).
+// The picks hold worker state until their runs end, so the caller must settle
+// them with settleIngestPicks once the transaction's outcome is known, and before
+// Batch runs fn again.
 func (e *Engine) pickInIngestTx(tx Tx, woken []string) ([]ingestPick, error) {
 	var picks []ingestPick
 	for i, h := range woken {
@@ -45,9 +53,21 @@ func (e *Engine) pickInIngestTx(tx Tx, woken []string) ([]ingestPick, error) {
 		if err != nil {
 			return picks, err
 		}
-		if job != nil {
-			picks = append(picks, ingestPick{w: w, job: job})
+		if job == nil {
+			continue
 		}
+		p := ingestPick{w: w, job: job}
+		if !e.shared {
+			if job.snapshot, err = readSnapshot(tx, job.Thread.ID); err != nil {
+				return append(picks, p), err
+			}
+			job.ingested = newIngestGate()
+			p.early = w.run(job)
+			if !p.early {
+				job.ingested, job.snapshot = nil, nil
+			}
+		}
+		picks = append(picks, p)
 	}
 	return picks, nil
 }
@@ -78,21 +98,21 @@ func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
 	return job, nil
 }
 
-// undoIngestPicks gives back what picks hold: their transaction did not commit.
-func undoIngestPicks(picks []ingestPick) {
+// settleIngestPicks acts on the outcome err of the transaction that made picks
+// (nil: committed). Runs started early are told through their gate: go on, or
+// stop without a trace. Picks whose runs did not start are executed now after a
+// commit, else their worker state is given back. A worker whose loop has returned
+// (shutdown) starts nothing: its run stays running in the store and the next
+// start recovers it (DESIGN.md §8), as any run a shutdown leaves.
+func settleIngestPicks(picks []ingestPick, err error) {
 	for _, p := range picks {
-		p.w.setBusy(p.job.Thread.ID, false)
-		p.w.e.sem.release()
-	}
-}
-
-// startIngestPicks executes the committed picks. A worker whose loop has returned
-// (shutdown) starts nothing: its run stays running in the store and the next start
-// recovers it (DESIGN.md §8), as any run a shutdown leaves.
-func startIngestPicks(picks []ingestPick) {
-	for _, p := range picks {
-		if !p.w.run(p.job) {
-			undoIngestPicks([]ingestPick{p})
+		switch {
+		case p.early:
+			p.job.ingested.resolve(err)
+		case err == nil && p.w.run(p.job):
+		default:
+			p.w.setBusy(p.job.Thread.ID, false)
+			p.w.e.sem.release()
 		}
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 )
 
-// runEnv is the RunEnv core hands to an agent for one run.
+// runEnv is the RunEnv core hands to an agent for one run. A run started before
+// its ingest committed (core/ingestgate.go) writes nothing until that commit has
+// landed, and reads its thread from the ingest's snapshot meanwhile.
 type runEnv struct {
 	e   *Engine
 	job *Job
@@ -28,6 +30,9 @@ func (r *runEnv) StreamText(text string) { r.stream.StreamText(text) }
 func (r *runEnv) StreamWorking(tools ...string) { r.stream.StreamWorking(tools...) }
 
 func (r *runEnv) Messages(ctx context.Context, after MessageID, limit int) ([]Message, error) {
+	if err := r.landed(ctx); err != nil {
+		return nil, err
+	}
 	var out []Message
 	err := r.e.store.View(ctx, func(tx ReadTx) error {
 		var err error
@@ -38,6 +43,14 @@ func (r *runEnv) Messages(ctx context.Context, after MessageID, limit int) ([]Me
 }
 
 func (r *runEnv) MessagesBefore(ctx context.Context, before MessageID, limit int) ([]Message, error) {
+	if r.job.ingested.open() {
+		if out, ok := r.job.snapshot.before(before, limit); ok {
+			return out, nil
+		}
+	}
+	if err := r.landed(ctx); err != nil {
+		return nil, err
+	}
 	var out []Message
 	err := r.e.store.View(ctx, func(tx ReadTx) error {
 		var err error
@@ -48,6 +61,12 @@ func (r *runEnv) MessagesBefore(ctx context.Context, before MessageID, limit int
 }
 
 func (r *runEnv) Count(ctx context.Context) (int, error) {
+	if r.job.ingested.open() {
+		return r.job.snapshot.count, nil
+	}
+	if err := r.landed(ctx); err != nil {
+		return 0, err
+	}
 	var n int
 	err := r.e.store.View(ctx, func(tx ReadTx) error {
 		var err error
@@ -57,7 +76,15 @@ func (r *runEnv) Count(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// landed waits for the commit of the ingest that started the run before it
+// landed (core/ingestgate.go): the run's writes, and its reads of the thread that
+// the snapshot cannot answer, wait for it; it fails when that commit did.
+func (r *runEnv) landed(ctx context.Context) error { return r.job.ingested.wait(ctx) }
+
 func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error {
+	if err := r.landed(ctx); err != nil {
+		return err
+	}
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("run event %s: %w", typ, err)
@@ -75,6 +102,9 @@ func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error
 // keeps no transcript (seed G5) and the call fails. A restart resumes a running
 // run from it (DESIGN.md §8, recover).
 func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) error {
+	if err := r.landed(ctx); err != nil {
+		return err
+	}
 	// Batch (group commit, DESIGN.md §7): checkpoints of runs in flight share
 	// commits; fn reads the run inside tx, so a re-run by Batch decides afresh.
 	return r.e.store.Batch(ctx, func(tx Tx) error {
@@ -97,6 +127,9 @@ func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) err
 
 // Post posts a progress message from the bot mid-run, routed like a reply.
 func (r *runEnv) Post(ctx context.Context, text string) (MessageID, error) {
+	if err := r.landed(ctx); err != nil {
+		return 0, err
+	}
 	var p posted
 	err := r.e.store.Update(ctx, func(tx Tx) error {
 		t, err := tx.Thread(r.job.Thread.ID)
@@ -127,6 +160,9 @@ func (r *runEnv) Todo(ctx context.Context) ([]TodoItem, error) {
 }
 
 func (r *runEnv) SetTodo(ctx context.Context, items []TodoItem) error {
+	if err := r.landed(ctx); err != nil {
+		return err
+	}
 	return r.e.store.Update(ctx, func(tx Tx) error {
 		return tx.PutTodo(r.job.Bot.ID(), r.job.Thread.ID, items)
 	})
@@ -134,6 +170,9 @@ func (r *runEnv) SetTodo(ctx context.Context, items []TodoItem) error {
 
 // Notice posts a system notice into the run's thread (Noticer).
 func (r *runEnv) Notice(ctx context.Context, text string) error {
+	if err := r.landed(ctx); err != nil {
+		return err
+	}
 	var p posted
 	err := r.e.store.Update(ctx, func(tx Tx) error {
 		t, err := tx.Thread(r.job.Thread.ID)
@@ -156,6 +195,9 @@ func (r *runEnv) Notice(ctx context.Context, text string) error {
 // RecordOutcome stores what became of an approved call on its question
 // (OutcomeRecorder); only a question of this run can be changed.
 func (r *runEnv) RecordOutcome(ctx context.Context, id QuestionID, outcome string) error {
+	if err := r.landed(ctx); err != nil {
+		return err
+	}
 	return r.e.store.Update(ctx, func(tx Tx) error {
 		return r.e.recordOutcomeTx(tx, r.job.Run.ID, id, outcome)
 	})

@@ -372,7 +372,13 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
 	}
 	defer e.ctl.remove(job.Run.ID)
-	e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
+	if g := job.ingested; g != nil {
+		// Started before its ingest committed (core/ingestgate.go): nobody can have
+		// cancelled it yet, and it stops if the commit fails.
+		g.whenFailed(func() { cancelRun(errNotIngested) })
+	} else {
+		e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
+	}
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	start := e.observeRunStart(job)
@@ -389,6 +395,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	}
 	if err == nil {
 		res, err = e.agent.Execute(ctx, job)
+	}
+	if !e.ingestLanded(ctx, job, env, work) {
+		return
 	}
 	stopped := ctx.Err() == context.Canceled && e.isStopping() && !errors.Is(context.Cause(ctx), errCancelled)
 	// A run stopped because its claim lapsed or moved (core/shared.go) is not
