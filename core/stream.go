@@ -293,7 +293,10 @@ func (s *stream) record(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, streamCallTimeout)
 	defer cancel()
-	err := s.e.store.Update(cctx, func(tx Tx) error {
+	// Batch (group commit, DESIGN.md §7): the record shares a commit with the
+	// run's own writes in flight (its model call's ledger entry, event and
+	// checkpoint); fn reads the run inside tx, so a re-run decides afresh.
+	err := s.e.store.Batch(cctx, func(tx Tx) error {
 		r, err := tx.Run(s.run)
 		if err != nil || r.Status != RunRunning {
 			return err // settled meanwhile: its settling took care of them

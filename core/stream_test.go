@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,5 +215,51 @@ func TestStreamWorkingStatusReplacedByAnswer(t *testing.T) {
 	}
 	if ds := h.ad.deliveries(); len(ds) != 1 || !slices.Equal(ds[0].Streamed, []string{"s1"}) {
 		t.Fatalf("deliveries = %+v", ds)
+	}
+}
+
+// updateCounter counts Store.Update calls: writes that commit alone.
+type updateCounter struct {
+	core.Store
+	n atomic.Int32
+}
+
+func (u *updateCounter) Update(ctx context.Context, fn func(core.Tx) error) error {
+	u.n.Add(1)
+	return u.Store.Update(ctx, fn)
+}
+
+// TestStreamedRunWritesShareCommits: every write of a run that streams its
+// answer, the record of what it streamed included, goes through group commit
+// (Store.Batch, DESIGN.md §7), so none of them costs a commit of its own.
+func TestStreamedRunWritesShareCommits(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	var uc *updateCounter
+	h.opts = func(o *core.Options) {
+		uc = &updateCounter{Store: o.Store}
+		o.Store = uc
+	}
+	sa := newStreamAdapter(h.ad)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[0].Text == "warm up" {
+			return "ok", nil
+		}
+		job.Env.(core.TextStreamer).StreamText("Hel")
+		if err := sa.waitText(ctx, "Hel"); err != nil {
+			return "", err
+		}
+		return "Hello.", nil
+	}
+	h.start2(sa)
+	h.say("warm up")
+	h.idle()
+	uc.n.Store(0)
+	h.say("hi")
+	h.idle()
+	if n := uc.n.Load(); n != 0 {
+		t.Fatalf("%d writes of a streamed run committed alone (Store.Update), want all through Batch", n)
+	}
+	if ds := h.ad.deliveries(); len(ds) == 0 || len(ds[len(ds)-1].Streamed) != 1 {
+		t.Fatalf("deliveries = %+v, want the reply to edit the streamed message", ds)
 	}
 }
