@@ -44,7 +44,7 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		}
 		// An idle bot's run starts in this transaction (core/pickingest.go), and
 		// goes as far as its model request while the commit lands (core/ingestgate.go).
-		picks, err = e.pickInIngestTx(tx, res.Woken)
+		picks, err = e.pickInIngestTx(tx, res.Woken, 1)
 		return err
 	})
 	settleIngestPicks(picks, err)

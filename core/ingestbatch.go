@@ -50,17 +50,27 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 	}
 	start := time.Now()
 	results := make([]IngestResult, len(valid))
+	var picks []ingestPick
 	err := e.store.Batch(ctx, func(tx Tx) error {
-		clear(results) // Batch may run fn again
+		clear(results) // Batch may run fn again: the last run's picks are the ones committed
+		settleIngestPicks(picks, errIngestRerun)
+		picks = nil
+		var woken []string
 		for k, i := range valid {
 			res, err := e.ingestTx(tx, ins[i])
 			if err != nil {
 				return err
 			}
 			results[k] = res
+			woken = append(woken, res.Woken...)
 		}
-		return nil
+		// Idle bots' runs start in this transaction, as Ingest's do
+		// (core/pickingest.go, core/ingestgate.go), one per woken thread.
+		var err error
+		picks, err = e.pickInIngestTx(tx, woken, len(valid))
+		return err
 	})
+	settleIngestPicks(picks, err)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrStopped) {
 			for _, i := range valid {

@@ -35,7 +35,10 @@ type ingestPick struct {
 // The picks hold worker state until their runs end, so the caller must settle
 // them with settleIngestPicks once the transaction's outcome is known, and before
 // Batch runs fn again.
-func (e *Engine) pickInIngestTx(tx Tx, woken []string) ([]ingestPick, error) {
+//
+// Each bot gets up to per runs (an IngestBatch's messages may wake it in many
+// threads), each in a thread of its own.
+func (e *Engine) pickInIngestTx(tx Tx, woken []string, per int) ([]ingestPick, error) {
 	var picks []ingestPick
 	for i, h := range woken {
 		if slices.Index(woken, h) != i {
@@ -48,13 +51,23 @@ func (e *Engine) pickInIngestTx(tx Tx, woken []string) ([]ingestPick, error) {
 		if w == nil || !ok || !w.pickMu.TryLock() {
 			continue
 		}
-		job, err := e.pickIdleTx(tx, w, bot)
+		var err error
+		picks, err = e.pickBotInIngestTx(tx, w, bot, per, picks)
 		w.pickMu.Unlock()
 		if err != nil {
 			return picks, err
 		}
-		if job == nil {
-			continue
+	}
+	return picks, nil
+}
+
+// pickBotInIngestTx makes up to per picks of w's bot in tx, with w.pickMu held,
+// and appends them to picks.
+func (e *Engine) pickBotInIngestTx(tx Tx, w *worker, bot BotProfile, per int, picks []ingestPick) ([]ingestPick, error) {
+	for range per {
+		job, err := e.pickIdleTx(tx, w, bot)
+		if err != nil || job == nil {
+			return picks, err
 		}
 		p := ingestPick{w: w, job: job}
 		if !e.shared {
