@@ -54,25 +54,38 @@ type Stopped struct {
 // of their contexts, so CancelRun can interrupt the model call or tool in flight.
 type runCancels struct {
 	mu    sync.Mutex
-	m     map[RunID]context.CancelCauseFunc
+	m     map[RunID]*runCancel
 	until map[RunID]time.Time // shared: when each run's claim lapses, as last stored
 }
+
+// runCancel is one execution's entry in runCancels. An execution removes only its
+// own entry: a run abandoned with its ingest's transaction (core/ingestgate.go)
+// may share its id with the run the transaction's next attempt started.
+type runCancel struct{ f context.CancelCauseFunc }
 
 // errCancelled is the cause of a run context cancelled by CancelRun.
 var errCancelled = errors.New("run cancelled by an operator")
 
-func (c *runCancels) add(id RunID, f context.CancelCauseFunc) {
+// add registers the execution of run id, interrupted by f; remove takes the
+// returned entry away.
+func (c *runCancels) add(id RunID, f context.CancelCauseFunc) *runCancel {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[RunID]context.CancelCauseFunc{}
+		c.m = map[RunID]*runCancel{}
 	}
-	c.m[id] = f
+	rc := &runCancel{f: f}
+	c.m[id] = rc
+	return rc
 }
 
-func (c *runCancels) remove(id RunID) {
+// remove takes away rc, run id's entry, unless a later execution replaced it.
+func (c *runCancels) remove(id RunID, rc *runCancel) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.m[id] != rc {
+		return
+	}
 	delete(c.m, id)
 	delete(c.until, id)
 }
@@ -120,19 +133,19 @@ func (c *runCancels) has(id RunID) bool {
 // cancelWith interrupts run id with cause, if it executes here.
 func (c *runCancels) cancelWith(id RunID, cause error) {
 	c.mu.Lock()
-	f := c.m[id]
+	rc := c.m[id]
 	c.mu.Unlock()
-	if f != nil {
-		f(cause)
+	if rc != nil {
+		rc.f(cause)
 	}
 }
 
 func (c *runCancels) cancel(id RunID) {
 	c.mu.Lock()
-	f := c.m[id]
+	rc := c.m[id]
 	c.mu.Unlock()
-	if f != nil {
-		f(errCancelled)
+	if rc != nil {
+		rc.f(errCancelled)
 	}
 }
 

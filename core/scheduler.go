@@ -367,11 +367,11 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer cancel()
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
+	reg := e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
 	if e.shared {
 		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
 	}
-	defer e.ctl.remove(job.Run.ID)
+	defer e.ctl.remove(job.Run.ID, reg)
 	if g := job.ingested; g != nil {
 		// Started before its ingest committed (core/ingestgate.go): nobody can have
 		// cancelled it yet, and it stops if the commit fails.
