@@ -20,6 +20,9 @@ const (
 	maxDeliverTries  = 8                // then the entry is marked failed
 	dispatchInterval = time.Second      // sweep for entries that did not fit a lane
 	dispatchPage     = 256
+	// shrinkFrom is the fewest entries a lane map must have held before release
+	// rebuilds it once it holds a quarter of that or less (shrink).
+	shrinkFrom = 64
 )
 
 type laneKey struct {
@@ -53,6 +56,10 @@ type lanes struct {
 	released time.Time             // when idle lanes were last looked for (engine clock)
 	drop     []laneKey             // shared: released lanes whose leases are still to drop
 	theirs   map[laneKey]time.Time // shared: lanes other processes hold, until when
+	// mPeak and inflightPeak are the most entries m and inflight held since
+	// they were made: a Go map keeps its buckets after deletes, so release
+	// rebuilds a map that shrank to a quarter of that (shrink).
+	mPeak, inflightPeak int
 }
 
 func newLanes(e *Engine) *lanes {
@@ -102,6 +109,7 @@ func (l *lanes) release(now time.Time) {
 		return
 	}
 	l.released = now
+	l.mPeak = max(l.mPeak, len(l.m)) // only release deletes lanes: this is the most since the last look
 	for k, ln := range l.m {
 		if !ln.running && len(ln.queue) == 0 && now.Sub(ln.idleSince) >= l.idle {
 			delete(l.m, k)
@@ -110,6 +118,25 @@ func (l *lanes) release(now time.Time) {
 			}
 		}
 	}
+	l.m = shrink(l.m, &l.mPeak)
+	l.inflight = shrink(l.inflight, &l.inflightPeak)
+}
+
+// shrink returns m, or, when m held at least shrinkFrom entries (*peak) and now
+// holds a quarter of that or less, a copy of m sized for what it holds, and then
+// sets *peak to that. Go maps never give back the buckets a burst grew them to,
+// so without this the lanes of 5,000 conversations would stay allocated after
+// they were released (memory flat under bursts, DESIGN.md §9).
+func shrink[K comparable, V any](m map[K]V, peak *int) map[K]V {
+	if *peak < shrinkFrom || len(m) > *peak/4 {
+		return m
+	}
+	n := make(map[K]V, len(m))
+	for k, v := range m {
+		n[k] = v
+	}
+	*peak = len(n)
+	return n
 }
 
 func (l *lanes) sweep(ctx context.Context) error {
@@ -167,6 +194,7 @@ func (l *lanes) offer(ctx context.Context, k laneKey, id OutboxID) bool {
 	}
 	ln.queue = append(ln.queue, id)
 	l.inflight[id] = true
+	l.inflightPeak = max(l.inflightPeak, len(l.inflight))
 	if !ln.running {
 		ln.running = true
 		l.wg.Add(1)
