@@ -201,6 +201,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 				mu.Unlock()
 			}
 		}}
+	a.memLimit = serveMemoryLimit(os.LookupEnv, a.log) // serve's soft memory limit, GOMEMLIMIT respected
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() { done <- a.serve(sctx) }()
