@@ -121,6 +121,10 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 	if b.settle > 0 {
 		fmt.Fprintf(stdout, "settled:           RSS %s after %s idle (live heap %s)\n", f.settledRSS, b.settle, heapMiB(f.settledHeap))
 		fmt.Fprintf(stdout, "                   %s\n", f.settledGo)
+		if f.heapInUse > f.settledHeap && f.sent > 0 {
+			fmt.Fprintf(stdout, "                   live heap per conversation of the run: %d bytes (what it held after the run less what it holds settled, per conversation)\n",
+				(f.heapInUse-f.settledHeap)/uint64(f.sent))
+		}
 	}
 	if b.heapProfile != "" {
 		fmt.Fprintf(stdout, "heap profile:      %s (go tool pprof -sample_index=inuse_space)\n", b.heapProfile)
