@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
+	"time"
 
 	"openbot/config"
 )
@@ -69,4 +72,52 @@ func (m *memoryLimit) restore() {
 		m.set(m.prev)
 		m.applied = false
 	}
+}
+
+// limiterEvery is how often serve looks whether the collector hit its CPU cap.
+const limiterEvery = 15 * time.Second
+
+// gcLimiterCycle reads the GC cycle in which the runtime last capped the
+// collector's CPU (0: never): it does so when a soft memory limit is too low for
+// the live heap, and the collector would otherwise run all the time.
+func gcLimiterCycle() uint64 {
+	s := []metrics.Sample{{Name: "/gc/limiter/last-enabled:gc-cycle"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// watchLimiter warns, at each tick after which cycle (gcLimiterCycle) moved,
+// that the collector ran at its CPU cap to stay under the soft memory limit, so
+// the operator raises limits.memory_limit_bytes; it returns when ctx is done.
+func watchLimiter(ctx context.Context, tick <-chan time.Time, cycle func() uint64, log *slog.Logger) {
+	last := cycle()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			if c := cycle(); c != last {
+				last = c
+				log.Warn("the garbage collector ran at its CPU cap to keep under the soft memory limit; raise limits.memory_limit_bytes (or GOMEMLIMIT)",
+					"limit_bytes", debug.SetMemoryLimit(-1), "gc_cycle", c)
+			}
+		}
+	}
+}
+
+// watch runs watchLimiter every limiterEvery until ctx is done, when this
+// process applied a limit from the config (not GOMEMLIMIT, not none).
+func (m *memoryLimit) watch(ctx context.Context) {
+	m.mu.Lock()
+	on := m.applied && m.fromEnv == ""
+	m.mu.Unlock()
+	if !on {
+		return
+	}
+	t := time.NewTicker(limiterEvery)
+	defer t.Stop()
+	watchLimiter(ctx, t.C, gcLimiterCycle, m.log)
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,4 +153,30 @@ func TestMemoryLimitApply(t *testing.T) {
 	if len(calls) != 0 {
 		t.Errorf("with GOMEMLIMIT set: set calls %v, want none", calls)
 	}
+}
+
+// When the collector hits its CPU cap to keep under the soft limit (the
+// runtime's limiter cycle moves), serve warns once per time it moved, naming
+// the key to raise; quiet otherwise.
+func TestWatchLimiterWarnsWhenCapped(t *testing.T) {
+	var logBuf lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logBuf, nil))
+	var cycle atomic.Uint64
+	tick := make(chan time.Time) // unbuffered: a send returns once the previous tick was handled
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); watchLimiter(ctx, tick, cycle.Load, log) }()
+	step := func() { tick <- time.Time{}; tick <- time.Time{} }
+	step()
+	if strings.Contains(logBuf.String(), "memory_limit_bytes") {
+		t.Fatalf("warned with the limiter never engaged:\n%s", logBuf.String())
+	}
+	cycle.Store(42)
+	step()
+	step()
+	if n := strings.Count(logBuf.String(), "raise limits.memory_limit_bytes"); n != 1 {
+		t.Errorf("%d warnings after the limiter engaged once, want 1:\n%s", n, logBuf.String())
+	}
+	cancel()
+	<-done
 }

@@ -365,6 +365,12 @@ func (a *app) serve(ctx context.Context) int {
 		startHeapReturn(engCtx)
 		return nil
 	})
+	if a.memLimit != nil {
+		g.Go(func() error { // warns when the soft memory limit is too low (memlimit.go)
+			a.memLimit.watch(engCtx)
+			return nil
+		})
+	}
 	if pruner != nil {
 		g.Go(func() error { // the pruner stops with the engine, within one small transaction
 			return eng.HoldLease(engCtx, core.LeaseKeyWorker("prune"), pruner.Run, nil)
