@@ -73,3 +73,54 @@ func TestLaneGoroutinesBoundedPerAccount(t *testing.T) {
 		t.Errorf("after the burst: %d lanes, %d running, %d buffered; want none running or buffered", n, running, buffered)
 	}
 }
+
+// tokenAdapter lets one delivery through per token.
+type tokenAdapter struct {
+	*recAdapter
+	token chan struct{}
+}
+
+func (a *tokenAdapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
+	select {
+	case <-a.token:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return a.recAdapter.Deliver(ctx, d)
+}
+
+// With every goroutine of an account busy, a waiting conversation takes its
+// turn after one entry of a busy one, not after the busy ones drained their
+// queues; each conversation's order is kept.
+func TestWaitingLaneTakesTurns(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	ta := &tokenAdapter{recAdapter: h.ad, token: make(chan struct{})}
+	h.start2(ta)
+	const each = 3
+	for i := range core.LaneWorkers {
+		c := core.ConversationRef(fmt.Sprint("busy", i))
+		queueOutbox(t, h, c, fmt.Sprint(i, "a"), fmt.Sprint(i, "b"), fmt.Sprint(i, "c"))
+	}
+	queueOutbox(t, h, "late", "late")
+	waitLanes(t, h, core.LaneWorkers+1)
+	for range core.LaneWorkers*each + 1 {
+		ta.token <- struct{}{}
+	}
+	lanesSettle(t, h)
+	pos := -1
+	for i, d := range h.ad.deliveries() {
+		if d.Conversation == "late" {
+			pos = i
+		}
+	}
+	if pos < 0 || pos >= core.LaneWorkers*(each-1) {
+		t.Errorf("the waiting conversation was delivered %dth of %d, want within the first %d (a turn after one entry of each busy one)",
+			pos+1, core.LaneWorkers*each+1, core.LaneWorkers*(each-1))
+	}
+	for i := range core.LaneWorkers {
+		c := core.ConversationRef(fmt.Sprint("busy", i))
+		if got, want := convTexts(h, c), []string{fmt.Sprint(i, "a"), fmt.Sprint(i, "b"), fmt.Sprint(i, "c")}; !slices.Equal(got, want) {
+			t.Errorf("%s delivered %q, want %q", c, got, want)
+		}
+	}
+}

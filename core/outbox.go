@@ -232,6 +232,8 @@ func (l *lanes) offer(ctx context.Context, k laneKey, id OutboxID) bool {
 
 // run delivers ln's queue in order; when it is empty (dropping the buffer) it
 // goes on with the account's oldest waiting lane, and returns when none waits.
+// While lanes wait, it delivers one entry of a lane and puts the lane back at
+// the end of the wait (the lane's order is kept: one goroutine at a time has it).
 // When ctx is done it empties every lane it takes (the entries stay pending in
 // the store).
 func (l *lanes) run(ctx context.Context, account AccountID, ln *lane) {
@@ -255,6 +257,13 @@ func (l *lanes) run(ctx context.Context, account AccountID, ln *lane) {
 		l.deliver(ctx, ln, id)
 		l.mu.Lock()
 		delete(l.inflight, id)
+		if len(ln.queue) > 0 && len(l.ready[account]) > 0 {
+			// Lanes wait: take turns, one entry each, so a busy conversation
+			// does not hold one of the account's goroutines while others wait.
+			ln.running, ln.waiting = false, true
+			l.ready[account] = append(l.ready[account], ln)
+			ln = l.next(account)
+		}
 		l.mu.Unlock()
 	}
 }
