@@ -126,6 +126,7 @@ func (c *Config) validateLimits(p *problems) {
 	if l.RunTimeout <= 0 {
 		p.add("limits.run_timeout", "must be positive, got %s", l.RunTimeout)
 	}
+	validateMemoryLimit(p, l.MemoryLimitBytes)
 }
 
 func (c *Config) validateLLM(p *problems) {

@@ -30,3 +30,6 @@ func Pick(ctx context.Context, e *Engine, handle string, k int) ([]*Job, error) 
 	}
 	return e.pick(ctx, bot, nil, k)
 }
+
+// LaneWorkers is how many lanes of one account deliver at once (tests only).
+const LaneWorkers = laneWorkers

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"time"
 )
 
@@ -16,6 +17,7 @@ import (
 // DESIGN.md §9). It returns early, without the settled figures, when ctx ends.
 func burstMemory(ctx context.Context, b platformBench, f *platformFigures) error {
 	f.burstRSS, f.heapInUse = liveMemory()
+	f.burstGo = readGoMemory()
 	if b.heapProfile != "" {
 		if err := writeHeapProfile(b.heapProfile); err != nil {
 			return err
@@ -32,7 +34,37 @@ func burstMemory(ctx context.Context, b platformBench, f *platformFigures) error
 	case <-t.C:
 	}
 	f.settledRSS, f.settledHeap = liveMemory()
+	f.settledGo = readGoMemory()
 	return nil
+}
+
+// samplePeak reads the Go runtime's memory every 10 ms, keeping the reading
+// with the most memory (and the most goroutines seen), until the returned stop
+// is called or ctx ends; stop waits for the sampler and returns the peak
+// (calling it again returns the same).
+func samplePeak(ctx context.Context) (stop func() goMemory) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var peak goMemory
+	go func() {
+		defer close(done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			m := readGoMemory()
+			g := max(peak.goroutines, m.goroutines)
+			if m.total > peak.total {
+				peak = m
+			}
+			peak.goroutines = g
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return sync.OnceValue(func() goMemory { cancel(); <-done; return peak })
 }
 
 // liveMemory collects garbage and reads this process's RSS and in-use heap bytes.

@@ -52,15 +52,18 @@ type platformBench struct {
 type platformFigures struct {
 	sent, answered int
 	p50, p99       time.Duration
-	throughput     float64 // model requests per second over the run
-	maxBacklog     int     // most updates the fake held unconfirmed (Telegram)
-	endBacklog     int     // updates unconfirmed when the last was sent
-	behind         int     // messages sent but not yet at the model when the last was sent
-	idleRSS        string  // RSS once ready, before the first message
-	burstRSS       string  // RSS when the last message reached the model
-	settledRSS     string  // RSS settle after that ("" without settle)
-	heapInUse      uint64  // live heap bytes when the last message reached the model (after a GC)
-	settledHeap    uint64  // the same after settle
+	throughput     float64  // model requests per second over the run
+	maxBacklog     int      // most updates the fake held unconfirmed (Telegram)
+	endBacklog     int      // updates unconfirmed when the last was sent
+	behind         int      // messages sent but not yet at the model when the last was sent
+	idleRSS        string   // RSS once ready, before the first message
+	burstRSS       string   // RSS when the last message reached the model
+	settledRSS     string   // RSS settle after that ("" without settle)
+	heapInUse      uint64   // live heap bytes when the last message reached the model (after a GC)
+	settledHeap    uint64   // the same after settle
+	peakGo         goMemory // the Go runtime's memory at its largest during the run (sampled)
+	burstGo        goMemory // the Go runtime's memory when burstRSS was read
+	settledGo      goMemory // the same after settle
 }
 
 // benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
@@ -113,8 +116,15 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 	rss, peak := memRSS()
 	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
 	fmt.Fprintf(stdout, "memory:            RSS %s idle, %s after %d conversations (live heap %s)\n", f.idleRSS, f.burstRSS, f.sent, heapMiB(f.heapInUse))
+	fmt.Fprintf(stdout, "                   peak during the run: %s\n", f.peakGo)
+	fmt.Fprintf(stdout, "                   after the run:       %s\n", f.burstGo)
 	if b.settle > 0 {
 		fmt.Fprintf(stdout, "settled:           RSS %s after %s idle (live heap %s)\n", f.settledRSS, b.settle, heapMiB(f.settledHeap))
+		fmt.Fprintf(stdout, "                   %s\n", f.settledGo)
+		if f.heapInUse > f.settledHeap && f.sent > 0 {
+			fmt.Fprintf(stdout, "                   live heap per conversation of the run: %d bytes (what it held after the run less what it holds settled, per conversation)\n",
+				(f.heapInUse-f.settledHeap)/uint64(f.sent))
+		}
 	}
 	if b.heapProfile != "" {
 		fmt.Fprintf(stdout, "heap profile:      %s (go tool pprof -sample_index=inuse_space)\n", b.heapProfile)
@@ -195,6 +205,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 				mu.Unlock()
 			}
 		}}
+	a.memLimit = serveMemoryLimit(os.LookupEnv, a.log) // serve's soft memory limit, GOMEMLIMIT respected
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() { done <- a.serve(sctx) }()
@@ -237,6 +248,8 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	}()
 	runtime.GC()
 	f.idleRSS, _ = memRSS()
+	stopPeak := samplePeak(ctx)
+	defer stopPeak()
 
 	n := max(1, int(duration.Seconds()*float64(rate)))
 	f.sent = n
@@ -312,6 +325,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		}
 	}
 	f.answered = len(lat)
+	f.peakGo = stopPeak()
 	if len(lat) == 0 {
 		return f, errors.New("no message reached the model")
 	}

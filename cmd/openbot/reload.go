@@ -55,13 +55,16 @@ type botSetter interface{ SetBots(bots []core.BotProfile) }
 type reloader struct {
 	path      string
 	lookupEnv config.LookupEnv
-	log       *slog.Logger
-	eng       *core.Engine
-	agent     *swapAgent
-	reg       *agents.Registry
-	mcp       *mcpSet
-	mem       *agents.Memories // the bots' memory, kept across reloads
-	st        core.Store       // the ledger of the reloaded embeddings client
+	// memLimit applies limits.memory_limit_bytes again (nil: the process's
+	// limit is not serve's to change).
+	memLimit *memoryLimit
+	log      *slog.Logger
+	eng      *core.Engine
+	agent    *swapAgent
+	reg      *agents.Registry
+	mcp      *mcpSet
+	mem      *agents.Memories // the bots' memory, kept across reloads
+	st       core.Store       // the ledger of the reloaded embeddings client
 	// accounts are the platform accounts: added, changed and removed at a reload,
 	// and given the new team (botSetter) so "@handle" of an added bot is a mention.
 	accounts *accountSet
@@ -108,6 +111,9 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 		} else {
 			r.mem.SetEmbedder(e)
 		}
+	}
+	if r.memLimit != nil && r.cur.Limits.MemoryLimitBytes != cfg.Limits.MemoryLimitBytes {
+		r.memLimit.apply(cfg.Limits)
 	}
 	changes := appliedChanges(r.cur, cfg)
 	mc, err := r.mcp.Apply(ctx, cfg.MCPServers)

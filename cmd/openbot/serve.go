@@ -52,6 +52,10 @@ type app struct {
 	onRequest func(r *http.Request)
 	// lookupEnv expands ${VAR} when the config is read again at a reload.
 	lookupEnv config.LookupEnv
+	// memLimit, when set, is the soft memory limit serve applies at start and at
+	// every reload and puts back when it stops (memlimit.go); nil leaves the
+	// process's limit alone (tests that build the app directly).
+	memLimit *memoryLimit
 	// peers tells the team's Telegram bot accounts from people in mentions; one
 	// directory for every Telegram account, kept across reloads.
 	peers     *telegram.Peers
@@ -98,6 +102,7 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 		logOut = lf
 	}
 	a.log = slog.New(newRedactHandler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lvl}), cfg.Secrets()))
+	a.memLimit = serveMemoryLimit(lookupEnv, a.log)
 	return a.serve(ctx)
 }
 
@@ -127,6 +132,10 @@ func (a *app) fail(msg string, err error) int {
 // engine finishes or fails in-flight runs and flushes delivery, the store closes.
 func (a *app) serve(ctx context.Context) int {
 	log := a.log
+	if a.memLimit != nil {
+		a.memLimit.apply(a.cfg.Limits)
+		defer a.memLimit.restore()
+	}
 	st, err := openStore(ctx, a.cfg, log, 0)
 	if err != nil {
 		return a.fail("open store", err)
@@ -236,7 +245,7 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}
 	accts := newAccountSet(a, eng, hl, a.cfg, platform)
-	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, st: st, accounts: accts, cur: a.cfg}
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, memLimit: a.memLimit, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, st: st, accounts: accts, cur: a.cfg}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
@@ -356,6 +365,12 @@ func (a *app) serve(ctx context.Context) int {
 		startHeapReturn(engCtx)
 		return nil
 	})
+	if a.memLimit != nil {
+		g.Go(func() error { // warns when the soft memory limit is too low (memlimit.go)
+			a.memLimit.watch(engCtx)
+			return nil
+		})
+	}
 	if pruner != nil {
 		g.Go(func() error { // the pruner stops with the engine, within one small transaction
 			return eng.HoldLease(engCtx, core.LeaseKeyWorker("prune"), pruner.Run, nil)

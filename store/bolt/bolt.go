@@ -52,7 +52,7 @@ type Options struct {
 	MaxBatchSize int
 	// ReleaseEvery is how often the pages of the file's memory map that reads
 	// brought in are given back to the kernel (release.go; Linux only); 0 means
-	// DefaultReleaseEvery (2 s), negative never.
+	// DefaultReleaseEvery (500 ms), negative never.
 	ReleaseEvery time.Duration
 }
 

@@ -7,8 +7,12 @@ import (
 )
 
 // DefaultReleaseEvery is how often a Store gives back the pages of its memory map
-// that reads brought in (Options.ReleaseEvery).
-const DefaultReleaseEvery = 2 * time.Second
+// that reads brought in (Options.ReleaseEvery). Short, because each page fault
+// of a read maps a whole fault-around window (64 KiB on Linux: 16 pages for
+// the one bbolt asked for), so in a burst the map's RSS grows by megabytes a
+// second; a release after nothing was read is skipped, so an idle store does
+// not wake the kernel.
+const DefaultReleaseEvery = 500 * time.Millisecond
 
 // releaser gives the pages of bbolt's read-only memory map back to the kernel every
 // interval (memory flat under bursts, DESIGN.md §9). bbolt reads the file through
@@ -39,16 +43,39 @@ func startReleaser(db *bbolt.DB, every time.Duration) *releaser {
 		defer close(r.done)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-t.C:
-				_ = releaseMapped(db) // best effort: the pages stay mapped on an error
-			}
-		}
+		releaseLoop(r.stop, t.C, func() int64 { return activity(db) }, func() {
+			_ = releaseMapped(db) // best effort: the pages stay mapped on an error
+		})
 	}()
 	return r
+}
+
+// releaseLoop calls release at each tick until stop is closed, but only when
+// the store was used since the last release (activity changed, counting the
+// release's own read transaction as one).
+func releaseLoop(stop <-chan struct{}, tick <-chan time.Time, activity func() int64, release func()) {
+	last := int64(-1)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick:
+			a := activity()
+			if a == last {
+				continue // nothing read since the last release: no page came in
+			}
+			release()
+			last = a + 1 // the release's own read transaction
+		}
+	}
+}
+
+// activity counts what can bring pages of the map in: read transactions begun,
+// cursors opened (every bucket lookup and Get, in read and write transactions,
+// once they ended) and pages written.
+func activity(db *bbolt.DB) int64 {
+	s := db.Stats()
+	return int64(s.TxN) + s.TxStats.GetCursorCount() + s.TxStats.GetWrite()
 }
 
 // close stops the goroutine and waits for it (at most one release in progress).

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"openbot/agents/openaitest"
+	"openbot/config"
+)
+
+// serveWithLimit runs `openbot chat` (serve's wiring) with limits in the config
+// and env, waits until it logged want, calls during while it runs, then stops it.
+func serveWithLimit(t *testing.T, limits string, env map[string]string, want string, during func()) {
+	t.Helper()
+	llm := openaitest.New(t)
+	env["OPENAI_BASE_URL"] = llm.URL()
+	dir := t.TempDir()
+	path := reloadConfig(t, dir, "  - {handle: chief_of_staff}\n"+limits)
+	stdin, feed := io.Pipe()
+	defer feed.Close()
+	var out, errb lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"chat", "--config", path}, stdin, &out, &errb, envOf(env)) }()
+	waitLog(t, dir, `"http listening"`)
+	waitLog(t, dir, want)
+	during()
+	cancel()
+	<-done
+}
+
+// reloadOver POSTs /admin/reload to the serve whose log is logText.
+func reloadOver(t *testing.T, logText string) {
+	t.Helper()
+	addr := regexp.MustCompile(`"http listening" addr=(\S+)`).FindStringSubmatch(logText)
+	if addr == nil {
+		t.Fatalf("no listener address in the log:\n%s", logText)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr[1]+"/admin/reload", nil)
+	req.Header.Set("Authorization", "Bearer "+reloadToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload: HTTP %d", resp.StatusCode)
+	}
+}
+
+// Serve sets limits.memory_limit_bytes as the process's soft memory limit, a
+// reload applies a new value, and the limit the process had comes back when
+// serve stops (memory flat under bursts, DESIGN.md §9).
+func TestServeSetsMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	serveWithLimit(t, "limits: {memory_limit_bytes: 67108864}\n", map[string]string{}, "soft memory limit", func() {
+		if got := debug.SetMemoryLimit(-1); got != 64<<20 {
+			t.Errorf("while serving: memory limit %d, want %d (limits.memory_limit_bytes)", got, 64<<20)
+		}
+	})
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("after serve stopped: memory limit %d, want the one before, %d", got, before)
+	}
+}
+
+// A reload that changes limits.memory_limit_bytes applies it at once.
+func TestReloadAppliesMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	llm := openaitest.New(t)
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL()}
+	dir := t.TempDir()
+	path := reloadConfig(t, dir, "  - {handle: chief_of_staff}\n")
+	stdin, feed := io.Pipe()
+	defer feed.Close()
+	var out, errb lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"chat", "--config", path}, stdin, &out, &errb, envOf(env)) }()
+	logText := waitLog(t, dir, `"http listening"`)
+	if got := debug.SetMemoryLimit(-1); got != config.DefaultMemoryLimitBytes {
+		t.Errorf("serving with no memory_limit_bytes: memory limit %d, want the default %d", got, config.DefaultMemoryLimitBytes)
+	}
+	reloadConfig(t, dir, "  - {handle: chief_of_staff}\nlimits: {memory_limit_bytes: 33554432}\n")
+	reloadOver(t, logText)
+	if got := debug.SetMemoryLimit(-1); got != 32<<20 {
+		t.Errorf("after the reload: memory limit %d, want %d", got, 32<<20)
+	}
+	reloadConfig(t, dir, "  - {handle: chief_of_staff}\nlimits: {memory_limit_bytes: -1}\n")
+	reloadOver(t, logText)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("after the reload to -1: memory limit %d, want none (%d)", got, int64(math.MaxInt64))
+	}
+	cancel()
+	<-done
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("after serve stopped: memory limit %d, want the one before, %d", got, before)
+	}
+}
+
+// GOMEMLIMIT in the environment wins over the config: serve leaves the limit
+// the runtime took from it and says so.
+func TestServeRespectsGOMEMLIMIT(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	serveWithLimit(t, "limits: {memory_limit_bytes: 67108864}\n", map[string]string{"GOMEMLIMIT": "1GiB"},
+		"soft memory limit from the environment", func() {
+			if got := debug.SetMemoryLimit(-1); got != before {
+				t.Errorf("while serving with GOMEMLIMIT set: memory limit %d, want it untouched (%d)", got, before)
+			}
+		})
+}
+
+// The memoryLimit alone: default, value, none, and the first limit restored.
+func TestMemoryLimitApply(t *testing.T) {
+	cur := int64(math.MaxInt64)
+	var calls []int64
+	set := func(n int64) int64 {
+		old := cur
+		if n >= 0 {
+			calls = append(calls, n)
+			cur = n
+		}
+		return old
+	}
+	m := newMemoryLimit(func(string) (string, bool) { return "", false }, set, slog.New(slog.DiscardHandler))
+	m.apply(config.Limits{})
+	m.apply(config.Limits{MemoryLimitBytes: 40 << 20})
+	m.apply(config.Limits{MemoryLimitBytes: config.NoMemoryLimit})
+	m.restore()
+	want := []int64{24 << 20, 40 << 20, math.MaxInt64, math.MaxInt64}
+	if len(calls) != len(want) {
+		t.Fatalf("set calls %v, want %v", calls, want)
+	}
+	for i := range want {
+		if calls[i] != want[i] {
+			t.Fatalf("set calls %v, want %v", calls, want)
+		}
+	}
+	env := newMemoryLimit(func(k string) (string, bool) { return "512MiB", k == "GOMEMLIMIT" }, set, slog.New(slog.DiscardHandler))
+	calls = nil
+	env.apply(config.Limits{})
+	env.restore()
+	if len(calls) != 0 {
+		t.Errorf("with GOMEMLIMIT set: set calls %v, want none", calls)
+	}
+}
+
+// When the collector hits its CPU cap to keep under the soft limit (the
+// runtime's limiter cycle moves), serve warns once per time it moved, naming
+// the key to raise; quiet otherwise.
+func TestWatchLimiterWarnsWhenCapped(t *testing.T) {
+	var logBuf lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logBuf, nil))
+	var cycle atomic.Uint64
+	tick := make(chan time.Time) // unbuffered: a send returns once the previous tick was handled
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); watchLimiter(ctx, tick, cycle.Load, log) }()
+	step := func() { tick <- time.Time{}; tick <- time.Time{} }
+	step()
+	if strings.Contains(logBuf.String(), "memory_limit_bytes") {
+		t.Fatalf("warned with the limiter never engaged:\n%s", logBuf.String())
+	}
+	cycle.Store(42)
+	step()
+	step()
+	if n := strings.Count(logBuf.String(), "raise limits.memory_limit_bytes"); n != 1 {
+		t.Errorf("%d warnings after the limiter engaged once, want 1:\n%s", n, logBuf.String())
+	}
+	cancel()
+	<-done
+}
