@@ -26,6 +26,11 @@ type memoryLimit struct {
 	mu      sync.Mutex
 	prev    int64 // the limit before the first apply
 	applied bool  // prev is set
+	// base is the limit the config asks for; follow is set when it is the default,
+	// which rises with the live heap (adjust).
+	base   int64
+	follow bool
+	cur    int64 // the limit in force as this type last set it
 }
 
 // newMemoryLimit reads GOMEMLIMIT through lookupEnv; set is
@@ -53,6 +58,7 @@ func (m *memoryLimit) apply(l config.Limits) {
 		return
 	}
 	limit := l.SoftMemoryLimit()
+	m.base, m.follow, m.cur = limit, l.MemoryLimitBytes == 0, limit
 	old := m.set(limit)
 	if !m.applied {
 		m.prev, m.applied = old, true
@@ -91,8 +97,9 @@ func gcLimiterCycle() uint64 {
 
 // watchLimiter warns, at each tick after which cycle (gcLimiterCycle) moved,
 // that the collector ran at its CPU cap to stay under the soft memory limit, so
-// the operator raises limits.memory_limit_bytes; it returns when ctx is done.
-func watchLimiter(ctx context.Context, tick <-chan time.Time, cycle func() uint64, log *slog.Logger) {
+// the operator raises limits.memory_limit_bytes, and then calls capped (nil:
+// none); it returns when ctx is done.
+func watchLimiter(ctx context.Context, tick <-chan time.Time, cycle func() uint64, log *slog.Logger, capped func()) {
 	last := cycle()
 	for {
 		select {
@@ -103,6 +110,9 @@ func watchLimiter(ctx context.Context, tick <-chan time.Time, cycle func() uint6
 				last = c
 				log.Warn("the garbage collector ran at its CPU cap to keep under the soft memory limit; raise limits.memory_limit_bytes (or GOMEMLIMIT)",
 					"limit_bytes", debug.SetMemoryLimit(-1), "gc_cycle", c)
+				if capped != nil {
+					capped()
+				}
 			}
 		}
 	}
@@ -119,5 +129,63 @@ func (m *memoryLimit) watch(ctx context.Context) {
 	}
 	t := time.NewTicker(limiterEvery)
 	defer t.Stop()
-	watchLimiter(ctx, t.C, gcLimiterCycle, m.log)
+	watchLimiter(ctx, t.C, gcLimiterCycle, m.log, func() { m.raise(runtimeMemory()) })
+}
+
+// The default limit makes room for a larger live heap. 24 MiB caps a small
+// heap's headroom, which is what keeps a burst's RSS flat; but a team whose live
+// heap is larger (long histories, big files, many bots at once) would have the
+// collector running at its CPU cap all the time. So when the collector hit its
+// cap under the default limit (watchLimiter), the limit is raised to half the
+// live heap above it plus the runtime's own memory (stacks, metadata): from then
+// on the collector does about twice its default work (GOGC=50 instead of 100),
+// not the cap. It is never lowered again (lowering it below the memory in use
+// would start a collection at the cap at once) until a reload applies the config
+// anew. A limit set in the config, or in GOMEMLIMIT, is kept as given.
+
+// limitRaiseSlack is the smallest raise made, in bytes.
+const limitRaiseSlack = 1 << 20
+
+// raise lifts the default limit to live*3/2 + other when that is higher, live
+// being the heap live at the last GC and other the runtime's memory outside the
+// heap, both in bytes; a limit from the config or the environment is not
+// changed.
+func (m *memoryLimit) raise(live, other uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.applied || !m.follow || m.fromEnv != "" {
+		return
+	}
+	want := int64(live + live/2 + other)
+	if want-m.cur < limitRaiseSlack {
+		return
+	}
+	m.cur = want
+	m.set(want)
+	m.log.Info("soft memory limit raised for the live heap", "bytes", want, "MiB", want>>20, "live_heap_bytes", live)
+}
+
+// runtimeMemory reads the heap live at the last GC and the Go runtime's memory
+// outside the heap (stacks, metadata, other), in bytes.
+func runtimeMemory() (live, other uint64) {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(s)
+	v := make([]uint64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	heap := v[2] + v[3] + v[4] + v[5]
+	if v[1] > heap {
+		other = v[1] - heap
+	}
+	return v[0], other
 }

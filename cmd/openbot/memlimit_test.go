@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,7 +166,7 @@ func TestWatchLimiterWarnsWhenCapped(t *testing.T) {
 	tick := make(chan time.Time) // unbuffered: a send returns once the previous tick was handled
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); watchLimiter(ctx, tick, cycle.Load, log) }()
+	go func() { defer close(done); watchLimiter(ctx, tick, cycle.Load, log, nil) }()
 	step := func() { tick <- time.Time{}; tick <- time.Time{} }
 	step()
 	if strings.Contains(logBuf.String(), "memory_limit_bytes") {
@@ -179,4 +180,57 @@ func TestWatchLimiterWarnsWhenCapped(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// When the collector hit its cap under the default limit, the limit is raised
+// to half the live heap above it plus the runtime's own memory, never lowered
+// again; a limit set in the config stays as given.
+func TestMemoryLimitRaisedWhenCapped(t *testing.T) {
+	var calls []int64
+	set := func(n int64) int64 {
+		if n >= 0 {
+			calls = append(calls, n)
+		}
+		return math.MaxInt64
+	}
+	m := newMemoryLimit(func(string) (string, bool) { return "", false }, set, slog.New(slog.DiscardHandler))
+	m.apply(config.Limits{})
+	m.raise(4<<20, 8<<20)  // small heap: the default holds
+	m.raise(20<<20, 8<<20) // 20 MiB live: 30 + 8
+	m.raise(20<<20, 8<<20) // unchanged: no call
+	m.raise(2<<20, 8<<20)  // never lowered
+	want := []int64{24 << 20, 38 << 20}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("set calls %v, want %v", calls, want)
+	}
+	calls = nil
+	m.apply(config.Limits{MemoryLimitBytes: 32 << 20})
+	m.raise(40<<20, 8<<20)
+	if !slices.Equal(calls, []int64{32 << 20}) {
+		t.Fatalf("with a limit in the config: set calls %v, want it alone", calls)
+	}
+
+	var logBuf lockedBuffer
+	var cycle atomic.Uint64
+	var raised atomic.Int32
+	tick := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchLimiter(ctx, tick, cycle.Load, slog.New(slog.NewTextHandler(&logBuf, nil)), func() { raised.Add(1) })
+	}()
+	tick <- time.Time{}
+	tick <- time.Time{}
+	if raised.Load() != 0 {
+		t.Fatal("raised with the collector never capped")
+	}
+	cycle.Store(7)
+	tick <- time.Time{}
+	tick <- time.Time{}
+	cancel()
+	<-done
+	if raised.Load() != 1 {
+		t.Fatalf("raised %d times after one capped cycle, want 1", raised.Load())
+	}
 }

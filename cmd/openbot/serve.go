@@ -366,7 +366,7 @@ func (a *app) serve(ctx context.Context) int {
 		return nil
 	})
 	if a.memLimit != nil {
-		g.Go(func() error { // warns when the soft memory limit is too low (memlimit.go)
+		g.Go(func() error { // warns when the soft memory limit is too low, raises the default (memlimit.go)
 			a.memLimit.watch(engCtx)
 			return nil
 		})
