@@ -203,6 +203,10 @@ func senderName(m core.Message) string {
 	}
 }
 
+// sourceCleaner makes a source name safe inside the wrapper's attribute; built
+// once (a Replacer is safe for concurrent use), not per message.
+var sourceCleaner = strings.NewReplacer(`"`, "'", "<", "", ">", "", "\n", " ")
+
 // untrusted wraps text from outside the prompt (people, other bots, tool output)
 // so the model can tell data from instructions (octopus-architecture
 // "untrusted-content wrapping"). Tags inside the text are defused so it cannot
@@ -210,7 +214,7 @@ func senderName(m core.Message) string {
 func untrusted(source, text string) string {
 	text = strings.ReplaceAll(text, "</untrusted", "<\\/untrusted")
 	text = strings.ReplaceAll(text, "<untrusted", "<\\untrusted")
-	source = strings.NewReplacer(`"`, "'", "<", "", ">", "", "\n", " ").Replace(source)
+	source = sourceCleaner.Replace(source)
 	return `<untrusted source="` + source + `">` + text + `</untrusted>`
 }
 
