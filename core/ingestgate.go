@@ -34,26 +34,26 @@ var errNotIngested = errors.New("core: the message that started this run was not
 // ingestGate is the outcome of the ingest commit a run started in: open until
 // Ingest resolves it once, with nil (committed) or the error.
 type ingestGate struct {
-	mu     sync.Mutex
-	done   chan struct{}
-	err    error
-	onFail []func()
+	mu       sync.Mutex
+	done     chan struct{}
+	resolved bool // resolve was called; guarded by mu
+	err      error
+	onFail   []func()
 }
 
 func newIngestGate() *ingestGate { return &ingestGate{done: make(chan struct{})} }
 
 // resolve records the commit's outcome and, on failure, calls what whenFailed
-// registered. Only the first call counts.
+// registered before the gate shows the outcome: a run that sees its ingest
+// failed has already been stopped (its context cancelled), so nothing it does
+// after a refused write starts a model call or a tool. Only the first call counts.
 func (g *ingestGate) resolve(err error) {
 	g.mu.Lock()
-	select {
-	case <-g.done:
+	if g.resolved {
 		g.mu.Unlock()
 		return
-	default:
 	}
-	g.err = err
-	close(g.done)
+	g.resolved, g.err = true, err
 	fs := slices.Clone(g.onFail)
 	g.onFail = nil
 	g.mu.Unlock()
@@ -62,21 +62,20 @@ func (g *ingestGate) resolve(err error) {
 			f()
 		}
 	}
+	close(g.done)
 }
 
 // whenFailed calls f if and when the gate resolves with an error (at once when it
 // already has).
 func (g *ingestGate) whenFailed(f func()) {
 	g.mu.Lock()
-	select {
-	case <-g.done:
+	if g.resolved {
 		failed := g.err != nil
 		g.mu.Unlock()
 		if failed {
 			f()
 		}
 		return
-	default:
 	}
 	g.onFail = append(g.onFail, f)
 	g.mu.Unlock()
