@@ -367,7 +367,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer cancel()
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	reg := e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
+	reg := e.ctl.add(job.Run.ID, cancelRun, job.ingested) // CancelRun interrupts the run (core/control.go)
 	if e.shared {
 		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
 	}
