@@ -38,15 +38,15 @@ type ingestGate struct {
 	done     chan struct{}
 	resolved bool // resolve was called; guarded by mu
 	err      error
-	onFail   []func()
+	then     []func(error)
 }
 
 func newIngestGate() *ingestGate { return &ingestGate{done: make(chan struct{})} }
 
-// resolve records the commit's outcome and, on failure, calls what whenFailed
-// registered before the gate shows the outcome: a run that sees its ingest
-// failed has already been stopped (its context cancelled), so nothing it does
-// after a refused write starts a model call or a tool. Only the first call counts.
+// resolve records the commit's outcome and calls what whenResolved registered
+// before the gate shows the outcome: a run that sees its ingest failed has
+// already been stopped (its context cancelled), so nothing it does after a
+// refused write starts a model call or a tool. Only the first call counts.
 func (g *ingestGate) resolve(err error) {
 	g.mu.Lock()
 	if g.resolved {
@@ -54,31 +54,37 @@ func (g *ingestGate) resolve(err error) {
 		return
 	}
 	g.resolved, g.err = true, err
-	fs := slices.Clone(g.onFail)
-	g.onFail = nil
+	fs := slices.Clone(g.then)
+	g.then = nil
 	g.mu.Unlock()
-	if err != nil {
-		for _, f := range fs {
-			f()
-		}
+	for _, f := range fs {
+		f(err)
 	}
 	close(g.done)
+}
+
+// whenResolved calls f with the commit's outcome (nil: committed) when the gate
+// resolves, before it shows the outcome to wait, or at once when it already has.
+func (g *ingestGate) whenResolved(f func(error)) {
+	g.mu.Lock()
+	if g.resolved {
+		err := g.err
+		g.mu.Unlock()
+		f(err)
+		return
+	}
+	g.then = append(g.then, f)
+	g.mu.Unlock()
 }
 
 // whenFailed calls f if and when the gate resolves with an error (at once when it
 // already has).
 func (g *ingestGate) whenFailed(f func()) {
-	g.mu.Lock()
-	if g.resolved {
-		failed := g.err != nil
-		g.mu.Unlock()
-		if failed {
+	g.whenResolved(func(err error) {
+		if err != nil {
 			f()
 		}
-		return
-	}
-	g.onFail = append(g.onFail, f)
-	g.mu.Unlock()
+	})
 }
 
 // wait blocks until the gate resolves or ctx ends. It returns nil when the ingest

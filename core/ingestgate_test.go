@@ -50,6 +50,7 @@ type earlyRig struct {
 	started chan earlyStart
 	holding atomic.Bool // sayHeld is waiting for a run to start
 	act     func(ctx context.Context, job *core.Job) (string, error)
+	obs     *runCounter // the engine's Observer
 }
 
 type earlyStart struct {
@@ -59,10 +60,11 @@ type earlyStart struct {
 }
 
 func newEarlyRig(t *testing.T) *earlyRig {
-	r := &earlyRig{h: newHarness(t, core.Limits{}), started: make(chan earlyStart, 8)}
+	r := &earlyRig{h: newHarness(t, core.Limits{}), started: make(chan earlyStart, 8), obs: &runCounter{}}
 	r.h.opts = func(o *core.Options) {
 		r.hs = newHoldStore(o.Store)
 		o.Store = r.hs
+		o.Observer = r.obs
 	}
 	r.h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		if job.Triggers[0].Text == "warm up" {
@@ -263,5 +265,38 @@ func TestIngestRunAgainAbandonsFirstRun(t *testing.T) {
 	texts := r.h.ad.texts()[before:]
 	if !slices.Equal(texts, []string{"[chief_of_staff] answered once"}) {
 		t.Fatalf("delivered %q, want the answer once and nothing of the abandoned run", texts)
+	}
+}
+
+// runCounter counts the runs an engine reports started and ended.
+type runCounter struct {
+	core.NopObserver
+	started, ended atomic.Int32
+}
+
+func (c *runCounter) RunStarted(string)                              { c.started.Add(1) }
+func (c *runCounter) RunEnded(string, core.RunStatus, time.Duration) { c.ended.Add(1) }
+
+// TestAbandonedRunNotCounted: a run abandoned because its ingest's commit failed
+// ends without a trace in the metrics too: it is not counted as started (it
+// never ends, so it would stay "in flight" in started minus ended forever).
+func TestAbandonedRunNotCounted(t *testing.T) {
+	r := newEarlyRig(t)
+	r.act = func(ctx context.Context, job *core.Job) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	_, done := r.sayHeld(t, "doomed")
+	boom := errors.New("disk full")
+	r.hs.outcomes <- boom
+	r.hs.outcomes <- boom // Batch runs the failed function again, alone
+	if err := <-done; !errors.Is(err, boom) {
+		t.Fatalf("Ingest = %v, want the commit's error", err)
+	}
+	r.act = func(ctx context.Context, job *core.Job) (string, error) { return "fine", nil }
+	r.h.say("after")
+	r.h.idle()
+	if s, e := r.obs.started.Load(), r.obs.ended.Load(); s != 2 || e != 2 {
+		t.Fatalf("runs started %d, ended %d; want the warm-up and the answered run only (2, 2)", s, e)
 	}
 }
