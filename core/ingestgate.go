@@ -173,22 +173,31 @@ func (s *threadSnapshot) before(before MessageID, limit int) (out []Message, ok 
 // the function again: the new run's picks replace them.
 var errIngestRerun = errors.New("core: the ingest's transaction was run again")
 
-// ingestLanded waits (at most the shutdown grace) for the commit of the ingest
-// that started job, when it started one before its commit, and reports whether
-// the run may be settled. A run whose ingest failed ends here without a trace; one
-// whose commit outlasts the wait (a stuck store, shutdown) is left as a shutdown
-// leaves a run: if the commit lands, the run stays running and the next start
-// recovers it (DESIGN.md §8).
+// ingestLanded waits for the commit of the ingest that started job, when it
+// started one before its commit, and reports whether the run may be settled. A
+// run whose ingest failed ends here without a trace. A slow commit is waited for
+// as long as it takes (Batch always answers): the run's message was acknowledged,
+// and a run given up here would stay running, unanswered, until the next start.
+// Only during shutdown is the wait bounded, by the shutdown grace: a commit
+// that outlasts it leaves the run as a shutdown leaves a run; if the commit
+// lands, the run stays running and the next start recovers it (DESIGN.md §8).
 func (e *Engine) ingestLanded(ctx context.Context, job *Job, env *runEnv, work *runWork) bool {
 	g := job.ingested
 	if g == nil {
 		return true
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
-	defer cancel()
-	err := g.wait(wctx)
-	if err == nil {
-		return true
+	var err error
+	for {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
+		err = g.wait(wctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, errNotIngested) || e.isStopping() {
+			break
+		}
+		e.log.Info("run waits for the commit of the message that started it", "run", job.Run.ID, "bot", job.Bot.Handle, "waited", e.grace)
 	}
 	env.stream.finish() // nothing was streamed: text waits for the first checkpoint
 	work.abandon()

@@ -3,7 +3,9 @@ package core_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,12 +61,15 @@ type earlyStart struct {
 	held  chan bool // sayHeld tells the run whether it started while the commit was held
 }
 
-func newEarlyRig(t *testing.T) *earlyRig {
+func newEarlyRig(t *testing.T, mutate ...func(*core.Options)) *earlyRig {
 	r := &earlyRig{h: newHarness(t, core.Limits{}), started: make(chan earlyStart, 8), obs: &runCounter{}}
 	r.h.opts = func(o *core.Options) {
 		r.hs = newHoldStore(o.Store)
 		o.Store = r.hs
 		o.Observer = r.obs
+		for _, m := range mutate {
+			m(o)
+		}
 	}
 	r.h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		if job.Triggers[0].Text == "warm up" {
@@ -282,8 +287,10 @@ func (c *runCounter) RunEnded(string, core.RunStatus, time.Duration) { c.ended.A
 // never ends, so it would stay "in flight" in started minus ended forever).
 func TestAbandonedRunNotCounted(t *testing.T) {
 	r := newEarlyRig(t)
+	ended := make(chan struct{})
 	r.act = func(ctx context.Context, job *core.Job) (string, error) {
 		<-ctx.Done()
+		close(ended)
 		return "", ctx.Err()
 	}
 	_, done := r.sayHeld(t, "doomed")
@@ -293,10 +300,50 @@ func TestAbandonedRunNotCounted(t *testing.T) {
 	if err := <-done; !errors.Is(err, boom) {
 		t.Fatalf("Ingest = %v, want the commit's error", err)
 	}
+	<-ended
 	r.act = func(ctx context.Context, job *core.Job) (string, error) { return "fine", nil }
 	r.h.say("after")
 	r.h.idle()
 	if s, e := r.obs.started.Load(), r.obs.ended.Load(); s != 2 || e != 2 {
 		t.Fatalf("runs started %d, ended %d; want the warm-up and the answered run only (2, 2)", s, e)
+	}
+}
+
+// lineWatch is a log sink that reports, once, the first line holding want.
+type lineWatch struct {
+	want string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), l.want) {
+		l.once.Do(func() { close(l.seen) })
+	}
+	return len(p), nil
+}
+
+// TestSlowIngestCommitStillAnswered: a run that finished before the commit of
+// the ingest that started it, a commit slower than the shutdown grace, waits
+// for that commit as long as it takes when openbot is not stopping: the
+// message was acknowledged, and a run given up would stay running, unanswered,
+// until the next start.
+func TestSlowIngestCommitStillAnswered(t *testing.T) {
+	logs := &lineWatch{want: "the commit of the message that started", seen: make(chan struct{})}
+	r := newEarlyRig(t, func(o *core.Options) {
+		o.ShutdownGrace = time.Millisecond
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	r.act = func(ctx context.Context, job *core.Job) (string, error) { return "answered", nil }
+	before := len(r.h.ad.texts())
+	_, done := r.sayHeld(t, "slow disk")
+	<-logs.seen // the run's wait for the commit outlasted the grace
+	r.hs.outcomes <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.h.idle()
+	if got := r.h.ad.texts()[before:]; !slices.Equal(got, []string{"[chief_of_staff] answered"}) {
+		t.Fatalf("delivered %q after the slow commit, want the run's answer", got)
 	}
 }
