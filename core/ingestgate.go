@@ -173,6 +173,12 @@ func (s *threadSnapshot) before(before MessageID, limit int) (out []Message, ok 
 // the function again: the new run's picks replace them.
 var errIngestRerun = errors.New("core: the ingest's transaction was run again")
 
+// errIngestPanic abandons the runs an ingest's function started when Batch
+// panicked (the function's own bug, raised again on the caller's goroutine): no
+// commit will be decided for them, and they must not hold their threads and
+// slots waiting for one.
+var errIngestPanic = errors.New("core: the ingest's transaction panicked")
+
 // ingestLanded waits for the commit of the ingest that started job, when it
 // started one before its commit, and reports whether the run may be settled. A
 // run whose ingest failed ends here without a trace. A slow commit is waited for

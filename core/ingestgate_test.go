@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -24,6 +25,8 @@ type holdStore struct {
 	once     sync.Once
 	held     chan struct{} // closed once the armed function has run the first time
 	outcomes chan error    // one per run of the armed function
+	// direct runs the armed function through Update instead of Batch, once.
+	direct atomic.Bool
 }
 
 func newHoldStore(s core.Store) *holdStore {
@@ -34,14 +37,26 @@ func (s *holdStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if !s.armed.CompareAndSwap(true, false) {
 		return s.Store.Batch(ctx, fn)
 	}
-	return s.Store.Batch(ctx, func(tx core.Tx) error {
+	run := s.Store.Batch
+	if s.direct.Load() {
+		run = s.Store.Update // one run, no recovery: a panic reaches the caller as is
+	}
+	return run(ctx, func(tx core.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
 		s.once.Do(func() { close(s.held) })
-		return <-s.outcomes
+		err := <-s.outcomes
+		if errors.Is(err, errPanicOutcome) {
+			panic("a bug in the ingest's transaction")
+		}
+		return err
 	})
 }
+
+// errPanicOutcome, given as an outcome, makes that run of the armed function
+// panic instead of returning.
+var errPanicOutcome = errors.New("panic")
 
 // earlyRig is a harness whose store holds one ingest's commit, and whose
 // chief_of_staff reports each run it starts (what it read of its thread) on
@@ -124,6 +139,11 @@ func (r *earlyRig) sayHeld(t *testing.T, text string) (earlyStart, chan error) {
 		r.hs.armed.Store(true)
 		done := make(chan error, 1)
 		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					done <- fmt.Errorf("Ingest panicked: %v", p)
+				}
+			}()
 			_, err := r.h.eng.Ingest(context.Background(), core.Inbound{Account: "console/local", Platform: "console",
 				DedupKey: "early:" + text + string(rune('a'+try)), ThreadKey: "console:main", Conversation: "main",
 				SenderID: "console:you", SenderName: "you", Text: text, StartThread: true})
@@ -288,9 +308,14 @@ func (c *runCounter) RunEnded(string, core.RunStatus, time.Duration) { c.ended.A
 func TestAbandonedRunNotCounted(t *testing.T) {
 	r := newEarlyRig(t)
 	ended := make(chan struct{})
+	var once sync.Once
+	// The function's second run (alone) may start a run too: every one ends.
 	r.act = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[len(job.Triggers)-1].Text == "after" {
+			return "fine", nil
+		}
 		<-ctx.Done()
-		close(ended)
+		once.Do(func() { close(ended) })
 		return "", ctx.Err()
 	}
 	_, done := r.sayHeld(t, "doomed")
@@ -301,7 +326,6 @@ func TestAbandonedRunNotCounted(t *testing.T) {
 		t.Fatalf("Ingest = %v, want the commit's error", err)
 	}
 	<-ended
-	r.act = func(ctx context.Context, job *core.Job) (string, error) { return "fine", nil }
 	r.h.say("after")
 	r.h.idle()
 	if s, e := r.obs.started.Load(), r.obs.ended.Load(); s != 2 || e != 2 {
@@ -345,5 +369,39 @@ func TestSlowIngestCommitStillAnswered(t *testing.T) {
 	r.h.idle()
 	if got := r.h.ad.texts()[before:]; !slices.Equal(got, []string{"[chief_of_staff] answered"}) {
 		t.Fatalf("delivered %q after the slow commit, want the run's answer", got)
+	}
+}
+
+// TestIngestPanicAbandonsItsRun: when the ingest's transaction panics (a bug;
+// Batch runs the function again alone, on the caller's goroutine, where the panic
+// reaches the caller), the run it started is abandoned rather than left waiting
+// for a commit that will never be decided, holding its thread and its slot.
+func TestIngestPanicAbandonsItsRun(t *testing.T) {
+	r := newEarlyRig(t)
+	r.hs.direct.Store(true) // the panic of the function's last run, as Batch's solo run raises it
+	ended := make(chan struct{})
+	var once sync.Once
+	// Each run of the function may start a run: every one must end.
+	r.act = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[len(job.Triggers)-1].Text == "after" {
+			return "fine", nil
+		}
+		<-ctx.Done()
+		once.Do(func() { close(ended) })
+		return "", ctx.Err()
+	}
+	_, done := r.sayHeld(t, "doomed")
+	r.hs.outcomes <- errPanicOutcome
+	<-done
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second): // liveness only: it ends at once when it does
+		t.Fatal("the run started by the panicked ingest still runs: its thread and slot are held")
+	}
+	before := len(r.h.ad.texts())
+	r.h.say("after")
+	r.h.idle()
+	if got := r.h.ad.texts()[before:]; !slices.Equal(got, []string{"[chief_of_staff] fine"}) {
+		t.Fatalf("delivered %q after the panicked ingest, want the next message's answer", got)
 	}
 }
