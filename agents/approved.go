@@ -75,7 +75,10 @@ func notice(ctx context.Context, a *Agent, job *core.Job, text string) {
 	} else {
 		_, err = job.Env.Post(ctx, text)
 	}
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil: // the run was stopped (run.warnUnlessStopped)
+		a.log.Debug("post notice", "run", job.Run.ID, "err", err)
+	case err != nil:
 		a.log.Warn("post notice", "run", job.Run.ID, "err", err)
 	}
 }

@@ -14,7 +14,8 @@ import (
 // killed before it is stored has done nothing visible and core starts it again
 // from the beginning, as before; a run that cannot store it does not go on.
 type firstSave struct {
-	done chan error // buffered 1: the goroutine never blocks
+	ctx  context.Context // the run's: a refusal after it ended is no warning
+	done chan error      // buffered 1: the goroutine never blocks
 	err  error
 	over bool // done was read
 }
@@ -25,7 +26,7 @@ type firstSave struct {
 // the run are not in it.
 func (r *run) saveFirst(ctx context.Context) {
 	raw, err := r.checkpointRaw()
-	fs := &firstSave{done: make(chan error, 1)}
+	fs := &firstSave{ctx: ctx, done: make(chan error, 1)}
 	r.first = fs
 	if err != nil {
 		fs.done <- err
@@ -44,7 +45,7 @@ func (r *run) waitFirst() error {
 	if !fs.over {
 		fs.err, fs.over = <-fs.done, true
 		if fs.err != nil {
-			r.agent.log.Warn("checkpoint run", "run", r.job.Run.ID, "err", fs.err)
+			r.warnUnlessStopped(fs.ctx, "checkpoint run", "run", r.job.Run.ID, "err", fs.err)
 			fs.err = fmt.Errorf("save the run's first checkpoint: %w", fs.err)
 		}
 	}

@@ -401,7 +401,7 @@ func toolDefs(tools []Tool) []openai.Tool {
 // event records a run event; a failure is logged, not fatal.
 func (r *run) event(ctx context.Context, typ string, payload any) {
 	if err := r.job.Env.RecordEvent(ctx, typ, payload); err != nil {
-		r.agent.log.Warn("record run event", "run", r.job.Run.ID, "type", typ, "err", err)
+		r.warnUnlessStopped(ctx, "record run event", "run", r.job.Run.ID, "type", typ, "err", err)
 	}
 }
 

@@ -101,9 +101,21 @@ func (r *run) checkpoint(ctx context.Context) error {
 		err = r.job.Env.Checkpoint(ctx, raw)
 	}
 	if err != nil {
-		r.agent.log.Warn("checkpoint run", "run", r.job.Run.ID, "err", err)
+		r.warnUnlessStopped(ctx, "checkpoint run", "run", r.job.Run.ID, "err", err)
 	}
 	return err
+}
+
+// warnUnlessStopped logs a failed write of the run at WARN, or at DEBUG once
+// the run's context has ended: core stopped the run (shutdown, CancelRun, a
+// lapsed claim, or the message that started it was never stored,
+// core/ingestgate.go), the refusal is expected and core reports the stop itself.
+func (r *run) warnUnlessStopped(ctx context.Context, msg string, args ...any) {
+	if ctx.Err() != nil {
+		r.agent.log.Debug(msg, args...)
+		return
+	}
+	r.agent.log.Warn(msg, args...)
 }
 
 // checkpointRaw is the checkpoint of the run's state now: its snapshot, or a

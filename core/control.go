@@ -67,10 +67,18 @@ type runCancel struct{ f context.CancelCauseFunc }
 var errCancelled = errors.New("run cancelled by an operator")
 
 // add registers the execution of run id, interrupted by f; remove takes the
-// returned entry away.
-func (c *runCancels) add(id RunID, f context.CancelCauseFunc) *runCancel {
+// returned entry away. An execution whose ingest did not commit (ingested, its
+// gate, failed; core/ingestgate.go) is not registered and gets nil: its id may
+// already be the run the ingest's next attempt started, whose entry it must not
+// replace. The gate is read under the lock, so an abandoned execution that
+// registers late never replaces the later one. ingested is nil for a run not
+// started by an ingest.
+func (c *runCancels) add(id RunID, f context.CancelCauseFunc, ingested *ingestGate) *runCancel {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if ingested.failed() {
+		return nil
+	}
 	if c.m == nil {
 		c.m = map[RunID]*runCancel{}
 	}
@@ -79,11 +87,12 @@ func (c *runCancels) add(id RunID, f context.CancelCauseFunc) *runCancel {
 	return rc
 }
 
-// remove takes away rc, run id's entry, unless a later execution replaced it.
+// remove takes away rc, run id's entry, unless a later execution replaced it
+// (or rc is nil: add did not register it).
 func (c *runCancels) remove(id RunID, rc *runCancel) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m[id] != rc {
+	if rc == nil || c.m[id] != rc {
 		return
 	}
 	delete(c.m, id)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -11,8 +12,8 @@ import (
 func TestRunCancelsKeepsLaterExecution(t *testing.T) {
 	var c runCancels
 	var first, second error
-	a := c.add(42, func(err error) { first = err })
-	c.add(42, func(err error) { second = err })
+	a := c.add(42, func(err error) { first = err }, nil)
+	c.add(42, func(err error) { second = err }, nil)
 	c.remove(42, a)
 	if !c.has(42) {
 		t.Fatal("the abandoned execution's end removed the later one's entry")
@@ -20,5 +21,26 @@ func TestRunCancelsKeepsLaterExecution(t *testing.T) {
 	c.cancel(42)
 	if first != nil || second != errCancelled {
 		t.Fatalf("cancel reached first=%v second=%v, want only the later execution", first, second)
+	}
+}
+
+// TestRunCancelsAbandonedRegistersNothing: the goroutine of a run abandoned with
+// its ingest's transaction may reach its registration only after the run the
+// transaction's next attempt started (same id) registered; it must not replace
+// that entry, or CancelRun would interrupt the dead run and miss the live one.
+func TestRunCancelsAbandonedRegistersNothing(t *testing.T) {
+	var c runCancels
+	var late, live error
+	c.add(42, func(err error) { live = err }, nil)
+	g := newIngestGate()
+	g.resolve(errIngestRerun)
+	a := c.add(42, func(err error) { late = err }, g)
+	c.remove(42, a)
+	if !c.has(42) {
+		t.Fatal("the abandoned execution's registration and end removed the live run's entry")
+	}
+	c.cancel(42)
+	if late != nil || !errors.Is(live, errCancelled) {
+		t.Fatalf("cancel reached abandoned=%v live=%v, want only the live run", late, live)
 	}
 }

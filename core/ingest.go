@@ -34,6 +34,12 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		res   IngestResult
 		picks []ingestPick
 	)
+	settled := false
+	defer func() {
+		if !settled { // Batch panicked (a bug in fn): its picks' runs are abandoned
+			settleIngestPicks(picks, errIngestPanic)
+		}
+	}()
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		res = IngestResult{} // Batch may run fn again: the last run's picks are the ones committed
 		settleIngestPicks(picks, errIngestRerun)
@@ -47,6 +53,7 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		picks, err = e.pickInIngestTx(tx, res.Woken, 1)
 		return err
 	})
+	settled = true
 	settleIngestPicks(picks, err)
 	if err != nil {
 		return IngestResult{}, err

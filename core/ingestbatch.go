@@ -51,6 +51,12 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 	start := time.Now()
 	results := make([]IngestResult, len(valid))
 	var picks []ingestPick
+	settled := false
+	defer func() {
+		if !settled { // Batch panicked (a bug in fn): its picks' runs are abandoned
+			settleIngestPicks(picks, errIngestPanic)
+		}
+	}()
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		clear(results) // Batch may run fn again: the last run's picks are the ones committed
 		settleIngestPicks(picks, errIngestRerun)
@@ -70,6 +76,7 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 		picks, err = e.pickInIngestTx(tx, woken, len(valid))
 		return err
 	})
+	settled = true
 	settleIngestPicks(picks, err)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrStopped) {

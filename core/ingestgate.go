@@ -34,52 +34,57 @@ var errNotIngested = errors.New("core: the message that started this run was not
 // ingestGate is the outcome of the ingest commit a run started in: open until
 // Ingest resolves it once, with nil (committed) or the error.
 type ingestGate struct {
-	mu     sync.Mutex
-	done   chan struct{}
-	err    error
-	onFail []func()
+	mu       sync.Mutex
+	done     chan struct{}
+	resolved bool // resolve was called; guarded by mu
+	err      error
+	then     []func(error)
 }
 
 func newIngestGate() *ingestGate { return &ingestGate{done: make(chan struct{})} }
 
-// resolve records the commit's outcome and, on failure, calls what whenFailed
-// registered. Only the first call counts.
+// resolve records the commit's outcome and calls what whenResolved registered
+// before the gate shows the outcome: a run that sees its ingest failed has
+// already been stopped (its context cancelled), so nothing it does after a
+// refused write starts a model call or a tool. Only the first call counts.
 func (g *ingestGate) resolve(err error) {
 	g.mu.Lock()
-	select {
-	case <-g.done:
+	if g.resolved {
 		g.mu.Unlock()
 		return
-	default:
 	}
-	g.err = err
-	close(g.done)
-	fs := slices.Clone(g.onFail)
-	g.onFail = nil
+	g.resolved, g.err = true, err
+	fs := slices.Clone(g.then)
+	g.then = nil
 	g.mu.Unlock()
-	if err != nil {
-		for _, f := range fs {
-			f()
-		}
+	for _, f := range fs {
+		f(err)
 	}
+	close(g.done)
+}
+
+// whenResolved calls f with the commit's outcome (nil: committed) when the gate
+// resolves, before it shows the outcome to wait, or at once when it already has.
+func (g *ingestGate) whenResolved(f func(error)) {
+	g.mu.Lock()
+	if g.resolved {
+		err := g.err
+		g.mu.Unlock()
+		f(err)
+		return
+	}
+	g.then = append(g.then, f)
+	g.mu.Unlock()
 }
 
 // whenFailed calls f if and when the gate resolves with an error (at once when it
 // already has).
 func (g *ingestGate) whenFailed(f func()) {
-	g.mu.Lock()
-	select {
-	case <-g.done:
-		failed := g.err != nil
-		g.mu.Unlock()
-		if failed {
+	g.whenResolved(func(err error) {
+		if err != nil {
 			f()
 		}
-		return
-	default:
-	}
-	g.onFail = append(g.onFail, f)
-	g.mu.Unlock()
+	})
 }
 
 // wait blocks until the gate resolves or ctx ends. It returns nil when the ingest
@@ -168,22 +173,37 @@ func (s *threadSnapshot) before(before MessageID, limit int) (out []Message, ok 
 // the function again: the new run's picks replace them.
 var errIngestRerun = errors.New("core: the ingest's transaction was run again")
 
-// ingestLanded waits (at most the shutdown grace) for the commit of the ingest
-// that started job, when it started one before its commit, and reports whether
-// the run may be settled. A run whose ingest failed ends here without a trace; one
-// whose commit outlasts the wait (a stuck store, shutdown) is left as a shutdown
-// leaves a run: if the commit lands, the run stays running and the next start
-// recovers it (DESIGN.md §8).
+// errIngestPanic abandons the runs an ingest's function started when Batch
+// panicked (the function's own bug, raised again on the caller's goroutine): no
+// commit will be decided for them, and they must not hold their threads and
+// slots waiting for one.
+var errIngestPanic = errors.New("core: the ingest's transaction panicked")
+
+// ingestLanded waits for the commit of the ingest that started job, when it
+// started one before its commit, and reports whether the run may be settled. A
+// run whose ingest failed ends here without a trace. A slow commit is waited for
+// as long as it takes (Batch always answers): the run's message was acknowledged,
+// and a run given up here would stay running, unanswered, until the next start.
+// Only during shutdown is the wait bounded, by the shutdown grace: a commit
+// that outlasts it leaves the run as a shutdown leaves a run; if the commit
+// lands, the run stays running and the next start recovers it (DESIGN.md §8).
 func (e *Engine) ingestLanded(ctx context.Context, job *Job, env *runEnv, work *runWork) bool {
 	g := job.ingested
 	if g == nil {
 		return true
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
-	defer cancel()
-	err := g.wait(wctx)
-	if err == nil {
-		return true
+	var err error
+	for {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
+		err = g.wait(wctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, errNotIngested) || e.isStopping() {
+			break
+		}
+		e.log.Info("run waits for the commit of the message that started it", "run", job.Run.ID, "bot", job.Bot.Handle, "waited", e.grace)
 	}
 	env.stream.finish() // nothing was streamed: text waits for the first checkpoint
 	work.abandon()

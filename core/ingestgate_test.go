@@ -3,7 +3,10 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +25,8 @@ type holdStore struct {
 	once     sync.Once
 	held     chan struct{} // closed once the armed function has run the first time
 	outcomes chan error    // one per run of the armed function
+	// direct runs the armed function through Update instead of Batch, once.
+	direct atomic.Bool
 }
 
 func newHoldStore(s core.Store) *holdStore {
@@ -32,14 +37,26 @@ func (s *holdStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if !s.armed.CompareAndSwap(true, false) {
 		return s.Store.Batch(ctx, fn)
 	}
-	return s.Store.Batch(ctx, func(tx core.Tx) error {
+	run := s.Store.Batch
+	if s.direct.Load() {
+		run = s.Store.Update // one run, no recovery: a panic reaches the caller as is
+	}
+	return run(ctx, func(tx core.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
 		s.once.Do(func() { close(s.held) })
-		return <-s.outcomes
+		err := <-s.outcomes
+		if errors.Is(err, errPanicOutcome) {
+			panic("a bug in the ingest's transaction")
+		}
+		return err
 	})
 }
+
+// errPanicOutcome, given as an outcome, makes that run of the armed function
+// panic instead of returning.
+var errPanicOutcome = errors.New("panic")
 
 // earlyRig is a harness whose store holds one ingest's commit, and whose
 // chief_of_staff reports each run it starts (what it read of its thread) on
@@ -50,6 +67,7 @@ type earlyRig struct {
 	started chan earlyStart
 	holding atomic.Bool // sayHeld is waiting for a run to start
 	act     func(ctx context.Context, job *core.Job) (string, error)
+	obs     *runCounter // the engine's Observer
 }
 
 type earlyStart struct {
@@ -58,11 +76,15 @@ type earlyStart struct {
 	held  chan bool // sayHeld tells the run whether it started while the commit was held
 }
 
-func newEarlyRig(t *testing.T) *earlyRig {
-	r := &earlyRig{h: newHarness(t, core.Limits{}), started: make(chan earlyStart, 8)}
+func newEarlyRig(t *testing.T, mutate ...func(*core.Options)) *earlyRig {
+	r := &earlyRig{h: newHarness(t, core.Limits{}), started: make(chan earlyStart, 8), obs: &runCounter{}}
 	r.h.opts = func(o *core.Options) {
 		r.hs = newHoldStore(o.Store)
 		o.Store = r.hs
+		o.Observer = r.obs
+		for _, m := range mutate {
+			m(o)
+		}
 	}
 	r.h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		if job.Triggers[0].Text == "warm up" {
@@ -117,6 +139,11 @@ func (r *earlyRig) sayHeld(t *testing.T, text string) (earlyStart, chan error) {
 		r.hs.armed.Store(true)
 		done := make(chan error, 1)
 		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					done <- fmt.Errorf("Ingest panicked: %v", p)
+				}
+			}()
 			_, err := r.h.eng.Ingest(context.Background(), core.Inbound{Account: "console/local", Platform: "console",
 				DedupKey: "early:" + text + string(rune('a'+try)), ThreadKey: "console:main", Conversation: "main",
 				SenderID: "console:you", SenderName: "you", Text: text, StartThread: true})
@@ -191,7 +218,12 @@ func TestRunAbandonedWhenIngestFails(t *testing.T) {
 		stopped bool
 	}
 	ended := make(chan outcome, 8)
+	// One act for every run: the function's second run (alone) may start a run
+	// too, which may read r.act late, so it is never replaced.
 	r.act = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[len(job.Triggers)-1].Text == "after" {
+			return "fine", nil
+		}
 		err := job.Env.SetTodo(ctx, []core.TodoItem{{Text: "should not land", Status: "pending"}})
 		<-ctx.Done()
 		ended <- outcome{write: err, stopped: ctx.Err() != nil}
@@ -210,7 +242,6 @@ func TestRunAbandonedWhenIngestFails(t *testing.T) {
 		t.Fatalf("abandoned run: write error %v, context ended %v; want the write refused and the run stopped", got.write, got.stopped)
 	}
 
-	r.act = func(ctx context.Context, job *core.Job) (string, error) { return "fine", nil }
 	r.h.say("after")
 	r.h.idle()
 	texts := r.h.ad.texts()[before:]
@@ -263,5 +294,116 @@ func TestIngestRunAgainAbandonsFirstRun(t *testing.T) {
 	texts := r.h.ad.texts()[before:]
 	if !slices.Equal(texts, []string{"[chief_of_staff] answered once"}) {
 		t.Fatalf("delivered %q, want the answer once and nothing of the abandoned run", texts)
+	}
+}
+
+// runCounter counts the runs an engine reports started and ended.
+type runCounter struct {
+	core.NopObserver
+	started, ended atomic.Int32
+}
+
+func (c *runCounter) RunStarted(string)                              { c.started.Add(1) }
+func (c *runCounter) RunEnded(string, core.RunStatus, time.Duration) { c.ended.Add(1) }
+
+// TestAbandonedRunNotCounted: a run abandoned because its ingest's commit failed
+// ends without a trace in the metrics too: it is not counted as started (it
+// never ends, so it would stay "in flight" in started minus ended forever).
+func TestAbandonedRunNotCounted(t *testing.T) {
+	r := newEarlyRig(t)
+	ended := make(chan struct{})
+	var once sync.Once
+	// The function's second run (alone) may start a run too: every one ends.
+	r.act = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[len(job.Triggers)-1].Text == "after" {
+			return "fine", nil
+		}
+		<-ctx.Done()
+		once.Do(func() { close(ended) })
+		return "", ctx.Err()
+	}
+	_, done := r.sayHeld(t, "doomed")
+	boom := errors.New("disk full")
+	r.hs.outcomes <- boom
+	r.hs.outcomes <- boom // Batch runs the failed function again, alone
+	if err := <-done; !errors.Is(err, boom) {
+		t.Fatalf("Ingest = %v, want the commit's error", err)
+	}
+	<-ended
+	r.h.say("after")
+	r.h.idle()
+	if s, e := r.obs.started.Load(), r.obs.ended.Load(); s != 2 || e != 2 {
+		t.Fatalf("runs started %d, ended %d; want the warm-up and the answered run only (2, 2)", s, e)
+	}
+}
+
+// lineWatch is a log sink that reports, once, the first line holding want.
+type lineWatch struct {
+	want string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), l.want) {
+		l.once.Do(func() { close(l.seen) })
+	}
+	return len(p), nil
+}
+
+// TestSlowIngestCommitStillAnswered: a run that finished before the commit of
+// the ingest that started it, a commit slower than the shutdown grace, waits
+// for that commit as long as it takes when openbot is not stopping: the
+// message was acknowledged, and a run given up would stay running, unanswered,
+// until the next start.
+func TestSlowIngestCommitStillAnswered(t *testing.T) {
+	logs := &lineWatch{want: "the commit of the message that started", seen: make(chan struct{})}
+	// The harness's grace (2 s) also bounds the run's settle, so it stays.
+	r := newEarlyRig(t, func(o *core.Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	r.act = func(ctx context.Context, job *core.Job) (string, error) { return "answered", nil }
+	before := len(r.h.ad.texts())
+	_, done := r.sayHeld(t, "slow disk")
+	<-logs.seen // the run's wait for the commit outlasted the grace
+	r.hs.outcomes <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.h.idle()
+	if got := r.h.ad.texts()[before:]; !slices.Equal(got, []string{"[chief_of_staff] answered"}) {
+		t.Fatalf("delivered %q after the slow commit, want the run's answer", got)
+	}
+}
+
+// TestIngestPanicAbandonsItsRun: when the ingest's transaction panics (a bug;
+// Batch runs the function again alone, on the caller's goroutine, where the panic
+// reaches the caller), the run it started is abandoned rather than left waiting
+// for a commit that will never be decided, holding its thread and its slot.
+func TestIngestPanicAbandonsItsRun(t *testing.T) {
+	r := newEarlyRig(t)
+	r.hs.direct.Store(true) // the panic of the function's last run, as Batch's solo run raises it
+	ended := make(chan struct{})
+	var once sync.Once
+	// Each run of the function may start a run: every one must end.
+	r.act = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[len(job.Triggers)-1].Text == "after" {
+			return "fine", nil
+		}
+		<-ctx.Done()
+		once.Do(func() { close(ended) })
+		return "", ctx.Err()
+	}
+	_, done := r.sayHeld(t, "doomed")
+	r.hs.outcomes <- errPanicOutcome
+	<-done
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second): // liveness only: it ends at once when it does
+		t.Fatal("the run started by the panicked ingest still runs: its thread and slot are held")
+	}
+	before := len(r.h.ad.texts())
+	r.h.say("after")
+	r.h.idle()
+	if got := r.h.ad.texts()[before:]; !slices.Equal(got, []string{"[chief_of_staff] fine"}) {
+		t.Fatalf("delivered %q after the panicked ingest, want the next message's answer", got)
 	}
 }

@@ -52,8 +52,10 @@ func (e *Engine) pickInIngestTx(tx Tx, woken []string, per int) ([]ingestPick, e
 			continue
 		}
 		var err error
-		picks, err = e.pickBotInIngestTx(tx, w, bot, per, picks)
-		w.pickMu.Unlock()
+		func() {
+			defer w.pickMu.Unlock() // also when the pick panics: the worker must not stay locked out
+			picks, err = e.pickBotInIngestTx(tx, w, bot, per, picks)
+		}()
 		if err != nil {
 			return picks, err
 		}

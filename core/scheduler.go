@@ -367,21 +367,28 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer cancel()
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	reg := e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
+	reg := e.ctl.add(job.Run.ID, cancelRun, job.ingested) // CancelRun interrupts the run (core/control.go)
 	if e.shared {
 		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
 	}
 	defer e.ctl.remove(job.Run.ID, reg)
+	start := e.observeRunStart(job)
 	if g := job.ingested; g != nil {
 		// Started before its ingest committed (core/ingestgate.go): nobody can have
-		// cancelled it yet, and it stops if the commit fails.
-		g.whenFailed(func() { cancelRun(errNotIngested) })
+		// cancelled it yet, and it stops if the commit fails. It counts as
+		// started once the commit has landed: an abandoned run leaves no trace.
+		g.whenResolved(func(err error) {
+			if err != nil {
+				cancelRun(errNotIngested)
+				return
+			}
+			job.observer.RunStarted(job.Bot.Handle)
+		})
 	} else {
 		e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
 	}
 	env := &runEnv{e: e, job: job}
 	job.Env = env
-	start := e.observeRunStart(job)
 	work := e.startWork(ctx, job)
 	env.stream = e.startStream(ctx, job)
 	// Cost control: a new run of a bot (or in a thread) whose budget is spent

@@ -23,7 +23,8 @@ func beforeFirstStep(v stepView) (kill, before bool) {
 }
 
 // TestResumeKillBeforeFirstCheckpoint: the message is answered by the real
-// reply, once, with no notice, and every model and tool call ran once.
+// reply, once, with no notice, and every tool call and every model call after the
+// first ran once.
 func TestResumeKillBeforeFirstCheckpoint(t *testing.T) {
 	x := newResumeRig(t, resumeTeam, twoTools)
 	x.start(beforeFirstStep)
@@ -40,7 +41,13 @@ func TestResumeKillBeforeFirstCheckpoint(t *testing.T) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for step := 0; step < 3; step++ {
+	// The first model request is sent while the first checkpoint is stored
+	// (agents/firstsave.go), so the killed process may have seen it answered:
+	// it then runs once more, and nothing of the first answer was kept.
+	if n := x.modelRan[0]; n < 1 || n > 2 {
+		t.Errorf("model call 1 finished %d times, want once, or twice when the killed process saw it answered", n)
+	}
+	for step := 1; step < 3; step++ {
 		if x.modelRan[step] != 1 {
 			t.Errorf("model call %d finished %d times, want 1", step+1, x.modelRan[step])
 		}

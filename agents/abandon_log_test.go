@@ -1,0 +1,75 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"openbot/agents/openaitest"
+)
+
+// lockedBuf is a log sink safe for the run's goroutines.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAbandonedRunLogsNoWarning: a run whose context core ended because the
+// message that started it was never stored (core/ingestgate.go: its writes are
+// refused and its context cancelled) ends without a trace, and no warning in
+// the log either: its refused first checkpoint is not an operator's concern.
+func TestAbandonedRunLogsNoWarning(t *testing.T) {
+	srv := openaitest.New(t)
+	asked := make(chan struct{})
+	var once sync.Once
+	never := make(chan struct{}) // the reply waits until the request ends
+	srv.Handle(func(openaitest.Request) openaitest.Reply {
+		once.Do(func() { close(asked) })
+		r := openaitest.Text("never seen")
+		r.Wait = never
+		return r
+	})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	env := &saveEnv{streamEnv: &streamEnv{fakeEnv: &fakeEnv{}}}
+	env.save = func(context.Context, json.RawMessage) error {
+		<-asked
+		cancel(errors.New("the message that started this run was not stored"))
+		return errors.New("the message that started this run was not stored: disk full")
+	}
+	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
+	job := newJob(env.fakeEnv, engineer, false, trig)
+	job.Env = env
+	logs := &lockedBuf{}
+	a := newAgent(t, srv, NewRegistry(), func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	tctx, tcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer tcancel()
+	if _, err := a.Execute(tctx, job); err == nil {
+		t.Fatal("Execute of the abandoned run returned no error")
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("abandoned run logged %s", line)
+		}
+	}
+}
