@@ -297,6 +297,22 @@ func TestIngestRunAgainAbandonsFirstRun(t *testing.T) {
 	}
 }
 
+// untilStopped makes the bot answer "after" with "fine" and hold every other
+// run until its context ends; the channel closes when the first such run has.
+func (r *earlyRig) untilStopped() <-chan struct{} {
+	ended := make(chan struct{})
+	var once sync.Once
+	r.act = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[len(job.Triggers)-1].Text == "after" {
+			return "fine", nil
+		}
+		<-ctx.Done()
+		once.Do(func() { close(ended) })
+		return "", ctx.Err()
+	}
+	return ended
+}
+
 // runCounter counts the runs an engine reports started and ended.
 type runCounter struct {
 	core.NopObserver
@@ -311,17 +327,7 @@ func (c *runCounter) RunEnded(string, core.RunStatus, time.Duration) { c.ended.A
 // never ends, so it would stay "in flight" in started minus ended forever).
 func TestAbandonedRunNotCounted(t *testing.T) {
 	r := newEarlyRig(t)
-	ended := make(chan struct{})
-	var once sync.Once
-	// The function's second run (alone) may start a run too: every one ends.
-	r.act = func(ctx context.Context, job *core.Job) (string, error) {
-		if job.Triggers[len(job.Triggers)-1].Text == "after" {
-			return "fine", nil
-		}
-		<-ctx.Done()
-		once.Do(func() { close(ended) })
-		return "", ctx.Err()
-	}
+	ended := r.untilStopped() // the function's second run (alone) may start a run too: every one ends
 	_, done := r.sayHeld(t, "doomed")
 	boom := errors.New("disk full")
 	r.hs.outcomes <- boom
@@ -380,18 +386,8 @@ func TestSlowIngestCommitStillAnswered(t *testing.T) {
 // for a commit that will never be decided, holding its thread and its slot.
 func TestIngestPanicAbandonsItsRun(t *testing.T) {
 	r := newEarlyRig(t)
-	r.hs.direct.Store(true) // the panic of the function's last run, as Batch's solo run raises it
-	ended := make(chan struct{})
-	var once sync.Once
-	// Each run of the function may start a run: every one must end.
-	r.act = func(ctx context.Context, job *core.Job) (string, error) {
-		if job.Triggers[len(job.Triggers)-1].Text == "after" {
-			return "fine", nil
-		}
-		<-ctx.Done()
-		once.Do(func() { close(ended) })
-		return "", ctx.Err()
-	}
+	r.hs.direct.Store(true)   // the panic of the function's last run, as Batch's solo run raises it
+	ended := r.untilStopped() // each run of the function may start a run: every one must end
 	_, done := r.sayHeld(t, "doomed")
 	r.hs.outcomes <- errPanicOutcome
 	<-done
