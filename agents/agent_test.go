@@ -233,6 +233,25 @@ func TestPatchAssistantContent(t *testing.T) {
 	}
 }
 
+// TestPatchAssistantContentSkipsFirstRequest: a request with no assistant
+// message, every run's first, is passed on without being parsed (it is on the
+// event -> model request path), even when a user's text quotes the role.
+func TestPatchAssistantContentSkipsFirstRequest(t *testing.T) {
+	raw, err := json.Marshal(openai.ChatCompletionRequest{Model: "m", Messages: []openai.ChatCompletionMessage{
+		{Role: "system", Content: "be brief"},
+		{Role: "user", Content: `say {"role":"assistant"} back`},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(10, func() { patchAssistantContent(raw) }); n != 0 {
+		t.Errorf("a first request cost %v allocations, want none: it was parsed", n)
+	}
+	if got := patchAssistantContent(raw); string(got) != string(raw) {
+		t.Errorf("first request changed:\n%s\nwant\n%s", got, raw)
+	}
+}
+
 func TestInterleavedToolCalls(t *testing.T) {
 	srv := openaitest.New(t)
 	srv.Enqueue(openaitest.Reply{Interleave: true, ToolCalls: []openaitest.ToolCall{

@@ -354,6 +354,9 @@ func (d *doneTracker) Read(p []byte) (int, error) {
 
 func (d *doneTracker) Close() error { return d.rc.Close() }
 
+// assistantRole is how an assistant message's role appears in a request body.
+var assistantRole = []byte(`"role":"assistant"`)
+
 // patchAssistantContent adds "content":"" to assistant messages without a content
 // field. A body it cannot parse is returned unchanged.
 //
@@ -362,7 +365,16 @@ func (d *doneTracker) Close() error { return d.rc.Close() }
 // OpenAI-compatible servers (and some chat templates) reject or mis-render such a
 // message; OpenAI itself accepts "content":"" there. The patch leaves everything
 // else as go-openai wrote it apart from key order inside the patched messages.
+//
+// A body with no assistant message (a run's first request) is returned without
+// being parsed: the request is on the event -> model request path (DESIGN.md
+// §7), and the prompt can be long. encoding/json writes the role as
+// "role":"assistant" and escapes every quote inside a string, so the bytes
+// cannot appear unless an assistant message does.
 func patchAssistantContent(body []byte) []byte {
+	if !bytes.Contains(body, assistantRole) {
+		return body
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return body
