@@ -14,6 +14,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"openbot/core"
+
+	"openbot/internal/waitctx"
 )
 
 // Agent errors.
@@ -182,7 +184,7 @@ func New(opts Options) (*Agent, error) {
 		opts.retryInitial = defaultRetryInitial
 	}
 	if opts.sleep == nil {
-		opts.sleep = sleepCtx
+		opts.sleep = waitctx.Sleep
 	}
 	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: builtinTools(opts.MessageIndex)}
 	for name, p := range opts.Providers {

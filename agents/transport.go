@@ -91,18 +91,6 @@ func withStreamInfo(ctx context.Context, si *streamInfo) context.Context {
 	return context.WithValue(ctx, streamInfoKey{}, si)
 }
 
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // RoundTrip implements http.RoundTripper. It never modifies the caller's request.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()

@@ -439,18 +439,6 @@ func (e *Engine) fail(err error) {
 	}
 }
 
-// sleepCtx waits d or until ctx is done; it reports false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // waitTimeout waits for wg up to d and reports whether it finished.
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"openbot/internal/waitctx"
 )
 
 // FileLimits configure inbound files (Options.Files). Zero values take defaults.
@@ -263,7 +265,7 @@ func (q *fileQueue) fetch(ctx context.Context, m Message, a Attachment, limit in
 			wait = de.RetryAfter()
 		}
 		if try < q.lim.Tries {
-			if !sleepCtx(ctx, wait) {
+			if waitctx.Sleep(ctx, wait) != nil {
 				return 0, ctx.Err()
 			}
 			wait *= 2

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"openbot/internal/waitctx"
 )
 
 // newProcessID returns "<host>-<pid>-<random>", unique among the processes
@@ -71,7 +73,7 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 			if standby != nil {
 				standby(holder) // "" when the store could not say
 			}
-			if !sleepCtx(ctx, every) {
+			if waitctx.Sleep(ctx, every) != nil {
 				return nil
 			}
 			continue

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"openbot/internal/waitctx"
 )
 
 // Delivery lane limits (DESIGN.md §4 "delivery lanes", picobot's per-target lanes).
@@ -351,7 +353,7 @@ func (l *lanes) deliver(ctx context.Context, ln *lane, id OutboxID) {
 		if err := l.e.store.Update(ctx, func(tx Tx) error { _, err := tx.PutOutbox(o); return err }); err != nil && ctx.Err() == nil {
 			l.e.log.Error("outbox update", "err", err)
 		}
-		if !sleepCtx(ctx, wait) {
+		if waitctx.Sleep(ctx, wait) != nil {
 			return
 		}
 	}

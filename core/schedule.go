@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"openbot/internal/waitctx"
 )
 
 // Schedule is one scheduled message (DESIGN.md §10 "schedules"): at each slot of
@@ -135,7 +137,7 @@ func (r *ScheduleRunner) Run(ctx context.Context) error {
 				wait = max(d, 0)
 			}
 		}
-		if !sleepCtx(ctx, wait) {
+		if waitctx.Sleep(ctx, wait) != nil {
 			return nil
 		}
 	}

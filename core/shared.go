@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"openbot/internal/waitctx"
 )
 
 // Shared mode (DESIGN.md §7, core/lease.go): what an engine does beyond the
@@ -81,7 +83,7 @@ func (e *Engine) claimProcessID(ctx context.Context) error {
 			return fmt.Errorf("core: process id %q: %w (store.process_id must differ between processes)", e.procID, ErrProcessIDInUse)
 		}
 		e.log.Warn("process id held by another process; waiting for it to lapse", "process", e.procID)
-		if !sleepCtx(ctx, e.leaseTTL/4) {
+		if waitctx.Sleep(ctx, e.leaseTTL/4) != nil {
 			return ctx.Err()
 		}
 	}
@@ -166,18 +168,11 @@ func (e *Engine) sharedLoops(ctx, runCtx context.Context, wg *sync.WaitGroup) {
 // renewLoop extends the claims of this process's runs and lanes every third of
 // the lease TTL until ctx is done.
 func (e *Engine) renewLoop(ctx context.Context) {
-	t := time.NewTicker(e.leaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	waitctx.Every(ctx, e.leaseTTL/3, func() {
 		e.renewProcessID(ctx)
 		e.renewRuns(ctx)
 		e.lanes.renew(ctx)
-	}
+	})
 }
 
 // renewRuns extends the claim of every run executing here in one transaction,
@@ -251,20 +246,13 @@ func (e *Engine) renewRuns(ctx context.Context) {
 // sweepLoop recovers lapsed runs and wakes workers with queued work every
 // sweepEvery until ctx is done: the truth behind the hints.
 func (e *Engine) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(e.sweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	waitctx.Every(ctx, e.sweepEvery, func() {
 		if _, err := e.recoverLapsed(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("recovering lapsed runs failed", "err", err)
 		}
 		e.wakeQueued(ctx)
 		e.kickLocal()
-	}
+	})
 }
 
 // recoverLapsed recovers the running runs whose claims lapsed and that do not

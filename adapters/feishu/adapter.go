@@ -14,6 +14,8 @@ import (
 
 	"openbot/core"
 	"openbot/internal/lru"
+
+	"openbot/internal/waitctx"
 )
 
 // Engine is the part of *core.Engine the adapter uses.
@@ -290,7 +292,7 @@ func (a *Adapter) learnBot(ctx context.Context) error {
 			return fmt.Errorf("feishu: learning the bot's open_id: %w", err)
 		}
 		a.log.Warn("feishu bot info failed; retrying", "err", err, "wait", wait)
-		if err := sleepCtx(ctx, wait+rand.N(wait/2+1)); err != nil {
+		if err := waitctx.Sleep(ctx, wait+rand.N(wait/2+1)); err != nil {
 			return err
 		}
 		wait = min(2*wait, time.Minute)

@@ -19,6 +19,8 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"openbot/core"
+
+	"openbot/internal/waitctx"
 )
 
 // apiClient calls the Open API through the official SDK (oapi-sdk-go v3): the SDK
@@ -61,7 +63,7 @@ type apiClient struct {
 
 // newAPIClient configures the SDK for base (Feishu, Lark or a test server) over hc.
 func newAPIClient(base, appID, appSecret string, hc *http.Client, clock core.Clock, log *slog.Logger) *apiClient {
-	c := &apiClient{base: strings.TrimRight(base, "/"), appID: appID, appSecret: appSecret, http: hc, clock: clock, log: log, sleep: sleepCtx}
+	c := &apiClient{base: strings.TrimRight(base, "/"), appID: appID, appSecret: appSecret, http: hc, clock: clock, log: log, sleep: waitctx.Sleep}
 	c.sdk = &larkcore.Config{
 		BaseUrl:          c.base,
 		AppId:            appID,
@@ -78,20 +80,6 @@ func newAPIClient(base, appID, appSecret string, hc *http.Client, clock core.Clo
 	larkcore.NewHttpClient(c.sdk)
 	c.im, c.contact = larkim.New(c.sdk), larkcontact.New(c.sdk)
 	return c
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // boundedHTTP is the SDK's HttpClient: each request is bounded by defaultAPITimeout

@@ -16,6 +16,8 @@ import (
 	"github.com/coder/websocket"
 
 	"openbot/internal/keyed"
+
+	"openbot/internal/waitctx"
 )
 
 // ClientConfig is the long-connection tuning the server sends with the endpoint and
@@ -80,7 +82,7 @@ func (a *Adapter) runLongConnection(ctx context.Context) error {
 			wait = back + jitter(back/2)
 			a.log.Warn("feishu long connection attempt failed", "err", err, "failures", failures, "wait", wait)
 		}
-		if err := sleepCtx(ctx, max(wait, a.reconnectFloor)); err != nil {
+		if err := waitctx.Sleep(ctx, max(wait, a.reconnectFloor)); err != nil {
 			return nil
 		}
 	}

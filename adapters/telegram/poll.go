@@ -12,6 +12,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"openbot/internal/waitctx"
 )
 
 // errNotReady is returned by handleUpdate before Run has learned the bot's identity.
@@ -211,14 +213,7 @@ func wait(bo backoff.BackOff, err error) time.Duration {
 // sleep logs err and waits d; false when ctx ended first.
 func (a *Adapter) sleep(ctx context.Context, d time.Duration, what string, err error) bool {
 	a.log.Warn(what+" failed; retrying", "wait", d, "err", err)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return waitctx.Sleep(ctx, d) == nil
 }
 
 // retry runs op until it succeeds, fails permanently (returned), or ctx ends (nil).

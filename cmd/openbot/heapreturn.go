@@ -1,6 +1,8 @@
 package main
 
 import (
+	"openbot/internal/waitctx"
+
 	"context"
 	"runtime/debug"
 	"runtime/metrics"
@@ -35,18 +37,11 @@ func heapFreeHeld() uint64 {
 // threshold every interval; free reads the held bytes and release returns
 // them (heapFreeHeld and debug.FreeOSMemory in serve).
 func returnHeap(ctx context.Context, every time.Duration, above uint64, free func() uint64, release func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if free() > above {
-				release()
-			}
+	waitctx.Every(ctx, every, func() {
+		if free() > above {
+			release()
 		}
-	}
+	})
 }
 
 // startHeapReturn is serve's heap returner, owned by ctx.

@@ -1,0 +1,41 @@
+// Package waitctx holds the two waits every long-lived goroutine of openbot
+// makes: a pause that ends early when its context does, and a periodic task
+// that stops with its context (every goroutine has an owner and a bounded
+// shutdown, STYLE.md).
+package waitctx
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d, or until ctx is done; it returns ctx.Err() in that case, else
+// nil. A d of zero or less returns at once (ctx.Err() if ctx is already done).
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Every calls fn every d (which must be positive) until ctx is done; the first
+// call is d after Every starts. It returns when ctx is done, never during fn.
+func Every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
