@@ -187,17 +187,7 @@ func TestIngestBatchStartsIdleBotsRuns(t *testing.T) {
 			o.Bots[i].MaxParallelThreads = 4
 		}
 	}
-	release := make(chan struct{})
-	h.agent.reply["engineer"] = func(ctx context.Context, job *core.Job) (string, error) {
-		if job.Triggers[0].Text == "@engineer warm up" {
-			return "ok", nil
-		}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return "done", nil
-	}
+	release := h.heldBot("engineer", "@engineer warm up")
 	h.start()
 	h.say("@engineer warm up")
 	h.idle()

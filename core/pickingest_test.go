@@ -13,17 +13,7 @@ import (
 // starts nothing there: it waits, queued, for the run in flight.
 func TestIngestStartsIdleBotsRun(t *testing.T) {
 	h := newHarness(t, core.Limits{})
-	release := make(chan struct{})
-	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
-		if job.Triggers[0].Text == "warm up" {
-			return "ok", nil
-		}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return "done", nil
-	}
+	release := h.heldBot("chief_of_staff", "warm up")
 	h.start()
 	h.say("warm up") // the engine runs its workers
 	h.idle()
@@ -59,4 +49,21 @@ func TestIngestStartsIdleBotsRun(t *testing.T) {
 	if last := done[len(done)-1]; len(last.Triggers) != 1 || last.Triggers[0] != second.Message {
 		t.Fatalf("completed runs = %+v, want the second message's run last, on its own", done)
 	}
+}
+
+// heldBot makes handle answer warm at once and hold every other run until a
+// value is sent on (or close of) the returned channel, or its context ends.
+func (h *harness) heldBot(handle, warm string) chan struct{} {
+	release := make(chan struct{})
+	h.agent.reply[handle] = func(ctx context.Context, job *core.Job) (string, error) {
+		if job.Triggers[0].Text == warm {
+			return "ok", nil
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "done", nil
+	}
+	return release
 }
