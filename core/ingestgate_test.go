@@ -173,6 +173,19 @@ func (r *earlyRig) sayHeld(t *testing.T, text string) (earlyStart, chan error) {
 	return earlyStart{}, nil
 }
 
+// sayFailed is sayHeld whose commit then fails, on each run of the function;
+// it checks that Ingest returns the commit's error.
+func (r *earlyRig) sayFailed(t *testing.T, text string) {
+	t.Helper()
+	_, done := r.sayHeld(t, text)
+	boom := errors.New("disk full")
+	r.hs.outcomes <- boom
+	r.hs.outcomes <- boom // Batch runs the failed function again, alone
+	if err := <-done; !errors.Is(err, boom) {
+		t.Fatalf("Ingest = %v, want the commit's error", err)
+	}
+}
+
 // TestRunStartsBeforeIngestCommits: an ingest that wakes an idle bot starts the
 // run while its commit is still being written, so the model request does not wait
 // for the disk; the run reads its thread, new message included, from the ingest's
@@ -230,13 +243,7 @@ func TestRunAbandonedWhenIngestFails(t *testing.T) {
 		return "should not be posted", err
 	}
 	before := len(r.h.ad.texts())
-	_, done := r.sayHeld(t, "doomed")
-	boom := errors.New("disk full")
-	r.hs.outcomes <- boom
-	r.hs.outcomes <- boom // Batch runs the failed function again, alone
-	if err := <-done; !errors.Is(err, boom) {
-		t.Fatalf("Ingest = %v, want the commit's error", err)
-	}
+	r.sayFailed(t, "doomed")
 	got := <-ended
 	if got.write == nil || !got.stopped {
 		t.Fatalf("abandoned run: write error %v, context ended %v; want the write refused and the run stopped", got.write, got.stopped)
@@ -328,13 +335,7 @@ func (c *runCounter) RunEnded(string, core.RunStatus, time.Duration) { c.ended.A
 func TestAbandonedRunNotCounted(t *testing.T) {
 	r := newEarlyRig(t)
 	ended := r.untilStopped() // the function's second run (alone) may start a run too: every one ends
-	_, done := r.sayHeld(t, "doomed")
-	boom := errors.New("disk full")
-	r.hs.outcomes <- boom
-	r.hs.outcomes <- boom // Batch runs the failed function again, alone
-	if err := <-done; !errors.Is(err, boom) {
-		t.Fatalf("Ingest = %v, want the commit's error", err)
-	}
+	r.sayFailed(t, "doomed")
 	<-ended
 	r.h.say("after")
 	r.h.idle()
