@@ -19,8 +19,9 @@ import (
 )
 
 // serveWithLimit runs `openbot chat` (serve's wiring) with limits in the config
-// and env, waits until it logged want, calls during while it runs, then stops it.
-func serveWithLimit(t *testing.T, limits string, env map[string]string, want string, during func()) {
+// and env, waits until it logged want, calls during while it runs (with the
+// config's folder and the log up to "http listening"), then stops it.
+func serveWithLimit(t *testing.T, limits string, env map[string]string, want string, during func(dir, logText string)) {
 	t.Helper()
 	llm := openaitest.New(t)
 	env["OPENAI_BASE_URL"] = llm.URL()
@@ -33,9 +34,9 @@ func serveWithLimit(t *testing.T, limits string, env map[string]string, want str
 	defer cancel()
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"chat", "--config", path}, stdin, &out, &errb, envOf(env)) }()
-	waitLog(t, dir, `"http listening"`)
+	logText := waitLog(t, dir, `"http listening"`)
 	waitLog(t, dir, want)
-	during()
+	during(dir, logText)
 	cancel()
 	<-done
 }
@@ -64,7 +65,7 @@ func reloadOver(t *testing.T, logText string) {
 // serve stops (memory flat under bursts, DESIGN.md §9).
 func TestServeSetsMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
-	serveWithLimit(t, "limits: {memory_limit_bytes: 67108864}\n", map[string]string{}, "soft memory limit", func() {
+	serveWithLimit(t, "limits: {memory_limit_bytes: 67108864}\n", map[string]string{}, "soft memory limit", func(string, string) {
 		if got := debug.SetMemoryLimit(-1); got != 64<<20 {
 			t.Errorf("while serving: memory limit %d, want %d (limits.memory_limit_bytes)", got, 64<<20)
 		}
@@ -77,33 +78,21 @@ func TestServeSetsMemoryLimit(t *testing.T) {
 // A reload that changes limits.memory_limit_bytes applies it at once.
 func TestReloadAppliesMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
-	llm := openaitest.New(t)
-	env := map[string]string{"OPENAI_BASE_URL": llm.URL()}
-	dir := t.TempDir()
-	path := reloadConfig(t, dir, "  - {handle: chief_of_staff}\n")
-	stdin, feed := io.Pipe()
-	defer feed.Close()
-	var out, errb lockedBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"chat", "--config", path}, stdin, &out, &errb, envOf(env)) }()
-	logText := waitLog(t, dir, `"http listening"`)
-	if got := debug.SetMemoryLimit(-1); got != config.DefaultMemoryLimitBytes {
-		t.Errorf("serving with no memory_limit_bytes: memory limit %d, want the default %d", got, config.DefaultMemoryLimitBytes)
-	}
-	reloadConfig(t, dir, "  - {handle: chief_of_staff}\nlimits: {memory_limit_bytes: 33554432}\n")
-	reloadOver(t, logText)
-	if got := debug.SetMemoryLimit(-1); got != 32<<20 {
-		t.Errorf("after the reload: memory limit %d, want %d", got, 32<<20)
-	}
-	reloadConfig(t, dir, "  - {handle: chief_of_staff}\nlimits: {memory_limit_bytes: -1}\n")
-	reloadOver(t, logText)
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Errorf("after the reload to -1: memory limit %d, want none (%d)", got, int64(math.MaxInt64))
-	}
-	cancel()
-	<-done
+	serveWithLimit(t, "", map[string]string{}, `"http listening"`, func(dir, logText string) {
+		if got := debug.SetMemoryLimit(-1); got != config.DefaultMemoryLimitBytes {
+			t.Errorf("serving with no memory_limit_bytes: memory limit %d, want the default %d", got, config.DefaultMemoryLimitBytes)
+		}
+		reloadConfig(t, dir, "  - {handle: chief_of_staff}\nlimits: {memory_limit_bytes: 33554432}\n")
+		reloadOver(t, logText)
+		if got := debug.SetMemoryLimit(-1); got != 32<<20 {
+			t.Errorf("after the reload: memory limit %d, want %d", got, 32<<20)
+		}
+		reloadConfig(t, dir, "  - {handle: chief_of_staff}\nlimits: {memory_limit_bytes: -1}\n")
+		reloadOver(t, logText)
+		if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+			t.Errorf("after the reload to -1: memory limit %d, want none (%d)", got, int64(math.MaxInt64))
+		}
+	})
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("after serve stopped: memory limit %d, want the one before, %d", got, before)
 	}
@@ -114,7 +103,7 @@ func TestReloadAppliesMemoryLimit(t *testing.T) {
 func TestServeRespectsGOMEMLIMIT(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	serveWithLimit(t, "limits: {memory_limit_bytes: 67108864}\n", map[string]string{"GOMEMLIMIT": "1GiB"},
-		"soft memory limit from the environment", func() {
+		"soft memory limit from the environment", func(string, string) {
 			if got := debug.SetMemoryLimit(-1); got != before {
 				t.Errorf("while serving with GOMEMLIMIT set: memory limit %d, want it untouched (%d)", got, before)
 			}
