@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,36 +45,8 @@ func serveSharedPG(t *testing.T, dsn, proc string, tg *telegramtest.Server, toke
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
-	addrs := make(chan string, 1)
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: &logs,
-		log: testLogger(&logs), onListen: func(addr string) { addrs <- addr }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(shutdownBound + 5*time.Second):
-			t.Errorf("serve %s did not stop within its bound", proc)
-		}
-	}
-	t.Cleanup(stop)
-	select {
-	case addr = <-addrs:
-		return addr, stop
-	case code := <-done:
-		t.Fatalf("serve %s exited %d early:\n%s", proc, code, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve %s never listened", proc)
-	}
-	return "", stop
+	addr, _, stop = serveInProcess(t, cfg, "serve "+proc)
+	return addr, stop
 }
 
 // waitHealthState polls /healthz until it answers 200 with want in its body

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,32 +52,48 @@ func startServe(t *testing.T, path string, env map[string]string) *lockedBuffer 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	_, logs, _ := serveInProcess(t, cfg, "serve")
+	return logs
+}
+
+// serveInProcess runs serve on cfg in this test process and waits until it
+// listens; it returns the listener address, the log, and stop, which ends serve
+// and waits for it within its shutdown bound (also run when the test ends; a
+// second call does nothing). A non-zero exit is a test error; name labels serve
+// in messages.
+func serveInProcess(t *testing.T, cfg *config.Config, name string) (addr string, logs *lockedBuffer, stop func()) {
+	t.Helper()
+	logs = &lockedBuffer{}
 	addrs := make(chan string, 1)
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: &logs,
-		log: testLogger(&logs), onListen: func(addr string) { addrs <- addr }}
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs,
+		log: testLogger(logs), onListen: func(addr string) { addrs <- addr }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- a.serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("serve exit %d:\n%s", code, logs.String())
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("%s exit %d:\n%s", name, code, logs.String())
+				}
+			case <-time.After(shutdownBound + 5*time.Second):
+				t.Errorf("%s did not stop within its bound", name)
 			}
-		case <-time.After(shutdownBound + 5*time.Second):
-			t.Error("serve did not stop within its bound")
-		}
-	})
-	select {
-	case <-addrs:
-	case code := <-done:
-		t.Fatalf("serve exited %d early:\n%s", code, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve never listened")
+		})
 	}
-	return &logs
+	t.Cleanup(stop)
+	select {
+	case addr = <-addrs:
+		return addr, logs, stop
+	case code := <-done:
+		t.Fatalf("%s exited %d early:\n%s", name, code, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s never listened", name)
+	}
+	return "", logs, stop
 }
 
 // seedConsoleStore writes a thread with a message, a completed run of

@@ -31,30 +31,8 @@ func serveWith(t *testing.T, extra string, env map[string]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
-	addrs := make(chan string, 1)
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: &logs,
-		log: testLogger(&logs), onListen: func(addr string) { addrs <- addr }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(shutdownBound + 5*time.Second):
-			t.Error("serve did not stop within its bound")
-		}
-	})
-	select {
-	case addr := <-addrs:
-		return addr
-	case code := <-done:
-		t.Fatalf("serve exited %d early:\n%s", code, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve never listened")
-	}
-	return ""
+	addr, _, _ := serveInProcess(t, cfg, "serve")
+	return addr
 }
 
 func healthz(t *testing.T, addr string) (int, string) {
