@@ -77,16 +77,6 @@ func (g *ingestGate) whenResolved(f func(error)) {
 	g.mu.Unlock()
 }
 
-// whenFailed calls f if and when the gate resolves with an error (at once when it
-// already has).
-func (g *ingestGate) whenFailed(f func()) {
-	g.whenResolved(func(err error) {
-		if err != nil {
-			f()
-		}
-	})
-}
-
 // wait blocks until the gate resolves or ctx ends. It returns nil when the ingest
 // committed, an error wrapping errNotIngested when it did not, else ctx's error.
 // A nil gate (a run not started by an ingest) is always open.

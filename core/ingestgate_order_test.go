@@ -7,14 +7,14 @@ import (
 )
 
 // TestIngestGateFailsAfterItsCallbacks: a run that sees its ingest failed (the
-// gate's wait returns) has already been stopped by what whenFailed registered
+// gate's wait returns) has already been stopped by what whenResolved registered
 // (execute cancels the run's context there), so code that goes on after a
 // refused write (a resumed run ignores a failed checkpoint) finds its context
 // ended and starts no model call or tool after the failed commit.
 func TestIngestGateFailsAfterItsCallbacks(t *testing.T) {
 	g := newIngestGate()
 	inCallback, release := make(chan struct{}), make(chan struct{})
-	g.whenFailed(func() {
+	g.whenResolved(func(error) {
 		close(inCallback)
 		<-release
 	})
@@ -34,9 +34,9 @@ func TestIngestGateFailsAfterItsCallbacks(t *testing.T) {
 		t.Fatalf("wait = %v, want errNotIngested", err)
 	}
 	// A callback registered after the outcome runs at once.
-	called := false
-	g.whenFailed(func() { called = true })
-	if !called {
-		t.Fatal("whenFailed after the failure did not call its function")
+	var got error
+	g.whenResolved(func(err error) { got = err })
+	if got == nil {
+		t.Fatal("whenResolved after the failure did not call its function with the error")
 	}
 }
