@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"runtime/debug"
-	"runtime/metrics"
 	"time"
 )
 
@@ -24,14 +23,7 @@ const (
 
 // heapFreeHeld reads the bytes of heap the runtime holds free and has not
 // released to the OS.
-func heapFreeHeld() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
+func heapFreeHeld() uint64 { return readMetrics("/memory/classes/heap/free:bytes")[0] }
 
 // returnHeap runs until ctx is done, returning held free heap above the
 // threshold every interval; free reads the held bytes and release returns

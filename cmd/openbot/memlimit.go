@@ -86,14 +86,7 @@ const limiterEvery = 15 * time.Second
 // gcLimiterCycle reads the GC cycle in which the runtime last capped the
 // collector's CPU (0: never): it does so when a soft memory limit is too low for
 // the live heap, and the collector would otherwise run all the time.
-func gcLimiterCycle() uint64 {
-	s := []metrics.Sample{{Name: "/gc/limiter/last-enabled:gc-cycle"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
+func gcLimiterCycle() uint64 { return readMetrics("/gc/limiter/last-enabled:gc-cycle")[0] }
 
 // watchLimiter warns, at each tick after which cycle (gcLimiterCycle) moved,
 // that the collector ran at its CPU cap to stay under the soft memory limit, so
@@ -168,13 +161,16 @@ func (m *memoryLimit) raise(live, other uint64) {
 // runtimeMemory reads the heap live at the last GC and the Go runtime's memory
 // outside the heap (stacks, metadata, other), in bytes.
 func runtimeMemory() (live, other uint64) {
-	s := []metrics.Sample{
-		{Name: "/gc/heap/live:bytes"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
+	g := readGoMemory()
+	return readMetrics("/gc/heap/live:bytes")[0], g.stacks + g.other
+}
+
+// readMetrics reads runtime/metrics samples by name, in order; a sample that is
+// not a uint64 (unknown to this runtime) reads 0.
+func readMetrics(names ...string) []uint64 {
+	s := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		s[i].Name = n
 	}
 	metrics.Read(s)
 	v := make([]uint64, len(s))
@@ -183,9 +179,5 @@ func runtimeMemory() (live, other uint64) {
 			v[i] = s[i].Value.Uint64()
 		}
 	}
-	heap := v[2] + v[3] + v[4] + v[5]
-	if v[1] > heap {
-		other = v[1] - heap
-	}
-	return v[0], other
+	return v
 }

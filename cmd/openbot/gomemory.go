@@ -2,14 +2,14 @@ package main
 
 import (
 	"fmt"
-	"runtime/metrics"
 	"strings"
 )
 
 // goMemory is where the Go runtime's memory is, from runtime/metrics
-// (/memory/classes/...), so a bench shows what of the anonymous RSS is live
-// heap, heap the GC has not reused or returned yet, goroutine stacks and the
-// runtime's own bookkeeping (memory flat under bursts, DESIGN.md §9). Bytes.
+// (/memory/classes/...): what of the anonymous RSS is live heap, heap the GC has
+// not reused or returned yet, goroutine stacks and the runtime's own bookkeeping
+// (memory flat under bursts, DESIGN.md §9). Serve's soft memory limit reads it
+// (memlimit.go) and the bench prints it. Bytes.
 type goMemory struct {
 	objects    uint64 // heap objects, live and not yet swept
 	unused     uint64 // heap spans in use but not holding objects (fragmentation)
@@ -34,17 +34,7 @@ var goMemoryClasses = []string{
 
 // readGoMemory reads goMemory now.
 func readGoMemory() goMemory {
-	s := make([]metrics.Sample, len(goMemoryClasses))
-	for i, n := range goMemoryClasses {
-		s[i].Name = n
-	}
-	metrics.Read(s)
-	v := make([]uint64, len(s))
-	for i := range s {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			v[i] = s[i].Value.Uint64()
-		}
-	}
+	v := readMetrics(goMemoryClasses...)
 	m := goMemory{objects: v[0], unused: v[1], free: v[2], stacks: v[3] + v[4], goroutines: v[7]}
 	if v[5] > v[6] {
 		m.total = v[5] - v[6]
