@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"io"
 	"path/filepath"
 	"strings"
@@ -48,13 +47,8 @@ func TestConsoleStop(t *testing.T) {
 			if err := eng.AddAdapter(ad); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Add(2)
-			go func() { defer wg.Done(); _ = eng.Run(ctx) }()
-			<-eng.Ready()
-			go func() { defer wg.Done(); _ = ad.Run(ctx) }()
-			t.Cleanup(func() { typed.Close(); cancel(); wg.Wait(); st.Close() })
+			stop := runEngineAndAdapter(eng, ad)
+			t.Cleanup(func() { typed.Close(); stop(); st.Close() })
 			var once sync.Once
 			done := func() { once.Do(func() { close(release) }) }
 			defer done()

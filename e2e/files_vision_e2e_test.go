@@ -65,13 +65,8 @@ func runVisionDM(t *testing.T, vision bool) openaitest.Request {
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = eng.Run(ctx) }()
-	<-eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
+	stop := runEngineAndAdapter(eng, ad)
+	t.Cleanup(func() { stop(); st.Close() })
 
 	upd := `{"update_id":1,"message":{"message_id":501,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
 "chat":{"id":100000001,"type":"private"},"date":1767225660,"caption":"what is wrong here?",

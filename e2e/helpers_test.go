@@ -235,14 +235,23 @@ func runWithAdapter(eng *core.Engine, ad webhookRunner) (hook *httptest.Server, 
 	mux := http.NewServeMux()
 	ad.MountHTTP(mux)
 	hook = httptest.NewServer(mux)
+	halt := runEngineAndAdapter(eng, ad)
+	return hook, func() {
+		hook.Close()
+		halt()
+	}
+}
+
+// runEngineAndAdapter runs eng and, once it is ready, ad; stop stops both and
+// waits for them.
+func runEngineAndAdapter(eng *core.Engine, ad core.Runner) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = eng.Run(ctx) }()
 	<-eng.Ready()
 	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
-	return hook, func() {
-		hook.Close()
+	return func() {
 		cancel()
 		wg.Wait()
 	}

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,13 +60,8 @@ func TestTelegramStopInGroup(t *testing.T) {
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = eng.Run(ctx) }()
-	<-eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait(); st.Close() })
+	stop := runEngineAndAdapter(eng, ad)
+	t.Cleanup(func() { stop(); st.Close() })
 	defer close(release)
 
 	if _, err := fake.PushUpdate("tok-team", tgGroupUpdate(1, 301, 100000001, "@team_bot @engineer long job", `{"offset":0,"length":9,"type":"mention"}`)); err != nil {
