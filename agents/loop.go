@@ -98,12 +98,9 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err != nil {
 			ev["error"] = err.Error()
 		}
-		// The call's ledger entry and run event are stored beside the rest of
-		// this step (its checkpoint), so they share commits (recordings.go).
-		rec := r.recordAsync(ctx, t.usage, ev)
 		r.job.Observer().ModelCall(r.pc.name, r.model, dur, t.usage.PromptTokens, t.usage.CompletionTokens, err != nil)
 		if err != nil {
-			rec.Wait()
+			r.recordStep(ctx, t.usage, ev, false)
 			var me *ModelError
 			if errors.As(err, &me) && me.ContextLength() && !r.trimmed {
 				r.trimmed = true
@@ -118,14 +115,13 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: t.content, ToolCalls: t.calls}
 		r.transcript = append(r.transcript, assistant)
 		if len(t.calls) == 0 {
-			r.checkpoint(ctx)
-			rec.Wait()
+			// The call's ledger entry, run event and checkpoint: one write.
+			r.recordStep(ctx, t.usage, ev, true)
 			return strings.TrimSpace(t.content), nil, nil
 		}
 		r.showWorking(t.calls)
 		r.pending = r.classify(t.calls)
-		r.checkpoint(ctx)
-		rec.Wait()
+		r.recordStep(ctx, t.usage, ev, true)
 	}
 }
 

@@ -58,11 +58,7 @@ func (r *run) recordCall(ctx context.Context, u openai.Usage, call int) {
 	if !ok {
 		return
 	}
-	c := core.ModelCall{Call: call, Profile: r.pc.name, Model: r.model,
-		InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
-	if d := u.PromptTokensDetails; d != nil {
-		c.CachedTokens = int64(d.CachedTokens)
-	}
+	c := r.modelCall(u, call)
 	// The call was made and paid for even when the run is being stopped: its
 	// entry is stored on a context of its own (bounded), not the run's.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -70,6 +66,16 @@ func (r *run) recordCall(ctx context.Context, u openai.Usage, call int) {
 	if err := m.RecordModelCall(rctx, c); err != nil {
 		r.agent.log.Warn("record model call in the usage ledger", "run", r.job.Run.ID, "call", c.Call, "err", err)
 	}
+}
+
+// modelCall is the ledger's view of the model call number call that used u.
+func (r *run) modelCall(u openai.Usage, call int) core.ModelCall {
+	c := core.ModelCall{Call: call, Profile: r.pc.name, Model: r.model,
+		InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
+	if d := u.PromptTokensDetails; d != nil {
+		c.CachedTokens = int64(d.CachedTokens)
+	}
+	return c
 }
 
 // modelParams sets the bot's model parameters on a request: max_tokens,

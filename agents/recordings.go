@@ -2,30 +2,38 @@ package agents
 
 import (
 	"context"
-	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"openbot/core"
 )
 
-// recordAsync stores a model call's ledger entry (recordCall) and its run event
-// (event) on two goroutines and returns at once; the caller Waits before the
-// run's next step. Both are best effort (a failure is logged) and each is a
-// commit of its own when made one after the other; made beside each other and
-// beside the step's checkpoint they share the store's group commits (DESIGN.md
-// §7), so a model call's writes cost the run one commit's wait instead of three.
-// Everything they read is fixed before recordAsync returns: the call number is
-// r.usage.ModelCalls now, ev is not changed by the caller afterwards.
-func (r *run) recordAsync(ctx context.Context, u openai.Usage, ev map[string]any) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	calls := r.usage.ModelCalls
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		r.recordCall(ctx, u, calls)
-	}()
-	go func() {
-		defer wg.Done()
+// recordStep stores what one model call leaves behind: its ledger entry, its
+// run event ev and, with checkpoint, the run's checkpoint after it (a step
+// boundary, DESIGN.md §8). Through core.StepRecorder they are one write, so a
+// model call costs the run one commit's wait (DESIGN.md §7); an Env without it
+// gets the three writes one after the other. All are best effort: a failure is
+// logged, and the run goes on.
+func (r *run) recordStep(ctx context.Context, u openai.Usage, ev map[string]any, checkpoint bool) {
+	sr, ok := r.job.Env.(core.StepRecorder)
+	if !ok {
+		r.recordCall(ctx, u, r.usage.ModelCalls)
 		r.event(ctx, "model_call", ev)
-	}()
-	return &wg
+		if checkpoint {
+			_ = r.checkpoint(ctx)
+		}
+		return
+	}
+	call := r.modelCall(u, r.usage.ModelCalls)
+	s := core.Step{Call: &call, EventType: "model_call", Event: ev}
+	if checkpoint {
+		raw, err := r.checkpointRaw()
+		if err != nil {
+			r.warnUnlessStopped(ctx, "checkpoint run", "run", r.job.Run.ID, "err", err)
+		}
+		s.Checkpoint = raw
+	}
+	if err := sr.RecordStep(ctx, s); err != nil {
+		r.warnUnlessStopped(ctx, "record the model call's step", "run", r.job.Run.ID, "call", call.Call, "err", err)
+	}
 }

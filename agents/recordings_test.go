@@ -3,7 +3,7 @@ package agents
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,59 +11,44 @@ import (
 	"openbot/core"
 )
 
-// stepEnv is a fakeEnv whose ledger write waits until the step's run event and
-// checkpoint were also asked for (or its context ends), as writes that share a
-// group commit would.
+// stepEnv is a fakeEnv that is a core.StepRecorder and core.Meter: it keeps the
+// steps it is given, and counts the writes made one at a time instead.
 type stepEnv struct {
 	*fakeEnv
-	mu          sync.Mutex
-	event, save chan struct{}
-	eventOnce   sync.Once
-	saveOnce    sync.Once
-	waited      []error // one per ledger write: nil when both came beside it
+	mu    sync.Mutex
+	steps []core.Step
+	calls int // RecordModelCall: the ledger written on its own
 }
 
 func (e *stepEnv) BeforeModelCall(context.Context) error { return nil }
 
-func (e *stepEnv) RecordModelCall(ctx context.Context, _ core.ModelCall) error {
-	var err error
-	for _, ch := range []chan struct{}{e.event, e.save} {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			err = errors.New("the ledger write was waited for before the step's other writes")
-		}
-	}
+func (e *stepEnv) RecordModelCall(context.Context, core.ModelCall) error {
 	e.mu.Lock()
-	e.waited = append(e.waited, err)
-	e.mu.Unlock()
-	return err
+	defer e.mu.Unlock()
+	e.calls++
+	return nil
 }
 
-func (e *stepEnv) RecordEvent(ctx context.Context, typ string, payload any) error {
-	if typ == "model_call" {
-		e.eventOnce.Do(func() { close(e.event) })
-	}
-	return e.fakeEnv.RecordEvent(ctx, typ, payload)
-}
-
-func (e *stepEnv) Checkpoint(ctx context.Context, raw json.RawMessage) error {
+func (e *stepEnv) RecordStep(_ context.Context, s core.Step) error {
 	e.mu.Lock()
-	n := len(e.fakeEnv.Checkpoints)
-	e.mu.Unlock()
-	if n > 0 { // not the first (saved beside the request): the step's
-		e.saveOnce.Do(func() { close(e.save) })
-	}
-	return e.fakeEnv.Checkpoint(ctx, raw)
+	defer e.mu.Unlock()
+	e.steps = append(e.steps, s)
+	return nil
 }
 
-// TestModelCallWritesBesideEachOther: a model call's ledger entry, its run event
-// and the step's checkpoint are asked for together, so the store can commit them
-// in one group, not one after the other.
-func TestModelCallWritesBesideEachOther(t *testing.T) {
+var (
+	_ core.Meter        = (*stepEnv)(nil)
+	_ core.StepRecorder = (*stepEnv)(nil)
+)
+
+// TestModelCallIsOneStepWrite: a model call's ledger entry, its run event and
+// the checkpoint after it are handed to the store as one step (one transaction,
+// one commit), not as three writes; only the first checkpoint (stored beside the
+// request) and those around a tool call are writes of their own.
+func TestModelCallIsOneStepWrite(t *testing.T) {
 	srv := openaitest.New(t)
-	srv.Enqueue(openaitest.Text("done"))
-	env := &stepEnv{fakeEnv: &fakeEnv{}, event: make(chan struct{}), save: make(chan struct{})}
+	srv.Enqueue(openaitest.Calls(openaitest.Call(ReadHistoryName, `{}`)), openaitest.Text("done"))
+	env := &stepEnv{fakeEnv: &fakeEnv{}}
 	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
 	job := newJob(env.fakeEnv, engineer, false, trig)
 	job.Env = env
@@ -74,9 +59,27 @@ func TestModelCallWritesBesideEachOther(t *testing.T) {
 	}
 	env.mu.Lock()
 	defer env.mu.Unlock()
-	if len(env.waited) != 1 || env.waited[0] != nil {
-		t.Fatalf("ledger writes = %v, want one made beside the event and checkpoint", env.waited)
+	if env.calls != 0 {
+		t.Errorf("RecordModelCall made %d times on its own, want every call inside a step", env.calls)
+	}
+	if n := strings.Count(strings.Join(env.eventTypes(), ","), "model_call"); n != 0 {
+		t.Errorf("%d model_call events recorded on their own, want them inside the steps", n)
+	}
+	if len(env.fakeEnv.Checkpoints) != 3 {
+		t.Errorf("checkpoints stored on their own = %d, want 3 (start, tool started, tool done)", len(env.fakeEnv.Checkpoints))
+	}
+	if len(env.steps) != 2 {
+		t.Fatalf("steps = %d, want one per model call (2)", len(env.steps))
+	}
+	for i, s := range env.steps {
+		if s.Call == nil || s.Call.Call != i+1 || s.EventType != "model_call" || s.Event == nil || s.Checkpoint == nil {
+			t.Errorf("step %d = call %+v, event %q %v, checkpoint %d bytes; want call %d, its model_call event and a checkpoint",
+				i, s.Call, s.EventType, s.Event, len(s.Checkpoint), i+1)
+		}
+	}
+	// The last step's checkpoint holds the answer it follows.
+	var cp map[string]any
+	if err := json.Unmarshal(env.steps[1].Checkpoint, &cp); err != nil || !strings.Contains(string(env.steps[1].Checkpoint), "done") {
+		t.Errorf("last checkpoint = %s (%v), want the answer in it", env.steps[1].Checkpoint, err)
 	}
 }
-
-var _ core.Meter = (*stepEnv)(nil)

@@ -206,6 +206,24 @@ func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
 	if err := r.landed(ctx); err != nil {
 		return err
 	}
+	entry := r.usageEntry(c)
+	var w budgetWarnings
+	// Batch (group commit, DESIGN.md §7): the model calls of runs in flight share
+	// commits; fn resets what it captures and the entry is keyed, so a re-run by
+	// Batch records it once.
+	err := r.e.store.Batch(ctx, func(tx Tx) (err error) {
+		w, err = r.e.recordUsageTx(tx, entry)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	w.announce(r.e, entry)
+	return nil
+}
+
+// usageEntry is the ledger entry of the run's model call c, priced.
+func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 	e := r.e
 	cost := e.cfg().cost
 	if cost == nil {
@@ -221,69 +239,82 @@ func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
 			entry.Account = bs[0].Accounts[0]
 		}
 	}
-	var warned []string
-	var p posted
-	// Batch (group commit, DESIGN.md §7): the model calls of runs in flight share
-	// commits; fn resets what it captures and the entry is keyed, so a re-run by
-	// Batch records it once.
-	err := e.store.Batch(ctx, func(tx Tx) error {
-		warned, p = nil, posted{}
-		before := map[string]UsageTotal{}
-		bs := cost.budgets(entry.Bot, entry.Thread, entry.At)
-		for _, b := range bs {
-			t, err := tx.UsageTotal(b.scope)
-			if err != nil {
-				return err
-			}
-			before[b.scope] = t
-		}
-		_, added, err := tx.PutUsage(entry)
-		if err != nil || !added {
-			return err
-		}
-		for _, b := range bs {
-			t := before[b.scope].Add(entry)
-			if b.spentShare(t) < cost.warnAt() {
-				continue
-			}
-			// One warning per budget and period: the scope names the period.
-			mark := "budget.warned:" + b.scope
-			if v, err := tx.Cursor(mark); err != nil || v != "" {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			if err := tx.SetCursor(mark, entry.At.UTC().Format(time.RFC3339)); err != nil {
-				return err
-			}
-			text := fmt.Sprintf("%s is %d%% used (%s).", capitalize(b.name), int(b.spentShare(t)*100), cost.spent(b, t))
-			warned = append(warned, text)
-			th, err := tx.Thread(entry.Thread)
-			if err != nil {
-				return err
-			}
-			pp, err := e.postTx(tx, &th, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: entry.Run, Text: text}})
-			if err != nil {
-				return err
-			}
-			p.woken = append(p.woken, pp.woken...)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	return entry
+}
+
+// budgetWarnings are the notices a ledger entry posted in its transaction
+// (recordUsageTx), announced once it committed.
+type budgetWarnings struct {
+	texts []string
+	p     posted
+}
+
+// recordUsageTx puts entry in the ledger inside tx, once per key, and posts a
+// notice in the thread for each budget it takes past its warning share for the
+// first time in the budget's period. It captures nothing outside its result, so
+// a re-run by Batch decides afresh.
+func (e *Engine) recordUsageTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
+	var w budgetWarnings
+	cost := e.cfg().cost
+	if cost == nil {
+		cost = &Cost{}
 	}
-	for _, w := range warned {
-		e.log.Warn("budget warning", "bot", entry.Bot, "thread", entry.Thread, "run", entry.Run, "notice", w)
+	before := map[string]UsageTotal{}
+	bs := cost.budgets(entry.Bot, entry.Thread, entry.At)
+	for _, b := range bs {
+		t, err := tx.UsageTotal(b.scope)
+		if err != nil {
+			return w, err
+		}
+		before[b.scope] = t
 	}
-	if len(warned) > 0 {
-		for _, h := range p.woken {
+	_, added, err := tx.PutUsage(entry)
+	if err != nil || !added {
+		return w, err
+	}
+	for _, b := range bs {
+		t := before[b.scope].Add(entry)
+		if b.spentShare(t) < cost.warnAt() {
+			continue
+		}
+		// One warning per budget and period: the scope names the period.
+		mark := "budget.warned:" + b.scope
+		if v, err := tx.Cursor(mark); err != nil || v != "" {
+			if err != nil {
+				return w, err
+			}
+			continue
+		}
+		if err := tx.SetCursor(mark, entry.At.UTC().Format(time.RFC3339)); err != nil {
+			return w, err
+		}
+		text := fmt.Sprintf("%s is %d%% used (%s).", capitalize(b.name), int(b.spentShare(t)*100), cost.spent(b, t))
+		w.texts = append(w.texts, text)
+		th, err := tx.Thread(entry.Thread)
+		if err != nil {
+			return w, err
+		}
+		pp, err := e.postTx(tx, &th, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: entry.Run, Text: text}})
+		if err != nil {
+			return w, err
+		}
+		w.p.woken = append(w.p.woken, pp.woken...)
+	}
+	return w, nil
+}
+
+// announce logs the warnings of a committed ledger entry and delivers their
+// notices.
+func (w budgetWarnings) announce(e *Engine, entry UsageEntry) {
+	for _, t := range w.texts {
+		e.log.Warn("budget warning", "bot", entry.Bot, "thread", entry.Thread, "run", entry.Run, "notice", t)
+	}
+	if len(w.texts) > 0 {
+		for _, h := range w.p.woken {
 			e.wake(h)
 		}
 		e.kickOutbox()
 	}
-	return nil
 }
 
 func capitalize(s string) string {

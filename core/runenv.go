@@ -91,10 +91,13 @@ func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error
 	}
 	// Batch (group commit, DESIGN.md §7): events of runs in flight share commits;
 	// fn only appends inside tx, so a re-run by Batch writes it once.
-	return r.e.store.Batch(ctx, func(tx Tx) error {
-		_, err := tx.AppendRunEvent(RunEvent{Run: r.job.Run.ID, Type: typ, Payload: b, At: r.e.clock.Now()})
-		return err
-	})
+	return r.e.store.Batch(ctx, func(tx Tx) error { return r.eventTx(tx, typ, b) })
+}
+
+// eventTx appends the run event typ with its encoded payload inside tx.
+func (r *runEnv) eventTx(tx Tx, typ string, payload json.RawMessage) error {
+	_, err := tx.AppendRunEvent(RunEvent{Run: r.job.Run.ID, Type: typ, Payload: payload, At: r.e.clock.Now()})
+	return err
 }
 
 // Checkpoint stores the agent's step checkpoint on the run, durably (one
@@ -107,22 +110,38 @@ func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) err
 	}
 	// Batch (group commit, DESIGN.md §7): checkpoints of runs in flight share
 	// commits; fn reads the run inside tx, so a re-run by Batch decides afresh.
-	return r.e.store.Batch(ctx, func(tx Tx) error {
-		run, err := tx.Run(r.job.Run.ID)
-		if err != nil {
-			return err
-		}
-		if !r.e.ownsRun(run) {
-			r.e.ctl.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
-			return fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
-		}
-		if run.Status != RunRunning {
-			return fmt.Errorf("run %d is %s, not running", run.ID, run.Status)
-		}
-		run.Checkpoint = append(json.RawMessage(nil), transcript...)
-		_, err = tx.PutRun(run)
+	return r.e.store.Batch(ctx, func(tx Tx) error { return r.checkpointTx(tx, transcript) })
+}
+
+// checkpointTx stores transcript as the run's checkpoint inside tx while the run
+// is running and this process owns it (checkpointable); it writes nothing when
+// it fails.
+func (r *runEnv) checkpointTx(tx Tx, transcript json.RawMessage) error {
+	run, err := r.checkpointable(tx)
+	if err != nil {
 		return err
-	})
+	}
+	run.Checkpoint = append(json.RawMessage(nil), transcript...)
+	_, err = tx.PutRun(run)
+	return err
+}
+
+// checkpointable reads the run inside tx and says why it takes no checkpoint:
+// it is not running, or another process claimed it (then it is stopped here,
+// errLeaseLost). It writes nothing.
+func (r *runEnv) checkpointable(tx Tx) (Run, error) {
+	run, err := tx.Run(r.job.Run.ID)
+	if err != nil {
+		return run, err
+	}
+	if !r.e.ownsRun(run) {
+		r.e.ctl.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
+		return run, fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
+	}
+	if run.Status != RunRunning {
+		return run, fmt.Errorf("run %d is %s, not running", run.ID, run.Status)
+	}
+	return run, nil
 }
 
 // Post posts a progress message from the bot mid-run, routed like a reply.

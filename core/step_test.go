@@ -1,0 +1,129 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"openbot/core"
+)
+
+// commitCounter counts the read-write transactions (Update and Batch calls)
+// that succeed; safe for the engine's concurrent use.
+type commitCounter struct {
+	core.Store
+	n atomic.Int64
+}
+
+func (s *commitCounter) Update(ctx context.Context, fn func(core.Tx) error) error {
+	err := s.Store.Update(ctx, fn)
+	if err == nil {
+		s.n.Add(1)
+	}
+	return err
+}
+
+func (s *commitCounter) Batch(ctx context.Context, fn func(core.Tx) error) error {
+	err := s.Store.Batch(ctx, fn)
+	if err == nil {
+		s.n.Add(1)
+	}
+	return err
+}
+
+// stepRun is what TestRecordStep* read back of the run.
+func (h *harness) stepRun(status core.RunStatus) (core.Run, []core.RunEvent) {
+	h.t.Helper()
+	runs := h.runs(status)
+	if len(runs) != 1 {
+		h.t.Fatalf("%d %s runs, want 1", len(runs), status)
+	}
+	var evs []core.RunEvent
+	if err := h.store.View(context.Background(), func(tx core.ReadTx) (err error) {
+		evs, err = tx.RunEvents(runs[0].ID)
+		return err
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	return runs[0], evs
+}
+
+// TestRecordStepIsOneWrite: a step's ledger entry, run event and checkpoint are
+// stored in one write transaction, and each is there afterwards.
+func TestRecordStepIsOneWrite(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	var cs *commitCounter
+	h.opts = func(o *core.Options) { cs = &commitCounter{Store: o.Store}; o.Store = cs }
+	writes := make(chan int64, 1)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		// A first write waits for the ingest's commit (core/ingestgate.go), so
+		// the count below sees only the step's.
+		if err := job.Env.RecordEvent(ctx, "started", map[string]any{}); err != nil {
+			return "", err
+		}
+		before := cs.n.Load()
+		err := job.Env.(core.StepRecorder).RecordStep(ctx, core.Step{
+			Call:      &core.ModelCall{Call: 1, Profile: "default", Model: "gpt-test", InputTokens: 10, OutputTokens: 2},
+			EventType: "model_call", Event: map[string]any{"tool_calls": 0},
+			Checkpoint: json.RawMessage(`{"step":1}`)})
+		writes <- cs.n.Load() - before
+		if err != nil {
+			return "", err
+		}
+		<-ctx.Done() // stay running, so the checkpoint is read back
+		return "", ctx.Err()
+	}
+	h.start()
+	h.say("hello")
+	if n := <-writes; n != 1 {
+		t.Errorf("the step took %d write transactions, want 1", n)
+	}
+	run, evs := h.stepRun(core.RunRunning)
+	if string(run.Checkpoint) != `{"step":1}` {
+		t.Errorf("checkpoint = %s, want the step's", run.Checkpoint)
+	}
+	if last := evs[len(evs)-1]; last.Type != "model_call" || !strings.Contains(string(last.Payload), `"tool_calls":0`) {
+		t.Errorf("run events end with %s %s, want the step's model_call", last.Type, last.Payload)
+	}
+	if l := h.ledger(); len(l) != 1 || l[0].Run != run.ID || l[0].InputTokens != 10 || l[0].Key != core.UsageKey(run.ID, 1) {
+		t.Errorf("ledger = %+v, want the step's call", l)
+	}
+}
+
+// TestRecordStepOfStoppedRunKeepsCall: a step recorded after the run's context
+// ended still stores the call's ledger entry and event (it was made and paid
+// for), but not the checkpoint, and says why.
+func TestRecordStepOfStoppedRunKeepsCall(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	errs := make(chan error, 1)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		if err := job.Env.Checkpoint(ctx, json.RawMessage(`{"step":0}`)); err != nil {
+			return "", err
+		}
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		errs <- job.Env.(core.StepRecorder).RecordStep(stopped, core.Step{
+			Call:      &core.ModelCall{Call: 1, Model: "gpt-test", InputTokens: 7},
+			EventType: "model_call", Event: map[string]any{},
+			Checkpoint: json.RawMessage(`{"step":1}`)})
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	h.start()
+	h.say("hello")
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "checkpoint") {
+		t.Errorf("RecordStep = %v, want the checkpoint's refusal", err)
+	}
+	run, evs := h.stepRun(core.RunRunning)
+	if string(run.Checkpoint) != `{"step":0}` {
+		t.Errorf("checkpoint = %s, want the one before the step", run.Checkpoint)
+	}
+	if last := evs[len(evs)-1]; last.Type != "model_call" {
+		t.Errorf("run events end with %s %s, want the step's model_call", last.Type, last.Payload)
+	}
+	if l := h.ledger(); len(l) != 1 || l[0].InputTokens != 7 {
+		t.Errorf("ledger = %+v, want the step's call", l)
+	}
+}
