@@ -298,7 +298,10 @@ func (a *Agent) maxModelCalls(bot core.BotProfile) int {
 // step checkpoint (DESIGN.md §8): no finished model or tool call runs again. A
 // new run saves its first checkpoint while its first model call is made, before
 // anything of that call is streamed or stored, and fails when it cannot (core
-// restarts a run killed before that from the beginning).
+// restarts a run killed before that from the beginning). Each model call's
+// ledger entry, run event and checkpoint are one write (core.StepRecorder); the
+// call that gives the reply is handed back as Result.Step instead, for core to
+// store with the run's settling.
 //
 // Errors: ErrModelCallLimit, *ModelError for a failed model call (also an empty
 // answer, a cut-off or truncated stream), ErrBadCheckpoint for a resume that
@@ -375,7 +378,7 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 	if ferr := r.waitFirst(); ferr != nil {
 		return core.Result{Usage: r.segmentUsage()}, ferr
 	}
-	res := core.Result{Reply: reply, Usage: r.segmentUsage()}
+	res := core.Result{Reply: reply, Usage: r.segmentUsage(), Step: r.last}
 	if err == nil && pause != nil {
 		cp, err := r.snapshot()
 		if err != nil {

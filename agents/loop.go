@@ -43,6 +43,9 @@ type run struct {
 	down map[string]string
 	// first is a new run's first checkpoint while it is stored (firstsave.go).
 	first *firstSave
+	// last is the step of the call that gave the reply, for core to store with
+	// the run's settling (lastStep).
+	last *core.Step
 	// imgs are the image parts of a vision bot's request, read once (vision.go).
 	imgs     []openai.ChatMessagePart
 	imgsOnce sync.Once
@@ -115,8 +118,7 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: t.content, ToolCalls: t.calls}
 		r.transcript = append(r.transcript, assistant)
 		if len(t.calls) == 0 {
-			// The call's ledger entry, run event and checkpoint: one write.
-			r.recordStep(ctx, t.usage, ev, true)
+			r.lastStep(ctx, t.usage, ev)
 			return strings.TrimSpace(t.content), nil, nil
 		}
 		r.showWorking(t.calls)

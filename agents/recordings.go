@@ -37,3 +37,16 @@ func (r *run) recordStep(ctx context.Context, u openai.Usage, ev map[string]any,
 		r.warnUnlessStopped(ctx, "record the model call's step", "run", r.job.Run.ID, "call", call.Call, "err", err)
 	}
 }
+
+// lastStep keeps the step of the model call that answered without tool calls
+// for the run's Result (core.Result.Step), so core stores it in the transaction
+// that settles the run, with the reply: one commit instead of two. An Env that
+// is not a core.StepRecorder gets recordStep's writes instead.
+func (r *run) lastStep(ctx context.Context, u openai.Usage, ev map[string]any) {
+	if _, ok := r.job.Env.(core.StepRecorder); !ok {
+		r.recordStep(ctx, u, ev, true)
+		return
+	}
+	call := r.modelCall(u, r.usage.ModelCalls)
+	r.last = &core.Step{Call: &call, EventType: "model_call", Event: ev}
+}

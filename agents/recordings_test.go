@@ -43,11 +43,14 @@ var (
 
 // TestModelCallIsOneStepWrite: a model call's ledger entry, its run event and
 // the checkpoint after it are handed to the store as one step (one transaction,
-// one commit), not as three writes; only the first checkpoint (stored beside the
-// request) and those around a tool call are writes of their own.
+// one commit), not as three writes; the call that gives the reply is handed back
+// in the Result, for core to store with the run's settling. Only the first
+// checkpoint (stored beside the request) and those around a tool call are
+// writes of their own.
 func TestModelCallIsOneStepWrite(t *testing.T) {
 	srv := openaitest.New(t)
-	srv.Enqueue(openaitest.Calls(openaitest.Call(ReadHistoryName, `{}`)), openaitest.Text("done"))
+	srv.Enqueue(openaitest.Calls(openaitest.Call(ReadHistoryName, `{}`)),
+		openaitest.Reply{Text: "done", Usage: openaitest.Usage{PromptTokens: 30, CompletionTokens: 4}})
 	env := &stepEnv{fakeEnv: &fakeEnv{}}
 	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
 	job := newJob(env.fakeEnv, engineer, false, trig)
@@ -68,18 +71,20 @@ func TestModelCallIsOneStepWrite(t *testing.T) {
 	if len(env.fakeEnv.Checkpoints) != 3 {
 		t.Errorf("checkpoints stored on their own = %d, want 3 (start, tool started, tool done)", len(env.fakeEnv.Checkpoints))
 	}
-	if len(env.steps) != 2 {
-		t.Fatalf("steps = %d, want one per model call (2)", len(env.steps))
+	if len(env.steps) != 1 {
+		t.Fatalf("steps recorded = %d, want 1 (the tool call's)", len(env.steps))
 	}
-	for i, s := range env.steps {
-		if s.Call == nil || s.Call.Call != i+1 || s.EventType != "model_call" || s.Event == nil || s.Checkpoint == nil {
-			t.Errorf("step %d = call %+v, event %q %v, checkpoint %d bytes; want call %d, its model_call event and a checkpoint",
-				i, s.Call, s.EventType, s.Event, len(s.Checkpoint), i+1)
+	if s := env.steps[0]; s.Call == nil || s.Call.Call != 1 || s.EventType != "model_call" || s.Event == nil || s.Checkpoint == nil {
+		t.Errorf("step = call %+v, event %q %v, checkpoint %d bytes; want call 1, its model_call event and a checkpoint",
+			s.Call, s.EventType, s.Event, len(s.Checkpoint))
+	} else {
+		var cp map[string]any
+		if err := json.Unmarshal(s.Checkpoint, &cp); err != nil || !strings.Contains(string(s.Checkpoint), ReadHistoryName) {
+			t.Errorf("checkpoint = %s (%v), want the tool call in it", s.Checkpoint, err)
 		}
 	}
-	// The last step's checkpoint holds the answer it follows.
-	var cp map[string]any
-	if err := json.Unmarshal(env.steps[1].Checkpoint, &cp); err != nil || !strings.Contains(string(env.steps[1].Checkpoint), "done") {
-		t.Errorf("last checkpoint = %s (%v), want the answer in it", env.steps[1].Checkpoint, err)
+	last := res.Step
+	if last == nil || last.Call == nil || last.Call.Call != 2 || last.Call.InputTokens != 30 || last.EventType != "model_call" {
+		t.Fatalf("Result.Step = %+v, want the reply's call 2 with its usage and event", last)
 	}
 }

@@ -64,6 +64,13 @@ type Result struct {
 	Pause *Pause
 	// Checkpoint is the transcript to resume from; required with Pause.
 	Checkpoint json.RawMessage
+	// Step, when not nil, is the run's last step (the model call that gave
+	// Reply): core stores its ledger entry and event in the transaction that
+	// settles the run, whatever the outcome, so the last call, the reply and the
+	// run's end are one commit (DESIGN.md §7). Its Checkpoint is not stored: a
+	// settled run keeps none. An agent whose RunEnv is a StepRecorder may hand
+	// its last step here instead of recording it.
+	Step *Step
 }
 
 // Pause is what a paused run asks: ask_human (Kind QuestionAsk, Text, optional

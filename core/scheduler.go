@@ -440,12 +440,31 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer scancel()
 	var woken []string
 	cancelled, reflect, lost := false, false, false
+	// The run's last step is stored with its settling (Result.Step).
+	var (
+		last  *preparedStep
+		lastW budgetWarnings
+	)
+	if res.Step != nil {
+		if ps, perr := env.prepareStep(*res.Step); perr != nil {
+			e.log.Warn("record the run's last step", "run", job.Run.ID, "err", perr)
+		} else {
+			last = &ps
+		}
+	}
 	// Batch (group commit, DESIGN.md §7): settles of runs in flight share commits
 	// with ingests and picks. fn may run again: it resets what it captures first
 	// and reads everything it decides on inside tx.
 	serr := e.store.Batch(sctx, func(tx Tx) error {
 		woken, cancelled, reflect, lost = nil, false, false, false
 		unused = streamedCopy(streamed)
+		if last != nil {
+			// The call was made and paid for, whatever became of the run.
+			var err2 error
+			if lastW, err2 = last.recordTx(tx); err2 != nil {
+				return err2
+			}
+		}
 		r, err2 := tx.Run(job.Run.ID)
 		if err2 != nil {
 			return err2
@@ -532,6 +551,9 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		woken = append(woken, rel...)
 		return err2
 	})
+	if serr == nil && last != nil {
+		last.announce(lastW)
+	}
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed

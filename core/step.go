@@ -49,16 +49,9 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	if err := r.landed(wctx); err != nil {
 		return err
 	}
-	var ev json.RawMessage
-	if s.EventType != "" {
-		var err error
-		if ev, err = json.Marshal(s.Event); err != nil {
-			return fmt.Errorf("run event %s: %w", s.EventType, err)
-		}
-	}
-	var entry UsageEntry
-	if s.Call != nil {
-		entry = r.usageEntry(*s.Call)
+	ps, err := r.prepareStep(s)
+	if err != nil {
+		return err
 	}
 	var (
 		w     budgetWarnings
@@ -67,17 +60,10 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	// Batch (group commit, DESIGN.md §7): the steps of runs in flight share
 	// commits too. fn resets what it captures, the ledger entry is keyed and the
 	// run is read inside tx, so a re-run by Batch decides afresh.
-	err := r.e.store.Batch(wctx, func(tx Tx) (err error) {
-		w, cpErr = budgetWarnings{}, nil
-		if s.Call != nil {
-			if w, err = r.e.recordUsageTx(tx, entry); err != nil {
-				return err
-			}
-		}
-		if ev != nil {
-			if err := r.eventTx(tx, s.EventType, ev); err != nil {
-				return err
-			}
+	err = r.e.store.Batch(wctx, func(tx Tx) (err error) {
+		cpErr = nil
+		if w, err = ps.recordTx(tx); err != nil {
+			return err
 		}
 		if s.Checkpoint == nil {
 			return nil
@@ -96,11 +82,61 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	if err != nil {
 		return err
 	}
-	if s.Call != nil {
-		w.announce(r.e, entry)
-	}
+	ps.announce(w)
 	if cpErr != nil {
 		return fmt.Errorf("checkpoint: %w", cpErr)
 	}
 	return nil
+}
+
+// preparedStep is a Step's ledger entry and event, priced and encoded outside
+// the transaction that stores them (recordTx).
+type preparedStep struct {
+	r      *runEnv
+	call   bool
+	entry  UsageEntry
+	evType string
+	ev     json.RawMessage
+}
+
+// prepareStep prices s's call and encodes its event; it fails when the event
+// cannot be encoded.
+func (r *runEnv) prepareStep(s Step) (preparedStep, error) {
+	ps := preparedStep{r: r, call: s.Call != nil, evType: s.EventType}
+	if s.Call != nil {
+		ps.entry = r.usageEntry(*s.Call)
+	}
+	if s.EventType != "" {
+		var err error
+		if ps.ev, err = json.Marshal(s.Event); err != nil {
+			return ps, fmt.Errorf("run event %s: %w", s.EventType, err)
+		}
+	}
+	return ps, nil
+}
+
+// recordTx stores the step's ledger entry and event inside tx, and returns the
+// budget warnings the entry posted (announce them once tx committed). It
+// captures nothing, so a re-run by Batch decides afresh.
+func (ps preparedStep) recordTx(tx Tx) (budgetWarnings, error) {
+	var w budgetWarnings
+	if ps.call {
+		var err error
+		if w, err = ps.r.e.recordUsageTx(tx, ps.entry); err != nil {
+			return w, err
+		}
+	}
+	if ps.ev != nil {
+		if err := ps.r.eventTx(tx, ps.evType, ps.ev); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
+}
+
+// announce logs and delivers the budget warnings of the committed step.
+func (ps preparedStep) announce(w budgetWarnings) {
+	if ps.call {
+		w.announce(ps.r.e, ps.entry)
+	}
 }

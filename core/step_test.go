@@ -127,3 +127,43 @@ func TestRecordStepOfStoppedRunKeepsCall(t *testing.T) {
 		t.Errorf("ledger = %+v, want the step's call", l)
 	}
 }
+
+// TestLastStepStoredWithSettle: a Result's Step (the call that gave the reply)
+// is stored in the transaction that settles the run: its ledger entry and event
+// are there, and the run costs no write more than a run without a step.
+func TestLastStepStoredWithSettle(t *testing.T) {
+	writes := map[bool]int64{}
+	for _, withStep := range []bool{false, true} {
+		h := newHarness(t, core.Limits{})
+		var cs *commitCounter
+		h.opts = func(o *core.Options) { cs = &commitCounter{Store: o.Store}; o.Store = cs }
+		h.agent.pause = func(*core.Job) (core.Result, bool) {
+			res := core.Result{Reply: "the answer", Usage: core.Usage{ModelCalls: 1}}
+			if withStep {
+				res.Step = &core.Step{Call: &core.ModelCall{Call: 1, Model: "gpt-test", InputTokens: 12, OutputTokens: 3},
+					EventType: "model_call", Event: map[string]any{"finish_reason": "stop"}}
+			}
+			return res, true
+		}
+		h.start()
+		res := h.say("hello")
+		h.idle()
+		writes[withStep] = cs.n.Load()
+		run, evs := h.stepRun(core.RunCompleted)
+		if !withStep {
+			continue
+		}
+		if l := h.ledger(); len(l) != 1 || l[0].Run != run.ID || l[0].InputTokens != 12 || l[0].Key != core.UsageKey(run.ID, 1) {
+			t.Errorf("ledger = %+v, want the last step's call", l)
+		}
+		if n := len(evs); n < 2 || evs[n-2].Type != "model_call" || evs[n-1].Type != "status" {
+			t.Errorf("run events = %+v, want the step's model_call then the status", evs)
+		}
+		if got := h.messages(res.Thread); got[len(got)-1].Text != "the answer" {
+			t.Errorf("last message = %q, want the reply", got[len(got)-1].Text)
+		}
+	}
+	if writes[true] != writes[false] {
+		t.Errorf("writes with the last step = %d, without = %d; want the step inside the settle", writes[true], writes[false])
+	}
+}
