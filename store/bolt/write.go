@@ -269,10 +269,11 @@ func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 }
 
 // AppendRunEvent sets Seq to one past the run's last event (seek to the next run's
-// prefix, step back) and stores it. The run must exist.
+// prefix, step back) and stores it. The run must exist (a key lookup: its record
+// is not decoded).
 func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
-	if _, err := w.Run(e.Run); err != nil {
-		return e, err
+	if w.bucket(bktRuns).Get(u64(uint64(e.Run))) == nil {
+		return e, fmt.Errorf("run %d: %w", e.Run, core.ErrNotFound)
 	}
 	c := w.bucket(bktRunEvents).Cursor()
 	k, _ := seekLastWithPrefix(c, u64(uint64(e.Run)))
