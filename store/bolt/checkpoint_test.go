@@ -269,3 +269,27 @@ func pageAlloc(s *Store) int64 {
 	st := s.db.Stats()
 	return st.TxStats.GetPageAlloc()
 }
+
+// TestAppendRunEventUnknownRun: the existence check of AppendRunEvent (a key
+// lookup) still answers an unknown run with core.ErrNotFound and writes nothing.
+func TestAppendRunEventUnknownRun(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	err := s.Update(ctx, func(tx core.Tx) error {
+		_, err := tx.AppendRunEvent(core.RunEvent{Run: 7, Type: "text"})
+		return err
+	})
+	if !errors.Is(err, core.ErrNotFound) || !strings.Contains(err.Error(), "run 7") {
+		t.Errorf("AppendRunEvent of an unknown run = %v, want run 7 not found", err)
+	}
+	err = s.View(ctx, func(tx core.ReadTx) error {
+		events, err := tx.RunEventsSince(0, 0)
+		if len(events) != 0 {
+			t.Errorf("events after a refused append: %v", events)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
