@@ -36,7 +36,7 @@ func encodeRun(r core.Run) ([]byte, error) {
 
 // decodeRun decodes the runs record v under key k and fills Checkpoint with a
 // copy of the run_checkpoints entry (bbolt values live only as long as the
-// transaction), nil when there is none.
+// transaction); without an entry the run has no checkpoint.
 func (r *readTx) decodeRun(k, v []byte) (core.Run, error) {
 	var run core.Run
 	if err := json.Unmarshal(v, &run); err != nil {

@@ -18,8 +18,9 @@ const maxVerifyErrors = 20
 // Verify checks the file in one read transaction: bbolt's page consistency check,
 // then every index against the records it is built from, both ways (queue,
 // queue_thread, item_status and the queued counter against items; run_status against
-// runs; run_checkpoints against runs, records without checkpoints; outbox_pending against outbox; message_thread against messages; every run
-// event listed once in run_event_log). It reads
+// runs; outbox_pending against outbox; message_thread against messages; every run
+// event listed once in run_event_log), and that run checkpoints live only in
+// run_checkpoints, each with its run and valid JSON (schema version 8). It reads
 // the whole file, so it is meant for `doctor` and tests, not the hot path. It returns
 // nil or an error joining at most 20 problems.
 func (s *Store) Verify(ctx context.Context) error {
