@@ -40,12 +40,11 @@ func (r *readTx) ThreadsBefore(before core.ThreadID, limit int) ([]core.Thread, 
 func (r *readTx) RunsBefore(before core.RunID, limit int) ([]core.Run, error) {
 	var out []core.Run
 	err := walkBack(r.bucket(bktRuns).Cursor(), uint64(before), limit, func(k, v []byte) error {
-		var run core.Run
-		if err := json.Unmarshal(v, &run); err != nil {
-			return fmt.Errorf("run %d: decode: %w", decodeU64(k), err)
+		run, err := r.decodeRun(k, v)
+		if err == nil {
+			out = append(out, run)
 		}
-		out = append(out, run)
-		return nil
+		return err
 	})
 	return out, err
 }

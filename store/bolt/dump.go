@@ -65,7 +65,9 @@ func (s *Store) Dump(ctx context.Context, emit func(dump.Record) error) (dump.Co
 			}},
 			{bktMessages, dump.Messages, jsonOf[core.Message]()},
 			{bktItems, dump.Items, jsonOf[core.InboxItem]()},
-			{bktRuns, dump.Runs, jsonOf[core.Run]()},
+			{bktRuns, dump.Runs, func(k, v []byte) (any, error) {
+				return (&readTx{tx: tx}).decodeRun(k, v)
+			}},
 			{bktRunEventLog, dump.RunEvents, func(k, v []byte) (any, error) {
 				data := tx.Bucket(bktRunEvents).Get(v)
 				if data == nil {

@@ -2,6 +2,8 @@ package bolt
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -112,6 +114,91 @@ func TestMigrateV6(t *testing.T) {
 		return err
 	}); err != nil || got.Owner != l.Owner || !got.Until.Equal(l.Until) {
 		t.Fatalf("Lease after upgrade = %+v, %v; want %+v", got, err, l)
+	}
+	verifyAfter(t, s)
+}
+
+// TestMigrateV7 upgrades a version 7 file, whose runs records hold their
+// checkpoints: the upgrade moves each checkpoint into run_checkpoints and
+// rewrites the record without it, and Run returns the run as it was.
+func TestMigrateV7(t *testing.T) {
+	created := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	runs := []core.Run{
+		{ID: 1, Bot: "bot:eng", Thread: 1, Status: core.RunWaitingHuman, Question: 4, Created: created,
+			Checkpoint: json.RawMessage(`{"messages":[{"role":"user","content":"ship it \u003cnow\u003e"}]}`)},
+		{ID: 2, Bot: "bot:eng", Thread: 1, Status: core.RunCompleted, Created: created, Ended: created.Add(time.Minute)},
+		{ID: 3, Bot: "bot:qa", Thread: 2, Status: core.RunRunning, Created: created, Usage: core.Usage{ModelCalls: 2},
+			Checkpoint: json.RawMessage(`{"step":2}`)},
+	}
+	path := filepath.Join(t.TempDir(), "v7.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets() {
+			if string(name) == "run_checkpoints" {
+				continue
+			}
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bktMeta)
+		if err := errors.Join(meta.Put(keyVersion, u64(7)), meta.Put(keyQueuedCount, u64(0)), tx.Bucket(bktRuns).SetSequence(3)); err != nil {
+			return err
+		}
+		for _, r := range runs {
+			data, err := json.Marshal(r) // version 7: the record holds the checkpoint
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(bktRuns).Put(u64(uint64(r.ID)), data); err != nil {
+				return err
+			}
+			if indexedRunStatus(r.Status) {
+				if err := tx.Bucket(bktRunStatus).Put(statusKey(string(r.Status), uint64(r.ID)), nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open a version 7 file: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if got := fileSchema(t, s); got != SchemaVersion {
+		t.Errorf("schema after upgrade = %d, want %d", got, SchemaVersion)
+	}
+	for _, want := range runs {
+		record, cp := rawRun(t, s, want.ID)
+		if _, ok := record["checkpoint"]; ok {
+			t.Errorf("runs record of run %d still holds its checkpoint", want.ID)
+		}
+		if string(cp) != string(want.Checkpoint) {
+			t.Errorf("run_checkpoints of run %d = %q, want %q", want.ID, cp, want.Checkpoint)
+		}
+		err := s.View(context.Background(), func(tx core.ReadTx) error {
+			got, err := tx.Run(want.ID)
+			if err != nil {
+				return err
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) {
+				t.Errorf("Run(%d) after upgrade = %s, want %s", want.ID, g, w)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	verifyAfter(t, s)
 }

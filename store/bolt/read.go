@@ -233,10 +233,14 @@ func (r *readTx) CountQueued() (int, error) {
 	return int(decodeU64(v)), nil
 }
 
+// Run decodes the runs record and adds the checkpoint from run_checkpoints.
 func (r *readTx) Run(id core.RunID) (core.Run, error) {
-	var run core.Run
-	err := r.get(bktRuns, u64(uint64(id)), &run, fmt.Sprintf("run %d", id))
-	return run, err
+	key := u64(uint64(id))
+	v := r.bucket(bktRuns).Get(key)
+	if v == nil {
+		return core.Run{}, fmt.Errorf("run %d: %w", id, core.ErrNotFound)
+	}
+	return r.decodeRun(key, v)
 }
 
 // RunsByStatus walks the run_status index for non-terminal statuses and scans the
@@ -250,7 +254,7 @@ func (r *readTx) RunsByStatus(status core.RunStatus) ([]core.Run, error) {
 				return fmt.Errorf("run %d: decode: %w", decodeU64(k), err)
 			}
 			if run.Status == status {
-				out = append(out, run)
+				out = append(out, r.withCheckpoint(k, run))
 			}
 			return nil
 		})

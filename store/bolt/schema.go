@@ -72,9 +72,20 @@ import (
 //
 //	message_vectors  ThreadID BE + MessageID BE -> core.MessageVector
 //
+// Version 7 adds the leases of processes sharing a store (core/lease.go):
+//
+//	leases           key -> core.Lease
+//
+// Version 8 moves each run's checkpoint (core.Run.Checkpoint, the agent's
+// transcript) out of its runs record, which from then on is the run without
+// it, so the status and usage updates of a run neither decode nor re-encode the
+// transcript (checkpoint.go):
+//
+//	run_checkpoints  RunID BE -> the checkpoint's bytes          runs with a checkpoint
+//
 // CountQueued reads the "queued_count" counter, kept in the same transaction as the
 // queue index, so it costs O(1) rather than a walk of the queue.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 var (
 	bktMeta          = []byte("meta")
@@ -115,6 +126,8 @@ var (
 	bktMessageVectors = []byte("message_vectors")
 	// leases: key -> JSON core.Lease (version 7, core/lease.go)
 	bktLeases = []byte("leases")
+	// run_checkpoints: RunID BE -> the run's checkpoint (version 8, checkpoint.go)
+	bktRunCheckpoints = []byte("run_checkpoints")
 
 	keyVersion     = []byte("schema_version")
 	keyQueuedCount = []byte("queued_count")
@@ -129,6 +142,7 @@ func allBuckets() [][]byte {
 		bktActivity, bktCursors, bktQuestions, bktQuestionTokens, bktQuestionPending,
 		bktRunEventLog, bktUsage, bktUsageKeys, bktUsageTotals,
 		bktMemories, bktMemoryBot, bktReflections, bktMessageVectors, bktLeases,
+		bktRunCheckpoints,
 	}
 }
 
@@ -174,6 +188,7 @@ func migrations() []migration {
 		{from: 4, desc: "add bot memory: memories, memory_bot and reflections", fn: migrate4to5},
 		{from: 5, desc: "add message_vectors, the semantic index of messages", fn: migrate5to6},
 		{from: 6, desc: "add leases, the claims of processes sharing a store", fn: migrate6to7},
+		{from: 7, desc: "move run checkpoints out of the run records into run_checkpoints", fn: migrate7to8},
 	}
 }
 

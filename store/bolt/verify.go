@@ -19,7 +19,8 @@ const maxVerifyErrors = 20
 // then every index against the records it is built from, both ways (queue,
 // queue_thread, item_status and the queued counter against items; run_status against
 // runs; outbox_pending against outbox; message_thread against messages; every run
-// event listed once in run_event_log). It reads
+// event listed once in run_event_log), and that run checkpoints live only in
+// run_checkpoints, each with its run and valid JSON (schema version 8). It reads
 // the whole file, so it is meant for `doctor` and tests, not the hot path. It returns
 // nil or an error joining at most 20 problems.
 func (s *Store) Verify(ctx context.Context) error {
@@ -117,9 +118,13 @@ func (v *verifier) runs() {
 		if indexedRunStatus(r.Status) {
 			want[string(statusKey(string(r.Status), uint64(r.ID)))] = true
 		}
+		if len(r.Checkpoint) > 0 {
+			v.fail("run %d: runs record holds its checkpoint (the version 7 layout)", decodeU64(k))
+		}
 		return nil
 	})
 	v.compare(bktRunStatus, want)
+	v.runCheckpoints()
 }
 
 func (v *verifier) outbox() {

@@ -212,6 +212,9 @@ func (w *writeTx) addQueued(delta int) error {
 
 // PutRun stores a run and moves its run_status index entry: non-terminal statuses
 // (queued, running, waiting_human) are indexed. Bot, Thread and Status must be set.
+// The record is stored without its Checkpoint, which goes to run_checkpoints
+// (checkpoint.go): it is deleted when empty, left alone when unchanged and must
+// otherwise be valid JSON. Of the old record only its Status is decoded.
 func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 	switch {
 	case r.Bot == "":
@@ -221,21 +224,40 @@ func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 	case r.Status == "":
 		return r, invalid("run without status")
 	}
+	var old runRecord
+	if r.ID != 0 {
+		v := w.bucket(bktRuns).Get(u64(uint64(r.ID)))
+		if v == nil {
+			return r, fmt.Errorf("run %d: %w", r.ID, core.ErrNotFound)
+		}
+		if err := json.Unmarshal(v, &old); err != nil {
+			return r, fmt.Errorf("run %d: decode: %w", r.ID, err)
+		}
+	}
+	writeCP, err := w.checkpointChanged(r.ID, r.Checkpoint)
+	if err != nil {
+		return r, err
+	}
 	if r.ID == 0 {
 		id, err := w.nextID(bktRuns)
 		if err != nil {
 			return r, err
 		}
 		r.ID = core.RunID(id)
-	} else {
-		old, err := w.Run(r.ID)
-		if err != nil {
+	}
+	key := u64(uint64(r.ID))
+	data, err := encodeRun(r)
+	if err != nil {
+		return r, err
+	}
+	if writeCP {
+		if err := w.putCheckpoint(key, r.Checkpoint); err != nil {
 			return r, err
 		}
-		if indexedRunStatus(old.Status) {
-			if err := w.bucket(bktRunStatus).Delete(statusKey(string(old.Status), uint64(old.ID))); err != nil {
-				return r, err
-			}
+	}
+	if indexedRunStatus(old.Status) {
+		if err := w.bucket(bktRunStatus).Delete(statusKey(string(old.Status), uint64(r.ID))); err != nil {
+			return r, err
 		}
 	}
 	if indexedRunStatus(r.Status) {
@@ -243,14 +265,15 @@ func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 			return r, err
 		}
 	}
-	return r, w.put(bktRuns, u64(uint64(r.ID)), r)
+	return r, w.bucket(bktRuns).Put(key, data)
 }
 
 // AppendRunEvent sets Seq to one past the run's last event (seek to the next run's
-// prefix, step back) and stores it. The run must exist.
+// prefix, step back) and stores it. The run must exist (a key lookup: its record
+// is not decoded).
 func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
-	if _, err := w.Run(e.Run); err != nil {
-		return e, err
+	if w.bucket(bktRuns).Get(u64(uint64(e.Run))) == nil {
+		return e, fmt.Errorf("run %d: %w", e.Run, core.ErrNotFound)
 	}
 	c := w.bucket(bktRunEvents).Cursor()
 	k, _ := seekLastWithPrefix(c, u64(uint64(e.Run)))
