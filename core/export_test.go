@@ -33,3 +33,7 @@ func Pick(ctx context.Context, e *Engine, handle string, k int) ([]*Job, error) 
 
 // LaneWorkers is how many lanes of one account deliver at once (tests only).
 const LaneWorkers = laneWorkers
+
+// OnStreamStop makes every stream's finish call f once its loop was told to stop
+// (tests only, before the engine starts); nil removes it.
+func OnStreamStop(f func()) { streamStopHook = f }

@@ -24,6 +24,10 @@ type TextStreamer interface {
 	StreamWorking(tools ...string)
 }
 
+// streamStopHook, when set (tests only, before the engine starts), is called by
+// finish once the stream's loop was told to stop.
+var streamStopHook func()
+
 // Stream limits.
 const (
 	streamCallTimeout = 10 * time.Second // one Streamer.Stream call
@@ -192,7 +196,7 @@ func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uin
 	if ids != nil || err == nil {
 		t.ids = ids
 	}
-	if !slices.Equal(t.ids, t.saved) {
+	if !slices.Equal(t.ids, t.saved) && !s.settling() {
 		s.record(ctx)
 	}
 	now := s.e.clock.Now()
@@ -218,6 +222,24 @@ func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uin
 		"fails", t.fails, "stopped", t.off, "err", Redact(err.Error()))
 }
 
+// settling reports whether the run has ended and is being settled (finish was
+// called): its settling then takes the stream's messages over in its own
+// transaction (the reply's delivery edits them, or discard removes them), so
+// recording them on the run first would be a commit for nothing. A shared store
+// records them still: a run whose claim moved leaves them to the process that
+// took it over, which knows them only from the record (core/shared.go).
+func (s *stream) settling() bool {
+	if s.e.shared {
+		return false
+	}
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // finish stops the loop (after an update in flight returns) and returns, per
 // (account, conversation), the messages the reply was streamed into.
 func (s *stream) finish() map[laneKey][]string {
@@ -225,6 +247,9 @@ func (s *stream) finish() map[laneKey][]string {
 		return nil
 	}
 	close(s.stop)
+	if streamStopHook != nil {
+		streamStopHook()
+	}
 	<-s.done
 	out := map[laneKey][]string{}
 	for _, t := range s.targets {

@@ -263,3 +263,114 @@ func TestStreamedRunWritesShareCommits(t *testing.T) {
 		t.Fatalf("deliveries = %+v, want the reply to edit the streamed message", ds)
 	}
 }
+
+// streamedWatch counts the runs put with streamed messages recorded on them
+// (Run.Streamed), by any write.
+// recorded is closed after the first such write committed.
+type streamedWatch struct {
+	core.Store
+	n        atomic.Int32
+	recorded chan struct{}
+	once     sync.Once
+}
+
+type streamedWatchTx struct {
+	core.Tx
+	put *bool
+}
+
+func (w streamedWatchTx) PutRun(r core.Run) (core.Run, error) {
+	if len(r.Streamed) > 0 {
+		*w.put = true
+	}
+	return w.Tx.PutRun(r)
+}
+
+func (s *streamedWatch) watch(err error, put bool) error {
+	if err == nil && put {
+		s.n.Add(1)
+		s.once.Do(func() { close(s.recorded) })
+	}
+	return err
+}
+
+func (s *streamedWatch) Update(ctx context.Context, fn func(core.Tx) error) error {
+	put := false
+	err := s.Store.Update(ctx, func(tx core.Tx) error { put = false; return fn(streamedWatchTx{tx, &put}) })
+	return s.watch(err, put)
+}
+
+func (s *streamedWatch) Batch(ctx context.Context, fn func(core.Tx) error) error {
+	put := false
+	err := s.Store.Batch(ctx, func(tx core.Tx) error { put = false; return fn(streamedWatchTx{tx, &put}) })
+	return s.watch(err, put)
+}
+
+// blockedStream is a streamAdapter whose first post waits for release.
+type blockedStream struct {
+	*streamAdapter
+	started, release chan struct{}
+	once             sync.Once
+}
+
+func (b *blockedStream) Stream(ctx context.Context, d core.StreamDelivery) ([]string, error) {
+	if len(d.Posted) == 0 && d.Text != "" {
+		b.once.Do(func() {
+			close(b.started)
+			<-b.release
+		})
+	}
+	return b.streamAdapter.Stream(ctx, d)
+}
+
+// TestStreamPostedWhileSettlingNotRecorded: a run whose answer is complete
+// while its first streamed post is in flight does not record the post on the
+// run (a commit for nothing): its settling hands the message to the reply's
+// delivery, which edits it into the answer. A post made while the run is still
+// running is recorded, so a restart can take it over.
+func TestStreamPostedWhileSettlingNotRecorded(t *testing.T) {
+	for _, settling := range []bool{true, false} {
+		h := newHarness(t, core.Limits{})
+		var sw *streamedWatch
+		h.opts = func(o *core.Options) {
+			sw = &streamedWatch{Store: o.Store, recorded: make(chan struct{})}
+			o.Store = sw
+		}
+		bs := &blockedStream{streamAdapter: newStreamAdapter(h.ad), started: make(chan struct{}), release: make(chan struct{})}
+		if settling {
+			core.OnStreamStop(func() { close(bs.release) })
+			t.Cleanup(func() { core.OnStreamStop(nil) })
+		} else {
+			close(bs.release)
+		}
+		h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+			job.Env.(core.TextStreamer).StreamText("Hel")
+			select {
+			case <-bs.started:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			if !settling {
+				select { // the record follows the post's answer
+				case <-sw.recorded:
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+			}
+			return "Hello.", nil
+		}
+		h.start2(bs)
+		h.say("hi")
+		h.idle()
+		core.OnStreamStop(nil)
+		ds := h.ad.deliveries()
+		if len(ds) != 1 || ds[0].Text != "Hello." || !slices.Equal(ds[0].Streamed, []string{"s1"}) {
+			t.Fatalf("settling=%v: deliveries = %+v, want the reply editing the streamed s1", settling, ds)
+		}
+		if n := sw.n.Load(); settling && n != 0 {
+			t.Errorf("a post that returned while the run settled was recorded on the run (%d writes)", n)
+		} else if !settling && n == 0 {
+			t.Errorf("a post made while the run was running was not recorded on the run")
+		}
+	}
+}
