@@ -22,6 +22,12 @@ type memoryLimit struct {
 	fromEnv string            // GOMEMLIMIT as set in the environment ("" when unset)
 	set     func(int64) int64 // runtime/debug.SetMemoryLimit; a negative argument only reads
 	log     *slog.Logger
+	// setGC is runtime/debug.SetGCPercent (nil: the GC percent is left alone);
+	// gcFromEnv says GOGC is set in the environment, which then wins.
+	setGC     func(int) int
+	gcFromEnv bool
+	prevGC    int // the GC percent before the first apply that set one
+	gcApplied bool
 
 	mu      sync.Mutex
 	prev    int64 // the limit before the first apply
@@ -40,16 +46,49 @@ func newMemoryLimit(lookupEnv config.LookupEnv, set func(int64) int64, log *slog
 	if v, ok := lookupEnv("GOMEMLIMIT"); ok && v != "" {
 		m.fromEnv = v
 	}
+	if v, ok := lookupEnv("GOGC"); ok && v != "" {
+		m.gcFromEnv = true
+	}
 	return m
 }
 
 // serveMemoryLimit is the memoryLimit of `openbot serve` and `openbot bench`.
 func serveMemoryLimit(lookupEnv config.LookupEnv, log *slog.Logger) *memoryLimit {
-	return newMemoryLimit(lookupEnv, debug.SetMemoryLimit, log)
+	m := newMemoryLimit(lookupEnv, debug.SetMemoryLimit, log)
+	m.setGC = debug.SetGCPercent
+	return m
 }
 
-// apply sets the soft limit of l (config.Limits.SoftMemoryLimit) unless
-// GOMEMLIMIT is set, and logs the limit in force and where it comes from.
+// limitedGCPercent is the collector's GC percent (GOGC) under a soft memory
+// limit. The default, 100, collects whenever the heap has doubled since the
+// last cycle, which at 100 msg/s and a live heap of a few MiB is 20 and more
+// cycles a second; each takes CPU from the runs on hand (at 100 msg/s on two
+// cores, the latency's p99 is about 1.5 ms lower with no collection at all).
+// Under a limit the heap may grow to three times the live heap between cycles
+// instead: the limit, not the percent, is what bounds a burst's memory. With no
+// limit (limits.memory_limit_bytes: -1) the runtime's default stays; GOGC in the
+// environment wins over both.
+const limitedGCPercent = 200
+
+// applyGC sets the GC percent for limit (math.MaxInt64: none), unless GOGC is
+// set in the environment or setGC is nil; m.mu held.
+func (m *memoryLimit) applyGC(limit int64) {
+	if m.setGC == nil || m.gcFromEnv {
+		return
+	}
+	pct := limitedGCPercent
+	if limit == math.MaxInt64 {
+		pct = 100
+	}
+	old := m.setGC(pct)
+	if !m.gcApplied {
+		m.prevGC, m.gcApplied = old, true
+	}
+}
+
+// apply sets the soft limit of l (config.Limits.SoftMemoryLimit) and the GC
+// percent that goes with it (limitedGCPercent) unless GOMEMLIMIT is set, and
+// logs the limit in force and where it comes from.
 func (m *memoryLimit) apply(l config.Limits) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -63,6 +102,7 @@ func (m *memoryLimit) apply(l config.Limits) {
 	if !m.applied {
 		m.prev, m.applied = old, true
 	}
+	m.applyGC(limit)
 	if limit == math.MaxInt64 {
 		m.log.Info("no soft memory limit (limits.memory_limit_bytes: -1)")
 		return
@@ -70,13 +110,18 @@ func (m *memoryLimit) apply(l config.Limits) {
 	m.log.Info("soft memory limit", "bytes", limit, "MiB", limit>>20, "from", "limits.memory_limit_bytes")
 }
 
-// restore puts back the limit the process had before the first apply.
+// restore puts back the limit and the GC percent the process had before the
+// first apply.
 func (m *memoryLimit) restore() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.applied {
 		m.set(m.prev)
 		m.applied = false
+	}
+	if m.gcApplied {
+		m.setGC(m.prevGC)
+		m.gcApplied = false
 	}
 }
 

@@ -65,13 +65,54 @@ func reloadOver(t *testing.T, logText string) {
 // serve stops (memory flat under bursts, DESIGN.md §9).
 func TestServeSetsMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
+	gcBefore := gcPercent()
 	serveWithLimit(t, "limits: {memory_limit_bytes: 67108864}\n", map[string]string{}, "soft memory limit", func(string, string) {
 		if got := debug.SetMemoryLimit(-1); got != 64<<20 {
 			t.Errorf("while serving: memory limit %d, want %d (limits.memory_limit_bytes)", got, 64<<20)
 		}
+		if got := gcPercent(); got != limitedGCPercent {
+			t.Errorf("while serving under a limit: GC percent %d, want %d", got, limitedGCPercent)
+		}
 	})
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("after serve stopped: memory limit %d, want the one before, %d", got, before)
+	}
+	if got := gcPercent(); got != gcBefore {
+		t.Errorf("after serve stopped: GC percent %d, want the one before, %d", got, gcBefore)
+	}
+}
+
+// gcPercent reads the collector's GC percent (GOGC) in force.
+func gcPercent() int { return int(readMetrics("/gc/gogc:percent")[0]) }
+
+// The GC percent goes with the limit: limitedGCPercent under one, the
+// runtime's default with none, untouched when GOGC is set; restore puts back
+// the first.
+func TestMemoryLimitGCPercent(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	setLimit := func(int64) int64 { return math.MaxInt64 }
+	cur := 100
+	var calls []int
+	setGC := func(n int) int {
+		old := cur
+		calls, cur = append(calls, n), n
+		return old
+	}
+	m := newMemoryLimit(noEnv, setLimit, slog.New(slog.DiscardHandler))
+	m.setGC = setGC
+	m.apply(config.Limits{})
+	m.apply(config.Limits{MemoryLimitBytes: config.NoMemoryLimit})
+	m.apply(config.Limits{MemoryLimitBytes: 40 << 20})
+	m.restore()
+	if want := []int{limitedGCPercent, 100, limitedGCPercent, 100}; !slices.Equal(calls, want) {
+		t.Errorf("GC percent set to %v, want %v", calls, want)
+	}
+	env := newMemoryLimit(func(k string) (string, bool) { return "50", k == "GOGC" }, setLimit, slog.New(slog.DiscardHandler))
+	env.setGC, calls = setGC, nil
+	env.apply(config.Limits{})
+	env.restore()
+	if len(calls) != 0 {
+		t.Errorf("with GOGC set: GC percent set to %v, want untouched", calls)
 	}
 }
 
