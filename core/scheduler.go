@@ -557,6 +557,11 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed
+		if last != nil {
+			if err2 := last.recordAlone(sctx); err2 != nil {
+				e.log.Warn("record the run's last step", "run", job.Run.ID, "err", err2)
+			}
+		}
 	} else if lost {
 		e.log.Warn("run's claim lapsed and another process took it over; its result here is dropped", "run", job.Run.ID, "bot", job.Bot.Handle)
 		unused = nil // the run's streamed messages are the new owner's to edit or remove
