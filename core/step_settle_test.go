@@ -71,3 +71,42 @@ func TestLastStepKeptWhenSettleFails(t *testing.T) {
 		t.Errorf("run events = %+v, want the last step's model_call", evs)
 	}
 }
+
+// stepThenStopAgent answers no run: it waits until the run is stopped and
+// returns the model call it made meanwhile as its Step, with the stop's error.
+type stepThenStopAgent struct{ started chan struct{} }
+
+func (a stepThenStopAgent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
+	close(a.started)
+	<-ctx.Done()
+	return core.Result{Usage: core.Usage{ModelCalls: 1},
+		Step: &core.Step{Call: &core.ModelCall{Call: 1, Model: "gpt-test", InputTokens: 9},
+			EventType: "model_call", Event: map[string]any{"error": "run stopped"}}}, ctx.Err()
+}
+
+// TestStepOfRunStoppedByShutdownKept: a run that shutdown stopped is not
+// settled (it resumes at the next start), but the Step its agent returned was
+// a model call made and paid for: its ledger entry and event are stored
+// (Result.Step: whatever the outcome).
+func TestStepOfRunStoppedByShutdownKept(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	a := stepThenStopAgent{started: make(chan struct{})}
+	h.opts = func(o *core.Options) { o.Agent = a }
+	h.start()
+	h.say("hello")
+	<-a.started
+	h.stop()
+	st, err := bolt.Open(h.path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h.store = st
+	run, evs := h.stepRun(core.RunRunning)
+	if l := h.ledger(); len(l) != 1 || l[0].Key != core.UsageKey(run.ID, 1) {
+		t.Errorf("ledger = %+v, want the step's call", l)
+	}
+	if last := evs[len(evs)-1]; last.Type != "model_call" {
+		t.Errorf("run events end with %s, want the step's model_call", last.Type)
+	}
+}
