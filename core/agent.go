@@ -67,7 +67,9 @@ type Result struct {
 	// Step, when not nil, is the run's last step (the model call that gave
 	// Reply): core stores its ledger entry and event in the transaction that
 	// settles the run, whatever the outcome, so the last call, the reply and the
-	// run's end are one commit (DESIGN.md §7). Its Checkpoint is not stored: a
+	// run's end are one commit (DESIGN.md §7); in a transaction of their own
+	// when the run is not settled here (shutdown stopped it) or its settle
+	// failed, since the call was made and paid for. Its Checkpoint is not stored: a
 	// settled run keeps none. An agent whose RunEnv is a StepRecorder may hand
 	// its last step here instead of recording it.
 	Step *Step

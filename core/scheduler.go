@@ -413,6 +413,19 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	if err == nil && ctx.Err() != nil && !stopped {
 		err = ctx.Err()
 	}
+	// The run's last step is stored with its settling (Result.Step), or
+	// alone when there is none or it fails: the call was made and paid for.
+	var (
+		last  *preparedStep
+		lastW budgetWarnings
+	)
+	if res.Step != nil {
+		if ps, perr := env.prepareStep(*res.Step); perr != nil {
+			e.log.Warn("record the run's last step", "run", job.Run.ID, "err", perr)
+		} else {
+			last = &ps
+		}
+	}
 	// The reply's delivery edits the streamed messages (core/stream.go).
 	streamed := env.stream.finish()
 	if err != nil && stopped {
@@ -428,6 +441,11 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		}
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 		defer dcancel()
+		if last != nil {
+			if err2 := last.recordAlone(dctx); err2 != nil {
+				e.log.Warn("record the run's last step", "run", job.Run.ID, "err", err2)
+			}
+		}
 		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
 		env.stream.discard(dctx, streamed)
 		env.stream.forget(dctx)
@@ -440,18 +458,6 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer scancel()
 	var woken []string
 	cancelled, reflect, lost := false, false, false
-	// The run's last step is stored with its settling (Result.Step).
-	var (
-		last  *preparedStep
-		lastW budgetWarnings
-	)
-	if res.Step != nil {
-		if ps, perr := env.prepareStep(*res.Step); perr != nil {
-			e.log.Warn("record the run's last step", "run", job.Run.ID, "err", perr)
-		} else {
-			last = &ps
-		}
-	}
 	// Batch (group commit, DESIGN.md §7): settles of runs in flight share commits
 	// with ingests and picks. fn may run again: it resets what it captures first
 	// and reads everything it decides on inside tx.
@@ -557,6 +563,11 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed
+		if last != nil {
+			if err2 := last.recordAlone(sctx); err2 != nil {
+				e.log.Warn("record the run's last step", "run", job.Run.ID, "err", err2)
+			}
+		}
 	} else if lost {
 		e.log.Warn("run's claim lapsed and another process took it over; its result here is dropped", "run", job.Run.ID, "bot", job.Bot.Handle)
 		unused = nil // the run's streamed messages are the new owner's to edit or remove

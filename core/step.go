@@ -140,3 +140,21 @@ func (ps preparedStep) announce(w budgetWarnings) {
 		w.announce(ps.r.e, ps.entry)
 	}
 }
+
+// recordAlone stores the step's ledger entry and event in a transaction of
+// their own (bounded by stepWriteTimeout, whatever ctx's state): for the run's
+// last step when the settle that was to carry it failed, since the call was
+// made and paid for all the same. It returns the store's error.
+func (ps preparedStep) recordAlone(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWriteTimeout)
+	defer cancel()
+	var w budgetWarnings
+	err := ps.r.e.store.Batch(wctx, func(tx Tx) (err error) {
+		w, err = ps.recordTx(tx)
+		return err
+	})
+	if err == nil {
+		ps.announce(w)
+	}
+	return err
+}

@@ -10,29 +10,6 @@ import (
 	"openbot/core"
 )
 
-// commitCounter counts the read-write transactions (Update and Batch calls)
-// that succeed; safe for the engine's concurrent use.
-type commitCounter struct {
-	core.Store
-	n atomic.Int64
-}
-
-func (s *commitCounter) Update(ctx context.Context, fn func(core.Tx) error) error {
-	err := s.Store.Update(ctx, fn)
-	if err == nil {
-		s.n.Add(1)
-	}
-	return err
-}
-
-func (s *commitCounter) Batch(ctx context.Context, fn func(core.Tx) error) error {
-	err := s.Store.Batch(ctx, fn)
-	if err == nil {
-		s.n.Add(1)
-	}
-	return err
-}
-
 // stepRun is what TestRecordStep* read back of the run.
 func (h *harness) stepRun(status core.RunStatus) (core.Run, []core.RunEvent) {
 	h.t.Helper()
@@ -51,24 +28,18 @@ func (h *harness) stepRun(status core.RunStatus) (core.Run, []core.RunEvent) {
 }
 
 // TestRecordStepIsOneWrite: a step's ledger entry, run event and checkpoint are
-// stored in one write transaction, and each is there afterwards.
+// stored in one write transaction (one Batch call), and each is there afterwards.
 func TestRecordStepIsOneWrite(t *testing.T) {
 	h := newHarness(t, core.Limits{})
-	var cs *commitCounter
-	h.opts = func(o *core.Options) { cs = &commitCounter{Store: o.Store}; o.Store = cs }
-	writes := make(chan int64, 1)
+	var ws *writeTagger
+	h.opts = func(o *core.Options) { ws = &writeTagger{Store: o.Store}; o.Store = ws }
+	done := make(chan error, 1)
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
-		// A first write waits for the ingest's commit (core/ingestgate.go), so
-		// the count below sees only the step's.
-		if err := job.Env.RecordEvent(ctx, "started", map[string]any{}); err != nil {
-			return "", err
-		}
-		before := cs.n.Load()
 		err := job.Env.(core.StepRecorder).RecordStep(ctx, core.Step{
 			Call:      &core.ModelCall{Call: 1, Profile: "default", Model: "gpt-test", InputTokens: 10, OutputTokens: 2},
 			EventType: "model_call", Event: map[string]any{"tool_calls": 0},
 			Checkpoint: json.RawMessage(`{"step":1}`)})
-		writes <- cs.n.Load() - before
+		done <- err
 		if err != nil {
 			return "", err
 		}
@@ -77,8 +48,11 @@ func TestRecordStepIsOneWrite(t *testing.T) {
 	}
 	h.start()
 	h.say("hello")
-	if n := <-writes; n != 1 {
-		t.Errorf("the step took %d write transactions, want 1", n)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if u, e, c := ws.usage.Load(), ws.event.Load(), ws.cp.Load(); u == 0 || u != e || u != c {
+		t.Errorf("ledger entry in write %d, event in write %d, checkpoint in write %d; want one write", u, e, c)
 	}
 	run, evs := h.stepRun(core.RunRunning)
 	if string(run.Checkpoint) != `{"step":1}` {
@@ -128,42 +102,81 @@ func TestRecordStepOfStoppedRunKeepsCall(t *testing.T) {
 	}
 }
 
-// TestLastStepStoredWithSettle: a Result's Step (the call that gave the reply)
-// is stored in the transaction that settles the run: its ledger entry and event
-// are there, and the run costs no write more than a run without a step.
-func TestLastStepStoredWithSettle(t *testing.T) {
-	writes := map[bool]int64{}
-	for _, withStep := range []bool{false, true} {
-		h := newHarness(t, core.Limits{})
-		var cs *commitCounter
-		h.opts = func(o *core.Options) { cs = &commitCounter{Store: o.Store}; o.Store = cs }
-		h.agent.pause = func(*core.Job) (core.Result, bool) {
-			res := core.Result{Reply: "the answer", Usage: core.Usage{ModelCalls: 1}}
-			if withStep {
-				res.Step = &core.Step{Call: &core.ModelCall{Call: 1, Model: "gpt-test", InputTokens: 12, OutputTokens: 3},
-					EventType: "model_call", Event: map[string]any{"finish_reason": "stop"}}
-			}
-			return res, true
-		}
-		h.start()
-		res := h.say("hello")
-		h.idle()
-		writes[withStep] = cs.n.Load()
-		run, evs := h.stepRun(core.RunCompleted)
-		if !withStep {
-			continue
-		}
-		if l := h.ledger(); len(l) != 1 || l[0].Run != run.ID || l[0].InputTokens != 12 || l[0].Key != core.UsageKey(run.ID, 1) {
-			t.Errorf("ledger = %+v, want the last step's call", l)
-		}
-		if n := len(evs); n < 2 || evs[n-2].Type != "model_call" || evs[n-1].Type != "status" {
-			t.Errorf("run events = %+v, want the step's model_call then the status", evs)
-		}
-		if got := h.messages(res.Thread); got[len(got)-1].Text != "the answer" {
-			t.Errorf("last message = %q, want the reply", got[len(got)-1].Text)
-		}
+// writeTagger tags each write transaction (Update or Batch call) with a number
+// and notes in which ones the ledger got an entry and a run was completed.
+type writeTagger struct {
+	core.Store
+	n         atomic.Int64
+	usage     atomic.Int64 // the call that put a ledger entry (0: none)
+	completed atomic.Int64 // the call that completed a run (0: none)
+	cp        atomic.Int64 // the call that put a run with a checkpoint
+	event     atomic.Int64 // the call that appended a model_call event
+}
+
+func (s *writeTagger) Update(ctx context.Context, fn func(core.Tx) error) error {
+	id := s.n.Add(1)
+	return s.Store.Update(ctx, func(tx core.Tx) error { return fn(taggedTx{tx, s, id}) })
+}
+
+func (s *writeTagger) Batch(ctx context.Context, fn func(core.Tx) error) error {
+	id := s.n.Add(1)
+	return s.Store.Batch(ctx, func(tx core.Tx) error { return fn(taggedTx{tx, s, id}) })
+}
+
+type taggedTx struct {
+	core.Tx
+	s  *writeTagger
+	id int64
+}
+
+func (t taggedTx) PutUsage(e core.UsageEntry) (core.UsageEntry, bool, error) {
+	t.s.usage.Store(t.id)
+	return t.Tx.PutUsage(e)
+}
+
+func (t taggedTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
+	if e.Type == "model_call" {
+		t.s.event.Store(t.id)
 	}
-	if writes[true] != writes[false] {
-		t.Errorf("writes with the last step = %d, without = %d; want the step inside the settle", writes[true], writes[false])
+	return t.Tx.AppendRunEvent(e)
+}
+
+func (t taggedTx) PutRun(r core.Run) (core.Run, error) {
+	if r.Status == core.RunCompleted {
+		t.s.completed.Store(t.id)
+	}
+	if len(r.Checkpoint) > 0 {
+		t.s.cp.Store(t.id)
+	}
+	return t.Tx.PutRun(r)
+}
+
+// TestLastStepStoredWithSettle: a Result's Step (the call that gave the reply)
+// is stored in the transaction that settles the run (the same Batch call, so
+// it costs no write of its own): its ledger entry and event are there.
+func TestLastStepStoredWithSettle(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	var ws *writeTagger
+	h.opts = func(o *core.Options) { ws = &writeTagger{Store: o.Store}; o.Store = ws }
+	h.agent.pause = func(*core.Job) (core.Result, bool) {
+		return core.Result{Reply: "the answer", Usage: core.Usage{ModelCalls: 1},
+			Step: &core.Step{Call: &core.ModelCall{Call: 1, Model: "gpt-test", InputTokens: 12, OutputTokens: 3},
+				EventType: "model_call", Event: map[string]any{"finish_reason": "stop"}}}, true
+	}
+	h.start()
+	res := h.say("hello")
+	h.idle()
+	run, evs := h.stepRun(core.RunCompleted)
+	if u, c := ws.usage.Load(), ws.completed.Load(); u == 0 || u != c {
+		t.Errorf("ledger entry put in write %d, run completed in write %d; want the step inside the settle", u, c)
+	}
+	if l := h.ledger(); len(l) != 1 || l[0].Run != run.ID || l[0].InputTokens != 12 || l[0].Key != core.UsageKey(run.ID, 1) {
+		t.Errorf("ledger = %+v, want the last step's call", l)
+	}
+	if n := len(evs); n < 2 || evs[n-2].Type != "model_call" || evs[n-1].Type != "status" {
+		t.Errorf("run events = %+v, want the step's model_call then the status", evs)
+	}
+	if got := h.messages(res.Thread); got[len(got)-1].Text != "the answer" {
+		t.Errorf("last message = %q, want the reply", got[len(got)-1].Text)
 	}
 }

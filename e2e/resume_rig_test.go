@@ -39,6 +39,9 @@ type killStore struct {
 	once   sync.Once
 	killed chan struct{}
 	at     func(cp stepView) (kill, beforeCommit bool)
+	// atSettle, when set, kills before the write that completes a run commits
+	// (the settle, which carries the last model call: core.Result.Step).
+	atSettle atomic.Bool
 }
 
 func newKillStore(st core.Store) *killStore {
@@ -85,6 +88,10 @@ type killTx struct {
 }
 
 func (t *killTx) PutRun(r core.Run) (core.Run, error) {
+	if r.Status == core.RunCompleted && t.s.atSettle.Load() {
+		t.s.kill()
+		return r, errKilled
+	}
 	if t.s.at != nil && len(r.Checkpoint) > 0 && r.Status == core.RunRunning {
 		var v stepView
 		if json.Unmarshal(r.Checkpoint, &v) == nil {
@@ -130,12 +137,6 @@ func (v stepView) call(tool string) (started, done bool) {
 		}
 	}
 	return false, false
-}
-
-// final reports whether the checkpoint holds the model's final answer.
-func (v stepView) final() bool {
-	n := len(v.Transcript)
-	return v.Pending == nil && n > 0 && v.Transcript[n-1].Role == "assistant" && len(v.Transcript[n-1].ToolCalls) == 0
 }
 
 // resumeRig is one bbolt file that engines are started on, one after the other,
