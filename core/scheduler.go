@@ -420,11 +420,11 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		lastW budgetWarnings
 	)
 	if res.Step != nil {
-		if ps, perr := env.prepareStep(*res.Step); perr != nil {
+		ps, perr := env.prepareStep(*res.Step)
+		if perr != nil {
 			e.log.Warn("record the run's last step", "run", job.Run.ID, "err", perr)
-		} else {
-			last = &ps
 		}
+		last = &ps // its ledger entry at least
 	}
 	// The reply's delivery edits the streamed messages (core/stream.go).
 	streamed := env.stream.finish()

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -30,8 +31,9 @@ type Step struct {
 // are stored even when ctx has ended meanwhile: the call was made and paid for
 // (bounded by stepWriteTimeout instead). The checkpoint is stored only while ctx
 // is live and the run is running and owned by this process; otherwise the rest
-// is still stored and RecordStep returns why the checkpoint was not. Other
-// errors (an event that cannot be encoded, the store's) mean nothing was stored.
+// is still stored and RecordStep returns why the checkpoint was not. An event
+// that cannot be encoded is left out, the rest stored, and its error returned.
+// The store's errors mean nothing was stored.
 type StepRecorder interface {
 	RecordStep(ctx context.Context, s Step) error
 }
@@ -49,10 +51,7 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	if err := r.landed(wctx); err != nil {
 		return err
 	}
-	ps, err := r.prepareStep(s)
-	if err != nil {
-		return err
-	}
+	ps, evErr := r.prepareStep(s)
 	var (
 		w     budgetWarnings
 		cpErr error
@@ -60,7 +59,7 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	// Batch (group commit, DESIGN.md §7): the steps of runs in flight share
 	// commits too. fn resets what it captures, the ledger entry is keyed and the
 	// run is read inside tx, so a re-run by Batch decides afresh.
-	err = r.e.store.Batch(wctx, func(tx Tx) (err error) {
+	err := r.e.store.Batch(wctx, func(tx Tx) (err error) {
 		cpErr = nil
 		if w, err = ps.recordTx(tx); err != nil {
 			return err
@@ -84,9 +83,9 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	}
 	ps.announce(w)
 	if cpErr != nil {
-		return fmt.Errorf("checkpoint: %w", cpErr)
+		return errors.Join(fmt.Errorf("checkpoint: %w", cpErr), evErr)
 	}
-	return nil
+	return evErr
 }
 
 // preparedStep is a Step's ledger entry and event, priced and encoded outside
@@ -99,8 +98,9 @@ type preparedStep struct {
 	ev     json.RawMessage
 }
 
-// prepareStep prices s's call and encodes its event; it fails when the event
-// cannot be encoded.
+// prepareStep prices s's call and encodes its event. An event that cannot be
+// encoded is left out, and its error returned; the rest of the step is still
+// one to store (the call was paid for).
 func (r *runEnv) prepareStep(s Step) (preparedStep, error) {
 	ps := preparedStep{r: r, call: s.Call != nil, evType: s.EventType}
 	if s.Call != nil {
@@ -109,6 +109,7 @@ func (r *runEnv) prepareStep(s Step) (preparedStep, error) {
 	if s.EventType != "" {
 		var err error
 		if ps.ev, err = json.Marshal(s.Event); err != nil {
+			ps.ev = nil
 			return ps, fmt.Errorf("run event %s: %w", s.EventType, err)
 		}
 	}

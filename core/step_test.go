@@ -180,3 +180,25 @@ func TestLastStepStoredWithSettle(t *testing.T) {
 		t.Errorf("last message = %q, want the reply", got[len(got)-1].Text)
 	}
 }
+
+// TestRecordStepKeepsCallOfUnencodableEvent: an event that cannot be encoded is
+// left out and reported; the call's ledger entry is stored all the same.
+func TestRecordStepKeepsCallOfUnencodableEvent(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	errs := make(chan error, 1)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		errs <- job.Env.(core.StepRecorder).RecordStep(ctx, core.Step{
+			Call:      &core.ModelCall{Call: 1, Model: "gpt-test", InputTokens: 5},
+			EventType: "model_call", Event: map[string]any{"bad": func() {}}})
+		return "done", nil
+	}
+	h.start()
+	h.say("hello")
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "model_call") {
+		t.Errorf("RecordStep = %v, want the event's encoding error", err)
+	}
+	h.idle()
+	if l := h.ledger(); len(l) != 1 || l[0].InputTokens != 5 {
+		t.Errorf("ledger = %+v, want the call", l)
+	}
+}

@@ -86,14 +86,16 @@ func (m *memoryLimit) applyGC(limit int64) {
 	}
 }
 
-// apply sets the soft limit of l (config.Limits.SoftMemoryLimit) and the GC
-// percent that goes with it (limitedGCPercent) unless GOMEMLIMIT is set, and
-// logs the limit in force and where it comes from.
+// apply sets the soft limit of l (config.Limits.SoftMemoryLimit) unless
+// GOMEMLIMIT is set, and the GC percent that goes with the limit in force
+// (limitedGCPercent) unless GOGC is set, and logs the limit and where it comes
+// from.
 func (m *memoryLimit) apply(l config.Limits) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fromEnv != "" {
 		m.log.Info("soft memory limit from the environment; limits.memory_limit_bytes is not used", "GOMEMLIMIT", m.fromEnv)
+		m.applyGC(m.set(-1)) // the limit the runtime took from GOMEMLIMIT
 		return
 	}
 	limit := l.SoftMemoryLimit()

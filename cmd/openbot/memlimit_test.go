@@ -114,6 +114,15 @@ func TestMemoryLimitGCPercent(t *testing.T) {
 	if len(calls) != 0 {
 		t.Errorf("with GOGC set: GC percent set to %v, want untouched", calls)
 	}
+	// A limit from GOMEMLIMIT is a limit too.
+	fromEnv := newMemoryLimit(func(k string) (string, bool) { return "512MiB", k == "GOMEMLIMIT" },
+		func(int64) int64 { return 512 << 20 }, slog.New(slog.DiscardHandler))
+	fromEnv.setGC, calls = setGC, nil
+	fromEnv.apply(config.Limits{})
+	fromEnv.restore()
+	if want := []int{limitedGCPercent, 100}; !slices.Equal(calls, want) {
+		t.Errorf("with GOMEMLIMIT set: GC percent set to %v, want %v", calls, want)
+	}
 }
 
 // A reload that changes limits.memory_limit_bytes applies it at once.
