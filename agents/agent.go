@@ -295,8 +295,9 @@ func (a *Agent) maxModelCalls(bot core.BotProfile) int {
 // job.Run.Checkpoint, feeds the answer to the paused tool call (running an
 // approved tool with exactly the approved arguments) and goes on with the loop.
 // With job.Restart set, Execute resumes a run a restart interrupted from its last
-// step checkpoint (DESIGN.md §8): no finished step runs again (the call that gives the reply is finished only with the run's settle, Result.Step). A
-// new run saves its first checkpoint while its first model call is made, before
+// step checkpoint (DESIGN.md §8): no finished step runs again (the call that
+// gives the reply is finished only with the run's settle, Result.Step). A new
+// run saves its first checkpoint while its first model call is made, before
 // anything of that call is streamed or stored, and fails when it cannot (core
 // restarts a run killed before that from the beginning). Each model call's
 // ledger entry, run event and checkpoint are one write (core.StepRecorder); the
