@@ -51,6 +51,8 @@ type Metrics struct {
 	failures      *prometheus.CounterVec
 	answers       *prometheus.CounterVec
 	mcpState      *prometheus.GaugeVec
+	commitTime    prometheus.Histogram
+	commitWrites  prometheus.Histogram
 }
 
 var _ core.Observer = (*Metrics)(nil)
@@ -94,10 +96,16 @@ func New(opts Options) *Metrics {
 		answers:       counter("question_answers_total", "Answers to questions by outcome (accepted, already_decided, forbidden, unknown, expired).", "outcome"),
 		mcpState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "openbot", Name: "mcp_server_state",
 			Help: "1 for the current state of each MCP server (starting, running, failed, stopped), 0 for the others."}, []string{"server", "state"}),
+		commitTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "openbot", Name: "store_commit_duration_seconds",
+			Help:    "Time the store's single writer spent on one group commit, its fsyncs included (bbolt store only).",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}}),
+		commitWrites: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "openbot", Name: "store_commit_writes",
+			Help:    "Writes (ingests, run steps, settles, deliveries) one group commit of the store carried (bbolt store only).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}}),
 	}
 	m.reg.MustRegister(m.inbound, m.ingest, m.runsStarted, m.runs, m.runDuration, m.modelCalls, m.modelErrors,
 		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.deliveries, m.retries, m.failures, m.answers,
-		m.mcpState, m.gauge,
+		m.mcpState, m.commitTime, m.commitWrites, m.gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -125,6 +133,14 @@ func (m *Metrics) Inbound(platform, outcome string) {
 // IngestLatency implements core.Observer.
 func (m *Metrics) IngestLatency(platform string, d time.Duration) {
 	m.ingest.WithLabelValues(platform).Observe(d.Seconds())
+}
+
+// StoreCommit records one group commit of the store: the writes it carried and
+// its duration (bolt.Store.OnCommit, DESIGN.md §7 group commit). Slow syncs of
+// the disk show in its duration first, and every ingest waits behind them.
+func (m *Metrics) StoreCommit(writes int, d time.Duration) {
+	m.commitTime.Observe(d.Seconds())
+	m.commitWrites.Observe(float64(writes))
 }
 
 // RunStarted implements core.Observer.

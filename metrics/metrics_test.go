@@ -120,6 +120,7 @@ next:
 
 // rig is a real engine (bolt store, agent loop, fake model) observed by Metrics.
 type rig struct {
+	st  *bolt.Store
 	m   *metrics.Metrics
 	eng *core.Engine
 	ad  *recAdapter
@@ -146,6 +147,7 @@ func newRig(t *testing.T) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	m := metrics.New(metrics.Options{})
+	st.OnCommit(m.StoreCommit)
 	eng, err := core.New(core.Options{Store: st, Agent: agent, Observer: m, ShutdownGrace: 2 * time.Second,
 		Bots: []core.BotProfile{{Handle: "chief_of_staff", Name: "Chief"}, {Handle: "engineer", Name: "Engineer"}}})
 	if err != nil {
@@ -156,7 +158,7 @@ func newRig(t *testing.T) *rig {
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{m: m, eng: eng, ad: ad, srv: srv}
+	return &rig{st: st, m: m, eng: eng, ad: ad, srv: srv}
 }
 
 // run starts the engine until the test ends.
@@ -268,6 +270,16 @@ func TestScriptedRunMovesCounters(t *testing.T) {
 		if v, _ := value(fams, "openbot_model_tokens_total", "profile=default", "model=m", "kind="+kind); v <= 0 {
 			t.Errorf("model_tokens_total{%s} = %v, want > 0", kind, v)
 		}
+	}
+	// The store's group commits, each observed once (read after the scrape,
+	// the store's totals may have moved on since).
+	stats := r.st.CommitStats()
+	if v, ok := value(fams, "openbot_store_commit_duration_seconds"); !ok || v == 0 || v > float64(stats.Commits) {
+		t.Errorf("store_commit_duration_seconds count = %v (present %v), want some of the store's %d commits", v, ok, stats.Commits)
+	}
+	if f := fams["openbot_store_commit_writes"]; f == nil || len(f.GetMetric()) != 1 ||
+		f.GetMetric()[0].GetHistogram().GetSampleSum() == 0 || f.GetMetric()[0].GetHistogram().GetSampleSum() > float64(stats.Writes) {
+		t.Errorf("store_commit_writes = %v, want a sum of some of the store's %d writes", f, stats.Writes)
 	}
 	if v, ok := value(fams, "openbot_model_call_errors_total"); ok && v != 0 {
 		t.Errorf("model_call_errors_total = %v, want none", v)

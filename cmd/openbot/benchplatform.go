@@ -22,6 +22,8 @@ import (
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/core"
+	"openbot/store/bolt"
 )
 
 // Bench identities of the fake platforms.
@@ -52,18 +54,19 @@ type platformBench struct {
 type platformFigures struct {
 	sent, answered int
 	p50, p99       time.Duration
-	throughput     float64  // model requests per second over the run
-	maxBacklog     int      // most updates the fake held unconfirmed (Telegram)
-	endBacklog     int      // updates unconfirmed when the last was sent
-	behind         int      // messages sent but not yet at the model when the last was sent
-	idleRSS        string   // RSS once ready, before the first message
-	burstRSS       string   // RSS when the last message reached the model
-	settledRSS     string   // RSS settle after that ("" without settle)
-	heapInUse      uint64   // live heap bytes when the last message reached the model (after a GC)
-	settledHeap    uint64   // the same after settle
-	peakGo         goMemory // the Go runtime's memory at its largest during the run (sampled)
-	burstGo        goMemory // the Go runtime's memory when burstRSS was read
-	settledGo      goMemory // the same after settle
+	throughput     float64      // model requests per second over the run
+	maxBacklog     int          // most updates the fake held unconfirmed (Telegram)
+	endBacklog     int          // updates unconfirmed when the last was sent
+	behind         int          // messages sent but not yet at the model when the last was sent
+	store          *storeWindow // the store's group commits while sending (nil: not a bbolt store)
+	idleRSS        string       // RSS once ready, before the first message
+	burstRSS       string       // RSS when the last message reached the model
+	settledRSS     string       // RSS settle after that ("" without settle)
+	heapInUse      uint64       // live heap bytes when the last message reached the model (after a GC)
+	settledHeap    uint64       // the same after settle
+	peakGo         goMemory     // the Go runtime's memory at its largest during the run (sampled)
+	burstGo        goMemory     // the Go runtime's memory when burstRSS was read
+	settledGo      goMemory     // the same after settle
 }
 
 // benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
@@ -113,6 +116,12 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "telegram backlog:  at most %d updates unconfirmed at the fake, %d when the last was sent\n", f.maxBacklog, f.endBacklog)
 	}
 	fmt.Fprintf(stdout, "behind:            %d messages not yet at the model when the last was sent (intake and runs)\n", f.behind)
+	if w := f.store; w != nil && w.stats.Commits > 0 {
+		st := w.stats
+		fmt.Fprintf(stdout, "store:             %d commits carrying %d writes while sending (%.1f writes a message, %.2f a commit); the writer busy %.0f%% of the time, %.2f ms a commit\n",
+			st.Commits, st.Writes, float64(st.Writes)/float64(f.sent), float64(st.Writes)/float64(st.Commits),
+			100*st.Busy.Seconds()/w.wall.Seconds(), ms(st.Busy/time.Duration(st.Commits)))
+	}
 	rss, peak := memRSS()
 	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
 	fmt.Fprintf(stdout, "memory:            RSS %s idle, %s after %d conversations (live heap %s)\n", f.idleRSS, f.burstRSS, f.sent, heapMiB(f.heapInUse))
@@ -195,8 +204,10 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		return f, err
 	}
 	addrs := make(chan string, 1)
+	var bs *bolt.Store // set by serve before it listens
 	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
 		log: slog.New(slog.DiscardHandler), onListen: func(addr string) { addrs <- addr },
+		onStore: func(st core.Store) { bs, _ = st.(*bolt.Store) },
 		onRequest: func(r *http.Request) {
 			if n, err := strconv.Atoi(r.Header.Get(benchEventHeader)); err == nil {
 				now := time.Now()
@@ -253,6 +264,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 
 	n := max(1, int(duration.Seconds()*float64(rate)))
 	f.sent = n
+	win := startStoreWindow(bs)
 	sent := make([]time.Time, n)
 	var (
 		wg   sync.WaitGroup
@@ -278,6 +290,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		}()
 	}
 	tick.Stop()
+	f.store = win.end()
 	f.endBacklog = backlog()
 	mu.Lock()
 	f.behind = n - len(asked)
@@ -458,4 +471,34 @@ func memRSS() (now, peak string) {
 		now += fmt.Sprintf(" (anonymous %s, file-backed %s: the store's memory map and the binary)", anon, file)
 	}
 	return now, peak
+}
+
+// storeWindow is what the bbolt store's single writer did over an interval
+// (bolt.Store.CommitStats): its commits, the writes they carried and the time
+// it spent on them, against the interval's wall time.
+type storeWindow struct {
+	bs    *bolt.Store
+	start time.Time
+	from  bolt.CommitStats
+	stats bolt.CommitStats
+	wall  time.Duration
+}
+
+// startStoreWindow starts a window on bs; nil (not a bbolt store) gives nil.
+func startStoreWindow(bs *bolt.Store) *storeWindow {
+	if bs == nil {
+		return nil
+	}
+	return &storeWindow{bs: bs, start: time.Now(), from: bs.CommitStats()}
+}
+
+// end closes the window and returns it (nil for nil).
+func (w *storeWindow) end() *storeWindow {
+	if w == nil {
+		return nil
+	}
+	to := w.bs.CommitStats()
+	w.wall = time.Since(w.start)
+	w.stats = bolt.CommitStats{Commits: to.Commits - w.from.Commits, Writes: to.Writes - w.from.Writes, Busy: to.Busy - w.from.Busy}
+	return w
 }

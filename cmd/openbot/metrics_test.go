@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,11 +83,25 @@ func TestServeMetricsToken(t *testing.T) {
 			t.Errorf("auth %q: %d %q, want 401 revealing nothing", auth, code, body)
 		}
 	}
+	// A write through the console API: the store's commit is observed.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/bots/engineer/pause", nil)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("pause engineer: HTTP %d", resp.StatusCode)
+	}
 	code, body := getMetrics(t, addr, "Bearer "+testAdminToken)
 	if code != http.StatusOK {
 		t.Fatalf("right token: %d %q", code, body)
 	}
 	parsesWithMailbox(t, body)
+	if m := regexp.MustCompile(`(?m)^openbot_store_commit_duration_seconds_count (\d+)$`).FindStringSubmatch(body); m == nil || m[1] == "0" {
+		t.Errorf("/metrics: store_commit_duration_seconds_count = %v, want the pause's commit", m)
+	}
 }
 
 // TestServeMetricsOff: metrics are off by default; /metrics is not served.

@@ -47,6 +47,9 @@ type app struct {
 	failures *runFailures
 	// onListen, when set, is told the HTTP listener's address (tests listen on :0).
 	onListen func(addr string)
+	// onStore, when set, is given the store serve opened (the bench reads its
+	// commit totals).
+	onStore func(core.Store)
 	// onRequest, when set, sees each HTTP request as it reaches the listener's
 	// handler, before routing (the bench times events from there).
 	onRequest func(r *http.Request)
@@ -187,6 +190,12 @@ func (a *app) serve(ctx context.Context) int {
 		runner = a.failures
 	}
 	mtr := newMetrics(a.cfg, log)
+	if bs, ok := st.(*bolt.Store); ok && mtr != nil {
+		bs.OnCommit(mtr.StoreCommit) // the disk's syncs, where every ingest waits
+	}
+	if a.onStore != nil {
+		a.onStore(st)
+	}
 	files := fileLimits(a.cfg)
 	if files.Transcribe, err = transcriber(a.cfg); err != nil {
 		return a.fail("transcription", err)

@@ -132,12 +132,18 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.db.Update(func(btx *bbolt.Tx) error {
+	var start time.Time
+	err := s.db.Update(func(btx *bbolt.Tx) error {
+		start = time.Now() // the writer is this transaction's from here
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		return fn(&writeTx{readTx{tx: btx}})
 	})
+	if err == nil {
+		s.group.committed(1, time.Since(start))
+	}
+	return err
 }
 
 // Batch is Update with group commit (group.go): concurrent callers share one
@@ -155,6 +161,39 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 		return err
 	}
 	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
+}
+
+// CommitStats are the totals of a Store's commits since Open (Store.CommitStats;
+// an Update, or a Batch call run alone, is a commit of one write): how many
+// commits, how many writes they carried, and
+// the time the single writer spent in them, from each transaction's start to the
+// end of its commit (its fsyncs included).
+type CommitStats struct {
+	Commits int64
+	Writes  int64
+	Busy    time.Duration
+}
+
+// CommitStats reads the totals of the group commits since Open (DESIGN.md §7,
+// group commit): Busy over a wall-clock interval is the share of it the writer
+// was taken, which is what an ingest may wait for.
+func (s *Store) CommitStats() CommitStats {
+	c := &s.group.stats
+	return CommitStats{Commits: c.commits.Load(), Writes: c.writes.Load(), Busy: time.Duration(c.busy.Load())}
+}
+
+// OnCommit makes every commit that succeeds (a group, an Update, a Batch call
+// run alone) call f, on the goroutine that committed, with the number of writes
+// it carried and its duration (the
+// transaction's start to the end of its commit, fsyncs included); nil stops it.
+// f must return quickly: the next commit waits for it. For metrics (a disk
+// whose syncs stall shows here first).
+func (s *Store) OnCommit(f func(writes int, d time.Duration)) {
+	if f == nil {
+		s.group.observe.Store(nil)
+		return
+	}
+	s.group.observe.Store(&f)
 }
 
 // Close waits for open transactions and the Batch group in flight to finish, answers

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -46,6 +48,10 @@ type committer struct {
 	// onGroup, when set (tests only, before the first Batch), is called with each
 	// group's size just before its transaction starts.
 	onGroup func(n int)
+	// observe is Store.OnCommit's function (nil: none); stats are the totals
+	// Store.CommitStats reads.
+	observe atomic.Pointer[func(writes int, d time.Duration)]
+	stats   struct{ commits, writes, busy atomic.Int64 }
 }
 
 func newCommitter(db *bbolt.DB, max int, closedErr error) *committer {
@@ -85,7 +91,11 @@ func (c *committer) submit(ctx context.Context, fn func(*bbolt.Tx) error) error 
 		}
 	}
 	if err == errSolo {
-		return c.db.Update(fn)
+		var start time.Time
+		err = c.db.Update(func(tx *bbolt.Tx) error { start = time.Now(); return fn(tx) })
+		if err == nil {
+			c.committed(1, time.Since(start))
+		}
 	}
 	return err
 }
@@ -152,6 +162,7 @@ func (c *committer) commit(group []*call) {
 			c.onGroup(len(group))
 		}
 		failed := -1
+		start := time.Now()
 		err := c.db.Update(func(tx *bbolt.Tx) error {
 			for i, cl := range group {
 				if err := safeCall(cl.fn, tx); err != nil {
@@ -166,10 +177,23 @@ func (c *committer) commit(group []*call) {
 			group = slices.Delete(group, failed, failed+1)
 			continue
 		}
+		if err == nil {
+			c.committed(len(group), time.Since(start))
+		}
 		for _, cl := range group {
 			cl.res <- err
 		}
 		return
+	}
+}
+
+// committed counts a group of writes that committed in d and tells observe.
+func (c *committer) committed(writes int, d time.Duration) {
+	c.stats.commits.Add(1)
+	c.stats.writes.Add(int64(writes))
+	c.stats.busy.Add(int64(d))
+	if f := c.observe.Load(); f != nil {
+		(*f)(writes, d)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"openbot/core"
 )
@@ -281,5 +282,67 @@ func TestBatchCanceledWhileQueued(t *testing.T) {
 	}
 	if ran {
 		t.Errorf("fn ran after its ctx was canceled")
+	}
+}
+
+// Each group commit is counted and observed with the calls it carried: a lone
+// write, then three that queued during its commit; a group whose function
+// failed is observed for the calls that committed without it.
+func TestCommitStatsAndOnCommit(t *testing.T) {
+	s := openTemp(t)
+	var (
+		mu   sync.Mutex
+		seen []int
+	)
+	s.OnCommit(func(writes int, d time.Duration) {
+		if d <= 0 {
+			t.Errorf("commit of %d writes observed with duration %v", writes, d)
+		}
+		mu.Lock()
+		seen = append(seen, writes)
+		mu.Unlock()
+	})
+	p := probe(t, s, true)
+	ctx := context.Background()
+	before := s.CommitStats()
+	lone := make(chan error, 1)
+	go func() { lone <- s.Batch(ctx, putThread("lone")) }()
+	<-p.started
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for i := range 3 {
+		wg.Add(1)
+		fn := putThread(fmt.Sprint("crowd", i))
+		if i == 1 {
+			fn = func(core.Tx) error { return errors.New("refused") }
+		}
+		go func() { defer wg.Done(); errs <- s.Batch(ctx, fn) }()
+	}
+	waitQueued(s, 3)
+	close(p.release)
+	if err := <-lone; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	s.OnCommit(nil)
+	if err := s.Batch(ctx, putThread("unobserved")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
+		t.Errorf("observed commits of %v writes, want [1 2] (the failed call runs alone and fails again, uncounted)", seen)
+	}
+	st := s.CommitStats()
+	if c, w := st.Commits-before.Commits, st.Writes-before.Writes; c != 3 || w != 4 || st.Busy <= before.Busy {
+		t.Errorf("stats moved by %d commits, %d writes, busy %v -> %v; want 3, 4 and more", c, w, before.Busy, st.Busy)
+	}
+	// An Update is a commit of one write; a failed one is none.
+	if err := s.Update(ctx, putThread("update")); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Update(ctx, func(core.Tx) error { return errors.New("refused") })
+	if after := s.CommitStats(); after.Commits != st.Commits+1 || after.Writes != st.Writes+1 {
+		t.Errorf("an Update moved the stats from %+v to %+v, want one commit of one write", st, after)
 	}
 }
