@@ -48,15 +48,22 @@ func reloadOver(t *testing.T, logText string) {
 	if addr == nil {
 		t.Fatalf("no listener address in the log:\n%s", logText)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr[1]+"/admin/reload", nil)
-	req.Header.Set("Authorization", "Bearer "+reloadToken)
+	postOK(t, addr[1], "/admin/reload", reloadToken)
+}
+
+// postOK POSTs path to the serve at addr with the bearer token and fails the
+// test unless it answers 200.
+func postOK(t *testing.T, addr, path, token string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("reload: HTTP %d", resp.StatusCode)
+		t.Fatalf("POST %s: HTTP %d", path, resp.StatusCode)
 	}
 }
 

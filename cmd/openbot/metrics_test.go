@@ -84,16 +84,7 @@ func TestServeMetricsToken(t *testing.T) {
 		}
 	}
 	// A write through the console API: the store's commit is observed.
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/bots/engineer/pause", nil)
-	req.Header.Set("Authorization", "Bearer "+testAdminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("pause engineer: HTTP %d", resp.StatusCode)
-	}
+	postOK(t, addr, "/api/v1/bots/engineer/pause", testAdminToken)
 	code, body := getMetrics(t, addr, "Bearer "+testAdminToken)
 	if code != http.StatusOK {
 		t.Fatalf("right token: %d %q", code, body)
