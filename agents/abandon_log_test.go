@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,24 +12,6 @@ import (
 
 	"openbot/agents/openaitest"
 )
-
-// lockedBuf is a log sink safe for the run's goroutines.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestAbandonedRunLogsNoWarning: a run whose context core ended because the
 // message that started it was never stored (core/ingestgate.go: its writes are
@@ -58,7 +39,7 @@ func TestAbandonedRunLogsNoWarning(t *testing.T) {
 	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
 	job := newJob(env.fakeEnv, engineer, false, trig)
 	job.Env = env
-	logs := &lockedBuf{}
+	logs := &syncBuffer{}
 	a := newAgent(t, srv, NewRegistry(), func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
