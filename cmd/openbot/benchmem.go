@@ -8,6 +8,8 @@ import (
 	"runtime/pprof"
 	"sync"
 	"time"
+
+	"openbot/internal/waitctx"
 )
 
 // burstMemory records the memory figures of a platform bench once its last message
@@ -46,23 +48,18 @@ func samplePeak(ctx context.Context) (stop func() goMemory) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var peak goMemory
+	sample := func() {
+		m := readGoMemory()
+		g := max(peak.goroutines, m.goroutines)
+		if m.total > peak.total {
+			peak = m
+		}
+		peak.goroutines = g
+	}
 	go func() {
 		defer close(done)
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			m := readGoMemory()
-			g := max(peak.goroutines, m.goroutines)
-			if m.total > peak.total {
-				peak = m
-			}
-			peak.goroutines = g
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		sample()
+		waitctx.Every(ctx, 10*time.Millisecond, sample)
 	}()
 	return sync.OnceValue(func() goMemory { cancel(); <-done; return peak })
 }

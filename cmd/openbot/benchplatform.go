@@ -23,6 +23,7 @@ import (
 	"openbot/agents/openaitest"
 	"openbot/config"
 	"openbot/core"
+	"openbot/internal/waitctx"
 	"openbot/store/bolt"
 )
 
@@ -242,16 +243,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	fdone := make(chan struct{})
 	go func() {
 		defer close(fdone)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-fctx.Done():
-				return
-			case <-t.C:
-				forget()
-			}
-		}
+		waitctx.Every(fctx, 100*time.Millisecond, forget)
 	}()
 	defer func() {
 		fstop()
