@@ -206,20 +206,8 @@ func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
 	if err := r.landed(ctx); err != nil {
 		return err
 	}
-	entry := r.usageEntry(c)
-	var w budgetWarnings
-	// Batch (group commit, DESIGN.md §7): the model calls of runs in flight share
-	// commits; fn resets what it captures and the entry is keyed, so a re-run by
-	// Batch records it once.
-	err := r.e.store.Batch(ctx, func(tx Tx) (err error) {
-		w, err = r.e.recordUsageTx(tx, entry)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	w.announce(r.e, entry)
-	return nil
+	ps, _ := r.prepareStep(Step{Call: &c}) // no event: nothing to fail
+	return ps.record(ctx)
 }
 
 // usageEntry is the ledger entry of the run's model call c, priced.

@@ -142,15 +142,13 @@ func (ps preparedStep) announce(w budgetWarnings) {
 	}
 }
 
-// recordAlone stores the step's ledger entry and event in a transaction of
-// their own (bounded by stepWriteTimeout, whatever ctx's state): for the run's
-// last step when the settle that was to carry it failed, since the call was
-// made and paid for all the same. It returns the store's error.
-func (ps preparedStep) recordAlone(ctx context.Context) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWriteTimeout)
-	defer cancel()
+// record stores the step's ledger entry and event in a transaction of their
+// own, bounded by ctx, and announces its budget warnings once committed. Batch
+// (group commit, DESIGN.md §7): the records of runs in flight share commits;
+// recordTx captures nothing and the entry is keyed, so a re-run records it once.
+func (ps preparedStep) record(ctx context.Context) error {
 	var w budgetWarnings
-	err := ps.r.e.store.Batch(wctx, func(tx Tx) (err error) {
+	err := ps.r.e.store.Batch(ctx, func(tx Tx) (err error) {
 		w, err = ps.recordTx(tx)
 		return err
 	})
@@ -158,4 +156,13 @@ func (ps preparedStep) recordAlone(ctx context.Context) error {
 		ps.announce(w)
 	}
 	return err
+}
+
+// recordAlone is record bounded by stepWriteTimeout whatever ctx's state: for
+// the run's last step when the settle that was to carry it failed or never
+// came, since the call was made and paid for all the same.
+func (ps preparedStep) recordAlone(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWriteTimeout)
+	defer cancel()
+	return ps.record(wctx)
 }
