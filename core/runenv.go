@@ -85,13 +85,11 @@ func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error
 	if err := r.landed(ctx); err != nil {
 		return err
 	}
-	b, err := json.Marshal(payload)
+	ps, err := r.prepareStep(Step{EventType: typ, Event: payload})
 	if err != nil {
-		return fmt.Errorf("run event %s: %w", typ, err)
+		return err
 	}
-	// Batch (group commit, DESIGN.md §7): events of runs in flight share commits;
-	// fn only appends inside tx, so a re-run by Batch writes it once.
-	return r.e.store.Batch(ctx, func(tx Tx) error { return r.eventTx(tx, typ, b) })
+	return ps.record(ctx) // appends only, so a re-run by Batch writes it once
 }
 
 // eventTx appends the run event typ with its encoded payload inside tx.
@@ -121,8 +119,13 @@ func (r *runEnv) checkpointTx(tx Tx, transcript json.RawMessage) error {
 	if err != nil {
 		return err
 	}
+	return putCheckpointTx(tx, run, transcript)
+}
+
+// putCheckpointTx stores run with transcript as its checkpoint inside tx.
+func putCheckpointTx(tx Tx, run Run, transcript json.RawMessage) error {
 	run.Checkpoint = append(json.RawMessage(nil), transcript...)
-	_, err = tx.PutRun(run)
+	_, err := tx.PutRun(run)
 	return err
 }
 

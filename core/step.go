@@ -74,9 +74,7 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 		if cpErr = why; why != nil {
 			return nil // the rest is stored without it
 		}
-		run.Checkpoint = append(json.RawMessage(nil), s.Checkpoint...)
-		_, err = tx.PutRun(run)
-		return err
+		return putCheckpointTx(tx, run, s.Checkpoint)
 	})
 	if err != nil {
 		return err
