@@ -426,6 +426,14 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		}
 		last = &ps // its ledger entry at least
 	}
+	lastAlone := func(ctx context.Context) { // when no settle carries it
+		if last == nil {
+			return
+		}
+		if err := last.recordAlone(ctx); err != nil {
+			e.log.Warn("record the run's last step", "run", job.Run.ID, "err", err)
+		}
+	}
 	// The reply's delivery edits the streamed messages (core/stream.go).
 	streamed := env.stream.finish()
 	if err != nil && stopped {
@@ -441,11 +449,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		}
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 		defer dcancel()
-		if last != nil {
-			if err2 := last.recordAlone(dctx); err2 != nil {
-				e.log.Warn("record the run's last step", "run", job.Run.ID, "err", err2)
-			}
-		}
+		lastAlone(dctx)
 		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
 		env.stream.discard(dctx, streamed)
 		env.stream.forget(dctx)
@@ -563,11 +567,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	if serr != nil {
 		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
 		unused = streamed
-		if last != nil {
-			if err2 := last.recordAlone(sctx); err2 != nil {
-				e.log.Warn("record the run's last step", "run", job.Run.ID, "err", err2)
-			}
-		}
+		lastAlone(sctx)
 	} else if lost {
 		e.log.Warn("run's claim lapsed and another process took it over; its result here is dropped", "run", job.Run.ID, "bot", job.Bot.Handle)
 		unused = nil // the run's streamed messages are the new owner's to edit or remove
