@@ -24,8 +24,7 @@ func (r *run) recordStep(ctx context.Context, u openai.Usage, ev map[string]any,
 		}
 		return
 	}
-	call := r.modelCall(u, r.usage.ModelCalls)
-	s := core.Step{Call: &call, EventType: "model_call", Event: ev}
+	s := r.callStep(u, ev)
 	if checkpoint {
 		raw, err := r.checkpointRaw()
 		if err != nil {
@@ -34,7 +33,7 @@ func (r *run) recordStep(ctx context.Context, u openai.Usage, ev map[string]any,
 		s.Checkpoint = raw
 	}
 	if err := sr.RecordStep(ctx, s); err != nil {
-		r.warnUnlessStopped(ctx, "record the model call's step", "run", r.job.Run.ID, "call", call.Call, "err", err)
+		r.warnUnlessStopped(ctx, "record the model call's step", "run", r.job.Run.ID, "call", s.Call.Call, "err", err)
 	}
 }
 
@@ -47,6 +46,13 @@ func (r *run) lastStep(ctx context.Context, u openai.Usage, ev map[string]any) {
 		r.recordStep(ctx, u, ev, true)
 		return
 	}
+	s := r.callStep(u, ev)
+	r.last = &s
+}
+
+// callStep is the step of the model call just made (number r.usage.ModelCalls)
+// that used u, with its model_call event ev; no checkpoint.
+func (r *run) callStep(u openai.Usage, ev map[string]any) core.Step {
 	call := r.modelCall(u, r.usage.ModelCalls)
-	r.last = &core.Step{Call: &call, EventType: "model_call", Event: ev}
+	return core.Step{Call: &call, EventType: "model_call", Event: ev}
 }
