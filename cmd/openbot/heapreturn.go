@@ -1,11 +1,11 @@
 package main
 
 import (
-	"openbot/internal/waitctx"
-
 	"context"
 	"runtime/debug"
 	"time"
+
+	"openbot/internal/waitctx"
 )
 
 // Returning the heap a burst left behind (DESIGN.md §9, memory flat under

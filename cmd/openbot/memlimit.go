@@ -26,17 +26,16 @@ type memoryLimit struct {
 	// gcFromEnv says GOGC is set in the environment, which then wins.
 	setGC     func(int) int
 	gcFromEnv bool
-	prevGC    int // the GC percent before the first apply that set one
-	gcApplied bool
 
 	mu      sync.Mutex
 	prev    int64 // the limit before the first apply
 	applied bool  // prev is set
-	// base is the limit the config asks for; follow is set when it is the default,
-	// which rises with the live heap (adjust).
-	base   int64
-	follow bool
-	cur    int64 // the limit in force as this type last set it
+	// follow is set when the limit is the default, which rises with the live
+	// heap (raise).
+	follow    bool
+	cur       int64 // the limit in force as this type last set it
+	prevGC    int   // the GC percent before the first apply that set one
+	gcApplied bool  // prevGC is set
 }
 
 // newMemoryLimit reads GOMEMLIMIT through lookupEnv; set is
@@ -99,7 +98,7 @@ func (m *memoryLimit) apply(l config.Limits) {
 		return
 	}
 	limit := l.SoftMemoryLimit()
-	m.base, m.follow, m.cur = limit, l.MemoryLimitBytes == 0, limit
+	m.follow, m.cur = l.MemoryLimitBytes == 0, limit
 	old := m.set(limit)
 	if !m.applied {
 		m.prev, m.applied = old, true
