@@ -16,7 +16,14 @@ import (
 // query parameters and configured secret values replaced.
 func TestRedactHandler(t *testing.T) {
 	var buf bytes.Buffer
-	log := slog.New(newRedactHandler(slog.NewTextHandler(&buf, nil), []string{"xoxb-literal-secret"}))
+	// No time: a timestamp such as 2026-12-01T20:13 holds "T2" itself.
+	noTime := &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}
+	log := slog.New(newRedactHandler(slog.NewTextHandler(&buf, noTime), []string{"xoxb-literal-secret"}))
 	log = log.With("base", "http://u:pw0rd@h/v1?api-key=K1")
 	log.Warn("post http://h/api?token=T2 failed",
 		"err", errors.New(`Post "http://mcpuser:mcppass@127.0.0.1:1/mcp?access_token=tok123": refused`),
