@@ -369,16 +369,15 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 		}
 		r.in = in
 		// The first step boundary, before the first model call's answer, tool
-		// call or streamed text: a run killed before it has done nothing visible
-		// and core starts it again from the beginning; from here on a restart
-		// resumes it (DESIGN.md §8). It is stored beside the first model request
-		// (firstsave.go); a run that cannot save it does not go on.
-		r.saveFirst(ctx)
+		// call or streamed text: a run killed before it is stored has done
+		// nothing visible and core starts it again from the beginning; from
+		// there on a restart resumes it (DESIGN.md §8). Core holds it and
+		// stores it only if the run streams before its first step (firstsave.go).
+		if err := r.holdFirst(ctx); err != nil {
+			return core.Result{}, err
+		}
 	}
 	reply, pause, err := r.loop(ctx)
-	if ferr := r.waitFirst(); ferr != nil {
-		return core.Result{Usage: r.segmentUsage()}, ferr
-	}
 	res := core.Result{Reply: reply, Usage: r.segmentUsage(), Step: r.last}
 	if err == nil && pause != nil {
 		cp, err := r.snapshot()

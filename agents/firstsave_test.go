@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"openbot/agents/openaitest"
@@ -25,51 +26,106 @@ func (e *saveEnv) Checkpoint(ctx context.Context, raw json.RawMessage) error {
 	return e.streamEnv.Checkpoint(ctx, raw)
 }
 
-// TestFirstCheckpointBesideModelRequest: a new run's first checkpoint is stored
-// while its first model request is made (the request reaches the model before the
-// store answers), and nothing of that call is streamed before it is stored.
-func TestFirstCheckpointBesideModelRequest(t *testing.T) {
+var _ core.RunEnv = (*saveEnv)(nil)
+
+// holdEnv is a saveEnv that holds the first checkpoint (core.CheckpointHolder),
+// as core's RunEnv does.
+type holdEnv struct {
+	*saveEnv
+	mu   sync.Mutex
+	held []json.RawMessage
+}
+
+func (e *holdEnv) HoldCheckpoint(raw json.RawMessage) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.held = append(e.held, raw)
+}
+
+var _ core.CheckpointHolder = (*holdEnv)(nil)
+
+// TestFirstCheckpointHeldByCore: with a RunEnv that holds it, a new run's first
+// checkpoint is handed over once, before the first model request, and not
+// stored by the agent: the request waits for no write.
+func TestFirstCheckpointHeldByCore(t *testing.T) {
 	srv := openaitest.New(t)
-	asked := make(chan struct{})
-	var once sync.Once
+	env := &holdEnv{saveEnv: &saveEnv{streamEnv: &streamEnv{fakeEnv: &fakeEnv{}}}}
+	var stored atomic.Int32
+	env.save = func(context.Context, json.RawMessage) error { stored.Add(1); return nil }
+	var heldBeforeAsk bool
+	storedBeforeAsk := int32(-1)
 	srv.Handle(func(openaitest.Request) openaitest.Reply {
-		once.Do(func() { close(asked) })
+		env.mu.Lock()
+		heldBeforeAsk = len(env.held) == 1
+		env.mu.Unlock()
+		storedBeforeAsk = stored.Load()
+		return openaitest.Text("done here")
+	})
+	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
+	job := newJob(env.fakeEnv, engineer, false, trig)
+	job.Env = env
+	res, err := execute(t, newAgent(t, srv, NewRegistry(), nil), job)
+	if err != nil || res.Reply != "done here" {
+		t.Fatalf("Execute = %q, %v", res.Reply, err)
+	}
+	if !heldBeforeAsk {
+		t.Fatal("the first checkpoint was not held before the model request")
+	}
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	var v struct {
+		Version int `json:"version"`
+	}
+	if len(env.held) != 1 || json.Unmarshal(env.held[0], &v) != nil || v.Version == 0 {
+		t.Fatalf("held = %q, want one checkpoint", env.held)
+	}
+	if storedBeforeAsk != 0 {
+		t.Fatalf("the agent stored %d checkpoints before the model request, want none", storedBeforeAsk)
+	}
+}
+
+// TestFirstCheckpointStoredBeforeModelRequest: with a RunEnv that cannot hold
+// it, the first checkpoint is stored before the first model request.
+func TestFirstCheckpointStoredBeforeModelRequest(t *testing.T) {
+	srv := openaitest.New(t)
+	var asked atomic.Bool
+	srv.Handle(func(openaitest.Request) openaitest.Reply {
+		asked.Store(true)
 		return openaitest.Text("done here")
 	})
 	env := &saveEnv{streamEnv: &streamEnv{fakeEnv: &fakeEnv{}}}
 	var first sync.Once
-	env.save = func(ctx context.Context, _ json.RawMessage) error {
-		var err error
+	var err1 error
+	env.save = func(context.Context, json.RawMessage) error {
 		first.Do(func() {
-			select {
-			case <-asked: // the model request was made while this is stored
-			case <-ctx.Done():
-				err = errors.New("the model request waited for the first checkpoint")
+			if asked.Load() {
+				err1 = errors.New("the model was asked before the first checkpoint was stored")
 			}
-			env.smu.Lock()
-			if len(env.shown) > 0 {
-				err = errors.New("text streamed before the first checkpoint was stored")
-			}
-			env.smu.Unlock()
 		})
-		return err
+		return nil
 	}
 	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
 	job := newJob(env.fakeEnv, engineer, false, trig)
 	job.Env = env
-	a := newAgent(t, srv, NewRegistry(), func(o *Options) { o.Limits.RunTimeout = 5e9 })
-	res, err := execute(t, a, job)
+	res, err := execute(t, newAgent(t, srv, NewRegistry(), nil), job)
 	if err != nil || res.Reply != "done here" {
 		t.Fatalf("Execute = %q, %v", res.Reply, err)
+	}
+	if err1 != nil {
+		t.Fatal(err1)
 	}
 }
 
 // TestFirstCheckpointFailureStopsRun: a run whose first checkpoint cannot be
-// stored does not go on: its model call's answer is neither streamed nor
-// returned, and the error says why.
+// stored does not go on: the model is not asked, nothing is streamed, and the
+// error says why.
 func TestFirstCheckpointFailureStopsRun(t *testing.T) {
 	srv := openaitest.New(t)
-	srv.Enqueue(openaitest.Text("should not be seen"))
+	var asked atomic.Bool
+	srv.Handle(func(openaitest.Request) openaitest.Reply {
+		asked.Store(true)
+		return openaitest.Text("should not be seen")
+	})
 	env := &saveEnv{streamEnv: &streamEnv{fakeEnv: &fakeEnv{}}}
 	env.save = func(context.Context, json.RawMessage) error { return errors.New("disk full") }
 	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
@@ -79,11 +135,12 @@ func TestFirstCheckpointFailureStopsRun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "first checkpoint") || !strings.Contains(err.Error(), "disk full") || res.Reply != "" {
 		t.Fatalf("Execute = %q, %v; want the first checkpoint's error", res.Reply, err)
 	}
+	if asked.Load() {
+		t.Fatal("the model was asked after the first checkpoint failed")
+	}
 	env.smu.Lock()
 	defer env.smu.Unlock()
 	if len(env.shown) > 0 {
 		t.Fatalf("streamed %q after the first checkpoint failed", env.shown)
 	}
 }
-
-var _ core.RunEnv = (*saveEnv)(nil)

@@ -41,8 +41,6 @@ type run struct {
 	// down says why, by tool source, a source the bot selects is not available
 	// to this run (awaitSources).
 	down map[string]string
-	// first is a new run's first checkpoint while it is stored (firstsave.go).
-	first *firstSave
 	// last is the step of the call that gave the reply, for core to store with
 	// the run's settling (lastStep).
 	last *core.Step
@@ -84,9 +82,6 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		start := r.agent.opts.Clock.Now()
 		t, retries, err := r.callModel(ctx, msgs, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
-		if ferr := r.waitFirst(); ferr != nil {
-			return "", nil, ferr // nothing of this call is kept: the run does not go on
-		}
 		r.usage.ModelCalls++
 		r.usage.PromptTokens += t.usage.PromptTokens
 		r.usage.CompletionTokens += t.usage.CompletionTokens
@@ -130,9 +125,6 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 // showText streams the turn's text so far (core.TextStreamer, DESIGN.md §6; not stored, §7):
 // only shown through message edits, never stored or recorded per token.
 func (r *run) showText(text string) {
-	if r.waitFirst() != nil {
-		return // the run stops after this call (loop)
-	}
 	if ts, ok := r.job.Env.(core.TextStreamer); ok {
 		ts.StreamText(text)
 	}

@@ -12,9 +12,8 @@ import (
 // (core/pickingest.go), and its goroutine starts right there, so the agent builds
 // its prompt and sends the model request while the commit is still being
 // written. Nothing of the run can be seen or stored before that commit: every
-// write of its RunEnv, its work indicator and its settle wait for the ingest's
-// ingestGate, and the agent waits for its first checkpoint (agents/firstsave.go),
-// itself a write, before it streams, runs a tool or records the model's answer.
+// write of its RunEnv, its work indicator, its stream's first post
+// (runEnv.storeHeld) and its settle wait for the ingest's ingestGate.
 // The thread's messages the agent reads for the prompt come from a snapshot taken
 // in the ingest's transaction (threadSnapshot), since no other reader sees that
 // transaction's writes before its commit.

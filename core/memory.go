@@ -75,14 +75,14 @@ type Reflections interface {
 
 // queueReflectionTx stores the pending reflection of a run that just completed,
 // in the transaction that completes it, when its bot has memory on and
-// reflection is wired; it reports whether it stored one. The run's checkpoint
-// is its transcript (read before the run clears it, seed G5).
-func (e *Engine) queueReflectionTx(tx Tx, job *Job, r Run, reply string) (bool, error) {
+// reflection is wired; it reports whether it stored one. transcript is the run's
+// last checkpoint (runEnv.transcript, read before the run clears it, seed G5).
+func (e *Engine) queueReflectionTx(tx Tx, job *Job, r Run, transcript json.RawMessage, reply string) (bool, error) {
 	if e.reflections == nil || !job.Bot.Memory {
 		return false, nil
 	}
 	_, err := tx.PutPendingReflection(PendingReflection{Bot: job.Bot.Handle, Thread: r.Thread, Run: r.ID,
-		At: e.clock.Now(), Transcript: r.Checkpoint, Reply: reply})
+		At: e.clock.Now(), Transcript: transcript, Reply: reply})
 	return err == nil, err
 }
 

@@ -20,8 +20,8 @@ const MaxRestartsBeforeFirstStep = 2
 // processing, and the pick that takes the item hands the agent a Job with
 // Restart set (pickRestartTx); a queued run left so by an earlier start keeps
 // its resume item. A running run without a checkpoint has done nothing visible
-// yet (the agent checkpoints before its first model call, before any tool or
-// streamed text): it is queued the same way and started again from the
+// yet (its first checkpoint is stored before any tool call or streamed text,
+// CheckpointHolder): it is queued the same way and started again from the
 // beginning under the same run id with the same triggers (Run.Restarts counts
 // these, up to MaxRestartsBeforeFirstStep). Any other running or queued run
 // without a checkpoint cannot resume: it becomes failed with a notice in its

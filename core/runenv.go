@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // runEnv is the RunEnv core hands to an agent for one run. A run started before
@@ -14,13 +15,18 @@ type runEnv struct {
 	job *Job
 	// stream shows the answer while it is written (nil: no binding streams).
 	stream *stream
+	// held is the run's first checkpoint while core only holds it
+	// (CheckpointHolder); mu guards it.
+	mu   sync.Mutex
+	held json.RawMessage
 }
 
 var (
-	_ RunEnv          = (*runEnv)(nil)
-	_ Noticer         = (*runEnv)(nil)
-	_ OutcomeRecorder = (*runEnv)(nil)
-	_ TextStreamer    = (*runEnv)(nil)
+	_ RunEnv           = (*runEnv)(nil)
+	_ Noticer          = (*runEnv)(nil)
+	_ OutcomeRecorder  = (*runEnv)(nil)
+	_ TextStreamer     = (*runEnv)(nil)
+	_ CheckpointHolder = (*runEnv)(nil)
 )
 
 // StreamText implements TextStreamer (core/stream.go).
@@ -103,12 +109,72 @@ func (r *runEnv) eventTx(tx Tx, typ string, payload json.RawMessage) error {
 // keeps no transcript (seed G5) and the call fails. A restart resumes a running
 // run from it (DESIGN.md §8, recover).
 func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) error {
+	r.dropHeld()
 	if err := r.landed(ctx); err != nil {
 		return err
 	}
 	// Batch (group commit, DESIGN.md §7): checkpoints of runs in flight share
 	// commits; fn reads the run inside tx, so a re-run by Batch decides afresh.
 	return r.e.store.Batch(ctx, func(tx Tx) error { return r.checkpointTx(tx, transcript) })
+}
+
+// HoldCheckpoint implements CheckpointHolder.
+func (r *runEnv) HoldCheckpoint(transcript json.RawMessage) {
+	cp := append(json.RawMessage(nil), transcript...)
+	r.mu.Lock()
+	r.held = cp
+	r.mu.Unlock()
+}
+
+// dropHeld forgets the held first checkpoint: a checkpoint of a step is being
+// stored, which supersedes it.
+func (r *runEnv) dropHeld() {
+	r.mu.Lock()
+	r.held = nil
+	r.mu.Unlock()
+}
+
+// transcript is run's last checkpoint as the agent left it: the stored one, or
+// else the first checkpoint core still holds (nil: none). run is the run as
+// read in the settling transaction.
+func (r *runEnv) transcript(run Run) json.RawMessage {
+	if len(run.Checkpoint) > 0 {
+		return run.Checkpoint
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held
+}
+
+// storeHeld stores the held first checkpoint (CheckpointHolder), once the run's
+// ingest has landed, before the run is first seen: the stream calls it before
+// its first post. A checkpoint a step stored first is kept (read inside the
+// transaction, so a step's write that commits first wins). Nothing held, or held
+// no longer, is nil; an error means it was not stored and the caller must not
+// show anything.
+func (r *runEnv) storeHeld(ctx context.Context) error {
+	if err := r.landed(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	cp := r.held
+	r.held = nil
+	r.mu.Unlock()
+	if cp == nil {
+		return nil
+	}
+	// Batch (group commit, DESIGN.md §7); fn reads the run inside tx, so a
+	// re-run decides afresh.
+	return r.e.store.Batch(ctx, func(tx Tx) error {
+		run, err := r.checkpointable(tx)
+		if err != nil {
+			return err
+		}
+		if len(run.Checkpoint) > 0 {
+			return nil // a step's checkpoint came first
+		}
+		return putCheckpointTx(tx, run, cp)
+	})
 }
 
 // checkpointTx stores transcript as the run's checkpoint inside tx while the run

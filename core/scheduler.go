@@ -390,7 +390,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	work := e.startWork(ctx, job)
-	env.stream = e.startStream(ctx, job)
+	env.stream = e.startStream(ctx, job, env.storeHeld)
 	// Cost control: a new run of a bot (or in a thread) whose budget is spent
 	// is refused with a notice naming it; a resumed run stops at its next model call.
 	var (
@@ -450,6 +450,11 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
 		defer dcancel()
 		lastAlone(dctx)
+		// A first checkpoint still held is stored, so the next start resumes
+		// the run rather than counting a restart before its first step.
+		if err := env.storeHeld(dctx); err != nil && !errors.Is(err, errLeaseLost) {
+			e.log.Warn("store the run's first checkpoint at shutdown", "run", job.Run.ID, "err", err)
+		}
 		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
 		env.stream.discard(dctx, streamed)
 		env.stream.forget(dctx)
@@ -517,7 +522,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 				woken = append(woken, p.woken...)
 			}
 			e.activity(tx, Activity{Event: "run.completed", Summary: fmt.Sprintf("@%s completed run %d", job.Bot.Handle, r.ID), Thread: t.ID, Actor: r.Bot, Run: r.ID})
-			if reflect, err2 = e.queueReflectionTx(tx, job, r, res.Reply); err2 != nil {
+			if reflect, err2 = e.queueReflectionTx(tx, job, r, env.transcript(r), res.Reply); err2 != nil {
 				return err2
 			}
 		} else {

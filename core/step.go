@@ -46,6 +46,9 @@ const stepWriteTimeout = 10 * time.Second
 
 // RecordStep implements StepRecorder.
 func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
+	if s.Checkpoint != nil {
+		r.dropHeld()
+	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWriteTimeout)
 	defer cancel()
 	if err := r.landed(wctx); err != nil {

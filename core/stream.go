@@ -41,16 +41,23 @@ const (
 // started by startStream and owned by execute, which stops it with finish before
 // settling the run.
 type stream struct {
-	e    *Engine
-	run  RunID
-	mu   sync.Mutex
-	text string
-	seq  uint64        // bumped whenever text changes
-	wake chan struct{} // cap 1
-	stop chan struct{}
-	done chan struct{}
-	// targets are touched only by loop until done is closed.
+	e     *Engine
+	run   RunID
+	mu    sync.Mutex
+	text  string
+	seq   uint64        // bumped whenever text changes
+	since time.Time     // Clock time text was first set (zero: not yet)
+	wake  chan struct{} // cap 1
+	stop  chan struct{}
+	done  chan struct{}
+	// ready is called by loop before its first Stream call: it waits until the
+	// run may be seen (its ingest landed, its held first checkpoint stored,
+	// runEnv.storeHeld); when it fails, nothing is shown.
+	ready func(context.Context) error
+	// Touched only by loop until done is closed: targets, and readied (ready
+	// was called).
 	targets []*streamTarget
+	readied bool
 }
 
 // streamTarget is one conversation a run streams into, through one account.
@@ -70,17 +77,24 @@ type streamTarget struct {
 }
 
 // startStream starts streaming job's answer into every binding whose account
-// would post the reply and streams (Streamer with a non-zero interval). It
-// returns nil, which ignores everything, when there is none.
+// would post the reply and streams (Streamer with a non-zero interval); ready is
+// called once before the first Stream call (stream.ready). It returns nil, which
+// ignores everything, when there is none.
+//
+// A conversation's first post waits until the run has been writing for one
+// StreamInterval: an answer finished sooner is posted once, formatted, by its
+// delivery (one platform call instead of a post and an edit, and nothing
+// half-written flashes), and a run that shows nothing before its first step never
+// stores its first checkpoint (CheckpointHolder).
 //
 // The messages an earlier process streamed this run into before it was killed
 // (Run.Streamed, DESIGN.md §8) are taken over: the stream goes on in them, so
 // the reply's delivery edits them into the answer, or discard removes them;
 // those of a conversation the run no longer streams into are removed here.
-func (e *Engine) startStream(ctx context.Context, job *Job) *stream {
+func (e *Engine) startStream(ctx context.Context, job *Job, ready func(context.Context) error) *stream {
 	spec := e.botReply(job, "")
 	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
-	s := &stream{e: e, run: job.Run.ID, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &stream{e: e, run: job.Run.ID, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), ready: ready}
 	left := map[laneKey][]string{}
 	for _, m := range job.Run.Streamed {
 		if len(m.IDs) > 0 {
@@ -122,6 +136,9 @@ func (s *stream) StreamText(text string) {
 	s.mu.Lock()
 	changed := text != s.text
 	if changed {
+		if s.since.IsZero() {
+			s.since = s.e.clock.Now()
+		}
 		s.text = text
 		s.seq++
 	}
@@ -156,11 +173,20 @@ func (s *stream) loop(ctx context.Context) {
 		case <-timer.C:
 		}
 		s.mu.Lock()
-		text, seq := s.text, s.seq
+		text, seq, since := s.text, s.seq, s.since
 		s.mu.Unlock()
 		for _, t := range s.targets {
-			if t.off || t.shown == seq || s.e.clock.Now().Before(t.next) {
+			if t.off || t.shown == seq || s.e.clock.Now().Before(t.due(since)) {
 				continue
+			}
+			if !s.readied {
+				s.readied = true
+				if !s.whenReady(ctx) {
+					return
+				}
+				if t.off {
+					continue // nothing is shown
+				}
 			}
 			s.push(ctx, t, text, seq)
 			select {
@@ -176,13 +202,52 @@ func (s *stream) loop(ctx context.Context) {
 			if t.off || t.shown == seq {
 				continue
 			}
-			if d := min(max(t.next.Sub(now), time.Millisecond), streamRecheck); wait == 0 || d < wait {
+			if d := min(max(t.due(since).Sub(now), time.Millisecond), streamRecheck); wait == 0 || d < wait {
 				wait = d
 			}
 		}
 		if wait > 0 {
 			timer.Reset(wait)
 		}
+	}
+}
+
+// due is the Clock time t may next be shown: after its interval since its last
+// call and, before its first post, one interval after the run's text began
+// (since; startStream).
+func (t *streamTarget) due(since time.Time) time.Time {
+	if len(t.ids) == 0 {
+		if first := since.Add(t.every); first.After(t.next) {
+			return first
+		}
+	}
+	return t.next
+}
+
+// whenReady calls ready before the stream's first Stream call, bounded by
+// streamCallTimeout. When it fails every target is turned off (nothing is shown)
+// and the failure logged, unless the run's ingest did not commit (the run is
+// abandoned without a trace). It reports whether the loop goes on: false once
+// stop is closed meanwhile.
+func (s *stream) whenReady(ctx context.Context) bool {
+	if s.ready != nil {
+		cctx, cancel := context.WithTimeout(ctx, streamCallTimeout)
+		err := s.ready(cctx)
+		cancel()
+		if err != nil {
+			for _, t := range s.targets {
+				t.off = true
+			}
+			if !errors.Is(err, errNotIngested) {
+				s.e.log.Warn("streaming stopped: the run's first checkpoint was not stored", "run", s.run, "err", Redact(err.Error()))
+			}
+		}
+	}
+	select {
+	case <-s.stop:
+		return false
+	default:
+		return true
 	}
 }
 

@@ -22,6 +22,8 @@ type streamAdapter struct {
 	calls   []core.StreamDelivery
 	changed chan struct{}
 	fail    error // returned once by the next Stream call
+	// before, when set, is called at the start of each Stream call.
+	before func(core.StreamDelivery)
 }
 
 func newStreamAdapter(ad *recAdapter) *streamAdapter {
@@ -31,6 +33,9 @@ func newStreamAdapter(ad *recAdapter) *streamAdapter {
 func (s *streamAdapter) StreamInterval() time.Duration { return s.every }
 
 func (s *streamAdapter) Stream(_ context.Context, d core.StreamDelivery) ([]string, error) {
+	if s.before != nil {
+		s.before(d)
+	}
 	s.smu.Lock()
 	s.calls = append(s.calls, d)
 	n := len(s.calls)
@@ -100,7 +105,8 @@ func TestStreamThrottledAndFinalDeliveryEditsIt(t *testing.T) {
 			return "", errors.New("the run env does not stream")
 		}
 		ts.StreamText("Hel")
-		if err := sa.waitText(ctx, "Hel"); err != nil {
+		// The first post waits one interval after the text began.
+		if err := sa.advanceUntil(ctx, clock, time.Second, "Hel"); err != nil {
 			return "", err
 		}
 		// The clock stands still: none of these may reach the platform.
@@ -161,7 +167,7 @@ func TestStreamRateLimitedUpdateRetried(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		ts := job.Env.(core.TextStreamer)
 		ts.StreamText("one")
-		if err := sa.waitText(ctx, "one"); err != nil {
+		if err := sa.advanceUntil(ctx, clock, time.Millisecond, "one"); err != nil {
 			return "", err
 		}
 		sa.smu.Lock()
@@ -197,7 +203,7 @@ func TestStreamWorkingStatusReplacedByAnswer(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		ts := job.Env.(core.TextStreamer)
 		ts.StreamWorking("shell", "http_fetch")
-		if err := sa.waitText(ctx, "_working: shell, http_fetch_"); err != nil {
+		if err := sa.advanceUntil(ctx, clock, time.Second, "_working: shell, http_fetch_"); err != nil {
 			return "", err
 		}
 		ts.StreamText("The build is green.")

@@ -1,0 +1,251 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"openbot/core"
+	"openbot/store/bolt"
+)
+
+// checkpointWatch counts the runs put with a checkpoint (by any write) and
+// refuses, when refuse is set, to put a run whose checkpoint is refuse; refused
+// is closed at the first refusal.
+type checkpointWatch struct {
+	core.Store
+	n       atomic.Int32
+	refuse  string
+	refused chan struct{}
+	once    sync.Once
+}
+
+type checkpointWatchTx struct {
+	core.Tx
+	w   *checkpointWatch
+	put *bool
+}
+
+func (t checkpointWatchTx) PutRun(r core.Run) (core.Run, error) {
+	if len(r.Checkpoint) > 0 {
+		if t.w.refuse != "" && string(r.Checkpoint) == t.w.refuse {
+			t.w.once.Do(func() { close(t.w.refused) })
+			return r, errors.New("disk full")
+		}
+		*t.put = true
+	}
+	return t.Tx.PutRun(r)
+}
+
+func (w *checkpointWatch) counted(err error, put bool) error {
+	if err == nil && put {
+		w.n.Add(1)
+	}
+	return err
+}
+
+func (w *checkpointWatch) Update(ctx context.Context, fn func(core.Tx) error) error {
+	put := false
+	err := w.Store.Update(ctx, func(tx core.Tx) error { put = false; return fn(checkpointWatchTx{tx, w, &put}) })
+	return w.counted(err, put)
+}
+
+func (w *checkpointWatch) Batch(ctx context.Context, fn func(core.Tx) error) error {
+	put := false
+	err := w.Store.Batch(ctx, func(tx core.Tx) error { put = false; return fn(checkpointWatchTx{tx, w, &put}) })
+	return w.counted(err, put)
+}
+
+// heldRig is a harness on a standing fake clock with a streaming adapter and a
+// checkpointWatch around the store.
+func heldRig(t *testing.T) (*harness, *fakeClock, *streamAdapter, *checkpointWatch) {
+	h := newHarness(t, core.Limits{})
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	w := &checkpointWatch{refused: make(chan struct{})}
+	h.opts = func(o *core.Options) {
+		o.Clock = clock
+		w.Store = o.Store
+		o.Store = w
+	}
+	return h, clock, newStreamAdapter(h.ad), w
+}
+
+// runCheckpoint reads run id's stored checkpoint.
+func (h *harness) runCheckpoint(id core.RunID) (string, error) {
+	var cp string
+	err := h.store.View(context.Background(), func(tx core.ReadTx) error {
+		r, err := tx.Run(id)
+		cp = string(r.Checkpoint)
+		return err
+	})
+	return cp, err
+}
+
+// TestHeldCheckpointNotStoredWhenAnsweredBeforeFirstPost: a run that holds its
+// first checkpoint (core.CheckpointHolder) and finishes its answer within one
+// stream interval shows nothing before its reply, which is posted once with no
+// streamed message to edit, and never stores the held checkpoint.
+func TestHeldCheckpointNotStoredWhenAnsweredBeforeFirstPost(t *testing.T) {
+	h, _, sa, w := heldRig(t)
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(`{"first":true}`))
+		ts := job.Env.(core.TextStreamer)
+		ts.StreamText("Hel")
+		ts.StreamText("Hello")
+		return "Hello.", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	if calls := sa.streamCalls(); len(calls) != 0 {
+		t.Fatalf("stream calls = %+v, want none: the answer was done within the first interval", calls)
+	}
+	ds := h.ad.deliveries()
+	if len(ds) != 1 || ds[0].Text != "Hello." || len(ds[0].Streamed) != 0 {
+		t.Fatalf("deliveries = %+v, want the reply posted once", ds)
+	}
+	if n := w.n.Load(); n != 0 {
+		t.Fatalf("%d writes stored a checkpoint, want none: the held one was never needed", n)
+	}
+}
+
+// TestHeldCheckpointStoredBeforeFirstPost: a run still writing one interval
+// after its text began is shown, and its held first checkpoint is stored
+// before that first post.
+func TestHeldCheckpointStoredBeforeFirstPost(t *testing.T) {
+	h, clock, sa, _ := heldRig(t)
+	const held = `{"first":true}`
+	var run core.RunID
+	var atPost string
+	var readErr error
+	var once sync.Once
+	sa.before = func(core.StreamDelivery) {
+		once.Do(func() { atPost, readErr = h.runCheckpoint(run) })
+	}
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		run = job.Run.ID
+		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(held))
+		job.Env.(core.TextStreamer).StreamText("Hel")
+		if err := sa.advanceUntil(ctx, clock, 500*time.Millisecond, "Hel"); err != nil {
+			return "", err
+		}
+		return "Hello.", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	if readErr != nil || atPost != held {
+		t.Fatalf("checkpoint at the first post = %q, %v; want the held one stored", atPost, readErr)
+	}
+	if calls := sa.streamCalls(); len(calls) != 1 {
+		t.Fatalf("stream calls = %+v, want the first post only", calls)
+	}
+	if ds := h.ad.deliveries(); len(ds) != 1 || len(ds[0].Streamed) != 1 {
+		t.Fatalf("deliveries = %+v, want the reply to edit the streamed message", ds)
+	}
+}
+
+// TestHeldCheckpointNeverReplacesStepCheckpoint: once a step's checkpoint is
+// stored, the first post stores nothing over it.
+func TestHeldCheckpointNeverReplacesStepCheckpoint(t *testing.T) {
+	h, clock, sa, _ := heldRig(t)
+	const step = `{"step":1}`
+	var run core.RunID
+	var atPost string
+	var readErr error
+	var once sync.Once
+	sa.before = func(core.StreamDelivery) {
+		once.Do(func() { atPost, readErr = h.runCheckpoint(run) })
+	}
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		run = job.Run.ID
+		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(`{"first":true}`))
+		if err := job.Env.(core.StepRecorder).RecordStep(ctx, core.Step{Checkpoint: json.RawMessage(step)}); err != nil {
+			return "", err
+		}
+		job.Env.(core.TextStreamer).StreamText("Hel")
+		if err := sa.advanceUntil(ctx, clock, 500*time.Millisecond, "Hel"); err != nil {
+			return "", err
+		}
+		return "Hello.", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	if readErr != nil || atPost != step {
+		t.Fatalf("checkpoint at the first post = %q, %v; want the step's, %s", atPost, readErr, step)
+	}
+}
+
+// TestHeldCheckpointRefusedShowsNothing: when the held first checkpoint cannot
+// be stored, nothing is streamed; the run still answers.
+func TestHeldCheckpointRefusedShowsNothing(t *testing.T) {
+	h, clock, sa, w := heldRig(t)
+	w.refuse = `{"first":true}`
+	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
+		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(w.refuse))
+		job.Env.(core.TextStreamer).StreamText("Hel")
+		for {
+			clock.advance(time.Second)
+			select {
+			case <-w.refused:
+			case <-time.After(20 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			break
+		}
+		job.Env.(core.TextStreamer).StreamText("Hello")
+		clock.advance(time.Minute)
+		time.Sleep(50 * time.Millisecond) // a stream still on would post now
+		return "Hello.", nil
+	}
+	h.start2(sa)
+	h.say("hi")
+	h.idle()
+	if calls := sa.streamCalls(); len(calls) != 0 {
+		t.Fatalf("stream calls = %+v, want none after the first checkpoint was refused", calls)
+	}
+	if ds := h.ad.deliveries(); len(ds) != 1 || ds[0].Text != "Hello." || len(ds[0].Streamed) != 0 {
+		t.Fatalf("deliveries = %+v, want the reply posted once", ds)
+	}
+}
+
+// holdThenStopAgent holds a first checkpoint and waits for its run to be
+// stopped, as an agent whose first model call shutdown interrupts.
+type holdThenStopAgent struct{ started chan struct{} }
+
+func (a holdThenStopAgent) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
+	job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(`{"first":true}`))
+	close(a.started)
+	<-ctx.Done()
+	return core.Result{}, ctx.Err()
+}
+
+// TestHeldCheckpointStoredAtShutdown: a run that shutdown stops while its first
+// checkpoint is only held stays running with that checkpoint, so the next start
+// resumes it instead of counting a restart before its first step.
+func TestHeldCheckpointStoredAtShutdown(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	a := holdThenStopAgent{started: make(chan struct{})}
+	h.opts = func(o *core.Options) { o.Agent = a }
+	h.start()
+	h.say("hello")
+	<-a.started
+	h.stop()
+	st, err := bolt.Open(h.path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h.store = st
+	rs := h.runs(core.RunRunning)
+	if len(rs) != 1 || string(rs[0].Checkpoint) != `{"first":true}` || rs[0].Restarts != 0 {
+		t.Fatalf("running runs after shutdown = %+v, want one with the held checkpoint", rs)
+	}
+}
