@@ -199,6 +199,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 		send = func(ctx context.Context, addr string, n int) error { return postSlackEvent(ctx, hc, addr, n) }
 		backlog = func() int { return 0 }
+		forget = func() { llm.Forget(); fake.Forget() }
 	}
 	cfg, err := benchConfig(dir, llm.URL(), account, b.parallel)
 	if err != nil {

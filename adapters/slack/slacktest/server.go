@@ -272,6 +272,15 @@ func (s *Server) CallsTo(method string) []Call {
 	return out
 }
 
+// Forget drops the calls and posted messages recorded so far, so a long load run
+// (openbot bench) does not count the fake's record as the process's memory;
+// later edits or deletes of forgotten messages are answered as for unknown ones.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls, s.msgs = nil, nil
+}
+
 // Acks returns a copy of every Socket Mode ack received, oldest first.
 func (s *Server) Acks() []Ack {
 	s.mu.Lock()

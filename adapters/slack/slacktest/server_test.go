@@ -54,6 +54,29 @@ func TestWebAPIThroughSlackGo(t *testing.T) {
 	}
 }
 
+// TestForget: Forget drops the recorded calls and messages; the fake goes on
+// answering, and a delete of a forgotten message fails as for an unknown one.
+func TestForget(t *testing.T) {
+	s := New(Options{BotToken: "xoxb-1"})
+	defer s.Close()
+	api := slack.New("xoxb-1", slack.OptionAPIURL(s.APIURL()))
+	ctx := t.Context()
+	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("one", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Forget()
+	if c, m := s.Calls(), s.Messages(); len(c) != 0 || len(m) != 0 {
+		t.Fatalf("after Forget: calls %+v, messages %+v", c, m)
+	}
+	if _, _, err := api.DeleteMessageContext(ctx, "C1", ts); err == nil {
+		t.Error("delete of a forgotten message succeeded")
+	}
+	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("three", false)); err != nil || len(s.Messages()) != 1 {
+		t.Fatalf("post after Forget: %v, messages %+v", err, s.Messages())
+	}
+}
+
 func TestWaitHonoursContext(t *testing.T) {
 	s := New(Options{})
 	defer s.Close()
