@@ -109,13 +109,16 @@ func (r *runEnv) eventTx(tx Tx, typ string, payload json.RawMessage) error {
 // keeps no transcript (seed G5) and the call fails. A restart resumes a running
 // run from it (DESIGN.md §8, recover).
 func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) error {
-	r.dropHeld()
 	if err := r.landed(ctx); err != nil {
 		return err
 	}
 	// Batch (group commit, DESIGN.md §7): checkpoints of runs in flight share
 	// commits; fn reads the run inside tx, so a re-run by Batch decides afresh.
-	return r.e.store.Batch(ctx, func(tx Tx) error { return r.checkpointTx(tx, transcript) })
+	err := r.e.store.Batch(ctx, func(tx Tx) error { return r.checkpointTx(tx, transcript) })
+	if err == nil {
+		r.dropHeld()
+	}
+	return err
 }
 
 // HoldCheckpoint implements CheckpointHolder.
@@ -126,8 +129,11 @@ func (r *runEnv) HoldCheckpoint(transcript json.RawMessage) {
 	r.mu.Unlock()
 }
 
-// dropHeld forgets the held first checkpoint: a checkpoint of a step is being
-// stored, which supersedes it.
+// dropHeld forgets the held first checkpoint once a checkpoint of the run is
+// stored (a step's supersedes it). It is dropped only after that commit: until
+// then storeHeld must still be able to store it before the run is seen, and
+// shutdown must still find it when the step's write fails; storeHeld never
+// replaces a checkpoint stored first (it reads the run inside its transaction).
 func (r *runEnv) dropHeld() {
 	r.mu.Lock()
 	r.held = nil
@@ -150,22 +156,21 @@ func (r *runEnv) transcript(run Run) json.RawMessage {
 // ingest has landed, before the run is first seen: the stream calls it before
 // its first post. A checkpoint a step stored first is kept (read inside the
 // transaction, so a step's write that commits first wins). Nothing held, or held
-// no longer, is nil; an error means it was not stored and the caller must not
-// show anything.
+// no longer, is nil; an error means it was not stored (it stays held) and the
+// caller must not show anything.
 func (r *runEnv) storeHeld(ctx context.Context) error {
 	if err := r.landed(ctx); err != nil {
 		return err
 	}
 	r.mu.Lock()
 	cp := r.held
-	r.held = nil
 	r.mu.Unlock()
 	if cp == nil {
 		return nil
 	}
 	// Batch (group commit, DESIGN.md §7); fn reads the run inside tx, so a
 	// re-run decides afresh.
-	return r.e.store.Batch(ctx, func(tx Tx) error {
+	err := r.e.store.Batch(ctx, func(tx Tx) error {
 		run, err := r.checkpointable(tx)
 		if err != nil {
 			return err
@@ -175,6 +180,10 @@ func (r *runEnv) storeHeld(ctx context.Context) error {
 		}
 		return putCheckpointTx(tx, run, cp)
 	})
+	if err == nil {
+		r.dropHeld() // stored, or a step's is: it is not needed again
+	}
+	return err // on failure it stays held, for shutdown or the reflection
 }
 
 // checkpointTx stores transcript as the run's checkpoint inside tx while the run

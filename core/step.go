@@ -46,9 +46,6 @@ const stepWriteTimeout = 10 * time.Second
 
 // RecordStep implements StepRecorder.
 func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
-	if s.Checkpoint != nil {
-		r.dropHeld()
-	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWriteTimeout)
 	defer cancel()
 	if err := r.landed(wctx); err != nil {
@@ -85,6 +82,9 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	ps.announce(w)
 	if cpErr != nil {
 		return errors.Join(fmt.Errorf("checkpoint: %w", cpErr), evErr)
+	}
+	if s.Checkpoint != nil {
+		r.dropHeld() // the step's checkpoint is stored: it supersedes the held one
 	}
 	return evErr
 }
