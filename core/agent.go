@@ -133,9 +133,10 @@ type OutcomeRecorder interface {
 // HoldCheckpoint hands core a new run's first checkpoint, the step boundary
 // before its first model call (DESIGN.md §8), without storing it. Core stores it
 // only when the run is about to be seen before a step of its own is stored: just
-// before its first streamed text is posted (core/stream.go). A step's checkpoint
-// (StepRecorder, RunEnv.Checkpoint, the settle's Result.Step) supersedes it, and
-// it never replaces one. A run killed while its first checkpoint is only held has
+// before its first streamed text is posted (core/stream.go), or when shutdown
+// stops the run. A checkpoint a step stores (StepRecorder with a Checkpoint,
+// RunEnv.Checkpoint) supersedes it, and it never replaces one; a run that ends
+// keeps neither. A run killed while its first checkpoint is only held has
 // shown nothing and is started again from the beginning (recover,
 // MaxRestartsBeforeFirstStep). It returns at once; transcript is copied.
 type CheckpointHolder interface {

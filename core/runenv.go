@@ -153,8 +153,9 @@ func (r *runEnv) transcript(run Run) json.RawMessage {
 }
 
 // storeHeld stores the held first checkpoint (CheckpointHolder), once the run's
-// ingest has landed, before the run is first seen: the stream calls it before
-// its first post. A checkpoint a step stored first is kept (read inside the
+// ingest has landed (waited for as long as ctx allows), before the run is first
+// seen: the stream calls it before its first post. The write is bounded by
+// stepWriteTimeout. A checkpoint a step stored first is kept (read inside the
 // transaction, so a step's write that commits first wins). Nothing held, or held
 // no longer, is nil; an error means it was not stored (it stays held) and the
 // caller must not show anything.
@@ -170,7 +171,9 @@ func (r *runEnv) storeHeld(ctx context.Context) error {
 	}
 	// Batch (group commit, DESIGN.md §7); fn reads the run inside tx, so a
 	// re-run decides afresh.
-	err := r.e.store.Batch(ctx, func(tx Tx) error {
+	wctx, cancel := context.WithTimeout(ctx, stepWriteTimeout)
+	defer cancel()
+	err := r.e.store.Batch(wctx, func(tx Tx) error {
 		run, err := r.checkpointable(tx)
 		if err != nil {
 			return err

@@ -224,30 +224,46 @@ func (t *streamTarget) due(since time.Time) time.Time {
 	return t.next
 }
 
-// whenReady calls ready before the stream's first Stream call, bounded by
-// streamCallTimeout. When it fails every target is turned off (nothing is shown)
-// and the failure logged, unless the run's ingest did not commit (the run is
+// whenReady calls ready before the stream's first Stream call, with a context
+// that ends when stop is closed: ready waits for the run's ingest to land, which
+// has no bound of its own, and finish must not wait for that. When ready fails
+// every target is turned off (nothing is shown) and the failure logged, unless
+// the stream was stopped meanwhile or the run's ingest did not commit (the run is
 // abandoned without a trace). It reports whether the loop goes on: false once
-// stop is closed meanwhile.
+// stop is closed.
 func (s *stream) whenReady(ctx context.Context) bool {
 	if s.ready != nil {
-		cctx, cancel := context.WithTimeout(ctx, streamCallTimeout)
-		err := s.ready(cctx)
+		rctx, cancel := context.WithCancel(ctx)
+		over := make(chan struct{})
+		go func() { // ends when ready returns
+			select {
+			case <-s.stop:
+				cancel()
+			case <-over:
+			}
+		}()
+		err := s.ready(rctx)
+		close(over)
 		cancel()
 		if err != nil {
 			for _, t := range s.targets {
 				t.off = true
 			}
-			if !errors.Is(err, errNotIngested) {
+			if !errors.Is(err, errNotIngested) && !s.stopped() {
 				s.e.log.Warn("streaming stopped: the run's first checkpoint was not stored", "run", s.run, "err", Redact(err.Error()))
 			}
 		}
 	}
+	return !s.stopped()
+}
+
+// stopped reports whether stop is closed.
+func (s *stream) stopped() bool {
 	select {
 	case <-s.stop:
-		return false
-	default:
 		return true
+	default:
+		return false
 	}
 }
 
@@ -294,15 +310,7 @@ func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uin
 // records them still: a run whose claim moved leaves them to the process that
 // took it over, which knows them only from the record (core/shared.go).
 func (s *stream) settling() bool {
-	if s.e.shared {
-		return false
-	}
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
+	return !s.e.shared && s.stopped()
 }
 
 // finish stops the loop (after an update in flight returns) and returns, per
