@@ -131,6 +131,18 @@ func newHarness(t *testing.T, limits core.Limits) *harness {
 	return h
 }
 
+// reopen opens the store file again after stop, to read what the engine left;
+// it is closed when the test ends.
+func (h *harness) reopen() {
+	h.t.Helper()
+	st, err := bolt.Open(h.path, bolt.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { st.Close() })
+	h.store = st
+}
+
 // start opens the store and runs the engine until the test ends or stop is called.
 func (h *harness) start() { h.t.Helper(); h.start2(nil) }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // stallStore stalls the put of a run whose checkpoint is stall, inside its
@@ -82,12 +81,7 @@ func TestHeldCheckpointPostWaitsForStepInFlight(t *testing.T) {
 	}
 	sa := newStreamAdapter(h.ad)
 	var run core.RunID
-	var atPost string
-	var readErr error
-	var once sync.Once
-	sa.before = func(core.StreamDelivery) {
-		once.Do(func() { atPost, readErr = h.runCheckpoint(run) })
-	}
+	atPost := firstPostCheckpoint(h, sa, &run)
 	var stepErr error
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		run = job.Run.ID
@@ -102,7 +96,8 @@ func TestHeldCheckpointPostWaitsForStepInFlight(t *testing.T) {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
-		if err := sa.advanceUntil(ctx, clock, time.Second, "Hel"); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := sa.waitText(ctx, "Hel"); err != nil {
 			return "", err
 		}
 		st.release()
@@ -115,8 +110,8 @@ func TestHeldCheckpointPostWaitsForStepInFlight(t *testing.T) {
 	if stepErr != nil {
 		t.Fatalf("RecordStep: %v", stepErr)
 	}
-	if readErr != nil || atPost == "" {
-		t.Fatalf("checkpoint at the first post = %q, %v; want one stored before the run is seen", atPost, readErr)
+	if cp, err := atPost(); err != nil || cp == "" {
+		t.Fatalf("checkpoint at the first post = %q, %v; want one stored before the run is seen", cp, err)
 	}
 }
 
@@ -142,12 +137,7 @@ func TestHeldCheckpointKeptWhenStepCheckpointNotStored(t *testing.T) {
 	if err := <-stepErr; err == nil {
 		t.Fatal("RecordStep stored a checkpoint after the run's context ended")
 	}
-	st, err := bolt.Open(h.path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h.store = st
+	h.reopen()
 	rs := h.runs(core.RunRunning)
 	if len(rs) != 1 || string(rs[0].Checkpoint) != `{"first":true}` {
 		t.Fatalf("running runs after shutdown = %+v, want one with the held checkpoint", rs)
@@ -230,16 +220,8 @@ func TestHeldCheckpointKeptWhenItsStoreFails(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(held))
 		job.Env.(core.TextStreamer).StreamText("Hel")
-		for {
-			clock.advance(time.Second)
-			select {
-			case <-st.refused:
-			case <-time.After(20 * time.Millisecond):
-				continue
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-			break
+		if err := advanceUntilClosed(ctx, clock, st.refused); err != nil {
+			return "", err
 		}
 		close(started)
 		<-ctx.Done()
@@ -249,12 +231,7 @@ func TestHeldCheckpointKeptWhenItsStoreFails(t *testing.T) {
 	h.say("hello")
 	<-started
 	h.stop()
-	bs, err := bolt.Open(h.path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bs.Close()
-	h.store = bs
+	h.reopen()
 	rs := h.runs(core.RunRunning)
 	if len(rs) != 1 || string(rs[0].Checkpoint) != held {
 		t.Fatalf("running runs after shutdown = %+v, want one with the held checkpoint", rs)

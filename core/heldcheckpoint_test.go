@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // checkpointWatch counts the runs put with a checkpoint (by any write) and
@@ -74,6 +73,21 @@ func heldRig(t *testing.T) (*harness, *fakeClock, *streamAdapter, *checkpointWat
 	return h, clock, newStreamAdapter(h.ad), w
 }
 
+// firstPostCheckpoint makes sa read, at its first Stream call, the stored
+// checkpoint of the run *run names (set before the run streams); the returned
+// function gives what it read.
+func firstPostCheckpoint(h *harness, sa *streamAdapter, run *core.RunID) func() (string, error) {
+	var (
+		cp   string
+		err  error
+		once sync.Once
+	)
+	sa.before = func(core.StreamDelivery) {
+		once.Do(func() { cp, err = h.runCheckpoint(*run) })
+	}
+	return func() (string, error) { return cp, err }
+}
+
 // runCheckpoint reads run id's stored checkpoint.
 func (h *harness) runCheckpoint(id core.RunID) (string, error) {
 	var cp string
@@ -120,17 +134,13 @@ func TestHeldCheckpointStoredBeforeFirstPost(t *testing.T) {
 	h, clock, sa, _ := heldRig(t)
 	const held = `{"first":true}`
 	var run core.RunID
-	var atPost string
-	var readErr error
-	var once sync.Once
-	sa.before = func(core.StreamDelivery) {
-		once.Do(func() { atPost, readErr = h.runCheckpoint(run) })
-	}
+	atPost := firstPostCheckpoint(h, sa, &run)
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		run = job.Run.ID
 		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(held))
 		job.Env.(core.TextStreamer).StreamText("Hel")
-		if err := sa.advanceUntil(ctx, clock, 500*time.Millisecond, "Hel"); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := sa.waitText(ctx, "Hel"); err != nil {
 			return "", err
 		}
 		return "Hello.", nil
@@ -138,8 +148,8 @@ func TestHeldCheckpointStoredBeforeFirstPost(t *testing.T) {
 	h.start2(sa)
 	h.say("hi")
 	h.idle()
-	if readErr != nil || atPost != held {
-		t.Fatalf("checkpoint at the first post = %q, %v; want the held one stored", atPost, readErr)
+	if cp, err := atPost(); err != nil || cp != held {
+		t.Fatalf("checkpoint at the first post = %q, %v; want the held one stored", cp, err)
 	}
 	if calls := sa.streamCalls(); len(calls) != 1 {
 		t.Fatalf("stream calls = %+v, want the first post only", calls)
@@ -155,12 +165,7 @@ func TestHeldCheckpointNeverReplacesStepCheckpoint(t *testing.T) {
 	h, clock, sa, _ := heldRig(t)
 	const step = `{"step":1}`
 	var run core.RunID
-	var atPost string
-	var readErr error
-	var once sync.Once
-	sa.before = func(core.StreamDelivery) {
-		once.Do(func() { atPost, readErr = h.runCheckpoint(run) })
-	}
+	atPost := firstPostCheckpoint(h, sa, &run)
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		run = job.Run.ID
 		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(`{"first":true}`))
@@ -168,7 +173,8 @@ func TestHeldCheckpointNeverReplacesStepCheckpoint(t *testing.T) {
 			return "", err
 		}
 		job.Env.(core.TextStreamer).StreamText("Hel")
-		if err := sa.advanceUntil(ctx, clock, 500*time.Millisecond, "Hel"); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := sa.waitText(ctx, "Hel"); err != nil {
 			return "", err
 		}
 		return "Hello.", nil
@@ -176,8 +182,8 @@ func TestHeldCheckpointNeverReplacesStepCheckpoint(t *testing.T) {
 	h.start2(sa)
 	h.say("hi")
 	h.idle()
-	if readErr != nil || atPost != step {
-		t.Fatalf("checkpoint at the first post = %q, %v; want the step's, %s", atPost, readErr, step)
+	if cp, err := atPost(); err != nil || cp != step {
+		t.Fatalf("checkpoint at the first post = %q, %v; want the step's, %s", cp, err, step)
 	}
 }
 
@@ -189,16 +195,8 @@ func TestHeldCheckpointRefusedShowsNothing(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(w.refuse))
 		job.Env.(core.TextStreamer).StreamText("Hel")
-		for {
-			clock.advance(time.Second)
-			select {
-			case <-w.refused:
-			case <-time.After(20 * time.Millisecond):
-				continue
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-			break
+		if err := advanceUntilClosed(ctx, clock, w.refused); err != nil {
+			return "", err
 		}
 		job.Env.(core.TextStreamer).StreamText("Hello")
 		clock.advance(time.Minute)
@@ -238,14 +236,24 @@ func TestHeldCheckpointStoredAtShutdown(t *testing.T) {
 	h.say("hello")
 	<-a.started
 	h.stop()
-	st, err := bolt.Open(h.path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h.store = st
+	h.reopen()
 	rs := h.runs(core.RunRunning)
 	if len(rs) != 1 || string(rs[0].Checkpoint) != `{"first":true}` || rs[0].Restarts != 0 {
 		t.Fatalf("running runs after shutdown = %+v, want one with the held checkpoint", rs)
+	}
+}
+
+// advanceUntilClosed moves clock on by a second every 20 ms until ch is closed
+// or ctx ends (then its error).
+func advanceUntilClosed(ctx context.Context, clock *fakeClock, ch <-chan struct{}) error {
+	for {
+		clock.advance(time.Second)
+		select {
+		case <-ch:
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // failSettleStore fails every write transaction that would mark a run
@@ -53,12 +52,7 @@ func TestLastStepKeptWhenSettleFails(t *testing.T) {
 	h.say("hello")
 	<-fs.failed
 	h.stop() // waits for the run's end, then closes the store
-	st, err := bolt.Open(h.path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h.store = st
+	h.reopen()
 	run, evs := h.stepRun(core.RunRunning) // the settle failed: it stays running
 	if l := h.ledger(); len(l) != 1 || l[0].Key != core.UsageKey(run.ID, 1) || l[0].InputTokens != 12 {
 		t.Errorf("ledger = %+v, want the last step's call", l)
@@ -96,12 +90,7 @@ func TestStepOfRunStoppedByShutdownKept(t *testing.T) {
 	h.say("hello")
 	<-a.started
 	h.stop()
-	st, err := bolt.Open(h.path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h.store = st
+	h.reopen()
 	run, evs := h.stepRun(core.RunRunning)
 	if l := h.ledger(); len(l) != 1 || l[0].Key != core.UsageKey(run.ID, 1) {
 		t.Errorf("ledger = %+v, want the step's call", l)

@@ -105,8 +105,8 @@ func TestStreamThrottledAndFinalDeliveryEditsIt(t *testing.T) {
 			return "", errors.New("the run env does not stream")
 		}
 		ts.StreamText("Hel")
-		// The first post waits one interval after the text began.
-		if err := sa.advanceUntil(ctx, clock, time.Second, "Hel"); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := sa.waitText(ctx, "Hel"); err != nil {
 			return "", err
 		}
 		// The clock stands still: none of these may reach the platform.
@@ -167,7 +167,8 @@ func TestStreamRateLimitedUpdateRetried(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		ts := job.Env.(core.TextStreamer)
 		ts.StreamText("one")
-		if err := sa.advanceUntil(ctx, clock, time.Millisecond, "one"); err != nil {
+		clock.advance(time.Millisecond) // the first post waits one interval; then the clock stands still
+		if err := sa.waitText(ctx, "one"); err != nil {
 			return "", err
 		}
 		sa.smu.Lock()
@@ -203,7 +204,8 @@ func TestStreamWorkingStatusReplacedByAnswer(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		ts := job.Env.(core.TextStreamer)
 		ts.StreamWorking("shell", "http_fetch")
-		if err := sa.advanceUntil(ctx, clock, time.Second, "_working: shell, http_fetch_"); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := sa.waitText(ctx, "_working: shell, http_fetch_"); err != nil {
 			return "", err
 		}
 		ts.StreamText("The build is green.")

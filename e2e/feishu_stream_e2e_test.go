@@ -73,7 +73,8 @@ func TestFeishuStreamEditsThrottled(t *testing.T) {
 	var r *fsmRig
 	r = startFeishuAgent(t, &streamAgent{script: func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("Hel")
-		if err := until(ctx, clock, time.Second, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
 			return "", err
 		}
 		for _, s := range []string{"Hello", "Hello w", "Hello wo", "Hello wor", "Hello worl"} {
@@ -106,7 +107,8 @@ func TestFeishuStreamRateLimitedEditsEndWithOneCompleteMessage(t *testing.T) {
 	limit := func() { r.fake.RateLimitNext("/open-apis/im/v1/messages/om_fake", 1) }
 	r = startFeishuAgent(t, &streamAgent{script: func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("one")
-		if err := until(ctx, clock, time.Second, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
 			return "", err
 		}
 		limit()
@@ -138,7 +140,8 @@ func TestFeishuStreamLongReplyIntoSecondMessage(t *testing.T) {
 	var r *fsmRig
 	r = startFeishuAgent(t, &streamAgent{script: func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText(long[:100])
-		if err := until(ctx, clock, time.Second, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
 			return "", err
 		}
 		ts.StreamText(long)

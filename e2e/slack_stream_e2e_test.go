@@ -56,7 +56,8 @@ func TestSlackStreamEditsThrottled(t *testing.T) {
 	var r *slackRig
 	r = startSlackStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("Hel")
-		if err := until(ctx, clock, time.Second, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
 			return "", err
 		}
 		// The clock stands still: none of these may become an edit.
@@ -88,7 +89,8 @@ func TestSlackStreamRateLimitedEditsEndWithOneCompleteMessage(t *testing.T) {
 	var r *slackRig
 	r = startSlackStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("one")
-		if err := until(ctx, clock, time.Second, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
 			return "", err
 		}
 		r.fake.FailNext("chat.update", http.StatusTooManyRequests, "ratelimited", time.Second)
@@ -124,7 +126,8 @@ func TestSlackStreamLongReplyIntoSecondMessage(t *testing.T) {
 	var r *slackRig
 	r = startSlackStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText(long[:100])
-		if err := until(ctx, clock, time.Second, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
 			return "", err
 		}
 		ts.StreamText(long)

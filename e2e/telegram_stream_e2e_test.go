@@ -96,7 +96,8 @@ func TestTelegramStreamEditsThrottled(t *testing.T) {
 	var r *tgStreamRig
 	r = startTelegramStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("Hel")
-		if err := until(ctx, clock, time.Second, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
 			return "", err
 		}
 		for _, s := range []string{"Hello", "Hello w", "Hello wo", "Hello wor", "Hello worl"} {
@@ -138,7 +139,8 @@ func TestTelegramStreamRateLimitedEditsEndWithOneCompleteMessage(t *testing.T) {
 	var r *tgStreamRig
 	r = startTelegramStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("one")
-		if err := until(ctx, clock, time.Second, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
 			return "", err
 		}
 		r.fake.Fail("editMessageText", telegramtest.RateLimited(1))
@@ -173,7 +175,8 @@ func TestTelegramStreamLongReplyIntoSecondMessage(t *testing.T) {
 	var r *tgStreamRig
 	r = startTelegramStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText(long[:100])
-		if err := until(ctx, clock, time.Second, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
+		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
+		if err := until(ctx, nil, 0, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
 			return "", err
 		}
 		ts.StreamText(long)
