@@ -132,18 +132,12 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	var start time.Time
-	err := s.db.Update(func(btx *bbolt.Tx) error {
-		start = time.Now() // the writer is this transaction's from here
+	return s.group.alone(func(btx *bbolt.Tx) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		return fn(&writeTx{readTx{tx: btx}})
 	})
-	if err == nil {
-		s.group.committed(1, time.Since(start))
-	}
-	return err
 }
 
 // Batch is Update with group commit (group.go): concurrent callers share one

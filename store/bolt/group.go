@@ -91,11 +91,19 @@ func (c *committer) submit(ctx context.Context, fn func(*bbolt.Tx) error) error 
 		}
 	}
 	if err == errSolo {
-		var start time.Time
-		err = c.db.Update(func(tx *bbolt.Tx) error { start = time.Now(); return fn(tx) })
-		if err == nil {
-			c.committed(1, time.Since(start))
-		}
+		err = c.alone(fn)
+	}
+	return err
+}
+
+// alone runs fn in a transaction of its own (a Batch call run alone, or an
+// Update) and counts it as a commit of one write, timed from the moment the
+// writer is its.
+func (c *committer) alone(fn func(*bbolt.Tx) error) error {
+	var start time.Time
+	err := c.db.Update(func(tx *bbolt.Tx) error { start = time.Now(); return fn(tx) })
+	if err == nil {
+		c.committed(1, time.Since(start))
 	}
 	return err
 }
