@@ -159,6 +159,15 @@ func (c *Cost) overBudgetTx(tx ReadTx, bot string, thread ThreadID, now time.Tim
 	return nil
 }
 
+// costs is the engine's cost settings, or empty ones (no prices, no budgets)
+// when none are configured.
+func (e *Engine) costs() *Cost {
+	if c := e.cfg().cost; c != nil {
+		return c
+	}
+	return &Cost{}
+}
+
 // checkBudget returns a *BudgetError when job's bot or thread has spent a
 // budget: a new run is refused with it (execute), a run in flight stops at its
 // next model call (runEnv.BeforeModelCall).
@@ -213,10 +222,7 @@ func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
 // usageEntry is the ledger entry of the run's model call c, priced.
 func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 	e := r.e
-	cost := e.cfg().cost
-	if cost == nil {
-		cost = &Cost{}
-	}
+	cost := e.costs()
 	entry := UsageEntry{Key: UsageKey(r.job.Run.ID, c.Call), At: e.clock.Now(), Bot: r.job.Bot.Handle,
 		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Model: c.Model,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens}
@@ -243,10 +249,7 @@ type budgetWarnings struct {
 // a re-run by Batch decides afresh.
 func (e *Engine) recordUsageTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
 	var w budgetWarnings
-	cost := e.cfg().cost
-	if cost == nil {
-		cost = &Cost{}
-	}
+	cost := e.costs()
 	before := map[string]UsageTotal{}
 	bs := cost.budgets(entry.Bot, entry.Thread, entry.At)
 	for _, b := range bs {

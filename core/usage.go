@@ -24,10 +24,7 @@ var _ UsageReporter = (*Engine)(nil)
 
 // UsageReport implements UsageReporter.
 func (e *Engine) UsageReport(ctx context.Context, threadKey, bot string) (string, error) {
-	cost := e.cfg().cost
-	if cost == nil {
-		cost = &Cost{}
-	}
+	cost := e.costs()
 	now := e.clock.Now()
 	var b strings.Builder
 	err := e.store.View(ctx, func(tx ReadTx) error {
