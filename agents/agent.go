@@ -297,9 +297,10 @@ func (a *Agent) maxModelCalls(bot core.BotProfile) int {
 // With job.Restart set, Execute resumes a run a restart interrupted from its last
 // step checkpoint (DESIGN.md §8): no finished step runs again (the call that
 // gives the reply is finished only with the run's settle, Result.Step). A new
-// run saves its first checkpoint while its first model call is made, before
-// anything of that call is streamed or stored, and fails when it cannot (core
-// restarts a run killed before that from the beginning). Each model call's
+// run hands its first checkpoint to core before its first model call
+// (core.CheckpointHolder: stored only if the run streams before its first step;
+// any other Env stores it then, and the run fails when it cannot); core restarts
+// a run killed before any checkpoint is stored from the beginning. Each model call's
 // ledger entry, run event and checkpoint are one write (core.StepRecorder); the
 // call that gives the reply is handed back as Result.Step instead, for core to
 // store with the run's settling.

@@ -138,7 +138,8 @@ type OutcomeRecorder interface {
 // RunEnv.Checkpoint) supersedes it, and it never replaces one; a run that ends
 // keeps neither. A run killed while its first checkpoint is only held has
 // shown nothing and is started again from the beginning (recover,
-// MaxRestartsBeforeFirstStep). It returns at once; transcript is copied.
+// MaxRestartsBeforeFirstStep). It returns at once and keeps transcript as it is:
+// the caller must not change it afterwards.
 type CheckpointHolder interface {
 	HoldCheckpoint(transcript json.RawMessage)
 }

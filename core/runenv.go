@@ -123,9 +123,8 @@ func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) err
 
 // HoldCheckpoint implements CheckpointHolder.
 func (r *runEnv) HoldCheckpoint(transcript json.RawMessage) {
-	cp := append(json.RawMessage(nil), transcript...)
 	r.mu.Lock()
-	r.held = cp
+	r.held = transcript
 	r.mu.Unlock()
 }
 
