@@ -28,6 +28,16 @@ func (e *saveEnv) Checkpoint(ctx context.Context, raw json.RawMessage) error {
 
 var _ core.RunEnv = (*saveEnv)(nil)
 
+// executeHi runs the engineer on "@engineer hi" added to fe, with env as its
+// RunEnv, against srv.
+func executeHi(t *testing.T, srv *openaitest.Server, fe *fakeEnv, env core.RunEnv) (core.Result, error) {
+	t.Helper()
+	trig := fe.add(alice, "Alice", "@engineer hi", "engineer")
+	job := newJob(fe, engineer, false, trig)
+	job.Env = env
+	return execute(t, newAgent(t, srv, NewRegistry(), nil), job)
+}
+
 // holdEnv is a saveEnv that holds the first checkpoint (core.CheckpointHolder),
 // as core's RunEnv does.
 type holdEnv struct {
@@ -61,10 +71,7 @@ func TestFirstCheckpointHeldByCore(t *testing.T) {
 		storedBeforeAsk = stored.Load()
 		return openaitest.Text("done here")
 	})
-	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
-	job := newJob(env.fakeEnv, engineer, false, trig)
-	job.Env = env
-	res, err := execute(t, newAgent(t, srv, NewRegistry(), nil), job)
+	res, err := executeHi(t, srv, env.fakeEnv, env)
 	if err != nil || res.Reply != "done here" {
 		t.Fatalf("Execute = %q, %v", res.Reply, err)
 	}
@@ -104,10 +111,7 @@ func TestFirstCheckpointStoredBeforeModelRequest(t *testing.T) {
 		})
 		return nil
 	}
-	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
-	job := newJob(env.fakeEnv, engineer, false, trig)
-	job.Env = env
-	res, err := execute(t, newAgent(t, srv, NewRegistry(), nil), job)
+	res, err := executeHi(t, srv, env.fakeEnv, env)
 	if err != nil || res.Reply != "done here" {
 		t.Fatalf("Execute = %q, %v", res.Reply, err)
 	}
@@ -128,10 +132,7 @@ func TestFirstCheckpointFailureStopsRun(t *testing.T) {
 	})
 	env := &saveEnv{streamEnv: &streamEnv{fakeEnv: &fakeEnv{}}}
 	env.save = func(context.Context, json.RawMessage) error { return errors.New("disk full") }
-	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
-	job := newJob(env.fakeEnv, engineer, false, trig)
-	job.Env = env
-	res, err := execute(t, newAgent(t, srv, NewRegistry(), nil), job)
+	res, err := executeHi(t, srv, env.fakeEnv, env)
 	if err == nil || !strings.Contains(err.Error(), "first checkpoint") || !strings.Contains(err.Error(), "disk full") || res.Reply != "" {
 		t.Fatalf("Execute = %q, %v; want the first checkpoint's error", res.Reply, err)
 	}

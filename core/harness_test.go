@@ -131,6 +131,19 @@ func newHarness(t *testing.T, limits core.Limits) *harness {
 	return h
 }
 
+// stopMidRun runs the engine with agent a, says "hello", and once started is
+// closed (a's run is under way) stops the engine and reopens the store to read
+// what the shutdown left.
+func (h *harness) stopMidRun(a core.Agent, started <-chan struct{}) {
+	h.t.Helper()
+	h.opts = func(o *core.Options) { o.Agent = a }
+	h.start()
+	h.say("hello")
+	<-started
+	h.stop()
+	h.reopen()
+}
+
 // reopen opens the store file again after stop, to read what the engine left;
 // it is closed when the test ends.
 func (h *harness) reopen() {

@@ -96,8 +96,7 @@ func TestHeldCheckpointPostWaitsForStepInFlight(t *testing.T) {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := sa.waitText(ctx, "Hel"); err != nil {
+		if err := sa.firstPost(ctx, clock, "Hel"); err != nil {
 			return "", err
 		}
 		st.release()

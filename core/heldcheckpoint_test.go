@@ -127,20 +127,24 @@ func TestHeldCheckpointNotStoredWhenAnsweredBeforeFirstPost(t *testing.T) {
 	}
 }
 
-// TestHeldCheckpointStoredBeforeFirstPost: a run still writing one interval
-// after its text began is shown, and its held first checkpoint is stored
-// before that first post.
-func TestHeldCheckpointStoredBeforeFirstPost(t *testing.T) {
+// checkpointAtFirstPost runs one message whose run holds the first checkpoint
+// held, then calls before (nil: none), then streams and is still writing at its
+// first post; it returns the harness and stream adapter, and the run's stored
+// checkpoint as read at that first post.
+func checkpointAtFirstPost(t *testing.T, held string, before func(context.Context, *core.Job) error) (*harness, *streamAdapter, string, error) {
 	h, clock, sa, _ := heldRig(t)
-	const held = `{"first":true}`
 	var run core.RunID
 	atPost := firstPostCheckpoint(h, sa, &run)
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		run = job.Run.ID
 		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(held))
+		if before != nil {
+			if err := before(ctx, job); err != nil {
+				return "", err
+			}
+		}
 		job.Env.(core.TextStreamer).StreamText("Hel")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := sa.waitText(ctx, "Hel"); err != nil {
+		if err := sa.firstPost(ctx, clock, "Hel"); err != nil {
 			return "", err
 		}
 		return "Hello.", nil
@@ -148,7 +152,17 @@ func TestHeldCheckpointStoredBeforeFirstPost(t *testing.T) {
 	h.start2(sa)
 	h.say("hi")
 	h.idle()
-	if cp, err := atPost(); err != nil || cp != held {
+	cp, err := atPost()
+	return h, sa, cp, err
+}
+
+// TestHeldCheckpointStoredBeforeFirstPost: a run still writing one interval
+// after its text began is shown, and its held first checkpoint is stored
+// before that first post.
+func TestHeldCheckpointStoredBeforeFirstPost(t *testing.T) {
+	const held = `{"first":true}`
+	h, sa, cp, err := checkpointAtFirstPost(t, held, nil)
+	if err != nil || cp != held {
 		t.Fatalf("checkpoint at the first post = %q, %v; want the held one stored", cp, err)
 	}
 	if calls := sa.streamCalls(); len(calls) != 1 {
@@ -162,27 +176,11 @@ func TestHeldCheckpointStoredBeforeFirstPost(t *testing.T) {
 // TestHeldCheckpointNeverReplacesStepCheckpoint: once a step's checkpoint is
 // stored, the first post stores nothing over it.
 func TestHeldCheckpointNeverReplacesStepCheckpoint(t *testing.T) {
-	h, clock, sa, _ := heldRig(t)
 	const step = `{"step":1}`
-	var run core.RunID
-	atPost := firstPostCheckpoint(h, sa, &run)
-	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
-		run = job.Run.ID
-		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(`{"first":true}`))
-		if err := job.Env.(core.StepRecorder).RecordStep(ctx, core.Step{Checkpoint: json.RawMessage(step)}); err != nil {
-			return "", err
-		}
-		job.Env.(core.TextStreamer).StreamText("Hel")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := sa.waitText(ctx, "Hel"); err != nil {
-			return "", err
-		}
-		return "Hello.", nil
-	}
-	h.start2(sa)
-	h.say("hi")
-	h.idle()
-	if cp, err := atPost(); err != nil || cp != step {
+	_, _, cp, err := checkpointAtFirstPost(t, `{"first":true}`, func(ctx context.Context, job *core.Job) error {
+		return job.Env.(core.StepRecorder).RecordStep(ctx, core.Step{Checkpoint: json.RawMessage(step)})
+	})
+	if err != nil || cp != step {
 		t.Fatalf("checkpoint at the first post = %q, %v; want the step's, %s", cp, err, step)
 	}
 }
@@ -231,12 +229,7 @@ func (a holdThenStopAgent) Execute(ctx context.Context, job *core.Job) (core.Res
 func TestHeldCheckpointStoredAtShutdown(t *testing.T) {
 	h := newHarness(t, core.Limits{})
 	a := holdThenStopAgent{started: make(chan struct{})}
-	h.opts = func(o *core.Options) { o.Agent = a }
-	h.start()
-	h.say("hello")
-	<-a.started
-	h.stop()
-	h.reopen()
+	h.stopMidRun(a, a.started)
 	rs := h.runs(core.RunRunning)
 	if len(rs) != 1 || string(rs[0].Checkpoint) != `{"first":true}` || rs[0].Restarts != 0 {
 		t.Fatalf("running runs after shutdown = %+v, want one with the held checkpoint", rs)

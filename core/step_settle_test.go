@@ -85,12 +85,7 @@ func (a stepThenStopAgent) Execute(ctx context.Context, job *core.Job) (core.Res
 func TestStepOfRunStoppedByShutdownKept(t *testing.T) {
 	h := newHarness(t, core.Limits{})
 	a := stepThenStopAgent{started: make(chan struct{})}
-	h.opts = func(o *core.Options) { o.Agent = a }
-	h.start()
-	h.say("hello")
-	<-a.started
-	h.stop()
-	h.reopen()
+	h.stopMidRun(a, a.started)
 	run, evs := h.stepRun(core.RunRunning)
 	if l := h.ledger(); len(l) != 1 || l[0].Key != core.UsageKey(run.ID, 1) {
 		t.Errorf("ledger = %+v, want the step's call", l)

@@ -80,6 +80,14 @@ func (s *streamAdapter) waitText(ctx context.Context, text string) error {
 	}
 }
 
+// firstPost moves clock on by one interval, which makes the stream's first post
+// due (it waits one interval after the text began), and waits until a Stream
+// call showed text; the clock then stands still, so no edit becomes due.
+func (s *streamAdapter) firstPost(ctx context.Context, clock *fakeClock, text string) error {
+	clock.advance(s.every)
+	return s.waitText(ctx, text)
+}
+
 // advanceUntil moves the clock on by step until a Stream call showed text: the
 // stream sets its next allowed time only after its call returned.
 func (s *streamAdapter) advanceUntil(ctx context.Context, clock *fakeClock, step time.Duration, text string) error {
@@ -105,8 +113,7 @@ func TestStreamThrottledAndFinalDeliveryEditsIt(t *testing.T) {
 			return "", errors.New("the run env does not stream")
 		}
 		ts.StreamText("Hel")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := sa.waitText(ctx, "Hel"); err != nil {
+		if err := sa.firstPost(ctx, clock, "Hel"); err != nil {
 			return "", err
 		}
 		// The clock stands still: none of these may reach the platform.
@@ -167,8 +174,7 @@ func TestStreamRateLimitedUpdateRetried(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		ts := job.Env.(core.TextStreamer)
 		ts.StreamText("one")
-		clock.advance(time.Millisecond) // the first post waits one interval; then the clock stands still
-		if err := sa.waitText(ctx, "one"); err != nil {
+		if err := sa.firstPost(ctx, clock, "one"); err != nil {
 			return "", err
 		}
 		sa.smu.Lock()
@@ -204,8 +210,7 @@ func TestStreamWorkingStatusReplacedByAnswer(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		ts := job.Env.(core.TextStreamer)
 		ts.StreamWorking("shell", "http_fetch")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := sa.waitText(ctx, "_working: shell, http_fetch_"); err != nil {
+		if err := sa.firstPost(ctx, clock, "_working: shell, http_fetch_"); err != nil {
 			return "", err
 		}
 		ts.StreamText("The build is green.")

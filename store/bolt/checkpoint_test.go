@@ -128,31 +128,35 @@ func TestRunCheckpointStoredApart(t *testing.T) {
 	check("Dump", dumped...)
 }
 
-// TestRunCheckpointCleared: putting a run without a checkpoint (a run that
-// settles keeps no transcript, seed G5) deletes its run_checkpoints entry.
-func TestRunCheckpointCleared(t *testing.T) {
-	s := openTemp(t)
-	ctx := context.Background()
-	var r core.Run
-	err := s.Update(ctx, func(tx core.Tx) error {
+// putRun stores r in a transaction of its own and returns it as stored.
+func putRun(t *testing.T, s *Store, r core.Run) core.Run {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx core.Tx) error {
 		var err error
-		r, err = tx.PutRun(core.Run{Bot: "bot:eng", Thread: 1, Status: core.RunRunning, Checkpoint: json.RawMessage(`{"step":1}`)})
+		r, err = tx.PutRun(r)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// TestRunCheckpointCleared: putting a run without a checkpoint (a run that
+// settles keeps no transcript, seed G5) deletes its run_checkpoints entry.
+func TestRunCheckpointCleared(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	r := putRun(t, s, core.Run{Bot: "bot:eng", Thread: 1, Status: core.RunRunning, Checkpoint: json.RawMessage(`{"step":1}`)})
 	if _, cp := rawRun(t, s, r.ID); string(cp) != `{"step":1}` {
 		t.Fatalf("run_checkpoints after put = %q", cp)
 	}
 	r.Status, r.Checkpoint = core.RunCompleted, nil
-	if err := s.Update(ctx, func(tx core.Tx) error { _, err := tx.PutRun(r); return err }); err != nil {
-		t.Fatal(err)
-	}
+	putRun(t, s, r)
 	if _, cp := rawRun(t, s, r.ID); cp != nil {
 		t.Errorf("run_checkpoints after the run settled = %q, want no entry", cp)
 	}
-	err = s.View(ctx, func(tx core.ReadTx) error {
+	err := s.View(ctx, func(tx core.ReadTx) error {
 		got, err := tx.Run(r.ID)
 		if err == nil && got.Checkpoint != nil {
 			t.Errorf("Run after the checkpoint was cleared = %q, want nil", got.Checkpoint)
@@ -171,17 +175,9 @@ func TestPutRunKeepsUnchangedCheckpoint(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
 	cp := benchTranscript(64<<10, "a")
-	var r core.Run
-	err := s.Update(ctx, func(tx core.Tx) error {
-		var err error
-		r, err = tx.PutRun(core.Run{Bot: "bot:eng", Thread: 1, Status: core.RunRunning, Checkpoint: cp})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := putRun(t, s, core.Run{Bot: "bot:eng", Thread: 1, Status: core.RunRunning, Checkpoint: cp})
 	before := pageAlloc(s)
-	err = s.Update(ctx, func(tx core.Tx) error {
+	err := s.Update(ctx, func(tx core.Tx) error {
 		got, err := tx.Run(r.ID)
 		if err != nil {
 			return err
@@ -226,19 +222,11 @@ func TestPutRunRejectsInvalidCheckpoint(t *testing.T) {
 func TestVerifyRunCheckpoints(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
-	var r core.Run
-	err := s.Update(ctx, func(tx core.Tx) error {
-		var err error
-		r, err = tx.PutRun(core.Run{Bot: "bot:eng", Thread: 1, Status: core.RunCompleted})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := putRun(t, s, core.Run{Bot: "bot:eng", Thread: 1, Status: core.RunCompleted})
 	if err := s.Verify(ctx); err != nil {
 		t.Fatalf("Verify of a good file: %v", err)
 	}
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		r.Checkpoint = json.RawMessage(`{"old":true}`)
 		data, err := json.Marshal(r)
 		if err != nil {
