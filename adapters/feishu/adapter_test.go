@@ -576,6 +576,15 @@ func TestDirectMessages(t *testing.T) {
 	if len(ins) != 2 || !ins[1].NewThread || ins[1].Text != "fresh start" {
 		t.Errorf("after /new: %+v", ins)
 	}
+	// The /new acknowledgement is a queued notice: wait for it so the
+	// delivery below is the last message.
+	msgs, err = h.srv.WaitMessages(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := msgs[2]; m.ReplyTo != "om_newa" || !strings.Contains(m.Text(), "starts a new conversation") {
+		t.Errorf("/new acknowledgement %+v %q", m, m.Text())
+	}
 	// Deliver into the p2p chat creates a message there when there is no reply target.
 	if _, err := h.a.Deliver(ctx, core.Delivery{Conversation: in.Conversation, Text: "Rota: Bob"}); err != nil {
 		t.Fatal(err)
