@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"openbot/core"
 )
@@ -66,4 +69,81 @@ func (h *harness) heldBot(handle, warm string) chan struct{} {
 		return "done", nil
 	}
 	return release
+}
+
+// pickGateStore holds, once armed, the first read of bot's mailbox made outside
+// a write transaction (the worker's look before it picks) after that read's
+// transaction has ended, until release is closed; entered is closed when it does.
+type pickGateStore struct {
+	core.Store
+	bot      core.ActorID
+	armed    atomic.Bool
+	entered  chan struct{}
+	released chan struct{}
+}
+
+func (s *pickGateStore) View(ctx context.Context, fn func(core.ReadTx) error) error {
+	var read bool
+	err := s.Store.View(ctx, func(tx core.ReadTx) error { return fn(mailboxSpy{ReadTx: tx, bot: s.bot, read: &read}) })
+	if read && s.armed.CompareAndSwap(true, false) {
+		close(s.entered)
+		<-s.released
+	}
+	return err
+}
+
+// mailboxSpy notes a NextQueued of bot.
+type mailboxSpy struct {
+	core.ReadTx
+	bot  core.ActorID
+	read *bool
+}
+
+func (t mailboxSpy) NextQueued(actor core.ActorID, skip func(core.InboxItem) bool) (core.InboxItem, error) {
+	if actor == t.bot {
+		*t.read = true
+	}
+	return t.ReadTx.NextQueued(actor, skip)
+}
+
+// TestIngestPicksWhileWorkerLooks: a message arriving while the bot's worker is
+// looking at its mailbox (after a wake-up) still starts its run in the ingest's
+// own transaction; the look does not keep the ingest from picking, which would
+// leave the run to a pick of the worker, one more commit before its model request.
+func TestIngestPicksWhileWorkerLooks(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	release := h.heldBot("chief_of_staff", "warm up")
+	gate := &pickGateStore{bot: core.BotActorID("chief_of_staff"), entered: make(chan struct{}), released: make(chan struct{})}
+	h.opts = func(o *core.Options) {
+		o.Bots = append([]core.BotProfile(nil), team...)
+		o.Bots[0].MaxParallelThreads = 2
+		gate.Store = o.Store
+		o.Store = gate
+	}
+	h.start()
+	h.say("warm up")
+	h.idle()
+
+	gate.armed.Store(true)
+	h.say("first") // starts its run, then wakes the worker, which looks and is held
+	select {
+	case <-gate.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker never read its mailbox after the first message")
+	}
+	second := h.say("second", func(in *core.Inbound) { in.ThreadKey, in.Conversation = "console:other", "other" })
+	running := h.runs(core.RunRunning)
+	close(gate.released)
+	started := false
+	for _, r := range running {
+		started = started || slices.Contains(r.Triggers, second.Message)
+	}
+	if len(running) != 2 || !started {
+		t.Errorf("running when the second ingest returned = %+v, want its run started beside the first", running)
+	}
+	close(release)
+	h.idle()
+	if done := h.runs(core.RunCompleted); len(done) != 3 {
+		t.Errorf("completed runs = %d, want 3", len(done))
+	}
 }

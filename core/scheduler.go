@@ -102,11 +102,21 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			if !ok {
 				break // removed by Reload: no new work unless it comes back
 			}
-			w.pickMu.Lock()
+			// The read that finds nothing, the common outcome of a wake-up, runs
+			// without pickMu: an ingest committing meanwhile then starts its run in
+			// its own transaction (core/pickingest.go) instead of finding the lock
+			// taken and leaving the item to a pick of this loop, a second commit
+			// before its model request. A yes is read again under the lock, so a
+			// thread an ingest picked meanwhile costs no empty pick.
 			n, busy := w.inFlight()
 			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
-				w.pickMu.Unlock()
 				break // a finishing run or a new item wakes the worker
+			}
+			w.pickMu.Lock()
+			n, busy = w.inFlight()
+			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
+				w.pickMu.Unlock()
+				break
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row. Free slots beyond the first are taken too (never waited
