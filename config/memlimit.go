@@ -16,7 +16,7 @@ import "math"
 // would take 24 MiB of heap plus stacks and bookkeeping, and the heap it freed
 // stays mapped for minutes. Near the limit the collector runs more often instead
 // (at most about half the CPU: the limit is soft, never an out-of-memory error).
-// Under the limit serve sets the GC percent to 200 (cmd/openbot/memlimit.go):
+// Under the limit serve sets the GC percent to 400 (cmd/openbot/memlimit.go):
 // the limit, not the percent, bounds a burst, and fewer cycles take less CPU
 // from the runs. A team whose live heap is larger (long histories, big files, many bots at
 // once) should raise it, or set -1 for none; GOMEMLIMIT in the environment wins
