@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,20 +113,26 @@ func (t mailboxSpy) NextQueued(actor core.ActorID, skip func(core.InboxItem) boo
 // leave the run to a pick of the worker, one more commit before its model request.
 func TestIngestPicksWhileWorkerLooks(t *testing.T) {
 	h := newHarness(t, core.Limits{})
-	release := h.heldBot("chief_of_staff", "warm up")
+	held := h.heldBot("chief_of_staff", "warm up")
 	gate := &pickGateStore{bot: core.BotActorID("chief_of_staff"), entered: make(chan struct{}), released: make(chan struct{})}
 	h.opts = func(o *core.Options) {
 		o.Bots = append([]core.BotProfile(nil), team...)
-		o.Bots[0].MaxParallelThreads = 2
+		o.Bots[0].MaxParallelThreads = 3
 		gate.Store = o.Store
 		o.Store = gate
 	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate.released) }) }
+	t.Cleanup(release) // a failure below must not leave the worker held at shutdown
 	h.start()
 	h.say("warm up")
 	h.idle()
 
+	// Each message in a thread of its own: the warm-up's thread may still be
+	// marked busy for a moment after its run settled.
 	gate.armed.Store(true)
-	h.say("first") // starts its run, then wakes the worker, which looks and is held
+	h.say("first", func(in *core.Inbound) { in.ThreadKey, in.Conversation = "console:first", "first" })
+	// It started its run, then woke the worker, which looks and is held.
 	select {
 	case <-gate.entered:
 	case <-time.After(10 * time.Second):
@@ -133,7 +140,7 @@ func TestIngestPicksWhileWorkerLooks(t *testing.T) {
 	}
 	second := h.say("second", func(in *core.Inbound) { in.ThreadKey, in.Conversation = "console:other", "other" })
 	running := h.runs(core.RunRunning)
-	close(gate.released)
+	release()
 	started := false
 	for _, r := range running {
 		started = started || slices.Contains(r.Triggers, second.Message)
@@ -141,7 +148,7 @@ func TestIngestPicksWhileWorkerLooks(t *testing.T) {
 	if len(running) != 2 || !started {
 		t.Errorf("running when the second ingest returned = %+v, want its run started beside the first", running)
 	}
-	close(release)
+	close(held)
 	h.idle()
 	if done := h.runs(core.RunCompleted); len(done) != 3 {
 		t.Errorf("completed runs = %d, want 3", len(done))

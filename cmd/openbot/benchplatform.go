@@ -476,7 +476,7 @@ const slowCommit = 5 * time.Millisecond
 // storeWindow is what the bbolt store's single writer did over an interval
 // (bolt.Store.CommitStats): its commits, the writes they carried and the time
 // it spent on them, against the interval's wall time, and each commit's
-// duration (fsyncs included): the disk's share of the latency, which an ingest
+// duration (its transaction's functions and its fsyncs): what an ingest
 // arriving during a commit waits for.
 type storeWindow struct {
 	bs    *bolt.Store
