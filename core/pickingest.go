@@ -116,7 +116,8 @@ func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
 // settleIngestPicks acts on the outcome err of the transaction that made picks
 // (nil: committed). Runs started early are told through their gate: go on, or
 // stop without a trace. Picks whose runs did not start are executed now after a
-// commit, else their worker state is given back. A worker whose loop has returned
+// commit, else their worker state is given back and the worker woken to look
+// again (the item is queued again). A worker whose loop has returned
 // (shutdown) starts nothing: its run stays running in the store and the next
 // start recovers it (DESIGN.md §8), as any run a shutdown leaves.
 func settleIngestPicks(picks []ingestPick, err error) {
@@ -128,6 +129,9 @@ func settleIngestPicks(picks []ingestPick, err error) {
 		default:
 			p.w.setBusy(p.job.Thread.ID, false)
 			p.w.e.sem.release()
+			// The picked item is queued again, and the worker may have passed it
+			// over while its thread was busy with this pick: it looks again.
+			p.w.wakeUp()
 		}
 	}
 }

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -152,5 +153,91 @@ func TestIngestPicksWhileWorkerLooks(t *testing.T) {
 	h.idle()
 	if done := h.runs(core.RunCompleted); len(done) != 3 {
 		t.Errorf("completed runs = %d, want 3", len(done))
+	}
+}
+
+// TestFailedIngestPickWakesWorker (shared store, where an ingest's pick starts
+// its run only after the commit): when the ingest's transaction picked an older
+// item and then failed, the worker is woken for that item. Its own look at the
+// mailbox may have run while the pick held the item's thread busy, and passed it
+// over; without a wake-up the item would wait for the next message or sweep.
+func TestFailedIngestPickWakesWorker(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	held := h.heldBot("chief_of_staff", "warm up")
+	gate := &pickGateStore{bot: core.BotActorID("chief_of_staff"), entered: make(chan struct{}), released: make(chan struct{})}
+	var hold *holdStore
+	h.opts = func(o *core.Options) {
+		o.Shared, o.ProcessID, o.SweepInterval = true, "web-1", time.Hour // no sweep finds it
+		hold = newHoldStore(o.Store)
+		gate.Store = hold
+		o.Store = gate
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate.released) }) }
+	t.Cleanup(release)
+	h.start()
+	in := func(thread string) func(*core.Inbound) {
+		return func(in *core.Inbound) {
+			in.ThreadKey, in.Conversation = "console:"+thread, core.ConversationRef(thread)
+		}
+	}
+	h.say("A", in("a")) // runs, held: the bot's one thread is taken
+	waitRunning(t, h, 1)
+	b := h.say("B", in("b")) // queued behind it
+
+	gate.armed.Store(true)
+	held <- struct{}{} // A ends; the worker wakes, sees B queued, and is held before it picks
+	select {
+	case <-gate.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker never looked at its mailbox after A ended")
+	}
+	hold.armed.Store(true)
+	failed := make(chan error, 1)
+	go func() {
+		_, err := h.eng.Ingest(context.Background(), core.Inbound{Account: "console/local", Platform: "console",
+			DedupKey: "console:c", ThreadKey: "console:c", Conversation: "c", SenderID: "console:you",
+			SenderName: "you", Text: "C", StartThread: true})
+		failed <- err
+	}()
+	<-hold.held // C's transaction picked B (the oldest free item) and waits to commit
+	release()   // the worker takes its pick lock, finds B's thread busy, and sleeps
+	// Nothing outside shows the worker asleep; give it the moment it needs (it
+	// takes microseconds). Too short a wait can only let the test pass wrongly:
+	// the worker would then see B free and pick it without a wake-up.
+	time.Sleep(100 * time.Millisecond)
+	boom := errors.New("disk full")
+	hold.outcomes <- boom
+	hold.outcomes <- boom // Batch runs the failed function again, alone
+	if err := <-failed; !errors.Is(err, boom) {
+		t.Fatalf("Ingest of C = %v, want the commit's error", err)
+	}
+	// B is started by the worker, woken when the failed pick was given back.
+	deadline := time.After(10 * time.Second)
+	for {
+		for _, r := range h.runs(core.RunRunning) {
+			if slices.Contains(r.Triggers, b.Message) {
+				close(held)
+				return
+			}
+		}
+		select {
+		case <-deadline:
+			t.Fatal("B stayed queued after the ingest that picked it failed")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// waitRunning waits until n runs are running (10 s at most).
+func waitRunning(t *testing.T, h *harness, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for len(h.runs(core.RunRunning)) < n {
+		select {
+		case <-deadline:
+			t.Fatalf("fewer than %d runs running after 10s", n)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
