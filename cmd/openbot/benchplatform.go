@@ -107,6 +107,12 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "telegram polling:  %8.0f updates/s batched (one transaction and one offset save per getUpdates answer)\n", batched)
 		fmt.Fprintf(stdout, "                   %8.0f updates/s one by one (one transaction per update)  (%d updates, 100 chats, fsync on)\n", single, burst)
 	}
+	sp50, sp99, err := syncLatency(ctx, dir)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "disk:              a 4 KiB write and fsync after %s idle: p50 %.2f ms, p99 %.2f ms (%d syncs; a commit syncs twice)\n",
+		syncGap, ms(sp50), ms(sp99), diskSyncs)
 	f, err := pacedPlatform(ctx, b)
 	if err != nil {
 		return fail(err)
