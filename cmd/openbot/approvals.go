@@ -29,6 +29,10 @@ import (
 // `openbot serve` holds the store, asks that server on its listener with the
 // admin token (admin.token of the same config).
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
 	if len(args) == 0 || args[0] != "list" {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -37,8 +41,8 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "configuration file")
 	pending := fs.Bool("pending", false, "only questions still waiting for an answer")
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args[1:], stderr); done {
+		return code
 	}
 	cfg := loadConfig(*path, stderr, lookupEnv)
 	if cfg == nil {

@@ -43,8 +43,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	parallel := fs.Int("parallel", 64, "with --platform: the bench bot's max_parallel_threads (1: one thread at a time)")
 	settle := fs.Duration("settle", 0, "with --platform: after the run, wait this long and print the RSS again (0: skip)")
 	heap := fs.String("heap-profile", "", "with --platform: write a pprof heap profile to this file when the last message reached the model")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
 	}
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "openbot-bench-")

@@ -70,8 +70,8 @@ func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEn
 	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "configuration file")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
 	}
 	cfg := loadConfigChecked(*path, stderr, lookupEnv, true)
 	if cfg == nil {

@@ -78,8 +78,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "configuration file")
 	timeout := fs.Duration("timeout", defaultDoctorTimeout, "bound of each network call and MCP server start")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
 	}
 	cfg := loadConfig(*path, stderr, lookupEnv)
 	if cfg == nil {

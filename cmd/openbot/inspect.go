@@ -87,7 +87,7 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 	}
 	// Flags may follow the run ID: parse what precedes and follows it.
 	if err := parseInterspersed(fs, args); err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	if *limit < 1 || *limit > admin.MaxLimit {
 		fmt.Fprintf(stderr, "openbot %s: --limit must be 1 to %d\n", cmd, admin.MaxLimit)

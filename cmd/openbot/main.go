@@ -16,6 +16,7 @@
 //	                                     the console's reads for a terminal
 //	openbot bench                        measure ingest throughput and pick cost here
 //	openbot version
+//	openbot help COMMAND                 a command's flags (also COMMAND --help)
 //
 // In chat mode the log goes to openbot.log next to the store file, so it does not
 // interleave with the conversation; serve logs to stderr. Piped chat (input not a
@@ -73,6 +74,7 @@ const usage = `usage:
   openbot bench --platform telegram|slack [--rate R] [--duration D]
                                                     end to end against the fakes: latency, throughput, RSS
   openbot version
+  openbot help COMMAND                              a command's flags (also: COMMAND --help)
 `
 
 // run is the whole program behind main, testable in-process: args without the
@@ -89,7 +91,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "chat":
 		return runServe(ctx, "chat", args[1:], stdin, stdout, stderr, lookupEnv)
 	case "config":
+		if len(args) >= 2 && isHelp(args[1]) {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
 		if len(args) < 2 || args[1] != "check" {
+			if len(args) >= 2 {
+				fmt.Fprintf(stderr, "openbot config: unknown subcommand %q (want check)\n", args[1])
+			}
 			fmt.Fprint(stderr, usage)
 			return exitUsage
 		}
@@ -118,12 +127,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
 	case "help", "--help", "-help", "-h":
+		if len(args) > 1 && args[0] == "help" {
+			return runHelp(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
 		fmt.Fprintf(stderr, "openbot: unknown command %q\n%s", args[0], usage)
 		return exitUsage
 	}
+}
+
+// runHelp is `openbot help COMMAND...`: the command's own --help (its flags),
+// or, for a command that is not one, an error and the usage.
+func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	switch args[0] {
+	case "help", "--help", "-help", "-h", "version", "--version", "-version":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "serve", "chat", "config", "reload", "doctor", "store", "schedules", "approvals", "threads", "runs", "run",
+		"activity", "cancel", "stop", "pause", "resume", "usage", "memory", "bench":
+		return run(ctx, append(append([]string(nil), args...), "--help"), stdin, stdout, stderr, lookupEnv)
+	}
+	fmt.Fprintf(stderr, "openbot help: unknown command %q\n%s", args[0], usage)
+	return exitUsage
 }
 
 func versionString() string {

@@ -261,6 +261,44 @@ func TestUsageAndVersion(t *testing.T) {
 	}
 }
 
+// TestHelpAndStrayArguments: --help and `help COMMAND` show the command's help
+// and exit 0; an argument a command does not take, an unknown subcommand and an
+// unknown command in help are refused with exit 2, naming what was wrong.
+func TestHelpAndStrayArguments(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stream string // "out" or "err": where want is printed
+		want   string
+	}{
+		{[]string{"chat", "--help"}, 0, "err", "-config"},
+		{[]string{"serve", "-h"}, 0, "err", "-log-level"},
+		{[]string{"bench", "--help"}, 0, "err", "-platform"},
+		{[]string{"threads", "--help"}, 0, "err", "-limit"},
+		{[]string{"help", "chat"}, 0, "err", "-config"},
+		{[]string{"help", "config", "check"}, 0, "err", "-config"},
+		{[]string{"help", "store"}, 0, "out", "openbot store compact"},
+		{[]string{"help", "memory"}, 0, "out", "usage:"},
+		{[]string{"config", "--help"}, 0, "out", "config check"},
+		{[]string{"help", "bogus"}, 2, "err", `unknown command "bogus"`},
+		{[]string{"config", "bogus"}, 2, "err", `unknown subcommand "bogus"`},
+		{[]string{"chat", "config.example.yaml"}, 2, "err", `unexpected argument "config.example.yaml" (give a config file as --config config.example.yaml)`},
+		{[]string{"serve", "--config", "x.yaml", "extra"}, 2, "err", `openbot serve: unexpected argument "extra"`},
+		{[]string{"doctor", "now"}, 2, "err", `openbot doctor: unexpected argument "now"`},
+		{[]string{"store", "compact", "x"}, 2, "err", `openbot store compact: unexpected argument "x"`},
+	}
+	for _, tt := range tests {
+		r := runFor(t, tt.args, nil, nil)
+		got := r.stdout
+		if tt.stream == "err" {
+			got = r.stderr
+		}
+		if r.code != tt.code || !strings.Contains(got, tt.want) {
+			t.Errorf("run %q: exit %d stdout %q stderr %q, want exit %d and %q on std%s", tt.args, r.code, r.stdout, r.stderr, tt.code, tt.want, tt.stream)
+		}
+	}
+}
+
 func TestServeHealthzAndShutdown(t *testing.T) {
 	llm := openaitest.New(t)
 	dir := t.TempDir()

@@ -36,6 +36,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprint(stderr, memoryUsage)
 		return exitUsage
 	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, memoryUsage)
+		return exitOK
+	}
 	cmd := args[0]
 	fs := flag.NewFlagSet("memory "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -43,7 +47,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	bot := fs.String("bot", "", "the bot's handle")
 	text := fs.String("text", "", "the new text (edit; default: read stdin)")
 	if err := parseInterspersed(fs, args[1:]); err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	handle := strings.ToLower(strings.TrimPrefix(*bot, "@"))
 	var id uint64

@@ -78,8 +78,8 @@ func runReload(_ context.Context, args []string, stdout, stderr io.Writer, looku
 	fs := flag.NewFlagSet("reload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "configuration file")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
 	}
 	cfg := loadConfig(*path, stderr, lookupEnv)
 	if cfg == nil {

@@ -78,8 +78,8 @@ func runSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	fs := flag.NewFlagSet("schedules", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "configuration file")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
 	}
 	cfg := loadConfig(*path, stderr, lookupEnv)
 	if cfg == nil {

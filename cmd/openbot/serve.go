@@ -71,8 +71,8 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "configuration file")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {

@@ -35,7 +35,7 @@ func runSteer(ctx context.Context, cmd string, args []string, stdout, stderr io.
 		fs.StringVar(&bot, "bot", "", "the bot whose work in the thread stops (required)")
 	}
 	if err := parseInterspersed(fs, args); err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	usageOf := map[string]string{"cancel": "openbot cancel RUN", "stop": "openbot stop THREAD --bot B", "pause": "openbot pause BOT", "resume": "openbot resume BOT"}
 	if fs.NArg() != 1 || cmd == "stop" && bot == "" {

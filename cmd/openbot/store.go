@@ -15,6 +15,10 @@ import (
 // (DESIGN.md §10 "retention"). openbot must be stopped; a running one holds the
 // file lock and the command fails saying so.
 func runStore(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, storeUsage)
+		return exitOK
+	}
 	if len(args) > 0 && args[0] == "migrate" {
 		return runStoreMigrate(ctx, args[1:], stdout, stderr)
 	}
@@ -25,8 +29,8 @@ func runStore(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	fs := flag.NewFlagSet("store compact", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "config.yaml", "configuration file")
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args[1:], stderr); done {
+		return code
 	}
 	cfg := loadConfig(*path, stderr, lookupEnv)
 	if cfg == nil {

@@ -26,7 +26,7 @@ func runStoreMigrate(ctx context.Context, args []string, stdout, stderr io.Write
 	from := fs.String("from", "", "source store, bolt:PATH")
 	to := fs.String("to", "", "target store, postgres:DSN (an empty database; ${DATABASE_URL} in a shell)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	path, okFrom := strings.CutPrefix(*from, "bolt:")
 	dsn, okTo := strings.CutPrefix(*to, "postgres:")

@@ -27,8 +27,8 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	cfgPath := fs.String("config", "config.yaml", "configuration file")
 	by := fs.String("by", "day", "sum by bot, thread or day (UTC)")
 	since := fs.String("since", "", "from when: RFC 3339 time, a date (2026-12-01) or a duration back from now (72h); default 30 days")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stderr); done {
+		return code
 	}
 	if *by != "bot" && *by != "thread" && *by != "day" {
 		fmt.Fprintf(stderr, "openbot usage: --by wants bot, thread or day, got %q\n", *by)

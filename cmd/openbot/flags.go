@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// parseFlags parses args into fs for a command that takes nothing but flags.
+// It reports done with the exit code when the command must not go on: exitOK
+// after --help (the flag package has printed the flags), exitUsage for a bad
+// flag (the flag package has said which) or for a stray argument, which it
+// names on stderr; a config file given without --config gets a hint.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, done bool) {
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err), true
+	}
+	if fs.NArg() == 0 {
+		return exitOK, false
+	}
+	arg := fs.Arg(0)
+	hint := ""
+	if fs.Lookup("config") != nil && (strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml")) {
+		hint = " (give a config file as --config " + arg + ")"
+	} else if strings.HasPrefix(arg, "-") {
+		hint = " (flags go before other arguments)"
+	}
+	fmt.Fprintf(stderr, "openbot %s: unexpected argument %q%s\n", fs.Name(), arg, hint)
+	return exitUsage, true
+}
+
+// flagExit is the exit code after fs.Parse failed with err: exitOK for --help
+// (the flag package has printed the flags), else exitUsage (it has said which
+// flag is wrong).
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// isHelp reports whether arg asks a command with subcommands for its usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "--help", "-help", "-h":
+		return true
+	}
+	return false
+}
