@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -453,6 +455,7 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 		stall  *StallError
 		urlErr *url.Error
 	)
+	hint := "" // for the notice, after the server's message
 	attempts := "1 attempt"
 	if retries > 0 {
 		attempts = fmt.Sprintf("%d attempts", retries+1)
@@ -476,8 +479,13 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 			me.Code = fmt.Sprint(apiErr.Code)
 		}
 	case errors.As(err, &reqErr):
+		// Not an OpenAI-style error: a proxy's or web server's page, or a path
+		// the server does not serve.
 		me.Status = reqErr.HTTPStatusCode
-		me.Message = strings.TrimSpace(string(reqErr.Body))
+		me.Message = bodyText(reqErr.Body)
+		if me.Status == http.StatusNotFound {
+			hint = fmt.Sprintf(" (is base_url of llm profile %q right? OpenAI-compatible servers usually answer under /v1)", r.pc.name)
+		}
 	case errors.As(err, &urlErr):
 		me.Message = err.Error()
 		me.Summary = fmt.Sprintf("the model service of llm profile %q could not be reached (%s); the log has the details.", r.pc.name, attempts)
@@ -498,8 +506,32 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 		if msg := core.ForPeople(me.Message); msg != "" {
 			me.Summary += ": " + msg
 		}
+		me.Summary += hint
 	}
 	return me
+}
+
+var (
+	htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+	htmlTag   = regexp.MustCompile(`(?s)<[^>]*>`)
+	htmlNoise = regexp.MustCompile(`(?is)<(script|style|head)[^>]*>.*?</(script|style|head)>`)
+)
+
+// bodyText is an error response's body as one line: an HTML page (a proxy's or
+// a web server's error page) gives its title, else its text without tags, and
+// every run of whitespace becomes one space. redact bounds the length.
+func bodyText(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if low := strings.ToLower(s[:min(len(s), 512)]); strings.HasPrefix(low, "<!doctype html") || strings.HasPrefix(low, "<html") ||
+		strings.Contains(low, "<body") || strings.Contains(low, "<head") {
+		if m := htmlTitle.FindStringSubmatch(s); m != nil && strings.TrimSpace(m[1]) != "" {
+			s = m[1]
+		} else {
+			s = htmlTag.ReplaceAllString(htmlNoise.ReplaceAllString(s, " "), " ")
+		}
+		s = html.UnescapeString(s)
+	}
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // redact removes the API key and URL credentials from text and bounds its length.

@@ -147,3 +147,39 @@ func TestModelErrorTextOnce(t *testing.T) {
 		t.Errorf("notice = %q", n)
 	}
 }
+
+// TestModelErrorPageIsSummarized: an error answered with an HTML page (a proxy's
+// or web server's; statuses that are not retried) is named by the page's title, or its text without tags, in
+// one line; a 404 that is not an OpenAI-style error asks whether base_url is
+// right.
+func TestModelErrorPageIsSummarized(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reply  openaitest.Reply
+		notice string
+	}{
+		{"title", openaitest.Reply{Status: 403, ErrBody: "<!DOCTYPE html>\n<html>\n<head><title>403 Forbidden</title></head>\n<body>\n<center><h1>403 Forbidden</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>\n"},
+			"the model service answered HTTP 403: 403 Forbidden"},
+		{"no title", openaitest.Reply{Status: 405, ErrBody: "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head><style>p {color: red}</style></head>\n<body>\n  <h1>Error response</h1>\n  <p>Error code: 405</p>\n  <p>Message: Method not allowed (&#x27;POST&#x27;).</p>\n</body>\n</html>\n"},
+			"the model service answered HTTP 405: Error response Error code: 405 Message: Method not allowed ('POST')."},
+		{"404 page", openaitest.Reply{Status: 404, ErrBody: "404 page not found\n"},
+			`the model service answered HTTP 404: 404 page not found (is base_url of llm profile "default" right? OpenAI-compatible servers usually answer under /v1)`},
+		{"404 api error", openaitest.Reply{Status: 404, ErrMessage: "The model `gpt-x` does not exist", ErrType: "invalid_request_error", ErrCode: "model_not_found"},
+			"the model service answered HTTP 404: The model `gpt-x` does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openaitest.New(t)
+			srv.Enqueue(tc.reply)
+			env := &fakeEnv{}
+			trig := env.add(alice, "Alice", "hi")
+			_, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+			var me *ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("err = %v, want a model error", err)
+			}
+			if n := me.Notice(); n != tc.notice {
+				t.Errorf("notice = %q\nwant     %q", n, tc.notice)
+			}
+		})
+	}
+}

@@ -61,11 +61,13 @@ type Reply struct {
 	Usage      Usage
 
 	// Status is an HTTP error status (400, 401, 429, 500...). The body is
-	// {"error":{"message":ErrMessage,"type":ErrType,"param":null,"code":ErrCode}}.
+	// {"error":{"message":ErrMessage,"type":ErrType,"param":null,"code":ErrCode}},
+	// or ErrBody as it is (text/html) when set: a proxy's or web server's page.
 	Status     int
 	ErrMessage string
 	ErrType    string
 	ErrCode    string
+	ErrBody    string
 
 	// Wait, when not nil, holds the response until it is closed or the client goes
 	// away (the request context is done), to test timeouts and cancellation: the
@@ -370,6 +372,12 @@ func (s *Server) fill(r Reply, reqBytes int) Reply {
 }
 
 func writeError(w http.ResponseWriter, r Reply) {
+	if r.ErrBody != "" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(r.Status)
+		_, _ = io.WriteString(w, r.ErrBody)
+		return
+	}
 	body := map[string]any{"error": map[string]any{
 		"message": r.ErrMessage,
 		"type":    r.ErrType,
