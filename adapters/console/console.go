@@ -54,7 +54,10 @@ type Options struct {
 	Out io.Writer
 	// Interactive prints a greeting with the commands; set it when In is a terminal.
 	Interactive bool
-	Logger      *slog.Logger
+	// LogPath, when set, is where openbot's log goes; the greeting names it, so
+	// a notice that says "the log has the details" can be followed.
+	LogPath string
+	Logger  *slog.Logger
 	// Now is the clock for Inbound.Received; default time.Now.
 	Now func() time.Time
 	// Settle, when set, is called before each line after the first and must
@@ -76,6 +79,7 @@ type Adapter struct {
 	in          io.Reader
 	out         io.Writer
 	interactive bool
+	logPath     string
 	log         *slog.Logger
 	now         func() time.Time
 	settle      func(ctx context.Context) error
@@ -114,6 +118,7 @@ func New(opts Options) (*Adapter, error) {
 		in:          opts.In,
 		out:         opts.Out,
 		interactive: opts.Interactive,
+		logPath:     opts.LogPath,
 		log:         opts.Logger,
 		now:         opts.Now,
 		settle:      opts.Settle,

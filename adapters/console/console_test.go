@@ -141,6 +141,23 @@ func TestRunIngestsLinesUntilEOF(t *testing.T) {
 	}
 }
 
+// TestGreetingNamesLog: an interactive console greets with its commands and,
+// when given, where the log is (notices point there for details).
+func TestGreetingNamesLog(t *testing.T) {
+	var out syncBuffer
+	a, err := New(Options{Name: "dev", Engine: &fakeEngine{}, In: strings.NewReader(""), Out: &out,
+		Interactive: true, LogPath: "data/openbot.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "/help for commands; the log is in data/openbot.log") {
+		t.Errorf("greeting = %q", got)
+	}
+}
+
 func TestNewAndSwitch(t *testing.T) {
 	eng := &fakeEngine{threads: []core.Thread{{ID: 7}}}
 	a := newAdapter(t, eng, "one\n/new\ntwo\nthree\n/switch 7\nfour\nfive\n/new\nsix\n/switch x\n", io.Discard)

@@ -106,7 +106,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}()
 
 	if a.interactive {
-		a.notice("openbot console: type a message (@handle addresses a bot), /help for commands")
+		greeting := "openbot console: type a message (@handle addresses a bot), /help for commands"
+		if a.logPath != "" {
+			greeting += "; the log is in " + a.logPath
+		}
+		a.notice(greeting)
 	}
 	a.resumeThread(ctx)
 	a.listQuestions(ctx, true) // questions still open from before a restart

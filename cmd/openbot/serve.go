@@ -109,13 +109,18 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 	return a.serve(ctx)
 }
 
-// openLogFile opens (appending) openbot.log in the directory of the store file.
+// logFilePath is chat mode's log file: openbot.log in the directory of the
+// store file.
+func logFilePath(storePath string) string {
+	return filepath.Join(filepath.Dir(storePath), "openbot.log")
+}
+
+// openLogFile opens (appending) logFilePath(storePath).
 func openLogFile(storePath string) (*os.File, error) {
-	dir := filepath.Dir(storePath)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(storePath), 0o700); err != nil {
 		return nil, fmt.Errorf("log directory: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "openbot.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(logFilePath(storePath), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
@@ -527,6 +532,7 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 			opts := console.Options{
 				Name: c.Name, Engine: eng, In: a.stdin, Out: a.stdout,
 				Interactive: a.terminal, Logger: a.log, Cursors: core.StoreCursors(eng.Store()),
+				LogPath: logFilePath(a.cfg.Store.Path),
 			}
 			if !a.terminal {
 				// Scripted input: each line waits until the team is done with the last,
