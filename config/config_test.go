@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -509,6 +510,42 @@ func TestStoreLeaseKeys(t *testing.T) {
 		es := parseErrs(t, minimal+tt.text+"\n")
 		if len(es) != 1 || es[0].Path != tt.path {
 			t.Errorf("%s: errors %v, want one at %s", tt.text, es, tt.path)
+		}
+	}
+}
+
+// TestUnsetVariableNamed: a required field written as ${VAR} with VAR unset (or
+// empty) is reported with the variable to set; one that is set, or a field
+// written literally, is reported as before.
+func TestUnsetVariableNamed(t *testing.T) {
+	text := `
+llm: {default: {base_url: "${MY_LLM_URL}", model: m}, second: {base_url: "${SET_URL}${EMPTY}", model: m}, third: {base_url: "${URL_A}${URL_B}", model: m}}
+bots: [{handle: "${BOT_HANDLE}"}, {handle: ""}]
+`
+	env := map[string]string{"SET_URL": "http://127.0.0.1:1/v1", "EMPTY": ""}
+	_, err := Parse([]byte(text), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"llm.default.base_url: must be set (written as ${MY_LLM_URL}, which is not set)",
+		"llm.third.base_url: must be set (written with ${URL_A}, ${URL_B}, which are not set)",
+		"bots[0].handle: must be set (written as ${BOT_HANDLE}, which is not set)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	if !strings.Contains(msg, "bots[1].handle: must be set\n") && !strings.HasSuffix(msg, "bots[1].handle: must be set") {
+		t.Errorf("a literal empty field is reported as before:\n%s", msg)
+	}
+	for _, p := range []struct {
+		path string
+		want string
+	}{{"bots[2].handle", "[bots 2 handle]"}, {"llm.default.base_url", "[llm default base_url]"}, {"a[1][2]", "[a 1 2]"}, {"a[x]", "[]"}} {
+		if got := fmt.Sprint(fieldPath(p.path)); got != p.want {
+			t.Errorf("fieldPath(%q) = %s, want %s", p.path, got, p.want)
 		}
 	}
 }

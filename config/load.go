@@ -58,6 +58,7 @@ func Parse(data []byte, lookup LookupEnv) (*Config, error) {
 	if err := cfg.Validate(); err != nil {
 		p.errs = append(p.errs, err.(Errors)...)
 	}
+	cfg.nameUnsetVars(p.errs, lookup)
 	if err := p.err(); err != nil {
 		return &cfg, err
 	}
