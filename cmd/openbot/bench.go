@@ -33,7 +33,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	n := fs.Int("n", 5000, "messages to ingest (and raw puts)")
 	workers := fs.Int("workers", 64, "concurrent writers")
 	queued := fs.Int("queued", 100000, "queued items for the large pick measurement")
-	rate := fs.Int("rate", 100, "messages per second for the paced latency measurement")
+	rate := fs.Int("rate", 100, "messages per second: the paced latency measurement's, and with --platform the rate openbot is sent messages at")
 	paced := fs.Int("paced", 300, "messages in the paced latency measurement")
 	platform := fs.String("platform", "", "telegram or slack: drive openbot end to end against that fake platform and a fake model at --rate for --duration")
 	duration := fs.Duration("duration", 10*time.Second, "with --platform: how long to send messages")

@@ -91,9 +91,20 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "openbot bench: --platform %q is not telegram or slack\n", platform)
 		return exitUsage
 	}
-	if rate <= 0 || duration <= 0 || b.parallel <= 0 || b.settle < 0 {
-		fmt.Fprintln(stderr, "openbot bench: --rate, --duration and --parallel must be positive, --settle not negative")
-		return exitUsage
+	for _, c := range []struct {
+		bad  bool
+		flag string
+		want string
+	}{
+		{rate <= 0, "--rate", fmt.Sprintf("must be positive, got %d", rate)},
+		{duration <= 0, "--duration", fmt.Sprintf("must be positive, got %s", duration)},
+		{b.parallel <= 0, "--parallel", fmt.Sprintf("must be positive, got %d", b.parallel)},
+		{b.settle < 0, "--settle", fmt.Sprintf("must not be negative, got %s", b.settle)},
+	} {
+		if c.bad {
+			fmt.Fprintf(stderr, "openbot bench: %s %s\n", c.flag, c.want)
+			return exitUsage
+		}
 	}
 	if platform == "telegram" && burst > 0 {
 		batched, err := pollingRate(ctx, filepath.Join(dir, "burst-batched.db"), burst, true)
@@ -122,7 +133,7 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 	if platform == "telegram" {
 		fmt.Fprintf(stdout, "telegram backlog:  at most %d updates unconfirmed at the fake, %d when the last was sent\n", f.maxBacklog, f.endBacklog)
 	}
-	fmt.Fprintf(stdout, "behind:            %d messages not yet at the model when the last was sent (intake and runs)\n", f.behind)
+	fmt.Fprintf(stdout, "behind:            %d %s not yet at the model when the last was sent (intake and runs)\n", f.behind, plural(f.behind, "message", "messages"))
 	if w := f.store; w != nil && w.stats.Commits > 0 {
 		st := w.stats
 		fmt.Fprintf(stdout, "store:             %d commits carrying %d writes while sending (%.1f writes a message, %.2f a commit); the writer busy %.0f%% of the time, %.2f ms a commit\n",

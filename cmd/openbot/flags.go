@@ -49,3 +49,11 @@ func isHelp(arg string) bool {
 	}
 	return false
 }
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -286,6 +286,8 @@ func TestHelpAndStrayArguments(t *testing.T) {
 		{[]string{"serve", "--config", "x.yaml", "extra"}, 2, "err", `openbot serve: unexpected argument "extra"`},
 		{[]string{"doctor", "now"}, 2, "err", `openbot doctor: unexpected argument "now"`},
 		{[]string{"store", "compact", "x"}, 2, "err", `openbot store compact: unexpected argument "x"`},
+		{[]string{"bench", "--platform", "slack", "--rate", "0"}, 2, "err", "openbot bench: --rate must be positive, got 0"},
+		{[]string{"bench", "--platform", "slack", "--settle", "-1s"}, 2, "err", "openbot bench: --settle must not be negative, got -1s"},
 	}
 	for _, tt := range tests {
 		r := runFor(t, tt.args, nil, nil)
