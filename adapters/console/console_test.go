@@ -142,7 +142,8 @@ func TestRunIngestsLinesUntilEOF(t *testing.T) {
 }
 
 // TestGreetingNamesLog: an interactive console greets with its commands and,
-// when given, where the log is (notices point there for details).
+// when given, where the log is (notices point there for details), and names
+// the thread a restart continues.
 func TestGreetingNamesLog(t *testing.T) {
 	var out syncBuffer
 	a, err := New(Options{Name: "dev", Engine: &fakeEngine{}, In: strings.NewReader(""), Out: &out,
@@ -153,8 +154,22 @@ func TestGreetingNamesLog(t *testing.T) {
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := out.String(); !strings.Contains(got, "/help for commands; the log is in data/openbot.log") {
-		t.Errorf("greeting = %q", got)
+	if got := out.String(); !strings.Contains(got, "/help for commands; the log is in data/openbot.log") || strings.Contains(got, "messages go to") {
+		t.Errorf("greeting = %q (no thread yet: no thread named)", got)
+	}
+
+	// After a restart with a thread to continue, the greeting says which.
+	eng := &fakeEngine{byKey: map[string]core.ThreadID{"console:dev": 4}}
+	out = syncBuffer{}
+	a, err = New(Options{Name: "dev", Engine: eng, In: strings.NewReader(""), Out: &out, Interactive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "[system] messages go to thread #4, the last one here") {
+		t.Errorf("greeting after a restart = %q", got)
 	}
 }
 

@@ -110,9 +110,14 @@ func (a *Adapter) Run(ctx context.Context) error {
 		if a.logPath != "" {
 			greeting += "; the log is in " + a.logPath
 		}
-		a.notice(greeting)
+		a.notice("%s", greeting)
 	}
 	a.resumeThread(ctx)
+	if a.interactive {
+		if id := a.currentThread(); id != 0 {
+			a.notice("messages go to thread #%d, the last one here (/new starts another, /threads lists them)", id)
+		}
+	}
 	a.listQuestions(ctx, true) // questions still open from before a restart
 	for n := 0; ; n++ {
 		var l line
