@@ -549,3 +549,11 @@ bots: [{handle: "${BOT_HANDLE}"}, {handle: ""}]
 		}
 	}
 }
+
+// TestTabIndentNamed: a tab where YAML wants spaces is said to be one.
+func TestTabIndentNamed(t *testing.T) {
+	_, err := Parse([]byte("llm:\n\tdefault: {base_url: http://127.0.0.1:1/v1, model: m}\nbots: [{handle: a}]\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "YAML indents with spaces; the file has a tab") {
+		t.Errorf("err = %v", err)
+	}
+}

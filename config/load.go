@@ -46,6 +46,9 @@ func Parse(data []byte, lookup LookupEnv) (*Config, error) {
 			p.errs = append(p.errs, idx.fieldError(msg))
 		}
 	default:
+		if strings.Contains(err.Error(), "cannot start any token") && strings.Contains(text, "\t") {
+			return nil, fmt.Errorf("parse config: %w (YAML indents with spaces; the file has a tab)", err)
+		}
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
 
