@@ -152,9 +152,9 @@ func TestUnknownKeys(t *testing.T) {
 		name, text, path, msg string
 	}{
 		{"top level", minimal + "bogus: 1\n", "bogus", `unknown key "bogus" (line 8)`},
-		{"nested", minimal + "http:\n  listne: x\n", "http.listne", `unknown key "listne" (line 9)`},
-		{"in list item", strings.Replace(minimal, "- handle: engineer", "- handle: engineer\n    modle: x", 1), "bots[0].modle", `unknown key "modle" (line 8)`},
-		{"llm profile", strings.Replace(minimal, "model: llama3.1", "model: llama3.1\n    apikey: x", 1), "llm.default.apikey", `unknown key "apikey" (line 6)`},
+		{"nested", minimal + "http:\n  listne: x\n", "http.listne", `unknown key "listne" (line 9; did you mean "listen"?)`},
+		{"in list item", strings.Replace(minimal, "- handle: engineer", "- handle: engineer\n    modle: x", 1), "bots[0].modle", `unknown key "modle" (line 8; did you mean "model"?)`},
+		{"llm profile", strings.Replace(minimal, "model: llama3.1", "model: llama3.1\n    apikey: x", 1), "llm.default.apikey", `unknown key "apikey" (line 6; did you mean "api_key"?)`},
 		{"wrong type", minimal + "limits:\n  max_bot_hops: lots\n", "limits.max_bot_hops", `cannot use str "lots" as an integer (line 9)`},
 		{"bad duration", minimal + "limits:\n  run_timeout: soon\n", "limits.run_timeout", `cannot use str "soon" as a duration such as "10m" (line 9)`},
 	}
@@ -555,5 +555,35 @@ func TestTabIndentNamed(t *testing.T) {
 	_, err := Parse([]byte("llm:\n\tdefault: {base_url: http://127.0.0.1:1/v1, model: m}\nbots: [{handle: a}]\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "YAML indents with spaces; the file has a tab") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestUnknownKeySuggested: an unknown key close to a known one of the same
+// place is answered with it; one far from every key is not.
+func TestUnknownKeySuggested(t *testing.T) {
+	text := `
+defualt_bot: a
+llm: {default: {base_url: "http://127.0.0.1:1/v1", model: m, modle_x: y}}
+bots: [{handle: a, instrutions: hi, zzzzzzzz: 1}]
+`
+	_, err := Parse([]byte(text), nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`unknown key "defualt_bot" (line 2; did you mean "default_bot"?)`,
+		`unknown key "instrutions" (line 4; did you mean "instructions"?)`,
+		`unknown key "zzzzzzzz" (line 4)`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	if d := editDistance("kitten", "sitting"); d != 3 {
+		t.Errorf("editDistance = %d, want 3", d)
+	}
+	if d := editDistance("modle", "model"); d != 1 {
+		t.Errorf("editDistance of a swap = %d, want 1", d)
 	}
 }

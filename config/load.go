@@ -118,7 +118,7 @@ func indexLines(text string) lineIndex {
 
 var (
 	lineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	unknownRe = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	unknownRe = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
 	convertRe = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
 )
 
@@ -137,6 +137,9 @@ func (idx lineIndex) fieldError(msg string) FieldError {
 				path = e.path
 				break
 			}
+		}
+		if k := suggestKey(u[2], u[1]); k != "" {
+			return FieldError{Path: path, Msg: fmt.Sprintf("unknown key %q (line %d; did you mean %q?)", u[1], line, k)}
 		}
 		return FieldError{Path: path, Msg: fmt.Sprintf("unknown key %q (line %d)", u[1], line)}
 	}
