@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"openbot/store/postgres"
@@ -94,5 +95,24 @@ func TestBenchPlatform(t *testing.T) {
 				t.Errorf("no heap profile written: %v", err)
 			}
 		})
+	}
+}
+
+// TestStatusRSSPeak: the peak printed is never below an RSS read before it,
+// although the kernel's VmHWM may lag.
+func TestStatusRSSPeak(t *testing.T) {
+	var seen atomic.Int64
+	now, peak := statusRSS("VmHWM:\t   30000 kB\nVmRSS:\t   38184 kB\nRssAnon:\t 19000 kB\nRssFile:\t 19184 kB\n", &seen)
+	if !strings.HasPrefix(now, "38184 kB (anonymous 19000 kB, file-backed 19184 kB") || peak != "38184 kB" {
+		t.Errorf("now %q, peak %q; want the RSS as the peak", now, peak)
+	}
+	if _, peak = statusRSS("VmHWM:\t   37996 kB\nVmRSS:\t   35000 kB\n", &seen); peak != "38184 kB" {
+		t.Errorf("peak after a lower reading = %q, want the highest seen, 38184 kB", peak)
+	}
+	if _, peak = statusRSS("VmHWM:\t   40000 kB\nVmRSS:\t   35000 kB\n", &seen); peak != "40000 kB" {
+		t.Errorf("peak = %q, want VmHWM when it is higher", peak)
+	}
+	if now, peak = statusRSS("", &seen); now != "n/a" || peak != "n/a" {
+		t.Errorf("empty status: %q, %q", now, peak)
 	}
 }

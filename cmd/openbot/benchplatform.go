@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"openbot/adapters/slack/slacktest"
@@ -454,36 +455,65 @@ func postSlackEvent(ctx context.Context, hc *http.Client, addr string, n int) er
 	return nil
 }
 
-// memRSS reads this process's resident set size, now (with its anonymous and
-// file-backed parts where the kernel tells them) and at its peak, from
-// /proc/self/status ("n/a" where there is none).
+// memRSS reads this process's RSS now and its peak from /proc/self/status
+// (Linux; "n/a" elsewhere). The peak is VmHWM, or the highest RSS any memRSS
+// call has read when that is larger: the kernel updates VmHWM lazily, so a
+// figure read earlier could otherwise exceed the "peak" printed after it.
 func memRSS() (now, peak string) {
-	now, peak = "n/a", "n/a"
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return now, peak
+		return "n/a", "n/a"
 	}
+	return statusRSS(string(b), &rssSeen)
+}
+
+// rssSeen is the highest VmRSS memRSS has read, in kB.
+var rssSeen atomic.Int64
+
+// statusRSS is memRSS over the text of a status file, seen the highest VmRSS
+// read so far (updated).
+func statusRSS(status string, seen *atomic.Int64) (now, peak string) {
+	now, peak = "n/a", "n/a"
 	var anon, file string
-	for _, line := range strings.Split(string(b), "\n") {
+	var rssKB, hwmKB int64 = -1, -1
+	for _, line := range strings.Split(status, "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
+		v = strings.TrimSpace(v)
 		switch k {
 		case "VmRSS":
-			now = strings.TrimSpace(v)
+			now = v
+			rssKB = kB(v)
 		case "VmHWM":
-			peak = strings.TrimSpace(v)
+			hwmKB = kB(v)
 		case "RssAnon":
-			anon = strings.TrimSpace(v)
+			anon = v
 		case "RssFile":
-			file = strings.TrimSpace(v)
+			file = v
 		}
+	}
+	if rssKB >= 0 {
+		for cur := seen.Load(); rssKB > cur && !seen.CompareAndSwap(cur, rssKB); cur = seen.Load() {
+		}
+	}
+	if hwmKB >= 0 {
+		peak = fmt.Sprintf("%d kB", max(hwmKB, seen.Load()))
 	}
 	if anon != "" && file != "" {
 		now += fmt.Sprintf(" (anonymous %s, file-backed %s: the store's memory map and the binary)", anon, file)
 	}
 	return now, peak
+}
+
+// kB is the number of a status value such as "38184 kB"; -1 when it has none.
+func kB(v string) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // slowCommit is the commit duration the bench counts as slow: 5 ms, the whole
