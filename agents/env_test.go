@@ -68,6 +68,18 @@ func newJob(env *fakeEnv, bot core.BotProfile, scoped bool, triggers ...core.Mes
 	}
 }
 
+// executeReply runs one job of Alice's "hi" against a new fake model that
+// answers reply first, and returns the fake with the run's outcome.
+func executeReply(t *testing.T, reply openaitest.Reply) (*openaitest.Server, core.Result, error) {
+	t.Helper()
+	srv := openaitest.New(t)
+	srv.Enqueue(reply)
+	env := &fakeEnv{}
+	trig := env.add(alice, "Alice", "hi")
+	res, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+	return srv, res, err
+}
+
 func execute(t *testing.T, a *Agent, job *core.Job) (core.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

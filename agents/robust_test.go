@@ -56,11 +56,7 @@ func TestBrokenAnswersAreErrors(t *testing.T) {
 		{"content filter", openaitest.Reply{Text: "x", Finish: "content_filter"}, "content_filter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := openaitest.New(t)
-			srv.Enqueue(tc.reply)
-			env := &fakeEnv{}
-			trig := env.add(alice, "Alice", "hi")
-			res, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+			srv, res, err := executeReply(t, tc.reply)
 			var me *ModelError
 			if !errors.As(err, &me) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a ModelError saying %q", err, tc.want)

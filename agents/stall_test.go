@@ -168,11 +168,7 @@ func TestModelErrorPageIsSummarized(t *testing.T) {
 			"the model service answered HTTP 404: The model `gpt-x` does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := openaitest.New(t)
-			srv.Enqueue(tc.reply)
-			env := &fakeEnv{}
-			trig := env.add(alice, "Alice", "hi")
-			_, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+			_, _, err := executeReply(t, tc.reply)
 			var me *ModelError
 			if !errors.As(err, &me) {
 				t.Fatalf("err = %v, want a model error", err)
