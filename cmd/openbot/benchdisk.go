@@ -18,7 +18,8 @@ const (
 )
 
 // syncLatency times diskSyncs rewrites of one 4 KiB page of a scratch file in
-// dir, each followed by a sync (fsync) after syncGap idle, and returns the p50
+// dir, each followed by the sync bbolt's commit uses (dataSync: fdatasync on
+// Linux), after syncGap idle, and returns the p50
 // and p99. A bbolt commit syncs twice (its pages, then its meta page), so this
 // is the floor under the bench's commit durations (DESIGN.md §7). The file is
 // removed; ctx ends the measurement early with its error.
@@ -48,7 +49,7 @@ func syncLatency(ctx context.Context, dir string) (p50, p99 time.Duration, err e
 		if _, err := f.WriteAt(page, 0); err != nil {
 			return 0, 0, err
 		}
-		if err := f.Sync(); err != nil {
+		if err := dataSync(f); err != nil {
 			return 0, 0, fmt.Errorf("sync %s: %w", filepath.Base(f.Name()), err)
 		}
 		d = append(d, time.Since(start))

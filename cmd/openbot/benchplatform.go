@@ -123,7 +123,7 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 	if err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(stdout, "disk:              a 4 KiB write and fsync after %s idle: p50 %.2f ms, p99 %.2f ms (%d syncs; a commit syncs twice)\n",
+	fmt.Fprintf(stdout, "disk:              a 4 KiB write and fdatasync after %s idle: p50 %.2f ms, p99 %.2f ms (%d syncs; a commit syncs twice)\n",
 		syncGap, ms(sp50), ms(sp99), diskSyncs)
 	f, err := pacedPlatform(ctx, b)
 	if err != nil {

@@ -24,8 +24,6 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, do
 	hint := ""
 	if fs.Lookup("config") != nil && (strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml")) {
 		hint = " (give a config file as --config " + arg + ")"
-	} else if strings.HasPrefix(arg, "-") {
-		hint = " (flags go before other arguments)"
 	}
 	fmt.Fprintf(stderr, "openbot %s: unexpected argument %q%s\n", fs.Name(), arg, hint)
 	return exitUsage, true

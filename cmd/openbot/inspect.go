@@ -89,6 +89,10 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagExit(err)
 	}
+	if cmd != "run" && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "openbot %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		return exitUsage
+	}
 	if *limit < 1 || *limit > admin.MaxLimit {
 		fmt.Fprintf(stderr, "openbot %s: --limit must be 1 to %d\n", cmd, admin.MaxLimit)
 		return exitUsage

@@ -31,6 +31,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"syscall"
 
 	"openbot/config"
@@ -138,6 +139,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
+// subcommands are the subcommands of the commands that have them, for help.
+var subcommands = map[string][]string{
+	"config":    {"check"},
+	"store":     {"compact", "migrate"},
+	"approvals": {"list"},
+	"memory":    {"list", "show", "rm", "edit"},
+}
+
 // runHelp is `openbot help COMMAND...`: the command's own --help (its flags),
 // or, for a command that is not one, an error and the usage.
 func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
@@ -145,9 +154,16 @@ func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case "help", "--help", "-help", "-h", "version", "--version", "-version":
 		fmt.Fprint(stdout, usage)
 		return exitOK
-	case "serve", "chat", "config", "reload", "doctor", "store", "schedules", "approvals", "threads", "runs", "run",
-		"activity", "cancel", "stop", "pause", "resume", "usage", "memory", "bench":
-		return run(ctx, append(append([]string(nil), args...), "--help"), stdin, stdout, stderr, lookupEnv)
+	case "serve", "chat", "reload", "doctor", "schedules", "threads", "runs", "run",
+		"activity", "cancel", "stop", "pause", "resume", "usage", "bench":
+		// Only the command and --help: whatever else was typed could take
+		// --help as a flag's value and run the command.
+		return run(ctx, []string{args[0], "--help"}, stdin, stdout, stderr, lookupEnv)
+	case "config", "store", "approvals", "memory":
+		if len(args) > 1 && slices.Contains(subcommands[args[0]], args[1]) {
+			return run(ctx, []string{args[0], args[1], "--help"}, stdin, stdout, stderr, lookupEnv)
+		}
+		return run(ctx, []string{args[0], "--help"}, stdin, stdout, stderr, lookupEnv)
 	}
 	fmt.Fprintf(stderr, "openbot help: unknown command %q\n%s", args[0], usage)
 	return exitUsage
