@@ -470,6 +470,15 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 		me.Message = fmt.Sprintf("%s (%s)", stall.Error(), attempts)
 		me.Summary = fmt.Sprintf("the model stopped responding: nothing arrived from it for %s (%s). Try again later.",
 			stall.Idle, attempts)
+	case errors.As(err, &reqErr):
+		// Not an OpenAI-style error (go-openai may wrap an empty APIError in
+		// it, so this goes first): a proxy's or web server's page, a path the
+		// server does not serve, or JSON of another shape.
+		me.Status = reqErr.HTTPStatusCode
+		me.Message = bodyText(reqErr.Body)
+		if me.Status == http.StatusNotFound && !json.Valid(reqErr.Body) {
+			hint = fmt.Sprintf(" (is base_url of llm profile %q right? OpenAI-compatible servers usually answer under /v1)", r.pc.name)
+		}
 	case errors.As(err, &apiErr):
 		me.Status = apiErr.HTTPStatusCode
 		me.Message = apiErr.Message
@@ -477,14 +486,6 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 			me.Code = s
 		} else if apiErr.Code != nil {
 			me.Code = fmt.Sprint(apiErr.Code)
-		}
-	case errors.As(err, &reqErr):
-		// Not an OpenAI-style error: a proxy's or web server's page, or a path
-		// the server does not serve.
-		me.Status = reqErr.HTTPStatusCode
-		me.Message = bodyText(reqErr.Body)
-		if me.Status == http.StatusNotFound {
-			hint = fmt.Sprintf(" (is base_url of llm profile %q right? OpenAI-compatible servers usually answer under /v1)", r.pc.name)
 		}
 	case errors.As(err, &urlErr):
 		me.Message = err.Error()
@@ -517,13 +518,18 @@ var (
 	htmlNoise = regexp.MustCompile(`(?is)<(script|style|head)[^>]*>.*?</(script|style|head)>`)
 )
 
-// bodyText is an error response's body as one line: an HTML page (a proxy's or
-// a web server's error page) gives its title, else its text without tags, and
-// every run of whitespace becomes one space. redact bounds the length.
+// maxErrorBody bounds the bytes of an error response's body that bodyText
+// reads (the notice keeps 300 characters of it).
+const maxErrorBody = 64 << 10
+
+// bodyText is an error response's body as one line: an HTML page (a body that
+// starts with a tag: a proxy's or a web server's error page) gives its title,
+// else its text without tags, and every run of whitespace becomes one space.
+// It reads at most maxErrorBody bytes; redact bounds the length further.
 func bodyText(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if low := strings.ToLower(s[:min(len(s), 512)]); strings.HasPrefix(low, "<!doctype html") || strings.HasPrefix(low, "<html") ||
-		strings.Contains(low, "<body") || strings.Contains(low, "<head") {
+	s := strings.TrimSpace(string(b[:min(len(b), maxErrorBody)]))
+	if low := strings.ToLower(s[:min(len(s), 512)]); strings.HasPrefix(low, "<") && (strings.HasPrefix(low, "<!doctype html") ||
+		strings.HasPrefix(low, "<html") || strings.Contains(low, "<body") || strings.Contains(low, "<head")) {
 		if m := htmlTitle.FindStringSubmatch(s); m != nil && strings.TrimSpace(m[1]) != "" {
 			s = m[1]
 		} else {

@@ -166,6 +166,10 @@ func TestModelErrorPageIsSummarized(t *testing.T) {
 			`the model service answered HTTP 404: 404 page not found (is base_url of llm profile "default" right? OpenAI-compatible servers usually answer under /v1)`},
 		{"404 api error", openaitest.Reply{Status: 404, ErrMessage: "The model `gpt-x` does not exist", ErrType: "invalid_request_error", ErrCode: "model_not_found"},
 			"the model service answered HTTP 404: The model `gpt-x` does not exist"},
+		{"404 flat json", openaitest.Reply{Status: 404, ErrBody: `{"object":"error","message":"The model gpt-x does not exist."}`},
+			`the model service answered HTTP 404: {"object":"error","message":"The model gpt-x does not exist."}`},
+		{"json with tags", openaitest.Reply{Status: 400, ErrBody: `{"error":"template: <head> missing, use <title>Foo</title>"}`},
+			`the model service answered HTTP 400: {"error":"template: <head> missing, use <title>Foo</title>"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := executeReply(t, tc.reply)
