@@ -553,8 +553,13 @@ bots: [{handle: "${BOT_HANDLE}"}, {handle: ""}]
 // TestTabIndentNamed: a tab where YAML wants spaces is said to be one.
 func TestTabIndentNamed(t *testing.T) {
 	_, err := Parse([]byte("llm:\n\tdefault: {base_url: http://127.0.0.1:1/v1, model: m}\nbots: [{handle: a}]\n"), nil)
-	if err == nil || !strings.Contains(err.Error(), "YAML indents with spaces; the file has a tab") {
+	if err == nil || !strings.Contains(err.Error(), "YAML indents with spaces; this line has a tab") {
 		t.Errorf("err = %v", err)
+	}
+	// The same error with a tab elsewhere (in a quoted value) says nothing of tabs.
+	_, err = Parse([]byte("llm: {default: {base_url: \"http://127.0.0.1:1/v1\", model: \"a\tb\"}}\nbots: [{handle: @a}]\n"), nil)
+	if err == nil || strings.Contains(err.Error(), "tab") {
+		t.Errorf("err = %v, want a parse error without the tab hint", err)
 	}
 }
 
@@ -579,6 +584,11 @@ bots: [{handle: a, instrutions: hi, zzzzzzzz: 1}]
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
+	}
+	// A real key in the wrong place is not taken for a typo.
+	_, err = Parse([]byte(minimal+"telegram:\n  - {name: t, bot: engineer, token: x, model: m}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown key "model"`) || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("model on an account: %v", err)
 	}
 	if d := editDistance("kitten", "sitting"); d != 3 {
 		t.Errorf("editDistance = %d, want 3", d)

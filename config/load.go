@@ -46,8 +46,8 @@ func Parse(data []byte, lookup LookupEnv) (*Config, error) {
 			p.errs = append(p.errs, idx.fieldError(msg))
 		}
 	default:
-		if strings.Contains(err.Error(), "cannot start any token") && strings.Contains(text, "\t") {
-			return nil, fmt.Errorf("parse config: %w (YAML indents with spaces; the file has a tab)", err)
+		if tabIndented(text, err) {
+			return nil, fmt.Errorf("parse config: %w (YAML indents with spaces; this line has a tab)", err)
 		}
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
@@ -170,4 +170,20 @@ func friendlyType(t string) string {
 		return "a mapping"
 	}
 	return t
+}
+
+// tabIndented reports whether err is yaml's complaint about a character that
+// cannot start a token on a line of text indented with a tab.
+func tabIndented(text string, err error) bool {
+	m := lineRe.FindStringSubmatch(strings.TrimPrefix(err.Error(), "yaml: "))
+	if m == nil || !strings.Contains(m[2], "cannot start any token") {
+		return false
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(text, "\n")
+	if n < 1 || n > len(lines) {
+		return false
+	}
+	line := lines[n-1]
+	return strings.Contains(line[:len(line)-len(strings.TrimLeft(line, " \t"))], "\t")
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -57,8 +58,15 @@ func structKeys(t reflect.Type, walk func(reflect.Type)) []string {
 }
 
 // suggestKey is the key of struct type typ closest to the unknown key, or ""
-// when none is within a couple of edits (a third of its length, at least one).
+// when none is within a couple of edits (a third of its length, at least one)
+// or the key is a real key of another place (`model` on an account is a key
+// put in the wrong place, not a typo of `mode`).
 func suggestKey(typ, key string) string {
+	for _, keys := range yamlKeys() {
+		if slices.Contains(keys, key) {
+			return ""
+		}
+	}
 	best, bestD := "", max(1, len(key)/3)+1
 	for _, k := range yamlKeys()[typ] {
 		if d := editDistance(key, k); d < bestD {
