@@ -55,3 +55,17 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// asksHelp reports whether args hold -h, -help or --help before a "--": the
+// command will print its flags and stop.
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}

@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	if asksHelp(args[1:]) {
+		stderr = stdout // the flag list asked for is the answer: on stdout, as usage is
+	}
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, "serve", args[1:], stdin, stdout, stderr, lookupEnv)

@@ -262,7 +262,7 @@ func TestUsageAndVersion(t *testing.T) {
 }
 
 // TestHelpAndStrayArguments: --help and `help COMMAND` show the command's help
-// and exit 0; an argument a command does not take, an unknown subcommand and an
+// on stdout and exit 0; an argument a command does not take, an unknown subcommand and an
 // unknown command in help are refused with exit 2, naming what was wrong.
 func TestHelpAndStrayArguments(t *testing.T) {
 	tests := []struct {
@@ -271,18 +271,18 @@ func TestHelpAndStrayArguments(t *testing.T) {
 		stream string // "out" or "err": where want is printed
 		want   string
 	}{
-		{[]string{"chat", "--help"}, 0, "err", "-config"},
-		{[]string{"serve", "-h"}, 0, "err", "-log-level"},
-		{[]string{"bench", "--help"}, 0, "err", "-platform"},
-		{[]string{"threads", "--help"}, 0, "err", "-limit"},
-		{[]string{"help", "chat"}, 0, "err", "-config"},
-		{[]string{"help", "config", "check"}, 0, "err", "-config"},
+		{[]string{"chat", "--help"}, 0, "out", "-config"},
+		{[]string{"serve", "-h"}, 0, "out", "-log-level"},
+		{[]string{"bench", "--help"}, 0, "out", "-platform"},
+		{[]string{"threads", "--help"}, 0, "out", "-limit"},
+		{[]string{"help", "chat"}, 0, "out", "-config"},
+		{[]string{"help", "config", "check"}, 0, "out", "-config"},
 		{[]string{"help", "store"}, 0, "out", "openbot store compact"},
 		{[]string{"help", "memory"}, 0, "out", "usage:"},
 		{[]string{"config", "--help"}, 0, "out", "config check"},
 		{[]string{"help", "bogus"}, 2, "err", `unknown command "bogus"`},
-		{[]string{"help", "serve", "--config"}, 0, "err", "-log-level"},
-		{[]string{"help", "memory", "edit", "1", "--bot", "engineer", "--text"}, 0, "err", "-text"},
+		{[]string{"help", "serve", "--config"}, 0, "out", "-log-level"},
+		{[]string{"help", "memory", "edit", "1", "--bot", "engineer", "--text"}, 0, "out", "-text"},
 		{[]string{"runs", "12"}, 2, "err", `openbot runs: unexpected argument "12"`},
 		{[]string{"config", "bogus"}, 2, "err", `unknown subcommand "bogus"`},
 		{[]string{"chat", "config.example.yaml"}, 2, "err", `unexpected argument "config.example.yaml" (give a config file as --config config.example.yaml)`},
