@@ -216,8 +216,16 @@ func pacedLatency(ctx context.Context, path string, n, rate int) (p50, p99 time.
 			return 0, 0, err
 		}
 	}
-	slices.Sort(lat)
-	return lat[n/2], lat[min(n-1, n*99/100)], nil
+	p50, p99 = percentiles(lat)
+	return p50, p99, nil
+}
+
+// percentiles sorts d and returns its p50 and p99 (d must not be empty): the
+// one convention of every latency figure the bench prints.
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(d)
+	n := len(d)
+	return d[n/2], d[min(n-1, n*99/100)]
 }
 
 // pickCost fills a store with total queued items over 1000 threads of 10 bots and

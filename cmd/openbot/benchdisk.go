@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 )
 
@@ -54,6 +53,6 @@ func syncLatency(ctx context.Context, dir string) (p50, p99 time.Duration, err e
 		}
 		d = append(d, time.Since(start))
 	}
-	slices.Sort(d)
-	return d[len(d)/2], d[len(d)*99/100], nil
+	p50, p99 = percentiles(d)
+	return p50, p99, nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -270,8 +269,7 @@ func sharedFigures(ctx context.Context, stores []core.Store, sharedStore bool, b
 	}
 	f.answered = len(lat)
 	if len(lat) > 0 {
-		slices.Sort(lat)
-		f.p50, f.p99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+		f.p50, f.p99 = percentiles(lat)
 	}
 	stop()
 	wg.Wait()

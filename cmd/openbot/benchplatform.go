@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,8 +358,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	if err := burstMemory(ctx, b, &f); err != nil {
 		return f, err
 	}
-	slices.Sort(lat)
-	f.p50, f.p99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+	f.p50, f.p99 = percentiles(lat)
 	f.throughput = float64(len(lat)) / last.Sub(sent[0]).Seconds()
 	return f, nil
 }
@@ -532,9 +530,8 @@ type storeWindow struct {
 	stats bolt.CommitStats
 	wall  time.Duration
 
-	mu     sync.Mutex
-	durs   []time.Duration // each commit's, in the window; at most maxWindowCommits
-	sorted bool
+	mu   sync.Mutex
+	durs []time.Duration // each commit's, in the window; at most maxWindowCommits
 }
 
 // maxWindowCommits bounds the commit durations a window keeps (8 bytes each).
@@ -578,15 +575,11 @@ func (w *storeWindow) commitTimes(over time.Duration) (p50, p99, longest time.Du
 	if len(w.durs) == 0 {
 		return 0, 0, 0, 0
 	}
-	if !w.sorted {
-		slices.Sort(w.durs)
-		w.sorted = true
-	}
-	n := len(w.durs)
+	p50, p99 = percentiles(w.durs)
 	for _, d := range w.durs {
 		if d > over {
 			slow++
 		}
 	}
-	return w.durs[n/2], w.durs[min(n-1, n*99/100)], w.durs[n-1], slow
+	return p50, p99, w.durs[len(w.durs)-1], slow
 }
