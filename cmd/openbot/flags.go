@@ -40,13 +40,10 @@ func flagExit(err error) int {
 }
 
 // isHelp reports whether arg asks a command with subcommands for its usage.
-func isHelp(arg string) bool {
-	switch arg {
-	case "help", "--help", "-help", "-h":
-		return true
-	}
-	return false
-}
+func isHelp(arg string) bool { return arg == "help" || isHelpFlag(arg) }
+
+// isHelpFlag reports whether arg is the flag package's help flag.
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 // plural is one when n is 1, else many.
 func plural(n int, one, many string) string {
@@ -60,10 +57,10 @@ func plural(n int, one, many string) string {
 // command will print its flags and stop.
 func asksHelp(args []string) bool {
 	for _, a := range args {
-		switch a {
-		case "--":
+		if a == "--" {
 			return false
-		case "-h", "-help", "--help":
+		}
+		if isHelpFlag(a) {
 			return true
 		}
 	}

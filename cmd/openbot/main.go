@@ -86,6 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	errOut := stderr // refusals stay on stderr
 	if asksHelp(args[1:]) {
 		stderr = stdout // the flag list asked for is the answer: on stdout, as usage is
 	}
@@ -137,7 +138,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "openbot: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(errOut, "openbot: unknown command %q\n%s", args[0], usage)
 		return exitUsage
 	}
 }
@@ -150,26 +151,16 @@ var subcommands = map[string][]string{
 	"memory":    {"list", "show", "rm", "edit"},
 }
 
-// runHelp is `openbot help COMMAND...`: the command's own --help (its flags),
-// or, for a command that is not one, an error and the usage.
+// runHelp is `openbot help COMMAND [SUBCOMMAND]`: run's answer to the command
+// (and its subcommand) with --help alone, since whatever else was typed could
+// take --help as a flag's value and run the command. An unknown command is
+// refused by run.
 func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	switch args[0] {
-	case "help", "--help", "-help", "-h", "version", "--version", "-version":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	case "serve", "chat", "reload", "doctor", "schedules", "threads", "runs", "run",
-		"activity", "cancel", "stop", "pause", "resume", "usage", "bench":
-		// Only the command and --help: whatever else was typed could take
-		// --help as a flag's value and run the command.
-		return run(ctx, []string{args[0], "--help"}, stdin, stdout, stderr, lookupEnv)
-	case "config", "store", "approvals", "memory":
-		if len(args) > 1 && slices.Contains(subcommands[args[0]], args[1]) {
-			return run(ctx, []string{args[0], args[1], "--help"}, stdin, stdout, stderr, lookupEnv)
-		}
-		return run(ctx, []string{args[0], "--help"}, stdin, stdout, stderr, lookupEnv)
+	call := []string{args[0], "--help"}
+	if len(args) > 1 && slices.Contains(subcommands[args[0]], args[1]) {
+		call = []string{args[0], args[1], "--help"}
 	}
-	fmt.Fprintf(stderr, "openbot help: unknown command %q\n%s", args[0], usage)
-	return exitUsage
+	return run(ctx, call, stdin, stdout, stderr, lookupEnv)
 }
 
 func versionString() string {
