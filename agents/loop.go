@@ -522,14 +522,13 @@ var (
 // reads (the notice keeps 300 characters of it).
 const maxErrorBody = 64 << 10
 
-// bodyText is an error response's body as one line: an HTML page (a body that
-// starts with a tag: a proxy's or a web server's error page) gives its title,
-// else its text without tags, and every run of whitespace becomes one space.
+// bodyText is an error response's body as one line: markup (a body that starts
+// with a tag: a proxy's or a web server's error page) gives its title, else its
+// text without tags, and every run of whitespace becomes one space.
 // It reads at most maxErrorBody bytes; redact bounds the length further.
 func bodyText(b []byte) string {
 	s := strings.TrimSpace(string(b[:min(len(b), maxErrorBody)]))
-	if low := strings.ToLower(s[:min(len(s), 512)]); strings.HasPrefix(low, "<") && (strings.HasPrefix(low, "<!doctype html") ||
-		strings.HasPrefix(low, "<html") || strings.Contains(low, "<body") || strings.Contains(low, "<head")) {
+	if strings.HasPrefix(s, "<") {
 		if m := htmlTitle.FindStringSubmatch(s); m != nil && strings.TrimSpace(m[1]) != "" {
 			s = m[1]
 		} else {
