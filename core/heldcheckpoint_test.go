@@ -112,16 +112,7 @@ func TestHeldCheckpointNotStoredWhenAnsweredBeforeFirstPost(t *testing.T) {
 		ts.StreamText("Hello")
 		return "Hello.", nil
 	}
-	h.start2(sa)
-	h.say("hi")
-	h.idle()
-	if calls := sa.streamCalls(); len(calls) != 0 {
-		t.Fatalf("stream calls = %+v, want none: the answer was done within the first interval", calls)
-	}
-	ds := h.ad.deliveries()
-	if len(ds) != 1 || ds[0].Text != "Hello." || len(ds[0].Streamed) != 0 {
-		t.Fatalf("deliveries = %+v, want the reply posted once", ds)
-	}
+	saysHelloOnce(t, h, sa, "the answer was done within the first interval")
 	if n := w.n.Load(); n != 0 {
 		t.Fatalf("%d writes stored a checkpoint, want none: the held one was never needed", n)
 	}
@@ -201,11 +192,19 @@ func TestHeldCheckpointRefusedShowsNothing(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // a stream still on would post now
 		return "Hello.", nil
 	}
+	saysHelloOnce(t, h, sa, "after the first checkpoint was refused")
+}
+
+// saysHelloOnce runs one "hi" through h with stream adapter sa and checks that
+// nothing was streamed (why says why none should be) and the reply "Hello." was
+// posted once.
+func saysHelloOnce(t *testing.T, h *harness, sa *streamAdapter, why string) {
+	t.Helper()
 	h.start2(sa)
 	h.say("hi")
 	h.idle()
 	if calls := sa.streamCalls(); len(calls) != 0 {
-		t.Fatalf("stream calls = %+v, want none after the first checkpoint was refused", calls)
+		t.Fatalf("stream calls = %+v, want none: %s", calls, why)
 	}
 	if ds := h.ad.deliveries(); len(ds) != 1 || ds[0].Text != "Hello." || len(ds[0].Streamed) != 0 {
 		t.Fatalf("deliveries = %+v, want the reply posted once", ds)
