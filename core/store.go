@@ -31,6 +31,45 @@ type Store interface {
 	Close() error
 }
 
+// IDKind names a kind of record whose IDs the store assigns and an IDReserver
+// reserves.
+type IDKind uint8
+
+// The kinds of record IDs an IDReserver reserves.
+const (
+	IDThread IDKind = iota + 1
+	IDMessage
+	IDItem
+	IDRun
+)
+
+// ErrReservationLapsed is wrapped by a Put that uses a reserved ID which is no
+// longer in commit order (IDReserver): the transaction must not commit with it.
+var ErrReservationLapsed = errors.New("reserved id is no longer in commit order")
+
+// IDReserver is implemented by a Store that can hand out record IDs before the
+// transaction that inserts them, so an ingest can start its run from a read
+// snapshot while an earlier commit is still being written (speculative ingest,
+// DESIGN.md §7 group commit; core/speculate.go). It is optional: an Engine on a
+// Store without it starts runs inside the ingest's transaction only.
+//
+// IDs stay in commit order, which the console's logs rely on (a message ID is a
+// cursor of its live stream): a reserved ID may only be inserted by a
+// transaction that commits before any other transaction assigns an ID of its
+// kind after the reservation.
+type IDReserver interface {
+	// ReserveID returns a new ID of kind: never assigned before, and never
+	// assigned by the store afterwards. Until it is released, a Put of a record
+	// of kind with that ID inserts the record (instead of failing with
+	// ErrNotFound), provided no transaction other than the inserting one has
+	// assigned an ID of kind since the reservation; otherwise the Put fails
+	// with an error wrapping ErrReservationLapsed.
+	ReserveID(kind IDKind) (uint64, error)
+	// ReleaseIDs ends reservations of kind. An ID released unused is never
+	// used (a gap in the sequence).
+	ReleaseIDs(kind IDKind, ids ...uint64)
+}
+
 // ReadTx reads inside a transaction. Lookups of a missing record return ErrNotFound.
 type ReadTx interface {
 	Actor(id ActorID) (Actor, error)

@@ -65,6 +65,7 @@ type Store struct {
 	group  *committer
 	rel    *releaser
 	closed atomic.Bool
+	ids    ids // thread, message, item and run IDs, and their reservations (reserve.go)
 }
 
 var _ core.Store = (*Store)(nil)
@@ -99,10 +100,15 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	s := &Store{db: db, path: path, log: log}
+	if err := s.ids.load(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store %s: read id counters: %w", path, err)
+	}
 	log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", from)
 	closedErr := fmt.Errorf("store %s: %w", path, ErrClosed)
-	return &Store{db: db, path: path, log: log, group: newCommitter(db, opts.MaxBatchSize, closedErr),
-		rel: startReleaser(db, opts.ReleaseEvery)}, nil
+	s.group, s.rel = newCommitter(db, opts.MaxBatchSize, closedErr), startReleaser(db, opts.ReleaseEvery)
+	return s, nil
 }
 
 // Path returns the file the store was opened from.
@@ -136,7 +142,7 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fn(&writeTx{readTx{tx: btx}})
+		return fn(&writeTx{readTx{tx: btx}, &s.ids})
 	})
 }
 
@@ -154,7 +160,7 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
+	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}, &s.ids}) })
 }
 
 // CommitStats are the totals of a Store's commits since Open (Store.CommitStats;
