@@ -39,12 +39,23 @@ func (n *Notifier) Poke() {
 // Notify wraps st so that every successful Update and Batch pokes n: the engine
 // commits every message, run step, question and activity line through them, so
 // event streams wake as soon as there is something to read. Reads, Close and
-// errors pass through unchanged.
-func Notify(st core.Store, n *Notifier) core.Store { return notifyStore{st, n} }
+// errors pass through unchanged. A store that reserves IDs (core.IDReserver,
+// speculative ingest) still does through the wrapper.
+func Notify(st core.Store, n *Notifier) core.Store {
+	if r, ok := st.(core.IDReserver); ok {
+		return reservingNotifyStore{notifyStore{st, n}, r}
+	}
+	return notifyStore{st, n}
+}
 
 type notifyStore struct {
 	core.Store
 	n *Notifier
+}
+
+type reservingNotifyStore struct {
+	notifyStore
+	core.IDReserver
 }
 
 func (s notifyStore) Update(ctx context.Context, fn func(core.Tx) error) error {

@@ -167,6 +167,7 @@ type Engine struct {
 	ready       chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
+	spec     specStats
 
 	reflections Reflections // nil: no reflection (core/memory.go)
 	files       *fileQueue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 )
 
 // An ingest that wakes an idle bot starts the bot's run in its own transaction
@@ -67,7 +68,7 @@ func (e *Engine) pickInIngestTx(tx Tx, woken []string, per int) ([]ingestPick, e
 // and appends them to picks.
 func (e *Engine) pickBotInIngestTx(tx Tx, w *worker, bot BotProfile, per int, picks []ingestPick) ([]ingestPick, error) {
 	for range per {
-		job, err := e.pickIdleTx(tx, w, bot)
+		job, err := e.pickIdleTx(tx, w, bot, e.clock.Now())
 		if err != nil || job == nil {
 			return picks, err
 		}
@@ -89,7 +90,7 @@ func (e *Engine) pickBotInIngestTx(tx Tx, w *worker, bot BotProfile, per int, pi
 
 // pickIdleTx is one pick of w's bot in tx when it may start a run now, with
 // w.pickMu held; the picked thread is marked busy and a slot taken.
-func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
+func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile, now time.Time) (*Job, error) {
 	w.mu.Lock()
 	live := w.runCtx != nil && !w.closed
 	w.mu.Unlock()
@@ -104,7 +105,7 @@ func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
 	if n >= bot.parallel() || room <= 0 || !e.sem.tryAcquire() {
 		return nil, nil
 	}
-	job, err := e.pickTx(tx, bot, busy)
+	job, err := e.pickTx(tx, bot, busy, now)
 	if err != nil || job == nil {
 		e.sem.release()
 		return nil, err

@@ -60,14 +60,17 @@ type platformFigures struct {
 	endBacklog     int          // updates unconfirmed when the last was sent
 	behind         int          // messages sent but not yet at the model when the last was sent
 	store          *storeWindow // the store's group commits while sending (nil: not a bbolt store)
-	idleRSS        string       // RSS once ready, before the first message
-	burstRSS       string       // RSS when the last message reached the model
-	settledRSS     string       // RSS settle after that ("" without settle)
-	heapInUse      uint64       // live heap bytes when the last message reached the model (after a GC)
-	settledHeap    uint64       // the same after settle
-	peakGo         goMemory     // the Go runtime's memory at its largest during the run (sampled)
-	burstGo        goMemory     // the Go runtime's memory when burstRSS was read
-	settledGo      goMemory     // the same after settle
+	// specStarted, specAdopted and specMissed count the runs started before
+	// their ingest's transaction while sending (core.Engine.Speculations).
+	specStarted, specAdopted, specMissed int64
+	idleRSS                              string   // RSS once ready, before the first message
+	burstRSS                             string   // RSS when the last message reached the model
+	settledRSS                           string   // RSS settle after that ("" without settle)
+	heapInUse                            uint64   // live heap bytes when the last message reached the model (after a GC)
+	settledHeap                          uint64   // the same after settle
+	peakGo                               goMemory // the Go runtime's memory at its largest during the run (sampled)
+	burstGo                              goMemory // the Go runtime's memory when burstRSS was read
+	settledGo                            goMemory // the same after settle
 }
 
 // benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
@@ -143,6 +146,8 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "                   a commit (fsyncs included) p50 %.2f ms, p99 %.2f ms, longest %.2f ms; %d over %s (an event arriving then waits for it)\n",
 			ms(p50), ms(p99), ms(longest), slow, slowCommit)
 	}
+	fmt.Fprintf(stdout, "speculative runs:  %d of %d messages started before their ingest's transaction; %d adopted by it, %d abandoned\n",
+		f.specStarted, f.sent, f.specAdopted, f.specMissed)
 	rss, peak := memRSS()
 	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
 	fmt.Fprintf(stdout, "memory:            RSS %s idle, %s after %d conversations (live heap %s)\n", f.idleRSS, f.burstRSS, f.sent, heapMiB(f.heapInUse))
@@ -226,10 +231,14 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		return f, err
 	}
 	addrs := make(chan string, 1)
-	var bs *bolt.Store // set by serve before it listens
+	var (
+		bs  *bolt.Store  // set by serve before it listens
+		eng *core.Engine // likewise
+	)
 	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
 		log: slog.New(slog.DiscardHandler), onListen: func(addr string) { addrs <- addr },
-		onStore: func(st core.Store) { bs, _ = st.(*bolt.Store) },
+		onStore:  func(st core.Store) { bs, _ = st.(*bolt.Store) },
+		onEngine: func(e *core.Engine) { eng = e },
 		onRequest: func(r *http.Request) {
 			if n, err := strconv.Atoi(r.Header.Get(benchEventHeader)); err == nil {
 				now := time.Now()
@@ -278,6 +287,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	n := max(1, int(duration.Seconds()*float64(rate)))
 	f.sent = n
 	win := startStoreWindow(bs)
+	s0, a0, m0 := eng.Speculations()
 	sent := make([]time.Time, n)
 	var (
 		wg   sync.WaitGroup
@@ -304,6 +314,8 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	}
 	tick.Stop()
 	f.store = win.end()
+	s1, a1, m1 := eng.Speculations()
+	f.specStarted, f.specAdopted, f.specMissed = s1-s0, a1-a0, m1-m0
 	f.endBacklog = backlog()
 	mu.Lock()
 	f.behind = n - len(asked)
