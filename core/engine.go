@@ -167,7 +167,7 @@ type Engine struct {
 	ready       chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
-	spec     specStats
+	spec     specState
 
 	reflections Reflections // nil: no reflection (core/memory.go)
 	files       *fileQueue

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -54,13 +56,42 @@ type speculation struct {
 	thread    ThreadID
 	ov        *overlay  // the reservations
 	now       time.Time // the ingest's clock reading, which the transaction uses too
+	key       string    // the message's dedup key, claimed (specState.claim)
 	// missed is set once the transaction did not adopt the run: later runs of
 	// the ingest's function (Batch may run it again) ingest without it.
 	missed bool
 }
 
-// specStats counts speculative runs by outcome (Engine.Speculations).
-type specStats struct{ started, adopted, missed atomic.Int64 }
+// specState is the engine's speculations: counts by outcome
+// (Engine.Speculations), and the dedup keys of the messages with a live one.
+type specState struct {
+	started, adopted, missed atomic.Int64
+	mu                       sync.Mutex
+	keys                     map[string]struct{} // at most one per Ingest in flight
+}
+
+// claim reserves speculating on the message with dedup key k, which nothing
+// else may do until unclaim: the same event delivered twice at once (two
+// accounts of one conversation, a platform's retry) starts one run, not two
+// of which one is abandoned.
+func (s *specState) claim(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.keys[k]; ok {
+		return false
+	}
+	if s.keys == nil {
+		s.keys = map[string]struct{}{}
+	}
+	s.keys[k] = struct{}{}
+	return true
+}
+
+func (s *specState) unclaim(k string) {
+	s.mu.Lock()
+	delete(s.keys, k)
+	s.mu.Unlock()
+}
 
 // Speculations reports how many runs ingests started before their write
 // transaction (speculative ingest, DESIGN.md §7), how many of those the
@@ -74,7 +105,7 @@ func (e *Engine) Speculations() (started, adopted, missed int64) {
 // and in is among its triggers. It returns nil when it started nothing.
 func (e *Engine) speculate(ctx context.Context, in Inbound) *speculation {
 	res, ok := e.store.(IDReserver)
-	if !ok || e.shared || len(in.Attachments) > 0 {
+	if !ok || e.shared || len(in.Attachments) > 0 || !e.spec.claim(in.DedupKey) {
 		return nil
 	}
 	now := e.clock.Now()
@@ -83,7 +114,12 @@ func (e *Engine) speculate(ctx context.Context, in Inbound) *speculation {
 		w   *worker
 		job *Job
 	)
-	err := e.store.View(ctx, func(rtx ReadTx) error {
+	err := e.store.View(ctx, func(rtx ReadTx) (err error) {
+		defer func() {
+			if p := recover(); p != nil { // a bug here must not fail the ingest, which works without
+				err = fmt.Errorf("core: speculation panicked: %v", p)
+			}
+		}()
 		ov = newOverlay(rtx, res)
 		r, err := e.ingestTx(ov, in, now)
 		if err != nil || r.Duplicate || r.Dropped || len(r.Woken) == 0 {
@@ -111,18 +147,27 @@ func (e *Engine) speculate(ctx context.Context, in Inbound) *speculation {
 		job = nil
 		return err
 	})
-	if err != nil || job == nil {
+	if err != nil {
+		e.log.Debug("no speculative run", "err", err)
+		if job != nil {
+			w.giveBack(job)
+			job = nil
+		}
+	}
+	if job == nil {
 		if ov != nil {
 			ov.release()
 		}
+		e.spec.unclaim(in.DedupKey)
 		return nil
 	}
 	job.ingested = newIngestGate()
-	s := &speculation{w: w, job: job, ov: ov, now: now, enc: jobBytes(job), startedBy: maps.Clone(job.startedBy),
+	s := &speculation{w: w, job: job, ov: ov, now: now, key: in.DedupKey, enc: jobBytes(job), startedBy: maps.Clone(job.startedBy),
 		snap: job.snapshot, handle: job.Bot.Handle, thread: job.Thread.ID}
 	if !w.run(job) {
 		w.giveBack(job)
 		ov.release()
+		e.spec.unclaim(in.DedupKey)
 		return nil
 	}
 	e.spec.started.Add(1)
@@ -161,6 +206,7 @@ func (s *speculation) end(e *Engine, err error) {
 	}
 	s.job.ingested.resolve(errors.Join(errSpeculationMissed, err)) // no-op once settled
 	s.ov.release()
+	e.spec.unclaim(s.key)
 }
 
 // adoptTx, in the ingest's write transaction tx after ingestTx returned res,
