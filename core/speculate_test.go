@@ -49,8 +49,13 @@ type specRig struct {
 	calls chan string
 }
 
-func newSpecRig(t *testing.T) *specRig {
+func newSpecRig(t *testing.T, opts ...func(*core.Options)) *specRig {
 	r := &specRig{h: newHarness(t, core.Limits{}), calls: make(chan string, 16)}
+	r.h.opts = func(o *core.Options) {
+		for _, f := range opts {
+			f(o)
+		}
+	}
 	var mu sync.Mutex
 	n := 0
 	r.h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
@@ -274,5 +279,37 @@ func TestSpeculativeRunAbandonedWhenTheStateChanged(t *testing.T) {
 				t.Fatalf("thread holds %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// The same event delivered twice at once (two accounts of a conversation, a
+// platform's retry) starts one speculative run, not a second one to abandon.
+func TestSpeculationOncePerMessage(t *testing.T) {
+	r := newSpecRig(t, func(o *core.Options) { // room for a second run, so only the claim stops one
+		o.Bots = slices.Clone(o.Bots)
+		o.Bots[0].MaxParallelThreads = 4
+	})
+	s0, _, _ := r.h.eng.Speculations()
+	release := holdWriter(t, r.h.store, nil)
+	first := r.ingest()
+	r.waitCall(t, "first delivery")
+	second := r.ingest() // the same dedup key
+	select {
+	case got := <-r.calls: // a second run would call at once; its absence can only pass falsely
+		t.Fatalf("a second run started for %q", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	for _, ch := range []<-chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatalf("Ingest: %v", err)
+		}
+	}
+	r.h.idle()
+	if started, adopted, missed := r.h.eng.Speculations(); started-s0 != 1 || adopted-s0 != 1 || missed != 0 {
+		t.Fatalf("speculations: %d started, %d adopted, %d missed (%d before); want the first delivery's", started, adopted, missed, s0)
+	}
+	if runs := r.helloRuns(t); len(runs) != 1 {
+		t.Fatalf("runs for hello: %+v, want one", runs)
 	}
 }
