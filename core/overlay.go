@@ -135,7 +135,15 @@ func (o *overlay) MessagesBefore(thread ThreadID, before MessageID, limit int) (
 	if limit > 0 && len(ms) > limit {
 		ms = ms[:limit]
 	}
-	return ms, nil
+	return orNil(ms), nil
+}
+
+// orNil returns an empty list as nil, as the store does.
+func orNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func (o *overlay) CountMessages(thread ThreadID) (int, error) {
@@ -201,7 +209,7 @@ func (o *overlay) QueuedInThread(actor ActorID, thread ThreadID) ([]InboxItem, e
 	}
 	its = append(its, mine...)
 	slices.SortFunc(its, func(a, b InboxItem) int { return cmp.Compare(a.ID, b.ID) })
-	return its, nil
+	return orNil(its), nil
 }
 
 func (o *overlay) Run(id RunID) (Run, error) {
@@ -227,7 +235,7 @@ func (o *overlay) RunsByStatus(status RunStatus) ([]Run, error) {
 		}
 	}
 	slices.SortFunc(rs, func(a, b Run) int { return cmp.Compare(a.ID, b.ID) })
-	return rs, nil
+	return orNil(rs), nil
 }
 
 func (o *overlay) Seen(key string) (MessageID, error) {

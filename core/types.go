@@ -96,8 +96,10 @@ func (b BotProfile) ID() ActorID { return BotActorID(b.Handle) }
 // parallel is MaxParallelThreads with its default of 1.
 func (b BotProfile) parallel() int { return max(1, b.MaxParallelThreads) }
 
-// ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned, strictly
-// increasing sequence numbers (bbolt NextSequence), so ordering by ID is arrival order.
+// ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned sequence
+// numbers, increasing in commit order, so ordering by ID is arrival order. A store
+// may skip numbers (a transaction rolled back, a reservation released unused:
+// IDReserver), never reuse them.
 type (
 	ThreadID  uint64
 	MessageID uint64
