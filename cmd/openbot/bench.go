@@ -43,6 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	parallel := fs.Int("parallel", 64, "with --platform: the bench bot's max_parallel_threads (1: one thread at a time)")
 	settle := fs.Duration("settle", 0, "with --platform: after the run, wait this long and print the RSS again (0: skip)")
 	heap := fs.String("heap-profile", "", "with --platform: write a pprof heap profile to this file when the last message reached the model")
+	cpu := fs.String("cpu-profile", "", "with --platform: write a pprof CPU profile of the process while the messages are sent to this file")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
@@ -57,7 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *platform != "" {
 		return benchPlatform(ctx, platformBench{platform: *platform, rate: *rate, duration: *duration, burst: *burst,
-			parallel: *parallel, settle: *settle, heapProfile: *heap, dir: *dir}, stdout, stderr)
+			parallel: *parallel, settle: *settle, heapProfile: *heap, cpuProfile: *cpu, dir: *dir}, stdout, stderr)
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
 

@@ -71,15 +71,16 @@ func TestBenchPlatform(t *testing.T) {
 		{"telegram", []string{"telegram polling:", "updates/s batched", "updates/s one by one", "telegram at 50 msg/s for 200ms (max_parallel_threads 64): event -> model request p50", "10/10 answered", "telegram backlog:", "RSS:", "memory:            RSS",
 			"peak during the run: Go", "after the run:       Go", "goroutines"}},
 		{"slack", []string{"slack at 50 msg/s for 200ms (max_parallel_threads 64): event -> model request p50", "10/10 answered", "behind:", "store:             ", "writes a message", "the writer busy", "a commit (fsyncs included) p50", "over 5ms", "disk:              a 4 KiB write and fdatasync after 5ms idle: p50", "RSS:",
-			"memory:            RSS", "settled:           RSS", "after 10ms idle", "heap profile:", "heap objects", "stacks"}},
+			"memory:            RSS", "settled:           RSS", "after 10ms idle", "heap profile:", "heap objects", "stacks",
+			"speculative runs:  ", "started before their ingest's transaction", "cpu profile:"}},
 	} {
 		t.Run(tc.platform, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			dir := t.TempDir()
-			prof := filepath.Join(dir, "heap.pprof")
+			prof, cpu := filepath.Join(dir, "heap.pprof"), filepath.Join(dir, "cpu.pprof")
 			args := []string{"bench", "--platform", tc.platform, "--rate", "50", "--duration", "200ms", "--burst", "200", "--dir", dir}
 			if tc.platform == "slack" {
-				args = append(args, "--settle", "10ms", "--heap-profile", prof)
+				args = append(args, "--settle", "10ms", "--heap-profile", prof, "--cpu-profile", cpu)
 			}
 			code := run(context.Background(), args,
 				strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
@@ -91,8 +92,10 @@ func TestBenchPlatform(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
 			}
-			if fi, err := os.Stat(prof); tc.platform == "slack" && (err != nil || fi.Size() == 0) {
-				t.Errorf("no heap profile written: %v", err)
+			for _, p := range []string{prof, cpu} {
+				if fi, err := os.Stat(p); tc.platform == "slack" && (err != nil || fi.Size() == 0) {
+					t.Errorf("no profile written to %s: %v", p, err)
+				}
 			}
 		})
 	}

@@ -40,6 +40,29 @@ func burstMemory(ctx context.Context, b platformBench, f *platformFigures) error
 	return nil
 }
 
+// startCPUProfile starts a pprof CPU profile into path ("": none); the returned
+// stop ends it and closes the file, once however often it is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}, nil
+}
+
 // samplePeak reads the Go runtime's memory every 10 ms, keeping the reading
 // with the most memory (and the most goroutines seen), until the returned stop
 // is called or ctx ends; stop waits for the sampler and returns the peak

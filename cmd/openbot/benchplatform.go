@@ -48,6 +48,7 @@ type platformBench struct {
 	parallel    int           // the bot's max_parallel_threads (at least 1)
 	settle      time.Duration // wait after the run before the last RSS reading (0: none)
 	heapProfile string        // pprof heap profile path, written when the last message reached the model ("" : none)
+	cpuProfile  string        // pprof CPU profile path, of the whole process while sending ("": none)
 	dir         string
 }
 
@@ -160,6 +161,9 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 			fmt.Fprintf(stdout, "                   live heap per conversation of the run: %d bytes (what it held after the run less what it holds settled, per conversation)\n",
 				(f.heapInUse-f.settledHeap)/uint64(f.sent))
 		}
+	}
+	if b.cpuProfile != "" {
+		fmt.Fprintf(stdout, "cpu profile:       %s (go tool pprof; the whole process while sending)\n", b.cpuProfile)
 	}
 	if b.heapProfile != "" {
 		fmt.Fprintf(stdout, "heap profile:      %s (go tool pprof -sample_index=inuse_space)\n", b.heapProfile)
@@ -286,6 +290,11 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 
 	n := max(1, int(duration.Seconds()*float64(rate)))
 	f.sent = n
+	stopCPU, err := startCPUProfile(b.cpuProfile)
+	if err != nil {
+		return f, err
+	}
+	defer stopCPU()
 	win := startStoreWindow(bs)
 	s0, a0, m0 := eng.Speculations()
 	sent := make([]time.Time, n)
@@ -313,6 +322,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		}()
 	}
 	tick.Stop()
+	stopCPU()
 	f.store = win.end()
 	s1, a1, m1 := eng.Speculations()
 	f.specStarted, f.specAdopted, f.specMissed = s1-s0, a1-a0, m1-m0
