@@ -28,8 +28,8 @@ import (
 // thread counted as free. When it arrives at the same run (the same job and
 // the same snapshot), it adopts the speculative run: nothing else starts, and
 // the run's gate opens with the commit. Otherwise (the state changed in
-// between: an older item, another message, a question answered; or a
-// reservation lapsed) the speculative run is abandoned without a trace and
+// between: an older item, another message of the thread, the bot paused, a
+// question answered) the speculative run is abandoned without a trace and
 // the transaction rolls back and runs again as an ordinary ingest. So the run
 // that proceeds is always the one the transaction would have started; what a
 // miss costs is one model request at most, as a rerun's early run does.

@@ -125,36 +125,55 @@ func (r *specRig) helloRuns(t *testing.T) []core.Run {
 }
 
 // A message's run starts while an earlier commit is still in flight, and its
-// ingest's transaction adopts it: one run, one reply, after the commit.
+// ingest's transaction adopts it: one run, one reply, after the commit. That
+// commit may carry other threads' writes, with IDs above the ones the
+// speculation reserved.
 func TestSpeculativeRunStartsWhileACommitIsInFlight(t *testing.T) {
-	r := newSpecRig(t)
-	release := holdWriter(t, r.h.store, nil)
-	ingested := r.ingest()
-	r.waitCall(t, "while the writer is held")
-	select {
-	case err := <-ingested:
-		t.Fatalf("Ingest returned (%v) while the writer was held", err)
-	default:
-	}
-	for _, d := range r.h.ad.deliveries() {
-		if d.Text == "reply 2" {
-			t.Fatal("the run's reply was delivered before its message was stored")
-		}
-	}
-	release()
-	if err := <-ingested; err != nil {
-		t.Fatalf("Ingest: %v", err)
-	}
-	r.h.idle()
-	if got := r.h.ad.texts(); !slices.Contains(got, "[chief_of_staff] reply 2") || len(got) != 2 {
-		t.Fatalf("delivered %q, want the warm-up's reply and reply 2", got)
-	}
-	runs := r.helloRuns(t)
-	if len(runs) != 1 || runs[0].Status != core.RunCompleted {
-		t.Fatalf("runs for hello: %+v, want one completed", runs)
-	}
-	if started, adopted, missed := r.h.eng.Speculations(); started != adopted || missed != 0 || adopted < 1 {
-		t.Fatalf("speculations: %d started, %d adopted, %d missed; want every one adopted", started, adopted, missed)
+	for _, c := range []struct {
+		name   string
+		change func(core.Tx) error
+	}{
+		{"nothing else", nil},
+		{"another thread's message in the commit", func(tx core.Tx) error {
+			th, err := tx.PutThread(core.Thread{Key: "other"})
+			if err != nil {
+				return err
+			}
+			_, err = tx.PutMessage(core.Message{Thread: th.ID, Sender: "console:you", Text: "elsewhere"})
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newSpecRig(t)
+			release := holdWriter(t, r.h.store, c.change)
+			ingested := r.ingest()
+			r.waitCall(t, "while the writer is held")
+			select {
+			case err := <-ingested:
+				t.Fatalf("Ingest returned (%v) while the writer was held", err)
+			default:
+			}
+			for _, d := range r.h.ad.deliveries() {
+				if d.Text == "reply 2" {
+					t.Fatal("the run's reply was delivered before its message was stored")
+				}
+			}
+			release()
+			if err := <-ingested; err != nil {
+				t.Fatalf("Ingest: %v", err)
+			}
+			r.h.idle()
+			if got := r.h.ad.texts(); !slices.Contains(got, "[chief_of_staff] reply 2") || len(got) != 2 {
+				t.Fatalf("delivered %q, want the warm-up's reply and reply 2", got)
+			}
+			runs := r.helloRuns(t)
+			if len(runs) != 1 || runs[0].Status != core.RunCompleted {
+				t.Fatalf("runs for hello: %+v, want one completed", runs)
+			}
+			if started, adopted, missed := r.h.eng.Speculations(); started != adopted || missed != 0 || adopted < 1 {
+				t.Fatalf("speculations: %d started, %d adopted, %d missed; want every one adopted", started, adopted, missed)
+			}
+		})
 	}
 }
 
@@ -183,19 +202,6 @@ func TestSpeculativeRunAbandonedWhenTheStateChanged(t *testing.T) {
 				}
 				if err := h.eng.ResumeBot(context.Background(), "chief_of_staff", core.By{}); err != nil {
 					t.Fatal(err)
-				}
-			},
-		},
-		{
-			name: "another thread's message committed first", // the reserved message ID lapses
-			change: func(h *harness) func(core.Tx) error {
-				return func(tx core.Tx) error {
-					th, err := tx.PutThread(core.Thread{Key: "other"})
-					if err != nil {
-						return err
-					}
-					_, err = tx.PutMessage(core.Message{Thread: th.ID, Sender: "console:you", Text: "elsewhere"})
-					return err
 				}
 			},
 		},

@@ -43,27 +43,20 @@ const (
 	IDRun
 )
 
-// ErrReservationLapsed is wrapped by a Put that uses a reserved ID which is no
-// longer in commit order (IDReserver): the transaction must not commit with it.
-var ErrReservationLapsed = errors.New("reserved id is no longer in commit order")
-
 // IDReserver is implemented by a Store that can hand out record IDs before the
 // transaction that inserts them, so an ingest can start its run from a read
 // snapshot while an earlier commit is still being written (speculative ingest,
 // DESIGN.md §7 group commit; core/speculate.go). It is optional: an Engine on a
 // Store without it starts runs inside the ingest's transaction only.
 //
-// IDs stay in commit order, which the console's logs rely on (a message ID is a
-// cursor of its live stream): a reserved ID may only be inserted by a
-// transaction that commits before any other transaction assigns an ID of its
-// kind after the reservation.
+// A reserved ID may be committed after higher IDs of its kind. Readers that use
+// message IDs as a cursor (MessagesSince, Heads) must not pass a message ID that
+// is reserved and not yet committed or released.
 type IDReserver interface {
 	// ReserveID returns a new ID of kind: never assigned before, and never
-	// assigned by the store afterwards. Until it is released, a Put of a record
-	// of kind with that ID inserts the record (instead of failing with
-	// ErrNotFound), provided no transaction other than the inserting one has
-	// assigned an ID of kind since the reservation; otherwise the Put fails
-	// with an error wrapping ErrReservationLapsed.
+	// assigned by the store afterwards. Until the transaction that inserts it
+	// commits, or it is released, a Put of a record of kind with that ID
+	// inserts the record (instead of failing with ErrNotFound).
 	ReserveID(kind IDKind) (uint64, error)
 	// ReleaseIDs ends reservations of kind. An ID released unused is never
 	// used (a gap in the sequence).

@@ -97,9 +97,10 @@ func (b BotProfile) ID() ActorID { return BotActorID(b.Handle) }
 func (b BotProfile) parallel() int { return max(1, b.MaxParallelThreads) }
 
 // ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned sequence
-// numbers, increasing in commit order, so ordering by ID is arrival order. A store
-// may skip numbers (a transaction rolled back, a reservation released unused:
-// IDReserver), never reuse them.
+// numbers, increasing in the order they were assigned, so ordering by ID is
+// arrival order. A store may skip numbers (a transaction rolled back, a
+// reservation released unused) and may commit a reserved ID after higher ones
+// (IDReserver); it never reuses one.
 type (
 	ThreadID  uint64
 	MessageID uint64

@@ -122,12 +122,15 @@ func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.db.View(func(btx *bbolt.Tx) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return fn(&readTx{tx: btx})
-	})
+	btx, below, err := s.ids.begin(s.db)
+	if err != nil {
+		return err
+	}
+	defer btx.Rollback()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fn(&readTx{tx: btx, msgBelow: below})
 }
 
 // Update runs fn in one read-write transaction and commits (with fsync unless
@@ -142,7 +145,7 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fn(&writeTx{readTx{tx: btx}, &s.ids})
+		return fn(s.writeTx(btx))
 	})
 }
 
@@ -160,7 +163,13 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}, &s.ids}) })
+	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(s.writeTx(btx)) })
+}
+
+// writeTx wraps a read-write transaction. Being the only writer, it may take the
+// low mark of the open message reservations at any time (reserve.go).
+func (s *Store) writeTx(btx *bbolt.Tx) *writeTx {
+	return &writeTx{readTx{tx: btx, msgBelow: s.ids.lowMessage()}, &s.ids}
 }
 
 // CommitStats are the totals of a Store's commits since Open (Store.CommitStats;

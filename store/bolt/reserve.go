@@ -16,38 +16,22 @@ import (
 // sequence, loaded at Open and stored back (SetSequence) by each transaction
 // that assigns or inserts an ID. A transaction that rolls back leaves a gap.
 //
-// Commit order: a reserved ID is only inserted by a transaction that commits
-// before any other transaction has assigned an ID of its kind since the
-// reservation. Each reservation remembers the first transaction (by bbolt txid)
-// that assigned such an ID after it, and lapses when a second one does: of two
-// writable transactions with different txids, the lower one ended (committed
-// or rolled back) before the higher one began, so an inserting transaction with
-// another txid than the one remembered commits after a transaction that may
-// have committed a higher ID. A rolled-back transaction's txid is reused by the
-// next one, so it is not held against it.
+// A reserved ID may be inserted after higher IDs were committed. Message IDs
+// are the cursor of the console's live stream and of the message index
+// (MessagesSince, Heads), so those reads stop below the lowest message ID
+// still reserved and not committed: a reader never passes an ID that may still
+// appear. For that the reader takes the reservations' low mark and begins its
+// bbolt transaction while no reservation is being made (gate), and a
+// reservation is open until the transaction that inserts it commits (bbolt's
+// OnCommit) or it is released unused.
 type ids struct {
-	mu  sync.Mutex
-	seq [idKinds]uint64                  // by kind: the last ID assigned or reserved
-	res [idKinds]map[uint64]*reservation // by kind: reservations not yet released
+	mu   sync.Mutex
+	seq  [idKinds]uint64              // by kind: the last ID assigned or reserved
+	open [idKinds]map[uint64]struct{} // by kind: reservations neither committed nor released
+	gate sync.RWMutex                 // held by ReserveID, shared by a reader taking the low mark and beginning
 }
 
 const idKinds = int(core.IDRun) + 1
-
-// reservation is one reserved ID's standing.
-type reservation struct {
-	after  int  // txid of the first transaction that assigned an ID of the kind after it; 0 none
-	lapsed bool // a second transaction did
-}
-
-// saw records that transaction txid assigned (or inserted) an ID of the kind.
-func (r *reservation) saw(txid int) {
-	switch {
-	case r.after == 0:
-		r.after = txid
-	case r.after != txid:
-		r.lapsed = true
-	}
-}
 
 // idBucket is the bucket whose records each kind's IDs key.
 var idBucket = [idKinds][]byte{
@@ -91,43 +75,55 @@ func (a *ids) next(btx *bbolt.Tx, kind core.IDKind) (uint64, error) {
 	a.mu.Lock()
 	id := max(a.seq[kind], b.Sequence()) + 1
 	a.seq[kind] = id
-	for _, r := range a.res[kind] {
-		r.saw(btx.ID())
-	}
 	a.mu.Unlock()
 	return id, b.SetSequence(id)
 }
 
 // insert reports whether id of kind is reserved, so that a Put may insert a
-// record with it in btx; it fails with core.ErrReservationLapsed when the
-// reservation is no longer in commit order.
+// record with it in btx; the reservation closes when btx commits.
 func (a *ids) insert(btx *bbolt.Tx, kind core.IDKind, id uint64) (bool, error) {
 	a.mu.Lock()
-	r := a.res[kind][id]
-	if r == nil {
-		a.mu.Unlock()
+	_, ok := a.open[kind][id]
+	a.mu.Unlock()
+	if !ok {
 		return false, nil
 	}
-	lapsed := r.lapsed || (r.after != 0 && r.after != btx.ID())
-	if !lapsed {
-		// Inserting id is assigning it, for the reservations at or below it:
-		// another transaction that inserts one of them lapses it (this one may
-		// still roll back, and its txid is then reused by the next).
-		for o, ro := range a.res[kind] {
-			if o <= id {
-				ro.saw(btx.ID())
-			}
-		}
-	}
-	a.mu.Unlock()
-	if lapsed {
-		return true, fmt.Errorf("%s id %d: %w", idBucket[kind], id, core.ErrReservationLapsed)
-	}
-	b := btx.Bucket(idBucket[kind])
-	if id > b.Sequence() {
+	btx.OnCommit(func() { a.close(kind, id) })
+	if b := btx.Bucket(idBucket[kind]); id > b.Sequence() {
 		return true, b.SetSequence(id)
 	}
 	return true, nil
+}
+
+func (a *ids) close(kind core.IDKind, ids ...uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range ids {
+		delete(a.open[kind], id)
+	}
+}
+
+// lowMessage is the low mark of the open message reservations (0: none).
+func (a *ids) lowMessage() core.MessageID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var low uint64
+	for id := range a.open[core.IDMessage] {
+		if low == 0 || id < low {
+			low = id
+		}
+	}
+	return core.MessageID(low)
+}
+
+// begin takes the low mark of the open message reservations and begins a read
+// transaction (readTx.msgBelow), with no reservation made in between.
+func (a *ids) begin(db *bbolt.DB) (*bbolt.Tx, core.MessageID, error) {
+	a.gate.RLock()
+	defer a.gate.RUnlock()
+	low := a.lowMessage()
+	btx, err := db.Begin(false)
+	return btx, low, err
 }
 
 // ReserveID implements core.IDReserver.
@@ -139,26 +135,22 @@ func (s *Store) ReserveID(kind core.IDKind) (uint64, error) {
 		return 0, fmt.Errorf("store %s: %w", s.path, ErrClosed)
 	}
 	a := &s.ids
+	a.gate.Lock()
+	defer a.gate.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seq[kind]++
-	if a.res[kind] == nil {
-		a.res[kind] = map[uint64]*reservation{}
+	if a.open[kind] == nil {
+		a.open[kind] = map[uint64]struct{}{}
 	}
-	a.res[kind][a.seq[kind]] = &reservation{}
+	a.open[kind][a.seq[kind]] = struct{}{}
 	return a.seq[kind], nil
 }
 
 // ReleaseIDs implements core.IDReserver.
 func (s *Store) ReleaseIDs(kind core.IDKind, ids ...uint64) {
-	if !validKind(kind) {
-		return
-	}
-	a := &s.ids
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, id := range ids {
-		delete(a.res[kind], id)
+	if validKind(kind) {
+		s.ids.close(kind, ids...)
 	}
 }
 

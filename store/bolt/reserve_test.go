@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"openbot/core"
@@ -43,7 +44,7 @@ func reserve(t *testing.T, s *Store, kind core.IDKind) uint64 {
 	return id
 }
 
-func TestReservedIDsInsertInCommitOrder(t *testing.T) {
+func TestReservedIDs(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "openbot.db")
 	s, err := Open(path, Options{NoSync: true})
@@ -74,59 +75,61 @@ func TestReservedIDsInsertInCommitOrder(t *testing.T) {
 		t.Fatalf("released id: %v, want ErrNotFound", err)
 	}
 
-	// Another transaction assigned an ID after the reservation and committed:
-	// inserting it now would put it after a higher ID. It lapses.
+	// A reserved ID may be committed after higher IDs. Until it is, the
+	// readers that use message IDs as a cursor stop below it.
 	r = reserve(t, s, core.IDMessage)
-	if _, err := putMessage(t, s, th, 0); err != nil {
+	later, err := putMessage(t, s, th, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := putMessage(t, s, th, core.MessageID(r)); !errors.Is(err, core.ErrReservationLapsed) {
-		t.Fatalf("insert after a later commit: %v, want ErrReservationLapsed", err)
-	}
-	s.ReleaseIDs(core.IDMessage, r)
-
-	// IDs the inserting transaction assigns itself, before or after, are fine.
-	r = reserve(t, s, core.IDMessage)
-	if err := s.Update(ctx, func(tx core.Tx) error {
-		if _, err := tx.PutMessage(core.Message{Thread: th, Sender: "u:1"}); err != nil {
-			return err
+	cursor := func() (since []core.MessageID, head core.MessageID) {
+		t.Helper()
+		if err := s.View(ctx, func(tx core.ReadTx) error {
+			ms, err := tx.MessagesSince(next.ID, 0)
+			for _, m := range ms {
+				since = append(since, m.ID)
+			}
+			h, herr := tx.Heads()
+			head = h.Message
+			return errors.Join(err, herr)
+		}); err != nil {
+			t.Fatal(err)
 		}
-		if _, err := tx.PutMessage(core.Message{ID: core.MessageID(r), Thread: th, Sender: "u:1"}); err != nil {
-			return err
-		}
-		_, err := tx.PutMessage(core.Message{Thread: th, Sender: "u:1"})
-		return err
-	}); err != nil {
-		t.Fatalf("same transaction: %v", err)
+		return since, head
 	}
-	s.ReleaseIDs(core.IDMessage, r)
-
-	// A transaction that rolled back after assigning an ID does not lapse it:
-	// nothing it assigned was stored.
-	r = reserve(t, s, core.IDMessage)
+	if since, head := cursor(); len(since) != 0 || head != core.MessageID(r-1) {
+		t.Fatalf("while %d is reserved: since %v, head %d; want nothing after %d, head %d", r, since, head, next.ID, r-1)
+	}
+	// The transaction that inserts it may roll back: it stays reserved.
 	boom := errors.New("roll back")
 	if err := s.Update(ctx, func(tx core.Tx) error {
-		if _, err := tx.PutMessage(core.Message{Thread: th, Sender: "u:1"}); err != nil {
+		if _, err := tx.PutMessage(core.Message{ID: core.MessageID(r), Thread: th, Sender: "u:1"}); err != nil {
 			return err
 		}
 		return boom
 	}); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
+	if since, _ := cursor(); len(since) != 0 {
+		t.Fatalf("after a rolled-back insert of %d: since %v", r, since)
+	}
 	if _, err := putMessage(t, s, th, core.MessageID(r)); err != nil {
-		t.Fatalf("insert after a rollback: %v", err)
+		t.Fatalf("insert after a later commit: %v", err)
+	}
+	if since, head := cursor(); !slices.Equal(since, []core.MessageID{core.MessageID(r), later.ID}) || head != later.ID {
+		t.Fatalf("once %d is committed: since %v, head %d; want [%d %d], head %d", r, since, head, r, later.ID, later.ID)
 	}
 	s.ReleaseIDs(core.IDMessage, r)
-
-	// Inserting a higher reservation lapses a lower one another transaction holds.
-	low, high := reserve(t, s, core.IDMessage), reserve(t, s, core.IDMessage)
-	if _, err := putMessage(t, s, th, core.MessageID(high)); err != nil {
+	// Released unused, it holds nothing back.
+	gone = reserve(t, s, core.IDMessage)
+	last0, err := putMessage(t, s, th, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := putMessage(t, s, th, core.MessageID(low)); !errors.Is(err, core.ErrReservationLapsed) {
-		t.Fatalf("insert below a committed reservation: %v, want ErrReservationLapsed", err)
+	s.ReleaseIDs(core.IDMessage, gone)
+	if since, head := cursor(); len(since) != 3 || head != last0.ID {
+		t.Fatalf("after a release: since %v, head %d; want 3 messages, head %d", since, head, last0.ID)
 	}
-	s.ReleaseIDs(core.IDMessage, low, high)
 
 	// Each kind: threads, items and runs insert too.
 	rt, ri, rr := reserve(t, s, core.IDThread), reserve(t, s, core.IDItem), reserve(t, s, core.IDRun)

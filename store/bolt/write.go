@@ -52,8 +52,7 @@ func (w *writeTx) nextID(name []byte) (uint64, error) {
 
 // missing answers a Put of a record of kind whose non-zero ID is not stored
 // (err, from its lookup): nil when the ID is reserved (core.IDReserver), so the
-// Put inserts the record; the lookup's error otherwise, or the reservation's
-// when it lapsed.
+// Put inserts the record; the lookup's error otherwise.
 func (w *writeTx) missing(kind core.IDKind, id uint64, err error) error {
 	if !errors.Is(err, core.ErrNotFound) {
 		return err
