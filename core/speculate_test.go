@@ -312,8 +312,10 @@ func TestSpeculationOncePerMessage(t *testing.T) {
 		}
 	}
 	r.h.idle()
-	if started, adopted, missed := r.h.eng.Speculations(); started-s0 != 1 || adopted-s0 != 1 || missed != 0 {
-		t.Fatalf("speculations: %d started, %d adopted, %d missed (%d before); want the first delivery's", started, adopted, missed, s0)
+	// Which delivery's transaction runs first is a race: the second's may store
+	// the message and start its run, and the first's speculation is then missed.
+	if started, _, _ := r.h.eng.Speculations(); started-s0 != 1 {
+		t.Fatalf("%d speculations started (%d before); want the first delivery's only", started, s0)
 	}
 	if runs := r.helloRuns(t); len(runs) != 1 {
 		t.Fatalf("runs for hello: %+v, want one", runs)
