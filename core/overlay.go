@@ -250,13 +250,20 @@ func (o *overlay) PutActor(a Actor) error {
 	return nil
 }
 
+// assignID gives *id a reserved ID of kind when it is 0 and reports whether
+// it did (an insert).
+func assignID[T ~uint64](o *overlay, kind IDKind, id *T) (bool, error) {
+	if *id != 0 {
+		return false, nil
+	}
+	v, err := o.reserve(kind)
+	*id = T(v)
+	return err == nil, err
+}
+
 func (o *overlay) PutThread(t Thread) (Thread, error) {
-	if t.ID == 0 {
-		id, err := o.reserve(IDThread)
-		if err != nil {
-			return t, err
-		}
-		t.ID = ThreadID(id)
+	if _, err := assignID(o, IDThread, &t.ID); err != nil {
+		return t, err
 	}
 	o.threads[t.ID] = keep(t)
 	return t, nil
@@ -268,14 +275,13 @@ func (o *overlay) BindThreadKey(key string, id ThreadID) error {
 }
 
 func (o *overlay) PutMessage(m Message) (Message, error) {
-	if m.ID == 0 {
-		id, err := o.reserve(IDMessage)
-		if err != nil {
-			return m, err
-		}
-		m.ID = MessageID(id)
+	inserted, err := assignID(o, IDMessage, &m.ID)
+	switch _, ok := o.messages[m.ID]; {
+	case err != nil:
+		return m, err
+	case inserted:
 		o.newMsgs[m.Thread] = append(o.newMsgs[m.Thread], m.ID)
-	} else if _, ok := o.messages[m.ID]; !ok {
+	case !ok:
 		return m, fmt.Errorf("update of message %d: %w", m.ID, errNotSpeculated)
 	}
 	o.messages[m.ID] = keep(m)
@@ -283,24 +289,16 @@ func (o *overlay) PutMessage(m Message) (Message, error) {
 }
 
 func (o *overlay) PutItem(it InboxItem) (InboxItem, error) {
-	if it.ID == 0 {
-		id, err := o.reserve(IDItem)
-		if err != nil {
-			return it, err
-		}
-		it.ID = ItemID(id)
+	if _, err := assignID(o, IDItem, &it.ID); err != nil {
+		return it, err
 	}
 	o.items[it.ID] = keep(it)
 	return it, nil
 }
 
 func (o *overlay) PutRun(r Run) (Run, error) {
-	if r.ID == 0 {
-		id, err := o.reserve(IDRun)
-		if err != nil {
-			return r, err
-		}
-		r.ID = RunID(id)
+	if _, err := assignID(o, IDRun, &r.ID); err != nil {
+		return r, err
 	}
 	o.runs[r.ID] = keep(r)
 	return r, nil

@@ -272,39 +272,30 @@ func (s *speculation) reserved(tx Tx) *reservedTx {
 	return &reservedTx{Tx: tx, ids: ids}
 }
 
-func (r *reservedTx) next(kind IDKind) uint64 {
-	v := r.ids[kind]
-	if len(v) == 0 {
-		return 0
+// fillID gives *id the next ID the speculation reserved of kind, when it is 0
+// and one is left.
+func fillID[T ~uint64](r *reservedTx, kind IDKind, id *T) {
+	if v := r.ids[kind]; *id == 0 && len(v) > 0 {
+		*id, r.ids[kind] = T(v[0]), v[1:]
 	}
-	r.ids[kind] = v[1:]
-	return v[0]
 }
 
 func (r *reservedTx) PutThread(t Thread) (Thread, error) {
-	if t.ID == 0 {
-		t.ID = ThreadID(r.next(IDThread))
-	}
+	fillID(r, IDThread, &t.ID)
 	return r.Tx.PutThread(t)
 }
 
 func (r *reservedTx) PutMessage(m Message) (Message, error) {
-	if m.ID == 0 {
-		m.ID = MessageID(r.next(IDMessage))
-	}
+	fillID(r, IDMessage, &m.ID)
 	return r.Tx.PutMessage(m)
 }
 
 func (r *reservedTx) PutItem(it InboxItem) (InboxItem, error) {
-	if it.ID == 0 {
-		it.ID = ItemID(r.next(IDItem))
-	}
+	fillID(r, IDItem, &it.ID)
 	return r.Tx.PutItem(it)
 }
 
 func (r *reservedTx) PutRun(run Run) (Run, error) {
-	if run.ID == 0 {
-		run.ID = RunID(r.next(IDRun))
-	}
+	fillID(r, IDRun, &run.ID)
 	return r.Tx.PutRun(run)
 }
