@@ -20,15 +20,17 @@ import (
 // are the cursor of the console's live stream and of the message index
 // (MessagesSince, Heads), so those reads stop below the lowest message ID
 // still reserved and not committed: a reader never passes an ID that may still
-// appear. For that the reader takes the reservations' low mark and begins its
-// bbolt transaction while no reservation is being made (gate), and a
-// reservation is open until the transaction that inserts it commits (bbolt's
-// OnCommit) or it is released unused.
+// appear. For that the reader takes the reservations' low mark, begins its
+// bbolt transaction, and begins again if a reservation was made in between
+// (gen); a reservation is open until the transaction that inserts it commits
+// (bbolt's OnCommit) or it is released unused. No lock is held across the
+// begin: a read transaction that waits for the writer's remap while holding
+// one would deadlock against a speculation that reserves inside its own read.
 type ids struct {
 	mu   sync.Mutex
 	seq  [idKinds]uint64              // by kind: the last ID assigned or reserved
 	open [idKinds]map[uint64]struct{} // by kind: reservations neither committed nor released
-	gate sync.RWMutex                 // held by ReserveID, shared by a reader taking the low mark and beginning
+	gen  uint64                       // message reservations made so far
 }
 
 const idKinds = int(core.IDRun) + 1
@@ -103,8 +105,9 @@ func (a *ids) close(kind core.IDKind, ids ...uint64) {
 	}
 }
 
-// lowMessage is the low mark of the open message reservations (0: none).
-func (a *ids) lowMessage() core.MessageID {
+// lowMessage is the low mark of the open message reservations (0: none) and
+// how many message reservations were made so far.
+func (a *ids) lowMessage() (core.MessageID, uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var low uint64
@@ -113,17 +116,28 @@ func (a *ids) lowMessage() core.MessageID {
 			low = id
 		}
 	}
-	return core.MessageID(low)
+	return core.MessageID(low), a.gen
 }
 
 // begin takes the low mark of the open message reservations and begins a read
-// transaction (readTx.msgBelow), with no reservation made in between.
+// transaction (readTx.msgBelow), with no reservation made in between: a
+// reservation made meanwhile is below IDs the transaction may see, so it
+// begins again (a window of microseconds, so seldom more than once).
 func (a *ids) begin(db *bbolt.DB) (*bbolt.Tx, core.MessageID, error) {
-	a.gate.RLock()
-	defer a.gate.RUnlock()
-	low := a.lowMessage()
-	btx, err := db.Begin(false)
-	return btx, low, err
+	for {
+		low, gen := a.lowMessage()
+		btx, err := db.Begin(false)
+		if err != nil {
+			return nil, 0, err
+		}
+		a.mu.Lock()
+		same := a.gen == gen
+		a.mu.Unlock()
+		if same {
+			return btx, low, nil
+		}
+		_ = btx.Rollback()
+	}
 }
 
 // ReserveID implements core.IDReserver.
@@ -135,10 +149,11 @@ func (s *Store) ReserveID(kind core.IDKind) (uint64, error) {
 		return 0, fmt.Errorf("store %s: %w", s.path, ErrClosed)
 	}
 	a := &s.ids
-	a.gate.Lock()
-	defer a.gate.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if kind == core.IDMessage {
+		a.gen++
+	}
 	a.seq[kind]++
 	if a.open[kind] == nil {
 		a.open[kind] = map[uint64]struct{}{}
