@@ -216,8 +216,12 @@ func (s *speculation) end(e *Engine, err error) {
 	if s == nil {
 		return
 	}
-	if err == nil && !s.missed {
+	switch {
+	case err == nil && !s.missed:
 		e.spec.adopted.Add(1)
+	case !s.missed: // the ingest failed: its run is abandoned with it
+		s.missed = true
+		e.spec.missed.Add(1)
 	}
 	s.job.ingested.resolve(errors.Join(errSpeculationMissed, err)) // no-op once settled
 	s.ov.release()

@@ -277,3 +277,39 @@ func TestSpeculationDuplicateDeliveryQueuedFirst(t *testing.T) {
 	}
 	r.afterwards(t, cs)
 }
+
+// An ingest whose Batch fails (its context ended while it waited for the
+// writer) abandons its speculative run: it counts as abandoned, so every
+// speculation counts as adopted or abandoned (the bench prints both).
+func TestSpeculationCountedWhenTheIngestFails(t *testing.T) {
+	r, cs := newReviewRig(t)
+	release := holdWriter(t, r.h.store, nil)
+	blocker := make(chan error, 1)
+	go func() { // the group in flight: the ingest's Batch waits for the next one
+		blocker <- r.h.store.Batch(context.Background(), func(core.Tx) error { return nil })
+	}()
+	time.Sleep(50 * time.Millisecond) // the committer takes the blocker first
+	ctx, cancel := context.WithCancel(context.Background())
+	in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:spec",
+		ThreadKey: "console:spec", Conversation: "main", PlatformID: "spec1",
+		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}
+	done := make(chan error, 1)
+	go func() { _, err := r.h.eng.Ingest(ctx, in); done <- err }()
+	r.waitCall(t, "speculative run")
+	cancel()
+	release()
+	if err := <-blocker; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ingest: %v, want context.Canceled (its Batch never ran)", err)
+	}
+	r.h.idle()
+	if runs := r.helloRuns(t); len(runs) != 0 {
+		t.Fatalf("runs for hello: %+v, want none", runs)
+	}
+	if started, adopted, missed := r.h.eng.Speculations(); started != adopted+missed {
+		t.Fatalf("speculations: %d started, %d adopted, %d abandoned: one is neither", started, adopted, missed)
+	}
+	r.afterwards(t, cs)
+}
