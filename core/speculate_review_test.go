@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,6 +311,107 @@ func TestSpeculationCountedWhenTheIngestFails(t *testing.T) {
 	}
 	if started, adopted, missed := r.h.eng.Speculations(); started != adopted+missed {
 		t.Fatalf("speculations: %d started, %d adopted, %d abandoned: one is neither", started, adopted, missed)
+	}
+	r.afterwards(t, cs)
+}
+
+// A reload between the speculation and the ingest's transaction changes the
+// bot: the speculative run, picked with the old profile, is abandoned, and
+// the reply comes from a run with the new one.
+func TestSpeculationMissesAReloadedBot(t *testing.T) {
+	r, cs := newReviewRig(t)
+	var once sync.Once
+	cs.mu.Lock()
+	cs.beforeBatch = func() {
+		once.Do(func() {
+			bots := slices.Clone(team)
+			bots[0].Instructions = "reloaded"
+			if err := r.h.eng.Reload(context.Background(), core.Settings{Bots: bots, Limits: core.Limits{MaxConcurrentRuns: 1}}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	cs.mu.Unlock()
+	if err := <-r.ingest(); err != nil {
+		t.Fatal(err)
+	}
+	r.h.idle()
+	var last *core.Job
+	for _, j := range r.h.agent.jobsFor("chief_of_staff") {
+		if j.Triggers[len(j.Triggers)-1].Text == "hello" {
+			last = j
+		}
+	}
+	if last == nil || last.Bot.Instructions != "reloaded" {
+		t.Fatalf("the run for hello had instructions %q, want the reloaded ones", last.Bot.Instructions)
+	}
+	if started, adopted, _ := r.h.eng.Speculations(); started != 1 || adopted != 0 {
+		t.Fatalf("speculative runs: %d started, %d adopted; want the old profile's started and abandoned", started, adopted)
+	}
+	if got := r.h.ad.texts(); len(got) != 2 {
+		t.Fatalf("delivered %q, want the warm-up's reply and hello's", got)
+	}
+	for len(r.calls) > 0 {
+		<-r.calls
+	}
+	r.afterwards(t, cs)
+}
+
+// Another message with the same new thread key is ingested between the
+// speculation and the ingest's transaction: the two messages end up in one
+// thread, each answered once, and no run is left behind.
+func TestSpeculationNewThreadKeyTakenMeanwhile(t *testing.T) {
+	r, cs := newReviewRig(t, func(o *core.Options) {
+		o.Bots = slices.Clone(o.Bots)
+		o.Bots[0].MaxParallelThreads = 4
+		o.Limits.MaxConcurrentRuns = 4
+	})
+	var first atomic.Bool
+	cs.mu.Lock()
+	cs.beforeBatch = func() {
+		if first.Swap(true) {
+			return // the other message's own Batch
+		}
+		func() {
+			in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:other",
+				ThreadKey: "console:spec", Conversation: "main", PlatformID: "spec2",
+				SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}
+			if _, err := r.h.eng.Ingest(context.Background(), in); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	cs.mu.Unlock()
+	if err := <-r.ingest(); err != nil {
+		t.Fatal(err)
+	}
+	r.h.idle()
+	th, err := r.h.eng.ThreadByKey(context.Background(), "console:spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var humans int
+	for _, m := range r.h.messages(th) {
+		if m.Text == "hello" {
+			humans++
+		}
+	}
+	if humans != 2 {
+		t.Fatalf("thread %d holds %d hello messages, want both", th, humans)
+	}
+	for _, run := range r.helloRuns(t) {
+		if run.Status != core.RunCompleted || run.Thread != th {
+			t.Fatalf("run %+v: want completed in thread %d", run, th)
+		}
+	}
+	if got := r.h.ad.texts(); len(got) < 2 || len(got) > 3 {
+		t.Fatalf("delivered %q: want hello answered (once or twice)", got)
+	}
+	if started, adopted, missed := r.h.eng.Speculations(); started != adopted+missed {
+		t.Fatalf("speculations: %d started, %d adopted, %d abandoned", started, adopted, missed)
+	}
+	for len(r.calls) > 0 {
+		<-r.calls
 	}
 	r.afterwards(t, cs)
 }
