@@ -67,29 +67,33 @@ type speculation struct {
 type specState struct {
 	started, adopted, missed atomic.Int64
 	mu                       sync.Mutex
-	keys                     map[string]struct{} // at most one per Ingest in flight
+	keys                     map[string]chan struct{} // at most one per Ingest in flight; closed by unclaim
 }
 
 // claim reserves speculating on the message with dedup key k, which nothing
 // else may do until unclaim: the same event delivered twice at once (two
 // accounts of one conversation, a platform's retry) starts one run, not two
-// of which one is abandoned.
-func (s *specState) claim(k string) bool {
+// of which one is abandoned. When k is claimed already it returns false and a
+// channel closed at its unclaim.
+func (s *specState) claim(k string) (bool, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.keys[k]; ok {
-		return false
+	if ch, ok := s.keys[k]; ok {
+		return false, ch
 	}
 	if s.keys == nil {
-		s.keys = map[string]struct{}{}
+		s.keys = map[string]chan struct{}{}
 	}
-	s.keys[k] = struct{}{}
-	return true
+	s.keys[k] = make(chan struct{})
+	return true, nil
 }
 
 func (s *specState) unclaim(k string) {
 	s.mu.Lock()
-	delete(s.keys, k)
+	if ch, ok := s.keys[k]; ok {
+		close(ch)
+		delete(s.keys, k)
+	}
 	s.mu.Unlock()
 }
 
@@ -105,7 +109,18 @@ func (e *Engine) Speculations() (started, adopted, missed int64) {
 // and in is among its triggers. It returns nil when it started nothing.
 func (e *Engine) speculate(ctx context.Context, in Inbound) *speculation {
 	res, ok := e.store.(IDReserver)
-	if !ok || e.shared || len(in.Attachments) > 0 || !e.spec.claim(in.DedupKey) {
+	if !ok || e.shared || len(in.Attachments) > 0 {
+		return nil
+	}
+	if claimed, done := e.spec.claim(in.DedupKey); !claimed {
+		// The same event is being ingested with a speculation: this delivery
+		// waits for that ingest, so that its transaction finds the message
+		// stored (a duplicate) rather than storing it first, which would start
+		// a second run and abandon the speculative one.
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
 		return nil
 	}
 	now := e.clock.Now()
@@ -201,8 +216,12 @@ func (s *speculation) end(e *Engine, err error) {
 	if s == nil {
 		return
 	}
-	if err == nil && !s.missed {
+	switch {
+	case err == nil && !s.missed:
 		e.spec.adopted.Add(1)
+	case !s.missed: // the ingest failed: its run is abandoned with it
+		s.missed = true
+		e.spec.missed.Add(1)
 	}
 	s.job.ingested.resolve(errors.Join(errSpeculationMissed, err)) // no-op once settled
 	s.ov.release()
