@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.etcd.io/bbolt"
@@ -162,10 +163,25 @@ func (s *Store) ReserveID(kind core.IDKind) (uint64, error) {
 	return a.seq[kind], nil
 }
 
-// ReleaseIDs implements core.IDReserver.
+// ReleaseIDs implements core.IDReserver. An ID released unused that is still
+// the newest of its kind is handed out again, so a speculation that started
+// nothing leaves no gap in the numbers people see (threads are numbered in the
+// console); one with newer IDs after it stays a gap.
 func (s *Store) ReleaseIDs(kind core.IDKind, ids ...uint64) {
-	if validKind(kind) {
-		s.ids.close(kind, ids...)
+	if !validKind(kind) {
+		return
+	}
+	a := &s.ids
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range slices.Backward(slices.Sorted(slices.Values(ids))) {
+		if _, open := a.open[kind][id]; !open {
+			continue // committed: it is used
+		}
+		delete(a.open[kind], id)
+		if a.seq[kind] == id {
+			a.seq[kind]--
+		}
 	}
 }
 

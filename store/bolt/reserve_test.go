@@ -74,6 +74,11 @@ func TestReservedIDs(t *testing.T) {
 	if _, err := putMessage(t, s, th, core.MessageID(gone)); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("released id: %v, want ErrNotFound", err)
 	}
+	// Released unused while the newest, an ID is handed out again: no gap.
+	if m, err := putMessage(t, s, th, 0); err != nil || uint64(m.ID) != gone {
+		t.Fatalf("after releasing %d the next id is %d (%v), want it again", gone, m.ID, err)
+	}
+	next = core.Message{ID: core.MessageID(gone)}
 
 	// A reserved ID may be committed after higher IDs. Until it is, the
 	// readers that use message IDs as a cursor stop below it.
