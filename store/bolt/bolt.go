@@ -169,6 +169,7 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 // writeTx wraps a read-write transaction. Being the only writer, it may take the
 // low mark of the open message reservations at any time (reserve.go).
 func (s *Store) writeTx(btx *bbolt.Tx) *writeTx {
+	s.ids.sync(btx)
 	low, _ := s.ids.lowMessage()
 	return &writeTx{readTx{tx: btx, msgBelow: low}, &s.ids}
 }

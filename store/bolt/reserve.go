@@ -15,7 +15,9 @@ import (
 // ingest, DESIGN.md §7). Every such ID comes from here, in memory: the file is
 // used by one process only (its lock), so the counter is the bucket's
 // sequence, loaded at Open and stored back (SetSequence) by each transaction
-// that assigns or inserts an ID. A transaction that rolls back leaves a gap.
+// that assigns or inserts an ID. Each write transaction takes the counter back
+// to what is committed or reserved (sync), so the IDs of one that rolled back
+// are handed out again, as bbolt's own sequences would be.
 //
 // A reserved ID may be inserted after higher IDs were committed. Message IDs
 // are the cursor of the console's live stream and of the message index
@@ -69,6 +71,24 @@ func (a *ids) load(db *bbolt.DB) error {
 		}
 		return nil
 	})
+}
+
+// sync, in the writable transaction btx (the only writer), sets each counter to
+// the highest ID committed or assigned in btx, or reserved and still open:
+// what a transaction that rolled back assigned is free again.
+func (a *ids) sync(btx *bbolt.Tx) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, name := range idBucket {
+		if name == nil {
+			continue
+		}
+		seq := btx.Bucket(name).Sequence()
+		for id := range a.open[k] {
+			seq = max(seq, id)
+		}
+		a.seq[k] = seq
+	}
 }
 
 // next assigns the next ID of kind in the writable transaction btx and stores

@@ -74,6 +74,23 @@ func TestReservedIDs(t *testing.T) {
 	if _, err := putMessage(t, s, th, core.MessageID(gone)); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("released id: %v, want ErrNotFound", err)
 	}
+	// What a rolled-back transaction assigned is handed out again, as bbolt's
+	// own sequences would be.
+	var lost core.MessageID
+	if err := s.Update(ctx, func(tx core.Tx) error {
+		m, err := tx.PutMessage(core.Message{Thread: th, Sender: "u:1"})
+		lost = m.ID
+		return errors.Join(err, errors.New("roll back"))
+	}); err == nil {
+		t.Fatal("the transaction committed")
+	}
+	if m, err := putMessage(t, s, th, 0); err != nil || m.ID != lost {
+		t.Fatalf("after a rollback that assigned %d the next id is %d (%v), want it again", lost, m.ID, err)
+	} else {
+		next = m
+	}
+	gone = reserve(t, s, core.IDMessage)
+	s.ReleaseIDs(core.IDMessage, gone)
 	// Released unused while the newest, an ID is handed out again: no gap.
 	if m, err := putMessage(t, s, th, 0); err != nil || uint64(m.ID) != gone {
 		t.Fatalf("after releasing %d the next id is %d (%v), want it again", gone, m.ID, err)
