@@ -70,16 +70,27 @@ type specState struct {
 	keys                     map[string]chan struct{} // at most one per Ingest in flight; closed by unclaim
 }
 
+// maxSpeculations bounds the ingests speculating at once. A speculation costs
+// the ingest and the pick a second time; that buys a run started before the
+// commit in flight when messages come one at a time, and nothing when many
+// wait for the writer together (they share its next commit, and the CPU is
+// what bounds them). At 100 msg/s about one is in flight.
+const maxSpeculations = 4
+
 // claim reserves speculating on the message with dedup key k, which nothing
 // else may do until unclaim: the same event delivered twice at once (two
 // accounts of one conversation, a platform's retry) starts one run, not two
 // of which one is abandoned. When k is claimed already it returns false and a
-// channel closed at its unclaim.
+// channel closed at its unclaim; when maxSpeculations are claimed, false and
+// nil.
 func (s *specState) claim(k string) (bool, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ch, ok := s.keys[k]; ok {
 		return false, ch
+	}
+	if len(s.keys) >= maxSpeculations {
+		return false, nil
 	}
 	if s.keys == nil {
 		s.keys = map[string]chan struct{}{}
@@ -113,6 +124,9 @@ func (e *Engine) speculate(ctx context.Context, in Inbound) *speculation {
 		return nil
 	}
 	if claimed, done := e.spec.claim(in.DedupKey); !claimed {
+		if done == nil {
+			return nil // enough speculations in flight: this one waits for the writer
+		}
 		// The same event is being ingested with a speculation: this delivery
 		// waits for that ingest, so that its transaction finds the message
 		// stored (a duplicate) rather than storing it first, which would start

@@ -321,3 +321,42 @@ func TestSpeculationOncePerMessage(t *testing.T) {
 		t.Fatalf("runs for hello: %+v, want one", runs)
 	}
 }
+
+// At most a few ingests speculate at once; the others wait for the writer as
+// before, and every message gets its run.
+func TestSpeculationsBounded(t *testing.T) {
+	const n = 6 // more than the bound
+	r := newSpecRig(t, func(o *core.Options) {
+		o.Bots = slices.Clone(o.Bots)
+		o.Bots[0].MaxParallelThreads = 2 * n
+		o.Limits.MaxConcurrentRuns = 2 * n
+	})
+	s0, _, _ := r.h.eng.Speculations()
+	release := holdWriter(t, r.h.store, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := make(chan error, n)
+	for i := range n {
+		in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:bounded%d", i),
+			ThreadKey: fmt.Sprintf("console:bounded%d", i), Conversation: "main", PlatformID: fmt.Sprintf("b%d", i),
+			SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}
+		go func() {
+			_, err := r.h.eng.Ingest(ctx, in)
+			errs <- err
+		}()
+	}
+	r.waitCall(t, "speculative run") // others may start, or find the pick lock taken
+	release()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("Ingest: %v", err)
+		}
+	}
+	r.h.idle()
+	if started, _, _ := r.h.eng.Speculations(); started-s0 > 4 {
+		t.Fatalf("%d speculations started at once, want at most 4", started-s0)
+	}
+	if runs := r.helloRuns(t); len(runs) != n {
+		t.Fatalf("%d runs for %d messages", len(runs), n)
+	}
+}
