@@ -58,8 +58,8 @@ type IDReserver interface {
 	// commits, or it is released, a Put of a record of kind with that ID
 	// inserts the record (instead of failing with ErrNotFound).
 	ReserveID(kind IDKind) (uint64, error)
-	// ReleaseIDs ends reservations of kind. An ID released unused is never
-	// used (a gap in the sequence).
+	// ReleaseIDs ends reservations of kind, once every transaction that may
+	// insert them has ended. An ID released unused may be handed out again.
 	ReleaseIDs(kind IDKind, ids ...uint64)
 }
 

@@ -98,9 +98,10 @@ func (b BotProfile) parallel() int { return max(1, b.MaxParallelThreads) }
 
 // ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned sequence
 // numbers, increasing in the order they were assigned, so ordering by ID is
-// arrival order. A store may skip numbers (a transaction rolled back, a
-// reservation released unused) and may commit a reserved ID after higher ones
-// (IDReserver); it never reuses one.
+// arrival order. A store may commit a reserved ID after higher ones
+// (IDReserver), and may hand out again an ID that was never stored (one a
+// rolled-back transaction or a released reservation had); it never reuses a
+// stored one.
 type (
 	ThreadID  uint64
 	MessageID uint64
