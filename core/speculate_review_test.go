@@ -158,9 +158,7 @@ func TestSpeculationAbandonedWhenIngestCancelled(t *testing.T) {
 	r, cs := newReviewRig(t)
 	release := holdWriter(t, r.h.store, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:spec",
-		ThreadKey: "console:spec", Conversation: "main", PlatformID: "spec1",
-		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}
+	in := helloInbound()
 	done := make(chan error, 1)
 	go func() { _, err := r.h.eng.Ingest(ctx, in); done <- err }()
 	r.waitCall(t, "speculative run")
@@ -291,9 +289,7 @@ func TestSpeculationCountedWhenTheIngestFails(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond) // the committer takes the blocker first
 	ctx, cancel := context.WithCancel(context.Background())
-	in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:spec",
-		ThreadKey: "console:spec", Conversation: "main", PlatformID: "spec1",
-		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}
+	in := helloInbound()
 	done := make(chan error, 1)
 	go func() { _, err := r.h.eng.Ingest(ctx, in); done <- err }()
 	r.waitCall(t, "speculative run")

@@ -79,14 +79,37 @@ func newSpecRig(t *testing.T, opts ...func(*core.Options)) *specRig {
 // the returned channel.
 func (r *specRig) ingest() <-chan error {
 	out := make(chan error, 1)
-	in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:spec",
-		ThreadKey: "console:spec", Conversation: "main", PlatformID: "spec1",
-		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}
+	in := helloInbound()
 	go func() {
 		_, err := r.h.eng.Ingest(context.Background(), in)
 		out <- err
 	}()
 	return out
+}
+
+// helloInbound is the "hello" message the speculation tests ingest, in a
+// thread of its own.
+func helloInbound() core.Inbound {
+	return core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:spec",
+		ThreadKey: "console:spec", Conversation: "main", PlatformID: "spec1",
+		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}
+}
+
+// ingestMissed holds the writer in a transaction that makes change, ingests
+// "hello" meanwhile, and checks that its speculative run started and that the
+// ingest's transaction abandoned it.
+func (r *specRig) ingestMissed(t *testing.T, change func(core.Tx) error) {
+	t.Helper()
+	release := holdWriter(t, r.h.store, change)
+	ingested := r.ingest()
+	r.waitCall(t, "speculative run")
+	release()
+	if err := <-ingested; err != nil {
+		t.Fatalf("Ingest: %v", err)
+	}
+	if _, _, missed := r.h.eng.Speculations(); missed != 1 {
+		t.Fatalf("%d speculations missed, want 1", missed)
+	}
 }
 
 func (r *specRig) waitCall(t *testing.T, what string) {
@@ -243,16 +266,7 @@ func TestSpeculativeRunAbandonedWhenTheStateChanged(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			release := holdWriter(t, r.h.store, c.change(r.h))
-			ingested := r.ingest()
-			r.waitCall(t, "speculative run")
-			release()
-			if err := <-ingested; err != nil {
-				t.Fatalf("Ingest: %v", err)
-			}
-			if _, _, missed := r.h.eng.Speculations(); missed != 1 {
-				t.Fatalf("%d speculations missed, want 1", missed)
-			}
+			r.ingestMissed(t, c.change(r.h))
 			if c.after != nil {
 				c.after(t, r.h)
 			}
