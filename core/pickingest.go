@@ -45,9 +45,7 @@ func (e *Engine) pickInIngestTx(tx Tx, woken []string, per int) ([]ingestPick, e
 		if slices.Index(woken, h) != i {
 			continue // named twice
 		}
-		e.mu.Lock()
-		w := e.workers[h]
-		e.mu.Unlock()
+		w := e.worker(h)
 		bot, ok := e.bot(h)
 		if w == nil || !ok || !w.pickMu.TryLock() {
 			continue

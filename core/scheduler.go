@@ -42,12 +42,16 @@ func (e *Engine) wake(handle string) {
 
 // wakeLocal nudges this process's worker of a bot.
 func (e *Engine) wakeLocal(handle string) {
-	e.mu.Lock()
-	w := e.workers[handle]
-	e.mu.Unlock()
-	if w != nil {
+	if w := e.worker(handle); w != nil {
 		w.wakeUp()
 	}
+}
+
+// worker is this process's worker of the bot handle, nil when it has none.
+func (e *Engine) worker(handle string) *worker {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.workers[handle]
 }
 
 func (w *worker) wakeUp() {

@@ -154,9 +154,7 @@ func (e *Engine) speculate(ctx context.Context, in Inbound) *speculation {
 		if err != nil || r.Duplicate || r.Dropped || len(r.Woken) == 0 {
 			return err
 		}
-		e.mu.Lock()
-		w = e.workers[r.Woken[0]]
-		e.mu.Unlock()
+		w = e.worker(r.Woken[0])
 		bot, ok := e.bot(r.Woken[0])
 		if w == nil || !ok || !w.pickMu.TryLock() {
 			return nil
