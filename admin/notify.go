@@ -58,15 +58,18 @@ type reservingNotifyStore struct {
 	core.IDReserver
 }
 
-// ReleaseIDs ends the reservations and, for message IDs, pokes n as a commit
-// does: the readers that follow message IDs stop below a reserved one
-// (core.IDReserver), so a message committed above it becomes readable when it
-// is released unused, with no commit to wake the streams or the message index.
-func (s reservingNotifyStore) ReleaseIDs(kind core.IDKind, ids ...uint64) {
-	s.IDReserver.ReleaseIDs(kind, ids...)
-	if kind == core.IDMessage && len(ids) > 0 {
+// ReleaseIDs ends the reservations and, when it ended an open message
+// reservation, pokes n as a commit does: the readers that follow message IDs
+// stop below a reserved one (core.IDReserver), so a message committed above it
+// becomes readable when it is released unused, with no commit to wake the
+// streams or the message index. Releasing IDs already committed (an adopted
+// speculation's) wakes nobody.
+func (s reservingNotifyStore) ReleaseIDs(kind core.IDKind, ids ...uint64) int {
+	n := s.IDReserver.ReleaseIDs(kind, ids...)
+	if kind == core.IDMessage && n > 0 {
 		s.n.Poke()
 	}
+	return n
 }
 
 func (s notifyStore) Update(ctx context.Context, fn func(core.Tx) error) error {

@@ -66,4 +66,25 @@ func TestNotifyWakesReadersWhenAReservationIsReleased(t *testing.T) {
 	if ms := since(); len(ms) != 1 || ms[0].ID != m.ID {
 		t.Fatalf("after the release: %v, want message %d", ms, m.ID)
 	}
+	// Releasing a reservation its transaction committed (an adopted
+	// speculation's) ends nothing: nobody is woken for it.
+	used, err := res.ReserveID(core.IDMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, func(tx core.Tx) error {
+		_, err := tx.PutMessage(core.Message{ID: core.MessageID(used), Thread: th.ID, Sender: "u:1", Text: "used"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wait = n.Wait()
+	if ended := res.ReleaseIDs(core.IDMessage, used); ended != 0 {
+		t.Fatalf("releasing committed reservation %d ended %d", used, ended)
+	}
+	select {
+	case <-wait:
+		t.Fatal("releasing a committed reservation woke the readers")
+	default:
+	}
 }

@@ -19,7 +19,7 @@ type releaseProbe struct {
 	held []bool
 }
 
-func (p *releaseProbe) ReleaseIDs(k core.IDKind, ids ...uint64) {
+func (p *releaseProbe) ReleaseIDs(k core.IDKind, ids ...uint64) int {
 	if k == core.IDMessage {
 		var stored, readable bool
 		_ = p.Store.View(context.Background(), func(tx core.ReadTx) error {
@@ -35,7 +35,7 @@ func (p *releaseProbe) ReleaseIDs(k core.IDKind, ids ...uint64) {
 		p.held = append(p.held, stored && !readable)
 		p.mu.Unlock()
 	}
-	p.Store.ReleaseIDs(k, ids...)
+	return p.Store.ReleaseIDs(k, ids...)
 }
 
 // When a speculation misses, its ingest's transaction runs again and commits

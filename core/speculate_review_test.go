@@ -48,13 +48,13 @@ func (c *reservingStore) ReserveID(k core.IDKind) (uint64, error) {
 	return id, err
 }
 
-func (c *reservingStore) ReleaseIDs(k core.IDKind, ids ...uint64) {
+func (c *reservingStore) ReleaseIDs(k core.IDKind, ids ...uint64) int {
 	c.mu.Lock()
 	for _, id := range ids {
 		delete(c.out[k], id)
 	}
 	c.mu.Unlock()
-	c.Store.ReleaseIDs(k, ids...)
+	return c.Store.ReleaseIDs(k, ids...)
 }
 
 func (c *reservingStore) outstanding() int {

@@ -59,8 +59,9 @@ type IDReserver interface {
 	// inserts the record (instead of failing with ErrNotFound).
 	ReserveID(kind IDKind) (uint64, error)
 	// ReleaseIDs ends reservations of kind, once every transaction that may
-	// insert them has ended. An ID released unused may be handed out again.
-	ReleaseIDs(kind IDKind, ids ...uint64)
+	// insert them has ended, and reports how many were still open (not
+	// committed). An ID released unused may be handed out again.
+	ReleaseIDs(kind IDKind, ids ...uint64) int
 }
 
 // ReadTx reads inside a transaction. Lookups of a missing record return ErrNotFound.

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"go.etcd.io/bbolt"
@@ -111,19 +110,25 @@ func (a *ids) insert(btx *bbolt.Tx, kind core.IDKind, id uint64) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	btx.OnCommit(func() { a.close(kind, id) })
+	btx.OnCommit(func() { _ = a.close(kind, id) })
 	if b := btx.Bucket(idBucket[kind]); id > b.Sequence() {
 		return true, b.SetSequence(id)
 	}
 	return true, nil
 }
 
-func (a *ids) close(kind core.IDKind, ids ...uint64) {
+// close ends reservations of kind and reports how many were open.
+func (a *ids) close(kind core.IDKind, ids ...uint64) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	n := 0
 	for _, id := range ids {
-		delete(a.open[kind], id)
+		if _, ok := a.open[kind][id]; ok {
+			delete(a.open[kind], id)
+			n++
+		}
 	}
+	return n
 }
 
 // lowMessage is the low mark of the open message reservations (0: none) and
@@ -183,26 +188,15 @@ func (s *Store) ReserveID(kind core.IDKind) (uint64, error) {
 	return a.seq[kind], nil
 }
 
-// ReleaseIDs implements core.IDReserver. An ID released unused that is still
-// the newest of its kind is handed out again, so a speculation that started
-// nothing leaves no gap in the numbers people see (threads are numbered in the
-// console); one with newer IDs after it stays a gap.
-func (s *Store) ReleaseIDs(kind core.IDKind, ids ...uint64) {
+// ReleaseIDs implements core.IDReserver. The next write transaction's sync
+// hands the IDs released unused out again when nothing above them was stored,
+// so a speculation that started nothing leaves no gap in the numbers people
+// see (threads are numbered in the console).
+func (s *Store) ReleaseIDs(kind core.IDKind, ids ...uint64) int {
 	if !validKind(kind) {
-		return
+		return 0
 	}
-	a := &s.ids
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, id := range slices.Backward(slices.Sorted(slices.Values(ids))) {
-		if _, open := a.open[kind][id]; !open {
-			continue // committed: it is used
-		}
-		delete(a.open[kind], id)
-		if a.seq[kind] == id {
-			a.seq[kind]--
-		}
-	}
+	return s.ids.close(kind, ids...)
 }
 
 var _ core.IDReserver = (*Store)(nil)
