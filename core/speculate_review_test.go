@@ -158,9 +158,7 @@ func TestSpeculationAbandonedWhenIngestCancelled(t *testing.T) {
 	r, cs := newReviewRig(t)
 	release := holdWriter(t, r.h.store, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	in := helloInbound()
-	done := make(chan error, 1)
-	go func() { _, err := r.h.eng.Ingest(ctx, in); done <- err }()
+	done := r.ingestCtx(ctx)
 	r.waitCall(t, "speculative run")
 	cancel()
 	release()
@@ -169,7 +167,7 @@ func TestSpeculationAbandonedWhenIngestCancelled(t *testing.T) {
 		t.Log("ingest committed before its context ended")
 	}
 	r.h.idle()
-	if _, err := r.h.eng.Ingest(context.Background(), in); err != nil {
+	if _, err := r.h.eng.Ingest(context.Background(), helloInbound()); err != nil {
 		t.Fatal(err)
 	}
 	r.h.idle()
@@ -289,9 +287,7 @@ func TestSpeculationCountedWhenTheIngestFails(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond) // the committer takes the blocker first
 	ctx, cancel := context.WithCancel(context.Background())
-	in := helloInbound()
-	done := make(chan error, 1)
-	go func() { _, err := r.h.eng.Ingest(ctx, in); done <- err }()
+	done := r.ingestCtx(ctx)
 	r.waitCall(t, "speculative run")
 	cancel()
 	release()

@@ -77,11 +77,14 @@ func newSpecRig(t *testing.T, opts ...func(*core.Options)) *specRig {
 
 // ingest sends "hello" in its own thread on a goroutine; the result arrives on
 // the returned channel.
-func (r *specRig) ingest() <-chan error {
+func (r *specRig) ingest() <-chan error { return r.ingestCtx(context.Background()) }
+
+// ingestCtx is ingest with the ingest's context.
+func (r *specRig) ingestCtx(ctx context.Context) <-chan error {
 	out := make(chan error, 1)
 	in := helloInbound()
 	go func() {
-		_, err := r.h.eng.Ingest(context.Background(), in)
+		_, err := r.h.eng.Ingest(ctx, in)
 		out <- err
 	}()
 	return out
