@@ -83,16 +83,9 @@ func newFetcher(o Options) (*fetcher, error) {
 		f.allow[strings.Trim(h, "[]")] = true
 		f.allow[h] = true
 	}
-	guarded := &net.Dialer{Timeout: 10 * time.Second, Control: guardControl}
-	open := &net.Dialer{Timeout: 10 * time.Second}
 	tr := &http.Transport{
-		Proxy: nil, // never the environment's proxy: it would dial for us, unchecked
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if f.allowed(addr) {
-				return open.DialContext(ctx, network, addr)
-			}
-			return guarded.DialContext(ctx, network, addr)
-		},
+		Proxy:                 nil, // never the environment's proxy: it would dial for us, unchecked
+		DialContext:           f.dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          16,
 		IdleConnTimeout:       30 * time.Second,
@@ -112,6 +105,22 @@ func newFetcher(o Options) (*fetcher, error) {
 		},
 	}
 	return f, nil
+}
+
+var (
+	guardedDialer = &net.Dialer{Timeout: 10 * time.Second, Control: guardControl}
+	openDialer    = &net.Dialer{Timeout: 10 * time.Second}
+)
+
+// dial connects to addr ("host:port") as http_fetch and the shell's egress
+// proxy do: an allowed host directly, anything else only if every address it
+// resolves to is public (guardControl checks each address just before connect,
+// so DNS cannot be used to slip past it). Refusals wrap ErrBlockedAddress.
+func (f *fetcher) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if f.allowed(addr) {
+		return openDialer.DialContext(ctx, network, addr)
+	}
+	return guardedDialer.DialContext(ctx, network, addr)
 }
 
 // allowed reports whether addr ("host:port" before resolution) is in the

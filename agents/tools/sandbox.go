@@ -2,11 +2,13 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -61,10 +63,11 @@ var etcFiles = []string{
 	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/localtime",
 }
 
-// netEtcFiles are added when the bot's shell network is on: name resolution and
-// the CA certificates TLS clients need.
+// netEtcFiles are added when the bot's shell network is on: the CA
+// certificates TLS clients need and the name files programs read. There is no
+// resolv.conf: names are resolved by the egress proxy, outside.
 var netEtcFiles = []string{
-	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/services",
+	"/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/services",
 	"/etc/protocols", "/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf",
 }
 
@@ -106,56 +109,108 @@ func CheckSandbox(ctx context.Context, opts Options) error {
 }
 
 func probe(ctx context.Context, o Options) error {
+	_, err := probeRun(ctx, o, "true")
+	return err
+}
+
+// probeRun runs command in a fresh temporary workspace the way the shell runs a
+// command of a bot without network, and returns its output; an error wrapping
+// ErrNoSandbox when bubblewrap or the helper does not work here.
+func probeRun(ctx context.Context, o Options, command string) (string, error) {
 	path, err := exec.LookPath(o.BwrapPath)
+	if err != nil && o.Sandbox != SandboxNone {
+		return "", fmt.Errorf("%w: bubblewrap (%q) was not found: %s", ErrNoSandbox, o.BwrapPath, fixHint)
+	}
+	helper, err := helperPath(o)
 	if err != nil {
-		return fmt.Errorf("%w: bubblewrap (%q) was not found: %s", ErrNoSandbox, o.BwrapPath, fixHint)
+		return "", fmt.Errorf("%w: %v", ErrNoSandbox, err)
 	}
 	dir, err := os.MkdirTemp("", "openbot-sandbox-probe-")
 	if err != nil {
-		return fmt.Errorf("%w: probe directory: %v", ErrNoSandbox, err)
+		return "", fmt.Errorf("%w: probe directory: %v", ErrNoSandbox, err)
 	}
 	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	env := sandboxEnv(o)
-	cmd := exec.CommandContext(ctx, path, bwrapArgs(o, dir, false, env, "true")...)
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
+	o.StateDir = ""
+	sb := &sandbox{opts: o}
+	out, err := sb.run(ctx, spec{workspace: dir, helper: helper, limits: o.ShellLimits,
+		fsize: o.ShellLimits.WorkspaceBytes, command: command}, probeTimeout)
+	if err == nil && !strings.HasPrefix(out, "exit status: 0 ") {
+		err = errors.New(out)
+	}
 	if err != nil {
-		msg := strings.TrimSpace(string(out))
+		msg := strings.TrimSpace(err.Error())
 		if len(msg) > 300 {
 			msg = msg[:300] + "..."
 		}
-		return fmt.Errorf("%w: %s does not work here (%v: %s): allow unprivileged user namespaces "+
+		return "", fmt.Errorf("%w: %s does not work here (%s): allow unprivileged user namespaces "+
 			"(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or %s",
-			ErrNoSandbox, path, err, msg, fixHint)
+			ErrNoSandbox, path, msg, fixHint)
 	}
-	return nil
+	return out, nil
 }
 
 // sandboxEnv is the whole environment inside the sandbox (and of the bwrap
-// process itself, whose /proc/1/environ the sandbox can read).
-func sandboxEnv(o Options) []string {
-	return shellEnv(o, SandboxWorkdir)
+// process itself, whose /proc/1/environ the sandbox can read). With the network
+// on, the proxy variables point every HTTP client at the egress port, and the
+// sandbox's own loopback (not the host's) stays direct.
+func sandboxEnv(o Options, network bool) []string {
+	env := shellEnv(o, SandboxWorkdir)
+	if network {
+		p := "http://" + egressPort
+		env = append(env, "http_proxy="+p, "https_proxy="+p, "HTTP_PROXY="+p, "HTTPS_PROXY="+p,
+			"ALL_PROXY="+p, "all_proxy="+p, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1")
+	}
+	return env
 }
 
-// bwrapArgs returns bubblewrap's arguments to run `/bin/sh -c command` with
-// workspace (an absolute host directory) read-write at SandboxWorkdir. network
-// keeps the host's network namespace; otherwise the sandbox has only its own
-// loopback. Nothing of openbot's process, environment, config, store, logs,
-// /home, /root or the rest of the host file system is mounted.
-func bwrapArgs(o Options, workspace string, network bool, env []string, command string) []string {
-	a := []string{"--unshare-all"}
-	if network {
-		a = append(a, "--share-net")
+// helperInSandbox is where openbot's executable appears inside the sandbox.
+const helperInSandbox = "/run/openbot/helper"
+
+// spec is one sandboxed command.
+type spec struct {
+	workspace string // absolute host directory, bound read-write at SandboxWorkdir
+	helper    string // host path of openbot's executable (the helper)
+	egress    string // host path of the egress proxy's socket; "" is network off
+	limits    ShellLimits
+	fsize     int64 // RLIMIT_FSIZE: what is left of the workspace quota
+	env       []string
+	command   string
+}
+
+// helperArgv is the helper's command line for running sh -c command with the
+// limits of s; helper is the helper's path where it runs.
+func helperArgv(helper string, s spec) []string {
+	argv := []string{helper, HelperArg, "exec",
+		"-nproc", strconv.Itoa(s.limits.Processes),
+		"-data", strconv.FormatInt(s.limits.MemoryBytes, 10),
+		"-cpu", strconv.Itoa(s.limits.CPUSeconds),
+		"-fsize", strconv.FormatInt(s.fsize, 10),
+		"--", "/bin/sh", "-c", s.command}
+	if s.egress != "" {
+		argv = append([]string{helper, HelperArg, "supervise", "-listen", egressPort, "-upstream", egressSocket, "--"}, argv...)
 	}
-	a = append(a, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--hostname", "sandbox", "--clearenv")
-	for _, kv := range env {
+	return argv
+}
+
+// bwrapArgs returns bubblewrap's options (read by bwrap from a file
+// descriptor, so the host paths in them never show in the sandbox's
+// /proc/1/cmdline) to run helperArgv(helperInSandbox, s): new user (no nested ones), pid, ipc, uts, cgroup and net
+// namespaces, no capabilities, an empty read-only root with the system
+// directories read-only, the workspace read-write at SandboxWorkdir, /tmp and
+// /dev/shm as tmpfs of TmpBytes each, and the helper, which sets the limits and
+// the seccomp filter and then runs `sh -c command`. With s.egress the proxy's
+// socket is bound in too; the namespace still has only its own loopback.
+// Nothing of openbot's process, environment, config, store, logs, /home, /root
+// or the rest of the host file system is mounted.
+func bwrapArgs(o Options, s spec) []string {
+	a := []string{"--unshare-all", "--unshare-user", "--disable-userns",
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--hostname", "sandbox", "--clearenv"}
+	for _, kv := range s.env {
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
 	}
-	binds := map[string]string{workspace: SandboxWorkdir} // host source -> sandbox path
+	binds := map[string]string{s.workspace: SandboxWorkdir} // host source -> sandbox path
 	for _, d := range sysDirs {
 		st, err := os.Lstat(d)
 		switch {
@@ -170,18 +225,23 @@ func bwrapArgs(o Options, workspace string, network bool, env []string, command 
 		}
 	}
 	etc := etcFiles
-	if network {
+	if s.egress != "" {
 		etc = append(append([]string(nil), etcFiles...), netEtcFiles...)
 	}
 	for _, f := range etc {
 		a = append(a, "--ro-bind-try", f, f)
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-		"--bind", workspace, SandboxWorkdir)
+	tmp := strconv.FormatInt(s.limits.TmpBytes, 10)
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", tmp, "--tmpfs", "/dev/shm",
+		"--size", tmp, "--tmpfs", "/tmp", "--bind", s.workspace, SandboxWorkdir,
+		"--ro-bind", s.helper, helperInSandbox)
+	if s.egress != "" {
+		a = append(a, "--bind", s.egress, egressSocket)
+	}
 	a = append(a, hideArgs(o.SandboxHide, binds)...)
-	// The root is bwrap's own tmpfs; read-only, so only the workspace and /tmp
-	// (a fresh tmpfs) can be written.
-	return append(a, "--remount-ro", "/", "--chdir", SandboxWorkdir, "--", "/bin/sh", "-c", command)
+	// The root is bwrap's own tmpfs; read-only, so only the workspace, /tmp and
+	// /dev/shm (fresh tmpfs) can be written.
+	return append(a, "--remount-ro", "/", "--chdir", SandboxWorkdir)
 }
 
 // hideArgs masks each of hide (files such as the config, store and log) that
@@ -224,18 +284,27 @@ func hideArgs(hide []string, binds map[string]string) []string {
 }
 
 // reach describes what a shell command of a bot with the given network
-// setting can reach, for approval prompts. Until a probe has succeeded it
-// probes the sandbox (at most probeTimeout), so a prompt never claims a
-// sandbox that does not work: then it says the shell cannot run at all.
-func (s *sandbox) reach(network bool) string {
+// setting and limits can reach, for approval prompts. Until a probe has
+// succeeded it probes the sandbox (at most probeTimeout), so a prompt never
+// claims a sandbox that does not work: then it says the shell cannot run at all.
+func (s *sandbox) reach(network bool, lim ShellLimits) string {
+	limits := " Limits: " + lim.Describe(!s.none()) + "."
+	if os.Geteuid() == 0 {
+		limits += " The process limit does not hold: openbot runs as root."
+	}
 	if s.none() {
-		return "runs WITHOUT a sandbox: sees everything openbot can (its files, environment and network)"
+		return "runs WITHOUT a sandbox: sees everything openbot can (its files, environment and network)." + limits
 	}
 	if err := s.ready(context.Background()); err != nil {
 		return "cannot run until the sandbox works (bubblewrap is missing or not usable here): approving it runs nothing"
 	}
-	if network {
-		return "runs in a sandbox: sees only this thread's workspace, network on"
+	if !network {
+		return "runs in a sandbox: sees only this thread's workspace; no network." + limits
 	}
-	return "runs in a sandbox: sees only this thread's workspace, network off"
+	net := "network: HTTP and HTTPS to public internet hosts only, through openbot's egress proxy " +
+		"(no loopback, private, link-local or cloud metadata addresses"
+	if len(s.opts.FetchAllowHosts) > 0 {
+		net += ", except the allowed hosts " + strings.Join(s.opts.FetchAllowHosts, ", ")
+	}
+	return "runs in a sandbox: sees only this thread's workspace; " + net + ")." + limits
 }

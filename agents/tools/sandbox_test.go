@@ -286,14 +286,19 @@ func TestShellReach(t *testing.T) {
 		return builtins(t, o)["shell"].(agents.Reacher)
 	}
 	off := reach(Options{WorkspaceRoot: t.TempDir()})
-	if got := off.Reach("qa"); !strings.Contains(got, "sandbox") || !strings.Contains(got, "network off") {
+	if got := off.Reach("qa"); !strings.Contains(got, "sandbox") || !strings.Contains(got, "no network") {
 		t.Errorf("Reach = %q", got)
 	}
-	mixed := reach(Options{WorkspaceRoot: t.TempDir(), ShellNetwork: map[string]bool{"engineer": true}})
-	if got := mixed.Reach("engineer"); !strings.HasSuffix(got, "network on") {
-		t.Errorf("Reach(engineer) = %q", got)
+	mixed := reach(Options{WorkspaceRoot: t.TempDir(), ShellNetwork: map[string]bool{"engineer": true},
+		FetchAllowHosts: []string{"wiki.internal"},
+		BotShellLimits:  map[string]ShellLimits{"engineer": {Processes: 32, MemoryBytes: 512 << 20}}})
+	for _, want := range []string{"public internet hosts only", "no loopback, private", "except the allowed hosts wiki.internal",
+		"at most 32 processes, 512 MiB memory and 300 s CPU per process, /tmp 256 MiB, workspace 2 GiB"} {
+		if got := mixed.Reach("engineer"); !strings.Contains(got, want) {
+			t.Errorf("Reach(engineer) = %q, want it to say %q", got, want)
+		}
 	}
-	if got := mixed.Reach("qa"); !strings.HasSuffix(got, "network off") {
+	if got := mixed.Reach("qa"); !strings.Contains(got, "no network") || !strings.Contains(got, "at most 256 processes") {
 		t.Errorf("Reach(qa) = %q", got)
 	}
 	none := reach(Options{WorkspaceRoot: t.TempDir(), Sandbox: SandboxNone})

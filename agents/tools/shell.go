@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"openbot/agents"
 )
 
@@ -26,24 +28,26 @@ type shell struct {
 // can reach, for the approval prompt (DESIGN.md §5, §9): the sandbox and that
 // bot's network setting.
 func (s *shell) Reach(bot string) string {
-	return s.sb.reach(s.sb.opts.ShellNetwork[bot])
+	return s.sb.reach(s.sb.opts.ShellNetwork[bot], s.sb.opts.limitsFor(bot))
 }
 
-func shellTool(ws *workspace) agents.Tool {
+func shellTool(ws *workspace, f *fetcher) agents.Tool {
 	o := ws.opts
 	sb := &sandbox{opts: o}
 	where := "in a sandbox that sees only your workspace (at " + SandboxWorkdir + ", also HOME), " +
-		"read-only system programs and an empty /tmp; the network is off unless enabled for you"
+		"read-only system programs and an empty /tmp; the network is off unless enabled for you " +
+		"(then HTTP and HTTPS to public internet hosts only, through a proxy already set in the environment)"
 	if sb.none() {
 		where = "in your workspace directory"
 	}
+	def := o.ShellLimits
 	t := &tool{
 		name: "shell",
 		desc: fmt.Sprintf("Run a shell command (sh -c) %s, and return its exit status and "+
 			"combined stdout/stderr. The environment is minimal (PATH, HOME, LANG, TERM=dumb). "+
 			"The command is killed with all its child processes after %s by default (at most %s via timeout_seconds). "+
-			"Output beyond %d bytes keeps its beginning and end. Background processes are killed when the command ends.",
-			where, o.ShellTimeout, o.ShellMaxTimeout, o.OutputCap),
+			"Limits: %s. Output beyond %d bytes keeps its beginning and end. Background processes are killed when the command ends.",
+			where, def.Timeout, def.MaxTimeout, def.Describe(!sb.none()), o.OutputCap),
 		schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"command":{"type":"string","description":"The command line, run with sh -c"},` +
 			`"timeout_seconds":{"type":"integer","minimum":1,"description":"Timeout in seconds"}},` +
@@ -60,10 +64,7 @@ func shellTool(ws *workspace) agents.Tool {
 		if strings.TrimSpace(a.Command) == "" {
 			return "", agents.NotRun(errors.New("command is required"))
 		}
-		timeout := o.ShellTimeout
-		if a.TimeoutSeconds > 0 {
-			timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, o.ShellMaxTimeout)
-		}
+		lim := o.limitsFor(call.Bot.Handle)
 		if err := sb.ready(ctx); err != nil {
 			return "", err
 		}
@@ -71,19 +72,36 @@ func shellTool(ws *workspace) agents.Tool {
 		if err != nil {
 			return "", agents.NotRun(err)
 		}
-		if sb.none() {
-			return runShell(ctx, o, []string{"/bin/sh", "-c", a.Command}, dir, shellEnv(o, dir), timeout)
+		helper, err := helperPath(o)
+		if err != nil {
+			return "", agents.NotRun(err)
 		}
-		bwrap, err := exec.LookPath(o.BwrapPath)
-		if err != nil { // removed since the probe
-			sb.ok.Store(false)
-			return "", fmt.Errorf("%w: bubblewrap (%q) was not found: %s", ErrNoSandbox, o.BwrapPath, fixHint)
+		sp := spec{workspace: dir, helper: helper, limits: lim, command: a.Command,
+			fsize: max(lim.WorkspaceBytes-dirSize(dir), 0)}
+		if !sb.none() && o.ShellNetwork[call.Bot.Handle] {
+			eg, err := startEgress(f.dial, o.Logger)
+			if err != nil {
+				return "", agents.NotRun(err)
+			}
+			defer eg.close()
+			sp.egress = eg.sock
 		}
-		env := sandboxEnv(o)
-		argv := append([]string{bwrap}, bwrapArgs(o, dir, o.ShellNetwork[call.Bot.Handle], env, a.Command)...)
-		return runShell(ctx, o, argv, dir, env, timeout)
+		return sb.run(ctx, sp, lim.timeoutFor(a.TimeoutSeconds))
 	}
 	return &shell{tool: t, sb: sb}
+}
+
+// helperPath is the executable that serves as the sandbox helper: Options.HelperPath,
+// else openbot's own.
+func helperPath(o Options) (string, error) {
+	if o.HelperPath != "" {
+		return o.HelperPath, nil
+	}
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find openbot's executable for the shell helper: %w", err)
+	}
+	return p, nil
 }
 
 // shellEnv is the whole environment of a command: nothing is inherited from the
@@ -106,22 +124,24 @@ func shellEnv(o Options, dir string) []string {
 	return env
 }
 
-// runShell runs argv (sh -c, or bwrap wrapping it) in dir with env, in its own
-// process group; the group is killed with SIGKILL when the timeout passes, when
-// ctx is done, and as soon as the command exits (stray background children).
-// Under bwrap the group is bwrap itself; its --die-with-parent and the pid
-// namespace take every process of the sandbox with it. Output goes through a
-// pipe we own, so a process that escaped the group and holds it open delays
-// the result by at most Options.ShellKillDelay.
-func runShell(ctx context.Context, o Options, argv []string, dir string, env []string, timeout time.Duration) (string, error) {
+// run runs the command of sp (under bubblewrap, or with `sandbox: none` under
+// the helper on the host) in its own process group and returns its result. The
+// whole command is killed when the timeout passes, when ctx is done, when the
+// workspace passes its quota, and as soon as it exits (stray background
+// children). Under bwrap its pid namespace takes every process with it; with
+// `sandbox: none` the helper, a child subreaper, kills every process left below
+// it. Both die with openbot (a parent-death signal), and each running command is
+// registered in Options.StateDir so a restart ends any that survived
+// (KillOrphans). Output goes through a pipe we own, so a process that escaped
+// and holds it open delays the result by at most Options.ShellKillDelay.
+func (sb *sandbox) run(ctx context.Context, sp spec, timeout time.Duration) (string, error) {
+	o := sb.opts
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = o.ShellKillDelay
+	cmd, err := sb.command(ctx, &sp)
+	if err != nil {
+		return "", err
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return "", fmt.Errorf("run command: %v", err)
@@ -132,17 +152,25 @@ func runShell(ctx context.Context, o Options, argv []string, dir string, env []s
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pw.Close()
+		closeExtra(cmd)
 		return "", fmt.Errorf("run command: %v", err)
 	}
 	pw.Close()
+	closeExtra(cmd)
+	unregister := register(o.StateDir, cmd.Process.Pid, o.Logger)
 	out := newHeadTail(o.OutputCap)
 	copied := make(chan struct{})
 	go func() { // owned here: joined below before returning
 		defer close(copied)
 		_, _ = io.Copy(out, pr)
 	}()
+	quota := watchQuota(ctx, sp.workspace, sp.limits.WorkspaceBytes, cancel)
 	err = cmd.Wait()
-	_ = killGroup(cmd) // background children left behind
+	ctxErr := ctx.Err() // before cancel, which stops the quota watcher
+	_ = killGroup(cmd)  // background children left behind
+	unregister()
+	cancel()
+	quotaPassed := <-quota
 	select {
 	case <-copied:
 	case <-time.After(o.ShellKillDelay):
@@ -151,25 +179,118 @@ func runShell(ctx context.Context, o Options, argv []string, dir string, env []s
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	text := out.String()
-	if ctx.Err() != nil {
-		why := fmt.Sprintf("timed out after %s", timeout)
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			why = "was cancelled"
-		}
-		return "", fmt.Errorf("command %s; its process group was killed\noutput so far:\n%s", why, text)
+	switch {
+	case quotaPassed:
+		return "", fmt.Errorf("command stopped: limit reached: %s\noutput so far:\n%s", limitHit(sp.limits, "", "", true), text)
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		return "", fmt.Errorf("command timed out after %s; its processes were killed\noutput so far:\n%s", timeout, text)
+	case ctxErr != nil:
+		return "", fmt.Errorf("command was cancelled; its processes were killed\noutput so far:\n%s", text)
 	}
-	status := 0
+	status, sig := 0, ""
 	if err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			return "", fmt.Errorf("run command: %v\n%s", err, text)
 		}
 		status = ee.ExitCode()
+		if status > 128 && status < 128+65 {
+			sig = unix.SignalName(syscall.Signal(status - 128))
+		}
 	}
 	if text == "" {
 		text = "(no output)"
 	}
-	return fmt.Sprintf("exit status: %d (%s)\n%s", status, elapsed, text), nil
+	head := fmt.Sprintf("exit status: %d (%s)", status, elapsed)
+	if sig != "" {
+		head = fmt.Sprintf("exit status: %d, killed by %s (%s)", status, sig, elapsed)
+	}
+	res := head + "\n" + text
+	if hit := limitHit(sp.limits, sig, text, false); hit != "" && status != 0 {
+		res += "\nlimit reached: " + hit
+	}
+	return res, nil
+}
+
+// command builds the exec.Cmd of sp: bwrap reading its arguments from a pipe
+// (fd 3), or with `sandbox: none` the helper on the host.
+func (sb *sandbox) command(ctx context.Context, sp *spec) (*exec.Cmd, error) {
+	o := sb.opts
+	if sb.none() {
+		sp.env = shellEnv(o, sp.workspace)
+		argv := helperArgv(sp.helper, *sp)
+		// No seccomp filter without a sandbox (an explicit opt-out of
+		// confinement); the limits and the supervisor still apply.
+		argv = append(argv[:3], append([]string{"-no-seccomp"}, argv[3:]...)...)
+		argv = append([]string{sp.helper, HelperArg, "supervise", "--"}, argv...)
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = sp.workspace, sp.env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+		// The supervisor kills everything below it when told to stop; the
+		// group is killed after it in any case.
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = o.ShellKillDelay
+		return cmd, nil
+	}
+	bwrap, err := exec.LookPath(o.BwrapPath)
+	if err != nil { // removed since the probe
+		sb.ok.Store(false)
+		return nil, fmt.Errorf("%w: bubblewrap (%q) was not found: %s", ErrNoSandbox, o.BwrapPath, fixHint)
+	}
+	sp.env = sandboxEnv(o, sp.egress != "")
+	args := bwrapArgs(o, *sp)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("run command: %v", err)
+	}
+	go func() { // ends when the arguments are written or bwrap is gone
+		defer w.Close()
+		for _, a := range args {
+			if _, err := w.WriteString(a + "\x00"); err != nil {
+				return
+			}
+		}
+	}()
+	cmd := exec.CommandContext(ctx, bwrap, append([]string{"--args", "3", "--"}, helperArgv(helperInSandbox, *sp)...)...)
+	cmd.ExtraFiles = []*os.File{r}
+	cmd.Dir, cmd.Env = sp.workspace, sp.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.WaitDelay = o.ShellKillDelay
+	return cmd, nil
+}
+
+// closeExtra closes the parent's copies of the files passed to the child.
+func closeExtra(cmd *exec.Cmd) {
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+}
+
+// watchQuota checks the workspace's size while a command runs, every 250 ms or
+// ten times as long as one check took, and calls stop when it passes quota.
+// The returned channel yields whether it did, once ctx is done.
+func watchQuota(ctx context.Context, dir string, quota int64, stop func()) <-chan bool {
+	res := make(chan bool, 1)
+	go func() {
+		wait := 250 * time.Millisecond
+		for {
+			select {
+			case <-ctx.Done():
+				res <- false
+				return
+			case <-time.After(wait):
+			}
+			t0 := time.Now()
+			if dirSize(dir) > quota {
+				stop()
+				res <- true
+				return
+			}
+			wait = max(250*time.Millisecond, 10*time.Since(t0))
+		}
+	}()
+	return res
 }
 
 // killGroup sends SIGKILL to the command's whole process group.

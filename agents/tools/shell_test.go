@@ -28,7 +28,7 @@ func modes(t *testing.T, f func(t *testing.T, sandbox string)) {
 
 func TestShellTimeoutKillsProcessGroup(t *testing.T) {
 	modes(t, func(t *testing.T, sandbox string) {
-		tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), Sandbox: sandbox, ShellTimeout: 300 * time.Millisecond})
+		tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), Sandbox: sandbox, ShellLimits: ShellLimits{Timeout: time.Second}})
 		bg := sleepMarker()
 		// The background sleep keeps the group alive after sh would be killed
 		// alone; it also holds the output pipe open.

@@ -24,8 +24,6 @@ const (
 	DefaultWorkspaceRoot    = "./data/workspace"
 	DefaultReadCap          = 256 << 10 // bytes returned by workspace_read
 	DefaultWriteCap         = 1 << 20   // bytes accepted by workspace_write
-	DefaultShellTimeout     = 60 * time.Second
-	DefaultShellMaxTimeout  = 10 * time.Minute
 	DefaultOutputCap        = 64 << 10 // bytes of shell output / tool result text
 	DefaultFetchTimeout     = 30 * time.Second
 	DefaultFetchMaxBytes    = 1 << 20 // response body bytes read by http_fetch
@@ -51,10 +49,17 @@ type Options struct {
 	// SearchMaxResults bounds workspace_search matches and workspace_list entries.
 	SearchMaxResults int
 
-	// ShellTimeout is the default command timeout; ShellMaxTimeout the largest
-	// timeout the model may ask for.
-	ShellTimeout    time.Duration
-	ShellMaxTimeout time.Duration
+	// ShellLimits bound every shell command (zero fields: the Default*
+	// values); BotShellLimits override them per bot handle, field by field.
+	ShellLimits    ShellLimits
+	BotShellLimits map[string]ShellLimits
+	// HelperPath is the executable run as the sandbox helper (it must call
+	// MaybeRunHelper first thing); default openbot's own executable.
+	HelperPath string
+	// StateDir, when set, is a directory (created on first use) where each
+	// running shell command is registered, so that KillOrphans at the next
+	// start can end commands a killed openbot left behind.
+	StateDir string
 	// ShellPath is the PATH given to commands; ShellEnv extra variables set
 	// explicitly by the operator. Nothing else of openbot's environment is passed.
 	ShellPath string
@@ -66,9 +71,11 @@ type Options struct {
 	// BwrapPath is the bubblewrap binary, a path or a name looked up in PATH;
 	// default DefaultBwrapPath.
 	BwrapPath string
-	// ShellNetwork lists the bot handles whose shell commands share the host's
-	// network; every other bot's commands get a network namespace of their own
-	// with only a loopback interface (network off).
+	// ShellNetwork lists the bot handles whose shell commands may use the
+	// network: their sandbox's own network namespace still has only a loopback
+	// interface, plus a proxy port that leads to the egress guard (public
+	// internet hosts and FetchAllowHosts only, as for http_fetch). Every other
+	// bot's commands have no way out (network off).
 	ShellNetwork map[string]bool
 	// SandboxHide are files or directories (openbot's config, store and log)
 	// that are masked inside the sandbox when they lie under a directory it
@@ -114,15 +121,7 @@ func (o Options) withDefaults() Options {
 	if o.SearchMaxResults <= 0 {
 		o.SearchMaxResults = DefaultSearchMaxResults
 	}
-	if o.ShellTimeout <= 0 {
-		o.ShellTimeout = DefaultShellTimeout
-	}
-	if o.ShellMaxTimeout <= 0 {
-		o.ShellMaxTimeout = DefaultShellMaxTimeout
-	}
-	if o.ShellMaxTimeout < o.ShellTimeout {
-		o.ShellMaxTimeout = o.ShellTimeout
-	}
+	o.ShellLimits = o.ShellLimits.or(defaultShellLimits)
 	if o.ShellPath == "" {
 		o.ShellPath = DefaultShellPath
 	}
@@ -169,7 +168,7 @@ func Builtins(opts Options) ([]agents.Tool, error) {
 		workspaceWriteTool(ws),
 		workspaceListTool(ws),
 		workspaceSearchTool(ws),
-		shellTool(ws),
+		shellTool(ws, fetch),
 		fetch.tool(),
 		todoWriteTool(),
 		postMessageTool(),

@@ -1,0 +1,302 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/sys/unix"
+)
+
+// HelperArg is the first argument that makes the openbot binary act as the
+// shell's sandbox helper instead of itself (MaybeRunHelper). The helper is
+// openbot's own executable run again: inside bubblewrap it sets the limits and
+// the seccomp filter and, with the network on, forwards the sandbox's proxy
+// port to openbot's egress guard; with `sandbox: none` it also makes sure no
+// process of the command outlives it.
+const HelperArg = "__openbot_shell_helper"
+
+// MaybeRunHelper runs the sandbox helper and exits when os.Args[1] is
+// HelperArg; otherwise it returns at once. cmd/openbot's main calls it first,
+// and so must the TestMain of every test package whose tests run shell commands
+// (the test binary is then the helper).
+func MaybeRunHelper() {
+	if len(os.Args) > 1 && os.Args[1] == HelperArg {
+		os.Exit(helperMain(os.Args[2:]))
+	}
+}
+
+// helperMain dispatches "exec" and "supervise"; it returns the exit status.
+func helperMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "openbot shell helper: want exec or supervise")
+		return 125
+	}
+	var err error
+	switch args[0] {
+	case "exec":
+		err = helperExec(args[1:])
+	case "supervise":
+		return helperSupervise(args[1:])
+	default:
+		err = fmt.Errorf("unknown mode %q", args[0])
+	}
+	fmt.Fprintln(os.Stderr, "openbot shell helper:", err)
+	return 125
+}
+
+// deniedSyscalls fail with EPERM inside the sandbox: kernel modules and
+// kexec, other processes' memory (ptrace, process_vm_*), new namespaces and
+// mounts, BPF and perf, the kernel keyring, io_uring (a large, often
+// vulnerable surface), userfaultfd, handles that bypass path checks, and the
+// clock, swap, reboot and accounting controls.
+var deniedSyscalls = []string{
+	"acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "delete_module",
+	"finit_module", "init_module", "io_uring_enter", "io_uring_register", "io_uring_setup",
+	"kexec_file_load", "kexec_load", "keyctl", "mount", "move_mount", "open_by_handle_at",
+	"open_tree", "fsopen", "fsmount", "fsconfig", "fspick", "perf_event_open", "pivot_root",
+	"process_vm_readv", "process_vm_writev", "ptrace", "quotactl", "reboot", "request_key",
+	"setns", "settimeofday", "swapoff", "swapon", "syslog", "umount2", "unshare",
+	"userfaultfd", "uselib", "name_to_handle_at", "lookup_dcookie", "iopl", "ioperm",
+	"adjtimex", "vhangup",
+}
+
+// seccompFilter is the filter helperExec installs before it runs the command.
+func seccompFilter() seccomp.Filter {
+	return seccomp.Filter{
+		NoNewPrivs: true,
+		Flag:       seccomp.FilterFlagTSync,
+		Policy: seccomp.Policy{
+			DefaultAction: seccomp.ActionAllow,
+			Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: deniedSyscalls}},
+		},
+	}
+}
+
+// helperExec sets the rlimits, a lower CPU priority, no_new_privs and the
+// seccomp filter on itself, then replaces itself with the command after "--".
+func helperExec(args []string) error {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	nproc := fs.Uint64("nproc", 0, "")
+	data := fs.Uint64("data", 0, "")
+	cpu := fs.Uint64("cpu", 0, "")
+	fsize := fs.Int64("fsize", -1, "")
+	noSeccomp := fs.Bool("no-seccomp", false, "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return errors.New("exec: no command")
+	}
+	set := func(what int, soft, hard uint64) error {
+		if err := unix.Setrlimit(what, &unix.Rlimit{Cur: soft, Max: hard}); err != nil {
+			return fmt.Errorf("set limit %d: %w", what, err)
+		}
+		return nil
+	}
+	if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
+		return err
+	}
+	if *nproc > 0 {
+		if err := set(unix.RLIMIT_NPROC, *nproc, *nproc); err != nil {
+			return err
+		}
+	}
+	if *data > 0 {
+		if err := set(unix.RLIMIT_DATA, *data, *data); err != nil {
+			return err
+		}
+	}
+	if *cpu > 0 {
+		if err := set(unix.RLIMIT_CPU, *cpu, *cpu+5); err != nil {
+			return err
+		}
+	}
+	if *fsize >= 0 {
+		if err := set(unix.RLIMIT_FSIZE, uint64(*fsize), uint64(*fsize)); err != nil {
+			return err
+		}
+	}
+	// A command busy at the CPU leaves the host's other work (openbot, other
+	// bots) first in line.
+	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, 10)
+	if !*noSeccomp {
+		if err := seccomp.LoadFilter(seccompFilter()); err != nil {
+			return fmt.Errorf("seccomp: %w", err)
+		}
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(path, argv, os.Environ())
+}
+
+// helperSupervise runs the command after "--" as its child and returns its
+// exit status (128+signal when a signal ended it). It is a child subreaper:
+// when the command ends, or the helper is told to stop (SIGTERM, SIGINT,
+// SIGHUP: openbot sets SIGTERM as its parent-death signal), it kills every
+// process left below it before it returns. With -listen and -upstream it also
+// accepts TCP connections on -listen (the sandbox's proxy port) and forwards
+// each to the unix socket -upstream (openbot's egress guard).
+func helperSupervise(args []string) int {
+	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
+	listen := fs.String("listen", "", "")
+	upstream := fs.String("upstream", "", "")
+	if err := fs.Parse(args); err != nil || len(fs.Args()) == 0 {
+		fmt.Fprintln(os.Stderr, "openbot shell helper: supervise: want -- command")
+		return 125
+	}
+	argv := fs.Args()
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "openbot shell helper: subreaper:", err)
+		return 125
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var fwd sync.WaitGroup
+	if *listen != "" {
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "openbot shell helper: proxy port:", err)
+			return 125
+		}
+		fwd.Add(1)
+		go func() { defer fwd.Done(); forward(ctx, ln, *upstream) }()
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "openbot shell helper:", err)
+		return 125
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-stop:
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	killDescendants()
+	cancel()
+	fwd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// killDescendants kills and reaps the helper's children until none is left;
+// as a subreaper it inherits every orphan below it, so this reaches them all.
+func killDescendants() {
+	self := os.Getpid()
+	for {
+		kids := children(self)
+		if len(kids) == 0 {
+			return
+		}
+		for _, pid := range kids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for range kids {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(-1, &ws, 0, nil); errors.Is(err, syscall.ECHILD) {
+				break
+			}
+		}
+	}
+}
+
+// children lists the pids whose parent is ppid, from /proc.
+func children(ppid int) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(ppid) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// maxForwards bounds the proxy connections one command has open at once.
+const maxForwards = 64
+
+// forward accepts connections on ln until ctx is done and joins each to a new
+// connection to the unix socket upstream; at most maxForwards at a time.
+func forward(ctx context.Context, ln net.Listener, upstream string) {
+	go func() { <-ctx.Done(); ln.Close() }()
+	slots := make(chan struct{}, maxForwards)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			c.Close()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			defer c.Close()
+			u, err := net.Dial("unix", upstream)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			stop := context.AfterFunc(ctx, func() { c.Close(); u.Close() })
+			defer stop()
+			join(c, u)
+		}()
+	}
+}
+
+// join copies both ways between a and b until either side ends, then closes
+// both write halves.
+func join(a, b net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	cp := func(dst, src net.Conn) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	wg.Wait()
+}
