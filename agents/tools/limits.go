@@ -40,7 +40,7 @@ type ShellLimits struct {
 	TmpBytes int64
 	// WorkspaceBytes is the thread workspace's quota: no file may grow past
 	// what is left of it (RLIMIT_FSIZE), and the command is stopped when the
-	// workspace passes it (checked at least every 250 ms while it runs).
+	// workspace passes it (checked every 100 ms while it runs, less often for a workspace that takes long to measure).
 	WorkspaceBytes int64
 	// Timeout is a command's wall-clock limit when the model asks for none;
 	// MaxTimeout the most the model may ask for (timeout_seconds is capped to
@@ -151,7 +151,7 @@ func limitHit(l ShellLimits, sig string, out string, quotaPassed bool) string {
 		strings.Contains(low, "fork failed") || strings.Contains(low, "resource temporarily unavailable"):
 		return fmt.Sprintf("process limit (%d processes)", l.Processes)
 	case strings.Contains(low, "cannot allocate memory") || strings.Contains(low, "memoryerror") ||
-		strings.Contains(low, "out of memory") || strings.Contains(low, "bad_alloc"):
+		strings.Contains(low, "out of memory") || strings.Contains(low, "memory exhausted") || strings.Contains(low, "bad_alloc"):
 		return fmt.Sprintf("memory limit (%s per process)", sizeText(l.MemoryBytes))
 	case strings.Contains(low, "no space left on device"):
 		return fmt.Sprintf("no space left: /tmp and /dev/shm hold %s each", sizeText(l.TmpBytes))

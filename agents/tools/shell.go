@@ -267,13 +267,13 @@ func closeExtra(cmd *exec.Cmd) {
 	}
 }
 
-// watchQuota checks the workspace's size while a command runs, every 250 ms or
+// watchQuota checks the workspace's size while a command runs, every 100 ms or
 // ten times as long as one check took, and calls stop when it passes quota.
 // The returned channel yields whether it did, once ctx is done.
 func watchQuota(ctx context.Context, dir string, quota int64, stop func()) <-chan bool {
 	res := make(chan bool, 1)
 	go func() {
-		wait := 250 * time.Millisecond
+		wait := 100 * time.Millisecond
 		for {
 			select {
 			case <-ctx.Done():
@@ -287,7 +287,7 @@ func watchQuota(ctx context.Context, dir string, quota int64, stop func()) <-cha
 				res <- true
 				return
 			}
-			wait = max(250*time.Millisecond, 10*time.Since(t0))
+			wait = max(100*time.Millisecond, 10*time.Since(t0))
 		}
 	}()
 	return res
