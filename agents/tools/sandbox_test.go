@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,60 +174,6 @@ func TestSandboxWritesOnlyTheWorkspace(t *testing.T) {
 			t.Errorf("%s was written on the host", f)
 		}
 	}
-}
-
-// listen returns a 127.0.0.1 listener's port and a channel that receives once
-// a connection is accepted.
-func listen(t *testing.T) (int, <-chan struct{}) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	accepted := make(chan struct{}, 1)
-	go func() { // ends when the listener is closed by the cleanup
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-			select {
-			case accepted <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port, accepted
-}
-
-func TestSandboxNetworkIsPerBot(t *testing.T) {
-	requireBwrap(t)
-	port, accepted := listen(t)
-	tl := builtins(t, Options{WorkspaceRoot: t.TempDir(), ShellNetwork: map[string]bool{"netbot": true}})
-	cmd := fmt.Sprintf(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED' 2>&1; exit 0`, port)
-	run := func(bot string) string {
-		got, err := tl["shell"].Call(context.Background(), agents.ToolCall{
-			Args: []byte(fmt.Sprintf(`{"command":%q}`, cmd)), Bot: botProfile(bot), Thread: 7,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	if got := run("engineer"); strings.Contains(got, "CONNECTED") {
-		t.Errorf("network off, yet the sandbox reached the host's 127.0.0.1:%d:\n%s", port, got)
-	}
-	select {
-	case <-accepted:
-		t.Error("the listener accepted a connection from a sandbox with network off")
-	default:
-	}
-	if got := run("netbot"); !strings.Contains(got, "CONNECTED") {
-		t.Errorf("network on, yet no connection:\n%s", got)
-	}
-	<-accepted
 }
 
 func TestShellRefusesWithoutSandbox(t *testing.T) {
