@@ -303,3 +303,21 @@ func TestFileAndTodoRefusalsAreNotRun(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxSeccompAndNoNewNamespaces(t *testing.T) {
+	requireBwrap(t)
+	tl := builtins(t, Options{WorkspaceRoot: t.TempDir()})
+	got, err := call(t, tl["shell"], nil, map[string]any{"command": `grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status; ` +
+		`unshare -U true 2>&1 && echo USERNS-MADE; unshare -n true 2>&1 && echo NETNS-MADE; exit 0`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Seccomp:\t2", "NoNewPrivs:\t1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "-MADE") {
+		t.Errorf("the sandbox made a new namespace:\n%s", got)
+	}
+}

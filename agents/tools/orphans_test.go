@@ -1,0 +1,94 @@
+package tools
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestShellDiesWithOpenbot kills a stand-in for openbot (the test binary
+// running the shell tool) with SIGKILL while its command runs with a background
+// child, in each sandbox mode: every process of the command must die with it,
+// and KillOrphans clears the registry the dead process left.
+func TestShellDiesWithOpenbot(t *testing.T) {
+	if m := os.Getenv("OPENBOT_INNER"); strings.HasPrefix(m, "die:") {
+		parts := strings.Split(strings.TrimPrefix(m, "die:"), ",") // sandbox, marker, state dir
+		sandbox, marker, state := parts[0], parts[1], parts[2]
+		sh := shellOf(t, Options{WorkspaceRoot: t.TempDir(), Sandbox: sandbox, StateDir: state})
+		_, _ = sh("sleep " + marker + " & sleep " + marker + "; echo never")
+		return
+	}
+	modes(t, func(t *testing.T, sandbox string) {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		marker, state := sleepMarker(), t.TempDir()
+		cmd := exec.Command(exe, "-test.run=^TestShellDiesWithOpenbot$")
+		cmd.Env = append(os.Environ(), "OPENBOT_INNER=die:"+sandbox+","+marker+","+state)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(sleepPids(marker)) < 2 {
+			if time.Now().After(deadline) {
+				t.Fatal("the command's two sleeps did not start")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if entries, _ := os.ReadDir(state); len(entries) != 1 {
+			t.Errorf("registry holds %d entries while the command runs, want 1", len(entries))
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		waitNoSleep(t, marker)
+		// The command's own processes are gone; its bwrap or helper may still
+		// be on its way out, which KillOrphans then finishes and waits for.
+		if _, err := KillOrphans(context.Background(), state, slog.New(slog.DiscardHandler)); err != nil {
+			t.Errorf("KillOrphans after the command died with its parent: %v", err)
+		}
+		if entries, _ := os.ReadDir(state); len(entries) != 0 {
+			t.Errorf("registry not emptied: %d entries", len(entries))
+		}
+	})
+}
+
+// TestKillOrphans registers a running process group as a command a previous
+// openbot left behind: KillOrphans kills it and waits until it is gone, and
+// leaves alone a registered pid now used by another process.
+func TestKillOrphans(t *testing.T) {
+	state := t.TempDir()
+	marker := sleepMarker()
+	cmd := exec.Command("sh", "-c", "sleep "+marker+" & sleep "+marker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait() // reaps sh once it is killed
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sleepPids(marker)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("sleeps did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	register(state, cmd.Process.Pid, slog.New(slog.DiscardHandler))
+	// A stale record: this test's own pid with another start time.
+	if err := os.WriteFile(filepath.Join(state, "1"), []byte("12345"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := KillOrphans(context.Background(), state, slog.New(slog.DiscardHandler))
+	if n != 1 || err != nil {
+		t.Fatalf("KillOrphans = %d, %v; want 1 killed", n, err)
+	}
+	waitNoSleep(t, marker)
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("registry not emptied: %d entries", len(entries))
+	}
+}
