@@ -41,6 +41,9 @@ type Config struct {
 	// runs each command under bubblewrap, seeing only the thread's workspace;
 	// SandboxNone is the explicit opt-out, logged at WARN on start.
 	Sandbox string `yaml:"sandbox"`
+	// ShellLimits bound every shell command (config/shell.go); a bot's own
+	// shell_limits override them key by key.
+	ShellLimits ShellLimits `yaml:"shell_limits"`
 	// Approvers may answer any bot's questions and approvals (platform actor ids:
 	// "slack:<team>:<user>", "telegram:<user id>", "feishu:<open_id>",
 	// "console:you"). Empty: only the person who asked for the work may approve
@@ -244,9 +247,12 @@ type Bot struct {
 	// (never two runs in one thread; limits.max_concurrent_runs caps the total);
 	// 0 means 1, the seed's one thread at a time (DESIGN.md §6).
 	MaxParallelThreads int `yaml:"max_parallel_threads"`
-	// ShellNetwork lets this bot's shell commands use the network; default
-	// false: the sandbox has only its own loopback.
+	// ShellNetwork lets this bot's shell commands reach public internet hosts
+	// over HTTP and HTTPS, through openbot's egress proxy (the same guard as
+	// http_fetch); default false: the sandbox has only its own loopback.
 	ShellNetwork bool `yaml:"shell_network"`
+	// ShellLimits override the top-level shell_limits for this bot, key by key.
+	ShellLimits ShellLimits `yaml:"shell_limits"`
 	// MaxTokensPerRun caps input plus output tokens per run; 0 means
 	// limits.max_tokens_per_run.
 	MaxTokensPerRun int `yaml:"max_tokens_per_run"`

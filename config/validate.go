@@ -127,6 +127,10 @@ func (c *Config) validateLimits(p *problems) {
 		p.add("limits.run_timeout", "must be positive, got %s", l.RunTimeout)
 	}
 	validateMemoryLimit(p, l.MemoryLimitBytes)
+	c.ShellLimits.validate(p, "shell_limits")
+	for i, b := range c.Bots {
+		b.ShellLimits.validate(p, fmt.Sprintf("bots[%d].shell_limits", i))
+	}
 }
 
 func (c *Config) validateLLM(p *problems) {

@@ -21,18 +21,19 @@ import (
 )
 
 // HelperArg is the first argument that makes the openbot binary act as the
-// shell's sandbox helper instead of itself (MaybeRunHelper). The helper is
+// shell's sandbox helper instead of itself (see init). The helper is
 // openbot's own executable run again: inside bubblewrap it sets the limits and
 // the seccomp filter and, with the network on, forwards the sandbox's proxy
 // port to openbot's egress guard; with `sandbox: none` it also makes sure no
 // process of the command outlives it.
 const HelperArg = "__openbot_shell_helper"
 
-// MaybeRunHelper runs the sandbox helper and exits when os.Args[1] is
-// HelperArg; otherwise it returns at once. cmd/openbot's main calls it first,
-// and so must the TestMain of every test package whose tests run shell commands
-// (the test binary is then the helper).
-func MaybeRunHelper() {
+// init makes every binary that links this package (openbot, and each test
+// binary whose tests run the shell tool) act as the sandbox helper when it is
+// started as one, before its main or TestMain runs. The helper is the
+// executable itself run again; a binary that did not check this first would
+// run its own main (or its whole test suite) inside the sandbox instead.
+func init() {
 	if len(os.Args) > 1 && os.Args[1] == HelperArg {
 		os.Exit(helperMain(os.Args[2:]))
 	}

@@ -19,11 +19,14 @@ func register(dir string, pid int, log *slog.Logger) func() {
 	if dir == "" {
 		return func() {}
 	}
-	st := startTime(pid)
+	// The record: the command's start time, and openbot's pid and start
+	// time, so another openbot on the same directory leaves it alone.
+	self := os.Getpid()
+	rec := startTime(pid) + " " + strconv.Itoa(self) + " " + startTime(self)
 	path := filepath.Join(dir, strconv.Itoa(pid))
 	err := os.MkdirAll(dir, 0o700)
 	if err == nil {
-		err = os.WriteFile(path, []byte(st), 0o600)
+		err = os.WriteFile(path, []byte(rec), 0o600)
 	}
 	if err != nil {
 		log.Warn("register shell command", "pid", pid, "err", err)
@@ -48,8 +51,8 @@ func startTime(pid int) string {
 	return f[19]
 }
 
-// KillOrphans ends the shell commands that an earlier openbot process
-// registered in dir (Options.StateDir) and that still run, killing each one's
+// KillOrphans ends the shell commands that an earlier openbot process, no
+// longer running, registered in dir (Options.StateDir) and that still run, killing each one's
 // process group (a sandbox's whole pid namespace goes with it), and waits until
 // they are gone, at most 10 s. cmd calls it at start, before any run resumes,
 // so a resumed run never races a command of the process before. It returns how
@@ -63,8 +66,14 @@ func KillOrphans(ctx context.Context, dir string, log *slog.Logger) (int, error)
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
 		pid, err := strconv.Atoi(e.Name())
-		want, _ := os.ReadFile(path)
-		if err == nil && pid > 0 && len(want) > 0 && startTime(pid) == string(want) {
+		b, _ := os.ReadFile(path)
+		rec := strings.Fields(string(b)) // command's start time, openbot's pid and start time
+		if len(rec) == 3 && rec[1] != strconv.Itoa(os.Getpid()) {
+			if owner, _ := strconv.Atoi(rec[1]); owner > 0 && startTime(owner) == rec[2] {
+				continue // another openbot, still running, owns it
+			}
+		}
+		if err == nil && pid > 0 && len(rec) > 0 && startTime(pid) == rec[0] {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			alive = append(alive, pid)

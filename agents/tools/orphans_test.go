@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,16 +80,32 @@ func TestKillOrphans(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	register(state, cmd.Process.Pid, slog.New(slog.DiscardHandler))
-	// A stale record: this test's own pid with another start time.
-	if err := os.WriteFile(filepath.Join(state, "1"), []byte("12345"), 0o600); err != nil {
+	// A stale record: pid 1 with another start time.
+	if err := os.WriteFile(filepath.Join(state, "1"), []byte("12345 1 1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A command of another openbot that still runs (pid 1 with its own start
+	// time stands for it): left alone.
+	other := exec.Command("sleep", marker)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	rec := startTime(other.Process.Pid) + " 1 " + startTime(1)
+	if err := os.WriteFile(filepath.Join(state, strconv.Itoa(other.Process.Pid)), []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	n, err := KillOrphans(context.Background(), state, slog.New(slog.DiscardHandler))
 	if n != 1 || err != nil {
 		t.Fatalf("KillOrphans = %d, %v; want 1 killed", n, err)
 	}
+	if !running(other.Process.Pid) {
+		t.Error("KillOrphans killed a command of another openbot that still runs")
+	}
+	other.Process.Kill()
+	other.Wait()
 	waitNoSleep(t, marker)
-	if entries, _ := os.ReadDir(state); len(entries) != 0 {
-		t.Errorf("registry not emptied: %d entries", len(entries))
+	if entries, _ := os.ReadDir(state); len(entries) != 1 {
+		t.Errorf("registry holds %d entries, want only the other openbot's", len(entries))
 	}
 }

@@ -308,3 +308,63 @@ func (s *sandbox) reach(network bool, lim ShellLimits) string {
 	}
 	return "runs in a sandbox: sees only this thread's workspace; " + net + ")." + limits
 }
+
+// Guarantee is one line of SandboxReport: what holds for shell commands on this
+// host, and whether it does.
+type Guarantee struct {
+	Name  string
+	Holds bool
+	Note  string
+}
+
+// SandboxReport runs a probe command the way a bot's shell command runs (at most
+// 10 s) and reports which confinements hold on this host: the rlimits, the
+// process limit (not for root), the seccomp filter, the network namespace, the
+// sized /tmp, and cgroups (not used). An error (wrapping ErrNoSandbox) means no
+// command can run at all.
+func SandboxReport(ctx context.Context, opts Options) ([]Guarantee, error) {
+	o := opts.withDefaults()
+	out, err := probeRun(ctx, o, "cat /proc/self/status /proc/self/limits /proc/net/dev; df -k /tmp")
+	if err != nil {
+		return nil, err
+	}
+	l := o.ShellLimits
+	var g []Guarantee
+	rl := strings.Contains(out, "Max cpu time") && strings.Contains(out, strconv.Itoa(l.CPUSeconds))
+	g = append(g, Guarantee{"limits", rl, "memory " + sizeText(l.MemoryBytes) + " and CPU " +
+		strconv.Itoa(l.CPUSeconds) + " s per process, files up to the workspace quota (rlimits)"})
+	root := os.Geteuid() == 0
+	g = append(g, Guarantee{"process limit", rl && !root && o.Sandbox != SandboxNone, map[bool]string{
+		true:  "not enforced: the kernel exempts root from RLIMIT_NPROC; run openbot as an unprivileged user",
+		false: strconv.Itoa(l.Processes) + " processes per command",
+	}[root || o.Sandbox == SandboxNone]})
+	if o.Sandbox == SandboxNone {
+		g = append(g, Guarantee{"sandbox", false, "sandbox: none: no namespaces, no seccomp filter, the host's /tmp and network"})
+	} else {
+		g = append(g, Guarantee{"seccomp", strings.Contains(out, "Seccomp:\t2"), "kernel modules, ptrace, mounts, new namespaces, BPF, keyring and io_uring refused"})
+		netOnly := true
+		for _, line := range strings.Split(out, "\n") {
+			if name, ok := iface(line); ok && name != "lo" {
+				netOnly = false
+			}
+		}
+		g = append(g, Guarantee{"network namespace", netOnly, "loopback only; bots with shell_network reach public hosts through the egress proxy"})
+		g = append(g, Guarantee{"/tmp size", true, sizeText(l.TmpBytes) + " each for /tmp and /dev/shm"})
+	}
+	g = append(g, Guarantee{"cgroup", false, "not used: to bound the total of all commands, run openbot under a service manager with a memory and task limit (systemd MemoryMax=, TasksMax=)"})
+	return g, nil
+}
+
+// iface returns the interface name of a /proc/net/dev line ("  eth0: 123 ..."
+// : a name, a colon, then at least eight counters).
+func iface(line string) (string, bool) {
+	name, rest, ok := strings.Cut(line, ":")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 8 || strings.ContainsAny(strings.TrimSpace(name), " \t") {
+		return "", false
+	}
+	if _, err := strconv.ParseUint(f[0], 10, 64); err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(name), true
+}

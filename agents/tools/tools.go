@@ -24,7 +24,7 @@ const (
 	DefaultWorkspaceRoot    = "./data/workspace"
 	DefaultReadCap          = 256 << 10 // bytes returned by workspace_read
 	DefaultWriteCap         = 1 << 20   // bytes accepted by workspace_write
-	DefaultOutputCap        = 64 << 10 // bytes of shell output / tool result text
+	DefaultOutputCap        = 64 << 10  // bytes of shell output / tool result text
 	DefaultFetchTimeout     = 30 * time.Second
 	DefaultFetchMaxBytes    = 1 << 20 // response body bytes read by http_fetch
 	DefaultSearchMaxResults = 100
@@ -53,8 +53,8 @@ type Options struct {
 	// values); BotShellLimits override them per bot handle, field by field.
 	ShellLimits    ShellLimits
 	BotShellLimits map[string]ShellLimits
-	// HelperPath is the executable run as the sandbox helper (it must call
-	// MaybeRunHelper first thing); default openbot's own executable.
+	// HelperPath is the executable run as the sandbox helper (any binary that
+	// links this package is one); default openbot's own executable.
 	HelperPath string
 	// StateDir, when set, is a directory (created on first use) where each
 	// running shell command is registered, so that KillOrphans at the next

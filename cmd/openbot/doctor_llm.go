@@ -211,10 +211,18 @@ func (d *doctor) sandbox(ctx context.Context) {
 	case !usesShell(d.cfg):
 		d.add(checkOK, "sandbox", "no bot has the shell tool", "")
 	default:
-		if err := tools.CheckSandbox(ctx, toolOptions(d.cfg, nil, ownFiles("", d.cfg))); err != nil {
+		report, err := tools.SandboxReport(ctx, toolOptions(d.cfg, nil, ownFiles("", d.cfg)))
+		if err != nil {
 			d.add(checkFail, "sandbox", err.Error(), "install bubblewrap (apt install bubblewrap) and allow unprivileged user namespaces")
-		} else {
-			d.add(checkOK, "sandbox", d.cfg.Sandbox+" works", "")
+			return
+		}
+		d.add(checkOK, "sandbox", d.cfg.Sandbox+" works", "")
+		for _, g := range report {
+			st := checkOK
+			if !g.Holds {
+				st = checkWarn
+			}
+			d.add(st, "sandbox: "+g.Name, g.Note, "")
 		}
 	}
 }

@@ -17,19 +17,41 @@ import (
 // store, log) to mask should they lie under a directory the sandbox shows.
 func toolOptions(cfg *config.Config, log *slog.Logger, hide []string) tools.Options {
 	network := map[string]bool{}
+	perBot := map[string]tools.ShellLimits{}
 	for _, b := range cfg.Bots {
 		if b.ShellNetwork {
 			network[b.Handle] = true
 		}
+		perBot[b.Handle] = shellLimits(b.ShellLimits)
 	}
 	return tools.Options{
 		WorkspaceRoot:   cfg.Workspace,
 		FetchAllowHosts: cfg.FetchAllowHosts,
 		Sandbox:         cfg.Sandbox,
 		ShellNetwork:    network,
+		ShellLimits:     shellLimits(cfg.ShellLimits),
+		BotShellLimits:  perBot,
 		SandboxHide:     hide,
 		OutboxDir:       filepath.Join(filepath.Dir(cfg.Store.Path), "outbox-files"),
+		StateDir:        shellStateDir(cfg),
 		Logger:          log,
+	}
+}
+
+// shellStateDir is where running shell commands are registered (next to the
+// store), for tools.KillOrphans at the next start.
+func shellStateDir(cfg *config.Config) string {
+	return filepath.Join(filepath.Dir(cfg.Store.Path), "shell-running")
+}
+
+// shellLimits maps a shell_limits section onto the tool's limits (zero keys
+// stay zero: the tool's defaults, or the top-level section's for a bot).
+func shellLimits(l config.ShellLimits) tools.ShellLimits {
+	timeout, maxTimeout := l.Timeouts()
+	return tools.ShellLimits{
+		Processes: l.Processes, MemoryBytes: l.MemoryMB << 20, CPUSeconds: l.CPUSeconds,
+		TmpBytes: l.TmpMB << 20, WorkspaceBytes: l.WorkspaceMB << 20,
+		Timeout: timeout, MaxTimeout: maxTimeout,
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"openbot/adapters/telegram"
 	"openbot/admin"
 	"openbot/admin/web"
+	"openbot/agents/tools"
 	"openbot/config"
 	"openbot/core"
 	"openbot/store/bolt"
@@ -176,6 +177,11 @@ func (a *app) serve(ctx context.Context) int {
 		return a.fail("tools", err)
 	}
 	a.reportSandbox(ctx, toolOptions(a.cfg, log, hide))
+	// A shell command the previous process left running would race the runs
+	// that resume now.
+	if _, err := tools.KillOrphans(ctx, shellStateDir(a.cfg), log); err != nil {
+		return a.fail("shell", err)
+	}
 	// The console's event streams and the message index wake on every commit
 	// of the engine.
 	commits := admin.NewNotifier()
