@@ -77,7 +77,11 @@ func TestShellLimits(t *testing.T) {
 			if size := dirSize(filepath.Join(root, "thread-7")); size > small.WorkspaceBytes+(64<<20) {
 				t.Errorf("workspace holds %d bytes", size)
 			}
+			// Over the quota, a command still runs and may delete.
 			stillResponsive(t, sh)
+			if got, err := sh("rm f*; echo removed"); err != nil || !strings.Contains(got, "removed") {
+				t.Fatalf("rm over the quota: %q, %v", got, err)
+			}
 		})
 	})
 }

@@ -172,6 +172,7 @@ type spec struct {
 	helper    string // host path of openbot's executable (the helper)
 	egress    string // host path of the egress proxy's socket; "" is network off
 	limits    ShellLimits
+	used      int64 // bytes in the workspace when the command starts
 	fsize     int64 // RLIMIT_FSIZE: what is left of the workspace quota
 	env       []string
 	command   string

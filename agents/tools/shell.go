@@ -76,8 +76,9 @@ func shellTool(ws *workspace, f *fetcher) agents.Tool {
 		if err != nil {
 			return "", agents.NotRun(err)
 		}
+		used := dirSize(dir)
 		sp := spec{workspace: dir, helper: helper, limits: lim, command: a.Command,
-			fsize: max(lim.WorkspaceBytes-dirSize(dir), 0)}
+			used: used, fsize: max(lim.WorkspaceBytes-used, 0)}
 		if !sb.none() && o.ShellNetwork[call.Bot.Handle] {
 			eg, err := startEgress(f.dial, o.Logger)
 			if err != nil {
@@ -164,7 +165,8 @@ func (sb *sandbox) run(ctx context.Context, sp spec, timeout time.Duration) (str
 		defer close(copied)
 		_, _ = io.Copy(out, pr)
 	}()
-	quota := watchQuota(ctx, sp.workspace, sp.limits.WorkspaceBytes, cancel)
+	// A workspace already over its quota may shrink (rm), not grow.
+	quota := watchQuota(ctx, sp.workspace, max(sp.limits.WorkspaceBytes, sp.used), cancel)
 	err = cmd.Wait()
 	ctxErr := ctx.Err() // before cancel, which stops the quota watcher
 	_ = killGroup(cmd)  // background children left behind
