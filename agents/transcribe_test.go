@@ -2,8 +2,7 @@ package agents
 
 import (
 	"context"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"openbot/agents/openaitest"
@@ -12,15 +11,11 @@ import (
 func TestTranscriberPostsTheFileAndReturnsText(t *testing.T) {
 	srv := openaitest.New(t)
 	srv.SetTranscript("please restart the build")
-	path := filepath.Join(t.TempDir(), "voice.ogg")
-	if err := os.WriteFile(path, []byte("OggS-audio"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tr, err := NewTranscriber(Provider{BaseURL: srv.URL(), APIKey: "k"}, "whisper-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := tr(context.Background(), path)
+	text, err := tr(context.Background(), "voice.ogg", strings.NewReader("OggS-audio"))
 	if err != nil || text != "please restart the build" {
 		t.Fatalf("transcript %q, %v", text, err)
 	}

@@ -4,11 +4,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"openbot/core"
 )
 
 // DefaultMaxImageBytes caps one image sent as a data URL (Options.MaxImageBytes).
@@ -36,15 +38,28 @@ func (r *run) imageParts() []openai.ChatMessagePart {
 	if side <= 0 {
 		side = DefaultMaxImageSide
 	}
-	dir := r.agent.opts.FilesDir(r.job.Thread.ID)
 	var parts []openai.ChatMessagePart
+	var ws *os.Root // the thread's workspace, opened for the first image
+	var wsErr error
+	defer func() {
+		if ws != nil {
+			ws.Close()
+		}
+	}()
 	images := 0
 	for _, m := range r.job.Triggers {
 		for _, a := range m.Attachments {
 			if !a.IsImage() || a.Path == "" || images >= maxImagesPerRun {
 				continue
 			}
-			url, err := dataURL(filepath.Join(dir, filepath.FromSlash(a.Path)), limit, side)
+			if ws == nil && wsErr == nil {
+				ws, wsErr = core.OpenWorkspace(r.agent.opts.FilesDir(r.job.Thread.ID))
+			}
+			var url string
+			err := wsErr
+			if err == nil {
+				url, err = dataURL(ws, a.Path, limit, side)
+			}
 			if err != nil {
 				r.agent.log.Debug("image not sent to the model", "path", a.Path, "err", err)
 				parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText,
@@ -67,17 +82,20 @@ func imageNote(err error) string {
 	return "the image could not be read or made small enough"
 }
 
-// dataURL reads an image file (a regular file of at most maxImageFileBytes)
-// and returns it as a data URL after fitImage(maxBytes, maxSide).
-func dataURL(path string, maxBytes int64, maxSide int) (string, error) {
-	st, err := os.Lstat(path)
+// dataURL reads the image file name (slash-separated, relative to the thread's
+// workspace ws; a regular file of at most maxImageFileBytes, opened with
+// core.OpenSaved so no link is followed) and returns it as a data URL after
+// fitImage(maxBytes, maxSide).
+func dataURL(ws *os.Root, name string, maxBytes int64, maxSide int) (string, error) {
+	f, st, err := core.OpenSaved(ws, name)
 	if err != nil {
 		return "", err
 	}
-	if !st.Mode().IsRegular() || st.Size() > maxImageFileBytes {
+	defer f.Close()
+	if st.Size() > maxImageFileBytes {
 		return "", fmt.Errorf("not a regular file of at most %d bytes", maxImageFileBytes)
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, maxImageFileBytes))
 	if err != nil {
 		return "", err
 	}

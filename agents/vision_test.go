@@ -77,3 +77,30 @@ func TestImagePartsResizesAndNotes(t *testing.T) {
 		t.Errorf("corrupt image part = %+v, want a text note naming it", parts[2])
 	}
 }
+
+// TestImagePartsFollowNoLinkOut: an image whose inbox directory a sandboxed
+// command replaced with a symbolic link to a directory outside the workspace
+// is not read (a text note instead), so no host image reaches the model.
+func TestImagePartsFollowNoLinkOut(t *testing.T) {
+	base := t.TempDir()
+	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
+	for _, d := range []string{filepath.Join(ws, "inbox"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret.png"), encodePNG(t, noisy(8, 8, false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "inbox", "1")); err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{opts: Options{FilesDir: func(core.ThreadID) string { return ws }},
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := &run{agent: a, job: &core.Job{Bot: core.BotProfile{Vision: true}, Triggers: []core.Message{{
+		Attachments: []core.Attachment{{Name: "secret.png", Type: "image/png", Path: "inbox/1/secret.png"}}}}}}
+	parts := r.imageParts()
+	if len(parts) != 1 || parts[0].Type != openai.ChatMessagePartTypeText || !strings.Contains(parts[0].Text, "not shown") {
+		t.Fatalf("parts = %+v, want one text note", parts)
+	}
+}

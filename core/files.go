@@ -1,13 +1,13 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +20,9 @@ import (
 type FileLimits struct {
 	// Dir returns the directory of a thread's workspace; inbound files go to
 	// Dir(thread)/inbox/<message>/<name>. Nil: inbound files are noted, not saved.
+	// Its parent is trusted; it and everything in it is not (ErrWorkspaceLink:
+	// a link there, or an inbox/<message> or file that already exists, is
+	// refused and the file noted as not saved).
 	Dir func(ThreadID) string
 	// MaxFileBytes caps one file (default 20 MiB); MaxMessageBytes caps the
 	// files of one message together (default 50 MiB).
@@ -36,10 +39,10 @@ type FileLimits struct {
 	Timeout time.Duration
 	// Backoff is the wait before the second attempt (default 1s), doubling after.
 	Backoff time.Duration
-	// Transcribe, when set, turns a saved voice note or audio file (absolute
-	// path) into text appended to the message; it is bounded by Timeout and its
-	// failure only leaves the transcript out.
-	Transcribe func(ctx context.Context, path string) (string, error)
+	// Transcribe, when set, turns a saved voice note or audio file (its name
+	// and contents, read from the workspace) into text appended to the message;
+	// it is bounded by Timeout and its failure only leaves the transcript out.
+	Transcribe func(ctx context.Context, name string, audio io.Reader) (string, error)
 }
 
 func (l FileLimits) withDefaults() FileLimits {
@@ -157,6 +160,10 @@ func hasPending(m Message) bool {
 // errTooLarge marks a body that exceeded its cap while being read.
 var errTooLarge = errors.New("too large")
 
+// refusedNote is the Error of an attachment whose save was refused because an
+// entry on its way in the workspace was a link or already existed.
+const refusedNote = "the inbox path in the workspace is a link or already exists"
+
 // download settles every pending attachment of message id, stores the result
 // with the message's attachment lines, and wakes the bots.
 func (q *fileQueue) download(ctx context.Context, id MessageID) {
@@ -174,6 +181,15 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 			used += a.Size
 		}
 	}
+	ff, ferr := q.fetcher(m)
+	var dir *inboxDir // made for the first file fetched
+	var dirErr error
+	stored := false
+	defer func() {
+		if dir != nil {
+			dir.close(stored)
+		}
+	}()
 	out := append([]Attachment(nil), m.Attachments...)
 	for i := range out {
 		a := &out[i]
@@ -189,20 +205,31 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 			a.Error = fmt.Sprintf("too large (limit %s per message)", HumanSize(q.lim.MaxMessageBytes))
 			continue
 		}
-		n, err := q.fetch(ctx, m, *a, left)
+		a.Name = SafeFileName(a.Name, "file") // made safe at ingest already; a file name, never a path
+		if ferr == nil && dir == nil && dirErr == nil {
+			dir, dirErr = q.openInbox(m)
+		}
+		err := cmp.Or(ferr, dirErr)
+		var n int64
+		if err == nil {
+			n, err = q.fetch(ctx, ff, dir.root, *a, left)
+		}
 		if ctx.Err() != nil {
 			return // stays pending; offered again after the restart
 		}
 		switch {
 		case errors.Is(err, errTooLarge):
 			a.Error = fmt.Sprintf("too large (limit %s)", HumanSize(left))
+		case errors.Is(err, ErrWorkspaceLink):
+			a.Error = refusedNote
+			q.e.log.Warn("attachment not saved: "+refusedNote, "message", m.ID, "thread", m.Thread, "name", a.Name, "err", err)
 		case err != nil:
 			a.Error = "download failed: " + Redact(err.Error())
 			q.e.log.Warn("attachment download failed", "message", m.ID, "name", a.Name, "err", Redact(err.Error()))
 		default:
-			a.Path, a.Size, a.Ref = path.Join("inbox", strconv.FormatUint(uint64(m.ID), 10), a.Name), n, ""
+			a.Path, a.Size, a.Ref = path.Join("inbox", dir.name, a.Name), n, ""
 			used += n
-			a.Transcript = q.transcribe(ctx, m, *a)
+			a.Transcript = q.transcribe(ctx, m, dir.root, *a)
 		}
 	}
 	err := q.e.store.Update(ctx, func(tx Tx) error {
@@ -221,40 +248,81 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 		}
 		return
 	}
+	stored = true
 	for _, b := range q.e.cfg().order {
 		q.e.wake(b.Handle)
 	}
 	q.e.kickOutbox()
 }
 
-// fetch downloads attachment a of m into the thread's workspace, at most limit
-// bytes, with retries; it returns the bytes written.
-func (q *fileQueue) fetch(ctx context.Context, m Message, a Attachment, limit int64) (int64, error) {
+// fetcher returns the FileFetcher that downloads m's attachments.
+func (q *fileQueue) fetcher(m Message) (FileFetcher, error) {
 	if q.lim.Dir == nil {
-		return 0, errors.New("no workspace is configured")
+		return nil, errors.New("no workspace is configured")
 	}
 	if m.Origin == nil {
-		return 0, errors.New("message has no platform origin")
+		return nil, errors.New("message has no platform origin")
 	}
 	ad, ok := q.e.adapter(m.Origin.Account)
 	if !ok {
-		return 0, fmt.Errorf("no adapter for account %q", m.Origin.Account)
+		return nil, fmt.Errorf("no adapter for account %q", m.Origin.Account)
 	}
 	ff, ok := ad.(FileFetcher)
 	if !ok {
-		return 0, errors.New("this platform's files cannot be downloaded")
+		return nil, errors.New("this platform's files cannot be downloaded")
 	}
-	dir := filepath.Join(q.lim.Dir(m.Thread), "inbox", strconv.FormatUint(uint64(m.ID), 10))
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return 0, fmt.Errorf("create inbox directory: %w", err)
+	return ff, nil
+}
+
+// inboxDir is inbox/<message> in a thread's workspace, made by one download
+// pass: root is it, inbox its parent, name the message id.
+type inboxDir struct {
+	inbox, root *os.Root
+	name        string
+}
+
+// openInbox makes and opens inbox/<message> for m: the thread's directory and
+// inbox are made when missing, the message's directory must be new. Any of
+// them being a symbolic link, or the message's directory existing already, is
+// ErrWorkspaceLink.
+func (q *fileQueue) openInbox(m Message) (*inboxDir, error) {
+	ws, err := openWorkspace(q.lim.Dir(m.Thread), dirMake)
+	if err != nil {
+		return nil, err
 	}
-	dst := filepath.Join(dir, SafeFileName(a.Name, "file"))
+	defer ws.Close()
+	inbox, err := subdir(ws, "inbox", dirMake)
+	if err != nil {
+		return nil, err
+	}
+	name := strconv.FormatUint(uint64(m.ID), 10)
+	root, err := subdir(inbox, name, dirFresh)
+	if err != nil {
+		inbox.Close()
+		return nil, err
+	}
+	return &inboxDir{inbox: inbox, root: root, name: name}, nil
+}
+
+// close closes d; unless keep (the pass stored its results), it first removes
+// the directory, so the pass offered again after a restart makes it anew.
+func (d *inboxDir) close(keep bool) {
+	d.root.Close()
+	if !keep {
+		d.inbox.RemoveAll(d.name)
+	}
+	d.inbox.Close()
+}
+
+// fetch downloads attachment a through ff into dir, at most limit bytes, with
+// retries; it returns the bytes written.
+func (q *fileQueue) fetch(ctx context.Context, ff FileFetcher, dir *os.Root, a Attachment, limit int64) (int64, error) {
 	wait := q.lim.Backoff
 	var err error
 	for try := 1; try <= q.lim.Tries; try++ {
 		var n int64
-		n, err = q.fetchOnce(ctx, ff, a, dst, limit)
-		if err == nil || errors.Is(err, errTooLarge) || ctx.Err() != nil {
+		n, err = q.fetchOnce(ctx, ff, a, dir, limit)
+		if err == nil || errors.Is(err, errTooLarge) || errors.Is(err, ErrWorkspaceLink) || ctx.Err() != nil {
 			return n, err
 		}
 		var de DeliveryError
@@ -274,7 +342,7 @@ func (q *fileQueue) fetch(ctx context.Context, m Message, a Attachment, limit in
 	return 0, err
 }
 
-func (q *fileQueue) fetchOnce(ctx context.Context, ff FileFetcher, a Attachment, dst string, limit int64) (int64, error) {
+func (q *fileQueue) fetchOnce(ctx context.Context, ff FileFetcher, a Attachment, dir *os.Root, limit int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, q.lim.Timeout)
 	defer cancel()
 	body, err := ff.FetchFile(ctx, a)
@@ -282,33 +350,24 @@ func (q *fileQueue) fetchOnce(ctx context.Context, ff FileFetcher, a Attachment,
 		return 0, err
 	}
 	defer body.Close()
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return 0, fmt.Errorf("create file: %w", err)
-	}
-	n, err := io.Copy(f, io.LimitReader(body, limit+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && n > limit {
-		err = errTooLarge
-	}
-	if err != nil {
-		os.Remove(dst)
-		return 0, err
-	}
-	return n, nil
+	return saveFile(dir, a.Name, body, limit)
 }
 
-// transcribe returns the transcript of a saved voice note or audio file, or ""
-// when transcription is off, does not apply, or failed (logged).
-func (q *fileQueue) transcribe(ctx context.Context, m Message, a Attachment) string {
-	if q.lim.Transcribe == nil || q.lim.Dir == nil || (a.Kind != "voice" && a.Kind != "audio") {
+// transcribe returns the transcript of a voice note or audio file just saved
+// into dir, or "" when transcription is off, does not apply, or failed
+// (logged). The file is read through dir (OpenSaved), never by path.
+func (q *fileQueue) transcribe(ctx context.Context, m Message, dir *os.Root, a Attachment) string {
+	if q.lim.Transcribe == nil || (a.Kind != "voice" && a.Kind != "audio") {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.lim.Timeout)
 	defer cancel()
-	text, err := q.lim.Transcribe(ctx, filepath.Join(q.lim.Dir(m.Thread), filepath.FromSlash(a.Path)))
+	f, _, err := OpenSaved(dir, a.Name)
+	var text string
+	if err == nil {
+		text, err = q.lim.Transcribe(ctx, a.Name, f)
+		f.Close()
+	}
 	if err != nil {
 		q.e.log.Warn("transcription failed", "message", m.ID, "name", a.Name, "err", Redact(err.Error()))
 		return ""

@@ -12,15 +12,19 @@ import (
 	"openbot/adapters/feishu/feishutest"
 )
 
-// startFeishuFiles runs a fileRig with a Feishu app for chief_of_staff in
-// webhook mode; it returns the fake and a function delivering events.
-func startFeishuFiles(t *testing.T) (*fileRig, *feishutest.Server, func(feishutest.MessageEvent)) {
+// startFeishuFiles runs a fileRig, adjusted by opts, with a Feishu app for
+// chief_of_staff in webhook mode; it returns the fake and a function
+// delivering events.
+func startFeishuFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *feishutest.Server, func(feishutest.MessageEvent)) {
 	t.Helper()
 	r := newFileRig(t)
+	for _, o := range opts {
+		o(r)
+	}
 	fake := feishutest.New(t)
 	ad, err := feishu.New(feishu.Options{Name: "acme", Bot: "chief_of_staff", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
 		Mode: feishu.ModeWebhook, VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey, BaseURL: fake.URL(),
-		AllowUsers: []string{feishutest.AliceOpenID}, Bots: e2eTeam, Engine: r.eng})
+		AllowUsers: []string{feishutest.AliceOpenID}, Bots: e2eTeam, Engine: r.eng, HTTPClient: r.hc})
 	if err != nil {
 		t.Fatal(err)
 	}

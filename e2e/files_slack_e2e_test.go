@@ -18,15 +18,19 @@ import (
 	"openbot/adapters/slack/slacktest"
 )
 
-// startSlackFiles runs a fileRig with a whole-team Slack app (HTTP mode) on a
-// fake Slack; it returns the fake and a function posting signed events.
-func startSlackFiles(t *testing.T) (*fileRig, *slacktest.Server, func([]byte)) {
+// startSlackFiles runs a fileRig, adjusted by opts, with a whole-team Slack
+// app (HTTP mode) on a fake Slack; it returns the fake and a function posting
+// signed events.
+func startSlackFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *slacktest.Server, func([]byte)) {
 	t.Helper()
 	r := newFileRig(t)
+	for _, o := range opts {
+		o(r)
+	}
 	fake := slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"})
 	t.Cleanup(fake.Close)
 	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
-		APIURL: fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st)})
+		APIURL: fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st), HTTPClient: r.hc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,7 +50,7 @@ func (f *fileAgent) runs() []string {
 }
 
 // fileRig is an engine with inbound files saved under dir (thread-<id>), a
-// 1 KiB per-file cap, and a fileAgent.
+// 1 KiB per-file cap, and a fileAgent; its log goes to logs.
 type fileRig struct {
 	eng   *core.Engine
 	st    *bolt.Store
@@ -56,11 +58,17 @@ type fileRig struct {
 	dir   string
 	ctx   context.Context
 	wg    sync.WaitGroup
+	logs  *syncBuffer
+	// Set by the start functions' options before anything runs: hc is the
+	// adapters' HTTP client (nil: their default); beforeDir runs each time
+	// the engine asks for a thread's directory.
+	hc        *http.Client
+	beforeDir func(core.ThreadID)
 }
 
 func newFileRig(t *testing.T) *fileRig {
 	t.Helper()
-	r := &fileRig{dir: t.TempDir(), agent: &fileAgent{}}
+	r := &fileRig{dir: t.TempDir(), agent: &fileAgent{}, logs: &syncBuffer{}}
 	r.agent.sendPath = filepath.Join(r.dir, "report.txt")
 	if err := os.WriteFile(r.agent.sendPath, []byte("the report body"), 0o600); err != nil {
 		t.Fatal(err)
@@ -71,14 +79,24 @@ func newFileRig(t *testing.T) *fileRig {
 		t.Fatal(err)
 	}
 	r.eng, err = core.New(core.Options{Store: r.st, Agent: r.agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second,
-		Files: core.FileLimits{Dir: r.threadDir, MaxFileBytes: 1024, Backoff: time.Millisecond}})
+		Logger: slog.New(slog.NewTextHandler(r.logs, nil)),
+		Files:  core.FileLimits{Dir: r.threadDir, MaxFileBytes: 1024, Backoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
+// threadDir is the engine's FileLimits.Dir: threadPath, after beforeDir.
 func (r *fileRig) threadDir(id core.ThreadID) string {
+	if r.beforeDir != nil {
+		r.beforeDir(id)
+	}
+	return r.threadPath(id)
+}
+
+// threadPath is the directory of thread id's files.
+func (r *fileRig) threadPath(id core.ThreadID) string {
 	return filepath.Join(r.dir, "thread-"+strconv.FormatUint(uint64(id), 10))
 }
 
@@ -136,13 +154,18 @@ func (r *fileRig) checkSaved(t *testing.T, image, doc, big string) {
 	}
 }
 
-func startTelegramFiles(t *testing.T) (*fileRig, *telegramtest.Server) {
+// startTelegramFiles runs a fileRig, adjusted by opts, with a Telegram bot
+// on a fake Bot API.
+func startTelegramFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *telegramtest.Server) {
 	t.Helper()
 	r := newFileRig(t)
+	for _, o := range opts {
+		o(r)
+	}
 	fake := telegramtest.NewServer(telegramtest.Bot{Token: "tok-cos", ID: 900, Username: "chief_of_staff_bot"})
 	t.Cleanup(fake.Close)
 	ad, err := telegram.New(telegram.Options{Name: "cos", Bot: "chief_of_staff", Token: "tok-cos", APIEndpoint: fake.URL(),
-		DMPolicy: "open", Bots: e2eTeam, Engine: r.eng, Cursors: telegram.StoreCursors(r.st)})
+		DMPolicy: "open", Bots: e2eTeam, Engine: r.eng, Cursors: telegram.StoreCursors(r.st), HTTPClient: r.hc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,3 +55,34 @@ func TestWorkspaceToolsRefuseHardLinks(t *testing.T) {
 		t.Errorf("read own.txt = %q, %v", got, err)
 	}
 }
+
+// TestThreadWorkspaceLinkRefused: a thread's directory that is a symbolic link
+// (planted by a sandbox that can write the workspace root) is refused by the
+// file tools and the shell, so neither reaches where it points.
+func TestThreadWorkspaceLinkRefused(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("outside-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "thread-7")); err != nil {
+		t.Fatal(err)
+	}
+	tl := builtins(t, Options{WorkspaceRoot: root, Sandbox: SandboxNone})
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"workspace_read", map[string]any{"path": "secret.txt"}},
+		{"workspace_write", map[string]any{"path": "new.txt", "content": "planted"}},
+		{"workspace_list", map[string]any{}},
+		{"shell", map[string]any{"command": "cat secret.txt"}},
+	} {
+		got, err := call(t, tl[tc.tool], nil, tc.args)
+		if !errors.Is(err, ErrOutsideWorkspace) {
+			t.Errorf("%s %v = %q, %v; want ErrOutsideWorkspace", tc.tool, tc.args, got, err)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("outside holds %d entries, want only secret.txt", len(entries))
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"openbot/agents"
+	"openbot/core"
 )
 
 // ErrOutsideWorkspace is returned (wrapped, with the offending path) by the
@@ -63,39 +64,54 @@ func (w *workspace) reach(verb string) func(bot string) string {
 }
 
 // dir returns the absolute, symlink-resolved workspace directory of a call,
-// creating it on first use.
+// creating it on first use. The root comes from the config and is trusted; a
+// per-thread directory under it that is a symbolic link is refused
+// (ErrOutsideWorkspace): where another sandbox can write the root (a bot's
+// workspace inside another's), it could otherwise point this thread's shell
+// bind and file tools anywhere.
 func (w *workspace) dir(call agents.ToolCall) (string, error) {
 	root := w.opts.WorkspaceRoot
 	if r, ok := w.opts.BotWorkspaces[call.Bot.Handle]; ok && r != "" {
 		root = r
 	}
-	d := root
-	if !w.opts.SharedWorkspace {
-		d = filepath.Join(root, "thread-"+strconv.FormatUint(uint64(call.Thread), 10))
-	}
-	abs, err := filepath.Abs(d)
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		return "", fmt.Errorf("workspace directory: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o750); err != nil {
+	thread := ""
+	if !w.opts.SharedWorkspace {
+		thread = "thread-" + strconv.FormatUint(uint64(call.Thread), 10)
+	}
+	if err := os.MkdirAll(filepath.Join(abs, thread), 0o750); err != nil {
 		return "", fmt.Errorf("create workspace directory: %w", err)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return "", fmt.Errorf("workspace directory: %w", err)
 	}
+	if thread == "" {
+		return real, nil
+	}
+	real = filepath.Join(real, thread)
+	if st, err := os.Lstat(real); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("workspace directory %s: %w: it is a symbolic link", real, ErrOutsideWorkspace)
+	}
 	return real, nil
 }
 
 // openRoot opens the call's workspace as an os.Root: every open through it is
 // confined to the directory even if a symlink is swapped in after resolve
-// checked the path (openat with per-component checks).
+// checked the path (openat with per-component checks), and the directory
+// itself is the one dir checked (core.OpenWorkspace: no link swapped in).
 func (w *workspace) openRoot(call agents.ToolCall) (string, *os.Root, error) {
 	dir, err := w.dir(call)
 	if err != nil {
 		return "", nil, err
 	}
-	r, err := os.OpenRoot(dir)
+	r, err := core.OpenWorkspace(dir)
+	if errors.Is(err, core.ErrWorkspaceLink) {
+		return "", nil, fmt.Errorf("workspace directory %s: %w: it is a symbolic link", dir, ErrOutsideWorkspace)
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("open workspace: %w", err)
 	}

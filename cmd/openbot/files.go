@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"strconv"
 
@@ -12,7 +13,7 @@ import (
 
 // transcriber returns the voice-note transcription hook of the files section,
 // or nil when it is off.
-func transcriber(cfg *config.Config) (func(ctx context.Context, path string) (string, error), error) {
+func transcriber(cfg *config.Config) (func(ctx context.Context, name string, audio io.Reader) (string, error), error) {
 	name := cfg.TranscriptionProfile()
 	if name == "" {
 		return nil, nil
