@@ -115,31 +115,43 @@ func (q Question) NotShown(n int) string {
 // Fold cuts s into pieces that each measure at most limit, where a piece's
 // measure is the sum of size over its runes (an adapter's own measure: runes,
 // UTF-16 units, escaped bytes), so a long text can go into several blocks or
-// messages. The pieces joined are exactly s: nothing is left out or added. A
-// piece ends after a line break when one falls in its second half, else between
-// two runes; a rune larger than limit alone makes a piece of its own. Pure.
+// messages. The pieces joined are exactly s: nothing is left out or added. Each
+// piece is cut as Cut cuts (a limit below 1 counts as 1). Pure.
 func Fold(s string, limit int, size func(rune) int) []string {
+	limit = max(limit, 1)
 	var out []string
 	for s != "" {
-		n, end, nl := 0, len(s), -1
-		for i, r := range s {
-			w := size(r)
-			if n+w > limit && i > 0 {
-				end = i
-				break
-			}
-			n += w
-			if r == '\n' && n >= limit/2 {
-				nl = i + 1
-			}
-		}
-		if end < len(s) && nl > 0 {
-			end = nl
-		}
-		out = append(out, s[:end])
-		s = s[end:]
+		var piece string
+		piece, s = Cut(s, limit, size)
+		out = append(out, piece)
 	}
 	return out
+}
+
+// Cut splits off the beginning of s that measures at most limit (see Fold):
+// head joined with rest is s. It cuts after a line break when one falls in the
+// second half of head, else between two runes; a first rune larger than limit
+// makes a head of its own, and a limit below 1 an empty head.
+func Cut(s string, limit int, size func(rune) int) (head, rest string) {
+	if limit < 1 {
+		return "", s
+	}
+	n, end, nl := 0, len(s), -1
+	for i, r := range s {
+		w := size(r)
+		if n+w > limit && i > 0 {
+			end = i
+			break
+		}
+		n += w
+		if r == '\n' && n >= limit/2 {
+			nl = i + 1
+		}
+	}
+	if end < len(s) && nl > 0 {
+		end = nl
+	}
+	return s[:end], s[end:]
 }
 
 // FoldShown is Fold keeping at most maxPieces pieces: the pieces shown and how
