@@ -100,12 +100,18 @@ func ShellWarnings(command string) []string {
 	return out
 }
 
+// maxDecoders bounds the decoders decodesAndRuns looks at, so a command made of
+// thousands of them costs no more than a few.
+const maxDecoders = 16
+
 // decodesAndRuns names the first decoder in command whose output is run: piped to
 // a shell or interpreter reading stdin, given to one through a command
 // substitution, or written to a file the command then runs (or makes
 // executable). It returns "" when there is none.
 func decodesAndRuns(command string) string {
-	for _, m := range decoder.FindAllStringSubmatchIndex(command, -1) {
+	substituted := substitution.MatchString(command)
+	checked := map[string]bool{} // files a decoder's output went to
+	for _, m := range decoder.FindAllStringSubmatchIndex(command, maxDecoders) {
 		name := ""
 		for g := 2; g+1 < len(m); g += 2 {
 			if m[g] >= 0 {
@@ -114,10 +120,18 @@ func decodesAndRuns(command string) string {
 			}
 		}
 		rest := command[m[0]:]
-		if pipeRunner.MatchString(rest) || substitution.MatchString(command) {
+		stage := rest // the decoder's pipeline: up to the next ;, &, || or line
+		if i := strings.IndexAny(rest, ";&\n"); i >= 0 {
+			stage = rest[:i]
+		}
+		if i := strings.Index(stage, "||"); i >= 0 {
+			stage = stage[:i]
+		}
+		if substituted || pipeRunner.MatchString(stage) {
 			return name
 		}
-		if r := redirect.FindStringSubmatch(rest); r != nil {
+		if r := redirect.FindStringSubmatch(stage); r != nil && !checked[r[1]] {
+			checked[r[1]] = true // a later decode into the same file is run, or not, as this one is
 			file := regexp.QuoteMeta(strings.Trim(r[1], `'"`))
 			ran := regexp.MustCompile(cmdStart + runner + `\s*(?:-\S+\s+)*['"]?` + file + `|chmod\s[^\n;&|]*` + file + `|` + cmdStart + `(?:\./)?` + file + `(?:\s|$|[;&|)])`)
 			if ran.MatchString(rest[len(r[0]):]) {

