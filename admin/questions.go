@@ -160,7 +160,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	case core.AnswerDecided:
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "already decided", "question": questionView(res.Question)})
 	case core.AnswerForbidden:
-		writeError(w, http.StatusForbidden, string(s.opts.Identity)+" may not answer this question (DESIGN.md §5 approver rules)")
+		writeError(w, http.StatusForbidden, string(s.opts.Identity)+" may not answer this question: it is not one of its approvers (the tool's, else the bot's, else the global ones, else the people who asked)")
 	default:
 		if res.Question.ID == 0 {
 			writeError(w, http.StatusNotFound, "not found")
