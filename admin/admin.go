@@ -136,6 +136,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/v1/runs", s.runs)
 	s.mux.HandleFunc("GET /api/v1/runs/{id}", s.run)
 	s.mux.HandleFunc("GET /api/v1/questions", s.questions)
+	s.mux.HandleFunc("GET /api/v1/questions/{id}", s.question)
 	s.mux.HandleFunc("POST /api/v1/questions/{id}/answer", s.answer)
 	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", s.cancelRun)
 	s.mux.HandleFunc("POST /api/v1/threads/{id}/stop", s.stopThread)

@@ -13,16 +13,36 @@ import (
 
 // QuestionView is a question without its button token (a token answers the
 // question from a platform, so it is not shown): what was asked, the tool and its
-// arguments for an approval, and the decision with who made it, when and where.
+// arguments for an approval (with the warnings about the call and what it can
+// reach), the shell command as it will run when it is a shell approval
+// (core.Question.Command), and the decision with who made it, when and where.
 type QuestionView struct {
 	core.Question
 	Token    string `json:"token,omitempty"` // always empty: the token is secret
+	Command  string `json:"command,omitempty"`
 	Decision string `json:"decision,omitempty"`
 }
 
 func questionView(q core.Question) QuestionView {
 	q.Token = ""
-	return QuestionView{Question: q, Decision: q.Decision()}
+	cmd, _ := q.Command()
+	return QuestionView{Question: q, Command: cmd, Decision: q.Decision()}
+}
+
+// question is GET /api/v1/questions/{id}: one question, whole; approval prompts
+// that cannot show a long command on a platform point here.
+func (s *Server) question(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var q core.Question
+	if s.view(w, r, func(tx core.ReadTx) (err error) {
+		q, err = tx.Question(core.QuestionID(id))
+		return err
+	}) {
+		writeJSON(w, http.StatusOK, questionView(q))
+	}
 }
 
 // questions is GET /api/v1/questions: newest first, paged by ?cursor= (a
@@ -140,7 +160,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	case core.AnswerDecided:
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "already decided", "question": questionView(res.Question)})
 	case core.AnswerForbidden:
-		writeError(w, http.StatusForbidden, string(s.opts.Identity)+" may not answer this question (DESIGN.md §5 approver rules)")
+		writeError(w, http.StatusForbidden, string(s.opts.Identity)+" may not answer this question: it is not one of its approvers (the tool's, else the bot's, else the global ones, else the people who asked)")
 	default:
 		if res.Question.ID == 0 {
 			writeError(w, http.StatusNotFound, "not found")

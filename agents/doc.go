@@ -15,8 +15,10 @@
 //
 // Human in the loop (DESIGN.md §5, seed §7): a call to ask_human, to a tool
 // matched by the bot's ApprovalTools, or that its tool says needs approval
-// (CallApprover: http_fetch sending data), is not run; an approval carries the
-// tool's Reach sentence when it has one (Reacher). The turn's other calls run
+// (CallApprover: http_fetch sending data), is not run; an approval carries what
+// the call can reach and the tool's warnings about its arguments when the tool
+// says (CallReacher, such as the shell with its timeout and hidden-content
+// warnings; else Reacher's sentence). The turn's other calls run
 // first; then Execute returns core.Result.Pause for the first waiting call with a
 // versioned JSON checkpoint (prompt as sent, transcript, results so far, pending
 // calls, usage). When core resumes the run (core.Job.Resume), Execute restores it,

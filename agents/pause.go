@@ -278,14 +278,42 @@ func (r *run) pauseFor(pc pendingCall) *core.Pause {
 		return &core.Pause{Kind: core.QuestionAsk, Text: a.Question, Choices: a.Choices, CallID: pc.Call.ID}
 	}
 	name := pc.Call.Function.Name
-	reach := ""
+	var reach string
+	var warnings []string
 	for _, t := range r.tools {
-		if rt, ok := t.(Reacher); ok && t.Name() == name {
-			reach = rt.Reach(r.job.Bot.Handle)
+		if t.Name() == name {
+			reach, warnings = callReach(t, r.job.Bot.Handle, args)
 		}
 	}
 	return &core.Pause{Kind: core.QuestionApproval, Tool: name, Args: json.RawMessage(pc.Call.Function.Arguments),
-		CallID: pc.Call.ID, Text: approvalText(r.job.Bot, name, args), Reach: reach}
+		CallID: pc.Call.ID, Text: approvalText(r.job.Bot, name, args), Reach: reach, Warnings: warnings}
+}
+
+// callReach is what the approval prompt of a call of t says it can reach and
+// warns of: a CallReacher's answer for these arguments, else a Reacher's
+// sentence. A panicking CallReach falls back to Reach, and warns that the
+// arguments could not be checked.
+func callReach(t Tool, bot, args string) (reach string, warnings []string) {
+	rt, _ := t.(Reacher)
+	cr, ok := t.(CallReacher)
+	if !ok {
+		if rt != nil {
+			reach = rt.Reach(bot)
+		}
+		return reach, nil
+	}
+	defer func() {
+		if recover() != nil {
+			reach, warnings = "", []string{"The tool could not check these arguments: read them with care."}
+			if rt != nil {
+				reach = rt.Reach(bot)
+			}
+		}
+	}()
+	if args == "" {
+		args = "{}"
+	}
+	return cr.CallReach(bot, json.RawMessage(args))
 }
 
 // callNeedsApproval asks a CallApprover tool whether this call needs a person's

@@ -78,3 +78,44 @@ func TestBuiltinToolsSayWhatTheyReach(t *testing.T) {
 		}
 	}
 }
+
+// callReachTool says what each call reaches, and panics for "boom".
+type callReachTool struct{ gatedTool }
+
+func (callReachTool) CallReach(_ string, args json.RawMessage) (string, []string) {
+	var a struct{ Path string }
+	_ = json.Unmarshal(args, &a)
+	if a.Path == "boom" {
+		panic("cannot read")
+	}
+	return "writes " + a.Path, []string{"writes outside the workspace"}
+}
+
+// TestCallReachIsPreferred: a CallReacher's answer for the call's own arguments
+// goes on the pause, its warnings with it, instead of the tool's Reach; a
+// CallReach that panics falls back to Reach with a warning to read with care.
+func TestCallReachIsPreferred(t *testing.T) {
+	for _, tt := range []struct {
+		args, reach, warning string
+	}{
+		{`{"path":"/etc/x"}`, "writes /etc/x", "writes outside the workspace"},
+		{`{"path":"boom"}`, "runs in the sandbox with network off", "could not check these arguments"},
+	} {
+		srv := openaitest.New(t)
+		srv.Enqueue(openaitest.Calls(openaitest.ToolCall{ID: "c1", Name: "store", Arguments: tt.args}), openaitest.Text("done"))
+		reg := NewRegistry()
+		if err := reg.Add(callReachTool{gatedTool{&FuncTool{ToolName: "store", Fn: func(context.Context, ToolCall) (string, error) { return "ok", nil }}}}); err != nil {
+			t.Fatal(err)
+		}
+		bot := engineer
+		bot.Tools, bot.ApprovalTools = []string{"store"}, []string{"store"}
+		env := &fakeEnv{}
+		res, err := execute(t, newAgent(t, srv, reg, nil), newJob(env, bot, false, env.add(alice, "Alice", "save it")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := res.Pause; p == nil || p.Reach != tt.reach || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], tt.warning) {
+			t.Errorf("args %s: pause = %+v; want reach %q and a warning %q", tt.args, p, tt.reach, tt.warning)
+		}
+	}
+}

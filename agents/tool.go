@@ -45,6 +45,18 @@ type Reacher interface {
 	Reach(bot string) string
 }
 
+// CallReacher is implemented by a tool whose approval prompt depends on the
+// call's arguments: CallReach returns what this call can reach (the tool's
+// Reach sentence and what these arguments change, such as the shell's timeout)
+// and warnings about the arguments (a command that decodes and runs hidden
+// content), each warning one sentence; none when there is nothing to warn of.
+// pauseFor prefers it to Reacher. It gets the call's raw JSON arguments exactly
+// as the model wrote them; it must be cheap, pure and safe for concurrent use,
+// and answer with the tool's Reach for arguments it cannot read.
+type CallReacher interface {
+	CallReach(bot string, args json.RawMessage) (reach string, warnings []string)
+}
+
 // CallApprover is implemented by a tool some of whose calls need a person's
 // approval although the tool is not in the bot's approval_tools (http_fetch with a
 // method that sends data, DESIGN.md §5). NeedsApproval gets the call's raw JSON

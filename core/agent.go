@@ -78,16 +78,18 @@ type Result struct {
 // Pause is what a paused run asks: ask_human (Kind QuestionAsk, Text, optional
 // Choices) or an approval of one tool call (Kind QuestionApproval, Tool, exact Args).
 // CallID is the model's tool call id the answer will resume. Reach is the tool's
-// one-sentence description of what the call can reach, shown in the approval
-// prompt (Question.Reach), or "".
+// description of what the call can reach, shown in the approval prompt
+// (Question.Reach), or "". Warnings are the tool's warnings about this call
+// (Question.Warnings).
 type Pause struct {
-	Kind    QuestionKind
-	Text    string
-	Choices []string
-	Tool    string
-	Args    json.RawMessage
-	CallID  string
-	Reach   string
+	Kind     QuestionKind
+	Text     string
+	Choices  []string
+	Tool     string
+	Args     json.RawMessage
+	CallID   string
+	Reach    string
+	Warnings []string
 }
 
 // RunEnv is the run's window onto the store and the thread, provided by core.

@@ -35,7 +35,8 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 	q := Question{
 		Token: token, Kind: p.Kind, Run: r.ID, Bot: r.Bot, Thread: t.ID, Text: p.Text,
 		Choices: p.Choices, Tool: p.Tool, Args: p.Args, CallID: p.CallID, Reach: strings.TrimSpace(p.Reach),
-		Status: QuestionPending, Choice: -1, Created: now, Expires: now.Add(e.cfg().approvalTimeout),
+		Warnings: p.Warnings,
+		Status:   QuestionPending, Choice: -1, Created: now, Expires: now.Add(e.cfg().approvalTimeout),
 	}
 	if q.Askers, err = askersTx(tx, job.Triggers); err != nil {
 		return err
@@ -331,30 +332,6 @@ func (e *Engine) expiryLoop(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
-}
-
-// QuestionText renders a question as plain text, for adapters without buttons:
-// the question, an approval's tool, arguments and reach, the options, and how to
-// answer.
-func QuestionText(q Question, bot string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "❓ @%s asks (question %d): %s", bot, q.ID, q.Text)
-	if q.Kind == QuestionApproval {
-		args := q.PrettyArgs()
-		if r := []rune(args); len(r) > 800 {
-			args = string(r[:800]) + "…"
-		}
-		fmt.Fprintf(&b, "\nTool: %s\n```\n%s\n```", q.Tool, args)
-		if q.Reach != "" {
-			fmt.Fprintf(&b, "\nReach: %s", q.Reach)
-		}
-	}
-	if opts := q.Options(); len(opts) > 0 {
-		fmt.Fprintf(&b, "\nOptions: %s", strings.Join(opts, " / "))
-	} else {
-		b.WriteString("\nReply in this thread to answer.")
-	}
-	return b.String()
 }
 
 // PrettyArgs is an approval's arguments for people: JSON indented by two spaces,

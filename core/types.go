@@ -444,10 +444,14 @@ type Question struct {
 	Tool     string          `json:"tool,omitempty"`
 	Args     json.RawMessage `json:"args,omitempty"`
 	ArgsHash string          `json:"args_hash,omitempty"`
-	// Reach is one sentence saying what the paused tool call can reach ("runs in
-	// the sandbox with network off"), shown in approval prompts; "" when the tool
-	// does not say.
+	// Reach says what the paused tool call can reach ("runs in the sandbox with
+	// network off"), and what this call's arguments change ("Timeout: 60 s."),
+	// shown in approval prompts; "" when the tool does not say.
 	Reach string `json:"reach,omitempty"`
+	// Warnings are the tool's warnings about this call (a shell command that
+	// decodes and runs hidden content), each one sentence, shown above the
+	// command in approval prompts; none when the tool has none.
+	Warnings []string `json:"warnings,omitempty"`
 	// Askers are the people who asked for the work the question belongs to: the
 	// human senders of the run's trigger messages, found through a hand-off chain
 	// back to the human message that started it. With no approvers configured,

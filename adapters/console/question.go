@@ -12,21 +12,21 @@ import (
 var _ core.QuestionAdapter = (*Adapter)(nil)
 
 // PostQuestion prints a question with its id and how to answer it (DESIGN.md §5):
-// "/approve N" and "/reject N" for an approval, "/answer N TEXT" (or a choice's
-// number) for ask_human.
+// for an approval the warnings about the call, the tool with its command (or
+// arguments as JSON) whole, what the call can reach, and "/approve N" and
+// "/reject N"; for ask_human "/answer N TEXT" (or a choice's number).
 func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (string, error) {
 	q := d.Question
 	var b strings.Builder
 	fmt.Fprintf(&b, "❓ question %d: %s", q.ID, q.Text)
 	if q.Kind == core.QuestionApproval {
-		args := q.PrettyArgs()
-		if r := []rune(args); len(r) > 1200 {
-			args = string(r[:1200]) + "…"
+		p := q.Prompt()
+		for _, w := range p.Warnings {
+			fmt.Fprintf(&b, "\n   ⚠ %s", w)
 		}
-		args = strings.ReplaceAll(args, "\n", "\n     ")
-		fmt.Fprintf(&b, "\n   tool %s\n     %s", q.Tool, args)
-		if r := strings.TrimSpace(q.Reach); r != "" {
-			fmt.Fprintf(&b, "\n   reach: %s", r)
+		fmt.Fprintf(&b, "\n   tool %s, %s:\n     %s", p.Tool, strings.ToLower(p.Label), strings.ReplaceAll(p.Body, "\n", "\n     "))
+		if p.Reach != "" {
+			fmt.Fprintf(&b, "\n   reach: %s", p.Reach)
 		}
 		fmt.Fprintf(&b, "\n   /approve %d · /reject %d", q.ID, q.ID)
 	} else if len(q.Choices) > 0 {

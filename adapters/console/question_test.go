@@ -127,7 +127,7 @@ func TestPostAndResolveQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, want := range []string{"[engineer] ❓ question 3: @engineer wants to run shell", "tool shell\n     {\n       \"command\": \"ls\"\n     }", "/approve 3 · /reject 3", "[system] question 3: Approved by you"} {
+	for _, want := range []string{"[engineer] ❓ question 3: @engineer wants to run shell", "tool shell, command:\n     ls\n", "/approve 3 · /reject 3", "[system] question 3: Approved by you"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
@@ -188,5 +188,23 @@ func TestPostQuestionShowsReach(t *testing.T) {
 	}
 	if s := out.String(); !strings.Contains(s, "\n   reach: runs in the sandbox with network off\n   /approve 3 · /reject 3") {
 		t.Errorf("output lacks the reach:\n%s", s)
+	}
+}
+
+// TestPostQuestionShowsTheWholeCommand: a long command is printed whole, with
+// the warnings above it and the timeout in the reach.
+func TestPostQuestionShowsTheWholeCommand(t *testing.T) {
+	var out syncBuffer
+	a := newAdapter(t, &fakeEngine{}, "", &out)
+	cmd := "echo " + strings.Repeat("QUJD", 2500) + " | base64 -d | sh"
+	args, _ := json.Marshal(map[string]any{"command": cmd, "timeout_seconds": 60})
+	q := core.Question{ID: 5, Thread: 1, Kind: core.QuestionApproval, Text: "@engineer wants to run shell.", Tool: "shell", Args: args,
+		Reach: "runs in a sandbox. Timeout: 60 s.", Warnings: []string{"This command decodes hidden content (base64) and runs it."}}
+	if _, err := a.PostQuestion(context.Background(), core.QuestionDelivery{Question: q, Sender: core.Sender{Actor: "bot:engineer", Handle: "engineer"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "\n   ⚠ This command decodes hidden content (base64) and runs it.\n   tool shell, command:\n     " + cmd + "\n   reach: runs in a sandbox. Timeout: 60 s.\n"
+	if s := out.String(); !strings.Contains(s, want) {
+		t.Errorf("output lacks the warning, the whole command and the timeout:\n%.400s", s)
 	}
 }

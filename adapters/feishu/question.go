@@ -2,11 +2,8 @@ package feishu
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"openbot/core"
 )
@@ -14,12 +11,24 @@ import (
 // var _ core.QuestionAdapter is checked here, next to the implementation.
 var _ core.QuestionAdapter = (*Adapter)(nil)
 
-// maxArgsShown bounds the tool arguments shown on an approval card, in bytes; longer
-// arguments are cut with "…" (the decision still applies to the exact, stored ones).
-const maxArgsShown = 1500
-
-// maxReachText bounds the tool's reach sentence (core.Question.Reach), in runes.
-const maxReachText = 300
+// Size budgets of a question card.
+const (
+	// maxCardWire bounds one question card as it travels: its JSON escaped once
+	// more as the "content" string of the request. Feishu takes a card request
+	// body of at most 30 KB; the rest of the body stays well within what is left.
+	maxCardWire = 28 << 10
+	// maxQuestionCards bounds the cards of one question: the parts of a long
+	// command posted first, then the card with the buttons. What does not fit is
+	// left out with a line saying how much and where to read it.
+	maxQuestionCards = 4
+	// maxDecisionWire is the room a card keeps for the decision line that
+	// replaces its buttons (a long answerer's name included).
+	maxDecisionWire = 2 << 10
+	// maxReachText bounds the tool's reach sentence (core.Question.Reach), in runes.
+	maxReachText = 600
+	// maxWarningText bounds one warning about the call, in runes.
+	maxWarningText = 400
+)
 
 // ButtonValue is the callback value of a question button (DESIGN.md §5: a
 // short opaque token, never the payload): the question's Token and the index of the option in
@@ -76,65 +85,13 @@ type cardBehavior struct {
 	Value ButtonValue `json:"value"`
 }
 
-// QuestionCard returns the interactive card JSON (msg_type "interactive") that shows
-// q (DESIGN.md §5): a header, the question in Markdown (with name in bold
-// on top when not empty, for "*" accounts and mirrored bots), for an approval the
-// tool and its arguments in a code block cut at maxArgsShown bytes, then either one
-// button per q.Options() whose callback value is ButtonValue{q.Token, index}
-// (Approve primary, Reject danger), a hint to reply in the topic for a free-text
-// ask, or, once q is decided, q.Decision() in place of the buttons. It is pure.
-func QuestionCard(q core.Question, name string, p2p bool) string {
-	c := questionCard{Schema: "2.0", Config: cardConfig{UpdateMulti: true, WidthMode: "fill"}}
-	c.Header = questionHeader(q)
-	text := Format(q.Text)
-	if name != "" {
-		text = "**" + Format(name) + "**\n" + text
-	}
-	c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: text})
-	if q.Kind == core.QuestionApproval {
-		c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: argsBlock(q.Tool, q.PrettyArgs())})
-		if r := strings.TrimSpace(q.Reach); r != "" {
-			if rs := []rune(r); len(rs) > maxReachText {
-				r = string(rs[:maxReachText]) + "…"
-			}
-			c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: "**Reach:** " + Format(r)})
-		}
-	}
-	opts := q.Options()
-	switch {
-	case q.Status != core.QuestionPending:
-		c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: decisionMark(q) + " " + Format(q.Decision())})
-	case len(opts) == 0:
-		where := "topic"
-		if p2p {
-			where = "chat"
-		}
-		c.Body.Elements = append(c.Body.Elements, cardMarkdown{Tag: "markdown", Content: "*Reply in this " + where + " to answer.*"})
-	default:
-		set := cardColumnSet{Tag: "column_set", FlexMode: "none", HorizontalSpacing: "8px"}
-		for i, o := range opts {
-			typ := "default"
-			if q.Kind == core.QuestionApproval {
-				typ = map[int]string{core.ChoiceApprove: "primary_filled", core.ChoiceReject: "danger"}[i]
-			}
-			set.Columns = append(set.Columns, cardColumn{Tag: "column", Width: "auto", Elements: []cardButton{{
-				Tag:       "button",
-				Text:      cardText{Tag: "plain_text", Content: o},
-				Type:      typ,
-				Behaviors: []cardBehavior{{Type: "callback", Value: ButtonValue{Q: q.Token, I: i}}},
-				ElementID: fmt.Sprintf("btn_%d", i),
-			}}})
-		}
-		c.Body.Elements = append(c.Body.Elements, set)
-	}
-	b, _ := json.Marshal(c)
-	return string(b)
-}
-
 // questionHeader titles and colours the card by kind and status.
 func questionHeader(q core.Question) cardHeader {
 	title, tmpl := "Question", "blue"
-	if q.Kind == core.QuestionApproval {
+	switch {
+	case q.Kind == core.QuestionApproval && len(q.Warnings) > 0:
+		title, tmpl = "Approval needed: ⚠ read the warning", "red"
+	case q.Kind == core.QuestionApproval:
 		title, tmpl = "Approval needed", "orange"
 	}
 	switch {
@@ -161,21 +118,6 @@ func decisionMark(q core.Question) string {
 	return "✅"
 }
 
-// argsBlock shows an approval's tool and its arguments (core.Question.PrettyArgs)
-// in a code block; arguments longer than maxArgsShown are cut at a rune boundary with "…",
-// and a "```" inside them cannot close the block.
-func argsBlock(tool string, s string) string {
-	if len(s) > maxArgsShown {
-		cut := maxArgsShown
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "\n…"
-	}
-	s = strings.ReplaceAll(s, "```", "`\u200b``")
-	return "Tool `" + strings.ReplaceAll(tool, "`", "'") + "`\n```json\n" + s + "\n```"
-}
-
 // questionName is the bold name shown on top of a question card: the asking bot's,
 // when this app does not speak as that bot (a "*" account or a mirrored bot), as
 // Deliver does.
@@ -189,12 +131,13 @@ func (a *Adapter) questionName(s core.Sender) string {
 	return s.Handle
 }
 
-// PostQuestion shows d.Question as an interactive card with buttons (DESIGN.md §5,
-// core.QuestionAdapter): in a group topic it replies to d.ReplyTo (else the topic
-// root) in the thread; in a p2p chat it replies to d.ReplyTo when set, else creates
-// the card in the chat. The send carries a uuid derived from the outbox id, so a
-// retried delivery is not posted twice. It returns the card's message_id; errors
-// are *APIError (a core.DeliveryError) or transport errors.
+// PostQuestion shows d.Question as interactive cards (QuestionCards; DESIGN.md
+// §5, core.QuestionAdapter): in a group topic each replies to d.ReplyTo (else the
+// topic root) in the thread; in a p2p chat each replies to d.ReplyTo when set,
+// else is created in the chat. Every card carries a uuid derived from the outbox
+// id, so a retried delivery does not post a card twice. It returns the message_id
+// of the last card, the one with the buttons; errors are *APIError (a
+// core.DeliveryError) or transport errors.
 func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (string, error) {
 	conv, err := ParseConversation(d.Conversation)
 	if err != nil {
@@ -203,16 +146,25 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 	if d.Question.Token == "" && len(d.Question.Options()) > 0 {
 		return "", permanentError{errors.New("feishu: question without a token")}
 	}
-	uuid := ""
-	if d.Outbox != 0 {
-		uuid = fmt.Sprintf("openbot-q-%d", d.Outbox)
+	cards := QuestionCards(d.Question, a.questionName(d.Sender), conv.Root == "")
+	var id string
+	for i, card := range cards {
+		uuid := ""
+		if d.Outbox != 0 {
+			uuid = fmt.Sprintf("openbot-q-%d", d.Outbox)
+			if i < len(cards)-1 {
+				uuid += fmt.Sprintf("-%d", i+1)
+			}
+		}
+		if id, err = a.post(ctx, conv, d.ReplyTo, "interactive", card, uuid); err != nil {
+			return "", err
+		}
 	}
-	card := QuestionCard(d.Question, a.questionName(d.Sender), conv.Root == "")
-	return a.post(ctx, conv, d.ReplyTo, "interactive", card, uuid)
+	return id, nil
 }
 
-// ResolveQuestion replaces the card d.PlatformID with the same question and
-// d.Question.Decision() in place of the buttons (PATCH /open-apis/im/v1/messages/:id,
+// ResolveQuestion replaces the card d.PlatformID (the question's last card) with
+// the same card and d.Question.Decision() in place of the buttons (PATCH /open-apis/im/v1/messages/:id,
 // core.QuestionAdapter). It is idempotent; errors are *APIError or transport errors.
 func (a *Adapter) ResolveQuestion(ctx context.Context, d core.QuestionDelivery) error {
 	if d.PlatformID == "" {

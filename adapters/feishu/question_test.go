@@ -54,7 +54,7 @@ func TestQuestionCard(t *testing.T) {
 		}
 	}
 	text := feishutest.CardText(card)
-	for _, want := range []string{"**Engineer**\nMay I run this?", "Tool `shell`", "```json\n{\n  \"command\": \"echo x >> ran.txt\"\n}\n```"} {
+	for _, want := range []string{"**Engineer**\nMay I run this?", "Tool `shell` command:\n```sh\necho x >> ran.txt\n```"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("card text %q lacks %q", text, want)
 		}
@@ -90,13 +90,18 @@ func TestQuestionCard(t *testing.T) {
 		t.Errorf("expired card text %q", text)
 	}
 
-	// Long arguments are cut; a fence inside them cannot close the block.
+	// A command is shown whole; a fence inside it cannot close the block.
 	q = approvalQ()
 	long, _ := json.Marshal(map[string]string{"command": strings.Repeat("é", 2000) + "```"})
 	q.Args = long
 	text = feishutest.CardText(feishu.QuestionCard(q, "", false))
-	if !strings.Contains(text, "…") || len(text) > 2000 || strings.Count(text, "```") != 2 {
-		t.Errorf("long args shown as %d bytes: %.200q", len(text), text)
+	if !strings.Contains(text, strings.Repeat("é", 2000)+"`\u200b``\n```") || strings.Count(text, "```") != 2 {
+		t.Errorf("long command shown as %d bytes: %.200q", len(text), text)
+	}
+	// Other tools show their arguments as JSON.
+	q.Tool, q.Args = "http_fetch", json.RawMessage(`{"url":"https://example.com","method":"POST"}`)
+	if text := feishutest.CardText(feishu.QuestionCard(q, "", false)); !strings.Contains(text, "Tool `http_fetch` arguments:\n```json\n{\n  \"url\": \"https://example.com\",") {
+		t.Errorf("arguments shown as %q", text)
 	}
 
 	// ask_human with choices: one default button each; free text: no buttons.

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -22,7 +21,10 @@ const (
 	ActionPrefix = "openbot_q_"
 
 	blockText     = "openbot_question_text"
-	blockArgs     = "openbot_question_args"
+	blockArgs     = "openbot_question_args" // the first code section; the next are "openbot_question_args_<n>"
+	blockWarnings = "openbot_question_warnings"
+	blockReach    = "openbot_question_reach"
+	blockNotShown = "openbot_question_not_shown"
 	blockActions  = "openbot_question_actions"
 	blockDecision = "openbot_question_decision"
 	blockHint     = "openbot_question_hint"
@@ -30,11 +32,19 @@ const (
 	// maxQuestionText bounds the question text in its section before formatting
 	// (Slack allows 3,000 characters in a section's text).
 	maxQuestionText = 2400
-	// maxArgsText bounds the tool arguments shown in the code block; the rest is
-	// cut with a note saying how much was left out.
-	maxArgsText = 1500
+	// maxCodeText bounds one code section of an approval's command or arguments,
+	// fences and part label included (Slack: 3,000 characters a section).
+	maxCodeText = 2900
+	// maxMessageText bounds all the block text of one message: Slack refuses a
+	// message whose blocks add up to much more (msg_blocks_too_long, at about
+	// 13,000 characters) even when each block is within its own limit.
+	maxMessageText = 11000
+	// maxQuestionMessages bounds the messages of one question: the parts of a
+	// long command posted first, then the message with the buttons. What does
+	// not fit is left out with a line saying how much and where to read it.
+	maxQuestionMessages = 3
 	// maxReachText bounds the tool's reach sentence (core.Question.Reach).
-	maxReachText = 300
+	maxReachText = 600
 	// maxButtonText is Slack's limit for a button label.
 	maxButtonText = 75
 	// maxButtons is Slack's limit of elements in one actions block.
@@ -50,42 +60,67 @@ var _ core.QuestionAdapter = (*Adapter)(nil)
 var ErrNotPosted = errors.New("slack: question has no posted message to update")
 
 // PostQuestion shows a question in its Slack thread (core.QuestionAdapter; DESIGN.md
-// §5): chat.postMessage with a section holding the question (mrkdwn), for an
-// approval a code block with the tool's arguments (at most 1,500 characters, the
-// rest cut with a note), and an actions block with one button per
-// Question.Options(): action_id "openbot_q_<index>", value "<token>:<index>", Approve
-// primary (green), Reject danger (red). A free-text ask_human gets no buttons and a
-// line saying to reply in the thread. The text field carries a plain fallback for
-// notifications. A "*" app posts under the asking bot's name and icon, as Deliver
-// does. It returns the message ts. Errors are mapped like Deliver's.
+// §5) with chat.postMessage: a section holding the question (mrkdwn); for an
+// approval the warnings about the call, the shell command itself (or the tool's
+// arguments as JSON) in code sections of at most 2,900 characters, and what the
+// call can reach; then an actions block with one button per Question.Options():
+// action_id "openbot_q_<index>", value "<token>:<index>", Approve primary
+// (green), Reject danger (red). A command too long for one message is posted in
+// parts, each its own message in the thread, the buttons under the last one (at
+// most three messages; what still does not fit is left out with a line saying how
+// much and where to read it whole). Parts already posted by an earlier, failed
+// attempt for the same outbox entry are not posted again. A free-text ask_human
+// gets no buttons and a line saying to reply in the thread. The text field
+// carries a plain fallback for notifications. A "*" app posts under the asking
+// bot's name and icon, as Deliver does. It returns the ts of the message with the
+// buttons. Errors are mapped like Deliver's.
 func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (string, error) {
 	conv, err := ParseConversation(d.Conversation)
 	if err != nil {
 		return "", &deliveryError{err: fmt.Errorf("%w: %q", err, d.Conversation), permanent: true}
 	}
-	opts := append([]slack.MsgOption{
-		slack.MsgOptionText(questionFallback(d.Question, d.Sender), false),
-		slack.MsgOptionBlocks(QuestionBlocks(d.Question, d.Sender)...),
-		slack.MsgOptionDisableLinkUnfurl(),
-		slack.MsgOptionDisableMediaUnfurl(),
-	}, a.senderOptions(d.Sender)...)
-	if conv.ThreadTS != "" {
-		opts = append(opts, slack.MsgOptionTS(conv.ThreadTS))
+	msgs := QuestionMessages(d.Question, d.Sender)
+	key := uint64(d.Outbox)
+	pr := a.progress.get(key)
+	if pr.n != len(msgs) {
+		pr = progress{n: len(msgs)}
 	}
-	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	defer cancel()
-	_, ts, err := a.api.PostMessageContext(cctx, conv.Channel, opts...)
-	if err != nil {
-		a.log.Warn("slack question post failed", "channel", conv.Channel, "question", d.Question.ID, "err", err)
-		return "", mapError(err)
+	var ts string
+	for i := pr.posted; i < len(msgs); i++ {
+		fallback := questionFallback(d.Question, d.Sender)
+		if i < len(msgs)-1 {
+			fallback = fmt.Sprintf("%s (part %d of %d)", fallback, i+1, len(msgs))
+		}
+		opts := append([]slack.MsgOption{
+			slack.MsgOptionText(fallback, false),
+			slack.MsgOptionBlocks(msgs[i]...),
+			slack.MsgOptionDisableLinkUnfurl(),
+			slack.MsgOptionDisableMediaUnfurl(),
+		}, a.senderOptions(d.Sender)...)
+		if conv.ThreadTS != "" {
+			opts = append(opts, slack.MsgOptionTS(conv.ThreadTS))
+		}
+		cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+		_, ts, err = a.api.PostMessageContext(cctx, conv.Channel, opts...)
+		cancel()
+		if err != nil {
+			if d.Outbox != 0 && pr.posted > 0 {
+				a.progress.set(key, pr)
+			}
+			a.log.Warn("slack question post failed", "channel", conv.Channel, "question", d.Question.ID, "part", i+1, "of", len(msgs), "err", err)
+			return "", mapError(err)
+		}
+		pr.posted = i + 1
 	}
+	a.progress.done(key)
 	return ts, nil
 }
 
 // ResolveQuestion replaces a posted question's buttons with its decision
 // (core.QuestionAdapter; DESIGN.md §5): chat.update of the message d.PlatformID
-// with the same question blocks and, instead of the actions block, a context line
-// with d.Question.Decision() ("Approved by Alice"). Updating twice shows the same
+// (the question's last message) with the same blocks and, instead of the actions
+// block, a context line with d.Question.Decision() ("Approved by Alice"). Earlier
+// parts of a long command stay as they are. Updating twice shows the same
 // thing, so it is idempotent. Errors are mapped like Deliver's; a delivery without
 // a PlatformID is ErrNotPosted, permanent.
 func (a *Adapter) ResolveQuestion(ctx context.Context, d core.QuestionDelivery) error {
@@ -109,15 +144,24 @@ func (a *Adapter) ResolveQuestion(ctx context.Context, d core.QuestionDelivery) 
 	return nil
 }
 
-// QuestionBlocks is the Block Kit of a pending question: its text section, for an
-// approval the tool's arguments in a code block, and the buttons (or, for a
-// free-text question, a hint to reply in the thread). Pure.
-func QuestionBlocks(q core.Question, from core.Sender) []slack.Block {
-	blocks := questionBody(q, from)
+// QuestionMessages is the Block Kit of a pending question, one slice of blocks
+// per message: the last message ends with the buttons (or, for a free-text
+// question, a hint to reply in the thread); the ones before it carry the first
+// parts of a command too long for one message. Pure.
+func QuestionMessages(q core.Question, from core.Sender) [][]slack.Block {
+	msgs := questionPages(q, from)
+	last := len(msgs) - 1
+	msgs[last] = append(msgs[last], questionActions(q))
+	return msgs
+}
+
+// questionActions is the actions block of a question's buttons, or the hint to
+// reply in the thread when it has none.
+func questionActions(q core.Question) slack.Block {
 	opts := q.Options()
 	if len(opts) == 0 {
-		return append(blocks, slack.NewContextBlock(blockHint,
-			slack.NewTextBlockObject(slack.MarkdownType, "Reply in this thread to answer.", false, false)))
+		return slack.NewContextBlock(blockHint,
+			slack.NewTextBlockObject(slack.MarkdownType, "Reply in this thread to answer.", false, false))
 	}
 	var buttons []slack.BlockElement
 	for i, o := range opts {
@@ -140,13 +184,14 @@ func QuestionBlocks(q core.Question, from core.Sender) []slack.Block {
 		}
 		buttons = append(buttons, b)
 	}
-	return append(blocks, slack.NewActionBlock(blockActions, buttons...))
+	return slack.NewActionBlock(blockActions, buttons...)
 }
 
-// ResolvedBlocks is QuestionBlocks with the buttons (or hint) replaced by a context
-// line showing q.Decision(). Pure.
+// ResolvedBlocks is the question's last message (QuestionMessages) with the
+// buttons (or hint) replaced by a context line showing q.Decision(). Pure.
 func ResolvedBlocks(q core.Question, from core.Sender) []slack.Block {
-	return append(questionBody(q, from), slack.NewContextBlock(blockDecision,
+	msgs := questionPages(q, from)
+	return append(msgs[len(msgs)-1], slack.NewContextBlock(blockDecision,
 		slack.NewTextBlockObject(slack.MarkdownType, decisionLine(q), false, false)))
 }
 
@@ -171,54 +216,6 @@ func ParseButton(actionID, value string) (token string, index int, ok bool) {
 		return "", 0, false
 	}
 	return token, n, true
-}
-
-// questionBody is the part of a question that stays when it is resolved: the
-// question's text (the bot's words, formatted to mrkdwn; a generated line when it
-// is empty) and, for an approval, the tool's arguments in a code block and what
-// the tool can reach.
-func questionBody(q core.Question, from core.Sender) []slack.Block {
-	head := formatBounded(q.Text)
-	if strings.TrimSpace(q.Text) == "" {
-		if q.Kind == core.QuestionApproval {
-			head = "*" + escapeText(senderName(from)) + "* asks for approval to run `" + escapeText(q.Tool) + "`"
-		} else {
-			head = "*" + escapeText(senderName(from)) + "* has a question."
-		}
-	}
-	blocks := []slack.Block{slack.NewSectionBlock(
-		slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil, slack.SectionBlockOptionBlockID(blockText))}
-	if q.Kind == core.QuestionApproval {
-		code := "`" + escapeText(q.Tool) + "`\n```\n" + ArgsText(q.Args, maxArgsText) + "\n```"
-		if r := strings.TrimSpace(q.Reach); r != "" {
-			code += "\n*Reach:* " + escapeText(truncate(r, maxReachText))
-		}
-		blocks = append(blocks, slack.NewSectionBlock(
-			slack.NewTextBlockObject(slack.MarkdownType, code, false, false),
-			nil, nil, slack.SectionBlockOptionBlockID(blockArgs)))
-	}
-	return blocks
-}
-
-// ArgsText renders tool arguments for a code block: indented JSON (or the raw text
-// when it is not JSON) with Go's \u003c, \u003e and \u0026 shown as the characters
-// they stand for, then &, < and > escaped for Slack, no run of three backticks left to end
-// the block early, cut after max characters with a note of how many were left out.
-// Pure.
-func ArgsText(args json.RawMessage, max int) string {
-	s := strings.TrimSpace(core.Question{Args: args}.PrettyArgs())
-	if s == "" {
-		s = "{}"
-	}
-	if n := utf8.RuneCountInString(s); n > max {
-		r := []rune(s)
-		s = string(r[:max]) + fmt.Sprintf("\n… (%d more characters)", n-max)
-	}
-	s = escapeText(s)
-	for strings.Contains(s, "```") {
-		s = strings.ReplaceAll(s, "```", "`\u200b``")
-	}
-	return s
 }
 
 func decisionLine(q core.Question) string {
@@ -251,6 +248,9 @@ func questionFallback(q core.Question, from core.Sender) string {
 	var s string
 	if q.Kind == core.QuestionApproval {
 		s = senderName(from) + " asks for approval to run " + q.Tool
+		if n := len(q.Warnings); n > 0 {
+			s += fmt.Sprintf(" (⚠ %d warning%s)", n, map[bool]string{true: "s"}[n > 1])
+		}
 	} else {
 		s = senderName(from) + " asks: " + strings.TrimSpace(q.Text)
 	}

@@ -107,24 +107,26 @@ func TestPostQuestionApprovalBlocks(t *testing.T) {
 		t.Errorf("fallback text %q", fb)
 	}
 	bs := blocksOf(t, p)
-	if len(bs) != 3 || bs[0].Type != "section" || bs[1].Type != "section" || bs[2].Type != "actions" {
+	if len(bs) != 4 || bs[0].Type != "section" || bs[1].BlockID != blockArgs || bs[2].BlockID != blockArgs+"_2" || bs[3].Type != "actions" {
 		t.Fatalf("blocks %+v", bs)
 	}
 	if head := bs[0].Text.Text; !strings.Contains(head, "*Engineer* asks for approval to run `shell`") || bs[0].Text.Type != "mrkdwn" {
 		t.Errorf("head %q", head)
 	}
 	code := bs[1].Text.Text
-	if !strings.HasPrefix(code, "`shell`\n```\n{\n  \"command\": ") || !strings.HasSuffix(code, "\n```") {
-		t.Errorf("args code block %q", code[:min(len(code), 80)])
+	if !strings.HasPrefix(code, "`shell` command:\n```\necho &lt;hi&gt; &amp;&amp; cat `\u200b``xxx") || !strings.HasSuffix(code, "\n```") {
+		t.Errorf("command code block %q", code[:min(len(code), 80)])
 	}
-	if len(code) > 2000 || !strings.Contains(code, "more characters)") {
-		t.Errorf("args not trimmed: %d characters", len(code))
+	if got := commandOf(t, bs); got != "echo <hi> && cat ```"+long {
+		t.Errorf("the code sections show %d characters, want the whole command of %d", len(got), len(long)+20)
 	}
-	inner := strings.TrimSuffix(strings.TrimPrefix(code, "`shell`\n```"), "```")
-	if strings.Contains(inner, "```") || strings.Contains(inner, "<hi>") || !strings.Contains(inner, "&lt;hi&gt; &amp;&amp;") {
-		t.Errorf("args must not close the code block early and must be escaped: %q", inner[:120])
+	for _, b := range bs[1:3] {
+		inner := strings.TrimSuffix(b.Text.Text[strings.Index(b.Text.Text, "```")+3:], "```")
+		if n := len([]rune(b.Text.Text)); n > 3000 || strings.Contains(inner, "```") || strings.Contains(inner, "<hi>") {
+			t.Errorf("a code section of %d characters (Slack: 3,000) must not close early and must be escaped: %q", n, inner[:min(len(inner), 120)])
+		}
 	}
-	btn := bs[2].Elements
+	btn := bs[3].Elements
 	if len(btn) != 2 {
 		t.Fatalf("buttons %+v", btn)
 	}
@@ -249,21 +251,6 @@ func TestQuestionErrorsMapped(t *testing.T) {
 	}
 }
 
-func TestArgsText(t *testing.T) {
-	// encoding/json escapes <, > and & in strings; people should read the command.
-	got := ArgsText(json.RawMessage(`{"command":"echo x \u003e\u003e ran.txt \u0026\u0026 ls","raw":"\\u003e"}`), 100)
-	want := "{\n  \"command\": \"echo x &gt;&gt; ran.txt &amp;&amp; ls\",\n  \"raw\": \"\\\\u003e\"\n}"
-	if got != want {
-		t.Errorf("ArgsText = %q, want %q", got, want)
-	}
-	if got := ArgsText(json.RawMessage(`not json`), 100); got != "not json" {
-		t.Errorf("ArgsText(not json) = %q", got)
-	}
-	if got := ArgsText(nil, 100); got != "{}" {
-		t.Errorf("ArgsText(nil) = %q", got)
-	}
-}
-
 func TestPostQuestionApprovalWithText(t *testing.T) {
 	e := newEnv(t, nil)
 	q := approval(`{"command":"ls"}`)
@@ -275,7 +262,7 @@ func TestPostQuestionApprovalWithText(t *testing.T) {
 	if bs[0].Text.Text != "@engineer wants to run *shell*" {
 		t.Errorf("question text %q", bs[0].Text.Text)
 	}
-	if !strings.Contains(bs[1].Text.Text, `"command": "ls"`) {
+	if bs[1].Text.Text != "`shell` command:\n```\nls\n```" {
 		t.Errorf("args %q", bs[1].Text.Text)
 	}
 }

@@ -15,7 +15,7 @@ func TestApprovalShowsReach(t *testing.T) {
 	q := core.Question{ID: 1, Kind: core.QuestionApproval, Text: "May I?", Tool: "shell",
 		Args: json.RawMessage(`{"command":"ls"}`), Reach: "runs in the sandbox with network off & nothing else"}
 	var text string
-	for _, b := range questionBody(q, core.Sender{Handle: "engineer"}) {
+	for _, b := range questionPages(q, core.Sender{Handle: "engineer"})[0] {
 		if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil {
 			text += s.Text.Text + "\n"
 		}
@@ -24,7 +24,7 @@ func TestApprovalShowsReach(t *testing.T) {
 		t.Errorf("blocks lack the reach:\n%s", text)
 	}
 	q.Reach = ""
-	for _, b := range questionBody(q, core.Sender{Handle: "engineer"}) {
+	for _, b := range questionPages(q, core.Sender{Handle: "engineer"})[0] {
 		if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil && strings.Contains(s.Text.Text, "Reach") {
 			t.Errorf("a question without reach shows %q", s.Text.Text)
 		}

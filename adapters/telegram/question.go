@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -17,32 +18,42 @@ import (
 var _ core.QuestionAdapter = (*Adapter)(nil)
 
 // Size budgets of a question message, in UTF-16 code units (the unit of
-// MaxMessageLen). The question and its arguments are trimmed so that the message
-// plus the decision line ResolveQuestion appends stays within one message.
+// MaxMessageLen). Every message of a question keeps room for the decision line
+// ResolveQuestion appends, so a resolved message is within one message too.
 const (
 	maxQuestionText = 1500 // the question, after formatting
 	maxDecisionLine = 300  // "Approved by …" or a free-text answer, trimmed
 	maxButtonText   = 64   // runes of one button label
-	maxReachText    = 300  // the tool's reach sentence (core.Question.Reach)
+	maxReachText    = 600  // the tool's reach sentence (core.Question.Reach)
+	maxWarningText  = 400  // one warning about the call (core.Question.Warnings)
 	maxButtons      = 100  // Telegram's limit on an inline keyboard
+	// maxQuestionMessages bounds the messages of one question: the parts of a
+	// long command posted first, then the message with the buttons. What does
+	// not fit is left out with a line saying how much and where to read it.
+	maxQuestionMessages = 6
 	// shortChoice is the longest label (runes) that still shares a row with
 	// others; longer choices get a row each.
 	shortChoice = 16
 )
 
 // PostQuestion implements core.QuestionAdapter (DESIGN.md §5
-// "Telegram: message with an inline keyboard"). It sends one HTML message with
-// sendMessage to the conversation's chat and forum topic, replying to d.ReplyTo,
-// showing the asking bot's name in bold when this account does not speak as that
-// bot, the question text (trimmed to 1,500 UTF-16 units), and for an approval the
-// tool and its exact arguments (indented JSON in a <pre> block, trimmed so the whole
-// message and the later decision line fit in MaxMessageLen). Each of
-// Question.Options() is one inline button whose callback_data is
-// CallbackData(token, index), at most 64 bytes whatever the ids and language
-// (Approve and Reject share a row; short choices share rows of three; long ones get
-// a row each). A free-text ask has no keyboard and says to reply to the message.
-// It returns the message_id. Errors are as for Deliver; a malformed
-// ConversationRef or a token CallbackData refuses is permanent.
+// "Telegram: message with an inline keyboard"). It sends the question's HTML
+// messages (QuestionMessages) with sendMessage to the conversation's chat and
+// forum topic, the first replying to d.ReplyTo: the asking bot's name in bold when
+// this account does not speak as that bot, the question text (trimmed to 1,500
+// UTF-16 units), and for an approval the warnings about the call, the shell command
+// itself (or the tool's arguments as indented JSON) in <pre> blocks and what the
+// call can reach. A command too long for one message is sent in parts, at most
+// six messages, what still does not fit left out with a line saying how much and
+// where to read it whole. The last message carries the inline keyboard: each of
+// Question.Options() is one button whose callback_data is CallbackData(token,
+// index), at most 64 bytes whatever the ids and language (Approve and Reject share
+// a row; short choices share rows of three; long ones get a row each). A
+// free-text ask has no keyboard and says to reply to the message. Parts already
+// sent by an earlier, failed attempt for the same outbox entry are not sent
+// again. It returns the message_id of the last message. Errors are as for
+// Deliver; a malformed ConversationRef or a token CallbackData refuses is
+// permanent.
 func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (string, error) {
 	conv, err := ParseConversation(d.Conversation)
 	if err != nil {
@@ -61,12 +72,41 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 		extra["reply_markup"] = string(rm)
 	}
 	replyTo, _ := strconv.ParseInt(d.ReplyTo, 10, 64)
-	return a.sendWith(ctx, conv, a.QuestionHTML(d, false), "HTML", replyTo, extra)
+	msgs := a.QuestionMessages(d, false)
+	st := sent{}
+	if d.Outbox != 0 {
+		if st, _ = a.progress.Get(d.Outbox, time.Now()); st.parts >= len(msgs) {
+			st = sent{}
+		}
+	}
+	var id string
+	for i := st.parts; i < len(msgs); i++ {
+		rt, ex := int64(0), tgbotapi.Params(nil)
+		if i == 0 {
+			rt = replyTo
+		}
+		if i == len(msgs)-1 {
+			ex = extra
+		}
+		if id, err = a.sendWith(ctx, conv, msgs[i], "HTML", rt, ex); err != nil {
+			var de core.DeliveryError
+			if d.Outbox != 0 && errors.As(err, &de) && de.Permanent() {
+				a.setProgress(d.Outbox, sent{}, false)
+			}
+			return "", err
+		}
+		st.parts = i + 1
+		if d.Outbox != 0 {
+			a.setProgress(d.Outbox, st, i+1 < len(msgs))
+		}
+	}
+	return id, nil
 }
 
 // ResolveQuestion implements core.QuestionAdapter (DESIGN.md §5, the decision replaces the buttons): it edits the
-// question message d.PlatformID with editMessageText to the question followed by
-// d.Question.Decision() in bold ("Approved by Alice"). editMessageText without
+// question's last message d.PlatformID with editMessageText to what it showed
+// followed by d.Question.Decision() in bold ("Approved by Alice"); earlier parts of
+// a long command stay as they are. editMessageText without
 // reply_markup removes the inline keyboard, so one call replaces the buttons by the
 // decision. It is idempotent: Telegram's "message is not modified" answer is
 // success. A PlatformID that is not a message_id is a permanent error; others are
@@ -143,46 +183,6 @@ func Keyboard(q core.Question) (*tgbotapi.InlineKeyboardMarkup, error) {
 	}
 	kb := tgbotapi.NewInlineKeyboardMarkup(rows...)
 	return &kb, nil
-}
-
-// QuestionHTML renders a question as Telegram HTML: the bold bot name when another
-// bot speaks through this account, the question text, for an approval the tool and
-// its arguments, and then either the decision line (resolved) or, for a free-text
-// ask, a hint to reply. The result is at most MaxMessageLen UTF-16 code units.
-func (a *Adapter) QuestionHTML(d core.QuestionDelivery, resolved bool) string {
-	q := d.Question
-	var head strings.Builder
-	head.WriteString(a.namePrefix(d.Sender))
-	text := strings.TrimSpace(q.Text)
-	if text == "" && q.Kind == core.QuestionApproval {
-		text = "May I run this?"
-	}
-	body := Format(trimUnits(text, maxQuestionText))
-	if utf16Len(body) > maxQuestionText {
-		body = escapeTrim(PlainText(body), maxQuestionText)
-	}
-	head.WriteString(body)
-
-	var tail string
-	switch {
-	case resolved:
-		tail = "\n\n<b>" + escapeTrim(decisionLine(q), maxDecisionLine) + "</b>"
-	case len(q.Options()) == 0:
-		tail = "\n\n<i>Reply to this message to answer.</i>"
-	}
-	if q.Kind != core.QuestionApproval {
-		return head.String() + tail
-	}
-	tool := "\n\n<b>" + escapeTrim(q.Tool, 200) + "</b>\n"
-	if r := strings.TrimSpace(q.Reach); r != "" {
-		tool += "<i>Reach: " + escapeTrim(r, maxReachText) + "</i>\n"
-	}
-	// The arguments get what is left, keeping room for the decision line so the
-	// resolved message is never longer than the limit either.
-	budget := MaxMessageLen - utf16Len(head.String()) - utf16Len(tool) - len("<pre></pre>") -
-		max(utf16Len(tail), maxDecisionLine+len("\n\n<b></b>")+8)
-	args := "<pre>" + escapeTrim(q.PrettyArgs(), max(budget, 16)) + "</pre>"
-	return head.String() + tool + args + tail
 }
 
 // decisionLine is the decision with a mark: ✅ approved, ❌ rejected or expired,

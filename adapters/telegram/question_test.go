@@ -66,7 +66,7 @@ func TestPostApprovalQuestion(t *testing.T) {
 	if got := telegramtest.ParseReplyTo(calls[0]); got != 43 {
 		t.Errorf("reply_parameters.message_id = %d, want 43", got)
 	}
-	want := "I want to run a shell command.\n\n<b>shell</b>\n<pre>{\n  &quot;command&quot;: &quot;echo x &gt;&gt; ran.txt&quot;\n}</pre>"
+	want := "I want to run a shell command.\n\n<b>shell</b> command:\n<pre>echo x &gt;&gt; ran.txt</pre>"
 	if p["text"] != want {
 		t.Errorf("text\n got %q\nwant %q", p["text"], want)
 	}
@@ -116,8 +116,8 @@ func TestPostFreeTextAskHasNoKeyboard(t *testing.T) {
 }
 
 // TestQuestionLimits: whatever the ids, the language and the size of the question
-// and its arguments, callback_data stays within 64 bytes and the message (also once
-// resolved) within 4,096 UTF-16 code units.
+// and its arguments, callback_data stays within 64 bytes and every message (also
+// once resolved) within 4,096 UTF-16 code units as Telegram counts them.
 func TestQuestionLimits(t *testing.T) {
 	cjk := strings.Repeat("请批准这个非常长的部署命令吗？🚀", 600)
 	longTok := strings.Repeat("z", 32) // longest token CallbackData accepts
@@ -134,11 +134,13 @@ func TestQuestionLimits(t *testing.T) {
 		if _, err := a.PostQuestion(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
-		c := e.srv.Calls("sendMessage")[0]
-		if n := UTF16Len(c.Params["text"]); n > MaxMessageLen {
-			t.Errorf("%s question is %d UTF-16 units, limit %d", q.Kind, n, MaxMessageLen)
+		sends := e.srv.Calls("sendMessage")
+		for i, c := range sends {
+			if n := telegramtest.VisibleLen(c.Params["text"], "HTML"); n > MaxMessageLen {
+				t.Errorf("%s question part %d is %d UTF-16 units, limit %d", q.Kind, i+1, n, MaxMessageLen)
+			}
 		}
-		kb := sentKeyboard(t, c)
+		kb := sentKeyboard(t, sends[len(sends)-1])
 		var n int
 		for _, row := range kb.InlineKeyboard {
 			for _, b := range row {
@@ -161,7 +163,7 @@ func TestQuestionLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		edit := e.srv.Calls("editMessageText")[0]
-		if n := UTF16Len(edit.Params["text"]); n > MaxMessageLen {
+		if n := telegramtest.VisibleLen(edit.Params["text"], "HTML"); n > MaxMessageLen {
 			t.Errorf("resolved %s question is %d UTF-16 units, limit %d", q.Kind, n, MaxMessageLen)
 		}
 	}
@@ -244,7 +246,7 @@ func TestResolveQuestionEditsMessage(t *testing.T) {
 	if p["chat_id"] != "-1001000000002" || p["message_id"] != "1005" || p["parse_mode"] != "HTML" {
 		t.Errorf("params %v", p)
 	}
-	if !strings.HasPrefix(p["text"], "I want to run a shell command.\n\n<b>shell</b>\n<pre>") ||
+	if !strings.HasPrefix(p["text"], "I want to run a shell command.\n\n<b>shell</b> command:\n<pre>") ||
 		!strings.HasSuffix(p["text"], "</pre>\n\n<b>✅ Approved by Alice</b>") {
 		t.Errorf("text %q, want the question then the decision", p["text"])
 	}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"openbot/agents"
 	"openbot/agents/openaitest"
+	"openbot/agents/tools"
 	"openbot/core"
 )
 
@@ -294,5 +297,52 @@ func memoryView(t *testing.T, ctx context.Context, tm *team) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestApprovalShowsCommandInBrowser: the approvals page shows a shell approval
+// as the real shell tool asks for it: the warning about its encoded payload, the
+// command itself, whole, and the reach with the call's timeout.
+func TestApprovalShowsCommandInBrowser(t *testing.T) {
+	list, err := tools.Builtins(tools.Options{WorkspaceRoot: t.TempDir(), Sandbox: tools.SandboxNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shell agents.Tool
+	for _, tl := range list {
+		if tl.Name() == "shell" {
+			shell = tl
+		}
+	}
+	tm := startTeam(t, shell)
+	cmd := "echo " + strings.Repeat("ZWNobyBoZWxsbyB3b3JsZAo", 200) + " | base64 -d | sh"
+	args, _ := json.Marshal(map[string]any{"command": cmd, "timeout_seconds": 30})
+	tm.llm.Enqueue(openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "shell", Arguments: string(args)}}})
+	tm.say(t, "ops", "Dana", "@eng run the installer")
+
+	ctx := browser(t)
+	run(t, ctx, "sign in and open the approvals",
+		chromedp.Navigate(tm.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), token),
+		chromedp.Submit(chromedp.CSS(`#token`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav a[data-nav="approvals"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="approvals"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.question pre.command`)),
+	)
+	if got := value(t, ctx, "command", chromedp.Evaluate[string](`document.querySelector(".question pre.command").textContent`)); got != cmd {
+		t.Errorf("the page shows %d characters of the command, want all %d", len(got), len(cmd))
+	}
+	if got := value(t, ctx, "warning", chromedp.Text(chromedp.CSS(`.question .warning`))); !strings.Contains(got, "⚠ This command decodes hidden content (base64) and runs it") {
+		t.Errorf("warning = %q", got)
+	}
+	if got := value(t, ctx, "reach", chromedp.Text(chromedp.CSS(`.question .reach`))); !strings.Contains(got, "WITHOUT a sandbox") || !strings.Contains(got, "Timeout: 30 s.") {
+		t.Errorf("reach = %q", got)
+	}
+	if dir := os.Getenv("OPENBOT_SCREENSHOTS"); dir != "" {
+		buf := value(t, ctx, "capture", chromedp.FullScreenshot(100))
+		if err := os.WriteFile(filepath.Join(dir, "approval-shell.png"), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -36,7 +36,7 @@ func (s *sink) Deliver(context.Context, core.Delivery) (string, error) {
 }
 
 // team is a real engine over a bolt store with the agent on the fake model and
-// a "lookup" tool that needs approval, served as cmd/openbot serves it: the
+// a "lookup" tool (and any more given to startTeam) that needs approval, served as cmd/openbot serves it: the
 // dashboard at / and the console API under /api/v1/ behind the dashboard's
 // Guard (the bearer side refuses: the browser has only its cookie).
 type team struct {
@@ -47,14 +47,20 @@ type team struct {
 	seen int
 }
 
-func startTeam(t *testing.T) *team {
+func startTeam(t *testing.T, more ...agents.Tool) *team {
 	t.Helper()
 	llm := openaitest.New(t)
 	reg := agents.NewRegistry()
-	if err := reg.Add(&agents.FuncTool{ToolName: "lookup", Fn: func(_ context.Context, c agents.ToolCall) (string, error) {
+	tools := []string{"lookup"}
+	for _, tl := range append([]agents.Tool{&agents.FuncTool{ToolName: "lookup", Fn: func(_ context.Context, c agents.ToolCall) (string, error) {
 		return "found " + string(c.Args), nil
-	}}); err != nil {
-		t.Fatal(err)
+	}}}, more...) {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+		if tl.Name() != "lookup" {
+			tools = append(tools, tl.Name())
+		}
 	}
 	ag, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: llm.URL(), Model: "gpt-test"}}, Registry: reg})
 	if err != nil {
@@ -68,7 +74,7 @@ func startTeam(t *testing.T) *team {
 	n := admin.NewNotifier()
 	st := admin.Notify(raw, n)
 	bots := []core.BotProfile{
-		{Handle: "eng", Name: "Engineer", Model: "gpt-test", Tools: []string{"lookup"}, ApprovalTools: []string{"lookup"}},
+		{Handle: "eng", Name: "Engineer", Model: "gpt-test", Tools: tools, ApprovalTools: tools},
 		{Handle: "pm", Name: "Product", Model: "gpt-test"},
 	}
 	const ops core.ActorID = "console:ops"

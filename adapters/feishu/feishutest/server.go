@@ -14,7 +14,8 @@
 //   - POST /callback/ws/endpoint                          (long-connection discovery)
 //   - GET  /ws/v2                                         (websocket with pbbp2 frames)
 //
-// records every call, and can be scripted: tokens invalidated, one-shot errors
+// records every call, refuses a card over Feishu's 30 KB (MaxCardBody), and can
+// be scripted: tokens invalidated, one-shot errors
 // (rate limits, rejected cards), events and card clicks pushed over the long
 // connection (fragmented too), connections dropped. It also builds webhook requests
 // (plain, or encrypted and signed, or legacy card callbacks signed with the
@@ -401,13 +402,29 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, m Message) {
 	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": data})
 }
 
+// MaxCardBody is Feishu's limit on the request body of a card or rich-text
+// message (send, reply or card update): 30 KB. The fake refuses a larger one
+// with 230001 (the code Feishu itself answers with is not in the fixtures).
+const MaxCardBody = 30 << 10
+
+// tooLarge answers a card or rich-text request whose body is over MaxCardBody
+// and reports whether it did.
+func tooLarge(w http.ResponseWriter, body []byte, msgType string) bool {
+	if (msgType == "interactive" || msgType == "post") && len(body) > MaxCardBody {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": fmt.Sprintf("request body of %d bytes is over the 30 KB limit of cards", len(body))})
+		return true
+	}
+	return false
+}
+
 func (s *Server) decodeSend(w http.ResponseWriter, r *http.Request) (sendRequest, bool) {
 	var req sendRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.MsgType == "" || !json.Valid([]byte(req.Content)) {
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &req); err != nil || req.MsgType == "" || !json.Valid([]byte(req.Content)) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid message content"})
 		return req, false
 	}
-	return req, true
+	return req, !tooLarge(w, body, req.MsgType)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
@@ -446,8 +463,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Content string `json:"content"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !json.Valid([]byte(req.Content)) {
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &req); err != nil || !json.Valid([]byte(req.Content)) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid card content"})
+		return
+	}
+	if tooLarge(w, body, "interactive") {
 		return
 	}
 	s.mu.Lock()

@@ -5,7 +5,8 @@
 // apps.connections.open, and the file download and external upload flow of
 // files.go), runs a Socket Mode websocket endpoint that says hello and
 // can push envelopes (events and block_actions clicks, see Click), records every
-// call and every ack, and can be scripted to fail a method once (a 429 with
+// call and every ack, refuses a message beyond Slack's limits as Slack does
+// (invalid_blocks, msg_blocks_too_long, msg_too_long), and can be scripted to fail a method once (a 429 with
 // Retry-After, an ok:false error). Payload shapes follow the fixtures in testdata (Slack's wire
 // format, fixtures API_NOTES.md).
 package slacktest
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -523,6 +525,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if s.fileMethod(w, method, call) {
 		return
 	}
+	if method == "chat.postMessage" || method == "chat.update" {
+		if e := messageError(call.Form); e != "" {
+			writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": e})
+			return
+		}
+	}
 	switch method {
 	case "auth.test":
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -590,6 +598,61 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "unknown_method"})
 	}
+}
+
+// Slack's limits on a posted or updated message, as it enforces them.
+const (
+	maxBlocks       = 50    // blocks in one message (invalid_blocks)
+	maxSectionText  = 3000  // characters of a section's text (invalid_blocks)
+	maxBlocksText   = 13000 // characters of all block text together (msg_blocks_too_long; measured, not documented)
+	maxMessageChars = 40000 // characters of the text field (msg_too_long)
+)
+
+// messageError is the error Slack answers a message that breaks its limits
+// with, or "" for one within them.
+func messageError(form url.Values) string {
+	if utf8.RuneCountInString(form.Get("text")) > maxMessageChars {
+		return "msg_too_long"
+	}
+	raw := form.Get("blocks")
+	if raw == "" {
+		return ""
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text *struct {
+			Text string `json:"text"`
+		} `json:"text"`
+		Elements []struct {
+			Text json.RawMessage `json:"text"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal([]byte(raw), &blocks); err != nil || len(blocks) > maxBlocks {
+		return "invalid_blocks"
+	}
+	total := 0
+	for _, b := range blocks {
+		if b.Text != nil {
+			n := utf8.RuneCountInString(b.Text.Text)
+			if b.Type == "section" && n > maxSectionText {
+				return "invalid_blocks"
+			}
+			total += n
+		}
+		for _, e := range b.Elements {
+			var text string
+			if json.Unmarshal(e.Text, &text) != nil {
+				var obj struct{ Text string }
+				_ = json.Unmarshal(e.Text, &obj)
+				text = obj.Text
+			}
+			total += utf8.RuneCountInString(text)
+		}
+	}
+	if total > maxBlocksText {
+		return "msg_blocks_too_long"
+	}
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

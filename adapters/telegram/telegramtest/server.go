@@ -5,8 +5,9 @@
 // bot that honours offset as confirmation and a short long-poll wait), sendMessage,
 // editMessageText, editMessageReplyMarkup, deleteMessage, answerCallbackQuery, sendChatAction,
 // setWebhook, getWebhookInfo and deleteWebhook for any number of bots, records every call with its
-// parameters, and can be scripted to fail calls (429 with retry_after, "can't parse
-// entities", 403 blocked, …). It also serves files: getFile, the file URL, and
+// parameters, refuses a text longer than Telegram's limit as Telegram does
+// (MaxMessageLen), and can be scripted to fail calls (429 with retry_after,
+// "can't parse entities", 403 blocked, …). It also serves files: getFile, the file URL, and
 // sendDocument and sendPhoto uploads (files.go). CallbackUpdate builds inline-button clicks and
 // Buttons reads the inline keyboard a client sent.
 package telegramtest
@@ -15,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"mime"
 	"net/http"
@@ -24,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 )
 
 // Bot is a bot user served by getMe.
@@ -554,6 +557,10 @@ func (s *Server) message(w http.ResponseWriter, b *botState, method string, para
 		writeError(w, Error{Code: 400, Description: "Bad Request: message text is empty"})
 		return
 	}
+	if method != "editMessageReplyMarkup" && VisibleLen(params["text"], params["parse_mode"]) > MaxMessageLen {
+		writeError(w, Error{Code: 400, Description: "Bad Request: message is too long"})
+		return
+	}
 	s.mu.Lock()
 	id := s.nextMsg
 	if method == "sendMessage" {
@@ -587,6 +594,33 @@ func (s *Server) message(w http.ResponseWriter, b *botState, method string, para
 		msg["reply_markup"] = json.RawMessage(rm)
 	}
 	s.ok(w, msg)
+}
+
+// MaxMessageLen is Telegram's limit on a message's text, in UTF-16 code units of
+// the text as shown (HTML tags and entities parsed); a longer one is refused with
+// "message is too long".
+const MaxMessageLen = 4096
+
+// VisibleLen is the length Telegram checks against MaxMessageLen: UTF-16 code
+// units of the text, with HTML tags left out and entities counted as the
+// character they stand for when parseMode is HTML.
+func VisibleLen(text, parseMode string) int {
+	if strings.EqualFold(parseMode, "HTML") {
+		var b strings.Builder
+		in := false
+		for _, r := range text {
+			switch {
+			case r == '<':
+				in = true
+			case r == '>' && in:
+				in = false
+			case !in:
+				b.WriteRune(r)
+			}
+		}
+		text = html.UnescapeString(b.String())
+	}
+	return len(utf16.Encode([]rune(text)))
 }
 
 func (s *Server) findLocked(token string, chat, id int64) *Message {

@@ -293,7 +293,7 @@ function timeline(d) {
         const q = s.question;
         return h("li", { "data-kind": "status", "data-tool": q && q.tool ? q.tool : null }, h("span", { class: "kind" }, "Status "), badge(s.status),
           q && q.tool ? [h("div", {}, "Asks approval to run ", h("code", {}, q.tool), q.decision ? h("span", { class: "meta" }, " — " + q.decision) : ""),
-            h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(q.args))] : "",
+            ...approvalDetails(q)] : "",
           q && !q.tool ? h("div", { class: "small" }, "Asks: " + q.text, q.decision ? " — " + q.decision : "") : "",
           s.error ? h("div", { class: "error small" }, s.error) : "");
       }
@@ -308,6 +308,19 @@ function pretty(s) {
   if (s === undefined || s === null) return "";
   if (typeof s !== "string") return JSON.stringify(s, null, 2);
   try { return JSON.stringify(JSON.parse(s), null, 2); } catch (e) { return s; }
+}
+
+// approvalDetails is what an approval asks to run, as every platform shows it:
+// the warnings about the call, the shell command as it will run (or the tool's
+// arguments as JSON), whole, and what the call can reach.
+function approvalDetails(q) {
+  const long = (s) => s.length > 2000 ? h("div", { class: "meta" }, num(s.length) + " characters: scroll to read them all") : "";
+  return [
+    (q.warnings || []).map((w) => h("p", { class: "warning", role: "alert" }, "⚠ " + w)),
+    q.command ? [h("div", { class: "label" }, "Command"), h("pre", { class: "args command" }, q.command), long(q.command)]
+      : q.args ? [h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(q.args)), long(pretty(q.args))] : "",
+    q.reach ? h("div", { class: "meta reach" }, "Reach: " + q.reach) : "",
+  ].flat(Infinity);
 }
 
 // questionCard shows a question with its answer controls.
@@ -340,10 +353,11 @@ function questionCard(q, inThread) {
     actions.append(input);
   }
   actions.append(...btns);
-  return h("div", { class: "card question", "data-question": q.id },
+  const wide = (q.command || pretty(q.args) || "").length > 300; // a long command gets the page's width
+  return h("div", { class: "card question" + (wide ? " wide" : ""), "data-question": q.id },
     h("h3", {}, handle(q.bot), q.kind === "approval" ? " asks to run " : " asks", q.tool ? h("code", {}, q.tool) : ""),
     q.text && q.kind !== "approval" ? h("p", {}, q.text) : "",
-    q.args ? [h("div", { class: "label" }, "Arguments"), h("pre", {}, pretty(q.args))] : "",
+    q.kind === "approval" ? approvalDetails(q) : "",
     h("div", { class: "meta" }, inThread ? "" : ["in ", threadLink(q.thread), " · "], "asked ", when(q.created),
       q.expires && new Date(q.expires).getFullYear() > 2000 ? [" · expires ", when(q.expires)] : ""),
     actions, status);
