@@ -28,20 +28,8 @@ func (s *shell) CallReach(bot string, args json.RawMessage) (string, []string) {
 	if reach != "" && !strings.HasSuffix(reach, ".") {
 		reach += "."
 	}
-	return strings.TrimSpace(reach + " Timeout: " + seconds(callTimeout(s.sb.opts, a.TimeoutSeconds)) + "."), ShellWarnings(a.Command)
-}
-
-// callTimeout is the timeout a shell call asking for requested seconds gets: the
-// request capped at ShellMaxTimeout, or ShellTimeout without one (as the shell
-// tool itself decides).
-func callTimeout(o Options, requested int64) time.Duration {
-	switch {
-	case requested > int64(o.ShellMaxTimeout/time.Second):
-		return o.ShellMaxTimeout // also where requested seconds would overflow a Duration
-	case requested > 0:
-		return min(time.Duration(requested)*time.Second, o.ShellMaxTimeout)
-	}
-	return o.ShellTimeout
+	timeout := s.sb.opts.limitsFor(bot).timeoutFor(a.TimeoutSeconds)
+	return strings.TrimSpace(reach + " Timeout: " + seconds(timeout) + "."), ShellWarnings(a.Command)
 }
 
 // seconds says d in whole seconds ("60 s"), or as Go writes it when it is not a

@@ -13,7 +13,7 @@ import (
 // the timeout this call gets (its timeout_seconds capped at the maximum, else the
 // default) and the warnings about its command.
 func TestShellCallReach(t *testing.T) {
-	o := Options{WorkspaceRoot: t.TempDir(), Sandbox: SandboxNone, ShellTimeout: 60 * time.Second, ShellMaxTimeout: 10 * time.Minute}
+	o := Options{WorkspaceRoot: t.TempDir(), Sandbox: SandboxNone, ShellLimits: ShellLimits{Timeout: 60 * time.Second, MaxTimeout: 10 * time.Minute}}
 	sh, ok := builtins(t, o)["shell"].(agents.CallReacher)
 	if !ok {
 		t.Fatal("the shell tool does not implement agents.CallReacher")
@@ -30,7 +30,7 @@ func TestShellCallReach(t *testing.T) {
 		{`{"cmd":"ls"}`, "Timeout: 60 s.", 0},
 	} {
 		reach, warnings := sh.CallReach("qa", json.RawMessage(tt.args))
-		if !strings.HasPrefix(reach, "runs WITHOUT a sandbox") || !strings.HasSuffix(reach, "). "+tt.timeout) || len(warnings) != tt.warnings {
+		if !strings.HasPrefix(reach, "runs WITHOUT a sandbox") || !strings.HasSuffix(reach, ". "+tt.timeout) || len(warnings) != tt.warnings {
 			t.Errorf("CallReach(%s) = %q, %q; want the reach, %q and %d warnings", tt.args, reach, warnings, tt.timeout, tt.warnings)
 		}
 	}
