@@ -50,7 +50,7 @@ type botSetter interface{ SetBots(bots []core.BotProfile) }
 // they started with. An invalid file is refused with every problem, and the
 // running configuration stays. Console accounts and the settings read once at
 // start (listener, store, admin token, workspace, sandbox, fetch_allow_hosts,
-// shell_network, schedules, retention) are not applied: the log says "restart to apply". Calls are
+// shell_network, shell_limits, schedules, retention) are not applied: the log says "restart to apply". Calls are
 // serialized.
 type reloader struct {
 	path      string
@@ -229,6 +229,14 @@ func restartKeys(old, cfg *config.Config) []string {
 		return hs
 	}
 	add("bots[].shell_network", !slices.Equal(net(old), net(cfg)))
+	lims := func(c *config.Config) map[string]config.ShellLimits {
+		m := map[string]config.ShellLimits{"": c.ShellLimits}
+		for _, b := range c.Bots {
+			m[b.Handle] = b.ShellLimits
+		}
+		return m
+	}
+	add("shell_limits", !reflect.DeepEqual(lims(old), lims(cfg)))
 	return out
 }
 
