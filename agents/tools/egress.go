@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // egressPort is the proxy port inside a sandbox with the network on; the
@@ -38,8 +40,12 @@ type egress struct {
 	closed bool
 }
 
-// maxTunnels bounds one command's open CONNECT tunnels.
-const maxTunnels = 64
+// maxTunnels bounds one command's open CONNECT tunnels; maxConns its
+// connections to the proxy (tunnels, requests and idle ones together).
+const (
+	maxTunnels = 64
+	maxConns   = 80
+)
 
 // startEgress opens a proxy for one command; dial is the guarded dialer.
 // close must be called when the command has ended.
@@ -62,6 +68,10 @@ func startEgress(dial func(ctx context.Context, network, addr string) (net.Conn,
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	_ = os.Chmod(sock, 0o666)
+	// The socket is inside the sandbox, so a command may connect to it
+	// directly: at most maxConns are served at once, the rest wait in the
+	// kernel's queue, costing openbot nothing.
+	ln = netutil.LimitListener(ln, maxConns)
 	e := &egress{dir: dir, sock: sock, ln: ln, done: make(chan struct{}), conns: map[net.Conn]bool{}}
 	tr := &http.Transport{
 		Proxy:                 nil,
@@ -84,6 +94,7 @@ func startEgress(dial func(ctx context.Context, network, addr string) (net.Conn,
 	tunnels := make(chan struct{}, maxTunnels)
 	e.srv = &http.Server{
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       30 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case r.Method == http.MethodConnect:
@@ -109,7 +120,7 @@ func startEgress(dial func(ctx context.Context, network, addr string) (net.Conn,
 // why: the guard's refusal is 403, any other failure 502.
 func refuse(w http.ResponseWriter, host string, err error, log *slog.Logger) {
 	if errors.Is(err, ErrBlockedAddress) {
-		log.Info("shell egress refused", "host", host, "err", err)
+		log.Debug("shell egress refused", "host", host, "err", err) // the command sees it; a loop must not flood the log
 		http.Error(w, fmt.Sprintf("openbot egress refused %s: %v (the shell's network reaches public internet hosts only)", host, unwrapURLErr(err)), http.StatusForbidden)
 		return
 	}

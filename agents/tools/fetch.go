@@ -39,7 +39,8 @@ var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
 	netip.MustParsePrefix("224.0.0.0/4"),    // multicast
 	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, broadcast
-	netip.MustParsePrefix("::/128"),         // unspecified
+	netip.MustParsePrefix("::/96"),          // unspecified, IPv4-compatible (embeds any IPv4 address)
+	netip.MustParsePrefix("::ffff:0:0/96"),  // IPv4-translated (embeds any IPv4 address)
 	netip.MustParsePrefix("::1/128"),        // loopback
 	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64 (embeds any IPv4 address)
 	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64

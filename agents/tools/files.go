@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"openbot/agents"
 )
@@ -55,7 +56,9 @@ func workspaceReadTool(ws *workspace) agents.Tool {
 				return "", err
 			}
 			defer root.Close()
-			f, err := root.Open(rel)
+			// Non-blocking, so a FIFO planted in the workspace cannot hang the
+			// call: it is opened, found not regular and refused.
+			f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				return "", rootErr(a.Path, err)
 			}
@@ -139,7 +142,9 @@ func workspaceWriteTool(ws *workspace) agents.Tool {
 			}
 			// Opened without O_TRUNC: the link count is checked on the open
 			// file before anything changes, then it is truncated.
-			flag := os.O_WRONLY | os.O_CREATE
+			// Non-blocking: a FIFO with no reader is refused at once (ENXIO)
+			// instead of hanging the call.
+			flag := os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
 			if a.Append {
 				flag |= os.O_APPEND
 			}

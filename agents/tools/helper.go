@@ -11,12 +11,15 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,16 +77,81 @@ var deniedSyscalls = []string{
 	"adjtimex", "vhangup",
 }
 
-// seccompFilter is the filter helperExec installs before it runs the command.
-func seccompFilter() seccomp.Filter {
-	return seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
-		Policy: seccomp.Policy{
-			DefaultAction: seccomp.ActionAllow,
-			Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: deniedSyscalls}},
-		},
+// seccompPolicy is the deny list helperExec installs, as go-seccomp-bpf
+// assembles it.
+func seccompPolicy() seccomp.Policy {
+	return seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: deniedSyscalls}},
 	}
+}
+
+// Seccomp return values and architectures (linux/seccomp.h, linux/audit.h).
+const (
+	retKillProcess  = 0x80000000
+	retErrno        = 0x00050000
+	retAllow        = 0x7fff0000
+	auditArchX86_64 = 0xc000003e
+	auditArchARM64  = 0xc00000b7
+	x32SyscallBit   = 0x40000000
+)
+
+// seccompProgram is the whole filter: first a guard that kills a process
+// entering the kernel through another architecture's calls (the i386 entry
+// of an x86-64 kernel, or x32, where the deny list's numbers mean other calls),
+// and makes fallocate fail with EOPNOTSUPP (its keep-size mode reserves disk
+// past the file size limit; programs fall back to writing), then the deny list.
+func seccompProgram() ([]unix.SockFilter, error) {
+	var arch uint32
+	switch runtime.GOARCH {
+	case "amd64":
+		arch = auditArchX86_64
+	case "arm64":
+		arch = auditArchARM64
+	default:
+		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
+	}
+	p := seccompPolicy()
+	rest, err := p.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	guard := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
+		bpf.RetConstant{Val: retKillProcess},
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
+		bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1},
+		bpf.RetConstant{Val: retKillProcess},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_FALLOCATE), SkipFalse: 1},
+		bpf.RetConstant{Val: retErrno | uint32(unix.EOPNOTSUPP)},
+	}
+	raw, err := bpf.Assemble(append(guard, rest...))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return out, nil
+}
+
+// loadSeccomp sets no_new_privs and installs seccompProgram on every thread.
+func loadSeccomp() error {
+	prog, err := seccompProgram()
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fp))); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // helperExec sets the rlimits, a lower CPU priority, no_new_privs and the
@@ -120,9 +188,15 @@ func helperExec(args []string) error {
 		if err := set(unix.RLIMIT_DATA, *data, *data); err != nil {
 			return err
 		}
+		// The address space bounds what DATA does not count (shared and
+		// stack mappings), with room for runtimes that reserve more than
+		// they use.
+		if err := set(unix.RLIMIT_AS, 2**data+1<<30, 2**data+1<<30); err != nil {
+			return err
+		}
 	}
 	if *cpu > 0 {
-		if err := set(unix.RLIMIT_CPU, *cpu, *cpu+5); err != nil {
+		if err := set(unix.RLIMIT_CPU, *cpu, *cpu+1); err != nil {
 			return err
 		}
 	}
@@ -135,7 +209,7 @@ func helperExec(args []string) error {
 	// bots) first in line.
 	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, 10)
 	if !*noSeccomp {
-		if err := seccomp.LoadFilter(seccompFilter()); err != nil {
+		if err := loadSeccomp(); err != nil {
 			return fmt.Errorf("seccomp: %w", err)
 		}
 	}
@@ -208,6 +282,11 @@ func helperSupervise(args []string) int {
 // as a subreaper it inherits every orphan below it, so this reaches them all.
 func killDescendants() {
 	self := os.Getpid()
+	if l, _ := os.Readlink("/proc/self"); l != strconv.Itoa(self) {
+		// /proc is another pid namespace's: the helper is the init of its
+		// own (`sandbox: none`), whose processes all die when it exits.
+		return
+	}
 	for {
 		kids := children(self)
 		if len(kids) == 0 {

@@ -1,11 +1,14 @@
 package tools
 
 import (
+	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
+	"io"
+	"os"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"openbot/core"
 )
@@ -30,17 +33,23 @@ type ShellLimits struct {
 	// does not apply it when openbot runs as root.
 	Processes int
 	// MemoryBytes caps each process's data memory (RLIMIT_DATA: heap and
-	// private writable mappings).
+	// private writable mappings); its address space is capped at twice that
+	// plus 1 GiB (RLIMIT_AS, room for runtimes that reserve more than they
+	// use), which bounds shared mappings and the stack too. Memory held
+	// in shared memory objects a process does not map is not bounded.
 	MemoryBytes int64
 	// CPUSeconds caps each process's CPU time (RLIMIT_CPU): SIGXCPU at the
-	// limit, SIGKILL 5 s later.
+	// limit, SIGKILL 1 s later.
 	CPUSeconds int
 	// TmpBytes is the size of the sandbox's /tmp and of its /dev/shm, each a
 	// tmpfs held in host memory (bwrap only; with `sandbox: none` /tmp is the host's).
 	TmpBytes int64
-	// WorkspaceBytes is the thread workspace's quota: no file may grow past
-	// what is left of it (RLIMIT_FSIZE), and the command is stopped when the
-	// workspace passes it (checked every 100 ms while it runs, less often for a workspace that takes long to measure).
+	// WorkspaceBytes is the thread workspace's quota, counted in allocated
+	// blocks with at least 4 KiB an entry: no file may grow past what is left
+	// of it (RLIMIT_FSIZE; fallocate is refused), and the command is stopped
+	// when the workspace passes it (checked every 100 ms to 1 s while it runs) or
+	// cannot be measured whole (an unreadable folder, or one nested more than
+	// 128 deep).
 	WorkspaceBytes int64
 	// Timeout is a command's wall-clock limit when the model asks for none;
 	// MaxTimeout the most the model may ask for (timeout_seconds is capped to
@@ -114,23 +123,76 @@ func (l ShellLimits) Describe(sandboxed bool) string {
 	return s + fmt.Sprintf(", workspace %s", sizeText(l.WorkspaceBytes))
 }
 
-// dirSize is the bytes of the regular files under dir (apparent sizes; a link
-// counts as itself, not its target). Entries that vanish while it walks are
-// skipped.
-func dirSize(dir string) int64 {
+// Measuring a workspace for its quota (usage).
+const (
+	// minEntryBytes is the least an entry counts: an empty file or a link
+	// still takes an inode and a directory entry.
+	minEntryBytes = 4 << 10
+	// maxDepth is the deepest directory usage descends into.
+	maxDepth = 128
+)
+
+// errUnmeasured is returned by usage for a workspace it cannot measure whole:
+// an unreadable directory, or one nested deeper than maxDepth.
+var errUnmeasured = errors.New("the workspace cannot be measured whole")
+
+// usage is what dir holds on disk: each entry's allocated blocks (so space
+// reserved past a file's size counts), at least minEntryBytes an entry,
+// directories and links included. It walks by directory file descriptors, so
+// no path is too long for it and no link is followed. It returns as soon as
+// the sum passes stopAt. An entry it cannot read makes it return what it has
+// counted with an error wrapping errUnmeasured.
+func usage(dir string, stopAt int64) (int64, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %v", errUnmeasured, dir, err)
+	}
 	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	var walk func(fd, depth int, at string) error
+	walk = func(fd, depth int, at string) error {
+		f := os.NewFile(uintptr(fd), at)
+		defer f.Close()
+		if depth > maxDepth {
+			return fmt.Errorf("%w: %s is nested deeper than %d folders", errUnmeasured, at, maxDepth)
 		}
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+		for {
+			names, err := f.Readdirnames(256)
+			for _, name := range names {
+				var st unix.Stat_t
+				if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					if errors.Is(err, unix.ENOENT) {
+						continue
+					}
+					return fmt.Errorf("%w: %s/%s: %v", errUnmeasured, at, name, err)
+				}
+				n += max(st.Blocks*512, minEntryBytes)
+				if n > stopAt {
+					return nil
+				}
+				if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+					continue
+				}
+				cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("%w: %s/%s: %v", errUnmeasured, at, name, err)
+				}
+				if err := walk(cfd, depth+1, at+"/"+name); err != nil || n > stopAt {
+					return err
+				}
+			}
+			if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", errUnmeasured, at, err)
 			}
 		}
-		return nil
-	})
-	return n
+	}
+	err = walk(fd, 0, ".")
+	return n, err
 }
 
 // limitHit names the limit a finished command most likely ran into, from how it

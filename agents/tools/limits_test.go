@@ -2,6 +2,7 @@ package tools
 
 import (
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,4 +182,10 @@ func copyFile(t *testing.T, from, to string) {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dirSize is the workspace's usage as the quota counts it.
+func dirSize(dir string) int64 {
+	n, _ := usage(dir, math.MaxInt64)
+	return n
 }

@@ -75,8 +75,9 @@ var netEtcFiles = []string{
 // successful probe, so the probe runs once per process when all is well and
 // again on every call while it fails (the refusal then names the fix).
 type sandbox struct {
-	opts Options
-	ok   atomic.Bool
+	opts    Options
+	ok      atomic.Bool
+	noPidNS atomic.Bool // with SandboxNone: making a pid namespace failed here
 }
 
 func (s *sandbox) none() bool { return s.opts.Sandbox == SandboxNone }
@@ -168,14 +169,15 @@ const helperInSandbox = "/run/openbot/helper"
 
 // spec is one sandboxed command.
 type spec struct {
-	workspace string // absolute host directory, bound read-write at SandboxWorkdir
-	helper    string // host path of openbot's executable (the helper)
-	egress    string // host path of the egress proxy's socket; "" is network off
-	limits    ShellLimits
-	used      int64 // bytes in the workspace when the command starts
-	fsize     int64 // RLIMIT_FSIZE: what is left of the workspace quota
-	env       []string
-	command   string
+	workspace  string // absolute host directory, bound read-write at SandboxWorkdir
+	helper     string // host path of openbot's executable (the helper)
+	egress     string // host path of the egress proxy's socket; "" is network off
+	limits     ShellLimits
+	used       int64 // bytes in the workspace when the command starts (usage)
+	unmeasured error // why the workspace could not be measured whole at the start
+	fsize      int64 // RLIMIT_FSIZE: what is left of the workspace quota
+	env        []string
+	command    string
 }
 
 // helperArgv is the helper's command line for running sh -c command with the
@@ -233,7 +235,15 @@ func bwrapArgs(o Options, s spec) []string {
 		a = append(a, "--ro-bind-try", f, f)
 	}
 	tmp := strconv.FormatInt(s.limits.TmpBytes, 10)
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", tmp, "--tmpfs", "/dev/shm",
+	// The kernel's settings under /proc/sys are checked against the user id,
+	// not capabilities: when openbot runs as root the sandbox's uid 0 is the
+	// host's, so they are shown read-only (the host's values), as are the
+	// other writable corners of /proc.
+	a = append(a, "--proc", "/proc")
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	a = append(a, "--dev", "/dev", "--size", tmp, "--tmpfs", "/dev/shm",
 		"--size", tmp, "--tmpfs", "/tmp", "--bind", s.workspace, SandboxWorkdir,
 		"--ro-bind", s.helper, helperInSandbox)
 	if s.egress != "" {

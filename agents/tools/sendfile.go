@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"openbot/agents"
@@ -78,7 +79,7 @@ func (w *workspace) stage(call agents.ToolCall, p string) (string, error) {
 		return "", err
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO cannot hang it
 	if err != nil {
 		return "", rootErr(p, err)
 	}

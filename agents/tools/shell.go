@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"sort"
@@ -76,9 +77,12 @@ func shellTool(ws *workspace, f *fetcher) agents.Tool {
 		if err != nil {
 			return "", agents.NotRun(err)
 		}
-		used := dirSize(dir)
+		used, uerr := usage(dir, math.MaxInt64)
 		sp := spec{workspace: dir, helper: helper, limits: lim, command: a.Command,
-			used: used, fsize: max(lim.WorkspaceBytes-used, 0)}
+			used: used, fsize: max(lim.WorkspaceBytes-used, 0), unmeasured: uerr}
+		if uerr != nil {
+			sp.fsize = 0 // nothing may grow until the command fixes it
+		}
 		if !sb.none() && o.ShellNetwork[call.Bot.Handle] {
 			eg, err := startEgress(f.dial, o.Logger)
 			if err != nil {
@@ -151,7 +155,18 @@ func (sb *sandbox) run(ctx context.Context, sp spec, timeout time.Duration) (str
 	cmd.Stdout = pw // an *os.File: the child writes to it directly
 	cmd.Stderr = pw
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if err != nil && sb.none() && cmd.SysProcAttr.Cloneflags != 0 {
+		// No namespaces on this host (often why it runs without a sandbox):
+		// the supervisor alone keeps the command's processes in check.
+		o.Logger.Warn("shell: cannot make a pid namespace for commands with sandbox: none; a command that kills its supervisor may leave processes behind", "err", err)
+		sb.noPidNS.Store(true)
+		if cmd, err = sb.command(ctx, &sp); err == nil {
+			cmd.Stdout, cmd.Stderr = pw, pw
+			err = cmd.Start()
+		}
+	}
+	if err != nil {
 		pw.Close()
 		closeExtra(cmd)
 		return "", fmt.Errorf("run command: %v", err)
@@ -166,13 +181,13 @@ func (sb *sandbox) run(ctx context.Context, sp spec, timeout time.Duration) (str
 		_, _ = io.Copy(out, pr)
 	}()
 	// A workspace already over its quota may shrink (rm), not grow.
-	quota := watchQuota(ctx, sp.workspace, max(sp.limits.WorkspaceBytes, sp.used), cancel)
+	quota := watchQuota(ctx, sp, max(sp.limits.WorkspaceBytes, sp.used), cancel)
 	err = cmd.Wait()
 	ctxErr := ctx.Err() // before cancel, which stops the quota watcher
 	_ = killGroup(cmd)  // background children left behind
 	unregister()
 	cancel()
-	quotaPassed := <-quota
+	stopped := <-quota
 	select {
 	case <-copied:
 	case <-time.After(o.ShellKillDelay):
@@ -182,8 +197,8 @@ func (sb *sandbox) run(ctx context.Context, sp spec, timeout time.Duration) (str
 	elapsed := time.Since(start).Round(time.Millisecond)
 	text := out.String()
 	switch {
-	case quotaPassed:
-		return "", fmt.Errorf("command stopped: limit reached: %s\noutput so far:\n%s", limitHit(sp.limits, "", "", true), text)
+	case stopped != "":
+		return "", fmt.Errorf("command stopped: limit reached: %s\noutput so far:\n%s", stopped, text)
 	case errors.Is(ctxErr, context.DeadlineExceeded):
 		return "", fmt.Errorf("command timed out after %s; its processes were killed\noutput so far:\n%s", timeout, text)
 	case ctxErr != nil:
@@ -196,6 +211,9 @@ func (sb *sandbox) run(ctx context.Context, sp spec, timeout time.Duration) (str
 			return "", fmt.Errorf("run command: %v\n%s", err, text)
 		}
 		status = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() { // the supervisor itself was killed
+			status = 128 + int(ws.Signal())
+		}
 		if status > 128 && status < 128+65 {
 			sig = unix.SignalName(syscall.Signal(status - 128))
 		}
@@ -208,6 +226,9 @@ func (sb *sandbox) run(ctx context.Context, sp spec, timeout time.Duration) (str
 		head = fmt.Sprintf("exit status: %d, killed by %s (%s)", status, sig, elapsed)
 	}
 	res := head + "\n" + text
+	if sp.unmeasured != nil {
+		res += fmt.Sprintf("\nnote: %v; no file could grow until that is fixed (make the folder readable, or remove it)", sp.unmeasured)
+	}
 	if hit := limitHit(sp.limits, sig, text, false); hit != "" && status != 0 {
 		res += "\nlimit reached: " + hit
 	}
@@ -228,6 +249,19 @@ func (sb *sandbox) command(ctx context.Context, sp *spec) (*exec.Cmd, error) {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = sp.workspace, sp.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+		if !sb.noPidNS.Load() {
+			// The supervisor is the init of a pid namespace of its own: the
+			// command cannot kill it, and every process of the command dies
+			// with it. A user namespace mapping only openbot's own ids lets an
+			// unprivileged openbot make one.
+			a := cmd.SysProcAttr
+			a.Cloneflags = syscall.CLONE_NEWPID
+			if os.Geteuid() != 0 {
+				a.Cloneflags |= syscall.CLONE_NEWUSER
+				a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+				a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+			}
+		}
 		// The supervisor kills everything below it when told to stop; the
 		// group is killed after it in any case.
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -269,27 +303,35 @@ func closeExtra(cmd *exec.Cmd) {
 	}
 }
 
-// watchQuota checks the workspace's size while a command runs, every 100 ms or
-// ten times as long as one check took, and calls stop when it passes quota.
-// The returned channel yields whether it did, once ctx is done.
-func watchQuota(ctx context.Context, dir string, quota int64, stop func()) <-chan bool {
-	res := make(chan bool, 1)
+// watchQuota measures the workspace while a command runs, every 100 ms or ten
+// times as long as one measure took, at most every second, and calls stop when
+// it passes quota, or when it can no longer be measured whole while it could at
+// the start (sp.unmeasured is nil). The returned channel yields the reason it
+// stopped the command ("" for none), once ctx is done.
+func watchQuota(ctx context.Context, sp spec, quota int64, stop func()) <-chan string {
+	res := make(chan string, 1)
 	go func() {
 		wait := 100 * time.Millisecond
 		for {
 			select {
 			case <-ctx.Done():
-				res <- false
+				res <- ""
 				return
 			case <-time.After(wait):
 			}
 			t0 := time.Now()
-			if dirSize(dir) > quota {
+			n, err := usage(sp.workspace, quota)
+			switch {
+			case n > quota:
 				stop()
-				res <- true
+				res <- limitHit(sp.limits, "", "", true)
+				return
+			case err != nil && sp.unmeasured == nil:
+				stop()
+				res <- fmt.Sprintf("%v: it counts as over the quota; the command was stopped", err)
 				return
 			}
-			wait = max(100*time.Millisecond, 10*time.Since(t0))
+			wait = min(max(100*time.Millisecond, 10*time.Since(t0)), time.Second)
 		}
 	}()
 	return res
