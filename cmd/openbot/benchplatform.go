@@ -61,6 +61,10 @@ type platformFigures struct {
 	endBacklog     int          // updates unconfirmed when the last was sent
 	behind         int          // messages sent but not yet at the model when the last was sent
 	store          *storeWindow // the store's group commits while sending (nil: not a bbolt store)
+	// cpu is the process's user and system CPU time from the first message sent
+	// to the last at the model (cpuOK false: not readable on this system).
+	cpu   time.Duration
+	cpuOK bool
 	// specStarted, specAdopted and specMissed count the runs started before
 	// their ingest's transaction while sending (core.Engine.Speculations).
 	specStarted, specAdopted, specMissed int64
@@ -146,6 +150,10 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 		p50, p99, longest, slow := w.commitTimes(slowCommit)
 		fmt.Fprintf(stdout, "                   a commit (fsyncs included) p50 %.2f ms, p99 %.2f ms, longest %.2f ms; %d over %s (an event arriving then waits for it)\n",
 			ms(p50), ms(p99), ms(longest), slow, slowCommit)
+	}
+	if f.cpuOK && f.answered > 0 {
+		fmt.Fprintf(stdout, "cpu:               %.3f ms a message (user+sys %.2f s of this process, fakes and load generator included, from the first message sent to the last at the model, over %d answered)\n",
+			ms(f.cpu)/float64(f.answered), f.cpu.Seconds(), f.answered)
 	}
 	fmt.Fprintf(stdout, "speculative runs:  %d of %d messages started before their ingest's transaction; %d adopted by it, %d abandoned\n",
 		f.specStarted, f.sent, f.specAdopted, f.specMissed)
@@ -296,6 +304,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	}
 	defer stopCPU()
 	win := startStoreWindow(bs)
+	cpu0, cpuOK := processCPU()
 	s0, a0, m0 := eng.Speculations()
 	sent := make([]time.Time, n)
 	var (
@@ -354,6 +363,9 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 			return f, ctx.Err()
 		}
 		break
+	}
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		f.cpu, f.cpuOK = cpu1-cpu0, true
 	}
 	mu.Lock()
 	defer mu.Unlock()
