@@ -34,32 +34,18 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		res   IngestResult
 		picks []ingestPick
 	)
-	// The run this message starts may start now, before the commit in flight
-	// (core/speculate.go); the transaction adopts it or abandons it.
-	spec := e.speculate(ctx, in)
 	settled := false
 	defer func() {
 		if !settled { // Batch panicked (a bug in fn): its picks' runs are abandoned
 			settleIngestPicks(picks, errIngestPanic)
-			spec.end(e, errIngestPanic)
 		}
 	}()
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		res = IngestResult{} // Batch may run fn again: the last run's picks are the ones committed
-		if spec != nil {     // the speculative run is adopted again, or abandoned, below
-			picks = slices.DeleteFunc(picks, func(p ingestPick) bool { return p.job == spec.job })
-		}
 		settleIngestPicks(picks, errIngestRerun)
 		picks = nil
-		if spec.live() {
-			err := e.ingestSpeculatedTx(tx, in, spec, &res, &picks)
-			if err != nil {
-				spec.miss(e) // the transaction rolls back and runs again without it
-			}
-			return err
-		}
 		var err error
-		if res, err = e.ingestTx(tx, in, e.clock.Now()); err != nil {
+		if res, err = e.ingestTx(tx, in); err != nil {
 			return err
 		}
 		// An idle bot's run starts in this transaction (core/pickingest.go), and
@@ -69,7 +55,6 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	})
 	settled = true
 	settleIngestPicks(picks, err)
-	spec.end(e, err)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -86,26 +71,6 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	}
 	e.kickOutbox()
 	return res, nil
-}
-
-// ingestSpeculatedTx is Ingest's transaction with a live speculation: the
-// ingest with the speculation's IDs and clock reading, the adoption of its run,
-// then the picks of the other woken bots.
-func (e *Engine) ingestSpeculatedTx(tx Tx, in Inbound, spec *speculation, res *IngestResult, picks *[]ingestPick) error {
-	rtx := spec.reserved(tx)
-	r, err := e.ingestTx(rtx, in, spec.now)
-	if err != nil {
-		return err
-	}
-	if err := e.adoptTx(rtx, spec, r); err != nil {
-		return err
-	}
-	*res = r
-	*picks = append(*picks, ingestPick{w: spec.w, job: spec.job, early: true})
-	others := slices.DeleteFunc(slices.Clone(r.Woken), func(h string) bool { return h == spec.handle })
-	more, err := e.pickInIngestTx(tx, others, 1)
-	*picks = append(*picks, more...)
-	return err
 }
 
 func validateInbound(in Inbound) error {
@@ -134,7 +99,7 @@ func validateInbound(in Inbound) error {
 	return nil
 }
 
-func (e *Engine) ingestTx(tx Tx, in Inbound, now time.Time) (IngestResult, error) {
+func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	if mid, err := tx.Seen(in.DedupKey); err == nil {
 		return e.duplicateTx(tx, in, mid)
 	} else if !errors.Is(err, ErrNotFound) {
@@ -148,6 +113,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound, now time.Time) (IngestResult, error
 	if !found && !in.StartThread && !in.NewThread {
 		return IngestResult{Dropped: true}, nil
 	}
+	now := e.clock.Now()
 	if !found {
 		t = Thread{Key: in.ThreadKey, Created: now}
 		if in.DefaultBot != "" && e.knownBot(in.DefaultBot) {

@@ -63,7 +63,7 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 		picks = nil
 		var woken []string
 		for k, i := range valid {
-			res, err := e.ingestTx(tx, ins[i], e.clock.Now())
+			res, err := e.ingestTx(tx, ins[i])
 			if err != nil {
 				return err
 			}

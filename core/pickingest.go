@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 )
 
 // An ingest that wakes an idle bot starts the bot's run in its own transaction
@@ -66,7 +65,7 @@ func (e *Engine) pickInIngestTx(tx Tx, woken []string, per int) ([]ingestPick, e
 // and appends them to picks.
 func (e *Engine) pickBotInIngestTx(tx Tx, w *worker, bot BotProfile, per int, picks []ingestPick) ([]ingestPick, error) {
 	for range per {
-		job, err := e.pickIdleTx(tx, w, bot, e.clock.Now())
+		job, err := e.pickIdleTx(tx, w, bot)
 		if err != nil || job == nil {
 			return picks, err
 		}
@@ -88,7 +87,7 @@ func (e *Engine) pickBotInIngestTx(tx Tx, w *worker, bot BotProfile, per int, pi
 
 // pickIdleTx is one pick of w's bot in tx when it may start a run now, with
 // w.pickMu held; the picked thread is marked busy and a slot taken.
-func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile, now time.Time) (*Job, error) {
+func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile) (*Job, error) {
 	w.mu.Lock()
 	live := w.runCtx != nil && !w.closed
 	w.mu.Unlock()
@@ -103,7 +102,7 @@ func (e *Engine) pickIdleTx(tx Tx, w *worker, bot BotProfile, now time.Time) (*J
 	if n >= bot.parallel() || room <= 0 || !e.sem.tryAcquire() {
 		return nil, nil
 	}
-	job, err := e.pickTx(tx, bot, busy, now)
+	job, err := e.pickTx(tx, bot, busy)
 	if err != nil || job == nil {
 		e.sem.release()
 		return nil, err

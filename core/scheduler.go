@@ -185,7 +185,7 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 		limit := min(k, room)
 		busyOrTaken := func(t ThreadID) bool { return taken[t] || busyAny(t) }
 		for len(jobs) < limit {
-			job, err := e.pickTx(tx, bot, busyOrTaken, e.clock.Now())
+			job, err := e.pickTx(tx, bot, busyOrTaken)
 			if err != nil || job == nil {
 				return err
 			}
@@ -204,7 +204,7 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 // not busy (a run of this bot is in flight there), coalesces every queued message
 // item of that thread into one new run and marks them processing (seed §5,
 // invariant 5). It returns nil when there is nothing to start.
-func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool, now time.Time) (*Job, error) {
+func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, error) {
 	var job *Job
 	err := func() error {
 		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
@@ -246,6 +246,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool, now tim
 		if err != nil {
 			return err
 		}
+		now := e.clock.Now()
 		run := Run{Bot: bot.ID(), Thread: first.Thread, Status: RunRunning, Created: now, Started: now}
 		e.claimRun(&run, now)
 		var triggers []Message

@@ -63,19 +63,16 @@ type platformFigures struct {
 	store          *storeWindow // the store's group commits while sending (nil: not a bbolt store)
 	// cpu is the process's user and system CPU time from the first message sent
 	// to the last at the model (cpuOK false: not readable on this system).
-	cpu   time.Duration
-	cpuOK bool
-	// specStarted, specAdopted and specMissed count the runs started before
-	// their ingest's transaction while sending (core.Engine.Speculations).
-	specStarted, specAdopted, specMissed int64
-	idleRSS                              string   // RSS once ready, before the first message
-	burstRSS                             string   // RSS when the last message reached the model
-	settledRSS                           string   // RSS settle after that ("" without settle)
-	heapInUse                            uint64   // live heap bytes when the last message reached the model (after a GC)
-	settledHeap                          uint64   // the same after settle
-	peakGo                               goMemory // the Go runtime's memory at its largest during the run (sampled)
-	burstGo                              goMemory // the Go runtime's memory when burstRSS was read
-	settledGo                            goMemory // the same after settle
+	cpu         time.Duration
+	cpuOK       bool
+	idleRSS     string   // RSS once ready, before the first message
+	burstRSS    string   // RSS when the last message reached the model
+	settledRSS  string   // RSS settle after that ("" without settle)
+	heapInUse   uint64   // live heap bytes when the last message reached the model (after a GC)
+	settledHeap uint64   // the same after settle
+	peakGo      goMemory // the Go runtime's memory at its largest during the run (sampled)
+	burstGo     goMemory // the Go runtime's memory when burstRSS was read
+	settledGo   goMemory // the same after settle
 }
 
 // benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
@@ -155,8 +152,6 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "cpu:               %.3f ms a message (user+sys %.2f s of this process, fakes and load generator included, from the first message sent to the last at the model, over %d answered)\n",
 			ms(f.cpu)/float64(f.answered), f.cpu.Seconds(), f.answered)
 	}
-	fmt.Fprintf(stdout, "speculative runs:  %d of %d messages started before their ingest's transaction; %d adopted by it, %d abandoned\n",
-		f.specStarted, f.sent, f.specAdopted, f.specMissed)
 	rss, peak := memRSS()
 	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
 	fmt.Fprintf(stdout, "memory:            RSS %s idle, %s after %d conversations (live heap %s)\n", f.idleRSS, f.burstRSS, f.sent, heapMiB(f.heapInUse))
@@ -243,14 +238,10 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		return f, err
 	}
 	addrs := make(chan string, 1)
-	var (
-		bs  *bolt.Store  // set by serve before it listens
-		eng *core.Engine // likewise
-	)
+	var bs *bolt.Store // set by serve before it listens
 	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
 		log: slog.New(slog.DiscardHandler), onListen: func(addr string) { addrs <- addr },
-		onStore:  func(st core.Store) { bs, _ = st.(*bolt.Store) },
-		onEngine: func(e *core.Engine) { eng = e },
+		onStore: func(st core.Store) { bs, _ = st.(*bolt.Store) },
 		onRequest: func(r *http.Request) {
 			if n, err := strconv.Atoi(r.Header.Get(benchEventHeader)); err == nil {
 				now := time.Now()
@@ -305,7 +296,6 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	defer stopCPU()
 	win := startStoreWindow(bs)
 	cpu0, cpuOK := processCPU()
-	s0, a0, m0 := eng.Speculations()
 	sent := make([]time.Time, n)
 	var (
 		wg   sync.WaitGroup
@@ -333,8 +323,6 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	tick.Stop()
 	stopCPU()
 	f.store = win.end()
-	s1, a1, m1 := eng.Speculations()
-	f.specStarted, f.specAdopted, f.specMissed = s1-s0, a1-a0, m1-m0
 	f.endBacklog = backlog()
 	mu.Lock()
 	f.behind = n - len(asked)
