@@ -30,31 +30,12 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		return IngestResult{}, ErrStopped
 	}
 	start := time.Now()
-	var (
-		res   IngestResult
-		picks []ingestPick
-	)
-	settled := false
-	defer func() {
-		if !settled { // Batch panicked (a bug in fn): its picks' runs are abandoned
-			settleIngestPicks(picks, errIngestPanic)
-		}
-	}()
+	var res IngestResult
 	err := e.store.Batch(ctx, func(tx Tx) error {
-		res = IngestResult{} // Batch may run fn again: the last run's picks are the ones committed
-		settleIngestPicks(picks, errIngestRerun)
-		picks = nil
 		var err error
-		if res, err = e.ingestTx(tx, in); err != nil {
-			return err
-		}
-		// An idle bot's run starts in this transaction (core/pickingest.go), and
-		// goes as far as its model request while the commit lands (core/ingestgate.go).
-		picks, err = e.pickInIngestTx(tx, res.Woken, 1)
+		res, err = e.ingestTx(tx, in) // Batch may run fn again: the last run's result is the one committed
 		return err
 	})
-	settled = true
-	settleIngestPicks(picks, err)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -62,10 +43,8 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
 		e.files.enqueue(res.Message) // after the durable ingest; never blocks
 	}
-	// Every woken bot's worker is woken, also one whose run started here: the
-	// pick in this transaction may have taken an older item than this message's,
-	// and the worker may have read the mailbox before this commit. A wake-up that
-	// finds nothing costs a read, not a commit (mayPick).
+	// Every woken bot's worker is woken right after the commit; its pick starts
+	// the run (core/scheduler.go), in the next commit the writer makes.
 	for _, h := range res.Woken {
 		e.wake(h)
 	}
