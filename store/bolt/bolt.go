@@ -50,10 +50,6 @@ type Options struct {
 	// DefaultMaxBatchSize (1000). Up to 4 groups of this size wait in a bounded
 	// queue; later callers block in Batch until there is room or their ctx ends.
 	MaxBatchSize int
-	// ReleaseEvery is how often the pages of the file's memory map that reads
-	// brought in are given back to the kernel (release.go; Linux only); 0 means
-	// DefaultReleaseEvery (500 ms), negative never.
-	ReleaseEvery time.Duration
 }
 
 // Store is the bbolt core.Store. It is safe for concurrent use; bbolt runs at most
@@ -63,7 +59,6 @@ type Store struct {
 	path   string
 	log    *slog.Logger
 	group  *committer
-	rel    *releaser
 	closed atomic.Bool
 }
 
@@ -101,8 +96,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", from)
 	closedErr := fmt.Errorf("store %s: %w", path, ErrClosed)
-	return &Store{db: db, path: path, log: log, group: newCommitter(db, opts.MaxBatchSize, closedErr),
-		rel: startReleaser(db, opts.ReleaseEvery)}, nil
+	return &Store{db: db, path: path, log: log, group: newCommitter(db, opts.MaxBatchSize, closedErr)}, nil
 }
 
 // Path returns the file the store was opened from.
@@ -198,7 +192,6 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.group.close()
-	s.rel.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store %s: close: %w", s.path, err)
 	}
