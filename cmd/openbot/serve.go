@@ -375,16 +375,6 @@ func (a *app) serve(ctx context.Context) int {
 		}
 		return nil
 	})
-	g.Go(func() error { // heap a burst left behind goes back to the OS (heapreturn.go)
-		startHeapReturn(engCtx)
-		return nil
-	})
-	if a.memLimit != nil {
-		g.Go(func() error { // warns when the soft memory limit is too low, raises the default (memlimit.go)
-			a.memLimit.watch(engCtx)
-			return nil
-		})
-	}
 	if pruner != nil {
 		g.Go(func() error { // the pruner stops with the engine, within one small transaction
 			return eng.HoldLease(engCtx, core.LeaseKeyWorker("prune"), pruner.Run, nil)
