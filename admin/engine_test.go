@@ -252,10 +252,3 @@ func TestAnswerAsAdmin(t *testing.T) {
 		}
 	}
 }
-
-// The engine speculates through the wrapper only if it still reserves IDs.
-func TestNotifyKeepsIDReserver(t *testing.T) {
-	if _, ok := admin.Notify(openStore(t), admin.NewNotifier()).(core.IDReserver); !ok {
-		t.Fatal("Notify hides the bolt store's IDReserver")
-	}
-}

@@ -39,37 +39,12 @@ func (n *Notifier) Poke() {
 // Notify wraps st so that every successful Update and Batch pokes n: the engine
 // commits every message, run step, question and activity line through them, so
 // event streams wake as soon as there is something to read. Reads, Close and
-// errors pass through unchanged. A store that reserves IDs (core.IDReserver,
-// speculative ingest) still does through the wrapper.
-func Notify(st core.Store, n *Notifier) core.Store {
-	if r, ok := st.(core.IDReserver); ok {
-		return reservingNotifyStore{notifyStore{st, n}, r}
-	}
-	return notifyStore{st, n}
-}
+// errors pass through unchanged.
+func Notify(st core.Store, n *Notifier) core.Store { return notifyStore{st, n} }
 
 type notifyStore struct {
 	core.Store
 	n *Notifier
-}
-
-type reservingNotifyStore struct {
-	notifyStore
-	core.IDReserver
-}
-
-// ReleaseIDs ends the reservations and, when it ended an open message
-// reservation, pokes n as a commit does: the readers that follow message IDs
-// stop below a reserved one (core.IDReserver), so a message committed above it
-// becomes readable when it is released unused, with no commit to wake the
-// streams or the message index. Releasing IDs already committed (an adopted
-// speculation's) wakes nobody.
-func (s reservingNotifyStore) ReleaseIDs(kind core.IDKind, ids ...uint64) int {
-	n := s.IDReserver.ReleaseIDs(kind, ids...)
-	if kind == core.IDMessage && n > 0 {
-		s.n.Poke()
-	}
-	return n
 }
 
 func (s notifyStore) Update(ctx context.Context, fn func(core.Tx) error) error {

@@ -12,10 +12,10 @@ import (
 	"openbot/agents/openaitest"
 )
 
-// TestAbandonedRunLogsNoWarning: a run whose context core ended because the
-// message that started it was never stored (core/ingestgate.go: its writes are
-// refused and its context cancelled) ends without a trace, and no warning in
-// the log either: its refused first checkpoint is not an operator's concern.
+// TestAbandonedRunLogsNoWarning: a run whose context core ended (its claim
+// lapsed: its writes are refused and its context cancelled) ends with no
+// warning in the log: its refused checkpoint is not an operator's concern,
+// core reports the stop itself.
 func TestAbandonedRunLogsNoWarning(t *testing.T) {
 	srv := openaitest.New(t)
 	srv.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("never seen") })
@@ -23,8 +23,8 @@ func TestAbandonedRunLogsNoWarning(t *testing.T) {
 	defer cancel(nil)
 	env := &saveEnv{streamEnv: &streamEnv{fakeEnv: &fakeEnv{}}}
 	env.save = func(context.Context, json.RawMessage) error {
-		cancel(errors.New("the message that started this run was not stored"))
-		return errors.New("the message that started this run was not stored: disk full")
+		cancel(errors.New("the run's claim lapsed"))
+		return errors.New("the run's claim lapsed")
 	}
 	trig := env.add(alice, "Alice", "@engineer hi", "engineer")
 	job := newJob(env.fakeEnv, engineer, false, trig)

@@ -108,8 +108,7 @@ func (r *run) checkpoint(ctx context.Context) error {
 
 // warnUnlessStopped logs a failed write of the run at WARN, or at DEBUG once
 // the run's context has ended: core stopped the run (shutdown, CancelRun, a
-// lapsed claim, or the message that started it was never stored,
-// core/ingestgate.go), the refusal is expected and core reports the stop itself.
+// lapsed claim), the refusal is expected and core reports the stop itself.
 func (r *run) warnUnlessStopped(ctx context.Context, msg string, args ...any) {
 	if ctx.Err() != nil {
 		r.agent.log.Debug(msg, args...)

@@ -174,12 +174,12 @@ type Limits struct {
 	// MaxTokensPerRun caps input plus output tokens of one run (cost control);
 	// 0, the default, sets no cap. A bot's max_tokens_per_run overrides it.
 	MaxTokensPerRun int `yaml:"max_tokens_per_run"`
-	// MemoryLimitBytes is serve's soft memory limit, in bytes, for the Go
-	// runtime (heap, stacks and its bookkeeping; runtime/debug.SetMemoryLimit):
+	// MemoryLimitBytes is serve's optional soft memory limit, in bytes, for the
+	// Go runtime (heap, stacks and its bookkeeping; runtime/debug.SetMemoryLimit):
 	// near it the garbage collector runs more often instead of letting the heap
-	// double. Default DefaultMemoryLimitBytes (24 MiB, config/memlimit.go says
-	// why); -1 sets none; otherwise at least MinMemoryLimitBytes. GOMEMLIMIT in
-	// the environment takes precedence over it.
+	// double. Unset (0) by default: no limit; otherwise at least
+	// MinMemoryLimitBytes (config/memlimit.go). GOMEMLIMIT in the environment
+	// takes precedence over it.
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
 }
 

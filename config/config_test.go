@@ -44,7 +44,7 @@ func parseErrs(t *testing.T, text string) Errors {
 
 func TestDefaults(t *testing.T) {
 	cfg := parseOK(t, minimal, nil)
-	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute, 0, 24 << 20}
+	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute, 0, 0}
 	if cfg.Limits != want {
 		t.Errorf("limits = %+v, want %+v", cfg.Limits, want)
 	}
@@ -197,8 +197,8 @@ bots:
 		{"listen", `http: {listen: "8080"}`, "http.listen", "not host:port"},
 		{"negative limit", `limits: {max_concurrent_runs: -1}`, "limits.max_concurrent_runs", "must be positive"},
 		{"negative hops", `limits: {max_bot_hops: -2}`, "limits.max_bot_hops", "must be positive"},
-		{"memory limit too low", `limits: {memory_limit_bytes: 1048576}`, "limits.memory_limit_bytes", "must be -1 (no limit) or at least 16777216"},
-		{"memory limit negative", `limits: {memory_limit_bytes: -2}`, "limits.memory_limit_bytes", "must be -1 (no limit)"},
+		{"memory limit too low", `limits: {memory_limit_bytes: 1048576}`, "limits.memory_limit_bytes", "must be unset (no limit) or at least 16777216"},
+		{"memory limit negative", `limits: {memory_limit_bytes: -2}`, "limits.memory_limit_bytes", "must be unset (no limit)"},
 		{"negative calls", `limits: {max_model_calls_per_run: -2}`, "limits.max_model_calls_per_run", "must be positive"},
 		{"negative budget", `limits: {history_token_budget: -2}`, "limits.history_token_budget", "must be positive"},
 		{"negative messages", `limits: {history_max_messages: -2}`, "limits.history_max_messages", "must be positive"},

@@ -58,9 +58,6 @@ func (c *Config) ApplyDefaults() {
 	if l.RunTimeout == 0 {
 		l.RunTimeout = DefaultRunTimeout
 	}
-	if l.MemoryLimitBytes == 0 {
-		l.MemoryLimitBytes = DefaultMemoryLimitBytes
-	}
 	if c.ApprovalTimeout == 0 {
 		c.ApprovalTimeout = DefaultApprovalTimeout
 	}

@@ -48,11 +48,6 @@ type Job struct {
 	// in it, which a hand-off's reply answers when its own trigger has no origin.
 	startedBy map[ConversationRef]string
 	observer  Observer // the engine's, for the agent's metrics (Job.Observer)
-	// ingested is the ingest commit this run was started in, before it landed
-	// (core/ingestgate.go); nil for a run started after its pick committed.
-	ingested *ingestGate
-	// snapshot is the thread as that ingest's transaction saw it; nil with ingested.
-	snapshot *threadSnapshot
 }
 
 // Result is what an agent run produced. With Pause set the run waits for a person

@@ -212,9 +212,6 @@ func (r *runEnv) BeforeModelCall(ctx context.Context) error { return r.e.checkBu
 
 // RecordModelCall implements Meter.
 func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
-	if err := r.landed(ctx); err != nil {
-		return err
-	}
 	ps, _ := r.prepareStep(Step{Call: &c}) // no event: nothing to fail
 	return ps.record(ctx)
 }

@@ -54,47 +54,28 @@ type Stopped struct {
 // of their contexts, so CancelRun can interrupt the model call or tool in flight.
 type runCancels struct {
 	mu    sync.Mutex
-	m     map[RunID]*runCancel
+	m     map[RunID]context.CancelCauseFunc
 	until map[RunID]time.Time // shared: when each run's claim lapses, as last stored
 }
-
-// runCancel is one execution's entry in runCancels. An execution removes only its
-// own entry: a run abandoned with its ingest's transaction (core/ingestgate.go)
-// may share its id with the run the transaction's next attempt started.
-type runCancel struct{ f context.CancelCauseFunc }
 
 // errCancelled is the cause of a run context cancelled by CancelRun.
 var errCancelled = errors.New("run cancelled by an operator")
 
-// add registers the execution of run id, interrupted by f; remove takes the
-// returned entry away. An execution whose ingest did not commit (ingested, its
-// gate, failed; core/ingestgate.go) is not registered and gets nil: its id may
-// already be the run the ingest's next attempt started, whose entry it must not
-// replace. The gate is read under the lock, so an abandoned execution that
-// registers late never replaces the later one. ingested is nil for a run not
-// started by an ingest.
-func (c *runCancels) add(id RunID, f context.CancelCauseFunc, ingested *ingestGate) *runCancel {
+// add registers the execution of run id, interrupted by f, until remove. A run
+// executes at most once at a time in a process: its thread is busy for its bot
+// until execute returns (worker.run).
+func (c *runCancels) add(id RunID, f context.CancelCauseFunc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ingested.failed() {
-		return nil
-	}
 	if c.m == nil {
-		c.m = map[RunID]*runCancel{}
+		c.m = map[RunID]context.CancelCauseFunc{}
 	}
-	rc := &runCancel{f: f}
-	c.m[id] = rc
-	return rc
+	c.m[id] = f
 }
 
-// remove takes away rc, run id's entry, unless a later execution replaced it
-// (or rc is nil: add did not register it).
-func (c *runCancels) remove(id RunID, rc *runCancel) {
+func (c *runCancels) remove(id RunID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rc == nil || c.m[id] != rc {
-		return
-	}
 	delete(c.m, id)
 	delete(c.until, id)
 }
@@ -142,19 +123,19 @@ func (c *runCancels) has(id RunID) bool {
 // cancelWith interrupts run id with cause, if it executes here.
 func (c *runCancels) cancelWith(id RunID, cause error) {
 	c.mu.Lock()
-	rc := c.m[id]
+	f := c.m[id]
 	c.mu.Unlock()
-	if rc != nil {
-		rc.f(cause)
+	if f != nil {
+		f(cause)
 	}
 }
 
 func (c *runCancels) cancel(id RunID) {
 	c.mu.Lock()
-	rc := c.m[id]
+	f := c.m[id]
 	c.mu.Unlock()
-	if rc != nil {
-		rc.f(errCancelled)
+	if f != nil {
+		f(errCancelled)
 	}
 }
 

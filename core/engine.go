@@ -167,7 +167,6 @@ type Engine struct {
 	ready       chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
-	spec     specState
 
 	reflections Reflections // nil: no reflection (core/memory.go)
 	files       *fileQueue

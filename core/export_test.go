@@ -1,9 +1,6 @@
 package core
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // LaneStats reports the engine's delivery lanes (tests only): how many exist, how
 // many have a goroutine delivering, and how many outbox IDs their buffers can hold
@@ -40,30 +37,3 @@ const LaneWorkers = laneWorkers
 // OnStreamStop makes every stream's finish call f once its loop was told to stop
 // (tests only, before the engine starts); nil removes it.
 func OnStreamStop(f func()) { streamStopHook = f }
-
-// OverlayThenStore runs fn on a speculative ingest's overlay over a read
-// transaction of st (tests only), then on a write transaction of st that
-// inserts with the IDs the overlay reserved, as the ingest's transaction does,
-// and rolls it back. It returns each run's error; st must be an IDReserver.
-func OverlayThenStore(ctx context.Context, st Store, fn func(Tx) error) (overlayErr, storeErr error) {
-	var ov *overlay
-	overlayErr = st.View(ctx, func(tx ReadTx) error {
-		ov = newOverlay(tx, st.(IDReserver))
-		return fn(ov)
-	})
-	if ov == nil {
-		return overlayErr, nil
-	}
-	defer ov.release()
-	rollback := errors.New("roll back")
-	storeErr = st.Update(ctx, func(tx Tx) error {
-		if err := fn((&speculation{ov: ov}).reserved(tx)); err != nil {
-			return err
-		}
-		return rollback
-	})
-	if errors.Is(storeErr, rollback) {
-		storeErr = nil
-	}
-	return overlayErr, storeErr
-}

@@ -59,9 +59,6 @@ type FilePoster interface {
 
 // PostFile implements FilePoster.
 func (r *runEnv) PostFile(ctx context.Context, abs, caption string) (MessageID, error) {
-	if err := r.landed(ctx); err != nil {
-		return 0, err
-	}
 	st, err := os.Stat(abs)
 	if err != nil {
 		return 0, fmt.Errorf("file: %w", err)

@@ -30,46 +30,12 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 		return IngestResult{}, ErrStopped
 	}
 	start := time.Now()
-	var (
-		res   IngestResult
-		picks []ingestPick
-	)
-	// The run this message starts may start now, before the commit in flight
-	// (core/speculate.go); the transaction adopts it or abandons it.
-	spec := e.speculate(ctx, in)
-	settled := false
-	defer func() {
-		if !settled { // Batch panicked (a bug in fn): its picks' runs are abandoned
-			settleIngestPicks(picks, errIngestPanic)
-			spec.end(e, errIngestPanic)
-		}
-	}()
+	var res IngestResult
 	err := e.store.Batch(ctx, func(tx Tx) error {
-		res = IngestResult{} // Batch may run fn again: the last run's picks are the ones committed
-		if spec != nil {     // the speculative run is adopted again, or abandoned, below
-			picks = slices.DeleteFunc(picks, func(p ingestPick) bool { return p.job == spec.job })
-		}
-		settleIngestPicks(picks, errIngestRerun)
-		picks = nil
-		if spec.live() {
-			err := e.ingestSpeculatedTx(tx, in, spec, &res, &picks)
-			if err != nil {
-				spec.miss(e) // the transaction rolls back and runs again without it
-			}
-			return err
-		}
 		var err error
-		if res, err = e.ingestTx(tx, in, e.clock.Now()); err != nil {
-			return err
-		}
-		// An idle bot's run starts in this transaction (core/pickingest.go), and
-		// goes as far as its model request while the commit lands (core/ingestgate.go).
-		picks, err = e.pickInIngestTx(tx, res.Woken, 1)
+		res, err = e.ingestTx(tx, in) // Batch may run fn again: the last run's result is the one committed
 		return err
 	})
-	settled = true
-	settleIngestPicks(picks, err)
-	spec.end(e, err)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -77,35 +43,13 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
 		e.files.enqueue(res.Message) // after the durable ingest; never blocks
 	}
-	// Every woken bot's worker is woken, also one whose run started here: the
-	// pick in this transaction may have taken an older item than this message's,
-	// and the worker may have read the mailbox before this commit. A wake-up that
-	// finds nothing costs a read, not a commit (mayPick).
+	// Every woken bot's worker is woken right after the commit; its pick starts
+	// the run (core/scheduler.go), in the next commit the writer makes.
 	for _, h := range res.Woken {
 		e.wake(h)
 	}
 	e.kickOutbox()
 	return res, nil
-}
-
-// ingestSpeculatedTx is Ingest's transaction with a live speculation: the
-// ingest with the speculation's IDs and clock reading, the adoption of its run,
-// then the picks of the other woken bots.
-func (e *Engine) ingestSpeculatedTx(tx Tx, in Inbound, spec *speculation, res *IngestResult, picks *[]ingestPick) error {
-	rtx := spec.reserved(tx)
-	r, err := e.ingestTx(rtx, in, spec.now)
-	if err != nil {
-		return err
-	}
-	if err := e.adoptTx(rtx, spec, r); err != nil {
-		return err
-	}
-	*res = r
-	*picks = append(*picks, ingestPick{w: spec.w, job: spec.job, early: true})
-	others := slices.DeleteFunc(slices.Clone(r.Woken), func(h string) bool { return h == spec.handle })
-	more, err := e.pickInIngestTx(tx, others, 1)
-	*picks = append(*picks, more...)
-	return err
 }
 
 func validateInbound(in Inbound) error {
@@ -134,7 +78,7 @@ func validateInbound(in Inbound) error {
 	return nil
 }
 
-func (e *Engine) ingestTx(tx Tx, in Inbound, now time.Time) (IngestResult, error) {
+func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	if mid, err := tx.Seen(in.DedupKey); err == nil {
 		return e.duplicateTx(tx, in, mid)
 	} else if !errors.Is(err, ErrNotFound) {
@@ -148,6 +92,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound, now time.Time) (IngestResult, error
 	if !found && !in.StartThread && !in.NewThread {
 		return IngestResult{Dropped: true}, nil
 	}
+	now := e.clock.Now()
 	if !found {
 		t = Thread{Key: in.ThreadKey, Created: now}
 		if in.DefaultBot != "" && e.knownBot(in.DefaultBot) {

@@ -50,34 +50,17 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 	}
 	start := time.Now()
 	results := make([]IngestResult, len(valid))
-	var picks []ingestPick
-	settled := false
-	defer func() {
-		if !settled { // Batch panicked (a bug in fn): its picks' runs are abandoned
-			settleIngestPicks(picks, errIngestPanic)
-		}
-	}()
 	err := e.store.Batch(ctx, func(tx Tx) error {
-		clear(results) // Batch may run fn again: the last run's picks are the ones committed
-		settleIngestPicks(picks, errIngestRerun)
-		picks = nil
-		var woken []string
+		clear(results) // Batch may run fn again: the last run's results are the ones committed
 		for k, i := range valid {
-			res, err := e.ingestTx(tx, ins[i], e.clock.Now())
+			res, err := e.ingestTx(tx, ins[i])
 			if err != nil {
 				return err
 			}
 			results[k] = res
-			woken = append(woken, res.Woken...)
 		}
-		// Idle bots' runs start in this transaction, as Ingest's do
-		// (core/pickingest.go, core/ingestgate.go), one per woken thread.
-		var err error
-		picks, err = e.pickInIngestTx(tx, woken, len(valid))
-		return err
+		return nil
 	})
-	settled = true
-	settleIngestPicks(picks, err)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrStopped) {
 			for _, i := range valid {

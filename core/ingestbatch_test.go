@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,45 +173,4 @@ func TestIngestBatchIsObserved(t *testing.T) {
 	if obs.n[core.InboundIngested] != 3 || obs.n[core.InboundDuplicate] != 1 {
 		t.Errorf("observed %v, want 3 ingested and 1 duplicate", obs.n)
 	}
-}
-
-// TestIngestBatchStartsIdleBotsRuns: a batch that wakes an idle bot in several
-// threads starts the bot's runs in the batch's own transaction, one per thread,
-// as a lone Ingest does, instead of leaving each pick to a commit of its own.
-func TestIngestBatchStartsIdleBotsRuns(t *testing.T) {
-	h := newHarness(t, core.Limits{})
-	h.opts = func(o *core.Options) {
-		o.Bots = slices.Clone(o.Bots)
-		for i := range o.Bots {
-			o.Bots[i].MaxParallelThreads = 4
-		}
-	}
-	release := h.heldBot("engineer", "@engineer warm up")
-	h.start()
-	h.say("@engineer warm up")
-	h.idle()
-	defer close(release)
-	// The worker may be finishing the warm-up (its own pick after a run ends),
-	// and then the batch leaves the picks to it: a few tries.
-	for try := range 3 {
-		var ins []core.Inbound
-		for c := range 3 {
-			ins = append(ins, batchInbound(10*try+c, 10*try+c))
-		}
-		for _, o := range h.eng.IngestBatch(context.Background(), ins) {
-			if o.Err != nil {
-				t.Fatal(o.Err)
-			}
-		}
-		if running := h.runs(core.RunRunning); len(running) == 3 {
-			return
-		} else if len(running) > 3 {
-			t.Fatalf("running = %d runs, want the batch's 3", len(running))
-		}
-		for range 3 {
-			release <- struct{}{}
-		}
-		h.idle()
-	}
-	t.Fatal("a batch to an idle bot in 3 threads did not start its 3 runs in its own commit")
 }

@@ -119,14 +119,11 @@ func (e *Engine) observeIngest(platform string, start time.Time, res IngestResul
 	o.IngestLatency(platform, time.Since(start))
 }
 
-// observeRunStart hands the job the engine's Observer, reports the start (of a
-// run started before its ingest committed: execute reports it once the commit
-// has landed, core/ingestgate.go) and returns the start time for observeRunEnd.
+// observeRunStart hands the job the engine's Observer, reports the start and
+// returns the start time for observeRunEnd.
 func (e *Engine) observeRunStart(job *Job) time.Time {
 	job.observer = e.Observe()
-	if job.ingested == nil { // else when its ingest commits (execute)
-		job.observer.RunStarted(job.Bot.Handle)
-	}
+	job.observer.RunStarted(job.Bot.Handle)
 	return time.Now()
 }
 

@@ -7,9 +7,7 @@ import (
 	"sync"
 )
 
-// runEnv is the RunEnv core hands to an agent for one run. A run started before
-// its ingest committed (core/ingestgate.go) writes nothing until that commit has
-// landed, and reads its thread from the ingest's snapshot meanwhile.
+// runEnv is the RunEnv core hands to an agent for one run.
 type runEnv struct {
 	e   *Engine
 	job *Job
@@ -36,9 +34,6 @@ func (r *runEnv) StreamText(text string) { r.stream.StreamText(text) }
 func (r *runEnv) StreamWorking(tools ...string) { r.stream.StreamWorking(tools...) }
 
 func (r *runEnv) Messages(ctx context.Context, after MessageID, limit int) ([]Message, error) {
-	if err := r.landed(ctx); err != nil {
-		return nil, err
-	}
 	var out []Message
 	err := r.e.store.View(ctx, func(tx ReadTx) error {
 		var err error
@@ -49,14 +44,6 @@ func (r *runEnv) Messages(ctx context.Context, after MessageID, limit int) ([]Me
 }
 
 func (r *runEnv) MessagesBefore(ctx context.Context, before MessageID, limit int) ([]Message, error) {
-	if r.job.ingested.open() {
-		if out, ok := r.job.snapshot.before(before, limit); ok {
-			return out, nil
-		}
-	}
-	if err := r.landed(ctx); err != nil {
-		return nil, err
-	}
 	var out []Message
 	err := r.e.store.View(ctx, func(tx ReadTx) error {
 		var err error
@@ -67,12 +54,6 @@ func (r *runEnv) MessagesBefore(ctx context.Context, before MessageID, limit int
 }
 
 func (r *runEnv) Count(ctx context.Context) (int, error) {
-	if r.job.ingested.open() {
-		return r.job.snapshot.count, nil
-	}
-	if err := r.landed(ctx); err != nil {
-		return 0, err
-	}
 	var n int
 	err := r.e.store.View(ctx, func(tx ReadTx) error {
 		var err error
@@ -82,15 +63,7 @@ func (r *runEnv) Count(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// landed waits for the commit of the ingest that started the run before it
-// landed (core/ingestgate.go): the run's writes, and its reads of the thread that
-// the snapshot cannot answer, wait for it; it fails when that commit did.
-func (r *runEnv) landed(ctx context.Context) error { return r.job.ingested.wait(ctx) }
-
 func (r *runEnv) RecordEvent(ctx context.Context, typ string, payload any) error {
-	if err := r.landed(ctx); err != nil {
-		return err
-	}
 	ps, err := r.prepareStep(Step{EventType: typ, Event: payload})
 	if err != nil {
 		return err
@@ -109,9 +82,6 @@ func (r *runEnv) eventTx(tx Tx, typ string, payload json.RawMessage) error {
 // keeps no transcript (seed G5) and the call fails. A restart resumes a running
 // run from it (DESIGN.md §8, recover).
 func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) error {
-	if err := r.landed(ctx); err != nil {
-		return err
-	}
 	// Batch (group commit, DESIGN.md §7): checkpoints of runs in flight share
 	// commits; fn reads the run inside tx, so a re-run by Batch decides afresh.
 	err := r.e.store.Batch(ctx, func(tx Tx) error { return r.checkpointTx(tx, transcript) })
@@ -151,17 +121,13 @@ func (r *runEnv) transcript(run Run) json.RawMessage {
 	return r.held
 }
 
-// storeHeld stores the held first checkpoint (CheckpointHolder), once the run's
-// ingest has landed (waited for as long as ctx allows), before the run is first
-// seen: the stream calls it before its first post. The write is bounded by
+// storeHeld stores the held first checkpoint (CheckpointHolder) before the run
+// is first seen: the stream calls it before its first post. The write is bounded by
 // stepWriteTimeout. A checkpoint a step stored first is kept (read inside the
 // transaction, so a step's write that commits first wins). Nothing held, or held
 // no longer, is nil; an error means it was not stored (it stays held) and the
 // caller must not show anything.
 func (r *runEnv) storeHeld(ctx context.Context) error {
-	if err := r.landed(ctx); err != nil {
-		return err
-	}
 	r.mu.Lock()
 	cp := r.held
 	r.mu.Unlock()
@@ -226,9 +192,6 @@ func (r *runEnv) checkpointable(tx Tx) (Run, error) {
 
 // Post posts a progress message from the bot mid-run, routed like a reply.
 func (r *runEnv) Post(ctx context.Context, text string) (MessageID, error) {
-	if err := r.landed(ctx); err != nil {
-		return 0, err
-	}
 	var p posted
 	err := r.e.store.Update(ctx, func(tx Tx) error {
 		t, err := tx.Thread(r.job.Thread.ID)
@@ -259,9 +222,6 @@ func (r *runEnv) Todo(ctx context.Context) ([]TodoItem, error) {
 }
 
 func (r *runEnv) SetTodo(ctx context.Context, items []TodoItem) error {
-	if err := r.landed(ctx); err != nil {
-		return err
-	}
 	return r.e.store.Update(ctx, func(tx Tx) error {
 		return tx.PutTodo(r.job.Bot.ID(), r.job.Thread.ID, items)
 	})
@@ -269,9 +229,6 @@ func (r *runEnv) SetTodo(ctx context.Context, items []TodoItem) error {
 
 // Notice posts a system notice into the run's thread (Noticer).
 func (r *runEnv) Notice(ctx context.Context, text string) error {
-	if err := r.landed(ctx); err != nil {
-		return err
-	}
 	var p posted
 	err := r.e.store.Update(ctx, func(tx Tx) error {
 		t, err := tx.Thread(r.job.Thread.ID)
@@ -294,9 +251,6 @@ func (r *runEnv) Notice(ctx context.Context, text string) error {
 // RecordOutcome stores what became of an approved call on its question
 // (OutcomeRecorder); only a question of this run can be changed.
 func (r *runEnv) RecordOutcome(ctx context.Context, id QuestionID, outcome string) error {
-	if err := r.landed(ctx); err != nil {
-		return err
-	}
 	return r.e.store.Update(ctx, func(tx Tx) error {
 		return r.e.recordOutcomeTx(tx, r.job.Run.ID, id, outcome)
 	})

@@ -26,11 +26,6 @@ type worker struct {
 	runCtx context.Context   // bounds this worker's runs; set by loop; guarded by mu
 	closed bool              // loop returned: no run starts any more; guarded by mu
 	runs   sync.WaitGroup    // runs in flight (worker.run); waited for by loop
-
-	// pickMu is held while one of this bot's picks is decided, from the busy
-	// snapshot to marking the picked threads busy: the loop's, or an ingest's
-	// pick in its own transaction (core/pickingest.go), which only tries it.
-	pickMu sync.Mutex
 }
 
 // wake nudges a bot's worker after its mailbox changed, here and, shared, in
@@ -106,28 +101,17 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			if !ok {
 				break // removed by Reload: no new work unless it comes back
 			}
-			// The read that finds nothing, the common outcome of a wake-up, runs
-			// without pickMu: an ingest committing meanwhile then starts its run in
-			// its own transaction (core/pickingest.go) instead of finding the lock
-			// taken and leaving the item to a pick of this loop, a second commit
-			// before its model request. A yes is read again under the lock, so a
-			// thread an ingest picked meanwhile costs no empty pick.
+			// A wake-up most often finds nothing to start (the worker's own after
+			// each run ends): a read says so without a commit.
 			n, busy := w.inFlight()
 			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
 				break // a finishing run or a new item wakes the worker
-			}
-			w.pickMu.Lock()
-			n, busy = w.inFlight()
-			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
-				w.pickMu.Unlock()
-				break
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row. Free slots beyond the first are taken too (never waited
 			// for), so one commit starts up to pickMax runs in different threads
 			// instead of one commit per run.
 			if !w.e.sem.acquire(ctx) {
-				w.pickMu.Unlock()
 				return
 			}
 			k := 1
@@ -141,7 +125,6 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			for _, job := range jobs {
 				w.setBusy(job.Thread.ID, true)
 			}
-			w.pickMu.Unlock()
 			if err != nil {
 				if ctx.Err() == nil {
 					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
@@ -164,6 +147,55 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 // pickMax bounds the runs one pick starts in one transaction.
 const pickMax = 32
 
+// run executes job on a goroutine counted in w.runs, unless the loop has
+// returned; the run's thread must be marked busy and a global slot held, both
+// given back when it ends. It reports whether the run started.
+func (w *worker) run(job *Job) bool {
+	w.mu.Lock()
+	if w.closed || w.runCtx == nil {
+		w.mu.Unlock()
+		return false
+	}
+	ctx := w.runCtx
+	w.runs.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.runs.Done()
+		w.e.execute(ctx, job)
+		w.setBusy(job.Thread.ID, false)
+		w.e.sem.release()
+		w.wakeUp()
+	}()
+	return true
+}
+
+// mayPick reports whether bot's mailbox holds an item a pick might start, read
+// without a write transaction: a wake-up that finds nothing (the worker's own
+// after each run ends, most often) then costs no commit. The read skips only busy
+// threads, so it may say yes where pickTx finds nothing, never the other way; a
+// failed read says yes and leaves the error to the pick.
+//
+// Shared (core/shared.go), the bot's running runs in every process count too:
+// their threads are busy and they fill its max_parallel_threads, so processes
+// woken together for one item do not all queue for the write lock.
+func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
+	found := true
+	err := e.store.View(ctx, func(tx ReadTx) error {
+		busyAny, room, err := e.busyAcrossTx(tx, bot, busy)
+		if err != nil {
+			return err
+		}
+		if room <= 0 {
+			found = false
+			return nil
+		}
+		_, err = tx.NextQueued(bot.ID(), func(it InboxItem) bool { return busyAny(it.Thread) })
+		found = !errors.Is(err, ErrNotFound)
+		return nil
+	})
+	return found || err != nil
+}
+
 // pick starts up to k runs of bot (k >= 1), each in a different thread, in one
 // transaction: pickTx for each, a thread just picked counting as busy for the next.
 // busy may be nil (no thread is busy).
@@ -185,7 +217,7 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 		limit := min(k, room)
 		busyOrTaken := func(t ThreadID) bool { return taken[t] || busyAny(t) }
 		for len(jobs) < limit {
-			job, err := e.pickTx(tx, bot, busyOrTaken, e.clock.Now())
+			job, err := e.pickTx(tx, bot, busyOrTaken)
 			if err != nil || job == nil {
 				return err
 			}
@@ -204,7 +236,7 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 // not busy (a run of this bot is in flight there), coalesces every queued message
 // item of that thread into one new run and marks them processing (seed §5,
 // invariant 5). It returns nil when there is nothing to start.
-func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool, now time.Time) (*Job, error) {
+func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, error) {
 	var job *Job
 	err := func() error {
 		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
@@ -246,6 +278,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool, now tim
 		if err != nil {
 			return err
 		}
+		now := e.clock.Now()
 		run := Run{Bot: bot.ID(), Thread: first.Thread, Status: RunRunning, Created: now, Started: now}
 		e.claimRun(&run, now)
 		var triggers []Message
@@ -380,26 +413,13 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	defer cancel()
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	reg := e.ctl.add(job.Run.ID, cancelRun, job.ingested) // CancelRun interrupts the run (core/control.go)
+	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
 	if e.shared {
 		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
 	}
-	defer e.ctl.remove(job.Run.ID, reg)
+	defer e.ctl.remove(job.Run.ID)
 	start := e.observeRunStart(job)
-	if g := job.ingested; g != nil {
-		// Started before its ingest committed (core/ingestgate.go): nobody can have
-		// cancelled it yet, and it stops if the commit fails. It counts as
-		// started once the commit has landed: an abandoned run leaves no trace.
-		g.whenResolved(func(err error) {
-			if err != nil {
-				cancelRun(errNotIngested)
-				return
-			}
-			job.observer.RunStarted(job.Bot.Handle)
-		})
-	} else {
-		e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
-	}
+	e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
 	env := &runEnv{e: e, job: job}
 	job.Env = env
 	work := e.startWork(ctx, job)
@@ -415,9 +435,6 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	}
 	if err == nil {
 		res, err = e.agent.Execute(ctx, job)
-	}
-	if !e.ingestLanded(ctx, job, env, work) {
-		return
 	}
 	stopped := ctx.Err() == context.Canceled && e.isStopping() && !errors.Is(context.Cause(ctx), errCancelled)
 	// A run stopped because its claim lapsed or moved (core/shared.go) is not

@@ -118,7 +118,7 @@ func (e *Engine) dropProcessID(ctx context.Context) {
 // none) to every thread where bot has a running run in any process, and
 // returns how many more runs bot may start under its max_parallel_threads.
 // Unshared, busy already says it all and the room is not bounded here: the
-// callers (pick, pickIdleTx, mayPick) bound it by their own count.
+// callers (pick, mayPick) bound it by their own count.
 func (e *Engine) busyAcrossTx(tx ReadTx, bot BotProfile, busy func(ThreadID) bool) (func(ThreadID) bool, int, error) {
 	local := func(t ThreadID) bool { return busy != nil && busy(t) }
 	if !e.shared {

@@ -48,9 +48,6 @@ const stepWriteTimeout = 10 * time.Second
 func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWriteTimeout)
 	defer cancel()
-	if err := r.landed(wctx); err != nil {
-		return err
-	}
 	ps, evErr := r.prepareStep(s)
 	var (
 		w     budgetWarnings

@@ -31,39 +31,6 @@ type Store interface {
 	Close() error
 }
 
-// IDKind names a kind of record whose IDs the store assigns and an IDReserver
-// reserves.
-type IDKind uint8
-
-// The kinds of record IDs an IDReserver reserves.
-const (
-	IDThread IDKind = iota + 1
-	IDMessage
-	IDItem
-	IDRun
-)
-
-// IDReserver is implemented by a Store that can hand out record IDs before the
-// transaction that inserts them, so an ingest can start its run from a read
-// snapshot while an earlier commit is still being written (speculative ingest,
-// DESIGN.md §7 group commit; core/speculate.go). It is optional: an Engine on a
-// Store without it starts runs inside the ingest's transaction only.
-//
-// A reserved ID may be committed after higher IDs of its kind. Readers that use
-// message IDs as a cursor (MessagesSince, Heads) must not pass a message ID that
-// is reserved and not yet committed or released.
-type IDReserver interface {
-	// ReserveID returns a new ID of kind: never assigned before, and never
-	// assigned by the store afterwards. Until the transaction that inserts it
-	// commits, or it is released, a Put of a record of kind with that ID
-	// inserts the record (instead of failing with ErrNotFound).
-	ReserveID(kind IDKind) (uint64, error)
-	// ReleaseIDs ends reservations of kind, once every transaction that may
-	// insert them has ended, and reports how many were still open (not
-	// committed). An ID released unused may be handed out again.
-	ReleaseIDs(kind IDKind, ids ...uint64) int
-}
-
 // ReadTx reads inside a transaction. Lookups of a missing record return ErrNotFound.
 type ReadTx interface {
 	Actor(id ActorID) (Actor, error)

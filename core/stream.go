@@ -50,9 +50,9 @@ type stream struct {
 	wake  chan struct{} // cap 1
 	stop  chan struct{}
 	done  chan struct{}
-	// ready is called by loop before its first Stream call: it waits until the
-	// run may be seen (its ingest landed, its held first checkpoint stored,
-	// runEnv.storeHeld); when it fails, nothing is shown.
+	// ready is called by loop before its first Stream call: it stores the run's
+	// held first checkpoint (runEnv.storeHeld), so the run is resumable before
+	// it is seen; when it fails, nothing is shown.
 	ready func(context.Context) error
 	// Touched only by loop until done is closed: targets, and readied (ready
 	// was called).
@@ -225,12 +225,10 @@ func (t *streamTarget) due(since time.Time) time.Time {
 }
 
 // whenReady calls ready before the stream's first Stream call, with a context
-// that ends when stop is closed: ready waits for the run's ingest to land, which
-// has no bound of its own, and finish must not wait for that. When ready fails
-// every target is turned off (nothing is shown) and the failure logged, unless
-// the stream was stopped meanwhile or the run's ingest did not commit (the run is
-// abandoned without a trace). It reports whether the loop goes on: false once
-// stop is closed.
+// that ends when stop is closed: ready writes to the store, and finish must not
+// wait for that. When ready fails every target is turned off (nothing is shown)
+// and the failure logged, unless the stream was stopped meanwhile. It reports
+// whether the loop goes on: false once stop is closed.
 func (s *stream) whenReady(ctx context.Context) bool {
 	if s.ready != nil {
 		rctx, cancel := context.WithCancel(ctx)
@@ -249,7 +247,7 @@ func (s *stream) whenReady(ctx context.Context) bool {
 			for _, t := range s.targets {
 				t.off = true
 			}
-			if !errors.Is(err, errNotIngested) && !s.stopped() {
+			if !s.stopped() {
 				s.e.log.Warn("streaming stopped: the run's first checkpoint was not stored", "run", s.run, "err", Redact(err.Error()))
 			}
 		}

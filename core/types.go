@@ -96,12 +96,8 @@ func (b BotProfile) ID() ActorID { return BotActorID(b.Handle) }
 // parallel is MaxParallelThreads with its default of 1.
 func (b BotProfile) parallel() int { return max(1, b.MaxParallelThreads) }
 
-// ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned sequence
-// numbers, increasing in the order they were assigned, so ordering by ID is
-// arrival order. A store may commit a reserved ID after higher ones
-// (IDReserver), and may hand out again an ID that was never stored (one a
-// rolled-back transaction or a released reservation had); it never reuses a
-// stored one.
+// ThreadID, MessageID, ItemID, RunID and OutboxID are store-assigned, strictly
+// increasing sequence numbers (bbolt NextSequence), so ordering by ID is arrival order.
 type (
 	ThreadID  uint64
 	MessageID uint64

@@ -36,9 +36,6 @@ func (e *Engine) startWork(ctx context.Context, job *Job) *runWork {
 	w.cancel, w.done = cancel, make(chan struct{})
 	go func() {
 		defer close(w.done)
-		if job.ingested.wait(sctx) != nil {
-			return // nothing is shown before the message that started the run is stored
-		}
 		e.showWork(sctx, job, true)
 	}()
 	return w
@@ -52,15 +49,6 @@ func (w *runWork) end(ctx context.Context) {
 		<-w.done
 	}
 	w.e.showWork(ctx, w.job, false)
-}
-
-// abandon stops a start still waiting or in flight and shows no end: the run's
-// ingest did not commit, so nothing was shown (core/ingestgate.go).
-func (w *runWork) abandon() {
-	if w.done != nil {
-		w.cancel()
-		<-w.done
-	}
 }
 
 // showsWork reports whether any binding of job's thread is served, for job's bot,

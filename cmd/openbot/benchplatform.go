@@ -61,17 +61,18 @@ type platformFigures struct {
 	endBacklog     int          // updates unconfirmed when the last was sent
 	behind         int          // messages sent but not yet at the model when the last was sent
 	store          *storeWindow // the store's group commits while sending (nil: not a bbolt store)
-	// specStarted, specAdopted and specMissed count the runs started before
-	// their ingest's transaction while sending (core.Engine.Speculations).
-	specStarted, specAdopted, specMissed int64
-	idleRSS                              string   // RSS once ready, before the first message
-	burstRSS                             string   // RSS when the last message reached the model
-	settledRSS                           string   // RSS settle after that ("" without settle)
-	heapInUse                            uint64   // live heap bytes when the last message reached the model (after a GC)
-	settledHeap                          uint64   // the same after settle
-	peakGo                               goMemory // the Go runtime's memory at its largest during the run (sampled)
-	burstGo                              goMemory // the Go runtime's memory when burstRSS was read
-	settledGo                            goMemory // the same after settle
+	// cpu is the process's user and system CPU time from the first message sent
+	// to the last at the model (cpuOK false: not readable on this system).
+	cpu         time.Duration
+	cpuOK       bool
+	idleRSS     string   // RSS once ready, before the first message
+	burstRSS    string   // RSS when the last message reached the model
+	settledRSS  string   // RSS settle after that ("" without settle)
+	heapInUse   uint64   // live heap bytes when the last message reached the model (after a GC)
+	settledHeap uint64   // the same after settle
+	peakGo      goMemory // the Go runtime's memory at its largest during the run (sampled)
+	burstGo     goMemory // the Go runtime's memory when burstRSS was read
+	settledGo   goMemory // the same after settle
 }
 
 // benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
@@ -147,8 +148,10 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "                   a commit (fsyncs included) p50 %.2f ms, p99 %.2f ms, longest %.2f ms; %d over %s (an event arriving then waits for it)\n",
 			ms(p50), ms(p99), ms(longest), slow, slowCommit)
 	}
-	fmt.Fprintf(stdout, "speculative runs:  %d of %d messages started before their ingest's transaction; %d adopted by it, %d abandoned\n",
-		f.specStarted, f.sent, f.specAdopted, f.specMissed)
+	if f.cpuOK && f.answered > 0 {
+		fmt.Fprintf(stdout, "cpu:               %.3f ms a message (user+sys %.2f s of this process, fakes and load generator included, from the first message sent to the last at the model, over %d answered)\n",
+			ms(f.cpu)/float64(f.answered), f.cpu.Seconds(), f.answered)
+	}
 	rss, peak := memRSS()
 	fmt.Fprintf(stdout, "RSS:               %s now, %s peak (this process: openbot, fakes and load generator)\n", rss, peak)
 	fmt.Fprintf(stdout, "memory:            RSS %s idle, %s after %d conversations (live heap %s)\n", f.idleRSS, f.burstRSS, f.sent, heapMiB(f.heapInUse))
@@ -235,14 +238,10 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 		return f, err
 	}
 	addrs := make(chan string, 1)
-	var (
-		bs  *bolt.Store  // set by serve before it listens
-		eng *core.Engine // likewise
-	)
+	var bs *bolt.Store // set by serve before it listens
 	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
 		log: slog.New(slog.DiscardHandler), onListen: func(addr string) { addrs <- addr },
-		onStore:  func(st core.Store) { bs, _ = st.(*bolt.Store) },
-		onEngine: func(e *core.Engine) { eng = e },
+		onStore: func(st core.Store) { bs, _ = st.(*bolt.Store) },
 		onRequest: func(r *http.Request) {
 			if n, err := strconv.Atoi(r.Header.Get(benchEventHeader)); err == nil {
 				now := time.Now()
@@ -296,7 +295,7 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	}
 	defer stopCPU()
 	win := startStoreWindow(bs)
-	s0, a0, m0 := eng.Speculations()
+	cpu0, cpuOK := processCPU()
 	sent := make([]time.Time, n)
 	var (
 		wg   sync.WaitGroup
@@ -324,8 +323,6 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 	tick.Stop()
 	stopCPU()
 	f.store = win.end()
-	s1, a1, m1 := eng.Speculations()
-	f.specStarted, f.specAdopted, f.specMissed = s1-s0, a1-a0, m1-m0
 	f.endBacklog = backlog()
 	mu.Lock()
 	f.behind = n - len(asked)
@@ -354,6 +351,9 @@ func pacedPlatform(ctx context.Context, b platformBench) (platformFigures, error
 			return f, ctx.Err()
 		}
 		break
+	}
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		f.cpu, f.cpuOK = cpu1-cpu0, true
 	}
 	mu.Lock()
 	defer mu.Unlock()

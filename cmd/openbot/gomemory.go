@@ -2,14 +2,14 @@ package main
 
 import (
 	"fmt"
+	"runtime/metrics"
 	"strings"
 )
 
 // goMemory is where the Go runtime's memory is, from runtime/metrics
 // (/memory/classes/...): what of the anonymous RSS is live heap, heap the GC has
 // not reused or returned yet, goroutine stacks and the runtime's own bookkeeping
-// (memory flat under bursts, DESIGN.md §9). Serve's soft memory limit reads it
-// (memlimit.go) and the bench prints it. Bytes.
+// (memory flat under bursts, DESIGN.md §9). The bench prints it. Bytes.
 type goMemory struct {
 	objects    uint64 // heap objects, live and not yet swept
 	unused     uint64 // heap spans in use but not holding objects (fragmentation)
@@ -51,4 +51,21 @@ func (m goMemory) String() string {
 	fmt.Fprintf(&b, "Go %s = heap objects %s, unused %s, free %s, stacks %s, other %s; %d goroutines",
 		heapMiB(m.total), heapMiB(m.objects), heapMiB(m.unused), heapMiB(m.free), heapMiB(m.stacks), heapMiB(m.other), m.goroutines)
 	return b.String()
+}
+
+// readMetrics reads runtime/metrics samples by name, in order; a sample that is
+// not a uint64 (unknown to this runtime) reads 0.
+func readMetrics(names ...string) []uint64 {
+	s := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	v := make([]uint64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	return v
 }

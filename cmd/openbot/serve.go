@@ -51,9 +51,6 @@ type app struct {
 	// onStore, when set, is given the store serve opened (the bench reads its
 	// commit totals).
 	onStore func(core.Store)
-	// onEngine, when set, is given the engine serve made (the bench reads how
-	// many runs started speculatively).
-	onEngine func(*core.Engine)
 	// onRequest, when set, sees each HTTP request as it reaches the listener's
 	// handler, before routing (the bench times events from there).
 	onRequest func(r *http.Request)
@@ -235,9 +232,6 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("engine", err)
 	}
-	if a.onEngine != nil {
-		a.onEngine(eng)
-	}
 
 	var pruner *core.Pruner
 	if pst, ok := st.(core.Pruning); ok {
@@ -387,16 +381,6 @@ func (a *app) serve(ctx context.Context) int {
 		}
 		return nil
 	})
-	g.Go(func() error { // heap a burst left behind goes back to the OS (heapreturn.go)
-		startHeapReturn(engCtx)
-		return nil
-	})
-	if a.memLimit != nil {
-		g.Go(func() error { // warns when the soft memory limit is too low, raises the default (memlimit.go)
-			a.memLimit.watch(engCtx)
-			return nil
-		})
-	}
 	if pruner != nil {
 		g.Go(func() error { // the pruner stops with the engine, within one small transaction
 			return eng.HoldLease(engCtx, core.LeaseKeyWorker("prune"), pruner.Run, nil)

@@ -50,10 +50,6 @@ type Options struct {
 	// DefaultMaxBatchSize (1000). Up to 4 groups of this size wait in a bounded
 	// queue; later callers block in Batch until there is room or their ctx ends.
 	MaxBatchSize int
-	// ReleaseEvery is how often the pages of the file's memory map that reads
-	// brought in are given back to the kernel (release.go; Linux only); 0 means
-	// DefaultReleaseEvery (500 ms), negative never.
-	ReleaseEvery time.Duration
 }
 
 // Store is the bbolt core.Store. It is safe for concurrent use; bbolt runs at most
@@ -63,9 +59,7 @@ type Store struct {
 	path   string
 	log    *slog.Logger
 	group  *committer
-	rel    *releaser
 	closed atomic.Bool
-	ids    ids // thread, message, item and run IDs, and their reservations (reserve.go)
 }
 
 var _ core.Store = (*Store)(nil)
@@ -100,15 +94,9 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, log: log}
-	if err := s.ids.load(db); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("store %s: read id counters: %w", path, err)
-	}
 	log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", from)
 	closedErr := fmt.Errorf("store %s: %w", path, ErrClosed)
-	s.group, s.rel = newCommitter(db, opts.MaxBatchSize, closedErr), startReleaser(db, opts.ReleaseEvery)
-	return s, nil
+	return &Store{db: db, path: path, log: log, group: newCommitter(db, opts.MaxBatchSize, closedErr)}, nil
 }
 
 // Path returns the file the store was opened from.
@@ -122,15 +110,12 @@ func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	btx, below, err := s.ids.begin(s.db)
-	if err != nil {
-		return err
-	}
-	defer btx.Rollback()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return fn(&readTx{tx: btx, msgBelow: below})
+	return s.db.View(func(btx *bbolt.Tx) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(&readTx{tx: btx})
+	})
 }
 
 // Update runs fn in one read-write transaction and commits (with fsync unless
@@ -145,7 +130,7 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fn(s.writeTx(btx))
+		return fn(&writeTx{readTx{tx: btx}})
 	})
 }
 
@@ -163,15 +148,7 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(s.writeTx(btx)) })
-}
-
-// writeTx wraps a read-write transaction. Being the only writer, it may take the
-// low mark of the open message reservations at any time (reserve.go).
-func (s *Store) writeTx(btx *bbolt.Tx) *writeTx {
-	s.ids.sync(btx)
-	low, _ := s.ids.lowMessage()
-	return &writeTx{readTx{tx: btx, msgBelow: low}, &s.ids}
+	return s.group.submit(ctx, func(btx *bbolt.Tx) error { return fn(&writeTx{readTx{tx: btx}}) })
 }
 
 // CommitStats are the totals of a Store's commits since Open (Store.CommitStats;
@@ -215,7 +192,6 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.group.close()
-	s.rel.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store %s: close: %w", s.path, err)
 	}

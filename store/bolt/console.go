@@ -69,9 +69,6 @@ func (r *readTx) MessagesSince(after core.MessageID, limit int) ([]core.Message,
 	var out []core.Message
 	c := r.bucket(bktMessageThread).Cursor()
 	for k, v := c.Seek(u64(uint64(after) + 1)); k != nil && !full(len(out), limit); k, v = c.Next() {
-		if r.msgBelow != 0 && decodeU64(k) >= uint64(r.msgBelow) {
-			break // a reserved ID below may still be committed (reserve.go)
-		}
 		if len(v) != 8 {
 			return nil, fmt.Errorf("message index %d: bad thread", decodeU64(k))
 		}
@@ -104,17 +101,12 @@ func (r *readTx) RunEventsSince(after uint64, limit int) ([]core.LoggedRunEvent,
 	return out, nil
 }
 
-// Heads reads the buckets' sequences: each is the last ID assigned in a
-// committed transaction; the message head stays below a message ID reserved
-// and not yet committed (reserve.go).
+// Heads reads the buckets' sequences: each is the last ID NextSequence assigned in
+// a committed transaction.
 func (r *readTx) Heads() (core.LogHeads, error) {
-	msg := core.MessageID(r.bucket(bktMessages).Sequence())
-	if r.msgBelow != 0 && msg >= r.msgBelow {
-		msg = r.msgBelow - 1
-	}
 	return core.LogHeads{
 		Activity: r.bucket(bktActivity).Sequence(),
-		Message:  msg,
+		Message:  core.MessageID(r.bucket(bktMessages).Sequence()),
 		RunEvent: r.bucket(bktRunEventLog).Sequence(),
 	}, nil
 }

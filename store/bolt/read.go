@@ -14,10 +14,6 @@ import (
 // decoded from the page into fresh memory, so it outlives the transaction.
 type readTx struct {
 	tx *bbolt.Tx
-	// msgBelow, when not 0, is the lowest message ID reserved and not yet
-	// committed when the transaction began: MessagesSince and Heads stop below
-	// it, since it may still be committed before later IDs (reserve.go).
-	msgBelow core.MessageID
 }
 
 var _ core.ReadTx = (*readTx)(nil)

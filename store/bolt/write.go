@@ -14,11 +14,9 @@ import (
 // writeTx implements core.Tx. Put methods with a non-zero ID read the stored record
 // first, so that index entries of its old status, actor or thread are removed before
 // those of the new value are written, all in the same transaction. A non-zero ID that
-// was never assigned is an error wrapping core.ErrNotFound (IDs are store-assigned),
-// unless it is reserved (core.IDReserver, reserve.go): the record is then inserted.
+// was never assigned is an error wrapping core.ErrNotFound (IDs are store-assigned).
 type writeTx struct {
 	readTx
-	ids *ids // the store's thread, message, item and run IDs (reserve.go)
 }
 
 var _ core.Tx = (*writeTx)(nil)
@@ -40,31 +38,11 @@ func (w *writeTx) put(name, key []byte, v any) error {
 
 // nextID assigns the next sequence of bucket name.
 func (w *writeTx) nextID(name []byte) (uint64, error) {
-	if k := kindOf(name); k != 0 {
-		return w.ids.next(w.tx, k)
-	}
 	id, err := w.bucket(name).NextSequence()
 	if err != nil {
 		return 0, fmt.Errorf("next id in %s: %w", name, err)
 	}
 	return id, nil
-}
-
-// missing answers a Put of a record of kind whose non-zero ID is not stored
-// (err, from its lookup): nil when the ID is reserved (core.IDReserver), so the
-// Put inserts the record; the lookup's error otherwise.
-func (w *writeTx) missing(kind core.IDKind, id uint64, err error) error {
-	if !errors.Is(err, core.ErrNotFound) {
-		return err
-	}
-	reserved, rerr := w.ids.insert(w.tx, kind, id)
-	switch {
-	case rerr != nil:
-		return rerr
-	case !reserved:
-		return err
-	}
-	return nil
 }
 
 // PutActor upserts by ID; the system actor (empty ID) cannot be stored.
@@ -92,9 +70,7 @@ func (w *writeTx) PutThread(t core.Thread) (core.Thread, error) {
 		}
 		t.ID = core.ThreadID(id)
 	} else if err := w.threadExists(t.ID); err != nil {
-		if err := w.missing(core.IDThread, uint64(t.ID), err); err != nil {
-			return t, err
-		}
+		return t, err
 	}
 	return t, w.put(bktThreads, u64(uint64(t.ID)), t)
 }
@@ -130,11 +106,11 @@ func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
 			return m, err
 		}
 		m.ID = core.MessageID(id)
-	} else if old, err := w.Message(m.ID); err != nil {
-		if err := w.missing(core.IDMessage, uint64(m.ID), err); err != nil {
+	} else {
+		old, err := w.Message(m.ID)
+		if err != nil {
 			return m, err
 		}
-	} else {
 		if old.Thread != m.Thread {
 			if err := w.bucket(bktMessages).Delete(pairKey(uint64(old.Thread), uint64(m.ID))); err != nil {
 				return m, err
@@ -168,11 +144,11 @@ func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
 			return it, err
 		}
 		it.ID = core.ItemID(id)
-	} else if o, err := w.Item(it.ID); err != nil {
-		if err := w.missing(core.IDItem, uint64(it.ID), err); err != nil {
+	} else {
+		o, err := w.Item(it.ID)
+		if err != nil {
 			return it, err
 		}
-	} else {
 		old = &o
 	}
 	delta := 0
@@ -252,10 +228,9 @@ func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 	if r.ID != 0 {
 		v := w.bucket(bktRuns).Get(u64(uint64(r.ID)))
 		if v == nil {
-			if err := w.missing(core.IDRun, uint64(r.ID), fmt.Errorf("run %d: %w", r.ID, core.ErrNotFound)); err != nil {
-				return r, err
-			}
-		} else if err := json.Unmarshal(v, &old); err != nil {
+			return r, fmt.Errorf("run %d: %w", r.ID, core.ErrNotFound)
+		}
+		if err := json.Unmarshal(v, &old); err != nil {
 			return r, fmt.Errorf("run %d: decode: %w", r.ID, err)
 		}
 	}
