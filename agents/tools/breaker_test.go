@@ -361,7 +361,6 @@ func TestBreakFIFOHangsFileTools(t *testing.T) {
 	}
 }
 
-
 // LOW (sandbox: none, which is unconfined by design, but the README's
 // "Lifetime" promise is made for both modes). The command runs as openbot's
 // user next to its supervisor, so it can SIGKILL the supervisor (its parent):
