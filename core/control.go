@@ -188,7 +188,7 @@ func (e *Engine) CancelRun(ctx context.Context, id RunID, by By) (Run, error) {
 func (e *Engine) afterCancel(runs []RunID, woken []string, bot ActorID) {
 	for _, id := range runs {
 		e.ctl.cancel(id)
-		e.hintCancel(id) // shared: the run may execute in another process
+		e.cluster.hintCancel(id) // shared: the run may execute in another process
 	}
 	for _, h := range woken {
 		e.wake(h)

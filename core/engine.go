@@ -171,20 +171,12 @@ type Engine struct {
 	reflections Reflections // nil: no reflection (core/memory.go)
 	files       *fileQueue
 
-	// Leases when the store is shared (core/lease.go, core/shared.go).
-	shared     bool
-	procID     string
-	leaseTTL   time.Duration
-	hints      Hinter
-	sweepEvery time.Duration
-	hintq      hintQueue
+	// cluster: leases and hints when the store is shared (core/shared.go).
+	cluster *cluster
 	// fatal ends Run with an error (fail); set by Run.
 	fatalMu  sync.Mutex
 	fatalErr error
 	fatal    context.CancelFunc
-	// incarnation owns the lease on procID: the id plus a random part, so a
-	// restart with the same id is told apart from a second live process.
-	incarnation string
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -233,21 +225,7 @@ func New(opts Options) (*Engine, error) {
 	e.sem = newSlots(set.limits.MaxConcurrentRuns)
 	e.lanes = newLanes(e)
 	e.files = newFileQueue(e, opts.Files)
-	e.shared, e.procID, e.leaseTTL, e.hints, e.sweepEvery = opts.Shared, opts.ProcessID, opts.LeaseTTL, opts.Hints, opts.SweepInterval
-	if e.procID == "" {
-		e.procID = newProcessID()
-	}
-	if e.leaseTTL <= 0 {
-		e.leaseTTL = DefaultLeaseTTL
-	}
-	if e.sweepEvery <= 0 {
-		e.sweepEvery = 2 * time.Second
-	}
-	if !e.shared {
-		e.hints = nil
-	}
-	e.hintq.signal = make(chan struct{}, 1)
-	e.incarnation = e.procID + "#" + randomHex(4)
+	e.cluster = newCluster(e, opts)
 	return e, nil
 }
 
@@ -329,7 +307,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("core: storing bots: %w", err)
 	}
-	if err := e.claimProcessID(ctx); err != nil {
+	if err := e.cluster.claimProcessID(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -365,7 +343,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}()
 	// Shared: claims renewed while runs and lanes may still be busy, so until
 	// delivery is done (core/shared.go).
-	e.sharedLoops(ctx, deliverCtx, &wg)
+	e.cluster.loops(ctx, deliverCtx, &wg)
 
 	var workers sync.WaitGroup
 	// start runs a bot's worker unless it has one; called with e.mu held.
@@ -421,7 +399,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.fatalMu.Unlock()
 	if ferr == nil { // a process that lost its id keeps its hands off the leases
 		e.lanes.dropAll(dctx) // shared: another process takes the lanes at once
-		e.dropProcessID(dctx)
+		e.cluster.dropProcessID(dctx)
 	}
 	dcancel()
 	return ferr

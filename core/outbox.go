@@ -87,7 +87,7 @@ func newLanes(e *Engine) *lanes {
 // and, shared, the other processes' dispatchers (the entry's lane may be theirs).
 func (e *Engine) kickOutbox() {
 	e.kickLocal()
-	e.hint("outbox", "")
+	e.cluster.hint("outbox", "")
 }
 
 // kickLocal wakes this process's dispatcher.
@@ -205,7 +205,7 @@ func (l *lanes) offer(ctx context.Context, k laneKey, id OutboxID) bool {
 		ln = &lane{}
 		l.m[k] = ln
 	}
-	if l.e.shared && !ln.leased() {
+	if l.e.cluster.shared && !ln.leased() {
 		return true // not this process's lane (lease lost or not taken): the sweep sees to it
 	}
 	if len(ln.queue) >= laneQueue {

@@ -31,10 +31,10 @@ const MaxRestartsBeforeFirstStep = 2
 // are untouched; pending outbox entries are delivered by the lanes once they
 // start.
 func (e *Engine) recover(ctx context.Context) error {
-	if e.shared {
+	if e.cluster.shared {
 		// Other processes may be running their runs right now: take over only
 		// the runs whose claims lapsed (core/shared.go), here and every sweep.
-		_, err := e.recoverLapsed(ctx)
+		_, err := e.cluster.recoverLapsed(ctx)
 		return err
 	}
 	return e.store.Update(ctx, func(tx Tx) error {
@@ -189,7 +189,7 @@ func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*J
 	now := e.clock.Now()
 	run.Status = RunRunning
 	run.Items = append(run.Items, it.ID)
-	e.claimRun(&run, now)
+	e.cluster.claimRun(&run, now)
 	run, err := tx.PutRun(run)
 	if err != nil {
 		return nil, err

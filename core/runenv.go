@@ -180,7 +180,7 @@ func (r *runEnv) checkpointable(tx Tx) (Run, error) {
 	if err != nil {
 		return run, err
 	}
-	if !r.e.ownsRun(run) {
+	if !r.e.cluster.ownsRun(run) {
 		r.e.ctl.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
 		return run, fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
 	}

@@ -32,7 +32,7 @@ type worker struct {
 // the other processes (a hint; core/shared.go).
 func (e *Engine) wake(handle string) {
 	e.wakeLocal(handle)
-	e.hint("wake", handle)
+	e.cluster.hint("wake", handle)
 }
 
 // wakeLocal nudges this process's worker of a bot.
@@ -181,7 +181,7 @@ func (w *worker) run(job *Job) bool {
 func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
 	found := true
 	err := e.store.View(ctx, func(tx ReadTx) error {
-		busyAny, room, err := e.busyAcrossTx(tx, bot, busy)
+		busyAny, room, err := e.cluster.busyAcrossTx(tx, bot, busy)
 		if err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 	err := e.store.Batch(ctx, func(tx Tx) error {
 		jobs = nil // Batch may run fn again: nothing from an earlier run survives
 		taken := map[ThreadID]bool{}
-		busyAny, room, err := e.busyAcrossTx(tx, bot, busy)
+		busyAny, room, err := e.cluster.busyAcrossTx(tx, bot, busy)
 		if err != nil {
 			return err
 		}
@@ -280,7 +280,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 		}
 		now := e.clock.Now()
 		run := Run{Bot: bot.ID(), Thread: first.Thread, Status: RunRunning, Created: now, Started: now}
-		e.claimRun(&run, now)
+		e.cluster.claimRun(&run, now)
 		var triggers []Message
 		for _, it := range items {
 			if it.Kind != ItemMessage {
@@ -372,7 +372,7 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 	now := e.clock.Now()
 	run.Status, run.Started = RunRunning, now
 	run.Items = append(run.Items, it.ID)
-	e.claimRun(&run, now)
+	e.cluster.claimRun(&run, now)
 	if run, err = tx.PutRun(run); err != nil {
 		return nil, err
 	}
@@ -414,7 +414,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
-	if e.shared {
+	if e.cluster.shared {
 		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
 	}
 	defer e.ctl.remove(job.Run.ID)
@@ -472,7 +472,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		// streamed is removed; the resumed run streams and posts its reply anew.
 		if errors.Is(context.Cause(ctx), errLeaseLost) {
 			e.log.Warn("run stopped here: its claim lapsed or moved; it resumes from its checkpoint wherever it is recovered", "run", job.Run.ID, "bot", job.Bot.Handle)
-		} else if e.shared {
+		} else if e.cluster.shared {
 			e.log.Info("run interrupted by shutdown; another process resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
 		} else {
 			e.log.Info("run interrupted by shutdown; the next start resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
@@ -485,7 +485,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		if err := env.storeHeld(dctx); err != nil && !errors.Is(err, errLeaseLost) {
 			e.log.Warn("store the run's first checkpoint at shutdown", "run", job.Run.ID, "err", err)
 		}
-		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
+		e.cluster.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
 		env.stream.discard(dctx, streamed)
 		env.stream.forget(dctx)
 		work.end(dctx)
@@ -514,7 +514,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		if err2 != nil {
 			return err2
 		}
-		if !e.ownsRun(r) {
+		if !e.cluster.ownsRun(r) {
 			// Our claim lapsed and another process took the run over
 			// (core/shared.go): what this process did is not the run's.
 			lost = true

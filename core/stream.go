@@ -308,7 +308,7 @@ func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uin
 // records them still: a run whose claim moved leaves them to the process that
 // took it over, which knows them only from the record (core/shared.go).
 func (s *stream) settling() bool {
-	return !s.e.shared && s.stopped()
+	return !s.e.cluster.shared && s.stopped()
 }
 
 // finish stops the loop (after an update in flight returns) and returns, per
