@@ -301,7 +301,7 @@ func (w budgetWarnings) announce(e *Engine, entry UsageEntry) {
 		for _, h := range w.p.woken {
 			e.wake(h)
 		}
-		e.kickOutbox()
+		e.lanes.kick()
 	}
 }
 

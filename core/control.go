@@ -196,7 +196,7 @@ func (e *Engine) afterCancel(runs []RunID, woken []string, bot ActorID) {
 	if bot != "" {
 		e.wake(strings.TrimPrefix(string(bot), "bot:"))
 	}
-	e.kickOutbox()
+	e.lanes.kick()
 }
 
 // cancelRunTx settles non-terminal run r as cancelled by by. It returns the run

@@ -161,7 +161,6 @@ type Engine struct {
 	// startWorker starts a bot's worker under Run's supervision; set while Run
 	// takes work, nil before and once stopping.
 	startWorker func(handle string)
-	kick        chan struct{} // wakes the outbox dispatcher; cap 1
 	lanes       *lanes
 	sem         *slots        // global run slots
 	ready       chan struct{} // closed once recovery is done and workers run
@@ -204,7 +203,6 @@ func New(opts Options) (*Engine, error) {
 		observer: opts.Observer,
 		adapters: map[AccountID]Adapter{},
 		workers:  map[string]*worker{},
-		kick:     make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 	}
 	if e.log == nil {
@@ -370,7 +368,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		start(handle)
 	}
 	e.mu.Unlock()
-	e.kickOutbox()
+	e.lanes.kick()
 	close(e.ready)
 
 	<-ctx.Done()
@@ -385,7 +383,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		cancelRuns()
 		workers.Wait()
 	}
-	e.kickOutbox()
+	e.lanes.kick()
 	flushed := e.lanes.waitIdle(e.grace)
 	if !flushed {
 		e.log.Warn("delivery not flushed within grace; pending entries are kept for the next start")

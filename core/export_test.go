@@ -19,7 +19,7 @@ func LaneStats(e *Engine) (lanes, running, buffered int) {
 }
 
 // KickOutbox wakes the outbox dispatcher (tests only), which also releases idle lanes.
-func KickOutbox(e *Engine) { e.kickOutbox() }
+func KickOutbox(e *Engine) { e.lanes.kick() }
 
 // Pick starts up to k runs of the bot handle in one transaction, as its worker does
 // (tests only); the engine need not be running.

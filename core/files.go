@@ -252,7 +252,7 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 	for _, b := range q.e.cfg().order {
 		q.e.wake(b.Handle)
 	}
-	q.e.kickOutbox()
+	q.e.lanes.kick()
 }
 
 // fetcher returns the FileFetcher that downloads m's attachments.

@@ -92,6 +92,6 @@ func (r *runEnv) PostFile(ctx context.Context, abs, caption string) (MessageID, 
 	for _, h := range p.woken {
 		r.e.wake(h)
 	}
-	r.e.kickOutbox()
+	r.e.lanes.kick()
 	return p.msg.ID, nil
 }

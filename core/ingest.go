@@ -48,7 +48,7 @@ func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	for _, h := range res.Woken {
 		e.wake(h)
 	}
-	e.kickOutbox()
+	e.lanes.kick()
 	return res, nil
 }
 

@@ -86,6 +86,6 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 			e.wake(h)
 		}
 	}
-	e.kickOutbox()
+	e.lanes.kick()
 	return out
 }

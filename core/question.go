@@ -179,7 +179,7 @@ func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
 	e.Observe().Answer(string(res.Outcome))
 	if wake != "" {
 		e.wake(wake)
-		e.kickOutbox()
+		e.lanes.kick()
 	}
 	return res, nil
 }
@@ -313,7 +313,7 @@ func (e *Engine) expire(ctx context.Context) (int, error) {
 		e.wake(strings.TrimPrefix(string(q.Bot), "bot:"))
 	}
 	if n > 0 {
-		e.kickOutbox()
+		e.lanes.kick()
 	}
 	return n, nil
 }

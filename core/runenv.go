@@ -207,7 +207,7 @@ func (r *runEnv) Post(ctx context.Context, text string) (MessageID, error) {
 	for _, h := range p.woken {
 		r.e.wake(h)
 	}
-	r.e.kickOutbox()
+	r.e.lanes.kick()
 	return p.msg.ID, nil
 }
 
@@ -244,7 +244,7 @@ func (r *runEnv) Notice(ctx context.Context, text string) error {
 	for _, h := range p.woken {
 		r.e.wake(h)
 	}
-	r.e.kickOutbox()
+	r.e.lanes.kick()
 	return nil
 }
 

@@ -620,7 +620,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	for _, h := range woken {
 		e.wake(h)
 	}
-	e.kickOutbox()
+	e.lanes.kick()
 }
 
 // isStopping reports whether Run is shutting down (intake stopped).

@@ -288,7 +288,7 @@ func (c *cluster) sweepLoop(ctx context.Context) {
 			c.e.log.Warn("recovering lapsed runs failed", "err", err)
 		}
 		c.wakeQueued(ctx)
-		c.e.kickLocal()
+		c.e.lanes.kickLocal()
 	})
 }
 
@@ -337,7 +337,7 @@ func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 	for _, h := range bots {
 		c.e.wake(h)
 	}
-	c.e.kickOutbox()
+	c.e.lanes.kick()
 	return n, nil
 }
 
@@ -438,7 +438,7 @@ func (c *cluster) onHint(payload string) {
 			c.e.wakeLocal(arg)
 		}
 	case "outbox":
-		c.e.kickLocal()
+		c.e.lanes.kickLocal()
 	case "cancel":
 		if id, err := strconv.ParseUint(arg, 10, 64); err == nil {
 			c.e.ctl.cancel(RunID(id))
