@@ -253,7 +253,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			}
 		}
 		skip := func(it InboxItem) bool {
-			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread]) || e.filesPendingTx(tx, it)
+			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread]) || e.files.pendingTx(tx, it)
 		}
 		first, err := tx.NextQueued(bot.ID(), skip)
 		for err == nil && first.Kind == ItemQuestion {
