@@ -172,6 +172,7 @@ type Engine struct {
 
 	// cluster: leases and hints when the store is shared (core/shared.go).
 	cluster *cluster
+	budgets *budgets // cost control (core/budget.go)
 	// fatal ends Run with an error (fail); set by Run.
 	fatalMu  sync.Mutex
 	fatalErr error
@@ -224,6 +225,7 @@ func New(opts Options) (*Engine, error) {
 	e.lanes = newLanes(e)
 	e.files = newFileQueue(e, opts.Files)
 	e.cluster = newCluster(e, opts)
+	e.budgets = &budgets{e: e}
 	return e, nil
 }
 

@@ -431,7 +431,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		err error
 	)
 	if job.Resume == nil && !job.Restart {
-		err = e.checkBudget(ctx, job)
+		err = e.budgets.check(ctx, job)
 	}
 	if err == nil {
 		res, err = e.agent.Execute(ctx, job)
