@@ -298,9 +298,9 @@ func (e *Engine) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
 		return nil
 	}
 	if q.Approved() && was == RunRunning {
-		return e.recordOutcomeTx(tx, r.ID, q.ID, "unknown: the run was cancelled by "+who+" while carrying out the approved call; check whether it ran")
+		return e.questions.recordOutcomeTx(tx, r.ID, q.ID, "unknown: the run was cancelled by "+who+" while carrying out the approved call; check whether it ran")
 	}
-	return e.recordOutcomeTx(tx, r.ID, q.ID, "not run: the run was cancelled by "+who)
+	return e.questions.recordOutcomeTx(tx, r.ID, q.ID, "not run: the run was cancelled by "+who)
 }
 
 // cancelledAnswer prefixes Question.Answer of a question closed because its run

@@ -147,9 +147,8 @@ type Engine struct {
 
 	// cur is the current settings (bots, default bot, limits, approvers, cost);
 	// Reload swaps it, reloadMu orders Reload calls.
-	cur         atomic.Pointer[settings]
-	reloadMu    sync.Mutex
-	expiryEvery time.Duration
+	cur      atomic.Pointer[settings]
+	reloadMu sync.Mutex
 
 	mu       sync.Mutex
 	adapters map[AccountID]Adapter
@@ -171,8 +170,9 @@ type Engine struct {
 	files       *fileQueue
 
 	// cluster: leases and hints when the store is shared (core/shared.go).
-	cluster *cluster
-	budgets *budgets // cost control (core/budget.go)
+	cluster   *cluster
+	budgets   *budgets   // cost control (core/budget.go)
+	questions *questions // questions and approvals (core/question.go)
 	// fatal ends Run with an error (fail); set by Run.
 	fatalMu  sync.Mutex
 	fatalErr error
@@ -217,9 +217,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.cur.Store(set)
 	e.reflections = opts.Reflections
-	e.expiryEvery = opts.ExpiryInterval
-	if e.expiryEvery <= 0 {
-		e.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
+	e.questions = &questions{e: e, expiryEvery: opts.ExpiryInterval}
+	if e.questions.expiryEvery <= 0 {
+		e.questions.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
 	}
 	e.sem = newSlots(set.limits.MaxConcurrentRuns)
 	e.lanes = newLanes(e)
@@ -339,7 +339,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		e.expiryLoop(ctx, e.expiryEvery)
+		e.questions.expiryLoop(ctx)
 	}()
 	// Shared: claims renewed while runs and lanes may still be busy, so until
 	// delivery is done (core/shared.go).

@@ -133,7 +133,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 
 	// A reply that answers a pending ask_human resumes that bot's run instead of
 	// waking it with a message item.
-	answered, err := e.answerByReplyTx(tx, &t, in, name)
+	answered, err := e.questions.answerByReplyTx(tx, &t, in, name)
 	if err != nil {
 		return IngestResult{}, err
 	}

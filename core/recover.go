@@ -100,7 +100,7 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 			return err
 		}
 		e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
-		if err := e.interruptedApprovalTx(tx, r); err != nil {
+		if err := e.questions.interruptedApprovalTx(tx, r); err != nil {
 			return err
 		}
 	}

@@ -252,6 +252,6 @@ func (r *runEnv) Notice(ctx context.Context, text string) error {
 // (OutcomeRecorder); only a question of this run can be changed.
 func (r *runEnv) RecordOutcome(ctx context.Context, id QuestionID, outcome string) error {
 	return r.e.store.Update(ctx, func(tx Tx) error {
-		return r.e.recordOutcomeTx(tx, r.job.Run.ID, id, outcome)
+		return r.e.questions.recordOutcomeTx(tx, r.job.Run.ID, id, outcome)
 	})
 }

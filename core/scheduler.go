@@ -538,7 +538,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 		}
 		itemStatus := ItemDone
 		if err == nil && res.Pause != nil {
-			return e.pauseTx(tx, job, &r, &t, res)
+			return e.questions.pauseTx(tx, job, &r, &t, res)
 		}
 		if err == nil {
 			r.Status = RunCompleted
@@ -565,10 +565,10 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 			e.activity(tx, Activity{Event: "run.failed", Level: "error", Summary: notice.Text, Thread: t.ID, Actor: r.Bot, Run: r.ID})
 			if job.Restart {
 				// Whether an approved call ran before the restart is not known.
-				if err2 := e.interruptedApprovalTx(tx, r); err2 != nil {
+				if err2 := e.questions.interruptedApprovalTx(tx, r); err2 != nil {
 					return err2
 				}
-			} else if err2 := e.unrunApprovalTx(tx, job, e.failureCause(err)); err2 != nil {
+			} else if err2 := e.questions.unrunApprovalTx(tx, job, e.failureCause(err)); err2 != nil {
 				return err2
 			}
 		}

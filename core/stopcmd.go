@@ -167,7 +167,7 @@ func (e *Engine) mayStopTx(tx ReadTx, bot ActorID, thread ThreadID, runs []Run, 
 	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
 		return false, nil
 	}
-	if approvers := e.approversFor(Question{Bot: bot, Kind: QuestionAsk}); approvers != nil {
+	if approvers := e.questions.approversFor(Question{Bot: bot, Kind: QuestionAsk}); approvers != nil {
 		return slices.Contains(approvers, actor), nil
 	}
 	var triggers []Message
