@@ -16,6 +16,14 @@ import (
 // question it waited on is closed with "cancelled by X" and held hand-offs of its
 // bot are released as for a failed run.
 
+// control is the engine's steering part: it cancels runs, stops a bot's work
+// in a thread, carries out chat's /stop and pauses bots. Its state is the
+// store's (runs, items, the pause cursors); the runs executing here are
+// interrupted through the engine's registry of them (runCancels).
+type control struct {
+	e *Engine
+}
+
 // ErrRunFinished is returned by CancelRun for a run that already ended
 // (completed, failed or cancelled); nothing changed.
 var ErrRunFinished = errors.New("run already finished")
@@ -161,9 +169,14 @@ func (c *runCancels) cancelIfSettled(ctx context.Context, s Store, id RunID, f c
 // Errors: ErrNotFound for no such run, ErrRunFinished when it already ended,
 // else store failures.
 func (e *Engine) CancelRun(ctx context.Context, id RunID, by By) (Run, error) {
+	return e.control.cancelRun(ctx, id, by)
+}
+
+// cancelRun is Engine.CancelRun.
+func (ct *control) cancelRun(ctx context.Context, id RunID, by By) (Run, error) {
 	var out Run
 	var woken []string
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := ct.e.store.Update(ctx, func(tx Tx) error {
 		woken = nil
 		r, err := tx.Run(id)
 		if err != nil {
@@ -173,36 +186,36 @@ func (e *Engine) CancelRun(ctx context.Context, id RunID, by By) (Run, error) {
 			out = r
 			return ErrRunFinished
 		}
-		out, woken, err = e.cancelRunTx(tx, r, by)
+		out, woken, err = ct.cancelRunTx(tx, r, by)
 		return err
 	})
 	if err != nil {
 		return out, err
 	}
-	e.afterCancel([]RunID{id}, woken, out.Bot)
+	ct.afterCancel([]RunID{id}, woken, out.Bot)
 	return out, nil
 }
 
 // afterCancel interrupts the cancelled runs in flight and wakes whom the change
 // concerns.
-func (e *Engine) afterCancel(runs []RunID, woken []string, bot ActorID) {
+func (ct *control) afterCancel(runs []RunID, woken []string, bot ActorID) {
 	for _, id := range runs {
-		e.ctl.cancel(id)
-		e.cluster.hintCancel(id) // shared: the run may execute in another process
+		ct.e.ctl.cancel(id)
+		ct.e.cluster.hintCancel(id) // shared: the run may execute in another process
 	}
 	for _, h := range woken {
-		e.wake(h)
+		ct.e.wake(h)
 	}
 	if bot != "" {
-		e.wake(strings.TrimPrefix(string(bot), "bot:"))
+		ct.e.wake(strings.TrimPrefix(string(bot), "bot:"))
 	}
-	e.lanes.kick()
+	ct.e.lanes.kick()
 }
 
 // cancelRunTx settles non-terminal run r as cancelled by by. It returns the run
 // as stored and the handles woken by released hand-offs.
-func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
-	now := e.clock.Now()
+func (ct *control) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
+	now := ct.e.clock.Now()
 	was := r.Status
 	who := by.name()
 	r.Status, r.Error, r.Ended, r.Checkpoint = RunCancelled, "cancelled by "+who, now, nil
@@ -241,7 +254,7 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 			}
 		}
 	}
-	if err := e.closeQuestionTx(tx, r, was, by); err != nil {
+	if err := ct.closeQuestionTx(tx, r, was, by); err != nil {
 		return r, nil, err
 	}
 	t, err := tx.Thread(r.Thread)
@@ -251,7 +264,7 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 	handle := strings.TrimPrefix(string(r.Bot), "bot:")
 	notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
 		Text: fmt.Sprintf("@%s's work here was stopped by %s.", handle, who)}
-	p, err := e.postTx(tx, &t, postSpec{msg: notice})
+	p, err := ct.e.postTx(tx, &t, postSpec{msg: notice})
 	if err != nil {
 		return r, nil, err
 	}
@@ -259,8 +272,8 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 	if by.Via != "" {
 		summary += " via " + string(by.Via)
 	}
-	e.activity(tx, Activity{Event: "run.cancelled", Level: "warn", Summary: summary, Thread: r.Thread, Actor: by.Actor, Run: r.ID})
-	rel, err := e.releaseHoldsTx(tx, r.Bot, r.Thread)
+	ct.e.activity(tx, Activity{Event: "run.cancelled", Level: "warn", Summary: summary, Thread: r.Thread, Actor: by.Actor, Run: r.ID})
+	rel, err := ct.e.releaseHoldsTx(tx, r.Bot, r.Thread)
 	return r, append(p.woken, rel...), err
 }
 
@@ -268,7 +281,7 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 // with "cancelled by <name>" (its buttons are resolved on every post, no resume
 // is queued); an approved call without an outcome records why it did not run,
 // or, when the run was carrying it out, that whether it ran is not known.
-func (e *Engine) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
+func (ct *control) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
 	if r.Question == 0 {
 		return nil
 	}
@@ -280,7 +293,7 @@ func (e *Engine) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
 	}
 	who := by.name()
 	if q.Status == QuestionPending {
-		now := e.clock.Now()
+		now := ct.e.clock.Now()
 		q.Status, q.Choice, q.Answer, q.AnsweredAt = QuestionExpired, ChoiceReject, cancelledAnswer+who, now
 		q.AnsweredBy, q.AnsweredByName, q.AnsweredVia = by.Actor, who, by.Via
 		if q, err = tx.PutQuestion(q); err != nil {
@@ -292,15 +305,15 @@ func (e *Engine) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
 				return err
 			}
 		}
-		e.activity(tx, Activity{Event: "question.cancelled", Summary: fmt.Sprintf("question %d (%s): %s", q.ID, q.Kind, q.Decision()), Thread: q.Thread, Actor: by.Actor, Run: r.ID})
+		ct.e.activity(tx, Activity{Event: "question.cancelled", Summary: fmt.Sprintf("question %d (%s): %s", q.ID, q.Kind, q.Decision()), Thread: q.Thread, Actor: by.Actor, Run: r.ID})
 	}
 	if q.Kind != QuestionApproval || q.Outcome != "" {
 		return nil
 	}
 	if q.Approved() && was == RunRunning {
-		return e.questions.recordOutcomeTx(tx, r.ID, q.ID, "unknown: the run was cancelled by "+who+" while carrying out the approved call; check whether it ran")
+		return ct.e.questions.recordOutcomeTx(tx, r.ID, q.ID, "unknown: the run was cancelled by "+who+" while carrying out the approved call; check whether it ran")
 	}
-	return e.questions.recordOutcomeTx(tx, r.ID, q.ID, "not run: the run was cancelled by "+who)
+	return ct.e.questions.recordOutcomeTx(tx, r.ID, q.ID, "not run: the run was cancelled by "+who)
 }
 
 // cancelledAnswer prefixes Question.Answer of a question closed because its run
@@ -313,30 +326,35 @@ const cancelledAnswer = "cancelled by "
 // CancelRun. Errors: ErrUnknownBot, ErrNotFound for no such thread, else store
 // failures.
 func (e *Engine) StopQueued(ctx context.Context, bot string, thread ThreadID, by By) (Stopped, error) {
-	b, ok := e.bot(strings.ToLower(strings.TrimPrefix(bot, "@")))
+	return e.control.stopQueued(ctx, bot, thread, by)
+}
+
+// stopQueued is Engine.StopQueued.
+func (ct *control) stopQueued(ctx context.Context, bot string, thread ThreadID, by By) (Stopped, error) {
+	b, ok := ct.e.bot(strings.ToLower(strings.TrimPrefix(bot, "@")))
 	if !ok {
 		return Stopped{}, ErrUnknownBot
 	}
 	var out Stopped
 	var woken []string
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := ct.e.store.Update(ctx, func(tx Tx) error {
 		out, woken = Stopped{}, nil
 		if _, err := tx.Thread(thread); err != nil {
 			return err
 		}
 		var err error
-		out, woken, err = e.stopBotTx(tx, b.ID(), thread, by)
+		out, woken, err = ct.stopBotTx(tx, b.ID(), thread, by)
 		return err
 	})
 	if err != nil {
 		return Stopped{}, err
 	}
-	e.afterCancel(out.Runs, woken, b.ID())
+	ct.afterCancel(out.Runs, woken, b.ID())
 	return out, nil
 }
 
 // stopBotTx cancels bot's queued items and non-terminal runs in thread.
-func (e *Engine) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped, []string, error) {
+func (ct *control) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped, []string, error) {
 	var out Stopped
 	var woken []string
 	runs, err := activeRunsTx(tx, bot, thread)
@@ -344,7 +362,7 @@ func (e *Engine) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped,
 		return out, nil, err
 	}
 	for _, r := range runs {
-		_, w, err := e.cancelRunTx(tx, r, by)
+		_, w, err := ct.cancelRunTx(tx, r, by)
 		if err != nil {
 			return out, nil, err
 		}
@@ -364,8 +382,8 @@ func (e *Engine) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped,
 	}
 	if out.Items > 0 {
 		handle := strings.TrimPrefix(string(bot), "bot:")
-		e.activity(tx, Activity{Event: "inbox.stopped", Level: "warn", Summary: fmt.Sprintf("%d queued item(s) of @%s stopped by %s", out.Items, handle, by.name()), Thread: thread, Actor: by.Actor})
-		rel, err := e.releaseHoldsTx(tx, bot, thread)
+		ct.e.activity(tx, Activity{Event: "inbox.stopped", Level: "warn", Summary: fmt.Sprintf("%d queued item(s) of @%s stopped by %s", out.Items, handle, by.name()), Thread: thread, Actor: by.Actor})
+		rel, err := ct.e.releaseHoldsTx(tx, bot, thread)
 		if err != nil {
 			return out, nil, err
 		}

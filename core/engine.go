@@ -173,6 +173,7 @@ type Engine struct {
 	cluster   *cluster
 	budgets   *budgets   // cost control (core/budget.go)
 	questions *questions // questions and approvals (core/question.go)
+	control   *control   // steering: cancel, stop, pause (core/control.go)
 	// fatal ends Run with an error (fail); set by Run.
 	fatalMu  sync.Mutex
 	fatalErr error
@@ -226,6 +227,7 @@ func New(opts Options) (*Engine, error) {
 	e.files = newFileQueue(e, opts.Files)
 	e.cluster = newCluster(e, opts)
 	e.budgets = &budgets{e: e}
+	e.control = &control{e: e}
 	return e, nil
 }
 
