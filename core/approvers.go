@@ -119,13 +119,14 @@ func askersTx(tx ReadTx, triggers []Message) ([]ActorID, error) {
 // addressedBots are the bots a human message addresses by name: its native
 // mentions (except "*", the account's own all-team mention) and its @handles.
 func (qs *questions) addressedBots(in Inbound) []string {
+	set := qs.e.cfg()
 	var out []string
 	for _, h := range in.Mentions {
-		if h = strings.ToLower(h); h != "*" && qs.e.knownBot(h) && !slices.Contains(out, h) {
+		if h = strings.ToLower(h); h != "*" && set.knownBot(h) && !slices.Contains(out, h) {
 			out = append(out, h)
 		}
 	}
-	for _, h := range ParseMentions(in.Text, qs.e.knownBot) {
+	for _, h := range ParseMentions(in.Text, set.knownBot) {
 		if !slices.Contains(out, h) {
 			out = append(out, h)
 		}

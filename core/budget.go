@@ -290,7 +290,7 @@ func (bg *budgets) recordTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
 		if err != nil {
 			return w, err
 		}
-		pp, err := bg.e.postTx(tx, &th, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: entry.Run, Text: text}})
+		pp, err := bg.e.router.postTx(tx, &th, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: entry.Run, Text: text}})
 		if err != nil {
 			return w, err
 		}

@@ -264,7 +264,7 @@ func (ct *control) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 	handle := strings.TrimPrefix(string(r.Bot), "bot:")
 	notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
 		Text: fmt.Sprintf("@%s's work here was stopped by %s.", handle, who)}
-	p, err := ct.e.postTx(tx, &t, postSpec{msg: notice})
+	p, err := ct.e.router.postTx(tx, &t, postSpec{msg: notice})
 	if err != nil {
 		return r, nil, err
 	}
@@ -273,7 +273,7 @@ func (ct *control) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 		summary += " via " + string(by.Via)
 	}
 	ct.e.activity(tx, Activity{Event: "run.cancelled", Level: "warn", Summary: summary, Thread: r.Thread, Actor: by.Actor, Run: r.ID})
-	rel, err := ct.e.releaseHoldsTx(tx, r.Bot, r.Thread)
+	rel, err := ct.e.router.releaseHoldsTx(tx, r.Bot, r.Thread)
 	return r, append(p.woken, rel...), err
 }
 
@@ -383,7 +383,7 @@ func (ct *control) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stoppe
 	if out.Items > 0 {
 		handle := strings.TrimPrefix(string(bot), "bot:")
 		ct.e.activity(tx, Activity{Event: "inbox.stopped", Level: "warn", Summary: fmt.Sprintf("%d queued item(s) of @%s stopped by %s", out.Items, handle, by.name()), Thread: thread, Actor: by.Actor})
-		rel, err := ct.e.releaseHoldsTx(tx, bot, thread)
+		rel, err := ct.e.router.releaseHoldsTx(tx, bot, thread)
 		if err != nil {
 			return out, nil, err
 		}

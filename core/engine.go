@@ -171,6 +171,7 @@ type Engine struct {
 
 	// cluster: leases and hints when the store is shared (core/shared.go).
 	cluster   *cluster
+	router    *router    // ingest and routing (core/ingest.go, core/route.go)
 	budgets   *budgets   // cost control (core/budget.go)
 	questions *questions // questions and approvals (core/question.go)
 	control   *control   // steering: cancel, stop, pause (core/control.go)
@@ -226,6 +227,7 @@ func New(opts Options) (*Engine, error) {
 	e.lanes = newLanes(e)
 	e.files = newFileQueue(e, opts.Files)
 	e.cluster = newCluster(e, opts)
+	e.router = &router{e: e}
 	e.budgets = &budgets{e: e}
 	e.control = &control{e: e}
 	return e, nil

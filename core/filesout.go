@@ -83,7 +83,7 @@ func (r *runEnv) PostFile(ctx context.Context, abs, caption string) (MessageID, 
 		}
 		spec := r.e.botReply(r.job, text)
 		spec.msg.Attachments = []Attachment{a}
-		p, err = r.e.postTx(tx, &t, spec)
+		p, err = r.e.router.postTx(tx, &t, spec)
 		return err
 	})
 	if err != nil {

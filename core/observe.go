@@ -191,7 +191,7 @@ func (e *Engine) Gauges(ctx context.Context) (Gauges, error) {
 			return err
 		}
 		for _, it := range items {
-			if h := strings.TrimPrefix(string(it.Actor), "bot:"); e.knownBot(h) {
+			if h := strings.TrimPrefix(string(it.Actor), "bot:"); set.knownBot(h) {
 				g.Mailbox[h]++
 			}
 		}

@@ -59,7 +59,7 @@ func (qs *questions) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) err
 		q.ArgsHash = hex.EncodeToString(sum[:])
 	}
 	for _, b := range t.Bindings {
-		if acct, ok := qs.e.pickAccount(b, r.Bot); ok {
+		if acct, ok := qs.e.router.pickAccount(b, r.Bot); ok {
 			q.Posts = append(q.Posts, QuestionPost{Account: acct, Conversation: b.Conversation})
 		}
 	}

@@ -96,7 +96,7 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 		handle := strings.TrimPrefix(string(r.Bot), "bot:")
 		notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
 			Text: fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle)}
-		if _, err := e.postTx(tx, &t, postSpec{msg: notice}); err != nil {
+		if _, err := e.router.postTx(tx, &t, postSpec{msg: notice}); err != nil {
 			return err
 		}
 		e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
@@ -135,7 +135,7 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 		failed++
 	}
 	for _, r := range stale {
-		if _, err := e.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
+		if _, err := e.router.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
 			return err
 		}
 	}

@@ -198,7 +198,7 @@ func (r *runEnv) Post(ctx context.Context, text string) (MessageID, error) {
 		if err != nil {
 			return err
 		}
-		p, err = r.e.postTx(tx, &t, r.e.botReply(r.job, text))
+		p, err = r.e.router.postTx(tx, &t, r.e.botReply(r.job, text))
 		return err
 	})
 	if err != nil {
@@ -235,7 +235,7 @@ func (r *runEnv) Notice(ctx context.Context, text string) error {
 		if err != nil {
 			return err
 		}
-		p, err = r.e.postTx(tx, &t, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.job.Run.ID, Text: text}})
+		p, err = r.e.router.postTx(tx, &t, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.job.Run.ID, Text: text}})
 		return err
 	})
 	if err != nil {

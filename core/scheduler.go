@@ -332,8 +332,9 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 // newJobTx assembles a Job: roster, the thread's default bot, the scope decision
 // (seed §6) and the participants with their names.
 func (e *Engine) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
-	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: e.Bots(), DefaultBot: e.threadDefault(&t)}
-	job.Scoped = job.DefaultBot != bot.Handle && len(e.botsIn(&t)) > 1
+	set := e.cfg()
+	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: slices.Clone(set.order), DefaultBot: set.threadDefault(&t)}
+	job.Scoped = job.DefaultBot != bot.Handle && len(set.botsIn(&t)) > 1
 	startedBy, err := startedByTx(tx, t)
 	if err != nil {
 		return nil, err
@@ -545,7 +546,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 			if strings.TrimSpace(res.Reply) != "" {
 				spec := e.botReply(job, res.Reply)
 				spec.streamed = unused
-				p, err2 := e.postTx(tx, &t, spec)
+				p, err2 := e.router.postTx(tx, &t, spec)
 				if err2 != nil {
 					return err2
 				}
@@ -559,7 +560,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 			r.Status, r.Error, itemStatus = RunFailed, Redact(err.Error()), ItemFailed
 			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
 				Text: fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, e.failureCause(err))}
-			if _, err2 := e.postTx(tx, &t, postSpec{msg: notice}); err2 != nil {
+			if _, err2 := e.router.postTx(tx, &t, postSpec{msg: notice}); err2 != nil {
 				return err2
 			}
 			e.activity(tx, Activity{Event: "run.failed", Level: "error", Summary: notice.Text, Thread: t.ID, Actor: r.Bot, Run: r.ID})
@@ -592,7 +593,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 				return err2
 			}
 		}
-		rel, err2 := e.releaseHoldsTx(tx, r.Bot, r.Thread)
+		rel, err2 := e.router.releaseHoldsTx(tx, r.Bot, r.Thread)
 		woken = append(woken, rel...)
 		return err2
 	})

@@ -51,7 +51,7 @@ func (bg *budgets) report(ctx context.Context, threadKey, bot string) (string, e
 		if bot == "" {
 			bot = bg.e.cfg().defaultBot
 			if t != nil {
-				bot = bg.e.threadDefault(t)
+				bot = bg.e.cfg().threadDefault(t)
 			}
 		}
 		bb := cost.botBudget(bot)

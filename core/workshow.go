@@ -76,7 +76,7 @@ type boundAdapter struct {
 func (e *Engine) replyAdapters(job *Job) []boundAdapter {
 	var out []boundAdapter
 	for _, b := range job.Thread.Bindings {
-		acct, ok := e.pickAccount(b, job.Bot.ID())
+		acct, ok := e.router.pickAccount(b, job.Bot.ID())
 		if !ok {
 			continue
 		}
