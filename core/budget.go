@@ -290,7 +290,7 @@ func (bg *budgets) recordTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
 		if err != nil {
 			return w, err
 		}
-		pp, err := bg.e.router.postTx(tx, &th, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: entry.Run, Text: text}})
+		pp, err := bg.e.router.postTx(tx, &th, postSpec{msg: systemNotice(entry.Run, text)})
 		if err != nil {
 			return w, err
 		}
@@ -306,10 +306,7 @@ func (w budgetWarnings) announce(e *Engine, entry UsageEntry) {
 		e.log.Warn("budget warning", "bot", entry.Bot, "thread", entry.Thread, "run", entry.Run, "notice", t)
 	}
 	if len(w.texts) > 0 {
-		for _, h := range w.p.woken {
-			e.wake(h)
-		}
-		e.lanes.kick()
+		e.nudge(w.p.woken)
 	}
 }
 

@@ -203,13 +203,10 @@ func (ct *control) afterCancel(runs []RunID, woken []string, bot ActorID) {
 		ct.e.ctl.cancel(id)
 		ct.e.cluster.hintCancel(id) // shared: the run may execute in another process
 	}
-	for _, h := range woken {
-		ct.e.wake(h)
-	}
 	if bot != "" {
-		ct.e.wake(strings.TrimPrefix(string(bot), "bot:"))
+		woken = append(woken, strings.TrimPrefix(string(bot), "bot:"))
 	}
-	ct.e.lanes.kick()
+	ct.e.nudge(woken)
 }
 
 // cancelRunTx settles non-terminal run r as cancelled by by. It returns the run
@@ -262,8 +259,7 @@ func (ct *control) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 		return r, nil, fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
 	}
 	handle := strings.TrimPrefix(string(r.Bot), "bot:")
-	notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-		Text: fmt.Sprintf("@%s's work here was stopped by %s.", handle, who)}
+	notice := systemNotice(r.ID, fmt.Sprintf("@%s's work here was stopped by %s.", handle, who))
 	p, err := ct.e.router.postTx(tx, &t, postSpec{msg: notice})
 	if err != nil {
 		return r, nil, err

@@ -154,15 +154,10 @@ type Engine struct {
 	adapters map[AccountID]Adapter
 	running  bool
 	stopping bool
-	workers  map[string]*worker
 	// ctl holds the cancel functions of the runs executing now (core/control.go).
-	ctl runCancels
-	// startWorker starts a bot's worker under Run's supervision; set while Run
-	// takes work, nil before and once stopping.
-	startWorker func(handle string)
-	lanes       *lanes
-	sem         *slots        // global run slots
-	ready       chan struct{} // closed once recovery is done and workers run
+	ctl   runCancels
+	lanes *lanes
+	ready chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
 
@@ -172,6 +167,7 @@ type Engine struct {
 	// cluster: leases and hints when the store is shared (core/shared.go).
 	cluster   *cluster
 	router    *router    // ingest and routing (core/ingest.go, core/route.go)
+	sched     *scheduler // mailboxes and the scheduler (core/scheduler.go)
 	budgets   *budgets   // cost control (core/budget.go)
 	questions *questions // questions and approvals (core/question.go)
 	control   *control   // steering: cancel, stop, pause (core/control.go)
@@ -205,7 +201,6 @@ func New(opts Options) (*Engine, error) {
 		grace:    opts.ShutdownGrace,
 		observer: opts.Observer,
 		adapters: map[AccountID]Adapter{},
-		workers:  map[string]*worker{},
 		ready:    make(chan struct{}),
 	}
 	if e.log == nil {
@@ -223,7 +218,7 @@ func New(opts Options) (*Engine, error) {
 	if e.questions.expiryEvery <= 0 {
 		e.questions.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
 	}
-	e.sem = newSlots(set.limits.MaxConcurrentRuns)
+	e.sched = newScheduler(e, set.limits.MaxConcurrentRuns)
 	e.lanes = newLanes(e)
 	e.files = newFileQueue(e, opts.Files)
 	e.cluster = newCluster(e, opts)
@@ -349,45 +344,21 @@ func (e *Engine) Run(ctx context.Context) error {
 	// delivery is done (core/shared.go).
 	e.cluster.loops(ctx, deliverCtx, &wg)
 
-	var workers sync.WaitGroup
-	// start runs a bot's worker unless it has one; called with e.mu held.
-	start := func(handle string) {
-		if _, ok := e.workers[handle]; ok || e.stopping {
-			return
-		}
-		w := &worker{e: e, handle: handle, wake: make(chan struct{}, 1), busy: map[ThreadID]bool{}}
-		e.workers[handle] = w
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			w.loop(ctx, runCtx)
-		}()
-		w.wakeUp()
-	}
-	e.mu.Lock()
-	for _, b := range e.cfg().order {
-		start(b.Handle)
-	}
-	e.startWorker = func(handle string) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		start(handle)
-	}
-	e.mu.Unlock()
+	e.sched.startWorkers(ctx, runCtx)
 	e.lanes.kick()
 	close(e.ready)
 
 	<-ctx.Done()
 	e.mu.Lock()
 	e.stopping = true
-	e.startWorker = nil
 	e.mu.Unlock()
+	e.sched.stopWorkers()
 	e.log.Info("engine stopping", "grace", e.grace)
 
-	if !waitTimeout(&workers, e.grace) {
+	if !waitTimeout(&e.sched.running, e.grace) {
 		e.log.Warn("runs still in flight after grace; cancelling them")
 		cancelRuns()
-		workers.Wait()
+		e.sched.running.Wait()
 	}
 	e.lanes.kick()
 	flushed := e.lanes.waitIdle(e.grace)
@@ -566,4 +537,13 @@ func (e *Engine) activity(tx Tx, a Activity) {
 	if err := tx.AppendActivity(a); err != nil {
 		e.log.Warn("activity log", "err", err)
 	}
+}
+
+// nudge follows a commit that posted: it wakes the workers of the bots the
+// commit woke (woken, bot handles) and the outbox dispatcher for its entries.
+func (e *Engine) nudge(woken []string) {
+	for _, h := range woken {
+		e.sched.wake(h)
+	}
+	e.lanes.kick()
 }

@@ -28,7 +28,7 @@ func Pick(ctx context.Context, e *Engine, handle string, k int) ([]*Job, error) 
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return e.pick(ctx, bot, nil, k)
+	return e.sched.pick(ctx, bot, nil, k)
 }
 
 // LaneWorkers is how many lanes of one account deliver at once (tests only).

@@ -250,7 +250,7 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 	}
 	stored = true
 	for _, b := range q.e.cfg().order {
-		q.e.wake(b.Handle)
+		q.e.sched.wake(b.Handle)
 	}
 	q.e.lanes.kick()
 }

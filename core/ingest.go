@@ -47,10 +47,7 @@ func (rt *router) ingest(ctx context.Context, in Inbound) (IngestResult, error) 
 	}
 	// Every woken bot's worker is woken right after the commit; its pick starts
 	// the run (core/scheduler.go), in the next commit the writer makes.
-	for _, h := range res.Woken {
-		rt.e.wake(h)
-	}
-	rt.e.lanes.kick()
+	rt.e.nudge(res.Woken)
 	return res, nil
 }
 

@@ -79,16 +79,15 @@ func (rt *router) ingestBatch(ctx context.Context, ins []Inbound) []IngestOutcom
 		}
 		return out
 	}
+	var woken []string
 	for k, i := range valid {
 		out[i].Result = results[k]
 		rt.e.observeIngest(ins[i].Platform, start, results[k])
 		if r := results[k]; len(ins[i].Attachments) > 0 && !r.Duplicate && !r.Dropped {
 			rt.e.files.enqueue(r.Message) // core/files.go
 		}
-		for _, h := range results[k].Woken {
-			rt.e.wake(h)
-		}
+		woken = append(woken, results[k].Woken...)
 	}
-	rt.e.lanes.kick()
+	rt.e.nudge(woken)
 	return out
 }

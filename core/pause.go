@@ -78,7 +78,7 @@ func (ct *control) setPaused(ctx context.Context, handle string, by By, on bool)
 		return nil
 	})
 	if err == nil && !on {
-		ct.e.wake(b.Handle)
+		ct.e.sched.wake(b.Handle)
 	}
 	return err
 }

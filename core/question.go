@@ -193,8 +193,7 @@ func (qs *questions) answer(ctx context.Context, a Answer) (AnswerResult, error)
 	}
 	qs.e.Observe().Answer(string(res.Outcome))
 	if wake != "" {
-		qs.e.wake(wake)
-		qs.e.lanes.kick()
+		qs.e.nudge([]string{wake})
 	}
 	return res, nil
 }
@@ -325,7 +324,7 @@ func (qs *questions) expire(ctx context.Context) (int, error) {
 		}
 		n++
 		qs.e.Observe().Answer("expired")
-		qs.e.wake(strings.TrimPrefix(string(q.Bot), "bot:"))
+		qs.e.sched.wake(strings.TrimPrefix(string(q.Bot), "bot:"))
 	}
 	if n > 0 {
 		qs.e.lanes.kick()

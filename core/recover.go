@@ -94,8 +94,7 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 			return fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
 		}
 		handle := strings.TrimPrefix(string(r.Bot), "bot:")
-		notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-			Text: fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle)}
+		notice := systemNotice(r.ID, fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle))
 		if _, err := e.router.postTx(tx, &t, postSpec{msg: notice}); err != nil {
 			return err
 		}
@@ -185,11 +184,11 @@ func (e *Engine) queueRestartTx(tx Tx, r Run) error {
 // when the run has a step checkpoint, else a fresh start from the beginning
 // with the run's triggers; Resume is the run's answered question, if any, for a
 // call that waited for it.
-func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
-	now := e.clock.Now()
+func (s *scheduler) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
+	now := s.e.clock.Now()
 	run.Status = RunRunning
 	run.Items = append(run.Items, it.ID)
-	e.cluster.claimRun(&run, now)
+	s.e.cluster.claimRun(&run, now)
 	run, err := tx.PutRun(run)
 	if err != nil {
 		return nil, err
@@ -213,13 +212,13 @@ func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*J
 		}
 		triggers = append(triggers, m)
 	}
-	job, err := e.newJobTx(tx, bot, run, t, triggers)
+	job, err := s.newJobTx(tx, bot, run, t, triggers)
 	if err != nil {
 		return nil, err
 	}
 	if len(run.Checkpoint) == 0 {
 		// Nothing happened before the kill: the run starts from the beginning.
-		e.activity(tx, Activity{Event: "run.restarted", Summary: fmt.Sprintf("@%s started run %d again from the beginning after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+		s.e.activity(tx, Activity{Event: "run.restarted", Summary: fmt.Sprintf("@%s started run %d again from the beginning after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
 		return job, nil
 	}
 	job.Restart = true
@@ -228,6 +227,6 @@ func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*J
 			job.Resume = &q
 		}
 	}
-	e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
 	return job, nil
 }

@@ -115,22 +115,7 @@ func (e *Engine) Reload(ctx context.Context, s Settings) error {
 		}
 	}
 	e.cur.Store(next)
-	e.sem.resize(next.limits.MaxConcurrentRuns)
-	e.mu.Lock()
-	start := e.startWorker
-	var workers []*worker
-	for _, w := range e.workers {
-		workers = append(workers, w)
-	}
-	e.mu.Unlock()
-	if start != nil {
-		for _, b := range next.order {
-			start(b.Handle) // no-op for a bot that has a worker
-		}
-	}
-	for _, w := range workers {
-		w.wakeUp() // a changed max_parallel_threads or a removed bot takes effect
-	}
+	e.sched.reloaded(next)
 	e.log.Info("engine settings reloaded", "bots", len(next.order), "default_bot", next.defaultBot,
 		"max_concurrent_runs", next.limits.MaxConcurrentRuns)
 	return nil

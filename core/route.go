@@ -106,6 +106,12 @@ type postSpec struct {
 	streamed map[laneKey][]string
 }
 
+// systemNotice is a notice from the system in the thread (it wakes nobody,
+// seed invariant 9), about run when run is not 0.
+func systemNotice(run RunID, text string) Message {
+	return Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: run, Text: text}
+}
+
 // posted is what postTx did.
 type posted struct {
 	msg   Message

@@ -11,13 +11,97 @@ import (
 	"time"
 )
 
+// scheduler is the engine's part for mailboxes and the scheduler (seed §5): one
+// worker per bot picks from the bot's mailbox and starts runs under the global
+// run slots. It owns the workers, the slots and the pick (pickTx: parking,
+// busy threads, coalescing; a resume or restart item continues its run).
+type scheduler struct {
+	e   *Engine
+	sem *slots // global run slots (Limits.MaxConcurrentRuns)
+
+	mu      sync.Mutex
+	workers map[string]*worker // by bot handle; made by start
+	// start starts a bot's worker under Run's supervision; set while Run
+	// takes work (startWorkers), nil before and once stopping.
+	start func(handle string)
+	// running counts the workers started; each returns when intake stops, after
+	// its runs ended.
+	running sync.WaitGroup
+}
+
+func newScheduler(e *Engine, maxRuns int) *scheduler {
+	return &scheduler{e: e, sem: newSlots(maxRuns), workers: map[string]*worker{}}
+}
+
+// startWorkers starts a worker for every configured bot; from then on
+// startWorker starts one for a bot a reload adds, until stopWorkers. Workers
+// pick while ctx (intake) lives; their runs are bounded by runCtx, which may
+// outlive ctx by the shutdown grace.
+func (s *scheduler) startWorkers(ctx, runCtx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = func(handle string) { // s.mu held
+		if _, ok := s.workers[handle]; ok {
+			return
+		}
+		w := &worker{s: s, handle: handle, wake: make(chan struct{}, 1), busy: map[ThreadID]bool{}}
+		s.workers[handle] = w
+		s.running.Add(1)
+		go func() {
+			defer s.running.Done()
+			w.loop(ctx, runCtx)
+		}()
+		w.wakeUp()
+	}
+	for _, b := range s.e.cfg().order {
+		s.start(b.Handle)
+	}
+}
+
+// startWorker starts bot handle's worker unless it has one, or workers do not
+// start (before startWorkers, after stopWorkers).
+func (s *scheduler) startWorker(handle string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.start != nil {
+		s.start(handle)
+	}
+}
+
+// stopWorkers lets no more workers start (shutdown); the running ones return
+// once intake's context is done and their runs ended (running).
+func (s *scheduler) stopWorkers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = nil
+}
+
+// reloaded applies a new settings generation: a worker for each new bot, and
+// every worker woken so a changed max_parallel_threads or a removed bot takes
+// effect. The slots take the new max_concurrent_runs.
+func (s *scheduler) reloaded(next *settings) {
+	s.sem.resize(next.limits.MaxConcurrentRuns)
+	for _, b := range next.order {
+		s.startWorker(b.Handle) // no-op for a bot that has a worker
+	}
+	s.mu.Lock()
+	var workers []*worker
+	for _, w := range s.workers {
+		workers = append(workers, w)
+	}
+	s.mu.Unlock()
+	for _, w := range workers {
+		w.wakeUp()
+	}
+}
+
 // worker drains one bot's mailbox. It runs up to the bot's MaxParallelThreads runs
 // at once, each in a different thread (seed §5, invariant 3, widened by DESIGN.md §6:
 // at most one run per (bot, thread)); with the default of 1 it is the seed's
-// one-thread-at-a-time worker. Every run also holds a global slot (e.sem). A bot's
-// worker is started by Run, or by Reload for a bot added later.
+// one-thread-at-a-time worker. Every run also holds a global slot (scheduler.sem).
+// A bot's worker is started by Run, or by Reload for a bot added later.
 type worker struct {
-	e      *Engine
+	s      *scheduler
 	handle string
 	wake   chan struct{} // cap 1: a pending wake-up is never lost, never queued twice
 
@@ -30,23 +114,23 @@ type worker struct {
 
 // wake nudges a bot's worker after its mailbox changed, here and, shared, in
 // the other processes (a hint; core/shared.go).
-func (e *Engine) wake(handle string) {
-	e.wakeLocal(handle)
-	e.cluster.hint("wake", handle)
+func (s *scheduler) wake(handle string) {
+	s.wakeLocal(handle)
+	s.e.cluster.hint("wake", handle)
 }
 
 // wakeLocal nudges this process's worker of a bot.
-func (e *Engine) wakeLocal(handle string) {
-	if w := e.worker(handle); w != nil {
+func (s *scheduler) wakeLocal(handle string) {
+	if w := s.worker(handle); w != nil {
 		w.wakeUp()
 	}
 }
 
 // worker is this process's worker of the bot handle, nil when it has none.
-func (e *Engine) worker(handle string) *worker {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.workers[handle]
+func (s *scheduler) worker(handle string) *worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workers[handle]
 }
 
 func (w *worker) wakeUp() {
@@ -97,37 +181,37 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 		case <-w.wake:
 		}
 		for ctx.Err() == nil {
-			bot, ok := w.e.bot(w.handle)
+			bot, ok := w.s.e.bot(w.handle)
 			if !ok {
 				break // removed by Reload: no new work unless it comes back
 			}
 			// A wake-up most often finds nothing to start (the worker's own after
 			// each run ends): a read says so without a commit.
 			n, busy := w.inFlight()
-			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
+			if n >= bot.parallel() || !w.s.mayPick(ctx, bot, busy) {
 				break // a finishing run or a new item wakes the worker
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row. Free slots beyond the first are taken too (never waited
 			// for), so one commit starts up to pickMax runs in different threads
 			// instead of one commit per run.
-			if !w.e.sem.acquire(ctx) {
+			if !w.s.sem.acquire(ctx) {
 				return
 			}
 			k := 1
-			for k < min(bot.parallel()-n, pickMax) && w.e.sem.tryAcquire() {
+			for k < min(bot.parallel()-n, pickMax) && w.s.sem.tryAcquire() {
 				k++
 			}
-			jobs, err := w.e.pick(ctx, bot, busy, k)
+			jobs, err := w.s.pick(ctx, bot, busy, k)
 			for range k - len(jobs) {
-				w.e.sem.release()
+				w.s.sem.release()
 			}
 			for _, job := range jobs {
 				w.setBusy(job.Thread.ID, true)
 			}
 			if err != nil {
 				if ctx.Err() == nil {
-					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
+					w.s.e.log.Error("pick failed", "bot", w.handle, "err", err)
 				}
 				break
 			}
@@ -161,9 +245,9 @@ func (w *worker) run(job *Job) bool {
 	w.mu.Unlock()
 	go func() {
 		defer w.runs.Done()
-		w.e.execute(ctx, job)
+		w.s.e.execute(ctx, job)
 		w.setBusy(job.Thread.ID, false)
-		w.e.sem.release()
+		w.s.sem.release()
 		w.wakeUp()
 	}()
 	return true
@@ -178,10 +262,10 @@ func (w *worker) run(job *Job) bool {
 // Shared (core/shared.go), the bot's running runs in every process count too:
 // their threads are busy and they fill its max_parallel_threads, so processes
 // woken together for one item do not all queue for the write lock.
-func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
+func (s *scheduler) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
 	found := true
-	err := e.store.View(ctx, func(tx ReadTx) error {
-		busyAny, room, err := e.cluster.busyAcrossTx(tx, bot, busy)
+	err := s.e.store.View(ctx, func(tx ReadTx) error {
+		busyAny, room, err := s.e.cluster.busyAcrossTx(tx, bot, busy)
 		if err != nil {
 			return err
 		}
@@ -205,19 +289,19 @@ func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID
 // commit of its own. Batch may run fn more than once and keeps only the last run's
 // writes: fn reads everything it decides on inside tx and resets jobs at its start,
 // so a re-run picks afresh; busy is a snapshot that does not change between runs.
-func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool, k int) ([]*Job, error) {
+func (s *scheduler) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool, k int) ([]*Job, error) {
 	var jobs []*Job
-	err := e.store.Batch(ctx, func(tx Tx) error {
+	err := s.e.store.Batch(ctx, func(tx Tx) error {
 		jobs = nil // Batch may run fn again: nothing from an earlier run survives
 		taken := map[ThreadID]bool{}
-		busyAny, room, err := e.cluster.busyAcrossTx(tx, bot, busy)
+		busyAny, room, err := s.e.cluster.busyAcrossTx(tx, bot, busy)
 		if err != nil {
 			return err
 		}
 		limit := min(k, room)
 		busyOrTaken := func(t ThreadID) bool { return taken[t] || busyAny(t) }
 		for len(jobs) < limit {
-			job, err := e.pickTx(tx, bot, busyOrTaken)
+			job, err := s.pickTx(tx, bot, busyOrTaken)
 			if err != nil || job == nil {
 				return err
 			}
@@ -236,7 +320,7 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 // not busy (a run of this bot is in flight there), coalesces every queued message
 // item of that thread into one new run and marks them processing (seed §5,
 // invariant 5). It returns nil when there is nothing to start.
-func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, error) {
+func (s *scheduler) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, error) {
 	var job *Job
 	err := func() error {
 		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
@@ -253,7 +337,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			}
 		}
 		skip := func(it InboxItem) bool {
-			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread]) || e.files.pendingTx(tx, it)
+			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread]) || s.e.files.pendingTx(tx, it)
 		}
 		first, err := tx.NextQueued(bot.ID(), skip)
 		for err == nil && first.Kind == ItemQuestion {
@@ -262,7 +346,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			if _, err := tx.PutItem(first); err != nil {
 				return err
 			}
-			e.activity(tx, Activity{Event: "inbox.unsupported", Level: "warn", Summary: "question item for a bot cancelled", Thread: first.Thread, Actor: bot.ID(), Item: first.ID})
+			s.e.activity(tx, Activity{Event: "inbox.unsupported", Level: "warn", Summary: "question item for a bot cancelled", Thread: first.Thread, Actor: bot.ID(), Item: first.ID})
 			first, err = tx.NextQueued(bot.ID(), skip)
 		}
 		if errors.Is(err, ErrNotFound) {
@@ -271,16 +355,16 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			return err
 		}
 		if first.Kind == ItemResume {
-			job, err = e.pickResumeTx(tx, bot, first)
+			job, err = s.pickResumeTx(tx, bot, first)
 			return err
 		}
 		items, err := tx.QueuedInThread(bot.ID(), first.Thread)
 		if err != nil {
 			return err
 		}
-		now := e.clock.Now()
+		now := s.e.clock.Now()
 		run := Run{Bot: bot.ID(), Thread: first.Thread, Status: RunRunning, Created: now, Started: now}
-		e.cluster.claimRun(&run, now)
+		s.e.cluster.claimRun(&run, now)
 		var triggers []Message
 		for _, it := range items {
 			if it.Kind != ItemMessage {
@@ -291,7 +375,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 				return fmt.Errorf("item %d: message %d: %w", it.ID, it.Message, err)
 			}
 			if hasPending(m) {
-				e.files.enqueue(m.ID)
+				s.e.files.enqueue(m.ID)
 				continue // its files are still downloading: a later run takes it
 			}
 			run.Items = append(run.Items, it.ID)
@@ -317,10 +401,10 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 		if err != nil {
 			return err
 		}
-		if job, err = e.newJobTx(tx, bot, run, t, triggers); err != nil {
+		if job, err = s.newJobTx(tx, bot, run, t, triggers); err != nil {
 			return err
 		}
-		e.activity(tx, Activity{Event: "run.started", Summary: fmt.Sprintf("@%s started run %d with %d trigger(s)", bot.Handle, run.ID, len(triggers)), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+		s.e.activity(tx, Activity{Event: "run.started", Summary: fmt.Sprintf("@%s started run %d with %d trigger(s)", bot.Handle, run.ID, len(triggers)), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
 		return nil
 	}()
 	if err != nil {
@@ -331,8 +415,8 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 
 // newJobTx assembles a Job: roster, the thread's default bot, the scope decision
 // (seed §6) and the participants with their names.
-func (e *Engine) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
-	set := e.cfg()
+func (s *scheduler) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
+	set := s.e.cfg()
 	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: slices.Clone(set.order), DefaultBot: set.threadDefault(&t)}
 	job.Scoped = job.DefaultBot != bot.Handle && len(set.botsIn(&t)) > 1
 	startedBy, err := startedByTx(tx, t)
@@ -354,26 +438,26 @@ func (e *Engine) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers
 
 // pickResumeTx turns a resume item into a Job that continues its waiting run under
 // the same run id with the answered question (seed §7).
-func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error) {
+func (s *scheduler) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error) {
 	run, err := tx.Run(it.Run)
 	if err != nil {
 		return nil, fmt.Errorf("resume item %d: %w", it.ID, err)
 	}
 	if run.Status == RunQueued && (len(run.Checkpoint) > 0 || run.Restarts > 0) {
-		return e.pickRestartTx(tx, bot, it, run)
+		return s.pickRestartTx(tx, bot, it, run)
 	}
 	q, qerr := tx.Question(run.Question)
 	if run.Status != RunWaitingHuman || qerr != nil || q.Status == QuestionPending {
 		// Stale (the run was settled another way): drop the item, keep the mailbox moving.
 		it.Status = ItemCancelled
 		_, err := tx.PutItem(it)
-		e.activity(tx, Activity{Event: "inbox.stale_resume", Level: "warn", Summary: fmt.Sprintf("resume of run %d (%s) cancelled", run.ID, run.Status), Thread: it.Thread, Actor: bot.ID(), Item: it.ID, Run: run.ID})
+		s.e.activity(tx, Activity{Event: "inbox.stale_resume", Level: "warn", Summary: fmt.Sprintf("resume of run %d (%s) cancelled", run.ID, run.Status), Thread: it.Thread, Actor: bot.ID(), Item: it.ID, Run: run.ID})
 		return nil, err
 	}
-	now := e.clock.Now()
+	now := s.e.clock.Now()
 	run.Status, run.Started = RunRunning, now
 	run.Items = append(run.Items, it.ID)
-	e.cluster.claimRun(&run, now)
+	s.e.cluster.claimRun(&run, now)
 	if run, err = tx.PutRun(run); err != nil {
 		return nil, err
 	}
@@ -396,12 +480,12 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 		}
 		triggers = append(triggers, m)
 	}
-	job, err := e.newJobTx(tx, bot, run, t, triggers)
+	job, err := s.newJobTx(tx, bot, run, t, triggers)
 	if err != nil {
 		return nil, err
 	}
 	job.Resume = &q
-	e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d: %s", bot.Handle, run.ID, q.Decision()), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d: %s", bot.Handle, run.ID, q.Decision()), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
 	return job, nil
 }
 
@@ -558,8 +642,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 			}
 		} else {
 			r.Status, r.Error, itemStatus = RunFailed, Redact(err.Error()), ItemFailed
-			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-				Text: fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, e.failureCause(err))}
+			notice := systemNotice(r.ID, fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, e.failureCause(err)))
 			if _, err2 := e.router.postTx(tx, &t, postSpec{msg: notice}); err2 != nil {
 				return err2
 			}
@@ -618,10 +701,7 @@ func (e *Engine) execute(ctx context.Context, job *Job) {
 	} else if err != nil {
 		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", Redact(err.Error()))
 	}
-	for _, h := range woken {
-		e.wake(h)
-	}
-	e.lanes.kick()
+	e.nudge(woken)
 }
 
 // isStopping reports whether Run is shutting down (intake stopped).

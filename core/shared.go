@@ -334,10 +334,7 @@ func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, h := range bots {
-		c.e.wake(h)
-	}
-	c.e.lanes.kick()
+	c.e.nudge(bots)
 	return n, nil
 }
 
@@ -361,7 +358,7 @@ func (c *cluster) wakeQueued(ctx context.Context) {
 		return
 	}
 	for _, h := range handles {
-		c.e.wakeLocal(h)
+		c.e.sched.wakeLocal(h)
 	}
 }
 
@@ -435,7 +432,7 @@ func (c *cluster) onHint(payload string) {
 	switch verb {
 	case "wake":
 		if _, known := c.e.bot(arg); known {
-			c.e.wakeLocal(arg)
+			c.e.sched.wakeLocal(arg)
 		}
 	case "outbox":
 		c.e.lanes.kickLocal()
