@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 )
 
 // Steering (DESIGN.md §10, the operator console): cancel a run, stop what a bot
@@ -19,7 +17,7 @@ import (
 // control is the engine's steering part: it cancels runs, stops a bot's work
 // in a thread, carries out chat's /stop and pauses bots. Its state is the
 // store's (runs, items, the pause cursors); the runs executing here are
-// interrupted through the engine's registry of them (runCancels).
+// interrupted through the runner's registry of them (runner.inflight).
 type control struct {
 	e *Engine
 }
@@ -56,108 +54,6 @@ func (b By) name() string {
 type Stopped struct {
 	Runs  []RunID `json:"runs"`
 	Items int     `json:"items"`
-}
-
-// runCancels maps the runs executing in this process to the cancel functions
-// of their contexts, so CancelRun can interrupt the model call or tool in flight.
-type runCancels struct {
-	mu    sync.Mutex
-	m     map[RunID]context.CancelCauseFunc
-	until map[RunID]time.Time // shared: when each run's claim lapses, as last stored
-}
-
-// errCancelled is the cause of a run context cancelled by CancelRun.
-var errCancelled = errors.New("run cancelled by an operator")
-
-// add registers the execution of run id, interrupted by f, until remove. A run
-// executes at most once at a time in a process: its thread is busy for its bot
-// until execute returns (worker.run).
-func (c *runCancels) add(id RunID, f context.CancelCauseFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[RunID]context.CancelCauseFunc{}
-	}
-	c.m[id] = f
-}
-
-func (c *runCancels) remove(id RunID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, id)
-	delete(c.until, id)
-}
-
-// setClaimUntil records when run id's claim lapses (shared mode).
-func (c *runCancels) setClaimUntil(id RunID, t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[id]; !ok {
-		return
-	}
-	if c.until == nil {
-		c.until = map[RunID]time.Time{}
-	}
-	c.until[id] = t
-}
-
-// claimUntil returns when run id's claim lapses, if known.
-func (c *runCancels) claimUntil(id RunID) (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.until[id]
-	return t, ok
-}
-
-// ids returns the runs executing in this process.
-func (c *runCancels) ids() []RunID {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]RunID, 0, len(c.m))
-	for id := range c.m {
-		out = append(out, id)
-	}
-	return out
-}
-
-// has reports whether run id executes in this process.
-func (c *runCancels) has(id RunID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.m[id]
-	return ok
-}
-
-// cancelWith interrupts run id with cause, if it executes here.
-func (c *runCancels) cancelWith(id RunID, cause error) {
-	c.mu.Lock()
-	f := c.m[id]
-	c.mu.Unlock()
-	if f != nil {
-		f(cause)
-	}
-}
-
-func (c *runCancels) cancel(id RunID) {
-	c.mu.Lock()
-	f := c.m[id]
-	c.mu.Unlock()
-	if f != nil {
-		f(errCancelled)
-	}
-}
-
-// cancelIfSettled cancels a run's context when the stored run is already
-// cancelled: CancelRun committed after pick but before execute registered it.
-func (c *runCancels) cancelIfSettled(ctx context.Context, s Store, id RunID, f context.CancelCauseFunc) {
-	var st RunStatus
-	if s.View(ctx, func(tx ReadTx) error {
-		r, err := tx.Run(id)
-		st = r.Status
-		return err
-	}) == nil && st == RunCancelled {
-		f(errCancelled)
-	}
 }
 
 // CancelRun cancels run id on behalf of by (DESIGN.md §10): in one transaction
@@ -200,7 +96,7 @@ func (ct *control) cancelRun(ctx context.Context, id RunID, by By) (Run, error) 
 // concerns.
 func (ct *control) afterCancel(runs []RunID, woken []string, bot ActorID) {
 	for _, id := range runs {
-		ct.e.ctl.cancel(id)
+		ct.e.runner.inflight.cancel(id)
 		ct.e.cluster.hintCancel(id) // shared: the run may execute in another process
 	}
 	if bot != "" {

@@ -74,7 +74,7 @@ func (l *lanes) deliver(ctx context.Context, ln *lane, id OutboxID) {
 		if isDE && de.RetryAfter() > 0 {
 			wait = de.RetryAfter()
 		}
-		l.e.observeDelivery(o.Account, "retry")
+		observeDelivery(l.e.Observe(), o.Account, "retry")
 		l.e.log.Warn("delivery failed; retrying", "account", o.Account, "outbox", o.ID, "try", try, "wait", wait, "err", Redact(err.Error()))
 		o.Attempts, o.Error = try, Redact(err.Error())
 		if err := l.e.store.Update(ctx, func(tx Tx) error { _, err := tx.PutOutbox(o); return err }); err != nil && ctx.Err() == nil {
@@ -269,7 +269,7 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 	if err != nil && ctx.Err() == nil {
 		l.e.log.Error("outbox settle", "outbox", o.ID, "err", err)
 	}
-	l.e.observeDelivery(o.Account, settleOutcome(failed))
+	observeDelivery(l.e.Observe(), o.Account, settleOutcome(failed))
 	if failed {
 		l.e.log.Error("delivery failed for good", "account", o.Account, "outbox", o.ID, "err", Redact(derr.Error()))
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,7 +141,6 @@ var ErrStopped = errors.New("engine stopped")
 // Run, which owns every goroutine the engine starts.
 type Engine struct {
 	store Store
-	agent Agent
 	log   *slog.Logger
 	clock Clock
 	grace time.Duration
@@ -154,20 +154,18 @@ type Engine struct {
 	adapters map[AccountID]Adapter
 	running  bool
 	stopping bool
-	// ctl holds the cancel functions of the runs executing now (core/control.go).
-	ctl   runCancels
-	lanes *lanes
-	ready chan struct{} // closed once recovery is done and workers run
+	lanes    *lanes
+	ready    chan struct{} // closed once recovery is done and workers run
 
 	observer Observer // nil: NopObserver (Observe)
 
-	reflections Reflections // nil: no reflection (core/memory.go)
-	files       *fileQueue
+	files *fileQueue
 
 	// cluster: leases and hints when the store is shared (core/shared.go).
 	cluster   *cluster
 	router    *router    // ingest and routing (core/ingest.go, core/route.go)
 	sched     *scheduler // mailboxes and the scheduler (core/scheduler.go)
+	runner    *runner    // runs and steps (core/run.go)
 	budgets   *budgets   // cost control (core/budget.go)
 	questions *questions // questions and approvals (core/question.go)
 	control   *control   // steering: cancel, stop, pause (core/control.go)
@@ -195,7 +193,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		store:    opts.Store,
-		agent:    opts.Agent,
 		log:      opts.Logger,
 		clock:    opts.Clock,
 		grace:    opts.ShutdownGrace,
@@ -213,7 +210,7 @@ func New(opts Options) (*Engine, error) {
 		e.grace = 10 * time.Second
 	}
 	e.cur.Store(set)
-	e.reflections = opts.Reflections
+	e.runner = &runner{e: e, agent: opts.Agent, reflections: opts.Reflections}
 	e.questions = &questions{e: e, expiryEvery: opts.ExpiryInterval}
 	if e.questions.expiryEvery <= 0 {
 		e.questions.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
@@ -312,7 +309,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := e.recover(ctx); err != nil {
+	if err := e.runner.recover(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -546,4 +543,19 @@ func (e *Engine) nudge(woken []string) {
 		e.sched.wake(h)
 	}
 	e.lanes.kick()
+}
+
+// isStopping reports whether Run is shutting down (intake stopped).
+func (e *Engine) isStopping() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopping
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
 }

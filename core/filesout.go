@@ -75,7 +75,7 @@ func (r *runEnv) PostFile(ctx context.Context, abs, caption string) (MessageID, 
 	if text == "" {
 		text = "📎 " + name
 	}
-	spec := r.e.botReply(r.job, text)
+	spec := botReply(r.job, text)
 	spec.msg.Attachments = []Attachment{a}
 	return r.post(ctx, spec)
 }

@@ -41,7 +41,7 @@ func (rt *router) ingest(ctx context.Context, in Inbound) (IngestResult, error) 
 	if err != nil {
 		return IngestResult{}, err
 	}
-	rt.e.observeIngest(in.Platform, start, res)
+	observeIngest(rt.e.Observe(), in.Platform, start, res)
 	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
 		rt.e.files.enqueue(res.Message) // after the durable ingest; never blocks
 	}

@@ -82,7 +82,7 @@ func (rt *router) ingestBatch(ctx context.Context, ins []Inbound) []IngestOutcom
 	var woken []string
 	for k, i := range valid {
 		out[i].Result = results[k]
-		rt.e.observeIngest(ins[i].Platform, start, results[k])
+		observeIngest(rt.e.Observe(), ins[i].Platform, start, results[k])
 		if r := results[k]; len(ins[i].Attachments) > 0 && !r.Duplicate && !r.Dropped {
 			rt.e.files.enqueue(r.Message) // core/files.go
 		}

@@ -66,7 +66,7 @@ func (qs *questions) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) err
 	if q, err = tx.PutQuestion(q); err != nil {
 		return err
 	}
-	replyTo := qs.e.botReply(job, "").replyTo
+	replyTo := botReply(job, "").replyTo
 	for _, post := range q.Posts {
 		if _, err := tx.PutOutbox(OutboxEntry{Account: post.Account, Conversation: post.Conversation, Thread: t.ID,
 			Op: OpQuestion, Question: q.ID, ReplyTo: replyTo[post.Conversation], Status: OutboxPending, Created: now}); err != nil {

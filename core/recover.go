@@ -30,14 +30,14 @@ const MaxRestartsBeforeFirstStep = 2
 // stay queued and are picked as usual; waiting_human runs and their questions
 // are untouched; pending outbox entries are delivered by the lanes once they
 // start.
-func (e *Engine) recover(ctx context.Context) error {
-	if e.cluster.shared {
+func (rn *runner) recover(ctx context.Context) error {
+	if rn.e.cluster.shared {
 		// Other processes may be running their runs right now: take over only
 		// the runs whose claims lapsed (core/shared.go), here and every sweep.
-		_, err := e.cluster.recoverLapsed(ctx)
+		_, err := rn.e.cluster.recoverLapsed(ctx)
 		return err
 	}
-	return e.store.Update(ctx, func(tx Tx) error {
+	return rn.e.store.Update(ctx, func(tx Tx) error {
 		var rs []Run
 		for _, st := range []RunStatus{RunRunning, RunQueued} {
 			more, err := tx.RunsByStatus(st)
@@ -46,7 +46,7 @@ func (e *Engine) recover(ctx context.Context) error {
 			}
 			rs = append(rs, more...)
 		}
-		return e.recoverRunsTx(tx, rs, true, "recovered after restart")
+		return rn.recoverRunsTx(tx, rs, true, "recovered after restart")
 	})
 }
 
@@ -55,7 +55,7 @@ func (e *Engine) recover(ctx context.Context) error {
 // keeps fails too (the whole store was in flight); without, only the items of
 // the runs in rs are touched (other processes' runs go on). what names the
 // occasion in the log.
-func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error {
+func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error {
 	var stale, resumed []Run
 	for _, r := range rs {
 		switch {
@@ -72,14 +72,14 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 	}
 	keep := map[ItemID]bool{}
 	for _, r := range resumed {
-		if err := e.queueRestartTx(tx, r); err != nil {
+		if err := rn.queueRestartTx(tx, r); err != nil {
 			return err
 		}
 		for _, id := range r.Items {
 			keep[id] = true
 		}
 	}
-	now := e.clock.Now()
+	now := rn.e.clock.Now()
 	for _, r := range stale {
 		r.Status, r.Error, r.Ended, r.Checkpoint = RunFailed, "server restarted", now, nil
 		r.Owner, r.LeaseUntil = "", time.Time{}
@@ -95,11 +95,11 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 		}
 		handle := strings.TrimPrefix(string(r.Bot), "bot:")
 		notice := systemNotice(r.ID, fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle))
-		if _, err := e.router.postTx(tx, &t, postSpec{msg: notice}); err != nil {
+		if _, err := rn.e.router.postTx(tx, &t, postSpec{msg: notice}); err != nil {
 			return err
 		}
-		e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
-		if err := e.questions.interruptedApprovalTx(tx, r); err != nil {
+		rn.e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+		if err := rn.e.questions.interruptedApprovalTx(tx, r); err != nil {
 			return err
 		}
 	}
@@ -134,12 +134,12 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 		failed++
 	}
 	for _, r := range stale {
-		if _, err := e.router.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
+		if _, err := rn.e.router.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
 			return err
 		}
 	}
 	if len(stale) > 0 || len(resumed) > 0 || failed > 0 {
-		e.log.Warn(what, "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
+		rn.e.log.Warn(what, "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
 	}
 	return nil
 }
@@ -147,8 +147,8 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 // queueRestartTx makes a run a restart interrupted queued with one queued
 // resume item, so its bot's worker picks it up like any other work. A running
 // run is stored (with its Restarts as the caller set it).
-func (e *Engine) queueRestartTx(tx Tx, r Run) error {
-	now := e.clock.Now()
+func (rn *runner) queueRestartTx(tx Tx, r Run) error {
+	now := rn.e.clock.Now()
 	if r.Status != RunQueued {
 		r.Status = RunQueued
 		r.Owner, r.LeaseUntil = "", time.Time{} // anyone's to pick
@@ -175,7 +175,7 @@ func (e *Engine) queueRestartTx(tx Tx, r Run) error {
 	if len(r.Checkpoint) == 0 {
 		how = fmt.Sprintf("it had no step yet and starts again from the beginning (restart %d of %d)", r.Restarts, MaxRestartsBeforeFirstStep)
 	}
-	e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; %s", r.ID, how), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+	rn.e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; %s", r.ID, how), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
 	return nil
 }
 

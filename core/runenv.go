@@ -181,7 +181,7 @@ func (r *runEnv) checkpointable(tx Tx) (Run, error) {
 		return run, err
 	}
 	if !r.e.cluster.ownsRun(run) {
-		r.e.ctl.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
+		r.e.runner.inflight.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
 		return run, fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
 	}
 	if run.Status != RunRunning {
@@ -192,7 +192,7 @@ func (r *runEnv) checkpointable(tx Tx) (Run, error) {
 
 // Post posts a progress message from the bot mid-run, routed like a reply.
 func (r *runEnv) Post(ctx context.Context, text string) (MessageID, error) {
-	return r.post(ctx, r.e.botReply(r.job, text))
+	return r.post(ctx, botReply(r.job, text))
 }
 
 // post posts spec into the run's thread in one transaction, then wakes whom

@@ -221,7 +221,7 @@ func (c *cluster) renewLoop(ctx context.Context) {
 // another process may take it over then: it is not settled, and resumes from
 // its checkpoint wherever it is recovered.
 func (c *cluster) renewRuns(ctx context.Context) {
-	ids := c.e.ctl.ids()
+	ids := c.e.runner.inflight.ids()
 	if len(ids) == 0 {
 		return
 	}
@@ -261,22 +261,22 @@ func (c *cluster) renewRuns(ctx context.Context) {
 		c.e.log.Warn("renewing run claims failed; retrying", "runs", len(ids), "err", err)
 		// Stop what would run on past its claim before the next renewal.
 		for _, id := range ids {
-			if u, ok := c.e.ctl.claimUntil(id); ok && c.lapsesBeforeRenewal(u) {
+			if u, ok := c.e.runner.inflight.claimUntil(id); ok && c.lapsesBeforeRenewal(u) {
 				c.e.log.Warn("run's claim is about to lapse and cannot be renewed; stopping it here", "run", id)
-				c.e.ctl.cancelWith(id, errLeaseLost)
+				c.e.runner.inflight.cancelWith(id, errLeaseLost)
 			}
 		}
 		return
 	}
 	for _, id := range ids {
-		c.e.ctl.setClaimUntil(id, until)
+		c.e.runner.inflight.setClaimUntil(id, until)
 	}
 	for _, id := range cancelled {
-		c.e.ctl.cancel(id)
+		c.e.runner.inflight.cancel(id)
 	}
 	for _, id := range lost {
 		c.e.log.Warn("run was taken over or ended by another process; stopping it here", "run", id)
-		c.e.ctl.cancelWith(id, errLeaseLost)
+		c.e.runner.inflight.cancelWith(id, errLeaseLost)
 	}
 }
 
@@ -304,7 +304,7 @@ func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 		now := c.e.clock.Now()
 		var out []Run
 		for _, r := range rs {
-			if c.e.ctl.has(r.ID) || (r.Owner != "" && now.Before(r.LeaseUntil)) {
+			if c.e.runner.inflight.has(r.ID) || (r.Owner != "" && now.Before(r.LeaseUntil)) {
 				continue
 			}
 			out = append(out, r)
@@ -329,7 +329,7 @@ func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 		for _, r := range rs {
 			bots = append(bots, strings.TrimPrefix(string(r.Bot), "bot:"))
 		}
-		return c.e.recoverRunsTx(tx, rs, false, "took over the work of a process whose claims lapsed")
+		return c.e.runner.recoverRunsTx(tx, rs, false, "took over the work of a process whose claims lapsed")
 	})
 	if err != nil {
 		return 0, err
@@ -438,7 +438,7 @@ func (c *cluster) onHint(payload string) {
 		c.e.lanes.kickLocal()
 	case "cancel":
 		if id, err := strconv.ParseUint(arg, 10, 64); err == nil {
-			c.e.ctl.cancel(RunID(id))
+			c.e.runner.inflight.cancel(RunID(id))
 		}
 	}
 }
