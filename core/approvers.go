@@ -102,16 +102,28 @@ func askersTx(tx ReadTx, triggers []Message) ([]ActorID, error) {
 			} else if err != nil {
 				return nil, err
 			}
-			for _, id := range r.Triggers {
-				tm, err := tx.Message(id)
-				if errors.Is(err, ErrNotFound) {
-					continue
-				} else if err != nil {
-					return nil, err
-				}
-				queue = append(queue, tm)
+			ms, err := messagesTx(tx, r.Triggers)
+			if err != nil {
+				return nil, err
 			}
+			queue = append(queue, ms...)
 		}
+	}
+	return out, nil
+}
+
+// messagesTx reads the messages ids, in order, leaving out those no longer
+// stored (retention pruned them).
+func messagesTx(tx ReadTx, ids []MessageID) ([]Message, error) {
+	out := make([]Message, 0, len(ids))
+	for _, id := range ids {
+		m, err := tx.Message(id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

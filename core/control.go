@@ -116,7 +116,7 @@ func (ct *control) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 	if err != nil {
 		return r, nil, err
 	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunCancelled, "error": r.Error, "by": by.Actor}), At: now}); err != nil {
+	if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunCancelled, "error": r.Error, "by": by.Actor}); err != nil {
 		return r, nil, err
 	}
 	for _, id := range r.Items {

@@ -559,3 +559,10 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// statusEventTx appends a "status" run event of run with fields (the new
+// status among them) inside tx.
+func statusEventTx(tx Tx, run RunID, at time.Time, fields map[string]any) error {
+	_, err := tx.AppendRunEvent(RunEvent{Run: run, Type: "status", Payload: mustJSON(fields), At: at})
+	return err
+}

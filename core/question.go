@@ -78,7 +78,7 @@ func (qs *questions) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) err
 	if _, err := tx.PutRun(*r); err != nil {
 		return err
 	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunWaitingHuman, "question": q.ID, "kind": q.Kind, "tool": q.Tool, "args_hash": q.ArgsHash}), At: now}); err != nil {
+	if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunWaitingHuman, "question": q.ID, "kind": q.Kind, "tool": q.Tool, "args_hash": q.ArgsHash}); err != nil {
 		return err
 	}
 	for _, id := range r.Items {

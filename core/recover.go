@@ -86,7 +86,7 @@ func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) erro
 		if _, err := tx.PutRun(r); err != nil {
 			return err
 		}
-		if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunFailed, "error": r.Error}), At: now}); err != nil {
+		if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunFailed, "error": r.Error}); err != nil {
 			return err
 		}
 		t, err := tx.Thread(r.Thread)
@@ -155,7 +155,7 @@ func (rn *runner) queueRestartTx(tx Tx, r Run) error {
 		if _, err := tx.PutRun(r); err != nil {
 			return err
 		}
-		if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunQueued, "restart": true}), At: now}); err != nil {
+		if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunQueued, "restart": true}); err != nil {
 			return err
 		}
 	}
@@ -177,56 +177,4 @@ func (rn *runner) queueRestartTx(tx Tx, r Run) error {
 	}
 	rn.e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; %s", r.ID, how), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
 	return nil
-}
-
-// pickRestartTx turns the resume item of a run a restart interrupted (status
-// queued, queueRestartTx) into a Job under the same run id: with Restart set
-// when the run has a step checkpoint, else a fresh start from the beginning
-// with the run's triggers; Resume is the run's answered question, if any, for a
-// call that waited for it.
-func (s *scheduler) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
-	now := s.e.clock.Now()
-	run.Status = RunRunning
-	run.Items = append(run.Items, it.ID)
-	s.e.cluster.claimRun(&run, now)
-	run, err := tx.PutRun(run)
-	if err != nil {
-		return nil, err
-	}
-	it.Status = ItemProcessing
-	if _, err := tx.PutItem(it); err != nil {
-		return nil, err
-	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "restart": true}), At: now}); err != nil {
-		return nil, err
-	}
-	t, err := tx.Thread(run.Thread)
-	if err != nil {
-		return nil, err
-	}
-	var triggers []Message
-	for _, id := range run.Triggers {
-		m, err := tx.Message(id)
-		if err != nil {
-			return nil, err
-		}
-		triggers = append(triggers, m)
-	}
-	job, err := s.newJobTx(tx, bot, run, t, triggers)
-	if err != nil {
-		return nil, err
-	}
-	if len(run.Checkpoint) == 0 {
-		// Nothing happened before the kill: the run starts from the beginning.
-		s.e.activity(tx, Activity{Event: "run.restarted", Summary: fmt.Sprintf("@%s started run %d again from the beginning after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
-		return job, nil
-	}
-	job.Restart = true
-	if run.Question != 0 {
-		if q, err := tx.Question(run.Question); err == nil && q.Status != QuestionPending {
-			job.Resume = &q
-		}
-	}
-	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
-	return job, nil
 }

@@ -195,7 +195,7 @@ func (rn *runner) execute(ctx context.Context, job *Job) {
 		if _, err2 := tx.PutRun(r); err2 != nil {
 			return err2
 		}
-		if _, err2 := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage}), At: rn.e.clock.Now()}); err2 != nil {
+		if err2 := statusEventTx(tx, r.ID, rn.e.clock.Now(), map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage}); err2 != nil {
 			return err2
 		}
 		for _, id := range r.Items {

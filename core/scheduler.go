@@ -391,7 +391,7 @@ func (s *scheduler) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Jo
 				return err
 			}
 		}
-		if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "triggers": run.Triggers}), At: now}); err != nil {
+		if err := statusEventTx(tx, run.ID, now, map[string]any{"status": RunRunning, "triggers": run.Triggers}); err != nil {
 			return err
 		}
 		t, err := tx.Thread(first.Thread)
@@ -433,8 +433,10 @@ func (s *scheduler) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, trigg
 	return job, nil
 }
 
-// pickResumeTx turns a resume item into a Job that continues its waiting run under
-// the same run id with the answered question (seed §7).
+// pickResumeTx turns a resume item into a Job that continues its run under the
+// same run id: a waiting run with its answered question (seed §7), or a run a
+// restart interrupted (pickRestartTx). A stale item (the run was settled
+// another way) is cancelled and nil returned.
 func (s *scheduler) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error) {
 	run, err := tx.Run(it.Run)
 	if err != nil {
@@ -451,18 +453,59 @@ func (s *scheduler) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, err
 		s.e.activity(tx, Activity{Event: "inbox.stale_resume", Level: "warn", Summary: fmt.Sprintf("resume of run %d (%s) cancelled", run.ID, run.Status), Thread: it.Thread, Actor: bot.ID(), Item: it.ID, Run: run.ID})
 		return nil, err
 	}
+	run.Started = s.e.clock.Now()
+	job, err := s.continueTx(tx, bot, it, run, map[string]any{"resumed_by": q.ID})
+	if err != nil {
+		return nil, err
+	}
+	job.Resume = &q
+	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d: %s", bot.Handle, run.ID, q.Decision()), Thread: job.Thread.ID, Actor: bot.ID(), Run: run.ID})
+	return job, nil
+}
+
+// pickRestartTx turns the resume item of a run a restart interrupted (status
+// queued, runner.queueRestartTx) into a Job under the same run id: with Restart
+// set when the run has a step checkpoint, else a fresh start from the beginning
+// with the run's triggers; Resume is the run's answered question, if any, for a
+// call that waited for it.
+func (s *scheduler) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
+	job, err := s.continueTx(tx, bot, it, run, map[string]any{"restart": true})
+	if err != nil {
+		return nil, err
+	}
+	if len(run.Checkpoint) == 0 {
+		// Nothing happened before the kill: the run starts from the beginning.
+		s.e.activity(tx, Activity{Event: "run.restarted", Summary: fmt.Sprintf("@%s started run %d again from the beginning after a restart", bot.Handle, run.ID), Thread: job.Thread.ID, Actor: bot.ID(), Run: run.ID})
+		return job, nil
+	}
+	job.Restart = true
+	if run.Question != 0 {
+		if q, err := tx.Question(run.Question); err == nil && q.Status != QuestionPending {
+			job.Resume = &q
+		}
+	}
+	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d after a restart", bot.Handle, run.ID), Thread: job.Thread.ID, Actor: bot.ID(), Run: run.ID})
+	return job, nil
+}
+
+// continueTx runs run again under its id for resume item it: the run becomes
+// running and claimed, the item processing, a status event records why (why's
+// fields beside the status), and the Job carries the run's triggers.
+func (s *scheduler) continueTx(tx Tx, bot BotProfile, it InboxItem, run Run, why map[string]any) (*Job, error) {
 	now := s.e.clock.Now()
-	run.Status, run.Started = RunRunning, now
+	run.Status = RunRunning
 	run.Items = append(run.Items, it.ID)
 	s.e.cluster.claimRun(&run, now)
-	if run, err = tx.PutRun(run); err != nil {
+	run, err := tx.PutRun(run)
+	if err != nil {
 		return nil, err
 	}
 	it.Status = ItemProcessing
 	if _, err := tx.PutItem(it); err != nil {
 		return nil, err
 	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "resumed_by": q.ID}), At: now}); err != nil {
+	why["status"] = RunRunning
+	if err := statusEventTx(tx, run.ID, now, why); err != nil {
 		return nil, err
 	}
 	t, err := tx.Thread(run.Thread)
@@ -477,13 +520,7 @@ func (s *scheduler) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, err
 		}
 		triggers = append(triggers, m)
 	}
-	job, err := s.newJobTx(tx, bot, run, t, triggers)
-	if err != nil {
-		return nil, err
-	}
-	job.Resume = &q
-	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d: %s", bot.Handle, run.ID, q.Decision()), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
-	return job, nil
+	return s.newJobTx(tx, bot, run, t, triggers)
 }
 
 // startedByLookback is how many recent messages newJobTx reads to find the human

@@ -175,33 +175,22 @@ func (ct *control) mayStopTx(tx ReadTx, bot ActorID, thread ThreadID, runs []Run
 	if approvers := ct.e.questions.approversFor(Question{Bot: bot, Kind: QuestionAsk}); approvers != nil {
 		return slices.Contains(approvers, actor), nil
 	}
-	var triggers []Message
+	var ids []MessageID
 	for _, r := range runs {
-		for _, id := range r.Triggers {
-			m, err := tx.Message(id)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			} else if err != nil {
-				return false, err
-			}
-			triggers = append(triggers, m)
-		}
+		ids = append(ids, r.Triggers...)
 	}
 	queued, err := tx.QueuedInThread(bot, thread)
 	if err != nil {
 		return false, err
 	}
 	for _, it := range queued {
-		if it.Kind != ItemMessage {
-			continue
+		if it.Kind == ItemMessage {
+			ids = append(ids, it.Message)
 		}
-		m, err := tx.Message(it.Message)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		} else if err != nil {
-			return false, err
-		}
-		triggers = append(triggers, m)
+	}
+	triggers, err := messagesTx(tx, ids)
+	if err != nil {
+		return false, err
 	}
 	askers, err := askersTx(tx, triggers)
 	if err != nil {
