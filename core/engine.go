@@ -136,43 +136,57 @@ type Options struct {
 // adapters should not acknowledge the platform event (it will be redelivered).
 var ErrStopped = errors.New("engine stopped")
 
-// Engine is the runtime: ingestion, routing, the per-bot scheduler and the outbox
-// (seed §4 to §7). Create it with New, register adapters with AddAdapter, then call
-// Run, which owns every goroutine the engine starts.
+// Engine is the runtime (seed §4 to §8). Create it with New, register adapters
+// with AddAdapter, then call Run, which owns every goroutine the engine starts.
+//
+// It is made of parts, each a small type that owns its state and its methods
+// (the design's vocabulary, docs/ARCHITECTURE.md "Core"); Engine wires them,
+// holds what they all read (store, clock, logger, the current settings, the
+// adapters, the lifecycle) and keeps the public entry points:
+//
+//	router     ingest and routing: messages in, posts, inbox items, outbox entries (core/ingest.go, core/route.go)
+//	sched      mailboxes and the scheduler: one worker per bot, global run slots, the pick (core/scheduler.go)
+//	runner     runs and steps: execute and settle, the RunEnv, streams, recovery (core/run.go)
+//	questions  questions and approvals: pause, answers, expiry, approvers, outcomes (core/question.go)
+//	lanes      outbound lanes: the outbox dispatcher and one entry's delivery (core/outbox.go, core/delivery.go)
+//	control    steering: cancel, stop, /stop, pause (core/control.go)
+//	budgets    cost control: budgets, the ledger, /usage (core/budget.go)
+//	files      inbound files: the download queue (core/files.go)
+//	cluster    shared mode: process id, leases, hints, the sweep (core/shared.go)
+//
+// Schedules are their own runner beside the engine (ScheduleRunner,
+// core/schedule.go), feeding it through Ingest.
 type Engine struct {
-	store Store
-	log   *slog.Logger
-	clock Clock
-	grace time.Duration
+	store    Store
+	log      *slog.Logger
+	clock    Clock
+	grace    time.Duration
+	observer Observer // nil: NopObserver (Observe)
 
 	// cur is the current settings (bots, default bot, limits, approvers, cost);
 	// Reload swaps it, reloadMu orders Reload calls.
 	cur      atomic.Pointer[settings]
 	reloadMu sync.Mutex
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards adapters, running and stopping
 	adapters map[AccountID]Adapter
 	running  bool
 	stopping bool
-	lanes    *lanes
 	ready    chan struct{} // closed once recovery is done and workers run
-
-	observer Observer // nil: NopObserver (Observe)
-
-	files *fileQueue
-
-	// cluster: leases and hints when the store is shared (core/shared.go).
-	cluster   *cluster
-	router    *router    // ingest and routing (core/ingest.go, core/route.go)
-	sched     *scheduler // mailboxes and the scheduler (core/scheduler.go)
-	runner    *runner    // runs and steps (core/run.go)
-	budgets   *budgets   // cost control (core/budget.go)
-	questions *questions // questions and approvals (core/question.go)
-	control   *control   // steering: cancel, stop, pause (core/control.go)
 	// fatal ends Run with an error (fail); set by Run.
 	fatalMu  sync.Mutex
 	fatalErr error
 	fatal    context.CancelFunc
+
+	router    *router
+	sched     *scheduler
+	runner    *runner
+	questions *questions
+	lanes     *lanes
+	control   *control
+	budgets   *budgets
+	files     *fileQueue
+	cluster   *cluster
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -210,18 +224,19 @@ func New(opts Options) (*Engine, error) {
 		e.grace = 10 * time.Second
 	}
 	e.cur.Store(set)
-	e.runner = &runner{e: e, agent: opts.Agent, reflections: opts.Reflections}
-	e.questions = &questions{e: e, expiryEvery: opts.ExpiryInterval}
-	if e.questions.expiryEvery <= 0 {
-		e.questions.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
+	expiry := opts.ExpiryInterval
+	if expiry <= 0 {
+		expiry = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
 	}
+	e.router = &router{e: e}
 	e.sched = newScheduler(e, set.limits.MaxConcurrentRuns)
+	e.runner = &runner{e: e, agent: opts.Agent, reflections: opts.Reflections}
+	e.questions = &questions{e: e, expiryEvery: expiry}
 	e.lanes = newLanes(e)
+	e.control = &control{e: e}
+	e.budgets = &budgets{e: e}
 	e.files = newFileQueue(e, opts.Files)
 	e.cluster = newCluster(e, opts)
-	e.router = &router{e: e}
-	e.budgets = &budgets{e: e}
-	e.control = &control{e: e}
 	return e, nil
 }
 
