@@ -37,3 +37,8 @@ const LaneWorkers = laneWorkers
 // OnStreamStop makes every stream's finish call f once its loop was told to stop
 // (tests only, before the engine starts); nil removes it.
 func OnStreamStop(f func()) { streamStopHook = f }
+
+// OnStreamPass makes every stream's loop call f after each pass over its
+// targets with the seq (1 for the first text, counting each change) of the text
+// it looked at (tests only, before the engine starts); nil removes it.
+func OnStreamPass(f func(seq uint64)) { streamPassHook = f }

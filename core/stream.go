@@ -28,6 +28,11 @@ type TextStreamer interface {
 // finish once the stream's loop was told to stop.
 var streamStopHook func()
 
+// streamPassHook, when set (tests only, before the engine starts), is called
+// by the stream's loop after each pass over its targets with the seq of the
+// text that pass looked at: by then every target due was shown that text.
+var streamPassHook func(seq uint64)
+
 // Stream limits.
 const (
 	streamCallTimeout = 10 * time.Second // one Streamer.Stream call
@@ -194,6 +199,9 @@ func (s *stream) loop(ctx context.Context) {
 				return
 			default:
 			}
+		}
+		if streamPassHook != nil {
+			streamPassHook(seq)
 		}
 		// Come back when the first target that is behind may be updated again.
 		var wait time.Duration
