@@ -38,8 +38,8 @@ func ToolMatches(pattern, name string) bool {
 
 // approversFor returns the configured approvers of q, most specific first: the
 // tool's (approvals only), the bot's, the global ones; nil when none is configured.
-func (e *Engine) approversFor(q Question) []ActorID {
-	b, ok := e.bot(strings.TrimPrefix(string(q.Bot), "bot:"))
+func (qs *questions) approversFor(q Question) []ActorID {
+	b, ok := qs.e.bot(strings.TrimPrefix(string(q.Bot), "bot:"))
 	if ok && q.Kind == QuestionApproval && q.Tool != "" {
 		for _, ta := range b.ToolApprovers {
 			if len(ta.Approvers) > 0 && ToolMatches(ta.Tool, q.Tool) {
@@ -50,7 +50,7 @@ func (e *Engine) approversFor(q Question) []ActorID {
 	if ok && len(b.Approvers) > 0 {
 		return b.Approvers
 	}
-	if a := e.cfg().approvers; len(a) > 0 {
+	if a := qs.e.cfg().approvers; len(a) > 0 {
 		return a
 	}
 	return nil
@@ -60,11 +60,11 @@ func (e *Engine) approversFor(q Question) []ActorID {
 // (approversFor); with none configured, for an approval one of the people who
 // asked for the work (Question.Askers), for ask_human a human of the thread. An
 // empty or bot actor fails closed.
-func (e *Engine) authorizedTx(tx ReadTx, q Question, actor ActorID) (bool, error) {
+func (qs *questions) authorizedTx(tx ReadTx, q Question, actor ActorID) (bool, error) {
 	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
 		return false, nil
 	}
-	if approvers := e.approversFor(q); approvers != nil {
+	if approvers := qs.approversFor(q); approvers != nil {
 		return slices.Contains(approvers, actor), nil
 	}
 	if q.Kind == QuestionApproval {
@@ -102,30 +102,43 @@ func askersTx(tx ReadTx, triggers []Message) ([]ActorID, error) {
 			} else if err != nil {
 				return nil, err
 			}
-			for _, id := range r.Triggers {
-				tm, err := tx.Message(id)
-				if errors.Is(err, ErrNotFound) {
-					continue
-				} else if err != nil {
-					return nil, err
-				}
-				queue = append(queue, tm)
+			ms, err := messagesTx(tx, r.Triggers)
+			if err != nil {
+				return nil, err
 			}
+			queue = append(queue, ms...)
 		}
+	}
+	return out, nil
+}
+
+// messagesTx reads the messages ids, in order, leaving out those no longer
+// stored (retention pruned them).
+func messagesTx(tx ReadTx, ids []MessageID) ([]Message, error) {
+	out := make([]Message, 0, len(ids))
+	for _, id := range ids {
+		m, err := tx.Message(id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }
 
 // addressedBots are the bots a human message addresses by name: its native
 // mentions (except "*", the account's own all-team mention) and its @handles.
-func (e *Engine) addressedBots(in Inbound) []string {
+func (qs *questions) addressedBots(in Inbound) []string {
+	set := qs.e.cfg()
 	var out []string
 	for _, h := range in.Mentions {
-		if h = strings.ToLower(h); h != "*" && e.knownBot(h) && !slices.Contains(out, h) {
+		if h = strings.ToLower(h); h != "*" && set.knownBot(h) && !slices.Contains(out, h) {
 			out = append(out, h)
 		}
 	}
-	for _, h := range ParseMentions(in.Text, e.knownBot) {
+	for _, h := range ParseMentions(in.Text, set.knownBot) {
 		if !slices.Contains(out, h) {
 			out = append(out, h)
 		}
@@ -135,7 +148,7 @@ func (e *Engine) addressedBots(in Inbound) []string {
 
 // repliesTo reports whether in is a platform reply to one of q's posts
 // (Inbound.ReplyToKey against the MessageKeyer key of each post).
-func (e *Engine) repliesTo(q Question, in Inbound) bool {
+func (qs *questions) repliesTo(q Question, in Inbound) bool {
 	if in.ReplyToKey == "" {
 		return false
 	}
@@ -143,7 +156,7 @@ func (e *Engine) repliesTo(q Question, in Inbound) bool {
 		if p.PlatformID == "" {
 			continue
 		}
-		ad, ok := e.adapter(p.Account)
+		ad, ok := qs.e.adapter(p.Account)
 		if !ok {
 			continue
 		}
@@ -157,8 +170,8 @@ func (e *Engine) repliesTo(q Question, in Inbound) bool {
 // meantFor reports whether a human message is meant as the answer to q: a reply
 // to the question's message always is; otherwise it must address no other bot and
 // no other person (DESIGN.md §5).
-func (e *Engine) meantFor(q Question, in Inbound, addressed []string) bool {
-	if e.repliesTo(q, in) {
+func (qs *questions) meantFor(q Question, in Inbound, addressed []string) bool {
+	if qs.repliesTo(q, in) {
 		return true
 	}
 	if in.MentionsHumans {

@@ -158,7 +158,7 @@ func (r *runEnv) CreateSchedule(ctx context.Context, spec BotScheduleSpec) (BotS
 		return BotSchedule{}, false, errors.New("this thread is on no platform conversation to post into")
 	}
 	b := t.Bindings[0]
-	acct, ok := r.e.pickAccount(b, r.job.Bot.ID())
+	acct, ok := r.e.router.pickAccount(b, r.job.Bot.ID())
 	if !ok {
 		return BotSchedule{}, false, errors.New("no account can post into this thread's conversation")
 	}
@@ -262,7 +262,7 @@ func (r *ScheduleRunner) botSchedules(ctx context.Context) ([]Schedule, error) {
 	out := make([]Schedule, 0, len(all))
 	for _, b := range all {
 		next, err := CronNext(b.Cron, b.TimeZone)
-		if err != nil || !r.opts.Engine.knownBot(b.Bot) {
+		if err != nil || !r.opts.Engine.cfg().knownBot(b.Bot) {
 			if r.leftOut(b.ID()) {
 				r.log.Warn("bot schedule left out: its bot is not configured or its cron does not parse", "schedule", b.ID(), "err", err, "bot", b.Bot)
 			}

@@ -159,25 +159,33 @@ func (c *Cost) overBudgetTx(tx ReadTx, bot string, thread ThreadID, now time.Tim
 	return nil
 }
 
+// budgets is the engine's cost-control part: it reads the current Cost
+// settings (Reload may change them), checks budgets before runs and model
+// calls, writes ledger entries with their warnings, and reports spend. Its
+// state is the store's (ledger totals, warning cursors).
+type budgets struct {
+	e *Engine
+}
+
 // costs is the engine's cost settings, or empty ones (no prices, no budgets)
 // when none are configured.
-func (e *Engine) costs() *Cost {
-	if c := e.cfg().cost; c != nil {
+func (bg *budgets) costs() *Cost {
+	if c := bg.e.cfg().cost; c != nil {
 		return c
 	}
 	return &Cost{}
 }
 
-// checkBudget returns a *BudgetError when job's bot or thread has spent a
+// check returns a *BudgetError when job's bot or thread has spent a
 // budget: a new run is refused with it (execute), a run in flight stops at its
 // next model call (runEnv.BeforeModelCall).
-func (e *Engine) checkBudget(ctx context.Context, job *Job) error {
-	c := e.cfg().cost
+func (bg *budgets) check(ctx context.Context, job *Job) error {
+	c := bg.e.cfg().cost
 	if c == nil {
 		return nil
 	}
-	return e.store.View(ctx, func(tx ReadTx) error {
-		return c.overBudgetTx(tx, job.Bot.Handle, job.Thread.ID, e.clock.Now())
+	return bg.e.store.View(ctx, func(tx ReadTx) error {
+		return c.overBudgetTx(tx, job.Bot.Handle, job.Thread.ID, bg.e.clock.Now())
 	})
 }
 
@@ -208,7 +216,7 @@ type Meter interface {
 var _ Meter = (*runEnv)(nil)
 
 // BeforeModelCall implements Meter.
-func (r *runEnv) BeforeModelCall(ctx context.Context) error { return r.e.checkBudget(ctx, r.job) }
+func (r *runEnv) BeforeModelCall(ctx context.Context) error { return r.e.budgets.check(ctx, r.job) }
 
 // RecordModelCall implements Meter.
 func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
@@ -219,7 +227,7 @@ func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
 // usageEntry is the ledger entry of the run's model call c, priced.
 func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 	e := r.e
-	cost := e.costs()
+	cost := e.budgets.costs()
 	entry := UsageEntry{Key: UsageKey(r.job.Run.ID, c.Call), At: e.clock.Now(), Bot: r.job.Bot.Handle,
 		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Model: c.Model,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens}
@@ -234,19 +242,19 @@ func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 }
 
 // budgetWarnings are the notices a ledger entry posted in its transaction
-// (recordUsageTx), announced once it committed.
+// (budgets.recordTx), announced once it committed.
 type budgetWarnings struct {
 	texts []string
 	p     posted
 }
 
-// recordUsageTx puts entry in the ledger inside tx, once per key, and posts a
+// recordTx puts entry in the ledger inside tx, once per key, and posts a
 // notice in the thread for each budget it takes past its warning share for the
 // first time in the budget's period. It captures nothing outside its result, so
 // a re-run by Batch decides afresh.
-func (e *Engine) recordUsageTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
+func (bg *budgets) recordTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
 	var w budgetWarnings
-	cost := e.costs()
+	cost := bg.costs()
 	before := map[string]UsageTotal{}
 	bs := cost.budgets(entry.Bot, entry.Thread, entry.At)
 	for _, b := range bs {
@@ -282,7 +290,7 @@ func (e *Engine) recordUsageTx(tx Tx, entry UsageEntry) (budgetWarnings, error) 
 		if err != nil {
 			return w, err
 		}
-		pp, err := e.postTx(tx, &th, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: entry.Run, Text: text}})
+		pp, err := bg.e.router.postTx(tx, &th, postSpec{msg: systemNotice(entry.Run, text)})
 		if err != nil {
 			return w, err
 		}
@@ -298,10 +306,7 @@ func (w budgetWarnings) announce(e *Engine, entry UsageEntry) {
 		e.log.Warn("budget warning", "bot", entry.Bot, "thread", entry.Thread, "run", entry.Run, "notice", t)
 	}
 	if len(w.texts) > 0 {
-		for _, h := range w.p.woken {
-			e.wake(h)
-		}
-		e.kickOutbox()
+		e.nudge(w.p.woken)
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 )
 
 // Steering (DESIGN.md §10, the operator console): cancel a run, stop what a bot
@@ -15,6 +13,14 @@ import (
 // terminal (recover never resumes it), its thread is told who stopped it, a
 // question it waited on is closed with "cancelled by X" and held hand-offs of its
 // bot are released as for a failed run.
+
+// control is the engine's steering part: it cancels runs, stops a bot's work
+// in a thread, carries out chat's /stop and pauses bots. Its state is the
+// store's (runs, items, the pause cursors); the runs executing here are
+// interrupted through the runner's registry of them (runner.inflight).
+type control struct {
+	e *Engine
+}
 
 // ErrRunFinished is returned by CancelRun for a run that already ended
 // (completed, failed or cancelled); nothing changed.
@@ -50,108 +56,6 @@ type Stopped struct {
 	Items int     `json:"items"`
 }
 
-// runCancels maps the runs executing in this process to the cancel functions
-// of their contexts, so CancelRun can interrupt the model call or tool in flight.
-type runCancels struct {
-	mu    sync.Mutex
-	m     map[RunID]context.CancelCauseFunc
-	until map[RunID]time.Time // shared: when each run's claim lapses, as last stored
-}
-
-// errCancelled is the cause of a run context cancelled by CancelRun.
-var errCancelled = errors.New("run cancelled by an operator")
-
-// add registers the execution of run id, interrupted by f, until remove. A run
-// executes at most once at a time in a process: its thread is busy for its bot
-// until execute returns (worker.run).
-func (c *runCancels) add(id RunID, f context.CancelCauseFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[RunID]context.CancelCauseFunc{}
-	}
-	c.m[id] = f
-}
-
-func (c *runCancels) remove(id RunID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, id)
-	delete(c.until, id)
-}
-
-// setClaimUntil records when run id's claim lapses (shared mode).
-func (c *runCancels) setClaimUntil(id RunID, t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[id]; !ok {
-		return
-	}
-	if c.until == nil {
-		c.until = map[RunID]time.Time{}
-	}
-	c.until[id] = t
-}
-
-// claimUntil returns when run id's claim lapses, if known.
-func (c *runCancels) claimUntil(id RunID) (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.until[id]
-	return t, ok
-}
-
-// ids returns the runs executing in this process.
-func (c *runCancels) ids() []RunID {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]RunID, 0, len(c.m))
-	for id := range c.m {
-		out = append(out, id)
-	}
-	return out
-}
-
-// has reports whether run id executes in this process.
-func (c *runCancels) has(id RunID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.m[id]
-	return ok
-}
-
-// cancelWith interrupts run id with cause, if it executes here.
-func (c *runCancels) cancelWith(id RunID, cause error) {
-	c.mu.Lock()
-	f := c.m[id]
-	c.mu.Unlock()
-	if f != nil {
-		f(cause)
-	}
-}
-
-func (c *runCancels) cancel(id RunID) {
-	c.mu.Lock()
-	f := c.m[id]
-	c.mu.Unlock()
-	if f != nil {
-		f(errCancelled)
-	}
-}
-
-// cancelIfSettled cancels a run's context when the stored run is already
-// cancelled: CancelRun committed after pick but before execute registered it.
-func (c *runCancels) cancelIfSettled(ctx context.Context, s Store, id RunID, f context.CancelCauseFunc) {
-	var st RunStatus
-	if s.View(ctx, func(tx ReadTx) error {
-		r, err := tx.Run(id)
-		st = r.Status
-		return err
-	}) == nil && st == RunCancelled {
-		f(errCancelled)
-	}
-}
-
 // CancelRun cancels run id on behalf of by (DESIGN.md §10): in one transaction
 // the run becomes cancelled (terminal, no checkpoint, so a restart never resumes
 // it), its items are cancelled, a pending question of a waiting run is closed
@@ -161,9 +65,14 @@ func (c *runCancels) cancelIfSettled(ctx context.Context, s Store, id RunID, f c
 // Errors: ErrNotFound for no such run, ErrRunFinished when it already ended,
 // else store failures.
 func (e *Engine) CancelRun(ctx context.Context, id RunID, by By) (Run, error) {
+	return e.control.cancelRun(ctx, id, by)
+}
+
+// cancelRun is Engine.CancelRun.
+func (ct *control) cancelRun(ctx context.Context, id RunID, by By) (Run, error) {
 	var out Run
 	var woken []string
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := ct.e.store.Update(ctx, func(tx Tx) error {
 		woken = nil
 		r, err := tx.Run(id)
 		if err != nil {
@@ -173,36 +82,33 @@ func (e *Engine) CancelRun(ctx context.Context, id RunID, by By) (Run, error) {
 			out = r
 			return ErrRunFinished
 		}
-		out, woken, err = e.cancelRunTx(tx, r, by)
+		out, woken, err = ct.cancelRunTx(tx, r, by)
 		return err
 	})
 	if err != nil {
 		return out, err
 	}
-	e.afterCancel([]RunID{id}, woken, out.Bot)
+	ct.afterCancel([]RunID{id}, woken, out.Bot)
 	return out, nil
 }
 
 // afterCancel interrupts the cancelled runs in flight and wakes whom the change
 // concerns.
-func (e *Engine) afterCancel(runs []RunID, woken []string, bot ActorID) {
+func (ct *control) afterCancel(runs []RunID, woken []string, bot ActorID) {
 	for _, id := range runs {
-		e.ctl.cancel(id)
-		e.hintCancel(id) // shared: the run may execute in another process
-	}
-	for _, h := range woken {
-		e.wake(h)
+		ct.e.runner.inflight.cancel(id)
+		ct.e.cluster.hintCancel(id) // shared: the run may execute in another process
 	}
 	if bot != "" {
-		e.wake(strings.TrimPrefix(string(bot), "bot:"))
+		woken = append(woken, strings.TrimPrefix(string(bot), "bot:"))
 	}
-	e.kickOutbox()
+	ct.e.nudge(woken)
 }
 
 // cancelRunTx settles non-terminal run r as cancelled by by. It returns the run
 // as stored and the handles woken by released hand-offs.
-func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
-	now := e.clock.Now()
+func (ct *control) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
+	now := ct.e.clock.Now()
 	was := r.Status
 	who := by.name()
 	r.Status, r.Error, r.Ended, r.Checkpoint = RunCancelled, "cancelled by "+who, now, nil
@@ -210,7 +116,7 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 	if err != nil {
 		return r, nil, err
 	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunCancelled, "error": r.Error, "by": by.Actor}), At: now}); err != nil {
+	if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunCancelled, "error": r.Error, "by": by.Actor}); err != nil {
 		return r, nil, err
 	}
 	for _, id := range r.Items {
@@ -241,7 +147,7 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 			}
 		}
 	}
-	if err := e.closeQuestionTx(tx, r, was, by); err != nil {
+	if err := ct.closeQuestionTx(tx, r, was, by); err != nil {
 		return r, nil, err
 	}
 	t, err := tx.Thread(r.Thread)
@@ -249,9 +155,8 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 		return r, nil, fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
 	}
 	handle := strings.TrimPrefix(string(r.Bot), "bot:")
-	notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-		Text: fmt.Sprintf("@%s's work here was stopped by %s.", handle, who)}
-	p, err := e.postTx(tx, &t, postSpec{msg: notice})
+	notice := systemNotice(r.ID, fmt.Sprintf("@%s's work here was stopped by %s.", handle, who))
+	p, err := ct.e.router.postTx(tx, &t, postSpec{msg: notice})
 	if err != nil {
 		return r, nil, err
 	}
@@ -259,8 +164,8 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 	if by.Via != "" {
 		summary += " via " + string(by.Via)
 	}
-	e.activity(tx, Activity{Event: "run.cancelled", Level: "warn", Summary: summary, Thread: r.Thread, Actor: by.Actor, Run: r.ID})
-	rel, err := e.releaseHoldsTx(tx, r.Bot, r.Thread)
+	ct.e.activity(tx, Activity{Event: "run.cancelled", Level: "warn", Summary: summary, Thread: r.Thread, Actor: by.Actor, Run: r.ID})
+	rel, err := ct.e.router.releaseHoldsTx(tx, r.Bot, r.Thread)
 	return r, append(p.woken, rel...), err
 }
 
@@ -268,7 +173,7 @@ func (e *Engine) cancelRunTx(tx Tx, r Run, by By) (Run, []string, error) {
 // with "cancelled by <name>" (its buttons are resolved on every post, no resume
 // is queued); an approved call without an outcome records why it did not run,
 // or, when the run was carrying it out, that whether it ran is not known.
-func (e *Engine) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
+func (ct *control) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
 	if r.Question == 0 {
 		return nil
 	}
@@ -280,7 +185,7 @@ func (e *Engine) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
 	}
 	who := by.name()
 	if q.Status == QuestionPending {
-		now := e.clock.Now()
+		now := ct.e.clock.Now()
 		q.Status, q.Choice, q.Answer, q.AnsweredAt = QuestionExpired, ChoiceReject, cancelledAnswer+who, now
 		q.AnsweredBy, q.AnsweredByName, q.AnsweredVia = by.Actor, who, by.Via
 		if q, err = tx.PutQuestion(q); err != nil {
@@ -292,15 +197,15 @@ func (e *Engine) closeQuestionTx(tx Tx, r Run, was RunStatus, by By) error {
 				return err
 			}
 		}
-		e.activity(tx, Activity{Event: "question.cancelled", Summary: fmt.Sprintf("question %d (%s): %s", q.ID, q.Kind, q.Decision()), Thread: q.Thread, Actor: by.Actor, Run: r.ID})
+		ct.e.activity(tx, Activity{Event: "question.cancelled", Summary: fmt.Sprintf("question %d (%s): %s", q.ID, q.Kind, q.Decision()), Thread: q.Thread, Actor: by.Actor, Run: r.ID})
 	}
 	if q.Kind != QuestionApproval || q.Outcome != "" {
 		return nil
 	}
 	if q.Approved() && was == RunRunning {
-		return e.recordOutcomeTx(tx, r.ID, q.ID, "unknown: the run was cancelled by "+who+" while carrying out the approved call; check whether it ran")
+		return ct.e.questions.recordOutcomeTx(tx, r.ID, q.ID, "unknown: the run was cancelled by "+who+" while carrying out the approved call; check whether it ran")
 	}
-	return e.recordOutcomeTx(tx, r.ID, q.ID, "not run: the run was cancelled by "+who)
+	return ct.e.questions.recordOutcomeTx(tx, r.ID, q.ID, "not run: the run was cancelled by "+who)
 }
 
 // cancelledAnswer prefixes Question.Answer of a question closed because its run
@@ -313,30 +218,35 @@ const cancelledAnswer = "cancelled by "
 // CancelRun. Errors: ErrUnknownBot, ErrNotFound for no such thread, else store
 // failures.
 func (e *Engine) StopQueued(ctx context.Context, bot string, thread ThreadID, by By) (Stopped, error) {
-	b, ok := e.bot(strings.ToLower(strings.TrimPrefix(bot, "@")))
+	return e.control.stopQueued(ctx, bot, thread, by)
+}
+
+// stopQueued is Engine.StopQueued.
+func (ct *control) stopQueued(ctx context.Context, bot string, thread ThreadID, by By) (Stopped, error) {
+	b, ok := ct.e.bot(strings.ToLower(strings.TrimPrefix(bot, "@")))
 	if !ok {
 		return Stopped{}, ErrUnknownBot
 	}
 	var out Stopped
 	var woken []string
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := ct.e.store.Update(ctx, func(tx Tx) error {
 		out, woken = Stopped{}, nil
 		if _, err := tx.Thread(thread); err != nil {
 			return err
 		}
 		var err error
-		out, woken, err = e.stopBotTx(tx, b.ID(), thread, by)
+		out, woken, err = ct.stopBotTx(tx, b.ID(), thread, by)
 		return err
 	})
 	if err != nil {
 		return Stopped{}, err
 	}
-	e.afterCancel(out.Runs, woken, b.ID())
+	ct.afterCancel(out.Runs, woken, b.ID())
 	return out, nil
 }
 
 // stopBotTx cancels bot's queued items and non-terminal runs in thread.
-func (e *Engine) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped, []string, error) {
+func (ct *control) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped, []string, error) {
 	var out Stopped
 	var woken []string
 	runs, err := activeRunsTx(tx, bot, thread)
@@ -344,7 +254,7 @@ func (e *Engine) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped,
 		return out, nil, err
 	}
 	for _, r := range runs {
-		_, w, err := e.cancelRunTx(tx, r, by)
+		_, w, err := ct.cancelRunTx(tx, r, by)
 		if err != nil {
 			return out, nil, err
 		}
@@ -364,8 +274,8 @@ func (e *Engine) stopBotTx(tx Tx, bot ActorID, thread ThreadID, by By) (Stopped,
 	}
 	if out.Items > 0 {
 		handle := strings.TrimPrefix(string(bot), "bot:")
-		e.activity(tx, Activity{Event: "inbox.stopped", Level: "warn", Summary: fmt.Sprintf("%d queued item(s) of @%s stopped by %s", out.Items, handle, by.name()), Thread: thread, Actor: by.Actor})
-		rel, err := e.releaseHoldsTx(tx, bot, thread)
+		ct.e.activity(tx, Activity{Event: "inbox.stopped", Level: "warn", Summary: fmt.Sprintf("%d queued item(s) of @%s stopped by %s", out.Items, handle, by.name()), Thread: thread, Actor: by.Actor})
+		rel, err := ct.e.router.releaseHoldsTx(tx, bot, thread)
 		if err != nil {
 			return out, nil, err
 		}

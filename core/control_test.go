@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"openbot/core"
 )
@@ -337,7 +336,7 @@ func TestCancelWhileCarryingOutApproval(t *testing.T) {
 // cancelled, as when it fails.
 func TestCancelReleasesHeldHandoff(t *testing.T) {
 	h := newHarness(t, core.Limits{})
-	first, second := make(chan struct{}), make(chan core.RunID, 1)
+	started, first, second := make(chan struct{}), make(chan struct{}), make(chan core.RunID, 1)
 	calls := 0
 	h.agent.reply["engineer"] = func(ctx context.Context, j *core.Job) (string, error) {
 		h.agent.mu.Lock()
@@ -345,6 +344,7 @@ func TestCancelReleasesHeldHandoff(t *testing.T) {
 		n := calls
 		h.agent.mu.Unlock()
 		if n == 1 {
+			close(started)
 			<-first
 			return "PR opened. @reviewer please review it.", nil
 		}
@@ -354,9 +354,7 @@ func TestCancelReleasesHeldHandoff(t *testing.T) {
 	}
 	h.start()
 	h.say("@engineer open a PR")
-	for len(h.agent.jobsFor("engineer")) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	<-started
 	h.say("@engineer also fix the typo")
 	close(first)
 	id := <-second

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -135,56 +136,57 @@ type Options struct {
 // adapters should not acknowledge the platform event (it will be redelivered).
 var ErrStopped = errors.New("engine stopped")
 
-// Engine is the runtime: ingestion, routing, the per-bot scheduler and the outbox
-// (seed §4 to §7). Create it with New, register adapters with AddAdapter, then call
-// Run, which owns every goroutine the engine starts.
+// Engine is the runtime (seed §4 to §8). Create it with New, register adapters
+// with AddAdapter, then call Run, which owns every goroutine the engine starts.
+//
+// It is made of parts, each a small type that owns its state and its methods
+// (the design's vocabulary, docs/ARCHITECTURE.md "Core"); Engine wires them,
+// holds what they all read (store, clock, logger, the current settings, the
+// adapters, the lifecycle) and keeps the public entry points:
+//
+//	router     ingest and routing: messages in, posts, inbox items, outbox entries (core/ingest.go, core/route.go)
+//	sched      mailboxes and the scheduler: one worker per bot, global run slots, the pick (core/scheduler.go)
+//	runner     runs and steps: execute and settle, the RunEnv, streams, recovery (core/run.go)
+//	questions  questions and approvals: pause, answers, expiry, approvers, outcomes (core/question.go)
+//	lanes      outbound lanes: the outbox dispatcher and one entry's delivery (core/outbox.go, core/delivery.go)
+//	control    steering: cancel, stop, /stop, pause (core/control.go)
+//	budgets    cost control: budgets, the ledger, /usage (core/budget.go)
+//	files      inbound files: the download queue (core/files.go)
+//	cluster    shared mode: process id, leases, hints, the sweep (core/shared.go)
+//
+// Schedules are their own runner beside the engine (ScheduleRunner,
+// core/schedule.go), feeding it through Ingest.
 type Engine struct {
-	store Store
-	agent Agent
-	log   *slog.Logger
-	clock Clock
-	grace time.Duration
+	store    Store
+	log      *slog.Logger
+	clock    Clock
+	grace    time.Duration
+	observer Observer // nil: NopObserver (Observe)
 
 	// cur is the current settings (bots, default bot, limits, approvers, cost);
 	// Reload swaps it, reloadMu orders Reload calls.
-	cur         atomic.Pointer[settings]
-	reloadMu    sync.Mutex
-	expiryEvery time.Duration
+	cur      atomic.Pointer[settings]
+	reloadMu sync.Mutex
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards adapters, running and stopping
 	adapters map[AccountID]Adapter
 	running  bool
 	stopping bool
-	workers  map[string]*worker
-	// ctl holds the cancel functions of the runs executing now (core/control.go).
-	ctl runCancels
-	// startWorker starts a bot's worker under Run's supervision; set while Run
-	// takes work, nil before and once stopping.
-	startWorker func(handle string)
-	kick        chan struct{} // wakes the outbox dispatcher; cap 1
-	lanes       *lanes
-	sem         *slots        // global run slots
-	ready       chan struct{} // closed once recovery is done and workers run
-
-	observer Observer // nil: NopObserver (Observe)
-
-	reflections Reflections // nil: no reflection (core/memory.go)
-	files       *fileQueue
-
-	// Leases when the store is shared (core/lease.go, core/shared.go).
-	shared     bool
-	procID     string
-	leaseTTL   time.Duration
-	hints      Hinter
-	sweepEvery time.Duration
-	hintq      hintQueue
+	ready    chan struct{} // closed once recovery is done and workers run
 	// fatal ends Run with an error (fail); set by Run.
 	fatalMu  sync.Mutex
 	fatalErr error
 	fatal    context.CancelFunc
-	// incarnation owns the lease on procID: the id plus a random part, so a
-	// restart with the same id is told apart from a second live process.
-	incarnation string
+
+	router    *router
+	sched     *scheduler
+	runner    *runner
+	questions *questions
+	lanes     *lanes
+	control   *control
+	budgets   *budgets
+	files     *fileQueue
+	cluster   *cluster
 }
 
 // New validates opts and returns an Engine. It does no I/O.
@@ -205,14 +207,11 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		store:    opts.Store,
-		agent:    opts.Agent,
 		log:      opts.Logger,
 		clock:    opts.Clock,
 		grace:    opts.ShutdownGrace,
 		observer: opts.Observer,
 		adapters: map[AccountID]Adapter{},
-		workers:  map[string]*worker{},
-		kick:     make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 	}
 	if e.log == nil {
@@ -225,29 +224,19 @@ func New(opts Options) (*Engine, error) {
 		e.grace = 10 * time.Second
 	}
 	e.cur.Store(set)
-	e.reflections = opts.Reflections
-	e.expiryEvery = opts.ExpiryInterval
-	if e.expiryEvery <= 0 {
-		e.expiryEvery = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
+	expiry := opts.ExpiryInterval
+	if expiry <= 0 {
+		expiry = min(30*time.Second, max(set.approvalTimeout/10, 100*time.Millisecond))
 	}
-	e.sem = newSlots(set.limits.MaxConcurrentRuns)
+	e.router = &router{e: e}
+	e.sched = newScheduler(e, set.limits.MaxConcurrentRuns)
+	e.runner = &runner{e: e, agent: opts.Agent, reflections: opts.Reflections}
+	e.questions = &questions{e: e, expiryEvery: expiry}
 	e.lanes = newLanes(e)
+	e.control = &control{e: e}
+	e.budgets = &budgets{e: e}
 	e.files = newFileQueue(e, opts.Files)
-	e.shared, e.procID, e.leaseTTL, e.hints, e.sweepEvery = opts.Shared, opts.ProcessID, opts.LeaseTTL, opts.Hints, opts.SweepInterval
-	if e.procID == "" {
-		e.procID = newProcessID()
-	}
-	if e.leaseTTL <= 0 {
-		e.leaseTTL = DefaultLeaseTTL
-	}
-	if e.sweepEvery <= 0 {
-		e.sweepEvery = 2 * time.Second
-	}
-	if !e.shared {
-		e.hints = nil
-	}
-	e.hintq.signal = make(chan struct{}, 1)
-	e.incarnation = e.procID + "#" + randomHex(4)
+	e.cluster = newCluster(e, opts)
 	return e, nil
 }
 
@@ -329,13 +318,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("core: storing bots: %w", err)
 	}
-	if err := e.claimProcessID(ctx); err != nil {
+	if err := e.cluster.claimProcessID(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	if err := e.recover(ctx); err != nil {
+	if err := e.runner.recover(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -361,53 +350,29 @@ func (e *Engine) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		e.expiryLoop(ctx, e.expiryEvery)
+		e.questions.expiryLoop(ctx)
 	}()
 	// Shared: claims renewed while runs and lanes may still be busy, so until
 	// delivery is done (core/shared.go).
-	e.sharedLoops(ctx, deliverCtx, &wg)
+	e.cluster.loops(ctx, deliverCtx, &wg)
 
-	var workers sync.WaitGroup
-	// start runs a bot's worker unless it has one; called with e.mu held.
-	start := func(handle string) {
-		if _, ok := e.workers[handle]; ok || e.stopping {
-			return
-		}
-		w := &worker{e: e, handle: handle, wake: make(chan struct{}, 1), busy: map[ThreadID]bool{}}
-		e.workers[handle] = w
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			w.loop(ctx, runCtx)
-		}()
-		w.wakeUp()
-	}
-	e.mu.Lock()
-	for _, b := range e.cfg().order {
-		start(b.Handle)
-	}
-	e.startWorker = func(handle string) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		start(handle)
-	}
-	e.mu.Unlock()
-	e.kickOutbox()
+	e.sched.startWorkers(ctx, runCtx)
+	e.lanes.kick()
 	close(e.ready)
 
 	<-ctx.Done()
 	e.mu.Lock()
 	e.stopping = true
-	e.startWorker = nil
 	e.mu.Unlock()
+	e.sched.stopWorkers()
 	e.log.Info("engine stopping", "grace", e.grace)
 
-	if !waitTimeout(&workers, e.grace) {
+	if !waitTimeout(&e.sched.running, e.grace) {
 		e.log.Warn("runs still in flight after grace; cancelling them")
 		cancelRuns()
-		workers.Wait()
+		e.sched.running.Wait()
 	}
-	e.kickOutbox()
+	e.lanes.kick()
 	flushed := e.lanes.waitIdle(e.grace)
 	if !flushed {
 		e.log.Warn("delivery not flushed within grace; pending entries are kept for the next start")
@@ -421,7 +386,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.fatalMu.Unlock()
 	if ferr == nil { // a process that lost its id keeps its hands off the leases
 		e.lanes.dropAll(dctx) // shared: another process takes the lanes at once
-		e.dropProcessID(dctx)
+		e.cluster.dropProcessID(dctx)
 	}
 	dcancel()
 	return ferr
@@ -584,4 +549,35 @@ func (e *Engine) activity(tx Tx, a Activity) {
 	if err := tx.AppendActivity(a); err != nil {
 		e.log.Warn("activity log", "err", err)
 	}
+}
+
+// nudge follows a commit that posted: it wakes the workers of the bots the
+// commit woke (woken, bot handles) and the outbox dispatcher for its entries.
+func (e *Engine) nudge(woken []string) {
+	for _, h := range woken {
+		e.sched.wake(h)
+	}
+	e.lanes.kick()
+}
+
+// isStopping reports whether Run is shutting down (intake stopped).
+func (e *Engine) isStopping() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopping
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// statusEventTx appends a "status" run event of run with fields (the new
+// status among them) inside tx.
+func statusEventTx(tx Tx, run RunID, at time.Time, fields map[string]any) error {
+	_, err := tx.AppendRunEvent(RunEvent{Run: run, Type: "status", Payload: mustJSON(fields), At: at})
+	return err
 }

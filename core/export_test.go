@@ -19,7 +19,7 @@ func LaneStats(e *Engine) (lanes, running, buffered int) {
 }
 
 // KickOutbox wakes the outbox dispatcher (tests only), which also releases idle lanes.
-func KickOutbox(e *Engine) { e.kickOutbox() }
+func KickOutbox(e *Engine) { e.lanes.kick() }
 
 // Pick starts up to k runs of the bot handle in one transaction, as its worker does
 // (tests only); the engine need not be running.
@@ -28,7 +28,7 @@ func Pick(ctx context.Context, e *Engine, handle string, k int) ([]*Job, error) 
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return e.pick(ctx, bot, nil, k)
+	return e.sched.pick(ctx, bot, nil, k)
 }
 
 // LaneWorkers is how many lanes of one account deliver at once (tests only).
@@ -37,3 +37,8 @@ const LaneWorkers = laneWorkers
 // OnStreamStop makes every stream's finish call f once its loop was told to stop
 // (tests only, before the engine starts); nil removes it.
 func OnStreamStop(f func()) { streamStopHook = f }
+
+// OnStreamPass makes every stream's loop call f after each pass over its
+// targets with the seq (1 for the first text, counting each change) of the text
+// it looked at (tests only, before the engine starts); nil removes it.
+func OnStreamPass(f func(seq uint64)) { streamPassHook = f }

@@ -133,10 +133,10 @@ func (q *fileQueue) run(ctx context.Context) {
 	wg.Wait()
 }
 
-// filesPendingTx reports whether item it is a message whose attachments are not
+// pendingTx reports whether item it is a message whose attachments are not
 // settled yet, and offers such a message to the download queue (which also
 // resumes downloads interrupted by a restart).
-func (e *Engine) filesPendingTx(tx ReadTx, it InboxItem) bool {
+func (q *fileQueue) pendingTx(tx ReadTx, it InboxItem) bool {
 	if it.Kind != ItemMessage {
 		return false
 	}
@@ -144,7 +144,7 @@ func (e *Engine) filesPendingTx(tx ReadTx, it InboxItem) bool {
 	if err != nil || !hasPending(m) {
 		return false
 	}
-	e.files.enqueue(m.ID)
+	q.enqueue(m.ID)
 	return true
 }
 
@@ -250,9 +250,9 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 	}
 	stored = true
 	for _, b := range q.e.cfg().order {
-		q.e.wake(b.Handle)
+		q.e.sched.wake(b.Handle)
 	}
-	q.e.kickOutbox()
+	q.e.lanes.kick()
 }
 
 // fetcher returns the FileFetcher that downloads m's attachments.

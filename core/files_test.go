@@ -135,17 +135,7 @@ func TestSendFilePostsOnceAfterRetryableFailure(t *testing.T) {
 	// for human messages; a bot's message goes everywhere).
 	h.start2(fa)
 	h.say("send me the report")
-	h.idle()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		fa.mu.Lock()
-		n := len(fa.uploads)
-		fa.mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	h.idle() // the entry is pending through its retry, so idle means delivered
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
 	if len(fa.uploads) != 1 || fa.tries != 2 {
@@ -255,16 +245,22 @@ func TestSlowDownloadBlocksNoOtherMessage(t *testing.T) {
 		o.Files = core.FileLimits{Dir: func(core.ThreadID) string { return dir }, Backoff: time.Millisecond}
 	}
 	fa := &fileAdapter{recAdapter: h.ad, files: map[string]string{"slow": "big log"}, hold: make(chan struct{})}
+	ran := make(chan struct{}, 2)
+	h.agent.reply["chief_of_staff"] = func(context.Context, *core.Job) (string, error) {
+		ran <- struct{}{}
+		return "ok from chief_of_staff", nil
+	}
 	h.start2(fa)
 	h.say("look at this", func(in *core.Inbound) {
 		in.Attachments = []core.Attachment{{Name: "big.log", Kind: "document", Ref: "slow"}}
 	})
 	h.say("unrelated question", func(in *core.Inbound) { in.ThreadKey, in.Conversation = "console:other", "other" })
-	deadline := time.Now().Add(10 * time.Second)
-	for len(h.agent.jobsFor("chief_of_staff")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for a run while the download is held")
 	}
-	jobs := h.agent.jobsFor("chief_of_staff")
+	jobs := h.agent.jobsFor("chief_of_staff") // the file message cannot run while its download is held
 	if len(jobs) != 1 || jobs[0].Triggers[0].Text != "unrelated question" {
 		t.Fatalf("while the download is held, want one run for the other thread; got %d", len(jobs))
 	}

@@ -75,23 +75,7 @@ func (r *runEnv) PostFile(ctx context.Context, abs, caption string) (MessageID, 
 	if text == "" {
 		text = "📎 " + name
 	}
-	var p posted
-	err = r.e.store.Update(ctx, func(tx Tx) error {
-		t, err := tx.Thread(r.job.Thread.ID)
-		if err != nil {
-			return err
-		}
-		spec := r.e.botReply(r.job, text)
-		spec.msg.Attachments = []Attachment{a}
-		p, err = r.e.postTx(tx, &t, spec)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, h := range p.woken {
-		r.e.wake(h)
-	}
-	r.e.kickOutbox()
-	return p.msg.ID, nil
+	spec := botReply(r.job, text)
+	spec.msg.Attachments = []Attachment{a}
+	return r.post(ctx, spec)
 }

@@ -181,15 +181,31 @@ func TestHeldCheckpointNeverReplacesStepCheckpoint(t *testing.T) {
 func TestHeldCheckpointRefusedShowsNothing(t *testing.T) {
 	h, clock, sa, w := heldRig(t)
 	w.refuse = `{"first":true}`
+	var looked atomic.Uint64 // the seq of the text the stream's last pass looked at
+	pass := make(chan struct{}, 1)
+	core.OnStreamPass(func(seq uint64) {
+		looked.Store(seq)
+		select {
+		case pass <- struct{}{}:
+		default:
+		}
+	})
+	t.Cleanup(func() { core.OnStreamPass(nil) })
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		job.Env.(core.CheckpointHolder).HoldCheckpoint(json.RawMessage(w.refuse))
 		job.Env.(core.TextStreamer).StreamText("Hel")
 		if err := advanceUntilClosed(ctx, clock, w.refused); err != nil {
 			return "", err
 		}
+		clock.advance(time.Minute) // the next text is due at once
 		job.Env.(core.TextStreamer).StreamText("Hello")
-		clock.advance(time.Minute)
-		time.Sleep(50 * time.Millisecond) // a stream still on would post now
+		for looked.Load() < 2 { // a pass looked at "Hello": a stream still on posted it then
+			select {
+			case <-pass:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
 		return "Hello.", nil
 	}
 	saysHelloOnce(t, h, sa, "after the first checkpoint was refused")

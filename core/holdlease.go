@@ -32,17 +32,17 @@ func randomHex(n int) string {
 }
 
 // ProcessID is this engine's process id (Options.ProcessID).
-func (e *Engine) ProcessID() string { return e.procID }
+func (e *Engine) ProcessID() string { return e.cluster.procID }
 
 // ClaimOwner is the owner this engine's claims name (Run.Owner, Lease.Owner):
 // the process id, "#", and a random part new at each start, so a process
 // restarted with the same id never mistakes its predecessor's claims for its
 // own, nor does a second live process given the same id.
-func (e *Engine) ClaimOwner() string { return e.incarnation }
+func (e *Engine) ClaimOwner() string { return e.cluster.incarnation }
 
 // Shared reports whether the engine shares its store with other processes
 // (Options.Shared).
-func (e *Engine) Shared() bool { return e.shared }
+func (e *Engine) Shared() bool { return e.cluster.shared }
 
 // HoldLease runs fn while this process holds the lease on key (DESIGN.md §7,
 // core/lease.go): the long-lived ingress of an account, which exactly one
@@ -55,20 +55,25 @@ func (e *Engine) Shared() bool { return e.shared }
 // good) or nil when fn returns nil on its own (it is done), and nil once ctx
 // is done. Unshared, it is fn(ctx).
 func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Context) error, standby func(holder string)) error {
-	if !e.shared {
+	return e.cluster.holdLease(ctx, key, fn, standby)
+}
+
+// holdLease is Engine.HoldLease.
+func (c *cluster) holdLease(ctx context.Context, key string, fn func(context.Context) error, standby func(holder string)) error {
+	if !c.shared {
 		return fn(ctx)
 	}
-	every := e.leaseTTL / 3
+	every := c.leaseTTL / 3
 	for {
 		tctx, cancel := context.WithTimeout(ctx, every)
-		until, holder, err := e.takeLease(tctx, key)
+		until, holder, err := c.takeLease(tctx, key)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil || holder != "" {
 			if err != nil {
-				e.log.Warn("lease not taken", "key", key, "err", err)
+				c.e.log.Warn("lease not taken", "key", key, "err", err)
 			}
 			if standby != nil {
 				standby(holder) // "" when the store could not say
@@ -78,10 +83,10 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 			}
 			continue
 		}
-		e.log.Info("lease taken", "key", key, "process", e.procID)
-		ferr := e.runLeased(ctx, key, until, fn)
+		c.e.log.Info("lease taken", "key", key, "process", c.procID)
+		ferr := c.runLeased(ctx, key, until, fn)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
-		e.dropLease(dctx, key)
+		c.dropLease(dctx, key)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -89,7 +94,7 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 		if !errors.Is(ferr, errLeaseLost) {
 			return ferr // fn is done (nil) or failed for good
 		}
-		e.log.Warn("lease lost; trying to take it again", "key", key)
+		c.e.log.Warn("lease lost; trying to take it again", "key", key)
 	}
 }
 
@@ -97,12 +102,12 @@ func (e *Engine) HoldLease(ctx context.Context, key string, fn func(context.Cont
 var errLeaseLost = errors.New("lease lost")
 
 // runLeased runs fn, renewing the lease on key until fn returns.
-func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn func(context.Context) error) error {
+func (c *cluster) runLeased(ctx context.Context, key string, until time.Time, fn func(context.Context) error) error {
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan error, 1)
 	go func() { done <- fn(fctx) }() // joined below before returning
-	t := time.NewTicker(e.leaseTTL / 3)
+	t := time.NewTicker(c.leaseTTL / 3)
 	defer t.Stop()
 	stopping := false
 	for {
@@ -118,18 +123,18 @@ func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn 
 			// process may take it then. A renewal that hangs (a lost database)
 			// is abandoned at that point, and a failed one is retried only if
 			// the next tick still comes before it.
-			stopBy := until.Add(-e.leaseTTL / 6)
-			rctx, rcancel := context.WithTimeout(fctx, stopBy.Sub(e.clock.Now()))
-			u, holder, err := e.takeLease(rctx, key)
+			stopBy := until.Add(-c.leaseTTL / 6)
+			rctx, rcancel := context.WithTimeout(fctx, stopBy.Sub(c.e.clock.Now()))
+			u, holder, err := c.takeLease(rctx, key)
 			rcancel()
 			switch {
 			case err == nil && holder == "":
 				until = u
-			case holder != "" || e.lapsesBeforeRenewal(until):
+			case holder != "" || c.lapsesBeforeRenewal(until):
 				// Another process holds it, or it lapses before the next renewal
 				// could land: stop before two processes run the ingress.
 				if !stopping { // once: fn may take a while to wind down
-					e.log.Warn("lease cannot be renewed; stopping its work", "key", key, "holder", holder, "err", err)
+					c.e.log.Warn("lease cannot be renewed; stopping its work", "key", key, "holder", holder, "err", err)
 				}
 				stopping = true
 				cancel(errLeaseLost)
@@ -140,9 +145,9 @@ func (e *Engine) runLeased(ctx context.Context, key string, until time.Time, fn 
 
 // takeLease takes or renews key for this process; holder is the other
 // process's id when it holds the lease.
-func (e *Engine) takeLease(ctx context.Context, key string) (until time.Time, holder string, err error) {
-	err = e.store.Update(ctx, func(tx Tx) error {
-		l, err := TakeLeaseTx(tx, key, e.incarnation, e.clock.Now(), e.leaseTTL)
+func (c *cluster) takeLease(ctx context.Context, key string) (until time.Time, holder string, err error) {
+	err = c.e.store.Update(ctx, func(tx Tx) error {
+		l, err := TakeLeaseTx(tx, key, c.incarnation, c.e.clock.Now(), c.leaseTTL)
 		if errors.Is(err, ErrLeaseHeld) {
 			holder = l.Owner
 			return nil
@@ -155,9 +160,9 @@ func (e *Engine) takeLease(ctx context.Context, key string) (until time.Time, ho
 
 // dropLease releases this process's lease on key; a failure is logged (the
 // lease lapses by itself).
-func (e *Engine) dropLease(ctx context.Context, key string) {
-	if err := e.store.Update(ctx, func(tx Tx) error { return DropLeaseTx(tx, key, e.incarnation) }); err != nil {
-		e.log.Warn("lease not released; it lapses by itself", "key", key, "err", err)
+func (c *cluster) dropLease(ctx context.Context, key string) {
+	if err := c.e.store.Update(ctx, func(tx Tx) error { return DropLeaseTx(tx, key, c.incarnation) }); err != nil {
+		c.e.log.Warn("lease not released; it lapses by itself", "key", key, "err", err)
 	}
 }
 
@@ -165,6 +170,6 @@ func (e *Engine) dropLease(ctx context.Context, key string) {
 // before the next renewal (a third of the TTL from now) lands, with a sixth of
 // the TTL to spare for clock skew and for the work to wind down: the moment a
 // holder whose renewals fail must stop (HoldLease, renewRuns, lanes.renew).
-func (e *Engine) lapsesBeforeRenewal(until time.Time) bool {
-	return !until.After(e.clock.Now().Add(e.leaseTTL/3 + e.leaseTTL/6))
+func (c *cluster) lapsesBeforeRenewal(until time.Time) bool {
+	return !until.After(c.e.clock.Now().Add(c.leaseTTL/3 + c.leaseTTL/6))
 }

@@ -20,35 +20,34 @@ import (
 // accounts in one group each see their own bot's mention). Ingest returns
 // ErrStopped during shutdown and a descriptive error for an invalid Inbound.
 func (e *Engine) Ingest(ctx context.Context, in Inbound) (IngestResult, error) {
+	return e.router.ingest(ctx, in)
+}
+
+// ingest is Engine.Ingest.
+func (rt *router) ingest(ctx context.Context, in Inbound) (IngestResult, error) {
 	if err := validateInbound(in); err != nil {
 		return IngestResult{}, err
 	}
-	e.mu.Lock()
-	stopping := e.stopping
-	e.mu.Unlock()
-	if stopping {
+	if rt.e.isStopping() {
 		return IngestResult{}, ErrStopped
 	}
 	start := time.Now()
 	var res IngestResult
-	err := e.store.Batch(ctx, func(tx Tx) error {
+	err := rt.e.store.Batch(ctx, func(tx Tx) error {
 		var err error
-		res, err = e.ingestTx(tx, in) // Batch may run fn again: the last run's result is the one committed
+		res, err = rt.ingestTx(tx, in) // Batch may run fn again: the last run's result is the one committed
 		return err
 	})
 	if err != nil {
 		return IngestResult{}, err
 	}
-	e.observeIngest(in.Platform, start, res)
+	observeIngest(rt.e.Observe(), in.Platform, start, res)
 	if len(in.Attachments) > 0 && !res.Duplicate && !res.Dropped {
-		e.files.enqueue(res.Message) // after the durable ingest; never blocks
+		rt.e.files.enqueue(res.Message) // after the durable ingest; never blocks
 	}
 	// Every woken bot's worker is woken right after the commit; its pick starts
 	// the run (core/scheduler.go), in the next commit the writer makes.
-	for _, h := range res.Woken {
-		e.wake(h)
-	}
-	e.kickOutbox()
+	rt.e.nudge(res.Woken)
 	return res, nil
 }
 
@@ -78,24 +77,24 @@ func validateInbound(in Inbound) error {
 	return nil
 }
 
-func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
+func (rt *router) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	if mid, err := tx.Seen(in.DedupKey); err == nil {
-		return e.duplicateTx(tx, in, mid)
+		return rt.duplicateTx(tx, in, mid)
 	} else if !errors.Is(err, ErrNotFound) {
 		return IngestResult{}, err
 	}
 
-	t, found, viaReply, err := e.resolveThreadTx(tx, in)
+	t, found, viaReply, err := rt.resolveThreadTx(tx, in)
 	if err != nil {
 		return IngestResult{}, err
 	}
 	if !found && !in.StartThread && !in.NewThread {
 		return IngestResult{Dropped: true}, nil
 	}
-	now := e.clock.Now()
+	now := rt.e.clock.Now()
 	if !found {
 		t = Thread{Key: in.ThreadKey, Created: now}
-		if in.DefaultBot != "" && e.knownBot(in.DefaultBot) {
+		if in.DefaultBot != "" && rt.e.cfg().knownBot(in.DefaultBot) {
 			t.DefaultBot = BotActorID(in.DefaultBot)
 		}
 		t.Title = firstLine(in.Text, 80)
@@ -133,11 +132,11 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 
 	// A reply that answers a pending ask_human resumes that bot's run instead of
 	// waking it with a message item.
-	answered, err := e.answerByReplyTx(tx, &t, in, name)
+	answered, err := rt.e.questions.answerByReplyTx(tx, &t, in, name)
 	if err != nil {
 		return IngestResult{}, err
 	}
-	p, err := e.postTx(tx, &t, postSpec{
+	p, err := rt.postTx(tx, &t, postSpec{
 		msg: Message{
 			Sender: in.SenderID, SenderName: name, Text: in.Text, Created: now,
 			Origin:      &Origin{Account: in.Account, Conversation: in.Conversation, PlatformID: in.PlatformID},
@@ -157,7 +156,7 @@ func (e *Engine) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	if err := tx.MarkSeen(in.DedupKey, p.msg.ID); err != nil {
 		return IngestResult{}, err
 	}
-	e.activity(tx, Activity{Event: "message.ingested", Summary: fmt.Sprintf("%s in %s woke %v", name, in.Platform, p.woken), Thread: t.ID, Actor: in.SenderID, Message: p.msg.ID})
+	rt.e.activity(tx, Activity{Event: "message.ingested", Summary: fmt.Sprintf("%s in %s woke %v", name, in.Platform, p.woken), Thread: t.ID, Actor: in.SenderID, Message: p.msg.ID})
 	return IngestResult{Thread: t.ID, Message: p.msg.ID, Woken: p.woken}, nil
 }
 
@@ -179,7 +178,7 @@ func (e *Engine) ThreadByKey(ctx context.Context, key string) (ThreadID, error) 
 
 // resolveThreadTx finds the thread an inbound message belongs to: an explicit
 // Thread, else the thread of the message it replies to, else ThreadKey's.
-func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (t Thread, found, viaReply bool, err error) {
+func (rt *router) resolveThreadTx(tx Tx, in Inbound) (t Thread, found, viaReply bool, err error) {
 	if in.Thread != 0 {
 		t, err := tx.Thread(in.Thread)
 		if errors.Is(err, ErrNotFound) {
@@ -220,7 +219,7 @@ func (e *Engine) resolveThreadTx(tx Tx, in Inbound) (t Thread, found, viaReply b
 
 // duplicateTx handles a redelivered message: record the account's presence and
 // wake bots this delivery mentions that the first one did not.
-func (e *Engine) duplicateTx(tx Tx, in Inbound, mid MessageID) (IngestResult, error) {
+func (rt *router) duplicateTx(tx Tx, in Inbound, mid MessageID) (IngestResult, error) {
 	m, err := tx.Message(mid)
 	if errors.Is(err, ErrNotFound) {
 		// A redelivery of a message that retention has pruned since: still a duplicate.
@@ -247,12 +246,12 @@ func (e *Engine) duplicateTx(tx Tx, in Inbound, mid MessageID) (IngestResult, er
 			// here would run it twice or next to the bots the message is for.
 			continue
 		}
-		if e.knownBot(h) && !slices.Contains(m.Mentions, h) && !slices.Contains(extra, h) {
+		if rt.e.cfg().knownBot(h) && !slices.Contains(m.Mentions, h) && !slices.Contains(extra, h) {
 			extra = append(extra, h)
 		}
 	}
 	for _, h := range extra {
-		if _, err := e.enqueueTx(tx, BotActorID(h), t.ID, mid); err != nil {
+		if _, err := rt.enqueueTx(tx, BotActorID(h), t.ID, mid); err != nil {
 			return IngestResult{}, err
 		}
 		if id := BotActorID(h); !t.HasParticipant(id) {

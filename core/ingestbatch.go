@@ -30,10 +30,13 @@ type IngestOutcome struct {
 // outcome is ErrStopped. An adapter confirms (acks, saves an offset past) only
 // messages whose outcome has a nil Err.
 func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome {
+	return e.router.ingestBatch(ctx, ins)
+}
+
+// ingestBatch is Engine.IngestBatch.
+func (rt *router) ingestBatch(ctx context.Context, ins []Inbound) []IngestOutcome {
 	out := make([]IngestOutcome, len(ins))
-	e.mu.Lock()
-	stopping := e.stopping
-	e.mu.Unlock()
+	stopping := rt.e.isStopping()
 	valid := make([]int, 0, len(ins))
 	for i, in := range ins {
 		switch err := validateInbound(in); {
@@ -50,10 +53,10 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 	}
 	start := time.Now()
 	results := make([]IngestResult, len(valid))
-	err := e.store.Batch(ctx, func(tx Tx) error {
+	err := rt.e.store.Batch(ctx, func(tx Tx) error {
 		clear(results) // Batch may run fn again: the last run's results are the ones committed
 		for k, i := range valid {
-			res, err := e.ingestTx(tx, ins[i])
+			res, err := rt.ingestTx(tx, ins[i])
 			if err != nil {
 				return err
 			}
@@ -70,22 +73,21 @@ func (e *Engine) IngestBatch(ctx context.Context, ins []Inbound) []IngestOutcome
 		}
 		// One message broke the shared transaction: store each on its own, in
 		// order, so only the failing ones fail.
-		e.log.Warn("batch ingest failed; storing its messages one by one", "messages", len(valid), "err", err)
+		rt.e.log.Warn("batch ingest failed; storing its messages one by one", "messages", len(valid), "err", err)
 		for _, i := range valid {
-			out[i].Result, out[i].Err = e.Ingest(ctx, ins[i])
+			out[i].Result, out[i].Err = rt.ingest(ctx, ins[i])
 		}
 		return out
 	}
+	var woken []string
 	for k, i := range valid {
 		out[i].Result = results[k]
-		e.observeIngest(ins[i].Platform, start, results[k])
+		observeIngest(rt.e.Observe(), ins[i].Platform, start, results[k])
 		if r := results[k]; len(ins[i].Attachments) > 0 && !r.Duplicate && !r.Dropped {
-			e.files.enqueue(r.Message) // core/files.go
+			rt.e.files.enqueue(r.Message) // core/files.go
 		}
-		for _, h := range results[k].Woken {
-			e.wake(h)
-		}
+		woken = append(woken, results[k].Woken...)
 	}
-	e.kickOutbox()
+	rt.e.nudge(woken)
 	return out
 }

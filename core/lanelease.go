@@ -21,7 +21,7 @@ import (
 // does not hold yet, in one transaction, and returns which lanes are this
 // process's. Unshared, every lane is.
 func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey) bool {
-	if !l.e.shared {
+	if !l.e.cluster.shared {
 		return func(laneKey) bool { return true }
 	}
 	got := map[laneKey]bool{}
@@ -49,7 +49,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 		clear(theirs)
 		now := l.e.clock.Now()
 		for _, k := range want {
-			held, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.incarnation, now, l.e.leaseTTL)
+			held, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.cluster.incarnation, now, l.e.cluster.leaseTTL)
 			if errors.Is(err, ErrLeaseHeld) {
 				theirs[k] = held.Until
 				continue
@@ -66,7 +66,7 @@ func (l *lanes) leaseLanes(ctx context.Context, page []OutboxEntry) func(laneKey
 		}
 		taken = nil
 	}
-	until := l.e.clock.Now().Add(l.e.leaseTTL)
+	until := l.e.clock.Now().Add(l.e.cluster.leaseTTL)
 	l.mu.Lock()
 	if l.theirs == nil || len(l.theirs) > 4*laneQueue*dispatchPage {
 		l.theirs = map[laneKey]time.Time{} // bounded: forget, and learn again
@@ -106,13 +106,13 @@ func (l *lanes) renew(ctx context.Context) {
 		return
 	}
 	var lost []laneKey
-	until := l.e.clock.Now().Add(l.e.leaseTTL)
-	rctx, cancel := context.WithTimeout(ctx, l.e.leaseTTL/3)
+	until := l.e.clock.Now().Add(l.e.cluster.leaseTTL)
+	rctx, cancel := context.WithTimeout(ctx, l.e.cluster.leaseTTL/3)
 	err := l.e.store.Batch(rctx, func(tx Tx) error {
 		lost = nil
 		now := l.e.clock.Now()
 		for _, k := range keys {
-			_, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.incarnation, now, l.e.leaseTTL)
+			_, err := TakeLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.cluster.incarnation, now, l.e.cluster.leaseTTL)
 			if errors.Is(err, ErrLeaseHeld) {
 				lost = append(lost, k)
 			} else if err != nil {
@@ -130,7 +130,7 @@ func (l *lanes) renew(ctx context.Context) {
 		}
 		l.e.log.Warn("renewing outbox lane leases failed; retrying", "lanes", len(keys), "err", err)
 		for _, k := range keys {
-			if ln, ok := l.m[k]; ok && ln.leased() && l.e.lapsesBeforeRenewal(ln.until) {
+			if ln, ok := l.m[k]; ok && ln.leased() && l.e.cluster.lapsesBeforeRenewal(ln.until) {
 				lost = append(lost, k)
 			}
 		}
@@ -161,7 +161,7 @@ func (ln *lane) leased() bool { return !ln.until.IsZero() }
 // holds reports whether this process may deliver on ln now: always unshared;
 // shared, while it holds the lane's lease and the lease has not lapsed.
 func (l *lanes) holds(ln *lane) bool {
-	if !l.e.shared {
+	if !l.e.cluster.shared {
 		return true
 	}
 	l.mu.Lock()
@@ -184,7 +184,7 @@ func (l *lanes) dropReleased(ctx context.Context) {
 
 // dropAll drops the leases of every lane this process holds (shutdown).
 func (l *lanes) dropAll(ctx context.Context) {
-	if !l.e.shared {
+	if !l.e.cluster.shared {
 		return
 	}
 	l.mu.Lock()
@@ -206,7 +206,7 @@ func (l *lanes) dropLeases(ctx context.Context, keys []laneKey) {
 	}
 	err := l.e.store.Update(ctx, func(tx Tx) error {
 		for _, k := range keys {
-			if err := DropLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.incarnation); err != nil {
+			if err := DropLeaseTx(tx, LeaseKeyLane(k.account, k.conv), l.e.cluster.incarnation); err != nil {
 				return err
 			}
 		}
@@ -220,7 +220,7 @@ func (l *lanes) dropLeases(ctx context.Context, keys []laneKey) {
 // anyMine reports whether an entry of pending is this process's to deliver:
 // any, unshared; shared, one of a lane it holds.
 func (l *lanes) anyMine(pending []OutboxEntry) bool {
-	if !l.e.shared {
+	if !l.e.cluster.shared {
 		return len(pending) > 0
 	}
 	l.mu.Lock()

@@ -77,12 +77,12 @@ type Reflections interface {
 // in the transaction that completes it, when its bot has memory on and
 // reflection is wired; it reports whether it stored one. transcript is the run's
 // last checkpoint (runEnv.transcript, read before the run clears it, seed G5).
-func (e *Engine) queueReflectionTx(tx Tx, job *Job, r Run, transcript json.RawMessage, reply string) (bool, error) {
-	if e.reflections == nil || !job.Bot.Memory {
+func (rn *runner) queueReflectionTx(tx Tx, job *Job, r Run, transcript json.RawMessage, reply string) (bool, error) {
+	if rn.reflections == nil || !job.Bot.Memory {
 		return false, nil
 	}
 	_, err := tx.PutPendingReflection(PendingReflection{Bot: job.Bot.Handle, Thread: r.Thread, Run: r.ID,
-		At: e.clock.Now(), Transcript: transcript, Reply: reply})
+		At: rn.e.clock.Now(), Transcript: transcript, Reply: reply})
 	return err == nil, err
 }
 

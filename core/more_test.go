@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"openbot/core"
 )
@@ -17,6 +16,8 @@ import (
 func TestGlobalRunCap(t *testing.T) {
 	h := newHarness(t, core.Limits{MaxConcurrentRuns: 2})
 	var now, peak atomic.Int32
+	two := make(chan struct{}) // closed when two runs are in flight at once
+	var twoOnce sync.Once
 	slow := func(ctx context.Context, j *core.Job) (string, error) {
 		n := now.Add(1)
 		for {
@@ -25,12 +26,15 @@ func TestGlobalRunCap(t *testing.T) {
 				break
 			}
 		}
+		if n == 2 {
+			twoOnce.Do(func() { close(two) })
+		}
 		// Hold the run until a second one runs beside it (the cap allows two), so
 		// the peak is reached however slow the machine; the assertion is on the count.
-		for deadline := time.Now().Add(5 * time.Second); now.Load() < 2 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
+		select {
+		case <-two:
+		case <-ctx.Done():
 		}
-		time.Sleep(5 * time.Millisecond)
 		now.Add(-1)
 		return "", nil
 	}

@@ -106,8 +106,7 @@ func (j *Job) Observer() Observer {
 }
 
 // observeIngest reports one successful Ingest: its outcome and latency.
-func (e *Engine) observeIngest(platform string, start time.Time, res IngestResult) {
-	o := e.Observe()
+func observeIngest(o Observer, platform string, start time.Time, res IngestResult) {
 	switch {
 	case res.Duplicate:
 		o.Inbound(platform, InboundDuplicate)
@@ -121,8 +120,8 @@ func (e *Engine) observeIngest(platform string, start time.Time, res IngestResul
 
 // observeRunStart hands the job the engine's Observer, reports the start and
 // returns the start time for observeRunEnd.
-func (e *Engine) observeRunStart(job *Job) time.Time {
-	job.observer = e.Observe()
+func (rn *runner) observeRunStart(job *Job) time.Time {
+	job.observer = rn.e.Observe()
 	job.observer.RunStarted(job.Bot.Handle)
 	return time.Now()
 }
@@ -130,7 +129,7 @@ func (e *Engine) observeRunStart(job *Job) time.Time {
 // observeRunEnd reports a settled run. The status is the one execute stored:
 // waiting_human for a pause, completed, or failed; a settlement that failed to
 // commit counts as failed.
-func (e *Engine) observeRunEnd(job *Job, start time.Time, res Result, err, serr error, cancelled bool) {
+func (rn *runner) observeRunEnd(job *Job, start time.Time, res Result, err, serr error, cancelled bool) {
 	status := RunCompleted
 	switch {
 	case cancelled:
@@ -140,14 +139,14 @@ func (e *Engine) observeRunEnd(job *Job, start time.Time, res Result, err, serr 
 	case res.Pause != nil:
 		status = RunWaitingHuman
 	}
-	e.Observe().RunEnded(job.Bot.Handle, status, time.Since(start))
+	rn.e.Observe().RunEnded(job.Bot.Handle, status, time.Since(start))
 }
 
 // observeDelivery reports an outbox outcome for the platform of account (the
 // part of an AccountID before "/").
-func (e *Engine) observeDelivery(account AccountID, outcome string) {
+func observeDelivery(o Observer, account AccountID, outcome string) {
 	platform, _, _ := strings.Cut(string(account), "/")
-	e.Observe().Delivery(platform, outcome)
+	o.Delivery(platform, outcome)
 }
 
 // settleOutcome is the Delivery outcome of a settled outbox entry.
@@ -191,7 +190,7 @@ func (e *Engine) Gauges(ctx context.Context) (Gauges, error) {
 			return err
 		}
 		for _, it := range items {
-			if h := strings.TrimPrefix(string(it.Actor), "bot:"); e.knownBot(h) {
+			if h := strings.TrimPrefix(string(it.Actor), "bot:"); set.knownBot(h) {
 				g.Mailbox[h]++
 			}
 		}

@@ -12,7 +12,7 @@ import (
 const OutcomeRan = "ran"
 
 // recordOutcomeTx sets the outcome of question id, which must belong to run.
-func (e *Engine) recordOutcomeTx(tx Tx, run RunID, id QuestionID, outcome string) error {
+func (qs *questions) recordOutcomeTx(tx Tx, run RunID, id QuestionID, outcome string) error {
 	q, err := tx.Question(id)
 	if err != nil {
 		return fmt.Errorf("question %d: %w", id, err)
@@ -32,14 +32,14 @@ func (e *Engine) recordOutcomeTx(tx Tx, run RunID, id QuestionID, outcome string
 	if outcome != OutcomeRan {
 		level = "warn"
 	}
-	e.activity(tx, Activity{Event: "question.outcome", Level: level, Summary: summary, Thread: q.Thread, Actor: q.Bot, Run: run})
+	qs.e.activity(tx, Activity{Event: "question.outcome", Level: level, Summary: summary, Thread: q.Thread, Actor: q.Bot, Run: run})
 	return nil
 }
 
 // unrunApprovalTx records "not run" on the approved question a failed resumed
 // run was to carry out, when the agent recorded no outcome: the run failed
 // before the call ran (its notice in the thread says why).
-func (e *Engine) unrunApprovalTx(tx Tx, job *Job, cause string) error {
+func (qs *questions) unrunApprovalTx(tx Tx, job *Job, cause string) error {
 	if job.Resume == nil || !job.Resume.Approved() {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (e *Engine) unrunApprovalTx(tx Tx, job *Job, cause string) error {
 	if q.Outcome != "" {
 		return nil
 	}
-	return e.recordOutcomeTx(tx, job.Run.ID, q.ID, "not run: the run failed before the call ran: "+cause)
+	return qs.recordOutcomeTx(tx, job.Run.ID, q.ID, "not run: the run failed before the call ran: "+cause)
 }
 
 // OutcomeInterrupted is Question.Outcome of an approved call whose run was
@@ -63,7 +63,7 @@ const OutcomeInterrupted = "unknown: openbot stopped while the run was carrying 
 // interruptedApprovalTx records OutcomeInterrupted on the approved question a
 // run found running at start (recover) was resumed for, when no outcome was
 // recorded.
-func (e *Engine) interruptedApprovalTx(tx Tx, r Run) error {
+func (qs *questions) interruptedApprovalTx(tx Tx, r Run) error {
 	if r.Question == 0 {
 		return nil
 	}
@@ -76,5 +76,5 @@ func (e *Engine) interruptedApprovalTx(tx Tx, r Run) error {
 	if !q.Approved() || q.Outcome != "" || q.Run != r.ID {
 		return nil
 	}
-	return e.recordOutcomeTx(tx, r.ID, q.ID, OutcomeInterrupted)
+	return qs.recordOutcomeTx(tx, r.ID, q.ID, OutcomeInterrupted)
 }

@@ -239,6 +239,11 @@ func TestParallelHeldHandoffAndWork(t *testing.T) {
 		}
 		return "noted"
 	})
+	engineerRan := make(chan core.ThreadID, 2)
+	h.agent.reply["engineer"] = func(_ context.Context, j *core.Job) (string, error) {
+		engineerRan <- j.Thread.ID
+		return "ok from engineer", nil
+	}
 	wa := &workAdapter{recAdapter: h.ad}
 	h.start2(wa)
 
@@ -248,9 +253,13 @@ func TestParallelHeldHandoffAndWork(t *testing.T) {
 	g.next(t)
 	h.say("wait, a detail", inThread(1)) // queued behind thread one's run
 	g.release(t2)                        // thread two: queue empty, hand-off goes out
-	waitFor(t, "engineer's run in thread two", func() bool { return len(h.agent.jobsFor("engineer")) == 1 })
-	if j := h.agent.jobsFor("engineer")[0]; j.Thread.ID != t2 {
-		t.Fatalf("engineer ran in thread %d, want %d", j.Thread.ID, t2)
+	select {
+	case th := <-engineerRan:
+		if th != t2 {
+			t.Fatalf("engineer ran in thread %d, want %d", th, t2)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for the engineer's run in thread two")
 	}
 	g.release(t1) // thread one: held, mail still queued
 	g.next(t)     // the detail's run in thread one
@@ -290,17 +299,5 @@ func TestParallelHeldHandoffAndWork(t *testing.T) {
 	}
 	if len(open) != 0 {
 		t.Fatalf("runs %v never ended: %+v", open, wa.work)
-	}
-}
-
-// waitFor polls cond every 5ms up to 10s; a condition, not a duration, is tested.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

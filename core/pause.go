@@ -42,30 +42,30 @@ func PausedTx(tx ReadTx, handle string) (info PauseInfo, ok bool, err error) {
 // PauseBot pauses bot handle on behalf of by; pausing a paused bot changes
 // nothing. Errors: ErrUnknownBot, else store failures.
 func (e *Engine) PauseBot(ctx context.Context, handle string, by By) error {
-	return e.setPaused(ctx, handle, by, true)
+	return e.control.setPaused(ctx, handle, by, true)
 }
 
 // ResumeBot lets a paused bot handle work again and wakes its worker; resuming a
 // bot that is not paused changes nothing. Errors: ErrUnknownBot, else store
 // failures.
 func (e *Engine) ResumeBot(ctx context.Context, handle string, by By) error {
-	return e.setPaused(ctx, handle, by, false)
+	return e.control.setPaused(ctx, handle, by, false)
 }
 
-func (e *Engine) setPaused(ctx context.Context, handle string, by By, on bool) error {
+func (ct *control) setPaused(ctx context.Context, handle string, by By, on bool) error {
 	handle = strings.ToLower(strings.TrimPrefix(handle, "@"))
-	b, ok := e.bot(handle)
+	b, ok := ct.e.bot(handle)
 	if !ok {
 		return ErrUnknownBot
 	}
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := ct.e.store.Update(ctx, func(tx Tx) error {
 		_, was, err := PausedTx(tx, handle)
 		if err != nil || was == on {
 			return err
 		}
 		v, event, verb := "", "bot.resumed", "resumed"
 		if on {
-			v, event, verb = string(mustJSON(PauseInfo{By: by.Actor, Name: by.name(), At: e.clock.Now()})), "bot.paused", "paused"
+			v, event, verb = string(mustJSON(PauseInfo{By: by.Actor, Name: by.name(), At: ct.e.clock.Now()})), "bot.paused", "paused"
 		}
 		if err := tx.SetCursor(PausedCursor(handle), v); err != nil {
 			return err
@@ -74,11 +74,11 @@ func (e *Engine) setPaused(ctx context.Context, handle string, by By, on bool) e
 		if by.Via != "" {
 			summary += " via " + string(by.Via)
 		}
-		e.activity(tx, Activity{Event: event, Level: "warn", Summary: summary, Actor: by.Actor})
+		ct.e.activity(tx, Activity{Event: event, Level: "warn", Summary: summary, Actor: by.Actor})
 		return nil
 	})
 	if err == nil && !on {
-		e.wake(b.Handle)
+		ct.e.sched.wake(b.Handle)
 	}
 	return err
 }

@@ -19,15 +19,25 @@ import (
 // parked for its bot, the question is shown on every binding, the first authorized
 // answer wins and resumes the run under the same id.
 
+// questions is the engine's part for questions and approvals: it pauses runs
+// with a question, takes answers (by button or by reply), expires what waits
+// too long, decides who may answer (core/approvers.go) and records what became
+// of approved calls (core/outcome.go). Its state is the store's questions and
+// the expiry interval.
+type questions struct {
+	e           *Engine
+	expiryEvery time.Duration // how often pending questions are checked for expiry
+}
+
 // pauseTx settles a run that returned Result.Pause: the question is stored with the
 // checkpoint, the run waits for a person, and one OpQuestion outbox entry per
 // binding shows it.
-func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
+func (qs *questions) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 	p := res.Pause
 	if len(res.Checkpoint) == 0 {
 		return errors.New("agent paused without a checkpoint")
 	}
-	now := e.clock.Now()
+	now := qs.e.clock.Now()
 	token, err := newToken(tx)
 	if err != nil {
 		return err
@@ -36,7 +46,7 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 		Token: token, Kind: p.Kind, Run: r.ID, Bot: r.Bot, Thread: t.ID, Text: p.Text,
 		Choices: p.Choices, Tool: p.Tool, Args: p.Args, CallID: p.CallID, Reach: strings.TrimSpace(p.Reach),
 		Warnings: p.Warnings,
-		Status:   QuestionPending, Choice: -1, Created: now, Expires: now.Add(e.cfg().approvalTimeout),
+		Status:   QuestionPending, Choice: -1, Created: now, Expires: now.Add(qs.e.cfg().approvalTimeout),
 	}
 	if q.Askers, err = askersTx(tx, job.Triggers); err != nil {
 		return err
@@ -49,14 +59,14 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 		q.ArgsHash = hex.EncodeToString(sum[:])
 	}
 	for _, b := range t.Bindings {
-		if acct, ok := e.pickAccount(b, r.Bot); ok {
+		if acct, ok := qs.e.router.pickAccount(b, r.Bot); ok {
 			q.Posts = append(q.Posts, QuestionPost{Account: acct, Conversation: b.Conversation})
 		}
 	}
 	if q, err = tx.PutQuestion(q); err != nil {
 		return err
 	}
-	replyTo := e.botReply(job, "").replyTo
+	replyTo := botReply(job, "").replyTo
 	for _, post := range q.Posts {
 		if _, err := tx.PutOutbox(OutboxEntry{Account: post.Account, Conversation: post.Conversation, Thread: t.ID,
 			Op: OpQuestion, Question: q.ID, ReplyTo: replyTo[post.Conversation], Status: OutboxPending, Created: now}); err != nil {
@@ -68,7 +78,7 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 	if _, err := tx.PutRun(*r); err != nil {
 		return err
 	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunWaitingHuman, "question": q.ID, "kind": q.Kind, "tool": q.Tool, "args_hash": q.ArgsHash}), At: now}); err != nil {
+	if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunWaitingHuman, "question": q.ID, "kind": q.Kind, "tool": q.Tool, "args_hash": q.ArgsHash}); err != nil {
 		return err
 	}
 	for _, id := range r.Items {
@@ -83,7 +93,7 @@ func (e *Engine) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) error {
 			}
 		}
 	}
-	e.activity(tx, Activity{Event: "question.asked", Summary: fmt.Sprintf("@%s asks (%s %d): %s", job.Bot.Handle, q.Kind, q.ID, firstLine(q.Text, 120)), Thread: t.ID, Actor: r.Bot, Run: r.ID})
+	qs.e.activity(tx, Activity{Event: "question.asked", Summary: fmt.Sprintf("@%s asks (%s %d): %s", job.Bot.Handle, q.Kind, q.ID, firstLine(q.Text, 120)), Thread: t.ID, Actor: r.Bot, Run: r.ID})
 	return nil
 }
 
@@ -113,9 +123,14 @@ func newToken(tx ReadTx) (string, error) {
 // adapter can call it before acknowledging a click. Errors are store failures;
 // refusals are outcomes.
 func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
+	return e.questions.answer(ctx, a)
+}
+
+// answer is Engine.Answer.
+func (qs *questions) answer(ctx context.Context, a Answer) (AnswerResult, error) {
 	var res AnswerResult
 	var wake string
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := qs.e.store.Update(ctx, func(tx Tx) error {
 		wake = ""
 		var q Question
 		var err error
@@ -134,9 +149,9 @@ func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
 			return err
 		}
 		res = AnswerResult{Question: q}
-		if q.Status == QuestionPending && !q.Expires.IsZero() && !e.clock.Now().Before(q.Expires) {
+		if q.Status == QuestionPending && !q.Expires.IsZero() && !qs.e.clock.Now().Before(q.Expires) {
 			// Past its deadline but not swept yet: it expires now, not later.
-			q, err = e.decideTx(tx, q, QuestionExpired, ChoiceReject, "expired", SystemActor, "expiry", "")
+			q, err = qs.decideTx(tx, q, QuestionExpired, ChoiceReject, "expired", SystemActor, "expiry", "")
 			if err != nil {
 				return err
 			}
@@ -153,7 +168,7 @@ func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
 			res.Outcome = AnswerUnknown
 			return nil
 		}
-		ok, err := e.authorizedTx(tx, q, a.Actor)
+		ok, err := qs.authorizedTx(tx, q, a.Actor)
 		if err != nil {
 			return err
 		}
@@ -165,7 +180,7 @@ func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
 		if a.Choice >= 0 {
 			text = opts[a.Choice]
 		}
-		q, err = e.decideTx(tx, q, QuestionAnswered, a.Choice, text, a.Actor, a.Name, a.Account)
+		q, err = qs.decideTx(tx, q, QuestionAnswered, a.Choice, text, a.Actor, a.Name, a.Account)
 		if err != nil {
 			return err
 		}
@@ -176,18 +191,17 @@ func (e *Engine) Answer(ctx context.Context, a Answer) (AnswerResult, error) {
 	if err != nil {
 		return AnswerResult{}, err
 	}
-	e.Observe().Answer(string(res.Outcome))
+	qs.e.Observe().Answer(string(res.Outcome))
 	if wake != "" {
-		e.wake(wake)
-		e.kickOutbox()
+		qs.e.nudge([]string{wake})
 	}
 	return res, nil
 }
 
 // decideTx stores a decision (answered or expired), queues the resume item and the
 // OpResolve entries, and records it in the activity log.
-func (e *Engine) decideTx(tx Tx, q Question, status QuestionStatus, choice int, text string, who ActorID, name string, via AccountID) (Question, error) {
-	now := e.clock.Now()
+func (qs *questions) decideTx(tx Tx, q Question, status QuestionStatus, choice int, text string, who ActorID, name string, via AccountID) (Question, error) {
+	now := qs.e.clock.Now()
 	q.Status, q.Choice, q.Answer, q.AnsweredAt = status, choice, text, now
 	q.AnsweredBy, q.AnsweredByName, q.AnsweredVia = who, name, via
 	if q.AnsweredByName == "" {
@@ -214,7 +228,7 @@ func (e *Engine) decideTx(tx Tx, q Question, status QuestionStatus, choice int, 
 	if via != "" {
 		summary += " via " + string(via)
 	}
-	e.activity(tx, Activity{Event: "question." + string(status), Summary: summary, Thread: q.Thread, Actor: who, Run: q.Run})
+	qs.e.activity(tx, Activity{Event: "question." + string(status), Summary: summary, Thread: q.Thread, Actor: who, Run: q.Run})
 	return q, nil
 }
 
@@ -223,21 +237,21 @@ func (e *Engine) decideTx(tx Tx, q Question, status QuestionStatus, choice int, 
 // oldest one the message is meant for (it addresses no other bot or person); a
 // question with choices takes only a reply equal to a choice. It returns the
 // asking bot's handle, whose message item the caller then suppresses, or "".
-func (e *Engine) answerByReplyTx(tx Tx, t *Thread, in Inbound, name string) (string, error) {
+func (qs *questions) answerByReplyTx(tx Tx, t *Thread, in Inbound, name string) (string, error) {
 	pending, err := tx.Questions(true, 0)
 	if err != nil {
 		return "", err
 	}
 	pending = slices.DeleteFunc(pending, func(q Question) bool { return q.Thread != t.ID || q.Kind != QuestionAsk })
 	for _, q := range pending {
-		if e.repliesTo(q, in) {
+		if qs.repliesTo(q, in) {
 			pending = []Question{q}
 			break
 		}
 	}
-	addressed := e.addressedBots(in)
+	addressed := qs.addressedBots(in)
 	for _, q := range pending {
-		if !e.meantFor(q, in, addressed) {
+		if !qs.meantFor(q, in, addressed) {
 			continue
 		}
 		choice := -1
@@ -251,7 +265,7 @@ func (e *Engine) answerByReplyTx(tx Tx, t *Thread, in Inbound, name string) (str
 				continue
 			}
 		}
-		ok, err := e.authorizedTx(tx, q, in.SenderID)
+		ok, err := qs.authorizedTx(tx, q, in.SenderID)
 		if err != nil || !ok {
 			return "", err
 		}
@@ -259,7 +273,7 @@ func (e *Engine) answerByReplyTx(tx Tx, t *Thread, in Inbound, name string) (str
 		if choice >= 0 {
 			text = q.Choices[choice]
 		}
-		if _, err := e.decideTx(tx, q, QuestionAnswered, choice, text, in.SenderID, name, in.Account); err != nil {
+		if _, err := qs.decideTx(tx, q, QuestionAnswered, choice, text, in.SenderID, name, in.Account); err != nil {
 			return "", err
 		}
 		return strings.TrimPrefix(string(q.Bot), "bot:"), nil
@@ -281,10 +295,10 @@ func (e *Engine) Questions(ctx context.Context, pendingOnly bool) ([]Question, e
 
 // expire rejects every pending question past its Expires time (DESIGN.md §5): the
 // run resumes with the rejection and the posts show it. It returns how many expired.
-func (e *Engine) expire(ctx context.Context) (int, error) {
-	now := e.clock.Now()
+func (qs *questions) expire(ctx context.Context) (int, error) {
+	now := qs.e.clock.Now()
 	var due []Question
-	if err := e.store.View(ctx, func(tx ReadTx) error {
+	if err := qs.e.store.View(ctx, func(tx ReadTx) error {
 		pending, err := tx.Questions(true, 0)
 		for _, q := range pending {
 			if !q.Expires.IsZero() && !now.Before(q.Expires) {
@@ -297,34 +311,34 @@ func (e *Engine) expire(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, q := range due {
-		err := e.store.Update(ctx, func(tx Tx) error {
+		err := qs.e.store.Update(ctx, func(tx Tx) error {
 			cur, err := tx.Question(q.ID)
 			if err != nil || cur.Status != QuestionPending {
 				return err
 			}
-			_, err = e.decideTx(tx, cur, QuestionExpired, ChoiceReject, "expired", SystemActor, "expiry", "")
+			_, err = qs.decideTx(tx, cur, QuestionExpired, ChoiceReject, "expired", SystemActor, "expiry", "")
 			return err
 		})
 		if err != nil {
 			return n, err
 		}
 		n++
-		e.Observe().Answer("expired")
-		e.wake(strings.TrimPrefix(string(q.Bot), "bot:"))
+		qs.e.Observe().Answer("expired")
+		qs.e.sched.wake(strings.TrimPrefix(string(q.Bot), "bot:"))
 	}
 	if n > 0 {
-		e.kickOutbox()
+		qs.e.lanes.kick()
 	}
 	return n, nil
 }
 
-// expiryLoop runs expire every interval until ctx is done.
-func (e *Engine) expiryLoop(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+// expiryLoop runs expire every expiryEvery until ctx is done.
+func (qs *questions) expiryLoop(ctx context.Context) {
+	t := time.NewTicker(qs.expiryEvery)
 	defer t.Stop()
 	for {
-		if _, err := e.expire(ctx); err != nil && ctx.Err() == nil {
-			e.log.Error("question expiry", "err", err)
+		if _, err := qs.expire(ctx); err != nil && ctx.Err() == nil {
+			qs.e.log.Error("question expiry", "err", err)
 		}
 		select {
 		case <-ctx.Done():

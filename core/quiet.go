@@ -13,11 +13,11 @@ import "strings"
 // (one person), a 1:1 with a bot inside a channel (exactly one human and one
 // bot) and a person talking to the team.
 
-// quietTx reports whether the unaddressed human message m in thread t wakes no
+// quiet reports whether the unaddressed human message m in thread t wakes no
 // bot under the quiet threads rule. t's participants do not yet include m's
 // sender when it is new to the thread.
-func (e *Engine) quietTx(t *Thread, m Message) bool {
-	if m.Origin != nil && e.cfg().alwaysReply[m.Origin.Account] {
+func (s *settings) quiet(t *Thread, m Message) bool {
+	if m.Origin != nil && s.alwaysReply[m.Origin.Account] {
 		return false
 	}
 	humans := 0

@@ -30,14 +30,14 @@ const MaxRestartsBeforeFirstStep = 2
 // stay queued and are picked as usual; waiting_human runs and their questions
 // are untouched; pending outbox entries are delivered by the lanes once they
 // start.
-func (e *Engine) recover(ctx context.Context) error {
-	if e.shared {
+func (rn *runner) recover(ctx context.Context) error {
+	if rn.e.cluster.shared {
 		// Other processes may be running their runs right now: take over only
 		// the runs whose claims lapsed (core/shared.go), here and every sweep.
-		_, err := e.recoverLapsed(ctx)
+		_, err := rn.e.cluster.recoverLapsed(ctx)
 		return err
 	}
-	return e.store.Update(ctx, func(tx Tx) error {
+	return rn.e.store.Update(ctx, func(tx Tx) error {
 		var rs []Run
 		for _, st := range []RunStatus{RunRunning, RunQueued} {
 			more, err := tx.RunsByStatus(st)
@@ -46,7 +46,7 @@ func (e *Engine) recover(ctx context.Context) error {
 			}
 			rs = append(rs, more...)
 		}
-		return e.recoverRunsTx(tx, rs, true, "recovered after restart")
+		return rn.recoverRunsTx(tx, rs, true, "recovered after restart")
 	})
 }
 
@@ -55,7 +55,7 @@ func (e *Engine) recover(ctx context.Context) error {
 // keeps fails too (the whole store was in flight); without, only the items of
 // the runs in rs are touched (other processes' runs go on). what names the
 // occasion in the log.
-func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error {
+func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error {
 	var stale, resumed []Run
 	for _, r := range rs {
 		switch {
@@ -72,21 +72,21 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 	}
 	keep := map[ItemID]bool{}
 	for _, r := range resumed {
-		if err := e.queueRestartTx(tx, r); err != nil {
+		if err := rn.queueRestartTx(tx, r); err != nil {
 			return err
 		}
 		for _, id := range r.Items {
 			keep[id] = true
 		}
 	}
-	now := e.clock.Now()
+	now := rn.e.clock.Now()
 	for _, r := range stale {
 		r.Status, r.Error, r.Ended, r.Checkpoint = RunFailed, "server restarted", now, nil
 		r.Owner, r.LeaseUntil = "", time.Time{}
 		if _, err := tx.PutRun(r); err != nil {
 			return err
 		}
-		if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunFailed, "error": r.Error}), At: now}); err != nil {
+		if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunFailed, "error": r.Error}); err != nil {
 			return err
 		}
 		t, err := tx.Thread(r.Thread)
@@ -94,13 +94,12 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 			return fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
 		}
 		handle := strings.TrimPrefix(string(r.Bot), "bot:")
-		notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-			Text: fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle)}
-		if _, err := e.postTx(tx, &t, postSpec{msg: notice}); err != nil {
+		notice := systemNotice(r.ID, fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle))
+		if _, err := rn.e.router.postTx(tx, &t, postSpec{msg: notice}); err != nil {
 			return err
 		}
-		e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
-		if err := e.interruptedApprovalTx(tx, r); err != nil {
+		rn.e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+		if err := rn.e.questions.interruptedApprovalTx(tx, r); err != nil {
 			return err
 		}
 	}
@@ -135,12 +134,12 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 		failed++
 	}
 	for _, r := range stale {
-		if _, err := e.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
+		if _, err := rn.e.router.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
 			return err
 		}
 	}
 	if len(stale) > 0 || len(resumed) > 0 || failed > 0 {
-		e.log.Warn(what, "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
+		rn.e.log.Warn(what, "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
 	}
 	return nil
 }
@@ -148,15 +147,15 @@ func (e *Engine) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error
 // queueRestartTx makes a run a restart interrupted queued with one queued
 // resume item, so its bot's worker picks it up like any other work. A running
 // run is stored (with its Restarts as the caller set it).
-func (e *Engine) queueRestartTx(tx Tx, r Run) error {
-	now := e.clock.Now()
+func (rn *runner) queueRestartTx(tx Tx, r Run) error {
+	now := rn.e.clock.Now()
 	if r.Status != RunQueued {
 		r.Status = RunQueued
 		r.Owner, r.LeaseUntil = "", time.Time{} // anyone's to pick
 		if _, err := tx.PutRun(r); err != nil {
 			return err
 		}
-		if _, err := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunQueued, "restart": true}), At: now}); err != nil {
+		if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunQueued, "restart": true}); err != nil {
 			return err
 		}
 	}
@@ -176,58 +175,6 @@ func (e *Engine) queueRestartTx(tx Tx, r Run) error {
 	if len(r.Checkpoint) == 0 {
 		how = fmt.Sprintf("it had no step yet and starts again from the beginning (restart %d of %d)", r.Restarts, MaxRestartsBeforeFirstStep)
 	}
-	e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; %s", r.ID, how), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
+	rn.e.activity(tx, Activity{Event: "run.interrupted", Level: "warn", Summary: fmt.Sprintf("run %d was interrupted by a restart; %s", r.ID, how), Thread: r.Thread, Actor: r.Bot, Run: r.ID})
 	return nil
-}
-
-// pickRestartTx turns the resume item of a run a restart interrupted (status
-// queued, queueRestartTx) into a Job under the same run id: with Restart set
-// when the run has a step checkpoint, else a fresh start from the beginning
-// with the run's triggers; Resume is the run's answered question, if any, for a
-// call that waited for it.
-func (e *Engine) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
-	now := e.clock.Now()
-	run.Status = RunRunning
-	run.Items = append(run.Items, it.ID)
-	e.claimRun(&run, now)
-	run, err := tx.PutRun(run)
-	if err != nil {
-		return nil, err
-	}
-	it.Status = ItemProcessing
-	if _, err := tx.PutItem(it); err != nil {
-		return nil, err
-	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "restart": true}), At: now}); err != nil {
-		return nil, err
-	}
-	t, err := tx.Thread(run.Thread)
-	if err != nil {
-		return nil, err
-	}
-	var triggers []Message
-	for _, id := range run.Triggers {
-		m, err := tx.Message(id)
-		if err != nil {
-			return nil, err
-		}
-		triggers = append(triggers, m)
-	}
-	job, err := e.newJobTx(tx, bot, run, t, triggers)
-	if err != nil {
-		return nil, err
-	}
-	if len(run.Checkpoint) == 0 {
-		// Nothing happened before the kill: the run starts from the beginning.
-		e.activity(tx, Activity{Event: "run.restarted", Summary: fmt.Sprintf("@%s started run %d again from the beginning after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
-		return job, nil
-	}
-	job.Restart = true
-	if run.Question != 0 {
-		if q, err := tx.Question(run.Question); err == nil && q.Status != QuestionPending {
-			job.Resume = &q
-		}
-	}
-	e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d after a restart", bot.Handle, run.ID), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
-	return job, nil
 }

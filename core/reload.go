@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -115,82 +114,8 @@ func (e *Engine) Reload(ctx context.Context, s Settings) error {
 		}
 	}
 	e.cur.Store(next)
-	e.sem.resize(next.limits.MaxConcurrentRuns)
-	e.mu.Lock()
-	start := e.startWorker
-	var workers []*worker
-	for _, w := range e.workers {
-		workers = append(workers, w)
-	}
-	e.mu.Unlock()
-	if start != nil {
-		for _, b := range next.order {
-			start(b.Handle) // no-op for a bot that has a worker
-		}
-	}
-	for _, w := range workers {
-		w.wakeUp() // a changed max_parallel_threads or a removed bot takes effect
-	}
+	e.sched.reloaded(next)
 	e.log.Info("engine settings reloaded", "bots", len(next.order), "default_bot", next.defaultBot,
 		"max_concurrent_runs", next.limits.MaxConcurrentRuns)
 	return nil
-}
-
-// slots is the global run-slot semaphore (Limits.MaxConcurrentRuns) whose size
-// Reload may change. Safe for concurrent use.
-type slots struct {
-	mu      sync.Mutex
-	n, max  int
-	changed chan struct{} // closed and replaced on every release or resize
-}
-
-func newSlots(n int) *slots { return &slots{max: n, changed: make(chan struct{})} }
-
-// acquire takes a slot, waiting until one is free; false when ctx ended first.
-func (s *slots) acquire(ctx context.Context) bool {
-	for {
-		s.mu.Lock()
-		if s.n < s.max {
-			s.n++
-			s.mu.Unlock()
-			return true
-		}
-		ch := s.changed
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// tryAcquire takes a slot if one is free now, without waiting.
-func (s *slots) tryAcquire() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n < s.max {
-		s.n++
-		return true
-	}
-	return false
-}
-
-func (s *slots) release() {
-	s.mu.Lock()
-	s.n--
-	s.broadcastLocked()
-	s.mu.Unlock()
-}
-
-func (s *slots) resize(n int) {
-	s.mu.Lock()
-	s.max = n
-	s.broadcastLocked()
-	s.mu.Unlock()
-}
-
-func (s *slots) broadcastLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
 }

@@ -49,28 +49,38 @@ func appMentionIsTransport(native []string, text string, known func(string) bool
 	return slices.DeleteFunc(slices.Clone(native), func(h string) bool { return h == "*" })
 }
 
-func (e *Engine) knownBot(h string) bool { _, ok := e.bot(h); return ok }
+// knownBot reports whether h is the handle of a configured bot.
+func (s *settings) knownBot(h string) bool { _, ok := s.bots[h]; return ok }
 
 // threadDefault is the thread's default bot handle (seed §6: thread setting, else global).
-func (e *Engine) threadDefault(t *Thread) string {
+func (s *settings) threadDefault(t *Thread) string {
 	if t.DefaultBot != "" {
 		h := strings.TrimPrefix(string(t.DefaultBot), "bot:")
-		if e.knownBot(h) {
+		if s.knownBot(h) {
 			return h
 		}
 	}
-	return e.cfg().defaultBot
+	return s.defaultBot
 }
 
 // botsIn returns the handles of the bots taking part in t, in participant order.
-func (e *Engine) botsIn(t *Thread) []string {
+func (s *settings) botsIn(t *Thread) []string {
 	var out []string
 	for _, p := range t.Participants {
-		if h, ok := strings.CutPrefix(string(p), "bot:"); ok && e.knownBot(h) {
+		if h, ok := strings.CutPrefix(string(p), "bot:"); ok && s.knownBot(h) {
 			out = append(out, h)
 		}
 	}
 	return out
+}
+
+// router is the engine's part for ingest and routing (seed §4, DESIGN.md §4):
+// it stores inbound messages (dedup key, thread and binding, actor; core/ingest.go)
+// and posts every message, a person's, a bot's or the system's, into its thread
+// with the seed's routing: mentions and targets, held hand-offs, the hop brake,
+// inbox items and one outbox entry per binding. Its state is the store's.
+type router struct {
+	e *Engine
 }
 
 // postSpec is a message about to be posted plus what routing needs to know.
@@ -96,6 +106,12 @@ type postSpec struct {
 	streamed map[laneKey][]string
 }
 
+// systemNotice is a notice from the system in the thread (it wakes nobody,
+// seed invariant 9), about run when run is not 0.
+func systemNotice(run RunID, text string) Message {
+	return Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: run, Text: text}
+}
+
 // posted is what postTx did.
 type posted struct {
 	msg   Message
@@ -105,11 +121,12 @@ type posted struct {
 // postTx inserts a message into thread t and applies the seed's routing (§4.1 to
 // §4.3) inside tx: participants, hop limit, inbox items, held hand-offs and one
 // outbox entry per binding. t is updated in place and stored.
-func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
+func (rt *router) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
+	set := rt.e.cfg()
 	m := spec.msg
 	m.Thread = t.ID
 	if m.Created.IsZero() {
-		m.Created = e.clock.Now()
+		m.Created = rt.e.clock.Now()
 	}
 	isBot := strings.HasPrefix(string(m.Sender), "bot:")
 	isSystem := m.Sender == SystemActor
@@ -120,17 +137,17 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 	seen := map[string]bool{}
 	add := func(h string) {
 		if h == "*" {
-			h = e.threadDefault(t)
+			h = set.threadDefault(t)
 		}
-		if !seen[h] && e.knownBot(h) {
+		if !seen[h] && set.knownBot(h) {
 			seen[h] = true
 			mentions = append(mentions, h)
 		}
 	}
-	for _, h := range appMentionIsTransport(spec.native, m.Text, e.knownBot) {
+	for _, h := range appMentionIsTransport(spec.native, m.Text, set.knownBot) {
 		add(strings.ToLower(h))
 	}
-	for _, h := range ParseMentions(m.Text, e.knownBot) {
+	for _, h := range ParseMentions(m.Text, set.knownBot) {
 		add(h)
 	}
 	m.Mentions = mentions
@@ -148,7 +165,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 				break
 			}
 		}
-		if len(targets) > 0 && m.Hop >= e.cfg().limits.MaxBotHops {
+		if len(targets) > 0 && m.Hop >= set.limits.MaxBotHops {
 			targets, hopLimited = nil, true
 		}
 	default: // human
@@ -157,11 +174,11 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 				targets = append(targets, h)
 			}
 		}
-		if len(mentions) == 0 && !spec.mentionsHumans && spec.answered == "" && (spec.repliesToBot || !e.quietTx(t, m)) {
-			if bots := e.botsIn(t); len(bots) == 1 {
+		if len(mentions) == 0 && !spec.mentionsHumans && spec.answered == "" && (spec.repliesToBot || !set.quiet(t, m)) {
+			if bots := set.botsIn(t); len(bots) == 1 {
 				targets = bots
 			} else {
-				targets = []string{e.threadDefault(t)}
+				targets = []string{set.threadDefault(t)}
 			}
 		}
 		if spec.answered != "" {
@@ -205,11 +222,11 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 		for _, h := range targets {
 			t.Held = upsertHold(t.Held, HeldHandoff{From: m.Sender, Target: BotActorID(h), Message: m.ID})
 		}
-		e.activity(tx, Activity{Event: "message.handoff_held", Summary: fmt.Sprintf("@%s's hand-off to @%s held until its queued mail is handled", senderHandle, strings.Join(targets, ", @")), Thread: t.ID, Actor: m.Sender, Message: m.ID})
+		rt.e.activity(tx, Activity{Event: "message.handoff_held", Summary: fmt.Sprintf("@%s's hand-off to @%s held until its queued mail is handled", senderHandle, strings.Join(targets, ", @")), Thread: t.ID, Actor: m.Sender, Message: m.ID})
 		targets = nil
 	}
 	for _, h := range targets {
-		if _, err := e.enqueueTx(tx, BotActorID(h), t.ID, m.ID); err != nil {
+		if _, err := rt.enqueueTx(tx, BotActorID(h), t.ID, m.ID); err != nil {
 			return posted{}, err
 		}
 		// A real hand-off supersedes an earlier hold from the same sender.
@@ -220,7 +237,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 		t.HopLimitNotified = false // any human message resets the brake
 	}
 
-	if err := e.outboxTx(tx, t, m, spec); err != nil {
+	if err := rt.outboxTx(tx, t, m, spec); err != nil {
 		return posted{}, err
 	}
 	if _, err := tx.PutThread(*t); err != nil {
@@ -233,7 +250,7 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 			Text: fmt.Sprintf("@%s's hand-off to @%s is held until @%s has handled its queued messages in this thread.",
 				senderHandle, strings.Join(heldTargets(t.Held, m.Sender), ", @"), senderHandle),
 		}
-		if _, err := e.postTx(tx, t, postSpec{msg: notice}); err != nil {
+		if _, err := rt.postTx(tx, t, postSpec{msg: notice}); err != nil {
 			return posted{}, err
 		}
 	}
@@ -241,10 +258,10 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 		t.HopLimitNotified = true
 		notice := Message{
 			Sender: SystemActor, SenderName: "system", Kind: KindHopLimit,
-			Text: fmt.Sprintf("Stopped the bot-to-bot hand-offs: this thread reached the limit of %d hops since the last human message. Reply to continue.", e.cfg().limits.MaxBotHops),
+			Text: fmt.Sprintf("Stopped the bot-to-bot hand-offs: this thread reached the limit of %d hops since the last human message. Reply to continue.", set.limits.MaxBotHops),
 		}
-		e.activity(tx, Activity{Event: "thread.hop_limit", Level: "warn", Summary: notice.Text, Thread: t.ID, Message: m.ID})
-		if _, err := e.postTx(tx, t, postSpec{msg: notice}); err != nil {
+		rt.e.activity(tx, Activity{Event: "thread.hop_limit", Level: "warn", Summary: notice.Text, Thread: t.ID, Message: m.ID})
+		if _, err := rt.postTx(tx, t, postSpec{msg: notice}); err != nil {
 			return posted{}, err
 		}
 	}
@@ -252,8 +269,8 @@ func (e *Engine) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 }
 
 // enqueueTx puts a message item into a bot's mailbox.
-func (e *Engine) enqueueTx(tx Tx, actor ActorID, thread ThreadID, msg MessageID) (InboxItem, error) {
-	return tx.PutItem(InboxItem{Actor: actor, Thread: thread, Kind: ItemMessage, Message: msg, Status: ItemQueued, Created: e.clock.Now()})
+func (rt *router) enqueueTx(tx Tx, actor ActorID, thread ThreadID, msg MessageID) (InboxItem, error) {
+	return tx.PutItem(InboxItem{Actor: actor, Thread: thread, Kind: ItemMessage, Message: msg, Status: ItemQueued, Created: rt.e.clock.Now()})
 }
 
 func upsertHold(hs []HeldHandoff, h HeldHandoff) []HeldHandoff {
@@ -283,7 +300,7 @@ func heldTargets(hs []HeldHandoff, from ActorID) []string {
 
 // releaseHoldsTx delivers bot's held hand-offs in thread once its queue there is
 // empty (seed §4.1, invariant 8). It reports the handles woken.
-func (e *Engine) releaseHoldsTx(tx Tx, bot ActorID, threadID ThreadID) ([]string, error) {
+func (rt *router) releaseHoldsTx(tx Tx, bot ActorID, threadID ThreadID) ([]string, error) {
 	t, err := tx.Thread(threadID)
 	if err != nil {
 		return nil, err
@@ -308,13 +325,13 @@ func (e *Engine) releaseHoldsTx(tx Tx, bot ActorID, threadID ThreadID) ([]string
 	}
 	var woken []string
 	for _, h := range mine {
-		if _, err := e.enqueueTx(tx, h.Target, threadID, h.Message); err != nil {
+		if _, err := rt.enqueueTx(tx, h.Target, threadID, h.Message); err != nil {
 			return nil, err
 		}
 		t.Held = dropHold(t.Held, h.From, h.Target)
 		handle := strings.TrimPrefix(string(h.Target), "bot:")
 		woken = append(woken, handle)
-		e.activity(tx, Activity{Event: "inbox.hold_released", Summary: fmt.Sprintf("held hand-off from %s delivered to @%s", bot, handle), Thread: threadID, Actor: h.Target, Message: h.Message})
+		rt.e.activity(tx, Activity{Event: "inbox.hold_released", Summary: fmt.Sprintf("held hand-off from %s delivered to @%s", bot, handle), Thread: threadID, Actor: h.Target, Message: h.Message})
 	}
 	if _, err := tx.PutThread(t); err != nil {
 		return nil, err
@@ -325,13 +342,13 @@ func (e *Engine) releaseHoldsTx(tx Tx, bot ActorID, threadID ThreadID) ([]string
 // outboxTx creates one outbox entry per binding of t for message m. A human's
 // message is not echoed to the conversation it came from (DESIGN.md §4). An entry
 // whose account and conversation streamed the reply gets those messages to edit.
-func (e *Engine) outboxTx(tx Tx, t *Thread, m Message, spec postSpec) error {
+func (rt *router) outboxTx(tx Tx, t *Thread, m Message, spec postSpec) error {
 	replyTo := spec.replyTo
 	for _, b := range t.Bindings {
 		if m.Origin != nil && m.Origin.Conversation == b.Conversation {
 			continue
 		}
-		acct, ok := e.pickAccount(b, m.Sender)
+		acct, ok := rt.pickAccount(b, m.Sender)
 		if !ok {
 			continue
 		}
@@ -340,7 +357,7 @@ func (e *Engine) outboxTx(tx Tx, t *Thread, m Message, spec postSpec) error {
 		delete(spec.streamed, k)
 		_, err := tx.PutOutbox(OutboxEntry{
 			Account: acct, Conversation: b.Conversation, Thread: t.ID, Message: m.ID,
-			ReplyTo: replyTo[b.Conversation], Status: OutboxPending, Created: e.clock.Now(),
+			ReplyTo: replyTo[b.Conversation], Status: OutboxPending, Created: rt.e.clock.Now(),
 			Streamed: streamed, Op: messageOp(m),
 		})
 		if err != nil {
@@ -353,19 +370,19 @@ func (e *Engine) outboxTx(tx Tx, t *Thread, m Message, spec postSpec) error {
 // pickAccount chooses the account that posts sender's message to binding b
 // (DESIGN.md §3): the bot's own account when it is known to be in the
 // conversation, else the account the binding came in through.
-func (e *Engine) pickAccount(b Binding, sender ActorID) (AccountID, bool) {
+func (rt *router) pickAccount(b Binding, sender ActorID) (AccountID, bool) {
 	if len(b.Accounts) == 0 {
 		return "", false
 	}
 	if h, ok := strings.CutPrefix(string(sender), "bot:"); ok {
 		for _, a := range b.Accounts {
-			if ad, ok := e.adapter(a); ok && ad.Bot() == h {
+			if ad, ok := rt.e.adapter(a); ok && ad.Bot() == h {
 				return a, true
 			}
 		}
 	}
 	for _, a := range b.Accounts {
-		if _, ok := e.adapter(a); ok {
+		if _, ok := rt.e.adapter(a); ok {
 			return a, true
 		}
 	}

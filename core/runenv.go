@@ -180,8 +180,8 @@ func (r *runEnv) checkpointable(tx Tx) (Run, error) {
 	if err != nil {
 		return run, err
 	}
-	if !r.e.ownsRun(run) {
-		r.e.ctl.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
+	if !r.e.cluster.ownsRun(run) {
+		r.e.runner.inflight.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
 		return run, fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
 	}
 	if run.Status != RunRunning {
@@ -192,22 +192,25 @@ func (r *runEnv) checkpointable(tx Tx) (Run, error) {
 
 // Post posts a progress message from the bot mid-run, routed like a reply.
 func (r *runEnv) Post(ctx context.Context, text string) (MessageID, error) {
+	return r.post(ctx, botReply(r.job, text))
+}
+
+// post posts spec into the run's thread in one transaction, then wakes whom
+// it woke and the outbox.
+func (r *runEnv) post(ctx context.Context, spec postSpec) (MessageID, error) {
 	var p posted
 	err := r.e.store.Update(ctx, func(tx Tx) error {
 		t, err := tx.Thread(r.job.Thread.ID)
 		if err != nil {
 			return err
 		}
-		p, err = r.e.postTx(tx, &t, r.e.botReply(r.job, text))
+		p, err = r.e.router.postTx(tx, &t, spec)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	for _, h := range p.woken {
-		r.e.wake(h)
-	}
-	r.e.kickOutbox()
+	r.e.nudge(p.woken)
 	return p.msg.ID, nil
 }
 
@@ -229,29 +232,14 @@ func (r *runEnv) SetTodo(ctx context.Context, items []TodoItem) error {
 
 // Notice posts a system notice into the run's thread (Noticer).
 func (r *runEnv) Notice(ctx context.Context, text string) error {
-	var p posted
-	err := r.e.store.Update(ctx, func(tx Tx) error {
-		t, err := tx.Thread(r.job.Thread.ID)
-		if err != nil {
-			return err
-		}
-		p, err = r.e.postTx(tx, &t, postSpec{msg: Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.job.Run.ID, Text: text}})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, h := range p.woken {
-		r.e.wake(h)
-	}
-	r.e.kickOutbox()
-	return nil
+	_, err := r.post(ctx, postSpec{msg: systemNotice(r.job.Run.ID, text)})
+	return err
 }
 
 // RecordOutcome stores what became of an approved call on its question
 // (OutcomeRecorder); only a question of this run can be changed.
 func (r *runEnv) RecordOutcome(ctx context.Context, id QuestionID, outcome string) error {
 	return r.e.store.Update(ctx, func(tx Tx) error {
-		return r.e.recordOutcomeTx(tx, r.job.Run.ID, id, outcome)
+		return r.e.questions.recordOutcomeTx(tx, r.job.Run.ID, id, outcome)
 	})
 }

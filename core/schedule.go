@@ -89,7 +89,7 @@ func NewScheduleRunner(opts ScheduleOptions) (*ScheduleRunner, error) {
 			return nil, fmt.Errorf("schedules[%d]: name %q is empty, not [a-z0-9_-]+ or repeated", i, s.Name)
 		case s.Next == nil:
 			return nil, fmt.Errorf("schedule %s: no timetable", s.Name)
-		case !opts.Engine.knownBot(s.Bot):
+		case !opts.Engine.cfg().knownBot(s.Bot):
 			return nil, fmt.Errorf("schedule %s: unknown bot %q", s.Name, s.Bot)
 		case s.Account == "" || s.Platform == "" || s.Conversation == "":
 			return nil, fmt.Errorf("schedule %s: no target conversation", s.Name)

@@ -2,22 +2,103 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
-	"time"
 )
+
+// scheduler is the engine's part for mailboxes and the scheduler (seed §5): one
+// worker per bot picks from the bot's mailbox and starts runs under the global
+// run slots. It owns the workers, the slots and the pick (pickTx: parking,
+// busy threads, coalescing; a resume or restart item continues its run).
+type scheduler struct {
+	e   *Engine
+	sem *slots // global run slots (Limits.MaxConcurrentRuns)
+
+	mu      sync.Mutex
+	workers map[string]*worker // by bot handle; made by start
+	// start starts a bot's worker under Run's supervision; set while Run
+	// takes work (startWorkers), nil before and once stopping.
+	start func(handle string)
+	// running counts the workers started; each returns when intake stops, after
+	// its runs ended.
+	running sync.WaitGroup
+}
+
+func newScheduler(e *Engine, maxRuns int) *scheduler {
+	return &scheduler{e: e, sem: newSlots(maxRuns), workers: map[string]*worker{}}
+}
+
+// startWorkers starts a worker for every configured bot; from then on
+// startWorker starts one for a bot a reload adds, until stopWorkers. Workers
+// pick while ctx (intake) lives; their runs are bounded by runCtx, which may
+// outlive ctx by the shutdown grace.
+func (s *scheduler) startWorkers(ctx, runCtx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = func(handle string) { // s.mu held
+		if _, ok := s.workers[handle]; ok {
+			return
+		}
+		w := &worker{s: s, handle: handle, wake: make(chan struct{}, 1), busy: map[ThreadID]bool{}}
+		s.workers[handle] = w
+		s.running.Add(1)
+		go func() {
+			defer s.running.Done()
+			w.loop(ctx, runCtx)
+		}()
+		w.wakeUp()
+	}
+	for _, b := range s.e.cfg().order {
+		s.start(b.Handle)
+	}
+}
+
+// startWorker starts bot handle's worker unless it has one, or workers do not
+// start (before startWorkers, after stopWorkers).
+func (s *scheduler) startWorker(handle string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.start != nil {
+		s.start(handle)
+	}
+}
+
+// stopWorkers lets no more workers start (shutdown); the running ones return
+// once intake's context is done and their runs ended (running).
+func (s *scheduler) stopWorkers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = nil
+}
+
+// reloaded applies a new settings generation: a worker for each new bot, and
+// every worker woken so a changed max_parallel_threads or a removed bot takes
+// effect. The slots take the new max_concurrent_runs.
+func (s *scheduler) reloaded(next *settings) {
+	s.sem.resize(next.limits.MaxConcurrentRuns)
+	for _, b := range next.order {
+		s.startWorker(b.Handle) // no-op for a bot that has a worker
+	}
+	s.mu.Lock()
+	var workers []*worker
+	for _, w := range s.workers {
+		workers = append(workers, w)
+	}
+	s.mu.Unlock()
+	for _, w := range workers {
+		w.wakeUp()
+	}
+}
 
 // worker drains one bot's mailbox. It runs up to the bot's MaxParallelThreads runs
 // at once, each in a different thread (seed §5, invariant 3, widened by DESIGN.md §6:
 // at most one run per (bot, thread)); with the default of 1 it is the seed's
-// one-thread-at-a-time worker. Every run also holds a global slot (e.sem). A bot's
-// worker is started by Run, or by Reload for a bot added later.
+// one-thread-at-a-time worker. Every run also holds a global slot (scheduler.sem).
+// A bot's worker is started by Run, or by Reload for a bot added later.
 type worker struct {
-	e      *Engine
+	s      *scheduler
 	handle string
 	wake   chan struct{} // cap 1: a pending wake-up is never lost, never queued twice
 
@@ -30,23 +111,23 @@ type worker struct {
 
 // wake nudges a bot's worker after its mailbox changed, here and, shared, in
 // the other processes (a hint; core/shared.go).
-func (e *Engine) wake(handle string) {
-	e.wakeLocal(handle)
-	e.hint("wake", handle)
+func (s *scheduler) wake(handle string) {
+	s.wakeLocal(handle)
+	s.e.cluster.hint("wake", handle)
 }
 
 // wakeLocal nudges this process's worker of a bot.
-func (e *Engine) wakeLocal(handle string) {
-	if w := e.worker(handle); w != nil {
+func (s *scheduler) wakeLocal(handle string) {
+	if w := s.worker(handle); w != nil {
 		w.wakeUp()
 	}
 }
 
 // worker is this process's worker of the bot handle, nil when it has none.
-func (e *Engine) worker(handle string) *worker {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.workers[handle]
+func (s *scheduler) worker(handle string) *worker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workers[handle]
 }
 
 func (w *worker) wakeUp() {
@@ -97,37 +178,37 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 		case <-w.wake:
 		}
 		for ctx.Err() == nil {
-			bot, ok := w.e.bot(w.handle)
+			bot, ok := w.s.e.bot(w.handle)
 			if !ok {
 				break // removed by Reload: no new work unless it comes back
 			}
 			// A wake-up most often finds nothing to start (the worker's own after
 			// each run ends): a read says so without a commit.
 			n, busy := w.inFlight()
-			if n >= bot.parallel() || !w.e.mayPick(ctx, bot, busy) {
+			if n >= bot.parallel() || !w.s.mayPick(ctx, bot, busy) {
 				break // a finishing run or a new item wakes the worker
 			}
 			// Take the slot before picking (seed G3): a bot waiting for a slot owns
 			// no run row. Free slots beyond the first are taken too (never waited
 			// for), so one commit starts up to pickMax runs in different threads
 			// instead of one commit per run.
-			if !w.e.sem.acquire(ctx) {
+			if !w.s.sem.acquire(ctx) {
 				return
 			}
 			k := 1
-			for k < min(bot.parallel()-n, pickMax) && w.e.sem.tryAcquire() {
+			for k < min(bot.parallel()-n, pickMax) && w.s.sem.tryAcquire() {
 				k++
 			}
-			jobs, err := w.e.pick(ctx, bot, busy, k)
+			jobs, err := w.s.pick(ctx, bot, busy, k)
 			for range k - len(jobs) {
-				w.e.sem.release()
+				w.s.sem.release()
 			}
 			for _, job := range jobs {
 				w.setBusy(job.Thread.ID, true)
 			}
 			if err != nil {
 				if ctx.Err() == nil {
-					w.e.log.Error("pick failed", "bot", w.handle, "err", err)
+					w.s.e.log.Error("pick failed", "bot", w.handle, "err", err)
 				}
 				break
 			}
@@ -161,9 +242,9 @@ func (w *worker) run(job *Job) bool {
 	w.mu.Unlock()
 	go func() {
 		defer w.runs.Done()
-		w.e.execute(ctx, job)
+		w.s.e.runner.execute(ctx, job)
 		w.setBusy(job.Thread.ID, false)
-		w.e.sem.release()
+		w.s.sem.release()
 		w.wakeUp()
 	}()
 	return true
@@ -178,10 +259,10 @@ func (w *worker) run(job *Job) bool {
 // Shared (core/shared.go), the bot's running runs in every process count too:
 // their threads are busy and they fill its max_parallel_threads, so processes
 // woken together for one item do not all queue for the write lock.
-func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
+func (s *scheduler) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool) bool {
 	found := true
-	err := e.store.View(ctx, func(tx ReadTx) error {
-		busyAny, room, err := e.busyAcrossTx(tx, bot, busy)
+	err := s.e.store.View(ctx, func(tx ReadTx) error {
+		busyAny, room, err := s.e.cluster.busyAcrossTx(tx, bot, busy)
 		if err != nil {
 			return err
 		}
@@ -205,19 +286,19 @@ func (e *Engine) mayPick(ctx context.Context, bot BotProfile, busy func(ThreadID
 // commit of its own. Batch may run fn more than once and keeps only the last run's
 // writes: fn reads everything it decides on inside tx and resets jobs at its start,
 // so a re-run picks afresh; busy is a snapshot that does not change between runs.
-func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool, k int) ([]*Job, error) {
+func (s *scheduler) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) bool, k int) ([]*Job, error) {
 	var jobs []*Job
-	err := e.store.Batch(ctx, func(tx Tx) error {
+	err := s.e.store.Batch(ctx, func(tx Tx) error {
 		jobs = nil // Batch may run fn again: nothing from an earlier run survives
 		taken := map[ThreadID]bool{}
-		busyAny, room, err := e.busyAcrossTx(tx, bot, busy)
+		busyAny, room, err := s.e.cluster.busyAcrossTx(tx, bot, busy)
 		if err != nil {
 			return err
 		}
 		limit := min(k, room)
 		busyOrTaken := func(t ThreadID) bool { return taken[t] || busyAny(t) }
 		for len(jobs) < limit {
-			job, err := e.pickTx(tx, bot, busyOrTaken)
+			job, err := s.pickTx(tx, bot, busyOrTaken)
 			if err != nil || job == nil {
 				return err
 			}
@@ -236,7 +317,7 @@ func (e *Engine) pick(ctx context.Context, bot BotProfile, busy func(ThreadID) b
 // not busy (a run of this bot is in flight there), coalesces every queued message
 // item of that thread into one new run and marks them processing (seed §5,
 // invariant 5). It returns nil when there is nothing to start.
-func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, error) {
+func (s *scheduler) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, error) {
 	var job *Job
 	err := func() error {
 		if _, paused, err := PausedTx(tx, bot.Handle); err != nil || paused {
@@ -253,7 +334,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			}
 		}
 		skip := func(it InboxItem) bool {
-			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread]) || e.filesPendingTx(tx, it)
+			return (busy != nil && busy(it.Thread)) || (it.Kind == ItemMessage && parked[it.Thread]) || s.e.files.pendingTx(tx, it)
 		}
 		first, err := tx.NextQueued(bot.ID(), skip)
 		for err == nil && first.Kind == ItemQuestion {
@@ -262,7 +343,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			if _, err := tx.PutItem(first); err != nil {
 				return err
 			}
-			e.activity(tx, Activity{Event: "inbox.unsupported", Level: "warn", Summary: "question item for a bot cancelled", Thread: first.Thread, Actor: bot.ID(), Item: first.ID})
+			s.e.activity(tx, Activity{Event: "inbox.unsupported", Level: "warn", Summary: "question item for a bot cancelled", Thread: first.Thread, Actor: bot.ID(), Item: first.ID})
 			first, err = tx.NextQueued(bot.ID(), skip)
 		}
 		if errors.Is(err, ErrNotFound) {
@@ -271,16 +352,16 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 			return err
 		}
 		if first.Kind == ItemResume {
-			job, err = e.pickResumeTx(tx, bot, first)
+			job, err = s.pickResumeTx(tx, bot, first)
 			return err
 		}
 		items, err := tx.QueuedInThread(bot.ID(), first.Thread)
 		if err != nil {
 			return err
 		}
-		now := e.clock.Now()
+		now := s.e.clock.Now()
 		run := Run{Bot: bot.ID(), Thread: first.Thread, Status: RunRunning, Created: now, Started: now}
-		e.claimRun(&run, now)
+		s.e.cluster.claimRun(&run, now)
 		var triggers []Message
 		for _, it := range items {
 			if it.Kind != ItemMessage {
@@ -291,7 +372,7 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 				return fmt.Errorf("item %d: message %d: %w", it.ID, it.Message, err)
 			}
 			if hasPending(m) {
-				e.files.enqueue(m.ID)
+				s.e.files.enqueue(m.ID)
 				continue // its files are still downloading: a later run takes it
 			}
 			run.Items = append(run.Items, it.ID)
@@ -310,17 +391,17 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 				return err
 			}
 		}
-		if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "triggers": run.Triggers}), At: now}); err != nil {
+		if err := statusEventTx(tx, run.ID, now, map[string]any{"status": RunRunning, "triggers": run.Triggers}); err != nil {
 			return err
 		}
 		t, err := tx.Thread(first.Thread)
 		if err != nil {
 			return err
 		}
-		if job, err = e.newJobTx(tx, bot, run, t, triggers); err != nil {
+		if job, err = s.newJobTx(tx, bot, run, t, triggers); err != nil {
 			return err
 		}
-		e.activity(tx, Activity{Event: "run.started", Summary: fmt.Sprintf("@%s started run %d with %d trigger(s)", bot.Handle, run.ID, len(triggers)), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
+		s.e.activity(tx, Activity{Event: "run.started", Summary: fmt.Sprintf("@%s started run %d with %d trigger(s)", bot.Handle, run.ID, len(triggers)), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
 		return nil
 	}()
 	if err != nil {
@@ -331,9 +412,10 @@ func (e *Engine) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Job, 
 
 // newJobTx assembles a Job: roster, the thread's default bot, the scope decision
 // (seed §6) and the participants with their names.
-func (e *Engine) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
-	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: e.Bots(), DefaultBot: e.threadDefault(&t)}
-	job.Scoped = job.DefaultBot != bot.Handle && len(e.botsIn(&t)) > 1
+func (s *scheduler) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
+	set := s.e.cfg()
+	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: slices.Clone(set.order), DefaultBot: set.threadDefault(&t)}
+	job.Scoped = job.DefaultBot != bot.Handle && len(set.botsIn(&t)) > 1
 	startedBy, err := startedByTx(tx, t)
 	if err != nil {
 		return nil, err
@@ -351,36 +433,79 @@ func (e *Engine) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers
 	return job, nil
 }
 
-// pickResumeTx turns a resume item into a Job that continues its waiting run under
-// the same run id with the answered question (seed §7).
-func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error) {
+// pickResumeTx turns a resume item into a Job that continues its run under the
+// same run id: a waiting run with its answered question (seed §7), or a run a
+// restart interrupted (pickRestartTx). A stale item (the run was settled
+// another way) is cancelled and nil returned.
+func (s *scheduler) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error) {
 	run, err := tx.Run(it.Run)
 	if err != nil {
 		return nil, fmt.Errorf("resume item %d: %w", it.ID, err)
 	}
 	if run.Status == RunQueued && (len(run.Checkpoint) > 0 || run.Restarts > 0) {
-		return e.pickRestartTx(tx, bot, it, run)
+		return s.pickRestartTx(tx, bot, it, run)
 	}
 	q, qerr := tx.Question(run.Question)
 	if run.Status != RunWaitingHuman || qerr != nil || q.Status == QuestionPending {
 		// Stale (the run was settled another way): drop the item, keep the mailbox moving.
 		it.Status = ItemCancelled
 		_, err := tx.PutItem(it)
-		e.activity(tx, Activity{Event: "inbox.stale_resume", Level: "warn", Summary: fmt.Sprintf("resume of run %d (%s) cancelled", run.ID, run.Status), Thread: it.Thread, Actor: bot.ID(), Item: it.ID, Run: run.ID})
+		s.e.activity(tx, Activity{Event: "inbox.stale_resume", Level: "warn", Summary: fmt.Sprintf("resume of run %d (%s) cancelled", run.ID, run.Status), Thread: it.Thread, Actor: bot.ID(), Item: it.ID, Run: run.ID})
 		return nil, err
 	}
-	now := e.clock.Now()
-	run.Status, run.Started = RunRunning, now
+	run.Started = s.e.clock.Now()
+	job, err := s.continueTx(tx, bot, it, run, map[string]any{"resumed_by": q.ID})
+	if err != nil {
+		return nil, err
+	}
+	job.Resume = &q
+	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d: %s", bot.Handle, run.ID, q.Decision()), Thread: job.Thread.ID, Actor: bot.ID(), Run: run.ID})
+	return job, nil
+}
+
+// pickRestartTx turns the resume item of a run a restart interrupted (status
+// queued, runner.queueRestartTx) into a Job under the same run id: with Restart
+// set when the run has a step checkpoint, else a fresh start from the beginning
+// with the run's triggers; Resume is the run's answered question, if any, for a
+// call that waited for it.
+func (s *scheduler) pickRestartTx(tx Tx, bot BotProfile, it InboxItem, run Run) (*Job, error) {
+	job, err := s.continueTx(tx, bot, it, run, map[string]any{"restart": true})
+	if err != nil {
+		return nil, err
+	}
+	if len(run.Checkpoint) == 0 {
+		// Nothing happened before the kill: the run starts from the beginning.
+		s.e.activity(tx, Activity{Event: "run.restarted", Summary: fmt.Sprintf("@%s started run %d again from the beginning after a restart", bot.Handle, run.ID), Thread: job.Thread.ID, Actor: bot.ID(), Run: run.ID})
+		return job, nil
+	}
+	job.Restart = true
+	if run.Question != 0 {
+		if q, err := tx.Question(run.Question); err == nil && q.Status != QuestionPending {
+			job.Resume = &q
+		}
+	}
+	s.e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d after a restart", bot.Handle, run.ID), Thread: job.Thread.ID, Actor: bot.ID(), Run: run.ID})
+	return job, nil
+}
+
+// continueTx runs run again under its id for resume item it: the run becomes
+// running and claimed, the item processing, a status event records why (why's
+// fields beside the status), and the Job carries the run's triggers.
+func (s *scheduler) continueTx(tx Tx, bot BotProfile, it InboxItem, run Run, why map[string]any) (*Job, error) {
+	now := s.e.clock.Now()
+	run.Status = RunRunning
 	run.Items = append(run.Items, it.ID)
-	e.claimRun(&run, now)
-	if run, err = tx.PutRun(run); err != nil {
+	s.e.cluster.claimRun(&run, now)
+	run, err := tx.PutRun(run)
+	if err != nil {
 		return nil, err
 	}
 	it.Status = ItemProcessing
 	if _, err := tx.PutItem(it); err != nil {
 		return nil, err
 	}
-	if _, err := tx.AppendRunEvent(RunEvent{Run: run.ID, Type: "status", Payload: mustJSON(map[string]any{"status": RunRunning, "resumed_by": q.ID}), At: now}); err != nil {
+	why["status"] = RunRunning
+	if err := statusEventTx(tx, run.ID, now, why); err != nil {
 		return nil, err
 	}
 	t, err := tx.Thread(run.Thread)
@@ -395,266 +520,7 @@ func (e *Engine) pickResumeTx(tx Tx, bot BotProfile, it InboxItem) (*Job, error)
 		}
 		triggers = append(triggers, m)
 	}
-	job, err := e.newJobTx(tx, bot, run, t, triggers)
-	if err != nil {
-		return nil, err
-	}
-	job.Resume = &q
-	e.activity(tx, Activity{Event: "run.resumed", Summary: fmt.Sprintf("@%s resumed run %d: %s", bot.Handle, run.ID, q.Decision()), Thread: t.ID, Actor: bot.ID(), Run: run.ID})
-	return job, nil
-}
-
-// execute runs the agent and settles the run: reply posted, items done, held
-// hand-offs released; or failed with a notice in the thread naming the cause.
-// A run that shutdown cancelled is not settled: it stays running with its last
-// step checkpoint and the next start resumes it (DESIGN.md §8, recover).
-func (e *Engine) execute(ctx context.Context, job *Job) {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg().limits.RunTimeout)
-	defer cancel()
-	ctx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
-	e.ctl.add(job.Run.ID, cancelRun) // CancelRun interrupts the run (core/control.go)
-	if e.shared {
-		e.ctl.setClaimUntil(job.Run.ID, job.Run.LeaseUntil)
-	}
-	defer e.ctl.remove(job.Run.ID)
-	start := e.observeRunStart(job)
-	e.ctl.cancelIfSettled(ctx, e.store, job.Run.ID, cancelRun) // cancelled between pick and here
-	env := &runEnv{e: e, job: job}
-	job.Env = env
-	work := e.startWork(ctx, job)
-	env.stream = e.startStream(ctx, job, env.storeHeld)
-	// Cost control: a new run of a bot (or in a thread) whose budget is spent
-	// is refused with a notice naming it; a resumed run stops at its next model call.
-	var (
-		res Result
-		err error
-	)
-	if job.Resume == nil && !job.Restart {
-		err = e.checkBudget(ctx, job)
-	}
-	if err == nil {
-		res, err = e.agent.Execute(ctx, job)
-	}
-	stopped := ctx.Err() == context.Canceled && e.isStopping() && !errors.Is(context.Cause(ctx), errCancelled)
-	// A run stopped because its claim lapsed or moved (core/shared.go) is not
-	// this process's to settle: it is left as a shutdown leaves it.
-	stopped = stopped || errors.Is(context.Cause(ctx), errLeaseLost)
-	if err == nil && ctx.Err() != nil && !stopped {
-		err = ctx.Err()
-	}
-	// The run's last step is stored with its settling (Result.Step), or
-	// alone when there is none or it fails: the call was made and paid for.
-	var (
-		last  *preparedStep
-		lastW budgetWarnings
-	)
-	if res.Step != nil {
-		ps, perr := env.prepareStep(*res.Step)
-		if perr != nil {
-			e.log.Warn("record the run's last step", "run", job.Run.ID, "err", perr)
-		}
-		last = &ps // its ledger entry at least
-	}
-	lastAlone := func(ctx context.Context) { // when no settle carries it
-		if last == nil {
-			return
-		}
-		if err := last.recordAlone(ctx); err != nil {
-			e.log.Warn("record the run's last step", "run", job.Run.ID, "err", err)
-		}
-	}
-	// The reply's delivery edits the streamed messages (core/stream.go).
-	streamed := env.stream.finish()
-	if err != nil && stopped {
-		// Shutdown cancelled the run: it stays running with its last step
-		// checkpoint and the next start resumes it (DESIGN.md §8). What it
-		// streamed is removed; the resumed run streams and posts its reply anew.
-		if errors.Is(context.Cause(ctx), errLeaseLost) {
-			e.log.Warn("run stopped here: its claim lapsed or moved; it resumes from its checkpoint wherever it is recovered", "run", job.Run.ID, "bot", job.Bot.Handle)
-		} else if e.shared {
-			e.log.Info("run interrupted by shutdown; another process resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
-		} else {
-			e.log.Info("run interrupted by shutdown; the next start resumes it", "run", job.Run.ID, "bot", job.Bot.Handle)
-		}
-		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
-		defer dcancel()
-		lastAlone(dctx)
-		// A first checkpoint still held is stored, so the next start resumes
-		// the run rather than counting a restart before its first step.
-		if err := env.storeHeld(dctx); err != nil && !errors.Is(err, errLeaseLost) {
-			e.log.Warn("store the run's first checkpoint at shutdown", "run", job.Run.ID, "err", err)
-		}
-		e.lapseRun(dctx, job.Run.ID) // shared: another process resumes it now, not after the TTL
-		env.stream.discard(dctx, streamed)
-		env.stream.forget(dctx)
-		work.end(dctx)
-		return
-	}
-	var unused map[laneKey][]string
-	// Settle with a fresh context: the run's may be done.
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), e.grace)
-	defer scancel()
-	var woken []string
-	cancelled, reflect, lost := false, false, false
-	// Batch (group commit, DESIGN.md §7): settles of runs in flight share commits
-	// with ingests and picks. fn may run again: it resets what it captures first
-	// and reads everything it decides on inside tx.
-	serr := e.store.Batch(sctx, func(tx Tx) error {
-		woken, cancelled, reflect, lost = nil, false, false, false
-		unused = streamedCopy(streamed)
-		if last != nil {
-			// The call was made and paid for, whatever became of the run.
-			var err2 error
-			if lastW, err2 = last.recordTx(tx); err2 != nil {
-				return err2
-			}
-		}
-		r, err2 := tx.Run(job.Run.ID)
-		if err2 != nil {
-			return err2
-		}
-		if !e.ownsRun(r) {
-			// Our claim lapsed and another process took the run over
-			// (core/shared.go): what this process did is not the run's.
-			lost = true
-			return nil
-		}
-		// The streamed messages are the reply's delivery's now, or discarded below.
-		r.Streamed = nil
-		r.LeaseUntil = time.Time{} // Owner stays: who ran it
-		if r.Status == RunCancelled {
-			// CancelRun settled it (core/control.go); keep only its usage.
-			cancelled = true
-			r.Usage = r.Usage.Add(res.Usage)
-			_, err2 = tx.PutRun(r)
-			return err2
-		}
-		r.Usage = r.Usage.Add(res.Usage)
-		r.Ended = e.clock.Now()
-		t, err2 := tx.Thread(job.Thread.ID)
-		if err2 != nil {
-			return err2
-		}
-		itemStatus := ItemDone
-		if err == nil && res.Pause != nil {
-			return e.pauseTx(tx, job, &r, &t, res)
-		}
-		if err == nil {
-			r.Status = RunCompleted
-			if strings.TrimSpace(res.Reply) != "" {
-				spec := e.botReply(job, res.Reply)
-				spec.streamed = unused
-				p, err2 := e.postTx(tx, &t, spec)
-				if err2 != nil {
-					return err2
-				}
-				woken = append(woken, p.woken...)
-			}
-			e.activity(tx, Activity{Event: "run.completed", Summary: fmt.Sprintf("@%s completed run %d", job.Bot.Handle, r.ID), Thread: t.ID, Actor: r.Bot, Run: r.ID})
-			if reflect, err2 = e.queueReflectionTx(tx, job, r, env.transcript(r), res.Reply); err2 != nil {
-				return err2
-			}
-		} else {
-			r.Status, r.Error, itemStatus = RunFailed, Redact(err.Error()), ItemFailed
-			notice := Message{Sender: SystemActor, SenderName: "system", Kind: KindNotice, Run: r.ID,
-				Text: fmt.Sprintf("@%s could not finish: %s", job.Bot.Handle, e.failureCause(err))}
-			if _, err2 := e.postTx(tx, &t, postSpec{msg: notice}); err2 != nil {
-				return err2
-			}
-			e.activity(tx, Activity{Event: "run.failed", Level: "error", Summary: notice.Text, Thread: t.ID, Actor: r.Bot, Run: r.ID})
-			if job.Restart {
-				// Whether an approved call ran before the restart is not known.
-				if err2 := e.interruptedApprovalTx(tx, r); err2 != nil {
-					return err2
-				}
-			} else if err2 := e.unrunApprovalTx(tx, job, e.failureCause(err)); err2 != nil {
-				return err2
-			}
-		}
-		r.Checkpoint = nil // terminal runs keep no transcript (seed G5)
-		if _, err2 := tx.PutRun(r); err2 != nil {
-			return err2
-		}
-		if _, err2 := tx.AppendRunEvent(RunEvent{Run: r.ID, Type: "status", Payload: mustJSON(map[string]any{"status": r.Status, "error": r.Error, "usage": r.Usage}), At: e.clock.Now()}); err2 != nil {
-			return err2
-		}
-		for _, id := range r.Items {
-			it, err2 := tx.Item(id)
-			if err2 != nil {
-				return err2
-			}
-			if it.Status != ItemProcessing {
-				continue // cancelled meanwhile: keep it
-			}
-			it.Status = itemStatus
-			if _, err2 := tx.PutItem(it); err2 != nil {
-				return err2
-			}
-		}
-		rel, err2 := e.releaseHoldsTx(tx, r.Bot, r.Thread)
-		woken = append(woken, rel...)
-		return err2
-	})
-	if serr == nil && last != nil {
-		last.announce(lastW)
-	}
-	if serr != nil {
-		e.log.Error("settling run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", serr)
-		unused = streamed
-		lastAlone(sctx)
-	} else if lost {
-		e.log.Warn("run's claim lapsed and another process took it over; its result here is dropped", "run", job.Run.ID, "bot", job.Bot.Handle)
-		unused = nil // the run's streamed messages are the new owner's to edit or remove
-	} else if reflect {
-		e.reflections.Notify()
-	}
-	e.observeRunEnd(job, start, res, err, serr, cancelled)
-	env.stream.discard(sctx, unused)
-	work.end(sctx)
-	if cancelled {
-		e.log.Info("run cancelled", "run", job.Run.ID, "bot", job.Bot.Handle)
-	} else if err != nil {
-		e.log.Warn("run failed", "run", job.Run.ID, "bot", job.Bot.Handle, "err", Redact(err.Error()))
-	}
-	for _, h := range woken {
-		e.wake(h)
-	}
-	e.kickOutbox()
-}
-
-// isStopping reports whether Run is shutting down (intake stopped).
-func (e *Engine) isStopping() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stopping
-}
-
-// botReply builds the postSpec of a bot's message in a run: hop is one more than
-// the highest trigger's (seed §4.3); it answers the last trigger on each platform.
-func (e *Engine) botReply(job *Job, text string) postSpec {
-	hop := 0
-	replyTo := map[ConversationRef]string{}
-	for _, m := range job.Triggers {
-		if m.Hop > hop {
-			hop = m.Hop
-		}
-		if m.Origin != nil && m.Origin.PlatformID != "" {
-			replyTo[m.Origin.Conversation] = m.Origin.PlatformID
-		}
-	}
-	// A hand-off's trigger is a bot's message with no platform origin: answer the
-	// person's message that started the work in that conversation instead.
-	for conv, id := range job.startedBy {
-		if _, ok := replyTo[conv]; !ok {
-			replyTo[conv] = id
-		}
-	}
-	return postSpec{
-		msg: Message{Sender: job.Bot.ID(), SenderName: displayName(job.Bot), Text: text,
-			Hop: hop + 1, Run: job.Run.ID},
-		replyTo: replyTo,
-	}
+	return s.newJobTx(tx, bot, run, t, triggers)
 }
 
 // startedByLookback is how many recent messages newJobTx reads to find the human
@@ -678,31 +544,4 @@ func startedByTx(tx ReadTx, t Thread) (map[ConversationRef]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// failureCause is the short, user-facing cause of a failed run: an error's own
-// words when it is a PeopleError, never credentials or internal addresses (ForPeople).
-func (e *Engine) failureCause(err error) string {
-	var n PeopleError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("the run took longer than its time limit of %s (limits.run_timeout).", e.cfg().limits.RunTimeout)
-	case errors.Is(err, context.Canceled):
-		return "the run was stopped because openbot is shutting down."
-	case errors.As(err, &n):
-		return ForPeople(n.Notice())
-	}
-	s := ForPeople(err.Error())
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage(`{}`)
-	}
-	return b
 }

@@ -25,28 +25,65 @@ import (
 //     wakes the workers of bots with queued work, and kicks delivery.
 //   - Hints (Hinter) carry "wake <bot>", "outbox" and "cancel <run>" between
 //     processes at once; the sweep finds whatever a lost hint did not.
-//   - Outbox lanes are leased per (account, conversation) (core/outbox.go).
+//   - Outbox lanes are leased per (account, conversation) (core/lanelease.go).
+//
+// The cluster owns this state: whether the store is shared, this process's id
+// and incarnation, the lease TTL, the hints and their queue. Unshared, every
+// method is a no-op or says yes (one process owns everything).
+type cluster struct {
+	e      *Engine
+	shared bool
+	procID string
+	// incarnation owns the lease on procID: the id plus a random part, so a
+	// restart with the same id is told apart from a second live process.
+	incarnation string
+	leaseTTL    time.Duration
+	hints       Hinter // nil: only the sweep (unshared: always nil)
+	sweepEvery  time.Duration
+	hintq       hintQueue
+}
+
+// newCluster applies opts' defaults for shared mode; it does no I/O.
+func newCluster(e *Engine, opts Options) *cluster {
+	c := &cluster{e: e, shared: opts.Shared, procID: opts.ProcessID, leaseTTL: opts.LeaseTTL,
+		hints: opts.Hints, sweepEvery: opts.SweepInterval}
+	if c.procID == "" {
+		c.procID = newProcessID()
+	}
+	if c.leaseTTL <= 0 {
+		c.leaseTTL = DefaultLeaseTTL
+	}
+	if c.sweepEvery <= 0 {
+		c.sweepEvery = 2 * time.Second
+	}
+	if !c.shared {
+		c.hints = nil
+	}
+	c.hintq.signal = make(chan struct{}, 1)
+	c.incarnation = c.procID + "#" + randomHex(4)
+	return c
+}
 
 // claimRun makes this process the owner of a run it starts (shared only).
-func (e *Engine) claimRun(r *Run, now time.Time) {
-	if e.shared {
-		r.Owner, r.LeaseUntil = e.incarnation, now.Add(e.leaseTTL)
+func (c *cluster) claimRun(r *Run, now time.Time) {
+	if c.shared {
+		r.Owner, r.LeaseUntil = c.incarnation, now.Add(c.leaseTTL)
 	}
 }
 
 // ownsRun reports whether this process may write r as its runner: always
 // unshared; shared, only while it is r's owner.
-func (e *Engine) ownsRun(r Run) bool { return !e.shared || r.Owner == e.incarnation }
+func (c *cluster) ownsRun(r Run) bool { return !c.shared || r.Owner == c.incarnation }
 
 // lapseRun ends this process's claim on a run that shutdown interrupted, so
 // another process resumes it at its next sweep instead of after the TTL.
-func (e *Engine) lapseRun(ctx context.Context, id RunID) {
-	if !e.shared {
+func (c *cluster) lapseRun(ctx context.Context, id RunID) {
+	if !c.shared {
 		return
 	}
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := c.e.store.Update(ctx, func(tx Tx) error {
 		r, err := tx.Run(id)
-		if err != nil || r.Owner != e.incarnation || r.Status != RunRunning {
+		if err != nil || r.Owner != c.incarnation || r.Status != RunRunning {
 			return err
 		}
 		r.LeaseUntil = time.Time{}
@@ -54,7 +91,7 @@ func (e *Engine) lapseRun(ctx context.Context, id RunID) {
 		return err
 	})
 	if err != nil {
-		e.log.Warn("could not hand an interrupted run over; it is resumed when its claim lapses", "run", id, "err", err)
+		c.e.log.Warn("could not hand an interrupted run over; it is resumed when its claim lapses", "run", id, "err", err)
 	}
 }
 
@@ -66,24 +103,24 @@ var ErrProcessIDInUse = errors.New("process id in use by another live process")
 // (shared only). A predecessor with the same id that died holds it until it
 // lapses, so it waits up to the lease TTL and a little more; a live process
 // with the same id keeps it, and Run fails with ErrProcessIDInUse.
-func (e *Engine) claimProcessID(ctx context.Context) error {
-	if !e.shared {
+func (c *cluster) claimProcessID(ctx context.Context) error {
+	if !c.shared {
 		return nil
 	}
-	key := LeaseKeyProcess(e.procID)
-	deadline := e.clock.Now().Add(e.leaseTTL + e.leaseTTL/2)
+	key := LeaseKeyProcess(c.procID)
+	deadline := c.e.clock.Now().Add(c.leaseTTL + c.leaseTTL/2)
 	for {
-		_, holder, err := e.takeLease(ctx, key)
+		_, holder, err := c.takeLease(ctx, key)
 		switch {
 		case err != nil:
-			return fmt.Errorf("core: claiming process id %q: %w", e.procID, err)
+			return fmt.Errorf("core: claiming process id %q: %w", c.procID, err)
 		case holder == "":
 			return nil
-		case !e.clock.Now().Before(deadline):
-			return fmt.Errorf("core: process id %q: %w (store.process_id must differ between processes)", e.procID, ErrProcessIDInUse)
+		case !c.e.clock.Now().Before(deadline):
+			return fmt.Errorf("core: process id %q: %w (store.process_id must differ between processes)", c.procID, ErrProcessIDInUse)
 		}
-		e.log.Warn("process id held by another process; waiting for it to lapse", "process", e.procID)
-		if waitctx.Sleep(ctx, e.leaseTTL/4) != nil {
+		c.e.log.Warn("process id held by another process; waiting for it to lapse", "process", c.procID)
+		if waitctx.Sleep(ctx, c.leaseTTL/4) != nil {
 			return ctx.Err()
 		}
 	}
@@ -93,25 +130,25 @@ func (e *Engine) claimProcessID(ctx context.Context) error {
 // process holds it (this one was cut off past the TTL and a process with the
 // same id started meanwhile), this process stops: Run ends with
 // ErrProcessIDInUse, before it acts beside the other.
-func (e *Engine) renewProcessID(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(ctx, e.leaseTTL/3)
+func (c *cluster) renewProcessID(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, c.leaseTTL/3)
 	defer cancel()
-	_, holder, err := e.takeLease(rctx, LeaseKeyProcess(e.procID))
+	_, holder, err := c.takeLease(rctx, LeaseKeyProcess(c.procID))
 	switch {
 	case holder != "":
-		e.log.Error("another process runs with this process id; stopping", "process", e.procID, "holder", holder)
-		e.fail(fmt.Errorf("core: process id %q: %w (taken while this process was cut off from the store)", e.procID, ErrProcessIDInUse))
+		c.e.log.Error("another process runs with this process id; stopping", "process", c.procID, "holder", holder)
+		c.e.fail(fmt.Errorf("core: process id %q: %w (taken while this process was cut off from the store)", c.procID, ErrProcessIDInUse))
 	case err != nil && ctx.Err() == nil:
-		e.log.Warn("renewing the process id lease failed", "process", e.procID, "err", err)
+		c.e.log.Warn("renewing the process id lease failed", "process", c.procID, "err", err)
 	}
 }
 
 // dropProcessID releases this process's id at shutdown (shared only).
-func (e *Engine) dropProcessID(ctx context.Context) {
-	if !e.shared {
+func (c *cluster) dropProcessID(ctx context.Context) {
+	if !c.shared {
 		return
 	}
-	e.dropLease(ctx, LeaseKeyProcess(e.procID))
+	c.dropLease(ctx, LeaseKeyProcess(c.procID))
 }
 
 // busyAcrossTx widens busy (the threads where this process runs bot; nil for
@@ -119,9 +156,9 @@ func (e *Engine) dropProcessID(ctx context.Context) {
 // returns how many more runs bot may start under its max_parallel_threads.
 // Unshared, busy already says it all and the room is not bounded here: the
 // callers (pick, mayPick) bound it by their own count.
-func (e *Engine) busyAcrossTx(tx ReadTx, bot BotProfile, busy func(ThreadID) bool) (func(ThreadID) bool, int, error) {
+func (c *cluster) busyAcrossTx(tx ReadTx, bot BotProfile, busy func(ThreadID) bool) (func(ThreadID) bool, int, error) {
 	local := func(t ThreadID) bool { return busy != nil && busy(t) }
-	if !e.shared {
+	if !c.shared {
 		return local, math.MaxInt, nil
 	}
 	rs, err := tx.RunsByStatus(RunRunning)
@@ -137,41 +174,41 @@ func (e *Engine) busyAcrossTx(tx ReadTx, bot BotProfile, busy func(ThreadID) boo
 	return func(t ThreadID) bool { return running[t] || local(t) }, bot.parallel() - len(running), nil
 }
 
-// sharedLoops runs renewLoop, sweepLoop and the hint loops until ctx is done;
+// loops runs renewLoop, sweepLoop and the hint loops until ctx is done;
 // they are owned by Run.
-func (e *Engine) sharedLoops(ctx, runCtx context.Context, wg *sync.WaitGroup) {
-	if !e.shared {
+func (c *cluster) loops(ctx, runCtx context.Context, wg *sync.WaitGroup) {
+	if !c.shared {
 		return
 	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		e.renewLoop(runCtx) // runs may outlive intake by the grace: keep their claims
+		c.renewLoop(runCtx) // runs may outlive intake by the grace: keep their claims
 	}()
 	go func() {
 		defer wg.Done()
-		e.sweepLoop(ctx)
+		c.sweepLoop(ctx)
 	}()
-	if e.hints != nil {
+	if c.hints != nil {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			e.hintSender(runCtx)
+			c.hintSender(runCtx)
 		}()
 		go func() {
 			defer wg.Done()
-			_ = e.hints.ListenHints(runCtx, e.onHint)
+			_ = c.hints.ListenHints(runCtx, c.onHint)
 		}()
 	}
 }
 
 // renewLoop extends the claims of this process's runs and lanes every third of
 // the lease TTL until ctx is done.
-func (e *Engine) renewLoop(ctx context.Context) {
-	waitctx.Every(ctx, e.leaseTTL/3, func() {
-		e.renewProcessID(ctx)
-		e.renewRuns(ctx)
-		e.lanes.renew(ctx)
+func (c *cluster) renewLoop(ctx context.Context) {
+	waitctx.Every(ctx, c.leaseTTL/3, func() {
+		c.renewProcessID(ctx)
+		c.renewRuns(ctx)
+		c.e.lanes.renew(ctx)
 	})
 }
 
@@ -183,15 +220,15 @@ func (e *Engine) renewLoop(ctx context.Context) {
 // before the next renewal could land is stopped here (errLeaseLost), since
 // another process may take it over then: it is not settled, and resumes from
 // its checkpoint wherever it is recovered.
-func (e *Engine) renewRuns(ctx context.Context) {
-	ids := e.ctl.ids()
+func (c *cluster) renewRuns(ctx context.Context) {
+	ids := c.e.runner.inflight.ids()
 	if len(ids) == 0 {
 		return
 	}
 	var lost, cancelled []RunID
-	until := e.clock.Now().Add(e.leaseTTL)
-	rctx, cancel := context.WithTimeout(ctx, e.leaseTTL/3)
-	err := e.store.Batch(rctx, func(tx Tx) error {
+	until := c.e.clock.Now().Add(c.leaseTTL)
+	rctx, cancel := context.WithTimeout(ctx, c.leaseTTL/3)
+	err := c.e.store.Batch(rctx, func(tx Tx) error {
 		lost, cancelled = nil, nil
 		for _, id := range ids {
 			r, err := tx.Run(id)
@@ -201,7 +238,7 @@ func (e *Engine) renewRuns(ctx context.Context) {
 				return err
 			}
 			switch {
-			case r.Owner != e.incarnation:
+			case r.Owner != c.incarnation:
 				lost = append(lost, id)
 			case r.Status == RunCancelled:
 				cancelled = append(cancelled, id)
@@ -221,53 +258,53 @@ func (e *Engine) renewRuns(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		e.log.Warn("renewing run claims failed; retrying", "runs", len(ids), "err", err)
+		c.e.log.Warn("renewing run claims failed; retrying", "runs", len(ids), "err", err)
 		// Stop what would run on past its claim before the next renewal.
 		for _, id := range ids {
-			if u, ok := e.ctl.claimUntil(id); ok && e.lapsesBeforeRenewal(u) {
-				e.log.Warn("run's claim is about to lapse and cannot be renewed; stopping it here", "run", id)
-				e.ctl.cancelWith(id, errLeaseLost)
+			if u, ok := c.e.runner.inflight.claimUntil(id); ok && c.lapsesBeforeRenewal(u) {
+				c.e.log.Warn("run's claim is about to lapse and cannot be renewed; stopping it here", "run", id)
+				c.e.runner.inflight.cancelWith(id, errLeaseLost)
 			}
 		}
 		return
 	}
 	for _, id := range ids {
-		e.ctl.setClaimUntil(id, until)
+		c.e.runner.inflight.setClaimUntil(id, until)
 	}
 	for _, id := range cancelled {
-		e.ctl.cancel(id)
+		c.e.runner.inflight.cancel(id)
 	}
 	for _, id := range lost {
-		e.log.Warn("run was taken over or ended by another process; stopping it here", "run", id)
-		e.ctl.cancelWith(id, errLeaseLost)
+		c.e.log.Warn("run was taken over or ended by another process; stopping it here", "run", id)
+		c.e.runner.inflight.cancelWith(id, errLeaseLost)
 	}
 }
 
 // sweepLoop recovers lapsed runs and wakes workers with queued work every
 // sweepEvery until ctx is done: the truth behind the hints.
-func (e *Engine) sweepLoop(ctx context.Context) {
-	waitctx.Every(ctx, e.sweepEvery, func() {
-		if _, err := e.recoverLapsed(ctx); err != nil && ctx.Err() == nil {
-			e.log.Warn("recovering lapsed runs failed", "err", err)
+func (c *cluster) sweepLoop(ctx context.Context) {
+	waitctx.Every(ctx, c.sweepEvery, func() {
+		if _, err := c.recoverLapsed(ctx); err != nil && ctx.Err() == nil {
+			c.e.log.Warn("recovering lapsed runs failed", "err", err)
 		}
-		e.wakeQueued(ctx)
-		e.kickLocal()
+		c.wakeQueued(ctx)
+		c.e.lanes.kickLocal()
 	})
 }
 
 // recoverLapsed recovers the running runs whose claims lapsed and that do not
 // execute here, as a restart would (recoverRunsTx); it reports how many. A run
 // with no owner (stored before it was shared) counts as lapsed.
-func (e *Engine) recoverLapsed(ctx context.Context) (int, error) {
+func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 	lapsed := func(tx ReadTx) ([]Run, error) {
 		rs, err := tx.RunsByStatus(RunRunning)
 		if err != nil {
 			return nil, err
 		}
-		now := e.clock.Now()
+		now := c.e.clock.Now()
 		var out []Run
 		for _, r := range rs {
-			if e.ctl.has(r.ID) || (r.Owner != "" && now.Before(r.LeaseUntil)) {
+			if c.e.runner.inflight.has(r.ID) || (r.Owner != "" && now.Before(r.LeaseUntil)) {
 				continue
 			}
 			out = append(out, r)
@@ -275,7 +312,7 @@ func (e *Engine) recoverLapsed(ctx context.Context) (int, error) {
 		return out, nil
 	}
 	var n int
-	if err := e.store.View(ctx, func(tx ReadTx) error { // most sweeps find nothing: no write
+	if err := c.e.store.View(ctx, func(tx ReadTx) error { // most sweeps find nothing: no write
 		rs, err := lapsed(tx)
 		n = len(rs)
 		return err
@@ -283,7 +320,7 @@ func (e *Engine) recoverLapsed(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var bots []string
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := c.e.store.Update(ctx, func(tx Tx) error {
 		rs, err := lapsed(tx)
 		if err != nil {
 			return err
@@ -292,23 +329,20 @@ func (e *Engine) recoverLapsed(ctx context.Context) (int, error) {
 		for _, r := range rs {
 			bots = append(bots, strings.TrimPrefix(string(r.Bot), "bot:"))
 		}
-		return e.recoverRunsTx(tx, rs, false, "took over the work of a process whose claims lapsed")
+		return c.e.runner.recoverRunsTx(tx, rs, false, "took over the work of a process whose claims lapsed")
 	})
 	if err != nil {
 		return 0, err
 	}
-	for _, h := range bots {
-		e.wake(h)
-	}
-	e.kickOutbox()
+	c.e.nudge(bots)
 	return n, nil
 }
 
 // wakeQueued wakes this process's worker of every bot with a queued item.
-func (e *Engine) wakeQueued(ctx context.Context) {
+func (c *cluster) wakeQueued(ctx context.Context) {
 	var handles []string
-	err := e.store.View(ctx, func(tx ReadTx) error {
-		for _, b := range e.cfg().order {
+	err := c.e.store.View(ctx, func(tx ReadTx) error {
+		for _, b := range c.e.cfg().order {
 			if _, err := tx.NextQueued(b.ID(), func(InboxItem) bool { return false }); err == nil {
 				handles = append(handles, b.Handle)
 			} else if !errors.Is(err, ErrNotFound) {
@@ -319,12 +353,12 @@ func (e *Engine) wakeQueued(ctx context.Context) {
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Warn("sweep of mailboxes failed", "err", err)
+			c.e.log.Warn("sweep of mailboxes failed", "err", err)
 		}
 		return
 	}
 	for _, h := range handles {
-		e.wakeLocal(h)
+		c.e.sched.wakeLocal(h)
 	}
 }
 
@@ -343,11 +377,11 @@ type hintQueue struct {
 }
 
 // hint queues "<verb> <arg>" for the other processes (shared with hints only).
-func (e *Engine) hint(verb, arg string) {
-	if e.hints == nil {
+func (c *cluster) hint(verb, arg string) {
+	if c.hints == nil {
 		return
 	}
-	q := &e.hintq
+	q := &c.hintq
 	q.mu.Lock()
 	if q.pending == nil {
 		q.pending = map[string]bool{}
@@ -366,8 +400,8 @@ func (e *Engine) hint(verb, arg string) {
 const hintTimeout = 2 * time.Second
 
 // hintSender sends queued hints until ctx is done.
-func (e *Engine) hintSender(ctx context.Context) {
-	q := &e.hintq
+func (c *cluster) hintSender(ctx context.Context) {
+	q := &c.hintq
 	for {
 		select {
 		case <-ctx.Done():
@@ -380,35 +414,35 @@ func (e *Engine) hintSender(ctx context.Context) {
 		q.mu.Unlock()
 		for h := range batch {
 			hctx, cancel := context.WithTimeout(ctx, hintTimeout)
-			err := e.hints.Hint(hctx, e.incarnation+" "+h)
+			err := c.hints.Hint(hctx, c.incarnation+" "+h)
 			cancel()
 			if err != nil && ctx.Err() == nil {
-				e.log.Debug("hint not sent; the sweep finds the work", "hint", h, "err", err)
+				c.e.log.Debug("hint not sent; the sweep finds the work", "hint", h, "err", err)
 			}
 		}
 	}
 }
 
 // onHint acts on a hint from another process; this process's own are ignored.
-func (e *Engine) onHint(payload string) {
+func (c *cluster) onHint(payload string) {
 	from, verb, arg, ok := splitHint(payload)
-	if !ok || from == e.incarnation {
+	if !ok || from == c.incarnation {
 		return
 	}
 	switch verb {
 	case "wake":
-		if _, known := e.bot(arg); known {
-			e.wakeLocal(arg)
+		if _, known := c.e.bot(arg); known {
+			c.e.sched.wakeLocal(arg)
 		}
 	case "outbox":
-		e.kickLocal()
+		c.e.lanes.kickLocal()
 	case "cancel":
 		if id, err := strconv.ParseUint(arg, 10, 64); err == nil {
-			e.ctl.cancel(RunID(id))
+			c.e.runner.inflight.cancel(RunID(id))
 		}
 	}
 }
 
 // hintCancel tells the other processes to interrupt run id if it executes
 // there (CancelRun); the renewal finds it cancelled otherwise.
-func (e *Engine) hintCancel(id RunID) { e.hint("cancel", fmt.Sprint(uint64(id))) }
+func (c *cluster) hintCancel(id RunID) { c.hint("cancel", fmt.Sprint(uint64(id))) }

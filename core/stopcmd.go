@@ -71,10 +71,15 @@ func StopReply(r StopResult) string {
 // cancelled (CancelRun's effects, the notice included) and its queued items
 // dropped, in one transaction. Errors are store failures.
 func (e *Engine) Stop(ctx context.Context, req StopRequest) (StopResult, error) {
+	return e.control.stop(ctx, req)
+}
+
+// stop is Engine.Stop.
+func (ct *control) stop(ctx context.Context, req StopRequest) (StopResult, error) {
 	var res StopResult
 	var woken []string
 	by := By{Actor: req.Actor, Name: req.Name, Via: req.Account}
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := ct.e.store.Update(ctx, func(tx Tx) error {
 		res, woken = StopResult{Outcome: StopNothing}, nil
 		id := req.Thread
 		if id == 0 && req.ThreadKey != "" {
@@ -88,7 +93,7 @@ func (e *Engine) Stop(ctx context.Context, req StopRequest) (StopResult, error) 
 		if id == 0 {
 			return nil
 		}
-		work, err := e.workInThreadTx(tx, id)
+		work, err := ct.workInThreadTx(tx, id)
 		if err != nil {
 			return err
 		}
@@ -96,7 +101,7 @@ func (e *Engine) Stop(ctx context.Context, req StopRequest) (StopResult, error) 
 			if len(work[bot]) == 0 && !hasQueued(tx, bot, id) {
 				continue
 			}
-			ok, err := e.mayStopTx(tx, bot, id, work[bot], req.Actor)
+			ok, err := ct.mayStopTx(tx, bot, id, work[bot], req.Actor)
 			if err != nil {
 				return err
 			}
@@ -106,7 +111,7 @@ func (e *Engine) Stop(ctx context.Context, req StopRequest) (StopResult, error) 
 				}
 				continue
 			}
-			st, w, err := e.stopBotTx(tx, bot, id, by)
+			st, w, err := ct.stopBotTx(tx, bot, id, by)
 			if err != nil {
 				return err
 			}
@@ -122,21 +127,21 @@ func (e *Engine) Stop(ctx context.Context, req StopRequest) (StopResult, error) 
 		return StopResult{}, err
 	}
 	for _, b := range res.Bots {
-		e.afterCancel(nil, nil, BotActorID(b))
+		ct.afterCancel(nil, nil, BotActorID(b))
 	}
-	e.afterCancel(res.Stopped.Runs, woken, "")
+	ct.afterCancel(res.Stopped.Runs, woken, "")
 	return res, nil
 }
 
 // workInThreadTx maps every configured bot to its runs in thread that have not
 // ended (possibly none).
-func (e *Engine) workInThreadTx(tx ReadTx, thread ThreadID) (map[ActorID][]Run, error) {
+func (ct *control) workInThreadTx(tx ReadTx, thread ThreadID) (map[ActorID][]Run, error) {
 	runs, err := activeRunsTx(tx, "", thread)
 	if err != nil {
 		return nil, err
 	}
 	out := map[ActorID][]Run{}
-	for _, b := range e.Bots() {
+	for _, b := range ct.e.Bots() {
 		out[b.ID()] = nil
 	}
 	for _, r := range runs {
@@ -163,40 +168,29 @@ func hasQueued(tx ReadTx, bot ActorID, thread ThreadID) bool {
 // approver of the bot (its own, else the global ones); with none configured,
 // one of the people who asked for that work (the triggers of its runs and of
 // its queued items). An empty or bot actor fails closed.
-func (e *Engine) mayStopTx(tx ReadTx, bot ActorID, thread ThreadID, runs []Run, actor ActorID) (bool, error) {
+func (ct *control) mayStopTx(tx ReadTx, bot ActorID, thread ThreadID, runs []Run, actor ActorID) (bool, error) {
 	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
 		return false, nil
 	}
-	if approvers := e.approversFor(Question{Bot: bot, Kind: QuestionAsk}); approvers != nil {
+	if approvers := ct.e.questions.approversFor(Question{Bot: bot, Kind: QuestionAsk}); approvers != nil {
 		return slices.Contains(approvers, actor), nil
 	}
-	var triggers []Message
+	var ids []MessageID
 	for _, r := range runs {
-		for _, id := range r.Triggers {
-			m, err := tx.Message(id)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			} else if err != nil {
-				return false, err
-			}
-			triggers = append(triggers, m)
-		}
+		ids = append(ids, r.Triggers...)
 	}
 	queued, err := tx.QueuedInThread(bot, thread)
 	if err != nil {
 		return false, err
 	}
 	for _, it := range queued {
-		if it.Kind != ItemMessage {
-			continue
+		if it.Kind == ItemMessage {
+			ids = append(ids, it.Message)
 		}
-		m, err := tx.Message(it.Message)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		} else if err != nil {
-			return false, err
-		}
-		triggers = append(triggers, m)
+	}
+	triggers, err := messagesTx(tx, ids)
+	if err != nil {
+		return false, err
 	}
 	askers, err := askersTx(tx, triggers)
 	if err != nil {

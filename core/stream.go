@@ -28,6 +28,11 @@ type TextStreamer interface {
 // finish once the stream's loop was told to stop.
 var streamStopHook func()
 
+// streamPassHook, when set (tests only, before the engine starts), is called
+// by the stream's loop after each pass over its targets with the seq of the
+// text that pass looked at: by then every target due was shown that text.
+var streamPassHook func(seq uint64)
+
 // Stream limits.
 const (
 	streamCallTimeout = 10 * time.Second // one Streamer.Stream call
@@ -91,17 +96,17 @@ type streamTarget struct {
 // (Run.Streamed, DESIGN.md §8) are taken over: the stream goes on in them, so
 // the reply's delivery edits them into the answer, or discard removes them;
 // those of a conversation the run no longer streams into are removed here.
-func (e *Engine) startStream(ctx context.Context, job *Job, ready func(context.Context) error) *stream {
-	spec := e.botReply(job, "")
+func (rn *runner) startStream(ctx context.Context, job *Job, ready func(context.Context) error) *stream {
+	spec := botReply(job, "")
 	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
-	s := &stream{e: e, run: job.Run.ID, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), ready: ready}
+	s := &stream{e: rn.e, run: job.Run.ID, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), ready: ready}
 	left := map[laneKey][]string{}
 	for _, m := range job.Run.Streamed {
 		if len(m.IDs) > 0 {
 			left[laneKey{m.Account, m.Conversation}] = m.IDs
 		}
 	}
-	for _, ba := range e.replyAdapters(job) {
+	for _, ba := range rn.replyAdapters(job) {
 		st, ok := ba.ad.(Streamer)
 		if !ok || st.StreamInterval() <= 0 {
 			continue
@@ -114,7 +119,7 @@ func (e *Engine) startStream(ctx context.Context, job *Job, ready func(context.C
 			replyTo: spec.replyTo[b.Conversation], sender: sender, ids: ids, saved: ids})
 	}
 	if len(left) > 0 {
-		e.removeStreamed(ctx, sender, left)
+		rn.removeStreamed(ctx, sender, left)
 		s.record(ctx) // only what the targets took over stays recorded
 	}
 	if len(s.targets) == 0 {
@@ -194,6 +199,9 @@ func (s *stream) loop(ctx context.Context) {
 				return
 			default:
 			}
+		}
+		if streamPassHook != nil {
+			streamPassHook(seq)
 		}
 		// Come back when the first target that is behind may be updated again.
 		var wait time.Duration
@@ -308,7 +316,7 @@ func (s *stream) push(ctx context.Context, t *streamTarget, text string, seq uin
 // records them still: a run whose claim moved leaves them to the process that
 // took it over, which knows them only from the record (core/shared.go).
 func (s *stream) settling() bool {
-	return !s.e.shared && s.stopped()
+	return !s.e.cluster.shared && s.stopped()
 }
 
 // finish stops the loop (after an update in flight returns) and returns, per
@@ -412,16 +420,16 @@ func (s *stream) record(ctx context.Context) {
 
 // removeStreamed removes streamed messages through their accounts, for
 // conversations a run no longer streams into.
-func (e *Engine) removeStreamed(ctx context.Context, sender Sender, left map[laneKey][]string) {
+func (rn *runner) removeStreamed(ctx context.Context, sender Sender, left map[laneKey][]string) {
 	for k, ids := range left {
-		ad, ok := e.adapter(k.account)
+		ad, ok := rn.e.adapter(k.account)
 		st, ok2 := ad.(Streamer)
 		if !ok || !ok2 {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), streamCallTimeout)
 		if _, err := st.Stream(cctx, StreamDelivery{Conversation: k.conv, Sender: sender, Posted: ids}); err != nil {
-			e.log.Warn("removing a streamed partial reply failed", "account", k.account, "conversation", k.conv, "err", Redact(err.Error()))
+			rn.e.log.Warn("removing a streamed partial reply failed", "account", k.account, "conversation", k.conv, "err", Redact(err.Error()))
 		}
 		cancel()
 	}

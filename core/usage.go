@@ -24,10 +24,15 @@ var _ UsageReporter = (*Engine)(nil)
 
 // UsageReport implements UsageReporter.
 func (e *Engine) UsageReport(ctx context.Context, threadKey, bot string) (string, error) {
-	cost := e.costs()
-	now := e.clock.Now()
+	return e.budgets.report(ctx, threadKey, bot)
+}
+
+// report is UsageReport.
+func (bg *budgets) report(ctx context.Context, threadKey, bot string) (string, error) {
+	cost := bg.costs()
+	now := bg.e.clock.Now()
 	var b strings.Builder
-	err := e.store.View(ctx, func(tx ReadTx) error {
+	err := bg.e.store.View(ctx, func(tx ReadTx) error {
 		b.Reset()
 		var t *Thread
 		if threadKey != "" {
@@ -44,9 +49,9 @@ func (e *Engine) UsageReport(ctx context.Context, threadKey, bot string) (string
 			}
 		}
 		if bot == "" {
-			bot = e.cfg().defaultBot
+			bot = bg.e.cfg().defaultBot
 			if t != nil {
-				bot = e.threadDefault(t)
+				bot = bg.e.cfg().threadDefault(t)
 			}
 		}
 		bb := cost.botBudget(bot)

@@ -19,7 +19,7 @@ import (
 // never outlives its own bounded settle by more than an adapter's reaction to
 // cancellation.
 type runWork struct {
-	e      *Engine
+	rn     *runner
 	job    *Job
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the start call returned; nil: none was made
@@ -27,16 +27,16 @@ type runWork struct {
 
 // startWork begins showing that job's bot works, without waiting for the platform.
 // No goroutine starts when no binding's account shows work.
-func (e *Engine) startWork(ctx context.Context, job *Job) *runWork {
-	w := &runWork{e: e, job: job}
-	if !e.showsWork(job) {
+func (rn *runner) startWork(ctx context.Context, job *Job) *runWork {
+	w := &runWork{rn: rn, job: job}
+	if !rn.showsWork(job) {
 		return w
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	w.cancel, w.done = cancel, make(chan struct{})
 	go func() {
 		defer close(w.done)
-		e.showWork(sctx, job, true)
+		rn.showWork(sctx, job, true)
 	}()
 	return w
 }
@@ -48,13 +48,13 @@ func (w *runWork) end(ctx context.Context) {
 		w.cancel()
 		<-w.done
 	}
-	w.e.showWork(ctx, w.job, false)
+	w.rn.showWork(ctx, w.job, false)
 }
 
 // showsWork reports whether any binding of job's thread is served, for job's bot,
 // by an account that implements WorkIndicator.
-func (e *Engine) showsWork(job *Job) bool {
-	for _, ba := range e.replyAdapters(job) {
+func (rn *runner) showsWork(job *Job) bool {
+	for _, ba := range rn.replyAdapters(job) {
 		if _, ok := ba.ad.(WorkIndicator); ok {
 			return true
 		}
@@ -73,14 +73,14 @@ type boundAdapter struct {
 // replyAdapters returns, for each binding of job's thread, the account that
 // would post job's bot's reply there (pickAccount) and its adapter; bindings
 // with none are left out.
-func (e *Engine) replyAdapters(job *Job) []boundAdapter {
+func (rn *runner) replyAdapters(job *Job) []boundAdapter {
 	var out []boundAdapter
 	for _, b := range job.Thread.Bindings {
-		acct, ok := e.pickAccount(b, job.Bot.ID())
+		acct, ok := rn.e.router.pickAccount(b, job.Bot.ID())
 		if !ok {
 			continue
 		}
-		if ad, ok := e.adapter(acct); ok {
+		if ad, ok := rn.e.adapter(acct); ok {
 			out = append(out, boundAdapter{b: b, acct: acct, ad: ad})
 		}
 	}
@@ -93,10 +93,10 @@ const workTimeout = 3 * time.Second
 // showWork tells every binding's account that supports it that job's bot started
 // or stopped working (WorkIndicator), one call at a time, each bounded by
 // workTimeout and ctx. Only runWork calls it.
-func (e *Engine) showWork(ctx context.Context, job *Job, started bool) {
-	replyTo := e.botReply(job, "").replyTo
+func (rn *runner) showWork(ctx context.Context, job *Job, started bool) {
+	replyTo := botReply(job, "").replyTo
 	sender := Sender{Actor: job.Bot.ID(), Handle: job.Bot.Handle, Name: displayName(job.Bot)}
-	for _, ba := range e.replyAdapters(job) {
+	for _, ba := range rn.replyAdapters(job) {
 		wi, ok := ba.ad.(WorkIndicator)
 		if !ok {
 			continue
