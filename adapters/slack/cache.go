@@ -66,12 +66,6 @@ func (c *userCache) put(id string, u cachedUser, now time.Time) {
 	}
 }
 
-func (c *userCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
 // progressMap remembers, per outbox entry, the chunks of a split reply already
 // posted, so a retried Deliver (after a 429 on chunk 3) does not post chunks 1 and 2
 // again. Bounded: the oldest entries are forgotten first. Safe for concurrent use.

@@ -44,3 +44,10 @@ func TestProgressMapBounded(t *testing.T) {
 		t.Errorf("entry 3 = %+v", got)
 	}
 }
+
+// len is the number of users cached.
+func (c *userCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}

@@ -179,10 +179,7 @@ func New(opts Options) *Server {
 	return s
 }
 
-// URL is the server's base URL, "http://127.0.0.1:port".
-func (s *Server) URL() string { return s.srv.URL }
-
-// APIURL is the Web API base to pass to slack.OptionAPIURL: URL() + "/api/".
+// APIURL is the Web API base to pass to slack.OptionAPIURL: the server's URL + "/api/".
 func (s *Server) APIURL() string { return s.srv.URL + "/api/" }
 
 // Close closes every websocket and stops the server; it waits for handlers.
