@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
 
@@ -123,9 +124,8 @@ type Adapter struct {
 	http       *http.Client
 	api        *apiClient
 
-	streaming   bool
-	streamEvery time.Duration
-	working     *working // reactions on messages bots work on (working.go)
+	pace    stream.Pace
+	working *working // reactions on messages bots work on (working.go)
 
 	notices chan notice // short replies sent by Run's notice loop; bounded
 	// reconnectFloor is the smallest wait between long-connection attempts, so a
@@ -220,10 +220,7 @@ func New(opts Options) (*Adapter, error) {
 		api:            newAPIClient(opts.BaseURL, opts.AppID, opts.AppSecret, opts.HTTPClient, opts.Clock, log),
 		reconnectFloor: 100 * time.Millisecond,
 	}
-	a.streaming, a.streamEvery, a.working = opts.Streaming, opts.StreamInterval, newWorking(opts.WorkingEmoji)
-	if a.streamEvery <= 0 {
-		a.streamEvery = DefaultStreamInterval
-	}
+	a.pace, a.working = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval), newWorking(opts.WorkingEmoji)
 	for _, u := range opts.AllowUsers {
 		a.allow[u] = true
 	}

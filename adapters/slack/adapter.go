@@ -22,6 +22,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 )
 
@@ -128,8 +129,7 @@ type Adapter struct {
 	api     *slack.Client
 	apiOpts []slack.Option
 
-	streaming   bool
-	streamEvery time.Duration
+	pace stream.Pace
 
 	users    *userCache
 	progress *progressMap
@@ -224,10 +224,7 @@ func New(opts Options) (*Adapter, error) {
 	if a.state == nil {
 		a.state = &memState{}
 	}
-	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
-	if a.streamEvery <= 0 {
-		a.streamEvery = DefaultStreamInterval
-	}
+	a.pace = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval)
 	a.SetBots(opts.Bots)
 	a.apiOpts = []slack.Option{
 		slack.OptionHTTPClient(opts.HTTPClient),

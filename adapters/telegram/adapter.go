@@ -14,6 +14,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
 )
@@ -126,8 +127,7 @@ type Adapter struct {
 	hc       *http.Client
 	pollWait time.Duration
 
-	streaming   bool
-	streamEvery time.Duration
+	pace stream.Pace
 
 	mu sync.Mutex
 	me *tgbotapi.User // set by Run after getMe
@@ -244,10 +244,7 @@ func New(opts Options) (*Adapter, error) {
 	if a.pollWait == 0 {
 		a.pollWait = DefaultPollTimeout
 	}
-	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
-	if a.streamEvery <= 0 {
-		a.streamEvery = DefaultStreamInterval
-	}
+	a.pace = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval)
 	if a.pollWait < time.Second {
 		a.pollWait = time.Second
 	}
