@@ -24,6 +24,7 @@ import (
 
 	"openbot/adapters/internal/stream"
 	"openbot/core"
+	"openbot/internal/lru"
 )
 
 // Modes of ingress.
@@ -131,8 +132,8 @@ type Adapter struct {
 
 	pace stream.Pace
 
-	users    *userCache
-	progress *progressMap
+	users    *lru.Cache[string, cachedUser]      // users.info answers, for an hour
+	progress *lru.Cache[core.OutboxID, progress] // parts of a split reply already posted
 	working  *working
 	bg       *background
 	stops    stopSeen // plain-text /stop and /usage messages handled lately (stop.go, usage.go)
@@ -216,8 +217,8 @@ func New(opts Options) (*Adapter, error) {
 		state:    opts.State,
 		log:      opts.Logger.With("account", string(AccountID(opts.Name))),
 		clock:    opts.Clock,
-		users:    newUserCache(1000, time.Hour),
-		progress: newProgressMap(1024),
+		users:    lru.New[string, cachedUser](1000, time.Hour),
+		progress: lru.New[core.OutboxID, progress](1024, 0),
 		working:  newWorking(reactionLinger),
 		bg:       newBackground(maxBackground),
 	}

@@ -57,18 +57,17 @@ func (a *Adapter) streamOps(conv Conversation, sender core.Sender) stream.Ops {
 // the same outbox entry are not done again. It returns the first message's ts.
 func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core.Delivery) (string, error) {
 	f := stream.Final{Parts: chunks(d.Text), Streamed: d.Streamed}
-	key := uint64(d.Outbox)
-	if pr := a.progress.get(key); pr.n == len(f.Parts) {
+	if pr, _ := a.progress.Get(d.Outbox, a.clock.Now()); pr.n == len(f.Parts) {
 		f.Done, f.First = pr.posted, pr.firstTS
 	}
 	if err := f.Finish(ctx, a.streamOps(conv, d.Sender), a.log.With("channel", conv.Channel)); err != nil {
 		if d.Outbox != 0 {
-			a.progress.set(key, progress{n: len(f.Parts), firstTS: f.First, posted: f.Done})
+			a.progress.Put(d.Outbox, progress{n: len(f.Parts), firstTS: f.First, posted: f.Done}, a.clock.Now())
 		}
 		a.log.Warn("slack streamed reply failed", "channel", conv.Channel, "chunk", f.Done+1, "of", len(f.Parts), "err", err)
 		return "", mapError(err)
 	}
-	a.progress.done(key)
+	a.progress.Delete(d.Outbox)
 	return f.First, nil
 }
 
