@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"openbot/adapters/internal/ingress"
 	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
@@ -108,6 +109,7 @@ type Options struct {
 // core.Streamer (stream.go) and core.WorkIndicator (working.go). All
 // methods are safe for concurrent use.
 type Adapter struct {
+	ingress    ingress.State // IngressReady, IngressDown (live.go)
 	name       string
 	account    core.AccountID
 	bot        string
@@ -137,9 +139,6 @@ type Adapter struct {
 	fresh     *lru.Cache[core.ConversationRef, bool] // conversations whose next message starts a new thread (/new), when there are no Cursors; bounded (commands.go)
 	names     *lru.Cache[string, string]             // sender display names by open_id ("" when the lookup failed); bounded (names.go)
 
-	live     chan struct{} // closed once the ingress takes events (live.go)
-	liveOnce sync.Once
-	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 var (
@@ -200,7 +199,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 	log := opts.Logger.With("account", "feishu/"+opts.Name)
 	a := &Adapter{
-		live:           make(chan struct{}),
 		name:           opts.Name,
 		account:        core.AccountID("feishu/" + opts.Name),
 		bot:            opts.Bot,

@@ -22,6 +22,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"openbot/adapters/internal/ingress"
 	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
@@ -114,6 +115,7 @@ const (
 // core.Runner, core.WebhookMounter, core.WorkIndicator and core.Streamer. Its methods are safe for
 // concurrent use.
 type Adapter struct {
+	ingress ingress.State // IngressReady, IngressDown (live.go)
 	name    string
 	bot     string
 	mode    string
@@ -141,9 +143,6 @@ type Adapter struct {
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded
 
-	live     chan struct{} // closed once the ingress takes events (live.go)
-	liveOnce sync.Once
-	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 // identity is what auth.test says about this app.
@@ -204,7 +203,6 @@ func New(opts Options) (*Adapter, error) {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	a := &Adapter{
-		live:     make(chan struct{}),
 		name:     opts.Name,
 		bot:      strings.TrimPrefix(opts.Bot, "@"),
 		mode:     opts.Mode,

@@ -14,6 +14,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"openbot/adapters/internal/ingress"
 	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
@@ -109,6 +110,7 @@ type Options struct {
 // core.WebhookMounter, core.QuestionAdapter, core.WorkIndicator and core.Streamer. Create it with
 // New; Run learns the bot's identity (getMe) before any update is handled.
 type Adapter struct {
+	ingress  ingress.State // IngressReady, IngressDown (live.go)
 	name     string
 	account  core.AccountID
 	bot      string
@@ -137,9 +139,6 @@ type Adapter struct {
 	progress   *lru.Cache[core.OutboxID, sent] // parts of a split message already sent
 	typing     *typing                         // conversations bots work in (typing.go)
 
-	live     chan struct{} // closed once the ingress takes messages (live.go)
-	liveOnce sync.Once
-	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 var (
@@ -207,7 +206,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 
 	a := &Adapter{
-		live:       make(chan struct{}),
 		newPending: lru.New[Conversation, bool](maxPendingNew, pendingNewTTL),
 		name:       opts.Name,
 		account:    AccountID(opts.Name),
