@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -110,19 +111,33 @@ func (r *fsmRig) deliver(payload []byte) {
 // post sends payload to the events URL, encrypted and signed; safe from any
 // goroutine.
 func (r *fsmRig) post(payload []byte) error {
-	req, err := feishutest.WebhookRequest(r.hook.URL+"/feishu/acme/events", payload, feishutest.EncryptKey)
+	return feishuPost(r.hook.URL+"/feishu/acme/events", payload)
+}
+
+// feishuPost POSTs payload to url, encrypted and signed as Feishu does, and
+// requires a 200; safe from any goroutine.
+func feishuPost(url string, payload []byte) error {
+	code, body, err := feishuCall(url, payload)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("webhook answered HTTP %d %s", code, body)
+	}
+	return err
+}
+
+// feishuCall POSTs payload to url, encrypted and signed as Feishu does, and
+// returns the answer.
+func feishuCall(url string, payload []byte) (int, []byte, error) {
+	req, err := feishutest.WebhookRequest(url, payload, feishutest.EncryptKey)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("webhook answered HTTP %d", res.StatusCode)
-	}
-	return nil
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	return res.StatusCode, body, err
 }
 
 func (r *fsmRig) idle() {

@@ -295,7 +295,7 @@ func TestTelegramGroupWhatStartsARun(t *testing.T) {
 		if err := r.fake.WaitConfirmed(ctx, tok, next); err != nil {
 			t.Fatal(err)
 		}
-		r.idle(t)
+		r.idle()
 	}
 	check := func(step string, runs int, replies map[int64]int) {
 		t.Helper()
@@ -381,7 +381,7 @@ func TestTelegramForumTopicReplies(t *testing.T) {
 		if err := r.fake.WaitConfirmed(ctx, tok, next); err != nil {
 			t.Fatal(err)
 		}
-		r.idle(t)
+		r.idle()
 	}
 	push(43, 42, "@engineer_bot draft the release notes")
 	push(80, 77, "@engineer_bot look at the incident")

@@ -84,7 +84,7 @@ func TestSlackWorkingReactionAcrossHandOff(t *testing.T) {
 		t.Fatalf("while the engineer works: reaction calls %q, want just the add", got)
 	}
 	releaseOnce.Do(func() { close(release) })
-	r.idle(t)
+	r.idle()
 	if _, err := r.fake.WaitCalls(ctx, "reactions.remove", 1); err != nil {
 		t.Fatalf("the reaction was not removed after the engineer's run: %q", reactions())
 	}

@@ -302,6 +302,13 @@ func (s *Server) CallsTo(prefix string) []Call {
 	return out
 }
 
+// WaitCalls waits until at least n requests whose path starts with prefix were
+// recorded and returns them.
+func (s *Server) WaitCalls(ctx context.Context, prefix string, n int) ([]Call, error) {
+	err := s.changes.Wait(ctx, func() bool { return len(s.CallsTo(prefix)) >= n })
+	return s.CallsTo(prefix), err
+}
+
 // Messages returns the messages sent so far (create and reply), in order.
 func (s *Server) Messages() []Message {
 	s.mu.Lock()
