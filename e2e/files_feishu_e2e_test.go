@@ -19,14 +19,9 @@ func startFeishuFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *feishute
 		o(r)
 	}
 	fake := feishutest.New(t)
-	ad, err := feishu.New(feishu.Options{Name: "acme", Bot: "chief_of_staff", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-		Mode: feishu.ModeWebhook, VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey, BaseURL: fake.URL(),
-		AllowUsers: []string{feishutest.AliceOpenID}, Bots: e2eTeam, Engine: r.eng, HTTPClient: r.hc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.run(ad)
-	waitFor(t, "the Feishu adapter to learn its bot", func() bool { return ad.BotOpenID() != "" })
+	fo := feishuOptions(fake, r.proc, "chief_of_staff", feishu.ModeWebhook)
+	fo.HTTPClient, fo.Cursors = r.hc, nil
+	startFeishuApp(t, r.proc, fo)
 	send := func(ev feishutest.MessageEvent) {
 		t.Helper()
 		if err := feishuPost(r.hook.URL+"/feishu/acme/events", ev.JSON()); err != nil {

@@ -169,11 +169,12 @@ func (p *proc) storedWith(text string) []core.Message {
 }
 
 // threadOf returns the thread of the stored message whose text contains text
-// (the last one), 0 when there is none.
+// (the last one); there must be one.
 func (p *proc) threadOf(text string) core.ThreadID {
+	p.t.Helper()
 	ms := p.storedWith(text)
 	if len(ms) == 0 {
-		return 0
+		p.t.Fatalf("no stored message contains %q", text)
 	}
 	return ms[len(ms)-1].Thread
 }

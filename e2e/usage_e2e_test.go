@@ -123,7 +123,7 @@ func TestFeishuUsageCommand(t *testing.T) {
 	r := startFeishuFixed(t, feishu.ModeWebhook)
 	r.deliver(feishutest.MessageEvent{MessageID: "om_usage_hello0001", ChatID: feishutest.P2PChat, ChatType: "p2p", Text: "hello"}.JSON())
 	r.idle()
-	id, _ := r.threadOf("hello")
+	id := r.threadOf("hello")
 	putUsage(t, r.st, &core.Job{Run: core.Run{ID: 1}, Bot: core.BotProfile{Handle: "engineer"}, Thread: core.Thread{ID: id}}, 90, 10)
 	r.deliver(feishutest.MessageEvent{MessageID: "om_usage_cmd00001", ChatID: feishutest.P2PChat, ChatType: "p2p", Text: "/usage"}.JSON())
 	r.idle()

@@ -316,6 +316,22 @@ func (s *Server) Messages() []Message {
 	return append([]Message(nil), s.messages...)
 }
 
+// WaitMessage waits until a message sent so far satisfies match and returns the
+// first that does.
+func (s *Server) WaitMessage(ctx context.Context, match func(Message) bool) (Message, error) {
+	var found Message
+	err := s.changes.Wait(ctx, func() bool {
+		for _, m := range s.Messages() {
+			if match(m) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found, err
+}
+
 // WaitMessages waits until at least n messages were sent and returns them all.
 func (s *Server) WaitMessages(ctx context.Context, n int) ([]Message, error) {
 	err := s.wait(ctx, fmt.Sprintf("%d messages", n), func() bool { return len(s.messages) >= n })
