@@ -30,6 +30,7 @@ type proc struct {
 	hook   *httptest.Server // the adapters' webhook routes; nil when none has any
 	events *events          // what the engine reported (core.Observer)
 	halt   func()           // set by run
+	cancel func()           // set by run: stops the engine and adapters without waiting
 	closed bool
 }
 
@@ -83,6 +84,7 @@ func (p *proc) run(ads ...core.Adapter) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = p.eng.Run(ctx) }()

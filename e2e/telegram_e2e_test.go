@@ -15,30 +15,82 @@ import (
 type tgRig struct {
 	*proc
 	fake  *telegramtest.Server
-	agent *fixedAgent
+	ads   []*telegram.Adapter
+	agent *fixedAgent // startTelegram's
 }
 
 // startTelegram runs the engine with one Telegram account per bot in bots
 // (token "tok-<handle>", username "<handle>_bot") against one fake Bot API.
 func startTelegram(t *testing.T, bots ...string) *tgRig {
 	t.Helper()
-	r := &tgRig{fake: telegramtest.NewServer(), agent: &fixedAgent{runs: map[string]int{}}}
-	t.Cleanup(r.fake.Close)
-	r.proc = openProc(t, "", core.Options{Agent: r.agent})
+	agent := &fixedAgent{runs: map[string]int{}}
+	r := startTelegramWith(t, newTgFake(t, bots...), "", core.Options{Agent: agent}, nil, tgAccounts(bots...)...)
+	r.agent = agent
+	return r
+}
+
+// newTgFake starts a fake Bot API serving the bots "tok-<handle>" (id 900 on,
+// username "<handle>_bot") for the handles.
+func newTgFake(t *testing.T, handles ...string) *telegramtest.Server {
+	fake := telegramtest.NewServer()
+	t.Cleanup(fake.Close)
+	for i, h := range handles {
+		fake.AddBot(telegramtest.Bot{Token: "tok-" + h, ID: int64(900 + i), Username: h + "_bot"})
+	}
+	return fake
+}
+
+// tgAccounts are the accounts of newTgFake's bots, one per handle, named after it.
+func tgAccounts(handles ...string) []telegram.Options {
+	var out []telegram.Options
+	for _, h := range handles {
+		out = append(out, telegram.Options{Name: h, Bot: h, Token: "tok-" + h})
+	}
+	return out
+}
+
+// startTelegramWith runs the engine from opts over db ("" for a new store) with
+// one Telegram account per entry of accts polling fake; each gets the fake's
+// endpoint, the engine's team, open DMs and the store's cursors, then more
+// (when set) adjusts it.
+func startTelegramWith(t *testing.T, fake *telegramtest.Server, db string, opts core.Options, more func(*proc, *telegram.Options), accts ...telegram.Options) *tgRig {
+	t.Helper()
+	r := &tgRig{fake: fake}
+	r.proc = openProc(t, db, opts)
 	var ads []core.Adapter
-	for i, h := range bots {
-		r.fake.AddBot(telegramtest.Bot{Token: "tok-" + h, ID: int64(900 + i), Username: h + "_bot"})
-		ad, err := telegram.New(telegram.Options{
-			Name: h, Bot: h, Token: "tok-" + h, APIEndpoint: r.fake.URL(), DMPolicy: "open",
-			Bots: e2eTeam, Engine: r.eng, Cursors: telegram.StoreCursors(r.st),
-		})
+	for _, o := range accts {
+		o.APIEndpoint, o.DMPolicy, o.Bots, o.Engine, o.Cursors = fake.URL(), "open", r.eng.Bots(), r.eng, telegram.StoreCursors(r.st)
+		if more != nil {
+			more(r.proc, &o)
+		}
+		ad, err := telegram.New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.ads = append(r.ads, ad)
 		ads = append(ads, ad)
 	}
 	r.run(ads...)
 	return r
+}
+
+// sent waits until the fake Bot API was sent a message containing text.
+func (r *tgRig) sent(text string) telegramtest.Call {
+	r.t.Helper()
+	var found telegramtest.Call
+	err := r.fake.Wait(r.ctx(), func(s *telegramtest.Server) bool {
+		for _, c := range s.Calls("sendMessage") {
+			if strings.Contains(c.Params["text"], text) {
+				found = c
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		r.t.Fatalf("no message containing %q was sent", text)
+	}
+	return found
 }
 
 func groupUpdate(id int64, text string, entities string) []byte {

@@ -2,17 +2,14 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"openbot/adapters/slack"
-	"openbot/adapters/telegram"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // handOff is a script where the chief hands the human's message to the engineer,
@@ -112,49 +109,12 @@ func TestSlackWorkingReactionAcrossHandOff(t *testing.T) {
 	}
 }
 
-// tgWorkRig is startTelegram's rig with a scripted agent and one account, the
-// chief's, through which the engineer's replies (and work) go too.
-type tgWorkRig struct {
-	fake *telegramtest.Server
-	eng  *core.Engine
-}
-
-func startTelegramScripted(t *testing.T, script map[string]func(*core.Job) string) *tgWorkRig {
+// startTelegramScripted is startTelegram with a scripted agent and one account,
+// the chief's, through which the engineer's replies (and work) go too.
+func startTelegramScripted(t *testing.T, script map[string]func(*core.Job) string) *tgRig {
 	t.Helper()
-	r := &tgWorkRig{fake: telegramtest.NewServer()}
-	t.Cleanup(r.fake.Close)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := &scripted{fn: script, calls: map[string][]*core.Job{}}
-	r.eng, err = core.New(core.Options{Store: st, Agent: agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.fake.AddBot(telegramtest.Bot{Token: "tok-chief_of_staff", ID: 900, Username: "chief_of_staff_bot"})
-	ad, err := telegram.New(telegram.Options{
-		Name: "chief_of_staff", Bot: "chief_of_staff", Token: "tok-chief_of_staff", APIEndpoint: r.fake.URL(),
-		DMPolicy: "open", Bots: e2eTeam, Engine: r.eng, Cursors: telegram.StoreCursors(st),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		st.Close()
-	})
-	return r
+	return startTelegramWith(t, newTgFake(t, "chief_of_staff"), "", core.Options{Agent: &scripted{fn: script, calls: map[string][]*core.Job{}}},
+		nil, tgAccounts("chief_of_staff")...)
 }
 
 // TestTelegramTypingAcrossHandOff: on the real engine, the chat shows "typing…"

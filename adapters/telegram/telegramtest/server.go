@@ -266,6 +266,12 @@ func (s *Server) Calls(methods ...string) []Call {
 	return out
 }
 
+// Wait blocks until cond returns true (checked now and after every recorded
+// call or change) or ctx is done, and returns ctx's error in that case.
+func (s *Server) Wait(ctx context.Context, cond func(s *Server) bool) error {
+	return s.changes.Wait(ctx, func() bool { return cond(s) })
+}
+
 // WaitCalls blocks until at least n calls of method were recorded and returns all of
 // them, or returns ctx's error with those seen so far.
 func (s *Server) WaitCalls(ctx context.Context, method string, n int) ([]Call, error) {
