@@ -31,9 +31,18 @@ var e2eTeam = []core.BotProfile{
 
 func startE2E(t *testing.T, limits core.Limits, handle func(r openaitest.Request) openaitest.Reply) *e2e {
 	t.Helper()
-	x := &e2e{srv: openaitest.New(t), out: &syncBuffer{}}
-	x.srv.Handle(handle)
-	x.proc = openProc(t, "", core.Options{Agent: llmAgent(t, x.srv, nil, limits), Limits: limits})
+	srv := openaitest.New(t)
+	srv.Handle(handle)
+	x := startConsole(t, core.Options{Agent: llmAgent(t, srv, nil, limits), Limits: limits})
+	x.srv = srv
+	return x
+}
+
+// startConsole runs the engine from opts with the terminal channel on a pipe.
+func startConsole(t *testing.T, opts core.Options) *e2e {
+	t.Helper()
+	x := &e2e{out: &syncBuffer{}}
+	x.proc = openProc(t, "", opts)
 	pr, pw := io.Pipe()
 	x.in = pw
 	t.Cleanup(func() { pw.Close() })

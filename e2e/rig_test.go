@@ -25,7 +25,7 @@ import (
 type proc struct {
 	t      testing.TB
 	db     string
-	st     *bolt.Store
+	st     core.Store
 	eng    *core.Engine
 	hook   *httptest.Server // the adapters' webhook routes; nil when none has any
 	events *events          // what the engine reported (core.Observer)
@@ -35,7 +35,8 @@ type proc struct {
 }
 
 // openProc opens the store at db ("" for a new one in the test's temporary
-// folder) and the engine over it, from opts with Store set, Bots defaulting to
+// folder; opts.Store, when set, instead) and the engine over it, from opts with
+// Store set, Bots defaulting to
 // e2eTeam and ShutdownGrace to 2 s, and the engine's reports going to p.events
 // when opts has no Observer. run starts it; the test's end stops it.
 func openProc(t testing.TB, db string, opts core.Options) *proc {
@@ -43,11 +44,14 @@ func openProc(t testing.TB, db string, opts core.Options) *proc {
 	if db == "" {
 		db = filepath.Join(t.TempDir(), "openbot.db")
 	}
-	st, err := bolt.Open(db, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
+	if opts.Store == nil {
+		st, err := bolt.Open(db, bolt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Store = st
 	}
-	opts.Store = st
+	st := opts.Store
 	ev := &events{}
 	if opts.Observer == nil {
 		opts.Observer = ev
