@@ -185,6 +185,18 @@ func (p *proc) threadOf(text string) core.ThreadID {
 	return ms[len(ms)-1].Thread
 }
 
+// waitStore waits until cond holds in the store, checking it now and after
+// every event the engine reports (a run settled, an entry delivered, a question
+// decided: what changes the store), failing the test after 20 s.
+func (p *proc) waitStore(what string, cond func(tx core.ReadTx) bool) {
+	p.t.Helper()
+	p.events.wait(p.t, what, func(counts) bool {
+		ok := false
+		p.view(func(tx core.ReadTx) error { ok = cond(tx); return nil })
+		return ok
+	})
+}
+
 // counts are the events an engine reported so far.
 type counts struct {
 	ingested  int // messages stored and routed

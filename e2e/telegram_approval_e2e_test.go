@@ -165,30 +165,21 @@ func tgMention(msgID int64, chat int64, text string) []byte {
 // question returns the only question, once its post has a platform id.
 func (r *tgApprovalRig) question() core.Question {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var qs []core.Question
-		if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
-			var err error
-			qs, err = tx.Questions(false, 0)
-			return err
-		}); err != nil {
-			r.t.Fatal(err)
-		}
-		if len(qs) == 1 && len(qs[0].Posts) == 1 && qs[0].Posts[0].PlatformID != "" {
-			return qs[0]
-		}
-		if len(qs) > 1 || time.Now().After(deadline) {
-			r.t.Fatalf("questions %+v, want one posted", qs)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var qs []core.Question
+	r.waitStore("a posted question", func(tx core.ReadTx) bool {
+		qs, _ = tx.Questions(false, 0)
+		return len(qs) == 1 && len(qs[0].Posts) == 1 && qs[0].Posts[0].PlatformID != "" || len(qs) > 1
+	})
+	if len(qs) > 1 {
+		r.t.Fatalf("questions %+v, want one posted", qs)
 	}
+	return qs[0]
 }
 
 func (r *tgApprovalRig) run(id core.RunID) core.Run {
 	r.t.Helper()
 	var run core.Run
-	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
 		var err error
 		run, err = tx.Run(id)
 		return err
@@ -519,22 +510,10 @@ func TestTelegramApprovalExpires(t *testing.T) {
 	})
 	q, approve, _ := r.asked()
 	r.clock.advance(2 * time.Hour)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var cur core.Question
-		_ = r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
-			var err error
-			cur, err = tx.Question(q.ID)
-			return err
-		})
-		if cur.Status == core.QuestionExpired {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("question status %s two hours after a one-hour timeout, want expired", cur.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	r.waitStore("the question to expire two hours after a one-hour timeout", func(tx core.ReadTx) bool {
+		cur, err := tx.Question(q.ID)
+		return err == nil && cur.Status == core.QuestionExpired
+	})
 	r.idle()
 	if n := r.ranTimes(); n != 0 {
 		t.Fatalf("an expired approval ran the tool %d times", n)
