@@ -73,11 +73,11 @@ func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 		}
 	} else {
 		old, err := w.Question(q.ID)
+		if err == nil {
+			err = check.QuestionUpdate(old, q)
+		}
 		if err != nil {
 			return q, err
-		}
-		if old.Token != q.Token {
-			return q, check.Invalid("question %d: token cannot change", q.ID)
 		}
 	}
 	if err := setIndex(w.bucket(bktQuestionPending), u64(uint64(q.ID)), q.Status == core.QuestionPending); err != nil {

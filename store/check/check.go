@@ -158,6 +158,22 @@ func Memory(m core.Memory) error {
 	return nil
 }
 
+// MemoryUpdate checks a change of stored memory old to m: it stays its bot's.
+func MemoryUpdate(old, m core.Memory) error {
+	if old.Bot != m.Bot {
+		return Invalid("memory %d belongs to @%s, not @%s", m.ID, old.Bot, m.Bot)
+	}
+	return nil
+}
+
+// QuestionUpdate checks a change of stored question old to q: its token stays.
+func QuestionUpdate(old, q core.Question) error {
+	if old.Token != q.Token {
+		return Invalid("question %d: token cannot change", q.ID)
+	}
+	return nil
+}
+
 // PendingReflection needs a bot and a thread.
 func PendingReflection(p core.PendingReflection) error {
 	if p.Bot == "" || p.Thread == 0 {

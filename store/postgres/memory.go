@@ -39,11 +39,11 @@ func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
 		m.ID = core.MemoryID(id)
 	} else {
 		old, err := w.Memory(m.ID)
+		if err == nil {
+			err = check.MemoryUpdate(old, m)
+		}
 		if err != nil {
 			return m, err
-		}
-		if old.Bot != m.Bot {
-			return m, check.Invalid("memory %d belongs to @%s, not @%s", m.ID, old.Bot, m.Bot)
 		}
 	}
 	return m, w.upsert("memory", `INSERT INTO memories (id, bot, data) VALUES ($1, $2, $3)

@@ -289,11 +289,11 @@ func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 		q.ID = core.QuestionID(id)
 	} else {
 		old, err := w.Question(q.ID)
+		if err == nil {
+			err = check.QuestionUpdate(old, q)
+		}
 		if err != nil {
 			return q, err
-		}
-		if old.Token != q.Token {
-			return q, check.Invalid("question %d: token cannot change", q.ID)
 		}
 	}
 	return q, w.upsert("question", `INSERT INTO questions (id, token, pending, data) VALUES ($1, $2, $3, $4)
