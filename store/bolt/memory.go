@@ -69,14 +69,8 @@ func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
 			return m, err
 		}
 		m.ID = core.MemoryID(id)
-	} else {
-		old, err := w.Memory(m.ID)
-		if err == nil {
-			err = check.MemoryUpdate(old, m)
-		}
-		if err != nil {
-			return m, err
-		}
+	} else if err := check.MemoryUpdate(m, w.Memory); err != nil {
+		return m, err
 	}
 	if err := w.put(bktMemories, u64(uint64(m.ID)), m); err != nil {
 		return m, err

@@ -180,7 +180,9 @@ func (p *pruner) activity() error {
 func (p *pruner) outbox() error {
 	pending := p.tx.Bucket(bktOutboxPending)
 	return pruneOldest(p, bktOutbox, func(o core.OutboxEntry) time.Time { return o.Created },
-		func(k []byte, o core.OutboxEntry) bool { return o.Status != core.OutboxPending && pending.Get(k) == nil })
+		func(k []byte, o core.OutboxEntry) bool {
+			return o.Status != core.OutboxPending && pending.Get(k) == nil
+		})
 }
 
 // pruneOldest walks bucket name from its oldest key while p has budget and the

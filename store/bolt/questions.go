@@ -71,14 +71,8 @@ func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 		if err := tokens.Put([]byte(q.Token), u64(id)); err != nil {
 			return q, err
 		}
-	} else {
-		old, err := w.Question(q.ID)
-		if err == nil {
-			err = check.QuestionUpdate(old, q)
-		}
-		if err != nil {
-			return q, err
-		}
+	} else if err := check.QuestionUpdate(q, w.Question); err != nil {
+		return q, err
 	}
 	if err := setIndex(w.bucket(bktQuestionPending), u64(uint64(q.ID)), q.Status == core.QuestionPending); err != nil {
 		return q, err

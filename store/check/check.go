@@ -1,8 +1,9 @@
 // Package check is the validation both stores (store/bolt and store/postgres)
 // run on a record before they write it, so that the two accept exactly the same
 // records and a dump moves between them (openbot store migrate). Each function
-// returns nil or an error wrapping ErrInvalid; none does I/O. Checks that need
-// the stored state (an ID that must exist, a question token that must be free)
+// returns nil or an error wrapping ErrInvalid (or the error of the read
+// function a check of a stored record is given); none does I/O of its own.
+// Checks that need a query of their own (a question token that must be free)
 // stay with each store.
 package check
 
@@ -158,20 +159,24 @@ func Memory(m core.Memory) error {
 	return nil
 }
 
-// MemoryUpdate checks a change of stored memory old to m: it stays its bot's.
-func MemoryUpdate(old, m core.Memory) error {
-	if old.Bot != m.Bot {
-		return Invalid("memory %d belongs to @%s, not @%s", m.ID, old.Bot, m.Bot)
+// MemoryUpdate checks a change of the stored memory m.ID, read with load, to
+// m: it must exist and stay its bot's.
+func MemoryUpdate(m core.Memory, load func(core.MemoryID) (core.Memory, error)) error {
+	old, err := load(m.ID)
+	if err == nil && old.Bot != m.Bot {
+		err = Invalid("memory %d belongs to @%s, not @%s", m.ID, old.Bot, m.Bot)
 	}
-	return nil
+	return err
 }
 
-// QuestionUpdate checks a change of stored question old to q: its token stays.
-func QuestionUpdate(old, q core.Question) error {
-	if old.Token != q.Token {
-		return Invalid("question %d: token cannot change", q.ID)
+// QuestionUpdate checks a change of the stored question q.ID, read with load,
+// to q: it must exist and keep its token.
+func QuestionUpdate(q core.Question, load func(core.QuestionID) (core.Question, error)) error {
+	old, err := load(q.ID)
+	if err == nil && old.Token != q.Token {
+		err = Invalid("question %d: token cannot change", q.ID)
 	}
-	return nil
+	return err
 }
 
 // PendingReflection needs a bot and a thread.

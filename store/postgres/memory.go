@@ -37,14 +37,8 @@ func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
 			return m, err
 		}
 		m.ID = core.MemoryID(id)
-	} else {
-		old, err := w.Memory(m.ID)
-		if err == nil {
-			err = check.MemoryUpdate(old, m)
-		}
-		if err != nil {
-			return m, err
-		}
+	} else if err := check.MemoryUpdate(m, w.Memory); err != nil {
+		return m, err
 	}
 	return m, w.upsert("memory", `INSERT INTO memories (id, bot, data) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET bot = EXCLUDED.bot, data = EXCLUDED.data`, m, int64(m.ID), m.Bot)

@@ -287,14 +287,8 @@ func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 			return q, err
 		}
 		q.ID = core.QuestionID(id)
-	} else {
-		old, err := w.Question(q.ID)
-		if err == nil {
-			err = check.QuestionUpdate(old, q)
-		}
-		if err != nil {
-			return q, err
-		}
+	} else if err := check.QuestionUpdate(q, w.Question); err != nil {
+		return q, err
 	}
 	return q, w.upsert("question", `INSERT INTO questions (id, token, pending, data) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET pending = EXCLUDED.pending, data = EXCLUDED.data`,
