@@ -193,7 +193,12 @@ func page[T any](items []T, next string) Page[T] {
 // view runs fn in a read transaction and answers 500 (logged) on failure;
 // it reports whether fn succeeded. A missing record answers 404.
 func (s *Server) view(w http.ResponseWriter, r *http.Request, fn func(core.ReadTx) error) bool {
-	err := s.opts.Store.View(r.Context(), fn)
+	return s.answered(w, r, s.opts.Store.View(r.Context(), fn))
+}
+
+// answered reports whether err is nil; otherwise it answers it: 404 for a
+// missing record, nothing when the client went away, 500 (logged) else.
+func (s *Server) answered(w http.ResponseWriter, r *http.Request, err error) bool {
 	switch {
 	case err == nil:
 		return true

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -151,15 +150,7 @@ func (s *Server) memoryBy() string {
 // update runs fn in a write transaction and calls ok after it commits; 404
 // for a missing record, 500 (logged) otherwise.
 func (s *Server) update(w http.ResponseWriter, r *http.Request, fn func(core.Tx) error, ok func()) {
-	err := s.opts.Store.Update(r.Context(), fn)
-	switch {
-	case err == nil:
+	if s.answered(w, r, s.opts.Store.Update(r.Context(), fn)) {
 		ok()
-	case errors.Is(err, core.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not found")
-	case r.Context().Err() != nil:
-	default:
-		s.opts.Logger.Error("admin api", "path", r.URL.Path, "err", core.Redact(err.Error()))
-		writeError(w, http.StatusInternalServerError, "internal error")
 	}
 }

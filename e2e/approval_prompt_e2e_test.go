@@ -57,7 +57,7 @@ func checkPrompt(t *testing.T, shown, all string) {
 func TestSlackApprovalPromptShowsEncodedCommand(t *testing.T) {
 	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)}, func(r *approvalRig) { r.model.Handle(encodedModel) })
 	r.say(t, slackAlice, slackRoot, "", "@engineer please install it")
-	r.idle(t)
+	r.idle()
 	var shown, all strings.Builder
 	code := regexp.MustCompile("(?s)```\n(.*?)\n```")
 	for _, c := range r.fake.CallsTo("chat.postMessage") {

@@ -150,7 +150,7 @@ func TestClusterKillOneProcess(t *testing.T) {
 	const n = 30
 	for i := range n / 2 {
 		x.send(i)
-		time.Sleep(40 * time.Millisecond)
+		time.Sleep(40 * time.Millisecond) // load pacing: messages arrive over time, so the kill finds work in flight
 	}
 	// Kill a process that owns a running run.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -178,14 +178,15 @@ func TestClusterKillOneProcess(t *testing.T) {
 	t.Logf("killed %s while it ran work", victim)
 	for i := n / 2; i < n; i++ {
 		x.send(i)
-		time.Sleep(40 * time.Millisecond)
+		time.Sleep(40 * time.Millisecond) // load pacing, as above
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer scancel()
 	if !x.waitSettled(sctx, n) {
 		t.Fatalf("not every message was answered: %s\n%s", x.tally(x.outcomes(n)), c.logs())
 	}
-	// Give a duplicate the chance to show before counting.
+	// Give a duplicate the chance to show before counting: a lapsed claim is
+	// taken over only after the lease TTL, and no event says "none will come".
 	time.Sleep(2 * clusterLeaseTTL)
 	s := x.tally(x.outcomes(n))
 	t.Logf("three processes, one killed: %s", s)

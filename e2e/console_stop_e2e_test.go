@@ -2,15 +2,10 @@ package e2e
 
 import (
 	"io"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"openbot/adapters/console"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // TestConsoleStop: /stop at the terminal cancels the engineer's run in the
@@ -30,57 +25,24 @@ func TestConsoleStop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			script, entered, release := blockEngineer()
 			agent := &scripted{fn: script, calls: map[string][]*core.Job{}}
-			st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second, Approvers: tc.approvers})
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, typed := io.Pipe()
-			out := &syncBuffer{}
-			ad, err := console.New(console.Options{Engine: eng, In: in, Out: out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := eng.AddAdapter(ad); err != nil {
-				t.Fatal(err)
-			}
-			stop := runEngineAndAdapter(eng, ad)
-			t.Cleanup(func() { typed.Close(); stop(); st.Close() })
+			x := startConsole(t, core.Options{Agent: agent, Approvers: tc.approvers})
 			var once sync.Once
 			done := func() { once.Do(func() { close(release) }) }
 			defer done()
 
-			if _, err := io.WriteString(typed, "@engineer long job\n"); err != nil {
-				t.Fatal(err)
-			}
+			x.say("@engineer long job")
 			<-entered
-			if _, err := io.WriteString(typed, "/stop\n"); err != nil {
+			if _, err := io.WriteString(x.in, "/stop\n"); err != nil {
 				t.Fatal(err)
 			}
-			waitOutput(t, out, tc.reply)
-			if got := runStatuses(t, st); len(got) != 1 || got[0] != tc.want {
+			x.out.waitFor(t, tc.reply)
+			if got := runStatuses(t, x.st); len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("runs = %v, want [%s]", got, tc.want)
 			}
 			if tc.want == core.RunCancelled {
-				waitOutput(t, out, "@engineer's work here was stopped by you.")
+				x.out.waitFor(t, "@engineer's work here was stopped by you.")
 			}
 			done()
 		})
 	}
-}
-
-// waitOutput waits until the terminal shows text.
-func waitOutput(t *testing.T, out *syncBuffer, text string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(out.String(), text) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("the terminal never showed %q:\n%s", text, out.String())
 }

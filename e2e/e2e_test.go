@@ -5,29 +5,21 @@ package e2e
 // 127.0.0.1 speaking SSE with tool-call deltas.
 
 import (
-	"context"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"openbot/adapters/console"
-	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 type e2e struct {
-	t      *testing.T
-	srv    *openaitest.Server
-	eng    *core.Engine
-	in     *io.PipeWriter
-	out    *syncBuffer
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	*proc
+	srv *openaitest.Server
+	in  *io.PipeWriter
+	out *syncBuffer
 }
 
 var e2eTeam = []core.BotProfile{
@@ -39,85 +31,47 @@ var e2eTeam = []core.BotProfile{
 
 func startE2E(t *testing.T, limits core.Limits, handle func(r openaitest.Request) openaitest.Reply) *e2e {
 	t.Helper()
-	x := &e2e{t: t, srv: openaitest.New(t), out: &syncBuffer{}}
-	x.srv.Handle(handle)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := agents.New(agents.Options{
-		Providers: map[string]agents.Provider{"default": {BaseURL: x.srv.URL(), APIKey: "test-key", Model: "test-model"}},
-		Registry:  agents.NewRegistry(),
-		Limits:    limits,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x.eng, err = core.New(core.Options{Store: st, Agent: ag, Bots: e2eTeam, Limits: limits, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := openaitest.New(t)
+	srv.Handle(handle)
+	x := startConsole(t, core.Options{Agent: llmAgent(t, srv, nil, limits), Limits: limits})
+	x.srv = srv
+	return x
+}
+
+// startConsole runs the engine from opts with the terminal channel on a pipe.
+func startConsole(t *testing.T, opts core.Options) *e2e {
+	t.Helper()
+	x := &e2e{out: &syncBuffer{}}
+	x.proc = openProc(t, "", opts)
 	pr, pw := io.Pipe()
 	x.in = pw
+	t.Cleanup(func() { pw.Close() })
 	con, err := console.New(console.Options{Engine: x.eng, In: pr, Out: x.out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.eng.AddAdapter(con); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	x.cancel = cancel
-	x.wg.Add(2)
-	go func() { defer x.wg.Done(); _ = x.eng.Run(ctx) }()
-	go func() { defer x.wg.Done(); _ = con.Run(ctx) }()
-	t.Cleanup(func() {
-		pw.Close()
-		cancel()
-		x.wg.Wait()
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	<-x.eng.Ready()
+	x.run(con)
 	return x
 }
 
-// say types a line and waits until the engine has ingested it.
+// say types a line and waits until the engine has stored it.
 func (x *e2e) say(line string) {
 	x.t.Helper()
-	before := x.countMessages()
+	before := x.events.now().ingested
 	if _, err := io.WriteString(x.in, line+"\n"); err != nil {
 		x.t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for x.countMessages() == before {
-		if time.Now().After(deadline) {
-			x.t.Fatalf("line %q was not ingested", line)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	x.events.wait(x.t, "line "+line+" to be stored", func(n counts) bool { return n.ingested > before })
 }
 
-func (x *e2e) countMessages() int {
-	n := 0
-	_ = x.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
-		ths, err := tx.Threads(0)
-		for _, th := range ths {
-			c, _ := tx.CountMessages(th.ID)
-			n += c
-		}
-		return err
-	})
-	return n
-}
-
-func (x *e2e) idle() {
+// asked waits until the model handler closed asked: the first model call is in
+// flight.
+func (x *e2e) asked(asked <-chan struct{}) {
 	x.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := x.eng.WaitIdle(ctx); err != nil {
-		x.t.Fatalf("not idle: %v; printed:\n%s", err, x.out.String())
+	select {
+	case <-asked:
+	case <-x.ctx().Done():
+		x.t.Fatal("the model was never called")
 	}
 }
 
@@ -208,7 +162,7 @@ func TestE2EHopLimitOneNotice(t *testing.T) {
 }
 
 func TestE2EMessagesWhileBusyMakeOneRun(t *testing.T) {
-	release := make(chan struct{})
+	asked, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	calls := 0
 	x := startE2E(t, core.Limits{}, func(r openaitest.Request) openaitest.Reply {
@@ -217,15 +171,13 @@ func TestE2EMessagesWhileBusyMakeOneRun(t *testing.T) {
 		n := calls
 		mu.Unlock()
 		if n == 1 {
+			close(asked)
 			return openaitest.Reply{Text: "first answer", Wait: release}
 		}
 		return openaitest.Text("answered all three")
 	})
 	x.say("one")
-	deadline := time.Now().Add(5 * time.Second)
-	for len(x.srv.Requests()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	x.asked(asked)
 	x.say("two")
 	x.say("three")
 	x.say("four")
@@ -241,7 +193,7 @@ func TestE2EMessagesWhileBusyMakeOneRun(t *testing.T) {
 }
 
 func TestE2EHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
-	release := make(chan struct{})
+	asked, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	engCalls := 0
 	x := startE2E(t, core.Limits{}, func(r openaitest.Request) openaitest.Reply {
@@ -252,6 +204,7 @@ func TestE2EHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
 			n := engCalls
 			mu.Unlock()
 			if n == 1 {
+				close(asked)
 				return openaitest.Reply{Text: "PR #7 opened. @reviewer please review PR #7.", Wait: release}
 			}
 			return openaitest.Text("Typo fixed in PR #7.")
@@ -261,10 +214,7 @@ func TestE2EHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
 		return openaitest.Text("noted")
 	})
 	x.say("@engineer open a PR for the parser")
-	deadline := time.Now().Add(5 * time.Second)
-	for len(x.requestsFor("engineer")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	x.asked(asked)
 	x.say("@engineer also fix the typo in the README")
 	close(release)
 	x.idle()

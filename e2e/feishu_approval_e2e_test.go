@@ -6,25 +6,18 @@ package e2e
 // callback URL, signed as the platform signs them.
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
-	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 const (
@@ -35,22 +28,14 @@ const (
 	fsShellCmd = `{"command":"echo x >> ran.txt"}`
 )
 
-// fsRig is one openbot process (engine, agent, store, Feishu app in webhook mode)
-// that can be stopped and started again over the same database, workspace and
-// fake servers.
+// fsRig is one openbot process (engine, agent, store, Feishu app) that can be
+// stopped and started again over the same database, workspace and fake servers.
 type fsRig struct {
+	*fsmRig
 	t    *testing.T
-	fake *feishutest.Server
 	llm  *openaitest.Server
 	db   string
 	work string
-	mode string // feishu.ModeWebhook or feishu.ModeWebsocket
-
-	eng  *core.Engine
-	st   *bolt.Store
-	ad   *feishu.Adapter
-	hook *httptest.Server
-	stop func()
 }
 
 // fsModel asks for the shell when the newest message of the run asks to run it,
@@ -93,98 +78,23 @@ func newFeishuRig(t *testing.T) *fsRig { return newFeishuRigMode(t, feishu.ModeW
 func newFeishuRigMode(t *testing.T, mode string) *fsRig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &fsRig{t: t, fake: feishutest.New(t), llm: openaitest.New(t), db: filepath.Join(dir, "openbot.db"), work: filepath.Join(dir, "work"), mode: mode}
+	r := &fsRig{fsmRig: &fsmRig{fake: feishutest.New(t), mode: mode}, t: t, llm: openaitest.New(t),
+		db: filepath.Join(dir, "openbot.db"), work: filepath.Join(dir, "work")}
 	r.llm.Handle(fsModel)
 	r.start()
-	t.Cleanup(func() {
-		if r.stop != nil {
-			r.stop()
-		}
-	})
 	return r
 }
 
-// start opens the store and runs the engine and the Feishu adapter until stop.
+// start runs the engine and the Feishu app over the rig's files until stop.
 func (r *fsRig) start() {
-	t := r.t
-	t.Helper()
-	var err error
-	r.st, err = bolt.Open(r.db, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agents.NewRegistry()
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: r.work, SharedWorkspace: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tl := range builtins {
-		if tl.Name() == "shell" {
-			if err := reg.Add(tl); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	ag, err := agents.New(agents.Options{
-		Providers: map[string]agents.Provider{"default": {BaseURL: r.llm.URL(), APIKey: "test-key", Model: "test-model"}},
-		Registry:  reg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.t.Helper()
 	team := []core.BotProfile{
 		{Handle: "engineer", Name: "Engineer", Description: "writes code", Tools: []string{"shell"}, ApprovalTools: []string{"shell"}},
 		{Handle: "reviewer", Name: "Reviewer", Description: "reviews code"},
 	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: ag, Bots: team, ShutdownGrace: 2 * time.Second,
+	reg := builtins(r.t, tools.Options{WorkspaceRoot: r.work, SharedWorkspace: true}, "shell")
+	r.fsmRig = startFeishu(r.t, r.fake, r.db, r.mode, core.Options{Agent: llmAgent(r.t, r.llm, reg, core.Limits{}), Bots: team,
 		Approvers: []core.ActorID{feishu.ActorID(feishutest.AliceOpenID), feishu.ActorID(feishutest.BobOpenID)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := feishutest.EncryptKey
-	if r.mode == feishu.ModeWebsocket {
-		key = "" // the long connection is authenticated when it is set up
-	}
-	r.ad, err = feishu.New(feishu.Options{Name: "acme", Bot: "engineer", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-		Mode: r.mode, VerificationToken: feishutest.VerificationToken, EncryptKey: key,
-		BaseURL: r.fake.URL(), AllowUsers: []string{feishutest.AliceOpenID}, Bots: team, Engine: r.eng})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.eng.AddAdapter(r.ad); err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	r.ad.MountHTTP(mux)
-	r.hook = httptest.NewServer(mux)
-	conns := r.fake.Connections()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	go func() { defer wg.Done(); _ = r.ad.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.ad.BotOpenID() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the Feishu adapter never learned its bot")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if r.mode == feishu.ModeWebsocket {
-		if err := r.fake.WaitConnections(r.ctx(), conns+1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.stop = func() {
-		r.hook.Close()
-		cancel()
-		wg.Wait()
-		if err := r.st.Close(); err != nil {
-			t.Error(err)
-		}
-		r.stop = nil
-	}
 }
 
 // restart stops the process and starts a new one over the same files.
@@ -192,12 +102,6 @@ func (r *fsRig) restart() {
 	r.t.Helper()
 	r.stop()
 	r.start()
-}
-
-func (r *fsRig) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	r.t.Cleanup(cancel)
-	return ctx
 }
 
 // event POSTs a message event, encrypted and signed, to the events URL, or sends
@@ -214,18 +118,7 @@ func (r *fsRig) event(ev feishutest.MessageEvent) {
 		}
 		return
 	}
-	req, err := feishutest.WebhookRequest(r.hook.URL+"/feishu/acme/events", ev.JSON(), feishutest.EncryptKey)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 200 {
-		r.t.Fatalf("event %s: HTTP %d", ev.MessageID, res.StatusCode)
-	}
+	r.post(ev)
 }
 
 // mention starts the topic thread fsRootMsg with "@engineer please run it".
@@ -236,17 +129,7 @@ func (r *fsRig) mention() {
 // card waits for the approval card and returns it.
 func (r *fsRig) card() feishutest.Message {
 	r.t.Helper()
-	ctx := r.ctx()
-	for {
-		for _, m := range r.fake.Messages() {
-			if len(m.Buttons()) > 0 {
-				return m
-			}
-		}
-		if _, err := r.fake.WaitMessages(ctx, len(r.fake.Messages())+1); err != nil {
-			r.t.Fatalf("no approval card; messages %+v", r.fake.Messages())
-		}
-	}
+	return r.waitMessage("approval card", func(m feishutest.Message) bool { return len(m.Buttons()) > 0 })
 }
 
 // click presses the button labelled label on card m as openID and returns the
@@ -258,20 +141,10 @@ func (r *fsRig) click(m feishutest.Message, label, openID string) feishu.Toast {
 		r.t.Fatalf("card has no %q button: %s", label, m.Content)
 	}
 	payload := feishutest.CardAction{OpenID: openID, MessageID: m.ID, Value: b.Value}.JSON()
-	req, err := feishutest.WebhookRequest(r.hook.URL+"/feishu/acme/card", payload, feishutest.EncryptKey)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Error(err)
-		return feishu.Toast{}
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
+	code, body, err := feishuCall(r.hook.URL+"/feishu/acme/card", payload)
 	var cr feishu.CardResponse
-	if res.StatusCode != 200 || json.Unmarshal(body, &cr) != nil || cr.Toast == nil {
-		r.t.Errorf("card callback: HTTP %d %s", res.StatusCode, body)
+	if err != nil || code != 200 || json.Unmarshal(body, &cr) != nil || cr.Toast == nil {
+		r.t.Errorf("card callback: HTTP %d %s %v", code, body, err)
 		return feishu.Toast{}
 	}
 	return *cr.Toast
@@ -303,13 +176,6 @@ func (r *fsRig) clickWS(m feishutest.Message, label, openID, frameType string) *
 	return cr.Toast
 }
 
-func (r *fsRig) idle() {
-	r.t.Helper()
-	if err := r.eng.WaitIdle(r.ctx()); err != nil {
-		r.t.Fatalf("not idle: %v", err)
-	}
-}
-
 // ran is how many times the shell command ran.
 func (r *fsRig) ran() int {
 	b, err := os.ReadFile(filepath.Join(r.work, "ran.txt"))
@@ -321,26 +187,11 @@ func (r *fsRig) ran() int {
 	return strings.Count(string(b), "x\n")
 }
 
-// waitText waits until a message (not a card with buttons) whose text contains
-// substr was sent, and returns it.
+// waitText waits until a message whose text contains substr was sent, and
+// returns it.
 func (r *fsRig) waitText(substr string) feishutest.Message {
 	r.t.Helper()
-	ctx := r.ctx()
-	for {
-		ms := r.fake.Messages()
-		for _, m := range ms {
-			if strings.Contains(m.Text(), substr) {
-				return m
-			}
-		}
-		if _, err := r.fake.WaitMessages(ctx, len(ms)+1); err != nil {
-			var texts []string
-			for _, m := range ms {
-				texts = append(texts, m.Text())
-			}
-			r.t.Fatalf("no message containing %q; sent: %q", substr, texts)
-		}
-	}
+	return r.waitMessage("message containing "+substr, func(m feishutest.Message) bool { return strings.Contains(m.Text(), substr) })
 }
 
 // waitPatch waits for the card update of message id and returns its content.

@@ -7,85 +7,80 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
-// fsmRig is the engine with a fixedAgent and one Feishu app ("acme", bot engineer).
+// fsmRig is one openbot process with one Feishu app ("acme", bot engineer,
+// Alice allowed, /new flags in the store) on a fake Open API.
 type fsmRig struct {
-	t     *testing.T
+	*proc
 	mode  string
 	fake  *feishutest.Server
-	st    *bolt.Store
-	eng   *core.Engine
-	agent *fixedAgent
-	hook  *httptest.Server
+	agent *fixedAgent // startFeishuFixed's
 }
 
-func startFeishuFixed(t *testing.T, mode string) *fsmRig {
+// startFeishu runs the engine from opts over db ("" for a new store) with the
+// Feishu app in mode on fake; more adjusts the app's options.
+func startFeishu(t *testing.T, fake *feishutest.Server, db, mode string, opts core.Options, more ...func(*feishu.Options)) *fsmRig {
 	t.Helper()
-	r := &fsmRig{t: t, mode: mode, fake: feishutest.New(t), agent: &fixedAgent{runs: map[string]int{}}}
-	var err error
-	r.st, err = bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
+	r := &fsmRig{mode: mode, fake: fake}
+	r.proc = openProc(t, db, opts)
+	fo := feishuOptions(fake, r.proc, "engineer", mode)
+	for _, m := range more {
+		m(&fo)
 	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: r.agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := feishutest.EncryptKey
+	conns := fake.Connections()
+	startFeishuApp(t, r.proc, fo)
 	if mode == feishu.ModeWebsocket {
-		key = ""
-	}
-	ad, err := feishu.New(feishu.Options{Name: "acme", Bot: "engineer", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-		Mode: mode, VerificationToken: feishutest.VerificationToken, EncryptKey: key, BaseURL: r.fake.URL(),
-		AllowUsers: []string{feishutest.AliceOpenID}, Bots: e2eTeam, Engine: r.eng})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	var stop func()
-	r.hook, stop = runWithAdapter(r.eng, ad)
-	t.Cleanup(func() {
-		stop()
-		r.st.Close()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for ad.BotOpenID() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the Feishu adapter never learned its bot")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if mode == feishu.ModeWebsocket {
-		if err := r.fake.WaitConnections(r.ctx(), 1); err != nil {
+		if err := fake.WaitConnections(r.ctx(), conns+1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return r
 }
 
-func (r *fsmRig) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	r.t.Cleanup(cancel)
-	return ctx
+// feishuOptions are the options of the rigs' Feishu app "acme" on fake for bot
+// in mode, Alice allowed, running in p.
+func feishuOptions(fake *feishutest.Server, p *proc, bot, mode string) feishu.Options {
+	key := feishutest.EncryptKey
+	if mode == feishu.ModeWebsocket {
+		key = "" // the long connection is authenticated when it is set up
+	}
+	return feishu.Options{Name: "acme", Bot: bot, AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
+		Mode: mode, VerificationToken: feishutest.VerificationToken, EncryptKey: key, BaseURL: fake.URL(),
+		AllowUsers: []string{feishutest.AliceOpenID}, Bots: p.eng.Bots(), Engine: p.eng, Cursors: core.StoreCursors(p.st)}
+}
+
+// startFeishuApp runs the app of fo in p and waits until it knows its bot.
+func startFeishuApp(t *testing.T, p *proc, fo feishu.Options) {
+	t.Helper()
+	ad, err := feishu.New(fo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.run(ad)
+	waitFor(t, "the Feishu adapter to learn its bot", func() bool { return ad.BotOpenID() != "" })
+}
+
+// startFeishuFixed is startFeishu with a fixedAgent on a new fake.
+func startFeishuFixed(t *testing.T, mode string) *fsmRig {
+	t.Helper()
+	agent := &fixedAgent{runs: map[string]int{}}
+	r := startFeishu(t, feishutest.New(t), "", mode, core.Options{Agent: agent})
+	r.agent = agent
+	return r
 }
 
 // deliver hands one event envelope to the adapter as the platform does in the
@@ -102,34 +97,35 @@ func (r *fsmRig) deliver(payload []byte) {
 		}
 		return
 	}
-	if err := r.post(payload); err != nil {
+	if err := feishuPost(r.hook.URL+"/feishu/acme/events", payload); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
-// post sends payload to the events URL, encrypted and signed; safe from any
-// goroutine.
-func (r *fsmRig) post(payload []byte) error {
-	req, err := feishutest.WebhookRequest(r.hook.URL+"/feishu/acme/events", payload, feishutest.EncryptKey)
+// feishuPost POSTs payload to url, encrypted and signed as Feishu does, and
+// requires a 200; safe from any goroutine.
+func feishuPost(url string, payload []byte) error {
+	code, body, err := feishuCall(url, payload)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("webhook answered HTTP %d %s", code, body)
+	}
+	return err
+}
+
+// feishuCall POSTs payload to url, encrypted and signed as Feishu does, and
+// returns the answer.
+func feishuCall(url string, payload []byte) (int, []byte, error) {
+	req, err := feishutest.WebhookRequest(url, payload, feishutest.EncryptKey)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("webhook answered HTTP %d", res.StatusCode)
-	}
-	return nil
-}
-
-func (r *fsmRig) idle() {
-	r.t.Helper()
-	if err := r.eng.WaitIdle(r.ctx()); err != nil {
-		r.t.Fatalf("not idle: %v", err)
-	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	return res.StatusCode, body, err
 }
 
 func (r *fsmRig) runs() int {
@@ -142,27 +138,49 @@ func (r *fsmRig) runs() int {
 	return n
 }
 
-// threadOf returns the openbot thread holding the message whose text contains
-// text, and how many stored messages contain it.
-func (r *fsmRig) threadOf(text string) (core.ThreadID, int) {
-	var (
-		id core.ThreadID
-		n  int
-	)
-	_ = r.st.View(context.Background(), func(tx core.ReadTx) error {
-		ths, _ := tx.Threads(0)
-		for _, th := range ths {
-			ms, _ := tx.Messages(th.ID, 0, 0)
-			for _, m := range ms {
-				if strings.Contains(m.Text, text) {
-					id = th.ID
-					n++
-				}
-			}
+// send posts ev (encrypted, signed) and waits until the engine is idle.
+func (r *fsmRig) send(ev feishutest.MessageEvent) {
+	r.t.Helper()
+	r.post(ev)
+	r.idle()
+}
+
+// post posts ev (encrypted, signed) without waiting for the engine.
+func (r *fsmRig) post(ev feishutest.MessageEvent) {
+	r.t.Helper()
+	if err := feishuPost(r.hook.URL+"/feishu/acme/events", ev.JSON()); err != nil {
+		r.t.Fatalf("%s: %v", ev.MessageID, err)
+	}
+}
+
+// waitMessage waits until the app sent a message that match accepts and
+// returns it.
+func (r *fsmRig) waitMessage(what string, match func(feishutest.Message) bool) feishutest.Message {
+	r.t.Helper()
+	m, err := r.fake.WaitMessage(r.ctx(), match)
+	if err != nil {
+		var texts []string
+		for _, m := range r.fake.Messages() {
+			texts = append(texts, m.Text())
 		}
-		return nil
+		r.t.Fatalf("no %s; sent: %q", what, texts)
+	}
+	return m
+}
+
+// sent waits for the message the app posted whose text (or card) contains
+// substr and returns it.
+func (r *fsmRig) sent(substr string) feishutest.Message {
+	r.t.Helper()
+	return r.waitMessage("message containing "+substr, func(m feishutest.Message) bool {
+		return strings.Contains(m.Text(), substr) || strings.Contains(m.Content, substr)
 	})
-	return id, n
+}
+
+// replyTo waits for the app's reply to message id and returns it.
+func (r *fsmRig) replyTo(id string) feishutest.Message {
+	r.t.Helper()
+	return r.waitMessage("reply to "+id, func(m feishutest.Message) bool { return m.ReplyTo == id })
 }
 
 // feishuFixture reads a payload of the adapter's testdata, compacted as the
@@ -205,7 +223,7 @@ func TestFeishuRedeliveryAnsweredOnce(t *testing.T) {
 			if n := r.runs(); n != 1 {
 				t.Errorf("runs = %d, want 1", n)
 			}
-			if _, n := r.threadOf("please summarise today's deploy failures"); n != 1 {
+			if n := len(r.storedWith("please summarise today's deploy failures")); n != 1 {
 				t.Errorf("the message is stored %d times, want 1", n)
 			}
 			ms := r.fake.Messages()
@@ -232,7 +250,7 @@ func TestFeishuConcurrentRedeliveryAnsweredOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.post(e.JSON()); err != nil {
+			if err := feishuPost(r.hook.URL+"/feishu/acme/events", e.JSON()); err != nil {
 				t.Errorf("%s: %v", e.EventID, err)
 			}
 		}()
@@ -271,12 +289,12 @@ func TestFeishuTopicReplyWithoutMentionContinues(t *testing.T) {
 				Sender: feishutest.BobOpenID, Text: "unrelated chatter"}.JSON())
 			r.idle()
 
-			a, _ := r.threadOf("look at the flaky test")
-			b, nb := r.threadOf("it fails on arm64 only")
+			a, b := r.threadOf("look at the flaky test"), r.threadOf("it fails on arm64 only")
+			nb := len(r.storedWith("it fails on arm64 only"))
 			if a == 0 || b != a || nb != 1 {
 				t.Errorf("mention in thread %d, topic reply in thread %d (stored %d times); want the same thread, once", a, b, nb)
 			}
-			if _, n := r.threadOf("unrelated chatter"); n != 0 {
+			if n := len(r.storedWith("unrelated chatter")); n != 0 {
 				t.Errorf("the message in an unknown topic was stored %d times", n)
 			}
 			if n := r.runs(); n != 2 {

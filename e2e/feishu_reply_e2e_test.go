@@ -6,166 +6,22 @@ package e2e
 // and "/new" is answered without a model call and survives a restart.
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
-// fsProc is one openbot process over a database file: engine, Feishu app "acme"
-// (bot engineer, webhook mode) with its /new flags in the store.
-type fsProc struct {
-	t      *testing.T
-	fake   *feishutest.Server
-	st     *bolt.Store
-	eng    *core.Engine
-	hook   *httptest.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-func startFsProc(t *testing.T, fake *feishutest.Server, db string, agent core.Agent) *fsProc {
+// startFsProc runs the Feishu app "acme" (bot engineer, webhook mode) with agent
+// over the database file db, against fake.
+func startFsProc(t *testing.T, fake *feishutest.Server, db string, agent core.Agent) *fsmRig {
 	t.Helper()
-	p := &fsProc{t: t, fake: fake}
-	var err error
-	if p.st, err = bolt.Open(db, bolt.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if p.eng, err = core.New(core.Options{Store: p.st, Agent: agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	ad, err := feishu.New(feishu.Options{Name: "acme", Bot: "engineer", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-		Mode: feishu.ModeWebhook, VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey,
-		BaseURL: fake.URL(), AllowUsers: []string{feishutest.AliceOpenID}, Bots: e2eTeam, Engine: p.eng,
-		Cursors: core.StoreCursors(p.st)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	p.hook = httptest.NewServer(mux)
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	p.wg.Add(2)
-	go func() { defer p.wg.Done(); _ = p.eng.Run(ctx) }()
-	<-p.eng.Ready()
-	go func() { defer p.wg.Done(); _ = ad.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for ad.BotOpenID() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the Feishu adapter never learned its bot")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Cleanup(func() { p.stop() })
-	return p
-}
-
-// stop cancels the process, waits for it and closes its store; idempotent.
-func (p *fsProc) stop() {
-	if p.cancel == nil {
-		return
-	}
-	p.hook.Close()
-	p.cancel()
-	p.cancel = nil
-	p.wg.Wait()
-	if err := p.st.Close(); err != nil {
-		p.t.Error(err)
-	}
-}
-
-func (p *fsProc) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	p.t.Cleanup(cancel)
-	return ctx
-}
-
-// send posts ev (encrypted, signed) and waits until the engine is idle.
-func (p *fsProc) send(ev feishutest.MessageEvent) {
-	p.t.Helper()
-	req, err := feishutest.WebhookRequest(p.hook.URL+"/feishu/acme/events", ev.JSON(), feishutest.EncryptKey)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		p.t.Fatalf("%s: webhook answered %d", ev.MessageID, res.StatusCode)
-	}
-	if err := p.eng.WaitIdle(p.ctx()); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// sent waits for the message the app posted whose text (or card) contains substr
-// and returns it.
-func (p *fsProc) sent(substr string) feishutest.Message {
-	p.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range p.fake.Messages() {
-			if strings.Contains(m.Text(), substr) || strings.Contains(m.Content, substr) {
-				return m
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	p.t.Fatalf("no message containing %q; sent %d", substr, len(p.fake.Messages()))
-	return feishutest.Message{}
-}
-
-// replyTo waits for the app's reply to message id and returns it.
-func (p *fsProc) replyTo(id string) feishutest.Message {
-	p.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range p.fake.Messages() {
-			if m.ReplyTo == id {
-				return m
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	p.t.Fatalf("no reply to %s", id)
-	return feishutest.Message{}
-}
-
-// threadOf returns the thread of the stored message whose text contains text.
-func (p *fsProc) threadOf(text string) core.ThreadID {
-	p.t.Helper()
-	var id core.ThreadID
-	_ = p.st.View(context.Background(), func(tx core.ReadTx) error {
-		ths, _ := tx.Threads(0)
-		for _, th := range ths {
-			ms, _ := tx.Messages(th.ID, 0, 0)
-			for _, m := range ms {
-				if strings.Contains(m.Text, text) {
-					id = th.ID
-				}
-			}
-		}
-		return nil
-	})
-	if id == 0 {
-		p.t.Fatalf("no stored message contains %q", text)
-	}
-	return id
+	return startFeishu(t, fake, db, feishu.ModeWebhook, core.Options{Agent: agent})
 }
 
 // TestFeishuReplyToBotMessageJoinsItsThread: in a p2p chat, after /new has moved
@@ -286,14 +142,12 @@ func TestFeishuStaleSignedRequestStartsNoRun(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("30-day-old signed request: status %d, want 401", res.StatusCode)
 	}
-	if err := p.eng.WaitIdle(p.ctx()); err != nil {
-		t.Fatal(err)
-	}
+	p.idle()
 	var threads int
-	_ = p.st.View(context.Background(), func(tx core.ReadTx) error {
-		ths, _ := tx.Threads(0)
+	p.view(func(tx core.ReadTx) error {
+		ths, err := tx.Threads(0)
 		threads = len(ths)
-		return nil
+		return err
 	})
 	if threads != 0 || agent.count() != 0 || len(fake.Messages()) != 0 {
 		t.Fatalf("stale request: %d threads, %d runs, %d messages sent; want none", threads, agent.count(), len(fake.Messages()))

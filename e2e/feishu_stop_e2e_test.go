@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,23 +8,6 @@ import (
 	"openbot/adapters/feishu/feishutest"
 	"openbot/core"
 )
-
-// post posts ev (encrypted, signed) without waiting for the engine.
-func (p *fsProc) post(ev feishutest.MessageEvent) {
-	p.t.Helper()
-	req, err := feishutest.WebhookRequest(p.hook.URL+"/feishu/acme/events", ev.JSON(), feishutest.EncryptKey)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		p.t.Fatalf("%s: webhook answered %d", ev.MessageID, res.StatusCode)
-	}
-}
 
 // TestFeishuStopInTopic: "@Bot /stop" in a group topic by someone who did not
 // ask for the work is refused with a plain reply and changes nothing; by the

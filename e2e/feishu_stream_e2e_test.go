@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,42 +10,14 @@ import (
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // startFeishuAgent is startFeishuFixed (webhook mode) with the given agent,
 // engine clock (nil: the system's) and streaming setting.
 func startFeishuAgent(t *testing.T, agent core.Agent, clock core.Clock, streaming bool) *fsmRig {
 	t.Helper()
-	r := &fsmRig{t: t, mode: feishu.ModeWebhook, fake: feishutest.New(t)}
-	var err error
-	r.st, err = bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad, err := feishu.New(feishu.Options{Name: "acme", Bot: "engineer", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-		Mode: feishu.ModeWebhook, VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey,
-		BaseURL: r.fake.URL(), AllowUsers: []string{feishutest.AliceOpenID}, Bots: e2eTeam, Engine: r.eng, Streaming: streaming})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	var stop func()
-	r.hook, stop = runWithAdapter(r.eng, ad)
-	t.Cleanup(func() {
-		stop()
-		r.st.Close()
-	})
-	if err := until(r.ctx(), nil, 0, "the bot's open_id", func() bool { return ad.BotOpenID() != "" }); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return startFeishu(t, feishutest.New(t), "", feishu.ModeWebhook, core.Options{Agent: agent, Clock: clock},
+		func(o *feishu.Options) { o.Streaming = streaming })
 }
 
 // liveTexts is what a person sees in the chat now, message by message.

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
@@ -22,40 +19,13 @@ func startFeishuFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *feishute
 		o(r)
 	}
 	fake := feishutest.New(t)
-	ad, err := feishu.New(feishu.Options{Name: "acme", Bot: "chief_of_staff", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-		Mode: feishu.ModeWebhook, VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey, BaseURL: fake.URL(),
-		AllowUsers: []string{feishutest.AliceOpenID}, Bots: e2eTeam, Engine: r.eng, HTTPClient: r.hc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	hook := httptest.NewServer(mux)
-	t.Cleanup(hook.Close)
-	r.run(t, ad)
-	deadline := time.Now().Add(10 * time.Second)
-	for ad.BotOpenID() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the Feishu adapter never learned its bot")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	fo := feishuOptions(fake, r.proc, "chief_of_staff", feishu.ModeWebhook)
+	fo.HTTPClient, fo.Cursors = r.hc, nil
+	startFeishuApp(t, r.proc, fo)
 	send := func(ev feishutest.MessageEvent) {
 		t.Helper()
-		req, err := feishutest.WebhookRequest(hook.URL+"/feishu/acme/events", ev.JSON(), feishutest.EncryptKey)
-		if err != nil {
+		if err := feishuPost(r.hook.URL+"/feishu/acme/events", ev.JSON()); err != nil {
 			t.Fatal(err)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("webhook answered HTTP %d", res.StatusCode)
 		}
 	}
 	return r, fake, send
@@ -76,7 +46,7 @@ func TestFeishuImageAndFileMessagesSaveFilesAndRun(t *testing.T) {
 		Content: `{"file_key":"file_v3_log","file_name":"app.log"}`})
 	send(feishutest.MessageEvent{MessageID: "om_file2", ChatID: feishutest.P2PChat, ChatType: "p2p", MsgType: "file",
 		Content: `{"file_key":"file_v3_big","file_name":"dump.bin"}`})
-	r.idle(t)
+	r.idle()
 	all := strings.Join(r.agent.runs(), "\n")
 	for _, want := range []string{"image-img_v3_abc.png (image/png, 7 B) saved at inbox/", "app.log (document, 8 B) saved at inbox/",
 		"dump.bin (document, size unknown) not saved: too large"} {
@@ -98,13 +68,10 @@ func TestFeishuSendFileOnceAfterRetryableFailure(t *testing.T) {
 	r, fake, send := startFeishuFiles(t)
 	fake.FailNext(feishutest.Failure{PathPrefix: "/open-apis/im/v1/files", Status: http.StatusInternalServerError, Code: 1, Msg: "system busy"})
 	send(feishutest.MessageEvent{MessageID: "om_ask1", ChatID: feishutest.P2PChat, ChatType: "p2p", Text: "please send the report"})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
-	for len(fake.CallsTo("/open-apis/im/v1/files")) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	if _, err := fake.WaitCalls(r.ctx(), "/open-apis/im/v1/files", 2); err != nil {
+		t.Fatal(err)
 	}
-	r.idle(t)
+	r.idle()
 	var files, captions int
 	for _, m := range fake.Messages() {
 		switch {

@@ -142,7 +142,7 @@ func TestInboundFilesRefusePlantedLinks(t *testing.T) {
 					}
 					close(ready)
 				})
-				r.idle(t)
+				r.idle()
 				checkUntouched(t, outside)
 				runs := strings.Join(r.agent.runs(), "\n")
 				first, second := attachmentLine(runs, p.names[0]), attachmentLine(runs, p.names[1])

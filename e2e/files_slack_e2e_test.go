@@ -1,15 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,30 +28,11 @@ func startSlackFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *slacktest
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	hook := httptest.NewServer(mux)
-	t.Cleanup(hook.Close)
-	r.run(t, ad)
+	r.run(ad)
 	post := func(body []byte) {
 		t.Helper()
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		mac := hmac.New(sha256.New, []byte(slackSecret))
-		mac.Write([]byte("v0:" + ts + ":" + string(body)))
-		req, _ := http.NewRequest(http.MethodPost, hook.URL+"/slack/acme/events", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("events POST = %d", resp.StatusCode)
+		if code := slackPost(t, r.hook.URL+"/slack/acme/events", body); code != http.StatusOK {
+			t.Fatalf("events POST = %d", code)
 		}
 	}
 	return r, fake, post
@@ -93,7 +68,7 @@ func TestSlackFileShareSavesFilesAndRuns(t *testing.T) {
 		{"id": "F3", "name": "dump.tar", "mimetype": "application/x-tar", "size": 900000, "url_private_download": fake.AddFile("F3", "dump.tar", "x")},
 	}
 	post(slackFileEvent(t, "1767225600.000100", "", files))
-	r.idle(t)
+	r.idle()
 	r.checkSaved(t, "screen shot.png", "app.log", "dump.tar")
 	if n := len(fake.CallsTo("file.download")); n != 2 {
 		t.Errorf("downloads = %d, want 2 (the oversized file is not fetched)", n)
@@ -112,7 +87,7 @@ func TestSlackSendFileOnceAfterRetryableFailure(t *testing.T) {
 	if _, err := fake.WaitCalls(ctx, "files.completeUploadExternal", 2); err != nil {
 		t.Fatal(err)
 	}
-	r.idle(t)
+	r.idle()
 	var posted []slacktest.Message
 	for _, m := range fake.Messages() {
 		if m.FileName != "" {

@@ -15,7 +15,6 @@ import (
 	"openbot/adapters/telegram"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // fileAgent records the trigger texts of every run; a trigger containing
@@ -52,12 +51,9 @@ func (f *fileAgent) runs() []string {
 // fileRig is an engine with inbound files saved under dir (thread-<id>), a
 // 1 KiB per-file cap, and a fileAgent; its log goes to logs.
 type fileRig struct {
-	eng   *core.Engine
-	st    *bolt.Store
+	*proc
 	agent *fileAgent
 	dir   string
-	ctx   context.Context
-	wg    sync.WaitGroup
 	logs  *syncBuffer
 	// Set by the start functions' options before anything runs: hc is the
 	// adapters' HTTP client (nil: their default); beforeDir runs each time
@@ -73,17 +69,8 @@ func newFileRig(t *testing.T) *fileRig {
 	if err := os.WriteFile(r.agent.sendPath, []byte("the report body"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var err error
-	r.st, err = bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: r.agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(r.logs, nil)),
-		Files:  core.FileLimits{Dir: r.threadDir, MaxFileBytes: 1024, Backoff: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.proc = openProc(t, "", core.Options{Agent: r.agent, Logger: slog.New(slog.NewTextHandler(r.logs, nil)),
+		Files: core.FileLimits{Dir: r.threadDir, MaxFileBytes: 1024, Backoff: time.Millisecond}})
 	return r
 }
 
@@ -98,34 +85,6 @@ func (r *fileRig) threadDir(id core.ThreadID) string {
 // threadPath is the directory of thread id's files.
 func (r *fileRig) threadPath(id core.ThreadID) string {
 	return filepath.Join(r.dir, "thread-"+strconv.FormatUint(uint64(id), 10))
-}
-
-// run starts the engine and the given adapter runners until the test ends.
-func (r *fileRig) run(t *testing.T, runners ...core.Runner) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r.ctx = ctx
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	for _, ad := range runners {
-		r.wg.Add(1)
-		go func() { defer r.wg.Done(); _ = ad.Run(ctx) }()
-	}
-	t.Cleanup(func() {
-		cancel()
-		r.wg.Wait()
-		r.st.Close()
-	})
-}
-
-func (r *fileRig) idle(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := r.eng.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkSaved asserts a run saw lines for the image, the document and the
@@ -169,10 +128,7 @@ func startTelegramFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *telegr
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	r.run(t, ad)
+	r.run(ad)
 	return r, fake
 }
 
@@ -203,7 +159,7 @@ func TestTelegramFileOnlyDMSavesFilesAndRuns(t *testing.T) {
 	if err := fake.WaitConfirmed(ctx, "tok-cos", 3); err != nil {
 		t.Fatal(err)
 	}
-	r.idle(t)
+	r.idle()
 	runs := r.agent.runs()
 	all := strings.Join(runs, "\n")
 	for _, want := range []string{"photo-301.jpg (image/jpeg, 900 B) saved at inbox/", "__app.log (text/plain, 21 B) saved at inbox/",
@@ -244,7 +200,7 @@ func TestTelegramSendFileOnceAfterRetryableFailure(t *testing.T) {
 	if _, err := fake.WaitCalls(ctx, "sendDocument", 2); err != nil {
 		t.Fatal(err)
 	}
-	r.idle(t)
+	r.idle()
 	var files []telegramtest.Message
 	for _, m := range fake.Messages("tok-cos") {
 		if m.Method != "" {

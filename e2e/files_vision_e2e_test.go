@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // pngBytes is a 1x1 PNG.
@@ -26,20 +23,9 @@ const pngBytes = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x0
 func runVisionDM(t *testing.T, vision bool) openaitest.Request {
 	t.Helper()
 	srv := openaitest.New(t)
-	var mu sync.Mutex
-	var reqs []openaitest.Request
-	srv.Handle(func(r openaitest.Request) openaitest.Reply {
-		mu.Lock()
-		reqs = append(reqs, r)
-		mu.Unlock()
-		return openaitest.Text("seen")
-	})
+	srv.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("seen") })
 	dir := t.TempDir()
 	filesDir := func(id core.ThreadID) string { return filepath.Join(dir, "thread-"+strconv.FormatUint(uint64(id), 10)) }
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ag, err := agents.New(agents.Options{
 		Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), APIKey: "k", Model: "m"}},
 		Registry:  agents.NewRegistry(), FilesDir: filesDir,
@@ -49,24 +35,11 @@ func runVisionDM(t *testing.T, vision bool) openaitest.Request {
 	}
 	team := append([]core.BotProfile(nil), e2eTeam...)
 	team[0].Vision = vision
-	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: team, ShutdownGrace: 2 * time.Second,
-		Files: core.FileLimits{Dir: filesDir, Backoff: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	fake := telegramtest.NewServer(telegramtest.Bot{Token: "tok-cos", ID: 900, Username: "chief_of_staff_bot"})
 	t.Cleanup(fake.Close)
 	fake.AddFile("ph", pngBytes)
-	ad, err := telegram.New(telegram.Options{Name: "cos", Bot: "chief_of_staff", Token: "tok-cos", APIEndpoint: fake.URL(),
-		DMPolicy: "open", Bots: team, Engine: eng, Cursors: telegram.StoreCursors(st)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	stop := runEngineAndAdapter(eng, ad)
-	t.Cleanup(func() { stop(); st.Close() })
+	r := startTelegramWith(t, fake, "", core.Options{Agent: ag, Bots: team, Files: core.FileLimits{Dir: filesDir, Backoff: time.Millisecond}},
+		nil, telegram.Options{Name: "cos", Bot: "chief_of_staff", Token: "tok-cos"})
 
 	upd := `{"update_id":1,"message":{"message_id":501,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
 "chat":{"id":100000001,"type":"private"},"date":1767225660,"caption":"what is wrong here?",
@@ -74,16 +47,11 @@ func runVisionDM(t *testing.T, vision bool) openaitest.Request {
 	if _, err := fake.PushUpdate("tok-cos", []byte(upd)); err != nil {
 		t.Fatal(err)
 	}
-	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer wcancel()
-	if err := eng.WaitIdle(wctx); err != nil {
+	r.idle()
+	if _, err := fake.WaitCalls(r.ctx(), "sendMessage", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fake.WaitCalls(wctx, "sendMessage", 1); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("model requests = %d, want 1", len(reqs))
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -21,15 +19,21 @@ import (
 // platform's own rig (how to start its fake and its adapter) stays with that
 // platform's tests.
 
-// syncBuffer is an io.Writer safe for the console's concurrent Deliver calls.
+// syncBuffer is an io.Writer safe for the console's concurrent Deliver calls;
+// waitFor waits for what it was written.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -37,6 +41,28 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// waitFor waits until text was written, failing t after 10 s.
+func (s *syncBuffer) waitFor(t testing.TB, text string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch, got := s.changed, s.b.String()
+		s.mu.Unlock()
+		if strings.Contains(got, text) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("never written: %q; written:\n%s", text, got)
+		}
+	}
 }
 
 // blocks returns the printed reply blocks, one per "[handle] ..." line.
@@ -221,38 +247,4 @@ func (f *fixedAgent) Execute(_ context.Context, job *core.Job) (core.Result, err
 	f.runs[job.Bot.Handle]++
 	f.mu.Unlock()
 	return core.Result{Reply: job.Bot.Handle + " on it"}, nil
-}
-
-// webhookRunner is an adapter with webhooks and a Run (Slack, Feishu).
-type webhookRunner interface {
-	core.Runner
-	core.WebhookMounter
-}
-
-// runWithAdapter mounts ad's webhooks on a new test server, runs eng and, once
-// it is ready, ad; stop closes the server, stops both and waits for them.
-func runWithAdapter(eng *core.Engine, ad webhookRunner) (hook *httptest.Server, stop func()) {
-	mux := http.NewServeMux()
-	ad.MountHTTP(mux)
-	hook = httptest.NewServer(mux)
-	halt := runEngineAndAdapter(eng, ad)
-	return hook, func() {
-		hook.Close()
-		halt()
-	}
-}
-
-// runEngineAndAdapter runs eng and, once it is ready, ad; stop stops both and
-// waits for them.
-func runEngineAndAdapter(eng *core.Engine, ad core.Runner) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = eng.Run(ctx) }()
-	<-eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
-	return func() {
-		cancel()
-		wg.Wait()
-	}
 }

@@ -118,26 +118,14 @@ func TestResumeAfterKillAtEveryStep(t *testing.T) {
 func (x *resumeRig) approveDeploy() core.QuestionID {
 	x.t.Helper()
 	var q core.Question
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var qs []core.Question
-		err := x.cur.st.View(context.Background(), func(tx core.ReadTx) error {
-			var err error
-			qs, err = tx.Questions(true, 0)
-			return err
-		})
-		if err != nil {
-			x.t.Fatal(err)
-		}
+	x.cur.waitStore("the deploy question", func(tx core.ReadTx) bool {
+		qs, _ := tx.Questions(true, 0)
 		if len(qs) == 1 && len(qs[0].Askers) > 0 {
 			q = qs[0]
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			x.t.Fatalf("no question; printed:\n%s", x.out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	res, err := x.cur.eng.Answer(context.Background(), core.Answer{Question: q.ID, Choice: core.ChoiceApprove, Actor: q.Askers[0], Name: "You"})
 	if err != nil || res.Outcome != core.AnswerAccepted {
 		x.t.Fatalf("approve: %+v, %v", res, err)

@@ -22,7 +22,6 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // Environment of the child engine process.
@@ -43,10 +42,6 @@ func TestResumeKillChild(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), childDeadline)
 	defer cancel()
-	st, err := bolt.Open(os.Getenv(childDB), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hook := os.Getenv(childHook)
 	reg := agents.NewRegistry()
 	for _, name := range []string{"step_a", "step_b"} {
@@ -74,25 +69,14 @@ func TestResumeKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: resumeTeam, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openProc(t, os.Getenv(childDB), core.Options{Agent: ag, Bots: resumeTeam})
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	con, err := console.New(console.Options{Engine: eng, In: pr, Out: os.Stdout})
+	con, err := console.New(console.Options{Engine: p.eng, In: pr, Out: os.Stdout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.AddAdapter(con); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = eng.Run(runCtx) }()
-	go func() { defer wg.Done(); _ = con.Run(runCtx) }()
-	<-eng.Ready()
+	p.run(con)
 	if say := os.Getenv(childSay); say != "" {
 		if _, err := io.WriteString(pw, say+"\n"); err != nil {
 			t.Fatal(err)
@@ -101,15 +85,11 @@ func TestResumeKillChild(t *testing.T) {
 		t.Fatal("not killed")
 	}
 	// The resumed run was queued by recovery before Ready.
-	if err := eng.WaitIdle(ctx); err != nil {
+	if err := p.eng.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pw.Close()
-	stop()
-	wg.Wait()
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	p.stop()
 }
 
 // TestResumeAfterSIGKILL kills the engine process with SIGKILL while step_a

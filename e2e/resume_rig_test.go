@@ -162,13 +162,12 @@ type resumeRig struct {
 	cur *resumeEngine
 }
 
-// resumeEngine is one running engine of a rig.
+// resumeEngine is one running engine of a rig, on the rig's file behind a
+// killStore.
 type resumeEngine struct {
-	st     *killStore
-	eng    *core.Engine
-	in     *io.PipeWriter
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	*proc
+	st *killStore
+	in *io.PipeWriter
 }
 
 const resumeFinal = "all done"
@@ -244,51 +243,22 @@ func (x *resumeRig) start(at func(stepView) (bool, bool)) {
 			t.Fatal(err)
 		}
 	}
-	ag, err := agents.New(agents.Options{
-		Providers: map[string]agents.Provider{"default": {BaseURL: x.srv.URL(), APIKey: "test-key", Model: "test-model"}},
-		Registry:  reg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	grace := x.grace
-	if grace == 0 {
-		grace = 2 * time.Second
-	}
-	e.eng, err = core.New(core.Options{Store: e.st, Agent: ag, Bots: x.team, Limits: x.limits, ShutdownGrace: grace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.proc = openProc(t, "", core.Options{Store: e.st, Agent: llmAgent(t, x.srv, reg, core.Limits{}), Bots: x.team, Limits: x.limits,
+		ShutdownGrace: x.grace})
 	pr, pw := io.Pipe()
 	e.in = pw
 	con, err := console.New(console.Options{Engine: e.eng, In: pr, Out: x.out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.eng.AddAdapter(con); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	e.wg.Add(2)
-	go func() { defer e.wg.Done(); _ = e.eng.Run(ctx) }()
-	go func() { defer e.wg.Done(); _ = con.Run(ctx) }()
 	t.Cleanup(func() { x.stop(e) })
-	<-e.eng.Ready()
+	e.run(con)
 }
 
-// stop cancels an engine and closes its store (once).
+// stop closes an engine's console and stops it (once).
 func (x *resumeRig) stop(e *resumeEngine) {
-	if e.cancel == nil {
-		return
-	}
 	e.in.Close()
-	e.cancel()
-	e.wg.Wait()
-	e.cancel = nil
-	if err := e.st.Store.Close(); err != nil {
-		x.t.Error(err)
-	}
+	e.proc.stop()
 }
 
 // say types a line into the current engine's console.

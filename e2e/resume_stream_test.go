@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,20 +27,32 @@ func (f jobAgent) Execute(ctx context.Context, job *core.Job) (core.Result, erro
 }
 
 // deadAdapter passes a streaming adapter's calls on until the process it
-// stands for is killed; from then on nothing reaches the platform.
+// stands for is killed; from then on nothing reaches the platform, and it
+// polls no more.
 type deadAdapter struct {
-	core.Adapter
-	st   core.Streamer
-	dead *atomic.Bool
+	*telegram.Adapter
+	dead   *atomic.Bool
+	killed <-chan struct{}
 }
 
-func (a *deadAdapter) StreamInterval() time.Duration { return a.st.StreamInterval() }
+func (a *deadAdapter) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.killed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return a.Adapter.Run(ctx)
+}
 
 func (a *deadAdapter) Stream(ctx context.Context, s core.StreamDelivery) ([]string, error) {
 	if a.dead.Load() {
 		return s.Posted, errKilled
 	}
-	return a.st.Stream(ctx, s)
+	return a.Adapter.Stream(ctx, s)
 }
 
 func (a *deadAdapter) Deliver(ctx context.Context, d core.Delivery) (string, error) {
@@ -92,51 +103,28 @@ func TestResumeKilledStreamingRunLeavesNoStrayMessage(t *testing.T) {
 		<-ctx.Done()
 		return core.Result{}, ctx.Err()
 	})
-	start := func(wrap bool) (*core.Engine, func()) {
+	start := func(wrap bool) *proc {
 		bst, err := bolt.Open(path, bolt.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		st = newKillStore(bst)
-		eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := openProc(t, "", core.Options{Store: st, Agent: agent})
 		ad, err := telegram.New(telegram.Options{Name: "chief", Bot: "chief_of_staff", Token: tgStreamToken,
-			APIEndpoint: fake.URL(), DMPolicy: "open", Bots: e2eTeam, Engine: eng,
+			APIEndpoint: fake.URL(), DMPolicy: "open", Bots: e2eTeam, Engine: p.eng,
 			Cursors: telegram.StoreCursors(st), Streaming: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var added core.Adapter = ad
 		if wrap {
-			added = &deadAdapter{Adapter: ad, st: ad, dead: &dead}
+			p.run(&deadAdapter{Adapter: ad, dead: &dead, killed: st.killed})
+		} else {
+			p.run(ad)
 		}
-		if err := eng.AddAdapter(added); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { defer wg.Done(); _ = eng.Run(ctx) }()
-		<-eng.Ready()
-		go func() {
-			defer wg.Done()
-			if !wrap {
-				_ = ad.Run(ctx)
-				return
-			}
-			// The killed process polls no more.
-			actx, acancel := context.WithCancel(ctx)
-			go func() { <-st.killed; acancel() }()
-			_ = ad.Run(actx)
-		}()
-		var once sync.Once
-		return eng, func() { once.Do(func() { cancel(); wg.Wait(); _ = bst.Close() }) }
+		return p
 	}
 
-	_, stop := start(true)
-	t.Cleanup(stop)
+	first := start(true)
 	up := `{"update_id":1,"message":{"message_id":11,"from":{"id":100000001,"is_bot":false,"first_name":"Alice"},
 "chat":{"id":100000001,"first_name":"Alice","type":"private"},"date":1767225660,"text":"how are things?"}}`
 	if _, err := fake.PushUpdate(tgStreamToken, []byte(up)); err != nil {
@@ -147,16 +135,14 @@ func TestResumeKilledStreamingRunLeavesNoStrayMessage(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("never killed; messages %+v", fake.Messages(tgStreamToken))
 	}
-	stop()
+	first.stop()
 	left := fake.Messages(tgStreamToken)
 	if len(left) != 1 {
 		t.Fatalf("after the kill the chat has %d bot messages, want the work line", len(left))
 	}
 
-	eng, stop2 := start(false)
-	t.Cleanup(stop2)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	second := start(false)
+	ctx := second.ctx()
 	want := telegram.Format("final answer")
 	if err := until(ctx, nil, 0, "the reply", func() bool {
 		for _, m := range fake.Messages(tgStreamToken) {
@@ -168,9 +154,7 @@ func TestResumeKilledStreamingRunLeavesNoStrayMessage(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v; messages %+v", err, fake.Messages(tgStreamToken))
 	}
-	if err := eng.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	second.idle()
 	var got []string
 	for _, m := range fake.Messages(tgStreamToken) {
 		got = append(got, fmt.Sprintf("%d:%s", m.ID, m.Text))

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,11 +19,9 @@ import (
 
 	"openbot/adapters/slack"
 	"openbot/adapters/slack/slacktest"
-	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // Slack people of the approval tests (fixture ids; alice and carol approve).
@@ -95,10 +92,7 @@ type approvalRig struct {
 	// envelopes over the fake's websocket instead of signed POSTs.
 	socket bool
 
-	eng    *core.Engine
-	st     *bolt.Store
-	hook   *httptest.Server
-	cancel func() // runWithAdapter's stop; nil when stopped
+	*proc
 }
 
 // startApproval starts a rig whose engineer has shell behind an approval; botAppr
@@ -128,42 +122,14 @@ func startApproval(t *testing.T, botAppr, globalAppr []core.ActorID, opts ...fun
 		o(r)
 	}
 	r.start(t)
-	t.Cleanup(func() { r.stop(t) })
 	return r
 }
 
-// start opens the store and runs a fresh engine, agent and Slack adapter.
+// start runs a fresh engine, agent and Slack adapter over the store file.
 func (r *approvalRig) start(t *testing.T) {
 	t.Helper()
-	var err error
-	r.st, err = bolt.Open(r.db, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: r.work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agents.NewRegistry()
-	for _, tl := range builtins {
-		if tl.Name() == "shell" {
-			if err := reg.Add(tl); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	ag, err := agents.New(agents.Options{
-		Providers: map[string]agents.Provider{"default": {BaseURL: r.model.URL(), APIKey: "test-key", Model: "test-model"}},
-		Registry:  reg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: ag, Bots: r.team, Approvers: r.appr, ShutdownGrace: 2 * time.Second,
-		ApprovalTimeout: r.expireAfter, ExpiryInterval: r.expireEvery})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.proc = openProc(t, r.db, core.Options{Agent: llmAgent(t, r.model, builtins(t, tools.Options{WorkspaceRoot: r.work}, "shell"), core.Limits{}),
+		Bots: r.team, Approvers: r.appr, ApprovalTimeout: r.expireAfter, ExpiryInterval: r.expireEvery})
 	so := slack.Options{Name: "acme", Bot: "*", Mode: slack.ModeHTTP, BotToken: "xoxb-e2e", SigningSecret: slackSecret,
 		APIURL: r.fake.APIURL(), Bots: r.team, Engine: r.eng}
 	if r.socket {
@@ -173,32 +139,7 @@ func (r *approvalRig) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	r.hook, r.cancel = runWithAdapter(r.eng, ad)
-}
-
-// stop shuts the process down and closes the store; start may follow.
-func (r *approvalRig) stop(t *testing.T) {
-	t.Helper()
-	if r.cancel == nil {
-		return
-	}
-	r.cancel() // closes the webhook server, stops engine and adapter, waits
-	r.cancel = nil
-	if err := r.st.Close(); err != nil {
-		t.Error(err)
-	}
-}
-
-func (r *approvalRig) idle(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := r.eng.WaitIdle(ctx); err != nil {
-		t.Fatalf("not idle: %v", err)
-	}
+	r.run(ad)
 }
 
 // say posts a signed Events API message from user into the channel (a thread reply
@@ -214,49 +155,16 @@ func (r *approvalRig) say(t *testing.T, user, ts, threadTS, text string) {
 		"api_app_id": slacktest.DefaultAppID, "event": ev, "type": "event_callback", "event_id": "Ev" + strings.ReplaceAll(ts, ".", ""),
 		"event_time": 1767225600})
 	if r.socket {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		env := "env-" + ts
-		if err := r.fake.PushEnvelope(ctx, "events_api", env, body, 0); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.fake.WaitAck(ctx, env); err != nil {
+		env, before := "env-"+ts, r.events.now().ingested
+		if err := r.fake.PushEnvelope(r.ctx(), "events_api", env, body, 0); err != nil {
 			t.Fatal(err)
 		}
 		// Acked first, ingested after: wait until the message is stored.
-		r.waitStore(t, func(tx core.ReadTx) bool {
-			_, err := tx.Seen(slack.DedupKey(slacktest.DefaultTeam, "C0TEST001", ts))
-			return err == nil
-		})
+		r.events.wait(t, "the message to be stored", func(n counts) bool { return n.ingested > before })
 		return
 	}
-	req, _ := http.NewRequest(http.MethodPost, r.hook.URL+"/slack/acme/events", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	slacktest.Sign(req.Header, body, slackSecret, time.Now())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("events POST = %d", resp.StatusCode)
-	}
-}
-
-// waitStore polls the store (with a deadline) until cond holds.
-func (r *approvalRig) waitStore(t *testing.T, cond func(core.ReadTx) bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var ok bool
-		_ = r.eng.Store().View(context.Background(), func(tx core.ReadTx) error { ok = cond(tx); return nil })
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the store did not reach the expected state")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if code := slackPost(t, r.hook.URL+"/slack/acme/events", body); code != http.StatusOK {
+		t.Fatalf("events POST = %d", code)
 	}
 }
 
@@ -265,7 +173,7 @@ func (r *approvalRig) waitStore(t *testing.T, cond func(core.ReadTx) bool) {
 func (r *approvalRig) askToRun(t *testing.T, user string) (core.Question, slacktest.Call) {
 	t.Helper()
 	r.say(t, user, slackRoot, "", "@engineer please run the script")
-	r.idle(t)
+	r.idle()
 	return r.question(t)
 }
 
@@ -273,7 +181,7 @@ func (r *approvalRig) askToRun(t *testing.T, user string) (core.Question, slackt
 func (r *approvalRig) question(t *testing.T) (core.Question, slacktest.Call) {
 	t.Helper()
 	var qs []core.Question
-	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
 		var err error
 		qs, err = tx.Questions(false, 0)
 		return err
@@ -379,7 +287,7 @@ func (r *approvalRig) requireDone(t *testing.T, asked core.Question, decision, r
 		q   core.Question
 		run core.Run
 	)
-	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
 		var err error
 		if q, err = tx.Question(asked.ID); err != nil {
 			return err
@@ -425,7 +333,7 @@ func TestSlackApprovalApproveRunsToolOnce(t *testing.T) {
 		t.Fatalf("the tool ran %d times before approval", n)
 	}
 	r.click(t, slackAlice, q, core.ChoiceApprove)
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
@@ -446,7 +354,7 @@ func TestSlackApprovalNonApproverRefused(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], "Only approvers of @engineer") {
 		t.Fatalf("bob's notices %q", notes)
 	}
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 0 {
 		t.Fatalf("a refused click ran the tool %d times", n)
 	}
@@ -454,7 +362,7 @@ func TestSlackApprovalNonApproverRefused(t *testing.T) {
 		t.Fatalf("a refused click changed the message (%d updates)", n)
 	}
 	r.click(t, slackAlice, q, core.ChoiceApprove)
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
@@ -468,7 +376,7 @@ func TestSlackApprovalSecondClickAlreadyDecided(t *testing.T) {
 	q, _ := r.askToRun(t, slackAlice)
 	r.click(t, slackAlice, q, core.ChoiceApprove)
 	r.click(t, slackAlice, q, core.ChoiceApprove)
-	r.idle(t)
+	r.idle()
 	notes := r.ephemerals(t, slackAlice, 1)
 	if len(notes) != 1 || !strings.Contains(notes[0], "Already decided: Approved by Alice") {
 		t.Fatalf("second click notices %q", notes)
@@ -489,12 +397,12 @@ func TestSlackApprovalTwoApproversAtOnce(t *testing.T) {
 		wg.Go(func() { r.click(t, u, q, core.ChoiceApprove) })
 	}
 	wg.Wait()
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
 	var answered core.Question
-	_ = r.eng.Store().View(context.Background(), func(tx core.ReadTx) error { answered, _ = tx.Question(q.ID); return nil })
+	_ = r.st.View(context.Background(), func(tx core.ReadTx) error { answered, _ = tx.Question(q.ID); return nil })
 	winner, loser := slackAlice, slackCarol
 	if answered.AnsweredBy == slackActor(slackCarol) {
 		winner, loser = slackCarol, slackAlice
@@ -515,14 +423,14 @@ func TestSlackApprovalTwoApproversAtOnce(t *testing.T) {
 func TestSlackApprovalSurvivesRestart(t *testing.T) {
 	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)})
 	q, _ := r.askToRun(t, slackAlice)
-	r.stop(t)
+	r.stop()
 	r.start(t)
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 0 {
 		t.Fatalf("the tool ran %d times across the restart without approval", n)
 	}
 	r.click(t, slackAlice, q, core.ChoiceApprove)
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
@@ -534,7 +442,7 @@ func TestSlackApprovalRejectTellsModel(t *testing.T) {
 	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)})
 	q, _ := r.askToRun(t, slackAlice)
 	r.click(t, slackAlice, q, core.ChoiceReject)
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 0 {
 		t.Fatalf("a rejected tool ran %d times", n)
 	}
@@ -556,13 +464,13 @@ func TestSlackApprovalParksOnlyThatThread(t *testing.T) {
 		t.Fatalf("engineer model calls = %d, want 1", n)
 	}
 	r.say(t, slackAlice, "1767225700.000100", slackRoot, "@engineer are you there?")
-	r.idle(t)
+	r.idle()
 	if n := len(engineerRequests(r.model)); n != 1 {
 		t.Fatalf("the parked thread's message reached the model (%d calls)", n)
 	}
 	const other = "1767225800.000100"
 	r.say(t, slackBob, other, "", "@engineer status please")
-	r.idle(t)
+	r.idle()
 	if n := len(engineerRequests(r.model)); n != 2 {
 		t.Fatalf("engineer model calls = %d, want 2 (the other thread answered)", n)
 	}
@@ -576,7 +484,7 @@ func TestSlackApprovalParksOnlyThatThread(t *testing.T) {
 		t.Fatal("the message in the other thread was not answered")
 	}
 	r.click(t, slackAlice, q, core.ChoiceApprove)
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
@@ -606,7 +514,7 @@ func engineerRequests(m *openaitest.Server) []openaitest.Request {
 func (r *approvalRig) allQuestions(t *testing.T) []core.Question {
 	t.Helper()
 	var qs []core.Question
-	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
 		var err error
 		qs, err = tx.Questions(false, 0)
 		return err
@@ -632,7 +540,7 @@ func (r *approvalRig) replied(root, text string) bool {
 func TestSlackAskHumanFreeTextReply(t *testing.T) {
 	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)})
 	r.say(t, slackAlice, slackRoot, "", "@engineer which branch do you want me to build?")
-	r.idle(t)
+	r.idle()
 	qs := r.allQuestions(t)
 	if len(qs) != 1 || qs[0].Kind != core.QuestionAsk || len(qs[0].Posts) != 1 {
 		t.Fatalf("questions %+v", qs)
@@ -650,7 +558,7 @@ func TestSlackAskHumanFreeTextReply(t *testing.T) {
 		t.Errorf("free-text question blocks %s, want no buttons and the reply hint", b)
 	}
 	r.say(t, slackAlice, "1767225700.000100", slackRoot, "release-2.4 please")
-	r.idle(t)
+	r.idle()
 	if !r.replied(slackRoot, "Going with the answer: ") || !r.replied(slackRoot, "release-2.4 please") {
 		t.Fatalf("the run did not resume with the reply; posts %+v", r.fake.CallsTo("chat.postMessage"))
 	}
@@ -665,7 +573,7 @@ func TestSlackAskHumanFreeTextReply(t *testing.T) {
 func TestSlackAskHumanChoiceClicked(t *testing.T) {
 	r := startApproval(t, nil, []core.ActorID{slackActor(slackAlice)})
 	r.say(t, slackAlice, slackRoot, "", "@engineer pick an environment and deploy")
-	r.idle(t)
+	r.idle()
 	qs := r.allQuestions(t)
 	if len(qs) != 1 || len(qs[0].Choices) != 2 {
 		t.Fatalf("questions %+v", qs)
@@ -683,7 +591,7 @@ func TestSlackAskHumanChoiceClicked(t *testing.T) {
 		}
 	}
 	r.click(t, slackAlice, q, 1)
-	r.idle(t)
+	r.idle()
 	if !r.replied(slackRoot, "Going with the answer: ") || !r.replied(slackRoot, "prod") {
 		t.Fatalf("the run did not resume with the choice")
 	}
@@ -705,7 +613,7 @@ func TestSlackApprovalExpires(t *testing.T) {
 	if _, err := r.fake.WaitCalls(ctx, "chat.update", 1); err != nil {
 		t.Fatalf("the question did not expire: %v", err)
 	}
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 0 {
 		t.Fatalf("an expired approval ran the tool %d times", n)
 	}
@@ -714,7 +622,7 @@ func TestSlackApprovalExpires(t *testing.T) {
 	if notes := r.ephemerals(t, slackAlice, 1); len(notes) != 1 || !strings.Contains(notes[0], "Already decided: Expired") {
 		t.Fatalf("a click after expiry: notices %q", notes)
 	}
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 0 {
 		t.Fatalf("a click after expiry ran the tool %d times", n)
 	}
@@ -743,16 +651,14 @@ func TestSlackApprovalOverSocketMode(t *testing.T) {
 	if notes := r.ephemerals(t, slackBob, 1); len(notes) != 1 || !strings.Contains(notes[0], "Only approvers of @engineer") {
 		t.Fatalf("bob's notices %q", notes)
 	}
-	r.idle(t)
+	r.idle()
 	if n := r.ran(t); n != 0 {
 		t.Fatalf("a refused click ran the tool %d times", n)
 	}
+	answered := r.events.now().answered
 	push("env-alice", slackAlice)
-	r.waitStore(t, func(tx core.ReadTx) bool {
-		cur, err := tx.Question(q.ID)
-		return err == nil && cur.Status != core.QuestionPending
-	})
-	r.idle(t)
+	r.events.wait(t, "alice's answer", func(n counts) bool { return n.answered > answered })
+	r.idle()
 	if n := r.ran(t); n != 1 {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}

@@ -2,15 +2,9 @@ package e2e
 
 import (
 	"bytes"
-	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +12,15 @@ import (
 	"openbot/adapters/slack"
 	"openbot/adapters/slack/slacktest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 const slackSecret = "e2e-signing-secret"
 
 type slackRig struct {
-	fake   *slacktest.Server
-	eng    *core.Engine
-	st     *bolt.Store
-	agent  *scripted
-	hook   *httptest.Server
-	db     string
-	cancel func() // runWithAdapter's stop; nil when stopped
+	*proc
+	fake  *slacktest.Server
+	agent *scripted
+	db    string
 }
 
 // startSlack runs the engine with one whole-team Slack app in HTTP (Events API) mode
@@ -41,61 +31,38 @@ func startSlack(t *testing.T, script map[string]func(*core.Job) string) *slackRi
 		db: filepath.Join(t.TempDir(), "openbot.db")}
 	t.Cleanup(r.fake.Close)
 	r.open(t)
-	t.Cleanup(func() { r.close(t) })
 	return r
 }
 
-// open opens the store and runs a fresh engine and Slack adapter on it.
+// open runs a fresh engine and Slack adapter on the store; after stop it
+// restarts the process.
 func (r *slackRig) open(t *testing.T) {
 	t.Helper()
-	var err error
-	r.st, err = bolt.Open(r.db, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: r.agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.proc = openProc(t, r.db, core.Options{Agent: r.agent})
 	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
 		APIURL: r.fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.AddAdapter(ad); err != nil {
+	r.run(ad)
+	if _, err := r.fake.WaitCalls(r.ctx(), "auth.test", 1); err != nil {
 		t.Fatal(err)
-	}
-	r.hook, r.cancel = runWithAdapter(r.eng, ad)
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer wcancel()
-	if err := r.fake.Wait(wctx, func(s *slacktest.Server) bool { return len(s.CallsTo("auth.test")) > 0 }); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// close stops the engine and the adapter and closes the store; open may follow.
-func (r *slackRig) close(t *testing.T) {
-	t.Helper()
-	if r.cancel == nil {
-		return
-	}
-	r.cancel() // closes the webhook server, stops engine and adapter, waits
-	r.cancel = nil
-	if err := r.st.Close(); err != nil {
-		t.Error(err)
 	}
 }
 
 // post sends an Events API body, signed now, with optional extra headers.
 func (r *slackRig) post(t *testing.T, body []byte, hdr ...string) int {
 	t.Helper()
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(slackSecret))
-	mac.Write([]byte("v0:" + ts + ":" + string(body)))
-	req, _ := http.NewRequest(http.MethodPost, r.hook.URL+"/slack/acme/events", bytes.NewReader(body))
+	return slackPost(t, r.hook.URL+"/slack/acme/events", body, hdr...)
+}
+
+// slackPost POSTs a JSON body to url signed as Slack signs it now, with
+// optional extra headers (name, value, ...), and returns the HTTP status.
+func slackPost(t testing.TB, url string, body []byte, hdr ...string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	slacktest.Sign(req.Header, body, slackSecret, time.Now())
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -105,15 +72,6 @@ func (r *slackRig) post(t *testing.T, body []byte, hdr ...string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func (r *slackRig) idle(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := r.eng.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func slackFixture(t *testing.T, name string) []byte {
@@ -130,11 +88,11 @@ func TestSlackMentionThenThreadReplyContinues(t *testing.T) {
 	if code := r.post(t, slackFixture(t, "events_api_app_mention_channel.json")); code != 200 {
 		t.Fatalf("events POST = %d", code)
 	}
-	r.idle(t)
+	r.idle()
 	if code := r.post(t, slackFixture(t, "events_api_message_thread_reply.json")); code != 200 {
 		t.Fatalf("thread reply POST = %d", code)
 	}
-	r.idle(t)
+	r.idle()
 	posts := r.fake.CallsTo("chat.postMessage")
 	if len(posts) != 2 {
 		t.Fatalf("chat.postMessage calls = %d, want 2", len(posts))
@@ -161,7 +119,7 @@ func TestSlackHandoffBothRepliesInOneThread(t *testing.T) {
 		"engineer": func(*core.Job) string { return "@chief_of_staff the build fails in step 3; fixed." },
 	})
 	r.post(t, slackFixture(t, "events_api_app_mention_channel.json"))
-	r.idle(t)
+	r.idle()
 	posts := r.fake.CallsTo("chat.postMessage")
 	if len(posts) != 3 {
 		t.Fatalf("posts = %d, want 3 (chief, engineer, chief)", len(posts))
@@ -181,7 +139,7 @@ func TestSlackSameMessageThreeTimesAnsweredOnce(t *testing.T) {
 	r.post(t, slackFixture(t, "events_api_app_mention_channel.json"))
 	r.post(t, slackFixture(t, "events_api_message_channel_twin_of_mention.json"))
 	r.post(t, slackFixture(t, "events_api_app_mention_channel.json"), "X-Slack-Retry-Num", "1", "X-Slack-Retry-Reason", "http_timeout")
-	r.idle(t)
+	r.idle()
 	if n := len(r.agent.runs("chief_of_staff")); n != 1 {
 		t.Fatalf("runs = %d, want 1", n)
 	}
@@ -189,18 +147,11 @@ func TestSlackSameMessageThreeTimesAnsweredOnce(t *testing.T) {
 		t.Fatalf("replies = %d, want 1", n)
 	}
 	var humans int
-	_ = r.st.View(context.Background(), func(tx core.ReadTx) error {
-		ths, _ := tx.Threads(0)
-		for _, th := range ths {
-			ms, _ := tx.Messages(th.ID, 0, 0)
-			for _, m := range ms {
-				if m.Origin != nil {
-					humans++
-				}
-			}
+	for _, m := range r.stored() {
+		if m.Origin != nil {
+			humans++
 		}
-		return nil
-	})
+	}
 	if humans != 1 {
 		t.Fatalf("stored human messages = %d, want 1", humans)
 	}
@@ -213,7 +164,7 @@ func TestSlackRateLimitedPostWaits(t *testing.T) {
 	r := startSlack(t, nil)
 	r.fake.FailNext("chat.postMessage", http.StatusTooManyRequests, "ratelimited", 2*time.Second)
 	r.post(t, slackFixture(t, "events_api_app_mention_channel.json"))
-	r.idle(t)
+	r.idle()
 	posts := r.fake.CallsTo("chat.postMessage")
 	if len(posts) != 2 {
 		t.Fatalf("chat.postMessage calls = %d, want 2 (the 429, then one reply)", len(posts))

@@ -43,7 +43,7 @@ func TestSlackAppMentionIsTransport(t *testing.T) {
 			t.Fatalf("POST = %d", code)
 		}
 	}
-	r.idle(t)
+	r.idle()
 	if n := len(r.agent.runs("chief_of_staff")); n != 0 {
 		t.Errorf("the default bot ran %d times for a message naming @engineer, want 0", n)
 	}
@@ -51,7 +51,7 @@ func TestSlackAppMentionIsTransport(t *testing.T) {
 		t.Errorf("engineer ran %d times, want 1", n)
 	}
 	r.post(t, slackEvent(t, "app_mention", "C0TEST001", "channel", "U0TEST001", "1767225900.000100", "", "<@U0TESTBOT> fix the build"))
-	r.idle(t)
+	r.idle()
 	if n := len(r.agent.runs("chief_of_staff")); n != 1 {
 		t.Errorf("the app mention alone ran the default bot %d times, want 1", n)
 	}
@@ -79,7 +79,7 @@ func (r *slackRig) dm(t *testing.T, ts, threadTS, text string) {
 	if code := r.post(t, slackEvent(t, "message", "D0TEST001", "im", "U0TEST001", ts, threadTS, text)); code != 200 {
 		t.Fatalf("DM POST = %d", code)
 	}
-	r.idle(t)
+	r.idle()
 }
 
 // lastRun is the newest run of bot h.
@@ -109,12 +109,12 @@ func TestSlackNewInDMLastsAcrossRestart(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "Started a new conversation") || !strings.Contains(body, `"ephemeral"`) {
 		t.Fatalf("/new answered %d %s", code, body)
 	}
-	r.idle(t)
+	r.idle()
 	if n := len(r.agent.runs("chief_of_staff")); n != 2 {
 		t.Fatalf("/new made a model call (runs %d)", n)
 	}
 
-	r.close(t)
+	r.stop()
 	r.open(t)
 
 	r.dm(t, "1767225700.000100", "", "a different topic")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,34 +10,21 @@ import (
 	"openbot/adapters/slack"
 	"openbot/adapters/slack/slacktest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // startSlackStream runs the engine with a streaming whole-team Slack app (Events
 // API) against the fake Slack, the agent running script, on clock.
 func startSlackStream(t *testing.T, clock *stepClock, script streamScript) *slackRig {
 	t.Helper()
-	r := &slackRig{fake: slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"}), db: filepath.Join(t.TempDir(), "openbot.db")}
+	r := &slackRig{fake: slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"})}
 	t.Cleanup(r.fake.Close)
-	var err error
-	if r.st, err = bolt.Open(r.db, bolt.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: &streamAgent{script: script}, Bots: e2eTeam,
-		ShutdownGrace: 2 * time.Second, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.proc = openProc(t, "", core.Options{Agent: &streamAgent{script: script}, Clock: clock})
 	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
 		APIURL: r.fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st), Streaming: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	r.hook, r.cancel = runWithAdapter(r.eng, ad)
-	t.Cleanup(func() { r.close(t) })
+	r.run(ad)
 	return r
 }
 
@@ -72,7 +58,7 @@ func TestSlackStreamEditsThrottled(t *testing.T) {
 		return "Hello world, *all* of it.", err
 	})
 	r.post(t, slackFixture(t, "events_api_app_mention_channel.json"))
-	r.idle(t)
+	r.idle()
 	if n := len(r.fake.CallsTo("chat.postMessage")); n != 1 {
 		t.Errorf("chat.postMessage calls = %d, want 1", n)
 	}
@@ -108,7 +94,7 @@ func TestSlackStreamRateLimitedEditsEndWithOneCompleteMessage(t *testing.T) {
 		return "one two three four.", nil
 	})
 	r.post(t, slackFixture(t, "events_api_app_mention_channel.json"))
-	r.idle(t)
+	r.idle()
 	if n := len(r.fake.CallsTo("chat.postMessage")); n != 1 {
 		t.Errorf("chat.postMessage calls = %d, want 1", n)
 	}
@@ -137,7 +123,7 @@ func TestSlackStreamLongReplyIntoSecondMessage(t *testing.T) {
 		return long + "end.", nil
 	})
 	r.post(t, slackFixture(t, "events_api_app_mention_channel.json"))
-	r.idle(t)
+	r.idle()
 	if n := len(r.fake.CallsTo("chat.postMessage")); n != 2 {
 		t.Errorf("chat.postMessage calls = %d, want 2", n)
 	}

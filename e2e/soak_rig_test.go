@@ -62,6 +62,7 @@ type soakRig struct {
 	child   *child
 	hold    chan struct{} // non-nil: second model calls wait on it
 	held    atomic.Int32  // second model calls that arrived while holding
+	heldOne chan struct{} // signalled after each held call
 	starts  int
 	kills   []time.Time // when each SIGKILL was sent
 	nextMsg int64
@@ -81,7 +82,7 @@ func newSoakRig(t testing.TB, c soakConfig, latency func() time.Duration) *soakR
 		t.Skip("the kill soak builds and runs the openbot binary")
 	}
 	dir := t.TempDir()
-	x := &soakRig{t: t, dir: dir, bin: buildOpenbot(t, dir), latency: latency, nextMsg: 1}
+	x := &soakRig{t: t, dir: dir, bin: buildOpenbot(t, dir), latency: latency, nextMsg: 1, heldOne: make(chan struct{}, 1)}
 	x.tg = telegramtest.NewServer(telegramtest.Bot{Token: soakToken, ID: soakBotID, Username: "openbot_soak_bot", Name: "Soak"})
 	t.Cleanup(x.tg.Close)
 	x.llm = openaitest.New(t)
@@ -150,6 +151,10 @@ func (x *soakRig) model(req openaitest.Request) openaitest.Reply {
 	x.mu.Unlock()
 	if hold != nil {
 		x.held.Add(1)
+		select {
+		case x.heldOne <- struct{}{}:
+		default: // a signal is pending already; the waiter rereads held
+		}
 		return openaitest.Reply{Text: text, Wait: hold}
 	}
 	return openaitest.Reply{Text: text, Wait: x.after()}

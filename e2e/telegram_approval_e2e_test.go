@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,11 +18,9 @@ import (
 
 	"openbot/adapters/telegram"
 	"openbot/adapters/telegram/telegramtest"
-	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // People in the approval tests: Alice and Bob are approvers, Carol is not.
@@ -59,40 +56,16 @@ func tgApprovalModel(r openaitest.Request) openaitest.Reply {
 // (token tok-engineer, @engineer_bot), in polling or webhook mode. stop and start
 // restart everything but the fakes, the database file and the workspace.
 type tgApprovalRig struct {
+	*tgRig
 	t       *testing.T
 	webhook bool
-	fake    *telegramtest.Server
 	llm     *openaitest.Server
 	dbPath  string
 	ws      string
-	hook    *httptest.Server // webhook mode: the shared HTTP listener
 	// clock and expiry, when set before start, drive question expiry.
-	clock  *tgClock
+	clock  *stepClock
 	expiry time.Duration
-
-	eng    *core.Engine
-	st     *bolt.Store
 	ad     *telegram.Adapter
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-// tgClock is a core.Clock the test moves forward.
-type tgClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *tgClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *tgClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // startTelegramApproval starts the rig with the tgApprovalModel script; setup, when
@@ -101,7 +74,8 @@ func startTelegramApproval(t *testing.T, webhook bool, setup ...func(*tgApproval
 	t.Helper()
 	dir := t.TempDir()
 	r := &tgApprovalRig{
-		t: t, webhook: webhook, fake: telegramtest.NewServer(telegramtest.Bot{Token: tgApprovalToken, ID: 900, Username: "engineer_bot"}),
+		tgRig: &tgRig{fake: telegramtest.NewServer(telegramtest.Bot{Token: tgApprovalToken, ID: 900, Username: "engineer_bot"})},
+		t:     t, webhook: webhook,
 		llm: openaitest.New(t), dbPath: filepath.Join(dir, "openbot.db"), ws: filepath.Join(dir, "ws"),
 	}
 	t.Cleanup(r.fake.Close)
@@ -110,35 +84,12 @@ func startTelegramApproval(t *testing.T, webhook bool, setup ...func(*tgApproval
 		f(r)
 	}
 	r.start()
-	t.Cleanup(r.stop)
 	return r
 }
 
 func (r *tgApprovalRig) start() {
 	t := r.t
 	t.Helper()
-	var err error
-	r.st, err = bolt.Open(r.dbPath, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: r.ws, SharedWorkspace: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agents.NewRegistry()
-	for _, tl := range builtins {
-		if err := reg.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ag, err := agents.New(agents.Options{
-		Providers: map[string]agents.Provider{"default": {BaseURL: r.llm.URL(), APIKey: "test-key", Model: "test-model"}},
-		Registry:  reg,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	team := append([]core.BotProfile(nil), e2eTeam...)
 	for i := range team {
 		if team[i].Handle == "engineer" {
@@ -146,69 +97,21 @@ func (r *tgApprovalRig) start() {
 		}
 	}
 	eo := core.Options{
-		Store: r.st, Agent: ag, Bots: team, ShutdownGrace: 2 * time.Second,
+		Agent: llmAgent(t, r.llm, builtins(t, tools.Options{WorkspaceRoot: r.ws, SharedWorkspace: true}), core.Limits{}), Bots: team,
 		Approvers: []core.ActorID{telegram.HumanActor(tgAlice.ID), telegram.HumanActor(tgBob.ID)},
 	}
 	if r.clock != nil {
 		eo.Clock, eo.ApprovalTimeout, eo.ExpiryInterval = r.clock, r.expiry, 20*time.Millisecond
 	}
-	r.eng, err = core.New(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := telegram.Options{
-		Name: "engineer", Bot: "engineer", Token: tgApprovalToken, APIEndpoint: r.fake.URL(), DMPolicy: "open",
-		Bots: team, Engine: r.eng, Cursors: telegram.StoreCursors(r.st),
-	}
+	var more func(*proc, *telegram.Options)
 	if r.webhook {
-		opts.Mode, opts.WebhookURL, opts.SecretToken = telegram.ModeWebhook, "https://bots.example.invalid/telegram/engineer/webhook", tgSecret
-	}
-	r.ad, err = telegram.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.eng.AddAdapter(r.ad); err != nil {
-		t.Fatal(err)
-	}
-	if r.webhook {
-		mux := http.NewServeMux()
-		r.ad.MountHTTP(mux)
-		r.hook = httptest.NewServer(mux)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); _ = r.ad.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := r.ad.Self(); ok {
-			break
+		more = func(_ *proc, o *telegram.Options) {
+			o.Mode, o.WebhookURL, o.SecretToken = telegram.ModeWebhook, "https://bots.example.invalid/telegram/engineer/webhook", tgSecret
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Telegram adapter did not start")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// stop shuts everything down (bounded by the engine's grace) and closes the store.
-func (r *tgApprovalRig) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.wg.Wait()
-	if r.hook != nil {
-		r.hook.Close()
-		r.hook = nil
-	}
-	if err := r.st.Close(); err != nil {
-		r.t.Error(err)
-	}
-	r.cancel = nil
+	r.tgRig = startTelegramWith(t, r.fake, r.dbPath, eo, more, telegram.Options{Name: "engineer", Bot: "engineer", Token: tgApprovalToken})
+	r.ad = r.ads[0]
+	waitFor(t, "the Telegram adapter to start", func() bool { _, ok := r.ad.Self(); return ok })
 }
 
 // push delivers an update like Telegram does (getUpdates or a webhook POST) and
@@ -247,15 +150,6 @@ func (r *tgApprovalRig) post(update []byte) int {
 	return resp.StatusCode
 }
 
-func (r *tgApprovalRig) idle() {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := r.eng.WaitIdle(ctx); err != nil {
-		r.t.Fatalf("not idle: %v", err)
-	}
-}
-
 // mention is a group message from Alice addressed to @engineer_bot.
 func tgMention(msgID int64, chat int64, text string) []byte {
 	full := "@engineer_bot " + text
@@ -271,30 +165,21 @@ func tgMention(msgID int64, chat int64, text string) []byte {
 // question returns the only question, once its post has a platform id.
 func (r *tgApprovalRig) question() core.Question {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var qs []core.Question
-		if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
-			var err error
-			qs, err = tx.Questions(false, 0)
-			return err
-		}); err != nil {
-			r.t.Fatal(err)
-		}
-		if len(qs) == 1 && len(qs[0].Posts) == 1 && qs[0].Posts[0].PlatformID != "" {
-			return qs[0]
-		}
-		if len(qs) > 1 || time.Now().After(deadline) {
-			r.t.Fatalf("questions %+v, want one posted", qs)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var qs []core.Question
+	r.waitStore("a posted question", func(tx core.ReadTx) bool {
+		qs, _ = tx.Questions(false, 0)
+		return len(qs) == 1 && len(qs[0].Posts) == 1 && qs[0].Posts[0].PlatformID != "" || len(qs) > 1
+	})
+	if len(qs) > 1 {
+		r.t.Fatalf("questions %+v, want one posted", qs)
 	}
+	return qs[0]
 }
 
 func (r *tgApprovalRig) run(id core.RunID) core.Run {
 	r.t.Helper()
 	var run core.Run
-	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
+	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
 		var err error
 		run, err = tx.Run(id)
 		return err
@@ -621,26 +506,14 @@ func TestTelegramApprovalParksOnlyItsThread(t *testing.T) {
 // and a late click is told.
 func TestTelegramApprovalExpires(t *testing.T) {
 	r := startTelegramApproval(t, false, func(r *tgApprovalRig) {
-		r.clock, r.expiry = &tgClock{now: time.Now()}, time.Hour
+		r.clock, r.expiry = &stepClock{now: time.Now()}, time.Hour
 	})
 	q, approve, _ := r.asked()
 	r.clock.advance(2 * time.Hour)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var cur core.Question
-		_ = r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
-			var err error
-			cur, err = tx.Question(q.ID)
-			return err
-		})
-		if cur.Status == core.QuestionExpired {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("question status %s two hours after a one-hour timeout, want expired", cur.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	r.waitStore("the question to expire two hours after a one-hour timeout", func(tx core.ReadTx) bool {
+		cur, err := tx.Question(q.ID)
+		return err == nil && cur.Status == core.QuestionExpired
+	})
 	r.idle()
 	if n := r.ranTimes(); n != 0 {
 		t.Fatalf("an expired approval ran the tool %d times", n)

@@ -3,81 +3,94 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"openbot/adapters/telegram"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 type tgRig struct {
-	fake   *telegramtest.Server
-	eng    *core.Engine
-	st     *bolt.Store
-	agent  *fixedAgent
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	*proc
+	fake  *telegramtest.Server
+	ads   []*telegram.Adapter
+	agent *fixedAgent // startTelegram's
 }
 
 // startTelegram runs the engine with one Telegram account per bot in bots
 // (token "tok-<handle>", username "<handle>_bot") against one fake Bot API.
 func startTelegram(t *testing.T, bots ...string) *tgRig {
 	t.Helper()
-	r := &tgRig{fake: telegramtest.NewServer(), agent: &fixedAgent{runs: map[string]int{}}}
-	t.Cleanup(r.fake.Close)
-	var err error
-	r.st, err = bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: r.agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ads []*telegram.Adapter
-	for i, h := range bots {
-		r.fake.AddBot(telegramtest.Bot{Token: "tok-" + h, ID: int64(900 + i), Username: h + "_bot"})
-		ad, err := telegram.New(telegram.Options{
-			Name: h, Bot: h, Token: "tok-" + h, APIEndpoint: r.fake.URL(), DMPolicy: "open",
-			Bots: e2eTeam, Engine: r.eng, Cursors: telegram.StoreCursors(r.st),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.eng.AddAdapter(ad); err != nil {
-			t.Fatal(err)
-		}
-		ads = append(ads, ad)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.wg.Add(1)
-	go func() { defer r.wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	for _, ad := range ads {
-		r.wg.Add(1)
-		go func() { defer r.wg.Done(); _ = ad.Run(ctx) }()
-	}
-	t.Cleanup(func() {
-		cancel()
-		r.wg.Wait()
-		r.st.Close()
-	})
+	agent := &fixedAgent{runs: map[string]int{}}
+	r := startTelegramWith(t, newTgFake(t, bots...), "", core.Options{Agent: agent}, nil, tgAccounts(bots...)...)
+	r.agent = agent
 	return r
 }
 
-func (r *tgRig) idle(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := r.eng.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
+// newTgFake starts a fake Bot API serving the bots "tok-<handle>" (id 900 on,
+// username "<handle>_bot") for the handles.
+func newTgFake(t *testing.T, handles ...string) *telegramtest.Server {
+	fake := telegramtest.NewServer()
+	t.Cleanup(fake.Close)
+	for i, h := range handles {
+		fake.AddBot(telegramtest.Bot{Token: "tok-" + h, ID: int64(900 + i), Username: h + "_bot"})
 	}
+	return fake
+}
+
+// tgAccounts are the accounts of newTgFake's bots, one per handle, named after it.
+func tgAccounts(handles ...string) []telegram.Options {
+	var out []telegram.Options
+	for _, h := range handles {
+		out = append(out, telegram.Options{Name: h, Bot: h, Token: "tok-" + h})
+	}
+	return out
+}
+
+// startTelegramWith runs the engine from opts over db ("" for a new store) with
+// one Telegram account per entry of accts polling fake; each gets the fake's
+// endpoint, the engine's team, open DMs and the store's cursors, then more
+// (when set) adjusts it.
+func startTelegramWith(t *testing.T, fake *telegramtest.Server, db string, opts core.Options, more func(*proc, *telegram.Options), accts ...telegram.Options) *tgRig {
+	t.Helper()
+	r := &tgRig{fake: fake}
+	r.proc = openProc(t, db, opts)
+	var ads []core.Adapter
+	for _, o := range accts {
+		o.APIEndpoint, o.DMPolicy, o.Bots, o.Engine, o.Cursors = fake.URL(), "open", r.eng.Bots(), r.eng, telegram.StoreCursors(r.st)
+		if more != nil {
+			more(r.proc, &o)
+		}
+		ad, err := telegram.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ads = append(r.ads, ad)
+		ads = append(ads, ad)
+	}
+	r.run(ads...)
+	return r
+}
+
+// sent waits until the fake Bot API was sent a message containing text.
+func (r *tgRig) sent(text string) telegramtest.Call {
+	r.t.Helper()
+	var found telegramtest.Call
+	err := r.fake.Wait(r.ctx(), func(s *telegramtest.Server) bool {
+		for _, c := range s.Calls("sendMessage") {
+			if strings.Contains(c.Params["text"], text) {
+				found = c
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		r.t.Fatalf("no message containing %q was sent", text)
+	}
+	return found
 }
 
 func groupUpdate(id int64, text string, entities string) []byte {
@@ -104,7 +117,7 @@ func TestTelegramTwoAccountsOneGroupMessage(t *testing.T) {
 			t.Fatalf("%s: %v", tok, err)
 		}
 	}
-	r.idle(t)
+	r.idle()
 	if r.agent.runs["chief_of_staff"] != 1 || r.agent.runs["engineer"] != 1 {
 		t.Fatalf("runs = %v, want one each", r.agent.runs)
 	}
@@ -150,7 +163,7 @@ func TestTelegramRateLimitHonoured(t *testing.T) {
 	if err := r.fake.WaitConfirmed(ctx, "tok-chief_of_staff", 2); err != nil {
 		t.Fatal(err)
 	}
-	r.idle(t)
+	r.idle()
 	sends := r.fake.Calls("sendMessage")
 	if len(sends) != 2 {
 		t.Fatalf("sendMessage calls = %d, want 2 (the 429, then one message)", len(sends))
@@ -175,7 +188,7 @@ func TestTelegramReplyChainJoinsOlderDialog(t *testing.T) {
 		if err := r.fake.WaitConfirmed(ctx, tok, id+1); err != nil {
 			t.Fatal(err)
 		}
-		r.idle(t)
+		r.idle()
 	}
 	push(1, `"text":"@chief_of_staff_bot first topic","entities":[{"offset":0,"length":19,"type":"mention"}]`)
 	first := r.fake.Calls("sendMessage")[0]
@@ -183,23 +196,7 @@ func TestTelegramReplyChainJoinsOlderDialog(t *testing.T) {
 	// Reply to the bot's answer of the first dialog, without a mention.
 	replyTo := firstSentID(t, r, first)
 	push(3, fmt.Sprintf(`"text":"follow-up on the first","reply_to_message":{"message_id":%d,"from":{"id":900,"is_bot":true,"first_name":"chief","username":"chief_of_staff_bot"},"chat":{"id":-1002,"type":"supergroup"},"date":1767225600,"text":"chief_of_staff on it"}`, replyTo))
-	threadOf := func(text string) core.ThreadID {
-		var id core.ThreadID
-		_ = r.st.View(ctx, func(tx core.ReadTx) error {
-			ths, _ := tx.Threads(0)
-			for _, th := range ths {
-				ms, _ := tx.Messages(th.ID, 0, 0)
-				for _, m := range ms {
-					if strings.Contains(m.Text, text) {
-						id = th.ID
-					}
-				}
-			}
-			return nil
-		})
-		return id
-	}
-	a, b, c := threadOf("first topic"), threadOf("second topic"), threadOf("follow-up on the first")
+	a, b, c := r.threadOf("first topic"), r.threadOf("second topic"), r.threadOf("follow-up on the first")
 	if a == 0 || a == b || c != a {
 		t.Fatalf("threads: first %d, second %d, follow-up %d; want the follow-up in the first", a, b, c)
 	}
@@ -242,7 +239,7 @@ func TestTelegramTwoBotsPrivateChatsStaySeparate(t *testing.T) {
 		if err := r.fake.WaitConfirmed(ctx, tok, update+1); err != nil {
 			t.Fatal(err)
 		}
-		r.idle(t)
+		r.idle()
 	}
 	dm("tok-chief_of_staff", 1, "hello chief")
 	dm("tok-engineer", 1, "engineer, are you there?")

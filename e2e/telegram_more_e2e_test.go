@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,59 +44,18 @@ func repliesTo(fake *telegramtest.Server) (map[int64]int, []int64) {
 	return by, order
 }
 
-// tgProc is one openbot process: engine, store and the Telegram account "acme"
-// (bot engineer, token tok-engineer, @engineer_bot) polling the fake. A test stops
-// it and starts another over the same database, as a crash and restart do.
-type tgProc struct {
-	eng    *core.Engine
-	st     *bolt.Store
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
-// startTgProc runs a process over db; wrap, when set, wraps the offset store and
-// may call crash (which cancels the process's context) from inside it.
-func startTgProc(t *testing.T, fake *telegramtest.Server, db string, agent core.Agent, wrap func(c telegram.Cursors, eng *core.Engine, crash func()) telegram.Cursors) *tgProc {
+// startTgProc runs one openbot process over db with the Telegram account "acme"
+// (bot engineer, token tok-engineer) polling fake; a test stops it and starts
+// another over the same database, as a crash and restart do. wrap, when set,
+// wraps the offset store and may call crash (which cancels the process) from
+// inside it.
+func startTgProc(t *testing.T, fake *telegramtest.Server, db string, agent core.Agent, wrap func(c telegram.Cursors, eng *core.Engine, crash func()) telegram.Cursors) *tgRig {
 	t.Helper()
-	p := &tgProc{}
-	var err error
-	p.st, err = bolt.Open(db, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.eng, err = core.New(core.Options{Store: p.st, Agent: agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	cursors := telegram.StoreCursors(p.st)
+	var more func(*proc, *telegram.Options)
 	if wrap != nil {
-		cursors = wrap(cursors, p.eng, cancel)
+		more = func(p *proc, o *telegram.Options) { o.Cursors = wrap(o.Cursors, p.eng, func() { p.cancel() }) }
 	}
-	ad, err := telegram.New(telegram.Options{Name: "acme", Bot: "engineer", Token: "tok-engineer", APIEndpoint: fake.URL(),
-		DMPolicy: "open", Bots: e2eTeam, Engine: p.eng, Cursors: cursors})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	p.wg.Add(2)
-	go func() { defer p.wg.Done(); _ = p.eng.Run(ctx) }()
-	<-p.eng.Ready()
-	go func() { defer p.wg.Done(); _ = ad.Run(ctx) }()
-	return p
-}
-
-// stop cancels the process, waits for it and closes its store.
-func (p *tgProc) stop(t *testing.T) {
-	t.Helper()
-	p.cancel()
-	p.wg.Wait()
-	if err := p.st.Close(); err != nil {
-		t.Error(err)
-	}
+	return startTelegramWith(t, fake, db, core.Options{Agent: agent}, more, telegram.Options{Name: "acme", Bot: "engineer", Token: "tok-engineer"})
 }
 
 // crashCursors is an offset store whose first SetCursor never happens: the process
@@ -184,10 +142,10 @@ func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 			select {
 			case <-cc.crashed:
 			case <-ctx.Done():
-				first.stop(t)
+				first.stop()
 				t.Fatal("the offset was never saved")
 			}
-			first.stop(t)
+			first.stop()
 			// The crash came after every update was stored, at the first offset save.
 			st, err := bolt.Open(db, bolt.Options{})
 			if err != nil {
@@ -212,7 +170,7 @@ func TestTelegramCrashBeforeOffsetSaved(t *testing.T) {
 			}
 
 			second := startTgProc(t, fake, db, agent, nil)
-			defer second.stop(t)
+			defer second.stop()
 			if err := fake.WaitConfirmed(ctx, "tok-engineer", int64(tc.n+1)); err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +253,7 @@ func TestTelegramGroupWhatStartsARun(t *testing.T) {
 		if err := r.fake.WaitConfirmed(ctx, tok, next); err != nil {
 			t.Fatal(err)
 		}
-		r.idle(t)
+		r.idle()
 	}
 	check := func(step string, runs int, replies map[int64]int) {
 		t.Helper()
@@ -381,7 +339,7 @@ func TestTelegramForumTopicReplies(t *testing.T) {
 		if err := r.fake.WaitConfirmed(ctx, tok, next); err != nil {
 			t.Fatal(err)
 		}
-		r.idle(t)
+		r.idle()
 	}
 	push(43, 42, "@engineer_bot draft the release notes")
 	push(80, 77, "@engineer_bot look at the incident")

@@ -23,7 +23,6 @@ func TestTelegramReplyToNoteOrQuestionJoinsItsThread(t *testing.T) {
 	fake.AddBot(telegramtest.Bot{Token: "tok-engineer", ID: 900, Username: "engineer_bot"})
 	agent := &noteAgent{}
 	p := startTgProc(t, fake, filepath.Join(t.TempDir(), "openbot.db"), agent, nil)
-	t.Cleanup(func() { p.stop(t) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const user = 7
@@ -174,10 +173,10 @@ func TestTelegramNewSurvivesRestart(t *testing.T) {
 	if !confirmed {
 		t.Error("/new was not confirmed")
 	}
-	p.stop(t)
+	p.stop()
 
 	p = startTgProc(t, fake, db, agent, nil)
-	defer p.stop(t)
+	defer p.stop()
 	push(13, "fresh dialog")
 	if a, b := threadOf("old dialog"), threadOf("fresh dialog"); a == 0 || a == b {
 		t.Errorf("threads: old %d, fresh %d; want the message after /new and a restart in a new thread", a, b)

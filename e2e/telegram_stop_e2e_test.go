@@ -2,37 +2,18 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"openbot/adapters/telegram"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // tgGroupUpdate is a supergroup message from user with one leading entity.
 func tgGroupUpdate(id, msg, user int64, text, entity string) []byte {
 	return []byte(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":%d,"is_bot":false,"first_name":"U%d"},
 "chat":{"id":-1001000000001,"title":"Eng","type":"supergroup"},"date":1767225660,"text":%q,"entities":[%s]}}`, id, msg, user, user, text, entity))
-}
-
-// waitSent waits until the fake Bot API was sent a message containing text.
-func waitSent(t *testing.T, fake *telegramtest.Server, text string) telegramtest.Call {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, c := range fake.Calls("sendMessage") {
-			if strings.Contains(c.Params["text"], text) {
-				return c
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no message containing %q was sent", text)
-	return telegramtest.Call{}
 }
 
 // TestTelegramStopInGroup: "/stop@bot" in a group by someone who did not ask
@@ -43,25 +24,9 @@ func TestTelegramStopInGroup(t *testing.T) {
 	agent := &scripted{fn: script, calls: map[string][]*core.Job{}}
 	fake := telegramtest.NewServer()
 	t.Cleanup(fake.Close)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: e2eTeam, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	fake.AddBot(telegramtest.Bot{Token: "tok-team", ID: 900, Username: "team_bot"})
-	ad, err := telegram.New(telegram.Options{Name: "team", Bot: "*", Token: "tok-team", APIEndpoint: fake.URL(), DMPolicy: "open",
-		Bots: e2eTeam, Engine: eng, Cursors: telegram.StoreCursors(st)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	stop := runEngineAndAdapter(eng, ad)
-	t.Cleanup(func() { stop(); st.Close() })
+	r := startTelegramWith(t, fake, "", core.Options{Agent: agent}, nil, telegram.Options{Name: "team", Bot: "*", Token: "tok-team"})
+	st := r.st
 	defer close(release)
 
 	if _, err := fake.PushUpdate("tok-team", tgGroupUpdate(1, 301, 100000001, "@team_bot @engineer long job", `{"offset":0,"length":9,"type":"mention"}`)); err != nil {
@@ -71,7 +36,7 @@ func TestTelegramStopInGroup(t *testing.T) {
 	if _, err := fake.PushUpdate("tok-team", tgGroupUpdate(2, 302, 100000002, "/stop@team_bot", `{"offset":0,"length":14,"type":"bot_command"}`)); err != nil {
 		t.Fatal(err)
 	}
-	refusal := waitSent(t, fake, "only an approver")
+	refusal := r.sent("only an approver")
 	if !strings.Contains(refusal.Params["reply_parameters"]+refusal.Params["reply_to_message_id"], "302") {
 		t.Errorf("refusal is not a reply to the command: %v", refusal.Params)
 	}
@@ -81,8 +46,8 @@ func TestTelegramStopInGroup(t *testing.T) {
 	if _, err := fake.PushUpdate("tok-team", tgGroupUpdate(3, 303, 100000001, "/stop@team_bot", `{"offset":0,"length":14,"type":"bot_command"}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitSent(t, fake, "Stopped the work of @engineer")
-	waitSent(t, fake, "@engineer's work here was stopped by U100000001")
+	r.sent("Stopped the work of @engineer")
+	r.sent("@engineer's work here was stopped by U100000001")
 	if got := runStatuses(t, st); len(got) != 1 || got[0] != core.RunCancelled {
 		t.Fatalf("after /stop runs = %v", got)
 	}

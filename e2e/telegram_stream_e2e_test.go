@@ -3,64 +3,28 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"openbot/adapters/telegram"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 const tgStreamToken = "tok-chief"
 
-type tgStreamRig struct {
-	fake *telegramtest.Server
-	eng  *core.Engine
-	st   *bolt.Store
-}
+type tgStreamRig struct{ *tgRig }
 
 // startTelegramStream runs the engine with one streaming Telegram account of
 // chief_of_staff (polling) against the fake Bot API, the agent running script.
 func startTelegramStream(t *testing.T, clock *stepClock, script streamScript) *tgStreamRig {
 	t.Helper()
-	r := &tgStreamRig{fake: telegramtest.NewServer()}
-	t.Cleanup(r.fake.Close)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.st = st
-	r.eng, err = core.New(core.Options{Store: st, Agent: &streamAgent{script: script}, Bots: e2eTeam,
-		ShutdownGrace: 2 * time.Second, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.fake.AddBot(telegramtest.Bot{Token: tgStreamToken, ID: 900, Username: "chief_bot"})
-	ad, err := telegram.New(telegram.Options{Name: "chief", Bot: "chief_of_staff", Token: tgStreamToken,
-		APIEndpoint: r.fake.URL(), DMPolicy: "open", Bots: e2eTeam, Engine: r.eng,
-		Cursors: telegram.StoreCursors(st), Streaming: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = r.eng.Run(ctx) }()
-	<-r.eng.Ready()
-	go func() { defer wg.Done(); _ = ad.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		st.Close()
-	})
-	return r
+	fake := telegramtest.NewServer()
+	t.Cleanup(fake.Close)
+	fake.AddBot(telegramtest.Bot{Token: tgStreamToken, ID: 900, Username: "chief_bot"})
+	return &tgStreamRig{startTelegramWith(t, fake, "", core.Options{Agent: &streamAgent{script: script}, Clock: clock}, nil,
+		telegram.Options{Name: "chief", Bot: "chief_of_staff", Token: tgStreamToken, Streaming: true})}
 }
 
 // ask sends a private message to the bot and waits until the run is over.
@@ -71,14 +35,10 @@ func (r *tgStreamRig) ask(t *testing.T) {
 	if _, err := r.fake.PushUpdate(tgStreamToken, []byte(up)); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := r.fake.WaitConfirmed(ctx, tgStreamToken, 2); err != nil {
+	if err := r.fake.WaitConfirmed(r.ctx(), tgStreamToken, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r.idle()
 }
 
 func (r *tgStreamRig) texts() []string {

@@ -50,10 +50,10 @@ func TestSlackUsageCommand(t *testing.T) {
 func TestSlackUsageInChannelThread(t *testing.T) {
 	r := startSlack(t, nil)
 	r.post(t, slackEvent(t, "message", "C0TEST001", "channel", "U0TEST001", "1767226300.000100", "", "<@U0TESTBOT> @engineer fix the build"))
-	r.idle(t)
+	r.idle()
 	putUsage(t, r.st, r.lastRun(t, "engineer"), 700, 300)
 	r.post(t, slackEvent(t, "message", "C0TEST001", "channel", "U0TEST001", "1767226400.000100", "", "<@U0TESTBOT> @engineer other topic"))
-	r.idle(t)
+	r.idle()
 	putUsage(t, r.st, r.lastRun(t, "engineer"), 5, 5)
 
 	code, body := r.command(t, slacktest.Command{Channel: "C0TEST001", User: "U0TEST001", Command: "/usage", TriggerID: "tu2"})
@@ -63,9 +63,9 @@ func TestSlackUsageInChannelThread(t *testing.T) {
 	for _, typ := range []string{"app_mention", "message"} {
 		r.post(t, slackEvent(t, typ, "C0TEST001", "channel", "U0TEST001", "1767226301.000100", "1767226300.000100", "<@U0TESTBOT> usage"))
 	}
-	r.idle(t)
+	r.idle()
 	waitFake(t, r.fake, func(s *slacktest.Server) bool { return ephemeralTo(s, "U0TEST001", "This thread: 1000 tokens") })
-	r.idle(t)
+	r.idle()
 	var answers []string
 	for _, c := range r.fake.CallsTo("chat.postEphemeral") {
 		answers = append(answers, c.Form.Get("text"))
@@ -96,7 +96,7 @@ func TestTelegramUsageCommand(t *testing.T) {
 		if err := r.fake.WaitConfirmed(ctx, "tok-engineer", update+1); err != nil {
 			t.Fatal(err)
 		}
-		r.idle(t)
+		r.idle()
 	}
 	dm(1, "hello", "")
 	threads, err := r.eng.Threads(ctx, 0)
@@ -123,7 +123,7 @@ func TestFeishuUsageCommand(t *testing.T) {
 	r := startFeishuFixed(t, feishu.ModeWebhook)
 	r.deliver(feishutest.MessageEvent{MessageID: "om_usage_hello0001", ChatID: feishutest.P2PChat, ChatType: "p2p", Text: "hello"}.JSON())
 	r.idle()
-	id, _ := r.threadOf("hello")
+	id := r.threadOf("hello")
 	putUsage(t, r.st, &core.Job{Run: core.Run{ID: 1}, Bot: core.BotProfile{Handle: "engineer"}, Thread: core.Thread{ID: id}}, 90, 10)
 	r.deliver(feishutest.MessageEvent{MessageID: "om_usage_cmd00001", ChatID: feishutest.P2PChat, ChatType: "p2p", Text: "/usage"}.JSON())
 	r.idle()

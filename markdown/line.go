@@ -82,6 +82,35 @@ func (l Line) Marker() string {
 // RuleText is how a thematic break is shown in chat.
 const RuleText = "──────────"
 
+// LineFormat is how one chat dialect shows a line outside code blocks and
+// tables: rules as RuleText, headings as Heading of their inline text, list
+// items with their Marker, quotes with Quote, everything else inline.
+type LineFormat struct {
+	Inline  InlineRenderer
+	Heading func(inline string) string
+	// Quote shows a quoted line already formatted; nil shows the line as text
+	// (a dialect that groups quotes itself).
+	Quote func(formatted string) string
+}
+
+// Line formats one line.
+func (f LineFormat) Line(line string) string {
+	l := ParseLine(line)
+	switch l.Kind {
+	case Rule:
+		return RuleText
+	case Heading:
+		return f.Heading(Inline(l.Text, f.Inline))
+	case Bullet, Ordered:
+		return l.Indent + l.Marker() + Inline(l.Text, f.Inline)
+	case Quote:
+		if f.Quote != nil {
+			return f.Quote(f.Line(l.Text))
+		}
+	}
+	return Inline(line, f.Inline)
+}
+
 // BlockKind is the kind of a Block.
 type BlockKind int
 

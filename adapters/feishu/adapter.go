@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"openbot/adapters/internal/ingress"
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
 
@@ -107,6 +109,7 @@ type Options struct {
 // core.Streamer (stream.go) and core.WorkIndicator (working.go). All
 // methods are safe for concurrent use.
 type Adapter struct {
+	ingress    ingress.State // IngressReady, IngressDown (live.go)
 	name       string
 	account    core.AccountID
 	bot        string
@@ -123,9 +126,8 @@ type Adapter struct {
 	http       *http.Client
 	api        *apiClient
 
-	streaming   bool
-	streamEvery time.Duration
-	working     *working // reactions on messages bots work on (working.go)
+	pace    stream.Pace
+	working *working // reactions on messages bots work on (working.go)
 
 	notices chan notice // short replies sent by Run's notice loop; bounded
 	// reconnectFloor is the smallest wait between long-connection attempts, so a
@@ -137,9 +139,6 @@ type Adapter struct {
 	fresh     *lru.Cache[core.ConversationRef, bool] // conversations whose next message starts a new thread (/new), when there are no Cursors; bounded (commands.go)
 	names     *lru.Cache[string, string]             // sender display names by open_id ("" when the lookup failed); bounded (names.go)
 
-	live     chan struct{} // closed once the ingress takes events (live.go)
-	liveOnce sync.Once
-	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 var (
@@ -200,7 +199,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 	log := opts.Logger.With("account", "feishu/"+opts.Name)
 	a := &Adapter{
-		live:           make(chan struct{}),
 		name:           opts.Name,
 		account:        core.AccountID("feishu/" + opts.Name),
 		bot:            opts.Bot,
@@ -220,10 +218,7 @@ func New(opts Options) (*Adapter, error) {
 		api:            newAPIClient(opts.BaseURL, opts.AppID, opts.AppSecret, opts.HTTPClient, opts.Clock, log),
 		reconnectFloor: 100 * time.Millisecond,
 	}
-	a.streaming, a.streamEvery, a.working = opts.Streaming, opts.StreamInterval, newWorking(opts.WorkingEmoji)
-	if a.streamEvery <= 0 {
-		a.streamEvery = DefaultStreamInterval
-	}
+	a.pace, a.working = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval), newWorking(opts.WorkingEmoji)
 	for _, u := range opts.AllowUsers {
 		a.allow[u] = true
 	}

@@ -13,7 +13,10 @@ import (
 // "*" and "+" bullets become "-", task boxes become ☐/☑, "__bold__" becomes
 // "**bold**", images become links (a card image needs an uploaded img_key), "***"
 // and "___" rules become "---", and "<" is written as "&#60;" so text can never
-// form a card tag such as <at> or <font>.
+// form a card tag such as <at> or <font>. Unlike Slack's and Telegram's
+// formatters it does not rebuild the text from markdown.Blocks and
+// markdown.LineFormat: a card already speaks Markdown, so what is not rewritten
+// must pass through byte for byte.
 func Format(md string) string {
 	md = strings.ReplaceAll(md, "\r\n", "\n")
 	lines := strings.Split(md, "\n")

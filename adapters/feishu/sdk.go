@@ -283,31 +283,6 @@ func (c *apiClient) raw(ctx context.Context, method, path string, query url.Valu
 	return resp, ce, err
 }
 
-// call performs an authenticated JSON Open API call through larkcore.Request (with
-// do's token and rate-limit handling) and decodes the answer's "data" into out
-// (may be nil).
-func (c *apiClient) call(ctx context.Context, op, method, path string, query url.Values, body, out any) error {
-	var data json.RawMessage
-	err := c.do(ctx, op, func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.ApiResp, larkcore.CodeError, error) {
-		resp, ce, err := c.raw(ctx, method, path, query, body, tok)
-		if err == nil && ce.Code == 0 {
-			var env struct {
-				Data json.RawMessage `json:"data"`
-			}
-			_ = json.Unmarshal(resp.RawBody, &env)
-			data = env.Data
-		}
-		return resp, ce, err
-	})
-	if err != nil || out == nil || len(data) == 0 {
-		return err
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("feishu: %s: decoding data: %w", op, err)
-	}
-	return nil
-}
-
 // doJSONHeaders POSTs body with extra headers and no token (long-connection
 // endpoint discovery) and decodes the whole JSON answer into out.
 func (c *apiClient) doJSONHeaders(ctx context.Context, op, path string, hdr map[string]string, body, out any) error {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 )
 
@@ -21,12 +21,7 @@ const CodeMessageGone = 230011
 var _ core.Streamer = (*Adapter)(nil)
 
 // StreamInterval implements core.Streamer: 0 when Options.Streaming is off.
-func (a *Adapter) StreamInterval() time.Duration {
-	if !a.streaming {
-		return 0
-	}
-	return a.streamEvery
-}
+func (a *Adapter) StreamInterval() time.Duration { return a.pace.StreamInterval() }
 
 // Stream shows a reply while it is written (core.Streamer, DESIGN.md §6): the
 // Markdown so far is rendered and split like Deliver's; the first part is sent
@@ -39,38 +34,8 @@ func (a *Adapter) Stream(ctx context.Context, s core.StreamDelivery) ([]string, 
 	if err != nil {
 		return s.Posted, permanentError{err}
 	}
-	if strings.TrimSpace(s.Text) == "" {
-		return nil, a.recallAll(ctx, s.Posted)
-	}
-	chunks := a.chunks(s.Sender, s.Text)
-	var shown []string
-	if s.Shown != "" {
-		shown = a.chunks(s.Sender, s.Shown)
-	}
-	ids := append([]string(nil), s.Posted...)
-	for i, c := range chunks {
-		if i < len(ids) {
-			if i < len(shown) && shown[i] == c {
-				continue
-			}
-			if err := a.api.patchCard(ctx, ids[i], Card(c)); err != nil {
-				return ids, err
-			}
-			continue
-		}
-		id, err := a.send(ctx, conv, s.ReplyTo, c, "")
-		if err != nil {
-			return ids, err
-		}
-		ids = append(ids, id)
-	}
-	if len(ids) > len(chunks) {
-		if err := a.recallAll(ctx, ids[len(chunks):]); err != nil {
-			return ids, err
-		}
-		ids = ids[:len(chunks)]
-	}
-	return ids, nil
+	return stream.Update(ctx, s, func(text string) []string { return a.chunks(s.Sender, text) },
+		a.streamOps(conv, s.ReplyTo, func(int) string { return "" }))
 }
 
 // chunks renders text as Deliver does (the bot's name on top when this app does
@@ -86,41 +51,35 @@ func (a *Adapter) chunks(sender core.Sender, text string) []string {
 	return Split(Format(text), MaxChunk)
 }
 
-// deliverStreamed makes the messages a reply was streamed into the final reply
-// (core.Delivery.Streamed): each part updates the streamed card at its place (or
-// is sent when the text outgrew them, or when that message was recalled),
-// surplus streamed messages are recalled. Card updates are idempotent and sent
-// parts carry the outbox entry's uuid, so a retry after a 429 neither duplicates
-// nor truncates the answer. It returns the first message's id.
-func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core.Delivery) (string, error) {
-	chunks := a.chunks(d.Sender, d.Text)
-	first := d.Streamed[0]
-	for i, c := range chunks {
-		uuid := fmt.Sprintf("openbot-%d-%d-%d", d.Outbox, d.Message, i)
-		if i < len(d.Streamed) {
-			err := a.api.patchCard(ctx, d.Streamed[i], Card(c))
+// streamOps sends parts as cards replying to replyTo (part i with uuid(i), the
+// idempotency key; "" for none), updates cards with PATCH and recalls with
+// DELETE; a recalled message is gone.
+func (a *Adapter) streamOps(conv Conversation, replyTo string, uuid func(i int) string) stream.Ops {
+	return stream.Ops{
+		Edit: func(ctx context.Context, id, c string) error { return a.api.patchCard(ctx, id, Card(c)) },
+		Post: func(ctx context.Context, i int, c string) (string, error) {
+			return a.send(ctx, conv, replyTo, c, uuid(i))
+		},
+		Delete: a.recallAll,
+		Gone: func(err error) bool {
 			var ae *APIError
-			if errors.As(err, &ae) && ae.Code == CodeMessageGone {
-				var id string
-				if id, err = a.send(ctx, conv, d.ReplyTo, c, uuid); err == nil && i == 0 {
-					first = id
-				}
-			}
-			if err != nil {
-				return "", err
-			}
-			continue
-		}
-		if _, err := a.send(ctx, conv, d.ReplyTo, c, uuid); err != nil {
-			return "", err
-		}
+			return errors.As(err, &ae) && ae.Code == CodeMessageGone
+		},
 	}
-	if len(d.Streamed) > len(chunks) {
-		if err := a.recallAll(ctx, d.Streamed[len(chunks):]); err != nil {
-			a.log.Warn("feishu: recalling surplus streamed messages failed", "err", err)
-		}
+}
+
+// deliverStreamed makes the messages a reply was streamed into the final reply
+// (core.Delivery.Streamed, stream.Final). Card updates are idempotent and sent
+// parts carry the outbox entry's uuid, so a retry after a 429 neither duplicates
+// nor truncates the answer without keeping progress. It returns the first
+// message's id.
+func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core.Delivery) (string, error) {
+	f := stream.Final{Parts: a.chunks(d.Sender, d.Text), Streamed: d.Streamed}
+	uuid := func(i int) string { return fmt.Sprintf("openbot-%d-%d-%d", d.Outbox, d.Message, i) }
+	if err := f.Finish(ctx, a.streamOps(conv, d.ReplyTo, uuid), a.log); err != nil {
+		return "", err
 	}
-	return first, nil
+	return f.First, nil
 }
 
 // recallAll recalls messages this app sent; one already gone counts as recalled.

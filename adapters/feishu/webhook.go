@@ -30,7 +30,7 @@ func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	mux.HandleFunc("POST /feishu/"+a.name+"/events", func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, false) })
 	mux.HandleFunc("POST /feishu/"+a.name+"/card", func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, true) })
 	if a.mode == ModeWebhook {
-		a.markLive()
+		a.ingress.MarkLive()
 	}
 }
 

@@ -167,12 +167,12 @@ func (a *Adapter) session(ctx context.Context, cfg *ClientConfig) (connected boo
 	}
 	conn.SetReadLimit(wsReadLimit)
 	a.log.Info("feishu long connection up", "url", redact(u))
-	a.setDown("")
-	a.markLive()
+	a.ingress.SetDown("")
+	a.ingress.MarkLive()
 	s := &wsSession{a: a, conn: conn, service: int32(sid), frags: map[string]*fragSet{}, pingEvery: make(chan time.Duration, 1),
 		work: keyed.New(wsParallel)}
 	err = s.run(ctx, time.Duration(cfg.PingInterval)*time.Second, cfg)
-	a.setDown("long connection down; reconnecting")
+	a.ingress.SetDown("long connection down; reconnecting")
 	return true, err
 }
 

@@ -22,7 +22,10 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"openbot/adapters/internal/ingress"
+	"openbot/adapters/internal/stream"
 	"openbot/core"
+	"openbot/internal/lru"
 )
 
 // Modes of ingress.
@@ -112,6 +115,7 @@ const (
 // core.Runner, core.WebhookMounter, core.WorkIndicator and core.Streamer. Its methods are safe for
 // concurrent use.
 type Adapter struct {
+	ingress ingress.State // IngressReady, IngressDown (live.go)
 	name    string
 	bot     string
 	mode    string
@@ -128,11 +132,10 @@ type Adapter struct {
 	api     *slack.Client
 	apiOpts []slack.Option
 
-	streaming   bool
-	streamEvery time.Duration
+	pace stream.Pace
 
-	users    *userCache
-	progress *progressMap
+	users    *lru.Cache[string, cachedUser]      // users.info answers, for an hour
+	progress *lru.Cache[core.OutboxID, progress] // parts of a split reply already posted
 	working  *working
 	bg       *background
 	stops    stopSeen // plain-text /stop and /usage messages handled lately (stop.go, usage.go)
@@ -140,9 +143,6 @@ type Adapter struct {
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded
 
-	live     chan struct{} // closed once the ingress takes events (live.go)
-	liveOnce sync.Once
-	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 // identity is what auth.test says about this app.
@@ -203,7 +203,6 @@ func New(opts Options) (*Adapter, error) {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	a := &Adapter{
-		live:     make(chan struct{}),
 		name:     opts.Name,
 		bot:      strings.TrimPrefix(opts.Bot, "@"),
 		mode:     opts.Mode,
@@ -216,18 +215,15 @@ func New(opts Options) (*Adapter, error) {
 		state:    opts.State,
 		log:      opts.Logger.With("account", string(AccountID(opts.Name))),
 		clock:    opts.Clock,
-		users:    newUserCache(1000, time.Hour),
-		progress: newProgressMap(1024),
+		users:    lru.New[string, cachedUser](1000, time.Hour),
+		progress: lru.New[core.OutboxID, progress](1024, 0),
 		working:  newWorking(reactionLinger),
 		bg:       newBackground(maxBackground),
 	}
 	if a.state == nil {
 		a.state = &memState{}
 	}
-	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
-	if a.streamEvery <= 0 {
-		a.streamEvery = DefaultStreamInterval
-	}
+	a.pace = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval)
 	a.SetBots(opts.Bots)
 	a.apiOpts = []slack.Option{
 		slack.OptionHTTPClient(opts.HTTPClient),

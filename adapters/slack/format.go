@@ -32,48 +32,18 @@ func Format(md string) string {
 }
 
 // formatLine converts one line outside code blocks.
-func formatLine(line string) string {
-	l := markdown.ParseLine(line)
-	switch l.Kind {
-	case markdown.Rule:
-		return markdown.RuleText
-	case markdown.Heading:
-		return "*" + formatInline(l.Text) + "*"
-	case markdown.Bullet, markdown.Ordered:
-		return l.Indent + l.Marker() + formatInline(l.Text)
-	case markdown.Quote:
-		return "> " + formatLine(l.Text)
-	}
-	return formatInline(line)
-}
+var formatLine = markdown.LineFormat{
+	Inline:  mrkdwn{},
+	Heading: func(s string) string { return "*" + s + "*" },
+	Quote:   func(s string) string { return "> " + s },
+}.Line
 
 // escapeText escapes the three characters Slack treats as control characters.
-func escapeText(s string) string {
-	if !strings.ContainsAny(s, "&<>") {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '&':
-			b.WriteString("&amp;")
-		case '<':
-			b.WriteString("&lt;")
-		case '>':
-			b.WriteString("&gt;")
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+var escapeText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
 var (
 	schemeRe = regexp.MustCompile(`^(?:https?|mailto|ftp):`)
 )
-
-// formatInline converts inline Markdown to mrkdwn (see mrkdwn).
-func formatInline(s string) string { return markdown.Inline(s, mrkdwn{}) }
 
 // mrkdwn renders inline spans as Slack mrkdwn.
 type mrkdwn struct{}

@@ -94,7 +94,7 @@ func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	mux.HandleFunc("POST /slack/"+a.name+"/commands", a.serveCommands)
 	mux.HandleFunc("/slack/"+a.name+"/", a.serveOther)
 	if a.mode == ModeHTTP {
-		a.markLive()
+		a.ingress.MarkLive()
 	}
 }
 

@@ -316,9 +316,16 @@ func (a *Adapter) botHandleOf(ctx context.Context, userID string) string {
 	return ""
 }
 
+// cachedUser is what users.info told us about a user.
+type cachedUser struct {
+	name  string   // best display name
+	names []string // every non-empty name, best first
+	isBot bool
+}
+
 func (a *Adapter) lookupUser(ctx context.Context, userID string) (cachedUser, bool) {
 	now := a.clock.Now()
-	if u, ok := a.users.get(userID, now); ok {
+	if u, ok := a.users.Get(userID, now); ok {
 		return u, true
 	}
 	ctx, cancel := context.WithTimeout(ctx, userInfoTimeout)
@@ -328,7 +335,7 @@ func (a *Adapter) lookupUser(ctx context.Context, userID string) (cachedUser, bo
 		a.log.Debug("slack users.info failed", "user", userID, "err", err)
 		var se slack.SlackErrorResponse
 		if errors.As(err, &se) { // a definite answer (user_not_found): remember it
-			a.users.put(userID, cachedUser{name: userID}, now)
+			a.users.Put(userID, cachedUser{name: userID}, now)
 		}
 		return cachedUser{}, false
 	}
@@ -344,6 +351,6 @@ func (a *Adapter) lookupUser(ctx context.Context, userID string) (cachedUser, bo
 	if u.name == "" {
 		u.name = userID
 	}
-	a.users.put(userID, u, now)
+	a.users.Put(userID, u, now)
 	return u, true
 }

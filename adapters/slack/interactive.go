@@ -135,7 +135,7 @@ func (a *Adapter) clickerName(ctx context.Context, c click, lookup bool) string 
 	if lookup {
 		u, ok = a.lookupUser(ctx, c.user)
 	} else {
-		u, ok = a.users.get(c.user, a.clock.Now())
+		u, ok = a.users.Get(c.user, a.clock.Now())
 	}
 	if ok && u.name != "" && u.name != c.user {
 		return u.name

@@ -4,28 +4,11 @@ package slack
 // (DESIGN.md §9, the /healthz readiness check): in socket mode when Slack sent
 // hello on the first connection, in http mode when MountHTTP mounted its routes.
 // It is never closed for an account whose Run failed before that.
-func (a *Adapter) IngressReady() <-chan struct{} { return a.live }
+func (a *Adapter) IngressReady() <-chan struct{} { return a.ingress.Ready() }
 
 // IngressDown says why the account's ingress does not take messages now, or ""
 // when it does (or has not started: see IngressReady): set while the Socket Mode connection is down and reconnecting, cleared
 // when it is back, so /healthz reflects the current state rather than the first
 // success (DESIGN.md §9). An HTTP-mode account is never down. Safe for
 // concurrent use.
-func (a *Adapter) IngressDown() string {
-	if p := a.down.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
-
-// setDown records why the ingress is down; "" marks it up again.
-func (a *Adapter) setDown(why string) {
-	if why == "" {
-		a.down.Store(nil)
-		return
-	}
-	a.down.Store(&why)
-}
-
-// markLive closes the IngressReady channel; later calls do nothing.
-func (a *Adapter) markLive() { a.liveOnce.Do(func() { close(a.live) }) }
+func (a *Adapter) IngressDown() string { return a.ingress.Down() }

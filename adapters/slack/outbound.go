@@ -64,6 +64,15 @@ func mapError(err error) error {
 	return err
 }
 
+// progress is how far a split reply got (Adapter.progress): an earlier, failed
+// attempt for the same outbox entry is not posted again, so a retried Deliver
+// (after a 429 on chunk 3) does not post chunks 1 and 2 twice.
+type progress struct {
+	posted  int    // chunks already posted
+	firstTS string // ts of the first chunk, the delivery's platform id
+	n       int    // total chunks, to notice a changed text
+}
+
 // Deliver posts one reply to its Slack conversation (DESIGN.md §4 delivery lanes; core.Adapter).
 // The Markdown is converted with Format and split with Split into chunks of at most
 // MaxChunk characters, each posted with chat.postMessage into the thread the
@@ -86,8 +95,7 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 		return a.deliverStreamed(ctx, conv, d)
 	}
 	chunks := Split(Format(d.Text), MaxChunk)
-	key := uint64(d.Outbox)
-	pr := a.progress.get(key)
+	pr, _ := a.progress.Get(d.Outbox, a.clock.Now())
 	if pr.n != len(chunks) {
 		pr = progress{n: len(chunks)}
 	}
@@ -106,7 +114,7 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 		cancel()
 		if err != nil {
 			if d.Outbox != 0 {
-				a.progress.set(key, pr)
+				a.progress.Put(d.Outbox, pr, a.clock.Now())
 			}
 			derr := mapError(err)
 			a.log.Warn("slack post failed", "channel", conv.Channel, "chunk", i+1, "of", len(chunks), "err", err)
@@ -117,7 +125,7 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 		}
 		pr.posted = i + 1
 	}
-	a.progress.done(key)
+	a.progress.Delete(d.Outbox)
 	return pr.firstTS, nil
 }
 

@@ -80,8 +80,7 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 		return "", &deliveryError{err: fmt.Errorf("%w: %q", err, d.Conversation), permanent: true}
 	}
 	msgs := QuestionMessages(d.Question, d.Sender)
-	key := uint64(d.Outbox)
-	pr := a.progress.get(key)
+	pr, _ := a.progress.Get(d.Outbox, a.clock.Now())
 	if pr.n != len(msgs) {
 		pr = progress{n: len(msgs)}
 	}
@@ -105,14 +104,14 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 		cancel()
 		if err != nil {
 			if d.Outbox != 0 && pr.posted > 0 {
-				a.progress.set(key, pr)
+				a.progress.Put(d.Outbox, pr, a.clock.Now())
 			}
 			a.log.Warn("slack question post failed", "channel", conv.Channel, "question", d.Question.ID, "part", i+1, "of", len(msgs), "err", err)
 			return "", mapError(err)
 		}
 		pr.posted = i + 1
 	}
-	a.progress.done(key)
+	a.progress.Delete(d.Outbox)
 	return ts, nil
 }
 

@@ -312,7 +312,7 @@ func (e *env) click(t *testing.T, c slacktest.Click, secret string) *httptest.Re
 
 func TestClickOverHTTPAnswers(t *testing.T) {
 	e := newEnv(t, nil)
-	e.a.users.put("U0TEST001", cachedUser{name: "Alice"}, testNow)
+	e.a.users.Put("U0TEST001", cachedUser{name: "Alice"}, testNow)
 
 	rec := e.click(t, aliceApproves, "wrong-secret")
 	if rec.Code != http.StatusUnauthorized || len(e.engine.answered()) != 0 {

@@ -112,18 +112,18 @@ func (a *Adapter) readSocket(ctx context.Context, smc *socketmode.Client, queue 
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
 			a.log.Debug("slack socket mode connecting")
-			a.setDown("socket mode connecting")
+			a.ingress.SetDown("socket mode connecting")
 		case socketmode.EventTypeConnected:
 			a.log.Info("slack socket mode connected")
 		case socketmode.EventTypeHello:
 			a.log.Debug("slack socket mode hello")
-			a.setDown("")
-			a.markLive()
+			a.ingress.SetDown("")
+			a.ingress.MarkLive()
 		case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError,
 			socketmode.EventTypeErrorWriteFailed:
 			a.log.Warn("slack socket mode error", "type", string(evt.Type), "err", errorOf(evt.Data))
 			if evt.Type == socketmode.EventTypeConnectionError {
-				a.setDown("socket mode disconnected; reconnecting")
+				a.ingress.SetDown("socket mode disconnected; reconnecting")
 			}
 		case socketmode.EventTypeInvalidAuth:
 			a.log.Error("slack socket mode: invalid auth")

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 )
 
@@ -20,12 +20,7 @@ const DefaultStreamInterval = time.Second
 var _ core.Streamer = (*Adapter)(nil)
 
 // StreamInterval implements core.Streamer: 0 when Options.Streaming is off.
-func (a *Adapter) StreamInterval() time.Duration {
-	if !a.streaming {
-		return 0
-	}
-	return a.streamEvery
-}
+func (a *Adapter) StreamInterval() time.Duration { return a.pace.StreamInterval() }
 
 // Stream shows a reply while it is written (core.Streamer, DESIGN.md §6): the
 // Markdown so far is formatted and split like Deliver's; the first part is posted
@@ -37,83 +32,43 @@ func (a *Adapter) Stream(ctx context.Context, s core.StreamDelivery) ([]string, 
 	if err != nil {
 		return s.Posted, &deliveryError{err: fmt.Errorf("%w: %q", err, s.Conversation), permanent: true}
 	}
-	if strings.TrimSpace(s.Text) == "" {
-		return nil, a.deleteAll(ctx, conv, s.Posted)
+	return stream.Update(ctx, s, chunks, a.streamOps(conv, s.Sender))
+}
+
+// chunks formats and splits Markdown as Deliver does.
+func chunks(text string) []string { return Split(Format(text), MaxChunk) }
+
+// streamOps posts into conv's thread as sender, edits with chat.update and
+// deletes with chat.delete; a message Slack no longer has or lets edit is gone.
+func (a *Adapter) streamOps(conv Conversation, sender core.Sender) stream.Ops {
+	return stream.Ops{
+		Edit:   func(ctx context.Context, ts, text string) error { return a.update(ctx, conv, ts, text) },
+		Post:   func(ctx context.Context, _ int, text string) (string, error) { return a.post(ctx, conv, text, sender) },
+		Delete: func(ctx context.Context, ids []string) error { return a.deleteAll(ctx, conv, ids) },
+		Gone: func(err error) bool {
+			var se slack.SlackErrorResponse
+			return errors.As(err, &se) && (se.Err == "message_not_found" || se.Err == "cant_update_message" || se.Err == "edit_window_closed")
+		},
 	}
-	chunks := Split(Format(s.Text), MaxChunk)
-	var shown []string
-	if s.Shown != "" {
-		shown = Split(Format(s.Shown), MaxChunk)
-	}
-	ids := append([]string(nil), s.Posted...)
-	for i, c := range chunks {
-		if i < len(ids) {
-			if i < len(shown) && shown[i] == c {
-				continue
-			}
-			if err := a.update(ctx, conv, ids[i], c); err != nil {
-				return ids, err
-			}
-			continue
-		}
-		ts, err := a.post(ctx, conv, c, s.Sender)
-		if err != nil {
-			return ids, err
-		}
-		ids = append(ids, ts)
-	}
-	if len(ids) > len(chunks) {
-		if err := a.deleteAll(ctx, conv, ids[len(chunks):]); err != nil {
-			return ids, err
-		}
-		ids = ids[:len(chunks)]
-	}
-	return ids, nil
 }
 
 // deliverStreamed makes the messages a reply was streamed into the final reply
-// (Delivery.Streamed): each part edits the streamed message at its place (or is
-// posted when the text outgrew them, or when Slack no longer has that message),
-// surplus streamed messages are deleted. Parts done by an earlier, failed
-// attempt for the same outbox entry are not done again, so a 429 neither
-// duplicates nor truncates the answer. It returns the first message's ts.
+// (Delivery.Streamed, stream.Final). Parts done by an earlier, failed attempt for
+// the same outbox entry are not done again. It returns the first message's ts.
 func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core.Delivery) (string, error) {
-	chunks := Split(Format(d.Text), MaxChunk)
-	key := uint64(d.Outbox)
-	pr := a.progress.get(key)
-	if pr.n != len(chunks) {
-		pr = progress{n: len(chunks), firstTS: d.Streamed[0]}
+	f := stream.Final{Parts: chunks(d.Text), Streamed: d.Streamed}
+	if pr, _ := a.progress.Get(d.Outbox, a.clock.Now()); pr.n == len(f.Parts) {
+		f.Done, f.First = pr.posted, pr.firstTS
 	}
-	for i := pr.posted; i < len(chunks); i++ {
-		var err error
-		if i < len(d.Streamed) {
-			err = a.update(ctx, conv, d.Streamed[i], chunks[i])
-			var se slack.SlackErrorResponse
-			if errors.As(err, &se) && (se.Err == "message_not_found" || se.Err == "cant_update_message" || se.Err == "edit_window_closed") {
-				var ts string
-				if ts, err = a.post(ctx, conv, chunks[i], d.Sender); err == nil && i == 0 {
-					pr.firstTS = ts
-				}
-			}
-		} else {
-			_, err = a.post(ctx, conv, chunks[i], d.Sender)
+	if err := f.Finish(ctx, a.streamOps(conv, d.Sender), a.log.With("channel", conv.Channel)); err != nil {
+		if d.Outbox != 0 {
+			a.progress.Put(d.Outbox, progress{n: len(f.Parts), firstTS: f.First, posted: f.Done}, a.clock.Now())
 		}
-		if err != nil {
-			if d.Outbox != 0 {
-				a.progress.set(key, pr)
-			}
-			a.log.Warn("slack streamed reply failed", "channel", conv.Channel, "chunk", i+1, "of", len(chunks), "err", err)
-			return "", mapError(err)
-		}
-		pr.posted = i + 1
+		a.log.Warn("slack streamed reply failed", "channel", conv.Channel, "chunk", f.Done+1, "of", len(f.Parts), "err", err)
+		return "", mapError(err)
 	}
-	if len(d.Streamed) > len(chunks) {
-		if err := a.deleteAll(ctx, conv, d.Streamed[len(chunks):]); err != nil {
-			a.log.Warn("slack: deleting surplus streamed messages failed", "channel", conv.Channel, "err", err)
-		}
-	}
-	a.progress.done(key)
-	return pr.firstTS, nil
+	a.progress.Delete(d.Outbox)
+	return f.First, nil
 }
 
 // post posts one part into the conversation's thread, as Deliver does.

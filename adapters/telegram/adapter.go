@@ -14,6 +14,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"openbot/adapters/internal/ingress"
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
 )
@@ -108,6 +110,7 @@ type Options struct {
 // core.WebhookMounter, core.QuestionAdapter, core.WorkIndicator and core.Streamer. Create it with
 // New; Run learns the bot's identity (getMe) before any update is handled.
 type Adapter struct {
+	ingress  ingress.State // IngressReady, IngressDown (live.go)
 	name     string
 	account  core.AccountID
 	bot      string
@@ -126,8 +129,7 @@ type Adapter struct {
 	hc       *http.Client
 	pollWait time.Duration
 
-	streaming   bool
-	streamEvery time.Duration
+	pace stream.Pace
 
 	mu sync.Mutex
 	me *tgbotapi.User // set by Run after getMe
@@ -137,9 +139,6 @@ type Adapter struct {
 	progress   *lru.Cache[core.OutboxID, sent] // parts of a split message already sent
 	typing     *typing                         // conversations bots work in (typing.go)
 
-	live     chan struct{} // closed once the ingress takes messages (live.go)
-	liveOnce sync.Once
-	down     atomic.Pointer[string] // why the ingress is down now, nil when up (live.go)
 }
 
 var (
@@ -207,7 +206,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 
 	a := &Adapter{
-		live:       make(chan struct{}),
 		newPending: lru.New[Conversation, bool](maxPendingNew, pendingNewTTL),
 		name:       opts.Name,
 		account:    AccountID(opts.Name),
@@ -244,10 +242,7 @@ func New(opts Options) (*Adapter, error) {
 	if a.pollWait == 0 {
 		a.pollWait = DefaultPollTimeout
 	}
-	a.streaming, a.streamEvery = opts.Streaming, opts.StreamInterval
-	if a.streamEvery <= 0 {
-		a.streamEvery = DefaultStreamInterval
-	}
+	a.pace = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval)
 	if a.pollWait < time.Second {
 		a.pollWait = time.Second
 	}

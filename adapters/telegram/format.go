@@ -60,45 +60,11 @@ func Format(md string) string {
 }
 
 // formatLine converts one line outside code blocks and quotes.
-func formatLine(line string) string {
-	l := markdown.ParseLine(line)
-	switch l.Kind {
-	case markdown.Rule:
-		return markdown.RuleText
-	case markdown.Heading:
-		return "<b>" + formatInline(l.Text) + "</b>"
-	case markdown.Bullet, markdown.Ordered:
-		return l.Indent + l.Marker() + formatInline(l.Text)
-	}
-	return formatInline(line)
-}
+var formatLine = markdown.LineFormat{Inline: html{}, Heading: func(s string) string { return "<b>" + s + "</b>" }}.Line
 
 // escapeHTML escapes the characters Telegram's HTML parser treats as markup: &, <
 // and > (core.telegram.org/bots/api#html-style), plus " for attribute values.
-func escapeHTML(s string) string {
-	if !strings.ContainsAny(s, `&<>"`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '&':
-			b.WriteString("&amp;")
-		case '<':
-			b.WriteString("&lt;")
-		case '>':
-			b.WriteString("&gt;")
-		case '"':
-			b.WriteString("&quot;")
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// formatInline converts inline Markdown to Telegram HTML (see html).
-func formatInline(s string) string { return markdown.Inline(s, html{}) }
+var escapeHTML = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace
 
 // html renders inline spans as Telegram HTML.
 type html struct{}

@@ -5,28 +5,11 @@ package telegram
 // getUpdates request is sent, in webhook mode when MountHTTP mounted its route.
 // It is never closed for an account whose Run failed before that. Whether the
 // ingress is still up later is IngressDown.
-func (a *Adapter) IngressReady() <-chan struct{} { return a.live }
+func (a *Adapter) IngressReady() <-chan struct{} { return a.ingress.Ready() }
 
 // IngressDown says why the account's ingress does not take messages now, or ""
 // when it does (or has not started: see IngressReady). In polling mode it is set
 // while getUpdates fails and the poller backs off, and cleared by the next
 // answer, so /healthz reflects the current state rather than the first success
 // (DESIGN.md §9). Safe for concurrent use.
-func (a *Adapter) IngressDown() string {
-	if p := a.down.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
-
-// setDown records why the ingress is down; "" marks it up again.
-func (a *Adapter) setDown(why string) {
-	if why == "" {
-		a.down.Store(nil)
-		return
-	}
-	a.down.Store(&why)
-}
-
-// markLive closes the IngressReady channel; later calls do nothing.
-func (a *Adapter) markLive() { a.liveOnce.Do(func() { close(a.live) }) }
+func (a *Adapter) IngressDown() string { return a.ingress.Down() }

@@ -110,7 +110,7 @@ func (a *Adapter) poll(ctx context.Context) error {
 
 	bo := newBackoff()
 	for ctx.Err() == nil {
-		a.markLive() // the first getUpdates is on its way: the account takes messages
+		a.ingress.MarkLive() // the first getUpdates is on its way: the account takes messages
 		res, err := a.call(ctx, "getUpdates", tgbotapi.Params{
 			"offset":          strconv.FormatInt(offset, 10),
 			"timeout":         strconv.Itoa(int(a.pollWait / time.Second)),
@@ -129,14 +129,14 @@ func (a *Adapter) poll(ctx context.Context) error {
 			}
 			// Not the error text: a transport error names the URL, which holds the
 			// token, and /healthz is public.
-			a.setDown("getUpdates failing; retrying")
+			a.ingress.SetDown("getUpdates failing; retrying")
 			if !a.sleep(ctx, wait(bo, err), "getUpdates", err) {
 				return nil
 			}
 			continue
 		}
 		bo.Reset()
-		a.setDown("")
+		a.ingress.SetDown("")
 		var raws []json.RawMessage
 		if err := json.Unmarshal(res, &raws); err != nil {
 			a.log.Error("getUpdates: undecodable result", "err", err)

@@ -66,10 +66,6 @@ func utf16Len(s string) int {
 	return n
 }
 
-// UTF16Len reports the length of s in UTF-16 code units, the unit of Telegram's
-// message limit and entity offsets.
-func UTF16Len(s string) int { return utf16Len(s) }
-
 type openTag struct {
 	name string // "b", "pre", "a"
 	open string // the opening tag as written, reopened in the next part

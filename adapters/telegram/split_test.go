@@ -155,3 +155,7 @@ func assertNoBrokenEntity(t *testing.T, p string) {
 		}
 	}
 }
+
+// UTF16Len reports the length of s in UTF-16 code units, the unit of Telegram's
+// message limit and entity offsets.
+func UTF16Len(s string) int { return utf16Len(s) }

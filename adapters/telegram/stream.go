@@ -10,6 +10,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"openbot/adapters/internal/stream"
 	"openbot/core"
 )
 
@@ -21,12 +22,7 @@ const DefaultStreamInterval = time.Second
 var _ core.Streamer = (*Adapter)(nil)
 
 // StreamInterval implements core.Streamer: 0 when Options.Streaming is off.
-func (a *Adapter) StreamInterval() time.Duration {
-	if !a.streaming {
-		return 0
-	}
-	return a.streamEvery
-}
+func (a *Adapter) StreamInterval() time.Duration { return a.pace.StreamInterval() }
 
 // Stream shows a reply while it is written (core.Streamer, DESIGN.md §6): the
 // Markdown so far is rendered and split like Deliver's; the first part is sent
@@ -38,43 +34,8 @@ func (a *Adapter) Stream(ctx context.Context, s core.StreamDelivery) ([]string, 
 	if err != nil {
 		return s.Posted, permanentError{fmt.Errorf("telegram: stream to %q: %w", s.Conversation, err)}
 	}
-	if strings.TrimSpace(s.Text) == "" {
-		return nil, a.deleteAll(ctx, conv, s.Posted)
-	}
-	parts := a.parts(s.Sender, s.Text)
-	var shown []string
-	if s.Shown != "" {
-		shown = a.parts(s.Sender, s.Shown)
-	}
 	replyTo, _ := strconv.ParseInt(s.ReplyTo, 10, 64)
-	ids := append([]string(nil), s.Posted...)
-	for i, p := range parts {
-		if i < len(ids) {
-			if i < len(shown) && shown[i] == p {
-				continue
-			}
-			if err := a.edit(ctx, conv, ids[i], p); err != nil {
-				return ids, err
-			}
-			continue
-		}
-		rt := int64(0)
-		if i == 0 {
-			rt = replyTo
-		}
-		id, err := a.send(ctx, conv, p, "HTML", rt)
-		if err != nil {
-			return ids, err
-		}
-		ids = append(ids, id)
-	}
-	if len(ids) > len(parts) {
-		if err := a.deleteAll(ctx, conv, ids[len(parts):]); err != nil {
-			return ids, err
-		}
-		ids = ids[:len(parts)]
-	}
-	return ids, nil
+	return stream.Update(ctx, s, func(text string) []string { return a.parts(s.Sender, text) }, a.streamOps(conv, replyTo))
 }
 
 // parts renders text as Deliver does and splits it into visible messages.
@@ -88,45 +49,43 @@ func (a *Adapter) parts(sender core.Sender, text string) []string {
 	return out
 }
 
-// deliverStreamed makes the messages a reply was streamed into the final reply
-// (core.Delivery.Streamed): each part edits the streamed message at its place (or
-// is sent when the text outgrew them, or when Telegram no longer has that
-// message), surplus streamed messages are deleted. Parts done by an earlier,
-// failed attempt for the same outbox entry are not done again, so a 429 neither
-// duplicates nor truncates the answer. It returns the first message's id.
-func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core.Delivery, parts []string) (string, error) {
-	st, ok := a.progress.Get(d.Outbox, time.Now())
-	if !ok {
-		st = sent{first: d.Streamed[0]}
-	}
-	for i := st.parts; i < len(parts); i++ {
-		var err error
-		if i < len(d.Streamed) {
-			err = a.edit(ctx, conv, d.Streamed[i], parts[i])
-			var ae *APIError
-			if errors.As(err, &ae) && ae.Code == 400 && strings.Contains(strings.ToLower(ae.Description), "message to edit not found") {
-				var id string
-				if id, err = a.send(ctx, conv, parts[i], "HTML", 0); err == nil && i == 0 {
-					st.first = id
-				}
+// streamOps sends parts as HTML (the first as a reply to replyTo), edits with
+// editMessageText and deletes with deleteMessage; a message Telegram no longer
+// has is gone.
+func (a *Adapter) streamOps(conv Conversation, replyTo int64) stream.Ops {
+	return stream.Ops{
+		Edit: func(ctx context.Context, id, html string) error { return a.edit(ctx, conv, id, html) },
+		Post: func(ctx context.Context, i int, html string) (string, error) {
+			rt := int64(0)
+			if i == 0 {
+				rt = replyTo
 			}
-		} else {
-			_, err = a.send(ctx, conv, parts[i], "HTML", 0)
-		}
-		if err != nil {
-			var de core.DeliveryError
-			a.setProgress(d.Outbox, st, !(errors.As(err, &de) && de.Permanent()))
-			return "", err
-		}
-		st.parts = i + 1
+			return a.send(ctx, conv, html, "HTML", rt)
+		},
+		Delete: func(ctx context.Context, ids []string) error { return a.deleteAll(ctx, conv, ids) },
+		Gone: func(err error) bool {
+			var ae *APIError
+			return errors.As(err, &ae) && ae.Code == 400 && strings.Contains(strings.ToLower(ae.Description), "message to edit not found")
+		},
 	}
-	if len(d.Streamed) > len(parts) {
-		if err := a.deleteAll(ctx, conv, d.Streamed[len(parts):]); err != nil {
-			a.log.Warn("telegram: deleting surplus streamed messages failed", "chat", conv.Chat, "err", err)
-		}
+}
+
+// deliverStreamed makes the messages a reply was streamed into the final reply
+// (core.Delivery.Streamed, stream.Final). Parts done by an earlier, failed
+// attempt for the same outbox entry are not done again. It returns the first
+// message's id.
+func (a *Adapter) deliverStreamed(ctx context.Context, conv Conversation, d core.Delivery, parts []string) (string, error) {
+	f := stream.Final{Parts: parts, Streamed: d.Streamed}
+	if st, ok := a.progress.Get(d.Outbox, time.Now()); ok {
+		f.Done, f.First = st.parts, st.first
+	}
+	if err := f.Finish(ctx, a.streamOps(conv, 0), a.log.With("chat", conv.Chat)); err != nil {
+		var de core.DeliveryError
+		a.setProgress(d.Outbox, sent{parts: f.Done, first: f.First}, !(errors.As(err, &de) && de.Permanent()))
+		return "", err
 	}
 	a.setProgress(d.Outbox, sent{}, false)
-	return st.first, nil
+	return f.First, nil
 }
 
 // edit replaces the text of message id with editMessageText; "message is not

@@ -31,7 +31,7 @@ func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 		return
 	}
 	mux.HandleFunc("POST "+WebhookPath(a.name), a.serveWebhook)
-	a.markLive()
+	a.ingress.MarkLive()
 }
 
 func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {

@@ -94,13 +94,6 @@ func (ss *sessions) drop(id string) {
 	delete(ss.m, sha256.Sum256([]byte(id)))
 }
 
-// len is the number of sessions kept (tests).
-func (ss *sessions) len() int {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return len(ss.m)
-}
-
 // failures counts wrong tokens per client address and in total, each in a
 // fixed one-minute window, so guessing the token through the login form is
 // slow, and one client's wrong guesses never lock out the admin signing in

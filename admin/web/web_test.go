@@ -301,3 +301,10 @@ func TestLoginThrottle(t *testing.T) {
 		t.Fatalf("login a minute later = %d, want 303", resp.StatusCode)
 	}
 }
+
+// len is the number of sessions kept.
+func (ss *sessions) len() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.m)
+}

@@ -57,14 +57,6 @@ func (s *Server) SetEmbedding(fn func(string) []float32) {
 	s.embedFn = fn
 }
 
-// FailEmbeddings makes POST /v1/embeddings answer with this HTTP status (0:
-// serve again), as a server without an embedding model does.
-func (s *Server) FailEmbeddings(status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.embedFail = status
-}
-
 // serveEmbeddings speaks OpenAI's POST /v1/embeddings: "input" a string or a
 // list of strings, answered with one Embed vector per input in order.
 func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
@@ -92,14 +84,10 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.embedReqs = append(s.embedReqs, openai.EmbeddingRequestStrings{Input: inputs, Model: openai.EmbeddingModel(req.Model)})
-	fail, embed := s.embedFail, s.embedFn
+	embed := s.embedFn
 	s.mu.Unlock()
 	if embed == nil {
 		embed = Embed
-	}
-	if fail != 0 {
-		writeError(w, Error(fail, "embeddings are not available"))
-		return
 	}
 	data := make([]map[string]any, len(inputs))
 	tokens := 0

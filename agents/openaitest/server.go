@@ -173,7 +173,6 @@ type Server struct {
 	models   []string
 
 	embedReqs []openai.EmbeddingRequestStrings
-	embedFail int
 	embedFn   func(string) []float32
 	// transcript and transcribed serve the audio endpoint (audio.go).
 	transcript  string
@@ -279,13 +278,6 @@ func (s *Server) Forget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = nil
-}
-
-// Pending is the number of queued replies not yet used.
-func (s *Server) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
 }
 
 // Echo is the default reply: "echo: " followed by the text of the last user message.

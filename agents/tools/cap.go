@@ -5,41 +5,6 @@ import (
 	"unicode/utf8"
 )
 
-// Cap returns s unchanged when it is at most limit bytes; otherwise it keeps the
-// first limit bytes (cut on a UTF-8 boundary) and appends a note saying how much
-// was left out, so the model knows the result is incomplete. A limit <= 0 means
-// DefaultOutputCap. It is the result cap shared by the built-ins and the MCP
-// tools (DESIGN.md §6, tool results are capped).
-func Cap(s string, limit int) string {
-	if limit <= 0 {
-		limit = DefaultOutputCap
-	}
-	if len(s) <= limit {
-		return s
-	}
-	head := cutUTF8(s[:limit])
-	return fmt.Sprintf("%s\n[... result truncated: %d of %d bytes shown ...]", head, len(head), len(s))
-}
-
-// CapHeadTail returns s unchanged when it is at most limit bytes; otherwise it
-// keeps the first and last limit/2 bytes with "[... N bytes omitted ...]" in the
-// middle. A limit <= 0 means DefaultOutputCap.
-func CapHeadTail(s string, limit int) string {
-	if limit <= 0 {
-		limit = DefaultOutputCap
-	}
-	if len(s) <= limit {
-		return s
-	}
-	half := limit / 2
-	head := cutUTF8(s[:half])
-	tail := s[len(s)-half:]
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-		tail = tail[1:]
-	}
-	return fmt.Sprintf("%s\n[... %d bytes omitted ...]\n%s", head, len(s)-len(head)-len(tail), tail)
-}
-
 // cutUTF8 drops a trailing partial UTF-8 sequence.
 func cutUTF8(s string) string {
 	for i := 0; i < utf8.UTFMax && len(s) > 0; i++ {

@@ -1,24 +1,11 @@
 package tools
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
-
-func TestCap(t *testing.T) {
-	if got := Cap("short", 10); got != "short" {
-		t.Fatalf("got %q", got)
-	}
-	got := Cap(strings.Repeat("a", 50), 10)
-	if !strings.HasPrefix(got, strings.Repeat("a", 10)+"\n") || !strings.Contains(got, "10 of 50 bytes shown") {
-		t.Fatalf("got %q", got)
-	}
-	// Never cuts a rune in half.
-	got = Cap("ééééé", 3)
-	if !strings.HasPrefix(got, "é\n") {
-		t.Fatalf("got %q", got)
-	}
-}
 
 func TestCapHeadTailMatchesWriter(t *testing.T) {
 	for _, n := range []int{0, 5, 99, 100, 101, 1000, 12345} {
@@ -56,4 +43,23 @@ func TestWrapUntrustedDefusesClosingTag(t *testing.T) {
 	if !strings.HasPrefix(got, `<untrusted source="http_fetch &quot;x&quot;">`) {
 		t.Fatalf("got %q", got)
 	}
+}
+
+// CapHeadTail returns s unchanged when it is at most limit bytes; otherwise it
+// keeps the first and last limit/2 bytes with "[... N bytes omitted ...]" in the
+// middle. A limit <= 0 means DefaultOutputCap.
+func CapHeadTail(s string, limit int) string {
+	if limit <= 0 {
+		limit = DefaultOutputCap
+	}
+	if len(s) <= limit {
+		return s
+	}
+	half := limit / 2
+	head := cutUTF8(s[:half])
+	tail := s[len(s)-half:]
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return fmt.Sprintf("%s\n[... %d bytes omitted ...]\n%s", head, len(s)-len(head)-len(tail), tail)
 }

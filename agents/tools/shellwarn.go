@@ -200,9 +200,3 @@ func longestEncoded(s string) int {
 	}
 	return best
 }
-
-// firstWords is the first n words of s.
-func firstWords(s string, n int) string {
-	f := strings.Fields(s)
-	return strings.Join(f[:min(n, len(f))], " ")
-}

@@ -35,6 +35,26 @@ var errNoStore = errors.New("no store yet")
 
 // openAPI opens the store file read-side, or, when a running openbot holds it,
 // checks that the server at http.listen serves this very store.
+// readerFor loads the config file at path and opens its API reader for the
+// command named cmd. When it cannot, it says why and returns nil and the exit
+// code to end with: exitOK for a store nothing has run on yet.
+func readerFor(ctx context.Context, path, cmd string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) (*apiReader, *config.Config, int) {
+	cfg := loadConfig(path, stderr, lookupEnv)
+	if cfg == nil {
+		return nil, nil, exitFail
+	}
+	r, err := openAPI(ctx, cfg)
+	if errors.Is(err, errNoStore) {
+		fmt.Fprintln(stdout, "nothing yet:", err)
+		return nil, cfg, exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "openbot %s: %v\n", cmd, err)
+		return nil, cfg, exitFail
+	}
+	return r, cfg, exitOK
+}
+
 func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
 	if cfg.Store.Driver == config.StorePostgres { // no file lock: any process may read
 		st, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{MaxConns: 2})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -37,9 +36,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("approvals list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "configuration file")
+	fs, path := configFlags("approvals list", stderr)
 	pending := fs.Bool("pending", false, "only questions still waiting for an answer")
 	if code, done := parseFlags(fs, args[1:], stderr); done {
 		return code

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,9 +66,7 @@ func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv
 // problem: the file is valid, and serve and chat refuse to start until the key is
 // set, with the same sentence.
 func runCheck(args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "configuration file")
+	fs, path := configFlags("config check", stderr)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}

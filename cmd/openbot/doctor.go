@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -74,9 +73,7 @@ func (d *doctor) failed() bool {
 // do), and exits 1 when any check failed. It changes nothing, except that a store
 // file of an older schema is upgraded as `serve` would.
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "configuration file")
+	fs, path := configFlags("doctor", stderr)
 	timeout := fs.Duration("timeout", defaultDoctorTimeout, "bound of each network call and MCP server start")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code

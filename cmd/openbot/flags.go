@@ -29,6 +29,14 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, do
 	return exitUsage, true
 }
 
+// configFlags is the flag set of the command name that reads a config file:
+// --config FILE (config.yaml unless given), errors to stderr.
+func configFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs, fs.String("config", "config.yaml", "configuration file")
+}
+
 // flagExit is the exit code after fs.Parse failed with err: exitOK for --help
 // (the flag package has printed the flags), else exitUsage (it has said which
 // flag is wrong).

@@ -71,9 +71,9 @@ func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Con
 	if !s.eng.Shared() || !longLivedIngress(ac.cfg) {
 		return r.Run, false
 	}
-	key := core.LeaseKeyIngress(core.AccountID(ac.id))
+	key := core.LeaseKeyIngress(core.AccountID(ac.name))
 	return func(ctx context.Context) error {
-		if sw, ok := ac.ad.(standbyWorker); ok {
+		if sw, ok := ac.val.(standbyWorker); ok {
 			// Work every process needs whether or not it holds the ingress,
 			// owned here: it ends with ctx, before this func returns.
 			sctx, cancel := context.WithCancel(ctx)
@@ -85,18 +85,18 @@ func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Con
 			defer func() { cancel(); <-done }()
 		}
 		return s.eng.HoldLease(ctx, key, func(ctx context.Context) error {
-			s.hl.set(ac.id, "started")
+			s.hl.set(ac.name, "started")
 			// Lost or given up: not ready again until this process knows
 			// whether another holds the ingress (standby) or it takes it back.
-			defer s.hl.set(ac.id, leasingState)
-			s.log.Info("account ingress taken", "account", ac.id, "process", s.eng.ProcessID())
+			defer s.hl.set(ac.name, leasingState)
+			s.log.Info("account ingress taken", "account", ac.name, "process", s.eng.ProcessID())
 			return r.Run(ctx)
 		}, func(holder string) {
 			if holder == "" { // the store could not be asked: not known to be in good hands
-				s.hl.set(ac.id, leasingState)
+				s.hl.set(ac.name, leasingState)
 				return
 			}
-			s.hl.set(ac.id, standbyState(holder))
+			s.hl.set(ac.name, standbyState(holder))
 		})
 	}, true
 }

@@ -33,9 +33,7 @@ const (
 // runInspect is `openbot threads|runs|run|activity`: it parses the command's
 // flags, reads the API (in process or through the running server) and prints.
 func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "config.yaml", "configuration file")
+	fs, cfgPath := configFlags(cmd, stderr)
 	limit := fs.Int("limit", 30, "how many rows (1 to 500)")
 	var cfgOf *config.Config // set once loaded, for --follow's reopening
 	var path func() (string, error)
@@ -111,20 +109,11 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 	if cmd != "run" {
 		p += "?" + q.Encode()
 	}
-	cfg := loadConfig(*cfgPath, stderr, lookupEnv)
-	if cfg == nil {
-		return exitFail
+	r, cfg, code := readerFor(ctx, *cfgPath, cmd, stdout, stderr, lookupEnv)
+	if r == nil {
+		return code
 	}
 	cfgOf = cfg
-	r, err := openAPI(ctx, cfg)
-	if errors.Is(err, errNoStore) {
-		fmt.Fprintln(stdout, "nothing yet:", err)
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "openbot %s: %v\n", cmd, err)
-		return exitFail
-	}
 	defer r.close()
 	if err := print(ctx, r, p, stdout); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "openbot %s: %v\n", cmd, err)

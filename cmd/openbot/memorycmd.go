@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,9 +39,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitOK
 	}
 	cmd := args[0]
-	fs := flag.NewFlagSet("memory "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "config.yaml", "configuration file")
+	fs, cfgPath := configFlags("memory "+cmd, stderr)
 	bot := fs.String("bot", "", "the bot's handle")
 	text := fs.String("text", "", "the new text (edit; default: read stdin)")
 	if err := parseInterspersed(fs, args[1:]); err != nil {
@@ -84,18 +80,9 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "openbot memory edit: the new text is empty (give --text or pipe it in)")
 		return exitUsage
 	}
-	cfg := loadConfig(*cfgPath, stderr, lookupEnv)
-	if cfg == nil {
-		return exitFail
-	}
-	r, err := openAPI(ctx, cfg)
-	if errors.Is(err, errNoStore) {
-		fmt.Fprintln(stdout, "nothing yet:", err)
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "openbot memory: %v\n", err)
-		return exitFail
+	r, _, code := readerFor(ctx, *cfgPath, "memory", stdout, stderr, lookupEnv)
+	if r == nil {
+		return code
 	}
 	defer r.close()
 	if err := memoryCommand(ctx, r, cmd, handle, id, newText, stdout); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -75,9 +74,7 @@ func procStart(pid int) string {
 // running openbot was started with (it would re-read its own file, not FILE):
 // the message names that file and the exit code is 1.
 func runReload(_ context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet("reload", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "configuration file")
+	fs, path := configFlags("reload", stderr)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,9 +74,7 @@ func newScheduleRunner(cfg *config.Config, eng *core.Engine, log *slog.Logger) (
 // the store when openbot is not running), then the schedules bots made with the
 // schedule tool, read through the console API (DESIGN.md §10 "schedules").
 func runSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet("schedules", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "configuration file")
+	fs, path := configFlags("schedules", stderr)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}

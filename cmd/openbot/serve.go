@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,9 +67,7 @@ type app struct {
 
 // runServe is `openbot serve` and `openbot chat`.
 func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet(mode, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "configuration file")
+	fs, path := configFlags(mode, stderr)
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code

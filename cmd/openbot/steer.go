@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,9 +26,7 @@ const steerTimeout = 10 * time.Second
 
 // runSteer is `openbot cancel|stop|pause|resume`.
 func runSteer(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "config.yaml", "configuration file")
+	fs, cfgPath := configFlags(cmd, stderr)
 	bot := ""
 	if cmd == "stop" {
 		fs.StringVar(&bot, "bot", "", "the bot whose work in the thread stops (required)")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -26,9 +25,7 @@ func runStore(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		fmt.Fprint(stderr, storeUsage)
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("store compact", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "config.yaml", "configuration file")
+	fs, path := configFlags("store compact", stderr)
 	if code, done := parseFlags(fs, args[1:], stderr); done {
 		return code
 	}

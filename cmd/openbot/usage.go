@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -22,9 +20,7 @@ import (
 // WHEN is an RFC 3339 time, a date (2026-12-01, UTC) or a Go duration back
 // from now (72h); default 30 days.
 func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
-	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "config.yaml", "configuration file")
+	fs, cfgPath := configFlags("usage", stderr)
 	by := fs.String("by", "day", "sum by bot, thread or day (UTC)")
 	since := fs.String("since", "", "from when: RFC 3339 time, a date (2026-12-01) or a duration back from now (72h); default 30 days")
 	if code, done := parseFlags(fs, args, stderr); done {
@@ -43,18 +39,9 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		}
 		q.Set("since", t.UTC().Format(time.RFC3339))
 	}
-	cfg := loadConfig(*cfgPath, stderr, lookupEnv)
-	if cfg == nil {
-		return exitFail
-	}
-	r, err := openAPI(ctx, cfg)
-	if errors.Is(err, errNoStore) {
-		fmt.Fprintln(stdout, "nothing yet:", err)
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "openbot usage: %v\n", err)
-		return exitFail
+	r, cfg, code := readerFor(ctx, *cfgPath, "usage", stdout, stderr, lookupEnv)
+	if r == nil {
+		return code
 	}
 	defer r.close()
 	var rows []admin.UsageRow

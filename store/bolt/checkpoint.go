@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // Run checkpoints (schema version 8): run_checkpoints holds RunID BE -> the
@@ -66,7 +67,7 @@ func (w *writeTx) checkpointChanged(id core.RunID, cp json.RawMessage) (bool, er
 	case bytes.Equal(stored, cp):
 		return false, nil
 	case !json.Valid(cp):
-		return false, invalid("run %d: checkpoint is not valid JSON", id)
+		return false, check.Invalid("run %d: checkpoint is not valid JSON", id)
 	}
 	return true, nil
 }

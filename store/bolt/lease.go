@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // Lease implements core.ReadTx (core/lease.go). A bbolt file has one process,
@@ -40,8 +41,8 @@ func (r *readTx) Leases(prefix string) ([]core.Lease, error) {
 
 // PutLease implements core.Tx.
 func (w *writeTx) PutLease(l core.Lease) error {
-	if l.Key == "" || l.Owner == "" {
-		return invalid("lease needs a key and an owner")
+	if err := check.Lease(l); err != nil {
+		return err
 	}
 	data, err := json.Marshal(l)
 	if err != nil {

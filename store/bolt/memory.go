@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // Bot memory (schema version 5, seed §9): memories by ID with a per-bot index,
@@ -59,8 +60,8 @@ func (r *readTx) PendingReflections() ([]core.PendingReflection, error) {
 
 // PutMemory implements core.Tx.
 func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
-	if m.Bot == "" || m.Text == "" {
-		return m, invalid("memory without bot or text")
+	if err := check.Memory(m); err != nil {
+		return m, err
 	}
 	if m.ID == 0 {
 		id, err := w.nextID(bktMemories)
@@ -68,14 +69,8 @@ func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
 			return m, err
 		}
 		m.ID = core.MemoryID(id)
-	} else {
-		old, err := w.Memory(m.ID)
-		if err != nil {
-			return m, err
-		}
-		if old.Bot != m.Bot {
-			return m, invalid("memory %d belongs to @%s, not @%s", m.ID, old.Bot, m.Bot)
-		}
+	} else if err := check.MemoryUpdate(m, w.Memory); err != nil {
+		return m, err
 	}
 	if err := w.put(bktMemories, u64(uint64(m.ID)), m); err != nil {
 		return m, err
@@ -97,8 +92,8 @@ func (w *writeTx) DeleteMemory(id core.MemoryID) error {
 
 // PutPendingReflection implements core.Tx.
 func (w *writeTx) PutPendingReflection(p core.PendingReflection) (core.PendingReflection, error) {
-	if p.Bot == "" || p.Thread == 0 {
-		return p, invalid("pending reflection without bot or thread")
+	if err := check.PendingReflection(p); err != nil {
+		return p, err
 	}
 	seq, err := w.nextID(bktReflections)
 	if err != nil {
@@ -130,8 +125,8 @@ func (r *readTx) MessageVectors(thread core.ThreadID) ([]core.MessageVector, err
 
 // PutMessageVector implements core.Tx.
 func (w *writeTx) PutMessageVector(v core.MessageVector) error {
-	if v.Thread == 0 || v.Message == 0 || v.Model == "" || len(v.Vector) == 0 {
-		return invalid("message vector without thread, message, model or vector")
+	if err := check.MessageVector(v); err != nil {
+		return err
 	}
 	return w.put(bktMessageVectors, append(u64(uint64(v.Thread)), u64(uint64(v.Message))...), v)
 }

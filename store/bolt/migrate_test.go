@@ -291,3 +291,27 @@ func setSchema(t *testing.T, s *Store, v int) {
 		t.Fatal(err)
 	}
 }
+
+// v0Buckets is the version 0 layout: the pre-release layout of this package, which
+// had no meta bucket (so no version key and no queued counter) and no item_status
+// index. A file that has the items bucket but no meta bucket is version 0.
+func v0Buckets() [][]byte {
+	var out [][]byte
+	for _, b := range v1Buckets() {
+		if string(b) != string(bktMeta) && string(b) != string(bktItemStatus) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// v1Buckets is the version 1 layout: everything up to the question buckets.
+func v1Buckets() [][]byte {
+	all := allBuckets()
+	for i, b := range all {
+		if string(b) == string(bktQuestions) {
+			return all[:i]
+		}
+	}
+	return all
+}

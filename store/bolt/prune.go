@@ -173,29 +173,23 @@ func (p *pruner) fullWith(n int) bool {
 
 // activity deletes the oldest activity lines while they are older than the cutoff.
 func (p *pruner) activity() error {
-	b := p.tx.Bucket(bktActivity)
-	c := b.Cursor()
-	var doomed [][]byte
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if p.fullWith(len(doomed)) {
-			break
-		}
-		p.budget--
-		var a core.Activity
-		if err := json.Unmarshal(v, &a); err != nil {
-			return fmt.Errorf("activity %x: %w", k, err)
-		}
-		if !a.At.Before(p.before) {
-			break
-		}
-		doomed = append(doomed, append([]byte{}, k...))
-	}
-	return p.del(b, doomed)
+	return pruneOldest(p, bktActivity, func(a core.Activity) time.Time { return a.At }, nil)
 }
 
 // outbox deletes finished (delivered, failed) entries created before the cutoff.
 func (p *pruner) outbox() error {
-	b, pending := p.tx.Bucket(bktOutbox), p.tx.Bucket(bktOutboxPending)
+	pending := p.tx.Bucket(bktOutboxPending)
+	return pruneOldest(p, bktOutbox, func(o core.OutboxEntry) time.Time { return o.Created },
+		func(k []byte, o core.OutboxEntry) bool {
+			return o.Status != core.OutboxPending && pending.Get(k) == nil
+		})
+}
+
+// pruneOldest walks bucket name from its oldest key while p has budget and the
+// records (T, dated by at) are older than the cutoff, and deletes those that
+// doom (nil: all) accepts.
+func pruneOldest[T any](p *pruner, name []byte, at func(T) time.Time, doom func(k []byte, v T) bool) error {
+	b := p.tx.Bucket(name)
 	c := b.Cursor()
 	var doomed [][]byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -203,14 +197,14 @@ func (p *pruner) outbox() error {
 			break
 		}
 		p.budget--
-		var o core.OutboxEntry
-		if err := json.Unmarshal(v, &o); err != nil {
-			return fmt.Errorf("outbox %x: %w", k, err)
+		var rec T
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("%s %x: %w", name, k, err)
 		}
-		if !o.Created.Before(p.before) {
+		if !at(rec).Before(p.before) {
 			break
 		}
-		if o.Status != core.OutboxPending && pending.Get(k) == nil {
+		if doom == nil || doom(k, rec) {
 			doomed = append(doomed, append([]byte{}, k...))
 		}
 	}

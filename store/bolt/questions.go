@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // Questions (schema version 2): bucket questions holds QuestionID BE ->
@@ -54,18 +55,13 @@ func (r *readTx) Questions(pendingOnly bool, limit int) ([]core.Question, error)
 // PutQuestion stores q. A new question needs a Token no other question has; a
 // stored question's Token cannot change.
 func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
-	switch {
-	case q.Status == "":
-		return q, invalid("question without status")
-	case q.Token == "" || len(q.Token) > 16:
-		return q, invalid("question token %q (1 to 16 characters)", q.Token)
-	case q.Run == 0 || q.Thread == 0 || q.Bot == "":
-		return q, invalid("question without run, thread or bot")
+	if err := check.Question(q); err != nil {
+		return q, err
 	}
 	tokens := w.bucket(bktQuestionTokens)
 	if q.ID == 0 {
 		if tokens.Get([]byte(q.Token)) != nil {
-			return q, invalid("question token %q is taken", q.Token)
+			return q, check.Invalid("question token %q is taken", q.Token)
 		}
 		id, err := w.nextID(bktQuestions)
 		if err != nil {
@@ -75,14 +71,8 @@ func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 		if err := tokens.Put([]byte(q.Token), u64(id)); err != nil {
 			return q, err
 		}
-	} else {
-		old, err := w.Question(q.ID)
-		if err != nil {
-			return q, err
-		}
-		if old.Token != q.Token {
-			return q, invalid("question %d: token cannot change", q.ID)
-		}
+	} else if err := check.QuestionUpdate(q, w.Question); err != nil {
+		return q, err
 	}
 	if err := setIndex(w.bucket(bktQuestionPending), u64(uint64(q.ID)), q.Status == core.QuestionPending); err != nil {
 		return q, err

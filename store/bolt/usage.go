@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // The usage ledger (schema version 4, cost control): entries by Seq, their
@@ -13,8 +14,8 @@ import (
 // PutUsage implements core.Tx: the entry is stored once per Key, and added to
 // the totals of its Scopes in the same transaction.
 func (w *writeTx) PutUsage(e core.UsageEntry) (core.UsageEntry, bool, error) {
-	if e.Key == "" {
-		return e, false, invalid("usage entry without key")
+	if err := check.Usage(e); err != nil {
+		return e, false, err
 	}
 	keys := w.bucket(bktUsageKeys)
 	if keys.Get([]byte(e.Key)) != nil {

@@ -2,13 +2,12 @@ package bolt
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	"go.etcd.io/bbolt"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // writeTx implements core.Tx. Put methods with a non-zero ID read the stored record
@@ -20,13 +19,6 @@ type writeTx struct {
 }
 
 var _ core.Tx = (*writeTx)(nil)
-
-// errInvalid marks a record rejected by the store before anything was written.
-var errInvalid = errors.New("invalid record")
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errInvalid, fmt.Sprintf(format, args...))
-}
 
 func (w *writeTx) put(name, key []byte, v any) error {
 	data, err := json.Marshal(v)
@@ -47,16 +39,16 @@ func (w *writeTx) nextID(name []byte) (uint64, error) {
 
 // PutActor upserts by ID; the system actor (empty ID) cannot be stored.
 func (w *writeTx) PutActor(a core.Actor) error {
-	if a.ID == core.SystemActor || strings.IndexByte(string(a.ID), 0) >= 0 {
-		return invalid("actor id %q", a.ID)
+	if err := check.Actor(a); err != nil {
+		return err
 	}
 	return w.put(bktActors, []byte(a.ID), a)
 }
 
 // PutBot upserts by handle.
 func (w *writeTx) PutBot(b core.BotProfile) error {
-	if b.Handle == "" {
-		return invalid("bot without handle")
+	if err := check.Bot(b); err != nil {
+		return err
 	}
 	return w.put(bktBots, []byte(b.Handle), b)
 }
@@ -86,8 +78,8 @@ func (w *writeTx) threadExists(id core.ThreadID) error {
 
 // BindThreadKey fails with ErrNotFound when the thread does not exist.
 func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
-	if key == "" {
-		return invalid("empty thread key")
+	if err := check.ThreadKey(key); err != nil {
+		return err
 	}
 	if err := w.threadExists(id); err != nil {
 		return err
@@ -97,8 +89,8 @@ func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
 
 // PutMessage stores a message under its thread; Thread must be non-zero.
 func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
-	if m.Thread == 0 {
-		return m, invalid("message without thread")
+	if err := check.Message(m); err != nil {
+		return m, err
 	}
 	if m.ID == 0 {
 		id, err := w.nextID(bktMessages)
@@ -127,15 +119,8 @@ func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
 // index entries and the queued counter to match its status. Actor, Thread, Kind and
 // Status must be set (seed invariant 1: every item belongs to a thread).
 func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
-	switch {
-	case it.Actor == "" || strings.IndexByte(string(it.Actor), 0) >= 0:
-		return it, invalid("item actor %q", it.Actor)
-	case it.Thread == 0:
-		return it, invalid("item without thread")
-	case it.Kind == "":
-		return it, invalid("item without kind")
-	case it.Status == "":
-		return it, invalid("item without status")
+	if err := check.Item(it); err != nil {
+		return it, err
 	}
 	var old *core.InboxItem
 	if it.ID == 0 {
@@ -216,13 +201,8 @@ func (w *writeTx) addQueued(delta int) error {
 // (checkpoint.go): it is deleted when empty, left alone when unchanged and must
 // otherwise be valid JSON. Of the old record only its Status is decoded.
 func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
-	switch {
-	case r.Bot == "":
-		return r, invalid("run without bot")
-	case r.Thread == 0:
-		return r, invalid("run without thread")
-	case r.Status == "":
-		return r, invalid("run without status")
+	if err := check.Run(r); err != nil {
+		return r, err
 	}
 	var old runRecord
 	if r.ID != 0 {
@@ -290,8 +270,8 @@ func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
 // PutOutbox stores an outbox entry; it is in the pending index exactly while its
 // Status is pending. Status must be set.
 func (w *writeTx) PutOutbox(o core.OutboxEntry) (core.OutboxEntry, error) {
-	if o.Status == "" {
-		return o, invalid("outbox entry without status")
+	if err := check.Outbox(o); err != nil {
+		return o, err
 	}
 	if o.ID == 0 {
 		id, err := w.nextID(bktOutbox)
@@ -309,16 +289,16 @@ func (w *writeTx) PutOutbox(o core.OutboxEntry) (core.OutboxEntry, error) {
 }
 
 func (w *writeTx) MarkSeen(key string, m core.MessageID) error {
-	if key == "" {
-		return invalid("empty dedup key")
+	if err := check.SeenKey(key); err != nil {
+		return err
 	}
 	return w.bucket(bktSeen).Put([]byte(key), u64(uint64(m)))
 }
 
 // PutTodo replaces the list; an empty list deletes it (Todo then returns nil).
 func (w *writeTx) PutTodo(bot core.ActorID, thread core.ThreadID, items []core.TodoItem) error {
-	if bot == "" || strings.IndexByte(string(bot), 0) >= 0 {
-		return invalid("todo bot %q", bot)
+	if err := check.TodoBot(bot); err != nil {
+		return err
 	}
 	key := todoKey(bot, thread)
 	if len(items) == 0 {
@@ -339,8 +319,8 @@ func (w *writeTx) AppendActivity(a core.Activity) error {
 
 // SetCursor stores value under name; an empty value deletes it.
 func (w *writeTx) SetCursor(name, value string) error {
-	if name == "" {
-		return invalid("empty cursor name")
+	if err := check.Cursor(name, value); err != nil {
+		return err
 	}
 	if value == "" {
 		return w.bucket(bktCursors).Delete([]byte(name))

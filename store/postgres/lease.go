@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // Lease implements core.ReadTx (core/lease.go).
@@ -50,8 +51,8 @@ func (r *readTx) Leases(prefix string) ([]core.Lease, error) {
 
 // PutLease implements core.Tx.
 func (w *writeTx) PutLease(l core.Lease) error {
-	if l.Key == "" || l.Owner == "" || badText(l.Key) || badText(l.Owner) {
-		return invalid("lease needs a key and an owner")
+	if err := check.Lease(l); err != nil {
+		return err
 	}
 	return w.upsert("put lease", `INSERT INTO leases (key, owner, until, data) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until, data = EXCLUDED.data`,

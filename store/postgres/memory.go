@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // Bot memory (seed §9): one row per memory, keyed by ID with the bot's handle
@@ -27,8 +28,8 @@ func (r *readTx) PendingReflections() ([]core.PendingReflection, error) {
 // PutMemory stores m; ID 0 assigns the next memory ID, another ID must exist
 // and keep its bot. A memory needs a bot and text.
 func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
-	if m.Bot == "" || m.Text == "" || badText(m.Bot) || badText(m.Text) {
-		return m, invalid("memory without bot or text")
+	if err := check.Memory(m); err != nil {
+		return m, err
 	}
 	if m.ID == 0 {
 		id, err := w.nextID("memories")
@@ -36,14 +37,8 @@ func (w *writeTx) PutMemory(m core.Memory) (core.Memory, error) {
 			return m, err
 		}
 		m.ID = core.MemoryID(id)
-	} else {
-		old, err := w.Memory(m.ID)
-		if err != nil {
-			return m, err
-		}
-		if old.Bot != m.Bot {
-			return m, invalid("memory %d belongs to @%s, not @%s", m.ID, old.Bot, m.Bot)
-		}
+	} else if err := check.MemoryUpdate(m, w.Memory); err != nil {
+		return m, err
 	}
 	return m, w.upsert("memory", `INSERT INTO memories (id, bot, data) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET bot = EXCLUDED.bot, data = EXCLUDED.data`, m, int64(m.ID), m.Bot)
@@ -63,8 +58,8 @@ func (w *writeTx) DeleteMemory(id core.MemoryID) error {
 
 // PutPendingReflection appends p with the next Seq.
 func (w *writeTx) PutPendingReflection(p core.PendingReflection) (core.PendingReflection, error) {
-	if p.Bot == "" || p.Thread == 0 {
-		return p, invalid("pending reflection without bot or thread")
+	if err := check.PendingReflection(p); err != nil {
+		return p, err
 	}
 	seq, err := w.nextID("reflections") // the counter name of package dump (the bbolt bucket)
 	if err != nil {
@@ -88,8 +83,8 @@ func (r *readTx) MessageVectors(thread core.ThreadID) ([]core.MessageVector, err
 
 // PutMessageVector stores or replaces the embedding of one message.
 func (w *writeTx) PutMessageVector(v core.MessageVector) error {
-	if v.Thread == 0 || v.Message == 0 || v.Model == "" || len(v.Vector) == 0 || badText(v.Model) {
-		return invalid("message vector without thread, message, model or vector")
+	if err := check.MessageVector(v); err != nil {
+		return err
 	}
 	return w.upsert("message vector", `INSERT INTO message_vectors (thread, message, data) VALUES ($1, $2, $3)
 		ON CONFLICT (thread, message) DO UPDATE SET data = EXCLUDED.data`, v, int64(v.Thread), int64(v.Message))

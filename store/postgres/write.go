@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"openbot/core"
+	"openbot/store/check"
 )
 
 // writeTx implements core.Tx. A Put with a non-zero ID first checks that the
@@ -21,16 +21,6 @@ type writeTx struct {
 }
 
 var _ core.Tx = (*writeTx)(nil)
-
-// errInvalid marks a record rejected by the store before anything was written.
-var errInvalid = errors.New("invalid record")
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errInvalid, fmt.Sprintf(format, args...))
-}
-
-// badText reports a string PostgreSQL text cannot hold (a NUL byte).
-func badText(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 func jsonDecode(data []byte, v any, what string) error {
 	if err := json.Unmarshal(data, v); err != nil {
@@ -98,8 +88,8 @@ func (w *writeTx) exists(what, sql string, args ...any) error {
 
 // PutActor upserts by ID; the system actor (empty ID) cannot be stored.
 func (w *writeTx) PutActor(a core.Actor) error {
-	if a.ID == core.SystemActor || badText(string(a.ID)) {
-		return invalid("actor id %q", a.ID)
+	if err := check.Actor(a); err != nil {
+		return err
 	}
 	return w.upsert("actor", `INSERT INTO actors (id, data) VALUES ($1, $2)
 		ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data`, a, string(a.ID))
@@ -107,8 +97,8 @@ func (w *writeTx) PutActor(a core.Actor) error {
 
 // PutBot upserts by handle.
 func (w *writeTx) PutBot(b core.BotProfile) error {
-	if b.Handle == "" || badText(b.Handle) {
-		return invalid("bot handle %q", b.Handle)
+	if err := check.Bot(b); err != nil {
+		return err
 	}
 	return w.upsert("bot", `INSERT INTO bots (handle, data) VALUES ($1, $2)
 		ON CONFLICT (handle) DO UPDATE SET data = EXCLUDED.data`, b, b.Handle)
@@ -134,8 +124,8 @@ func (w *writeTx) threadExists(id core.ThreadID) error {
 
 // BindThreadKey fails with ErrNotFound when the thread does not exist.
 func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
-	if key == "" || badText(key) {
-		return invalid("thread key %q", key)
+	if err := check.ThreadKey(key); err != nil {
+		return err
 	}
 	if err := w.threadExists(id); err != nil {
 		return err
@@ -146,8 +136,8 @@ func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
 
 // PutMessage stores a message; Thread must be non-zero.
 func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
-	if m.Thread == 0 {
-		return m, invalid("message without thread")
+	if err := check.Message(m); err != nil {
+		return m, err
 	}
 	fresh := m.ID == 0
 	if fresh {
@@ -164,15 +154,8 @@ func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
 // PutItem stores an inbox item. Actor, Thread, Kind and Status must be set
 // (seed invariant 1: every item belongs to a thread).
 func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
-	switch {
-	case it.Actor == "" || badText(string(it.Actor)):
-		return it, invalid("item actor %q", it.Actor)
-	case it.Thread == 0:
-		return it, invalid("item without thread")
-	case it.Kind == "":
-		return it, invalid("item without kind")
-	case it.Status == "" || badText(string(it.Status)):
-		return it, invalid("item status %q", it.Status)
+	if err := check.Item(it); err != nil {
+		return it, err
 	}
 	fresh := it.ID == 0
 	if fresh {
@@ -190,13 +173,8 @@ func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
 
 // PutRun stores a run. Bot, Thread and Status must be set.
 func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
-	switch {
-	case r.Bot == "":
-		return r, invalid("run without bot")
-	case r.Thread == 0:
-		return r, invalid("run without thread")
-	case r.Status == "" || badText(string(r.Status)):
-		return r, invalid("run status %q", r.Status)
+	if err := check.Run(r); err != nil {
+		return r, err
 	}
 	fresh := r.ID == 0
 	if fresh {
@@ -234,8 +212,8 @@ func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
 // PutOutbox stores an outbox entry; it is pending while its Status is. Status
 // must be set.
 func (w *writeTx) PutOutbox(o core.OutboxEntry) (core.OutboxEntry, error) {
-	if o.Status == "" {
-		return o, invalid("outbox entry without status")
+	if err := check.Outbox(o); err != nil {
+		return o, err
 	}
 	fresh := o.ID == 0
 	if fresh {
@@ -250,8 +228,8 @@ func (w *writeTx) PutOutbox(o core.OutboxEntry) (core.OutboxEntry, error) {
 }
 
 func (w *writeTx) MarkSeen(key string, m core.MessageID) error {
-	if key == "" || badText(key) {
-		return invalid("dedup key %q", key)
+	if err := check.SeenKey(key); err != nil {
+		return err
 	}
 	return w.exec("mark seen", `INSERT INTO seen (key, message) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET message = EXCLUDED.message`, key, int64(m))
@@ -259,8 +237,8 @@ func (w *writeTx) MarkSeen(key string, m core.MessageID) error {
 
 // PutTodo replaces the list; an empty list deletes it (Todo then returns nil).
 func (w *writeTx) PutTodo(bot core.ActorID, thread core.ThreadID, items []core.TodoItem) error {
-	if bot == "" || badText(string(bot)) {
-		return invalid("todo bot %q", bot)
+	if err := check.TodoBot(bot); err != nil {
+		return err
 	}
 	if len(items) == 0 {
 		return w.exec("delete todo", `DELETE FROM todos WHERE bot = $1 AND thread = $2`, string(bot), int64(thread))
@@ -281,8 +259,8 @@ func (w *writeTx) AppendActivity(a core.Activity) error {
 
 // SetCursor stores value under name; an empty value deletes it.
 func (w *writeTx) SetCursor(name, value string) error {
-	if name == "" || badText(name) || badText(value) {
-		return invalid("cursor %q", name)
+	if err := check.Cursor(name, value); err != nil {
+		return err
 	}
 	if value == "" {
 		return w.exec("delete cursor", `DELETE FROM cursors WHERE name = $1`, name)
@@ -294,18 +272,13 @@ func (w *writeTx) SetCursor(name, value string) error {
 // PutQuestion stores q. A new question needs a Token no other question has; a
 // stored question's Token cannot change.
 func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
-	switch {
-	case q.Status == "":
-		return q, invalid("question without status")
-	case q.Token == "" || len(q.Token) > 16 || badText(q.Token):
-		return q, invalid("question token %q (1 to 16 characters)", q.Token)
-	case q.Run == 0 || q.Thread == 0 || q.Bot == "":
-		return q, invalid("question without run, thread or bot")
+	if err := check.Question(q); err != nil {
+		return q, err
 	}
 	if q.ID == 0 {
 		err := w.exists("token", `SELECT 1 FROM questions WHERE token = $1`, q.Token)
 		if err == nil {
-			return q, invalid("question token %q is taken", q.Token)
+			return q, check.Invalid("question token %q is taken", q.Token)
 		} else if !errors.Is(err, core.ErrNotFound) {
 			return q, err
 		}
@@ -314,14 +287,8 @@ func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 			return q, err
 		}
 		q.ID = core.QuestionID(id)
-	} else {
-		old, err := w.Question(q.ID)
-		if err != nil {
-			return q, err
-		}
-		if old.Token != q.Token {
-			return q, invalid("question %d: token cannot change", q.ID)
-		}
+	} else if err := check.QuestionUpdate(q, w.Question); err != nil {
+		return q, err
 	}
 	return q, w.upsert("question", `INSERT INTO questions (id, token, pending, data) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET pending = EXCLUDED.pending, data = EXCLUDED.data`,
@@ -331,8 +298,8 @@ func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 // PutUsage stores the entry once per Key and adds it to the totals of its
 // Scopes in the same transaction.
 func (w *writeTx) PutUsage(e core.UsageEntry) (core.UsageEntry, bool, error) {
-	if e.Key == "" || badText(e.Key) {
-		return e, false, invalid("usage entry key %q", e.Key)
+	if err := check.Usage(e); err != nil {
+		return e, false, err
 	}
 	err := w.exists("usage key", `SELECT 1 FROM usage WHERE key = $1`, e.Key)
 	if err == nil {
@@ -349,9 +316,6 @@ func (w *writeTx) PutUsage(e core.UsageEntry) (core.UsageEntry, bool, error) {
 		return e, false, err
 	}
 	for _, scope := range e.Scopes() {
-		if badText(scope) {
-			return e, false, invalid("usage scope %q", scope)
-		}
 		t, err := w.UsageTotal(scope)
 		if err != nil {
 			return e, false, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"openbot/adapters/internal/fakeserver"
 	"strings"
 )
 
@@ -41,14 +42,14 @@ func (s *Server) resource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t := r.URL.Query().Get("type"); t != "image" && t != "file" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 234001, "msg": "Invalid request param: type"})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 234001, "msg": "Invalid request param: type"})
 		return
 	}
 	s.mu.Lock()
 	body, ok := s.resources[r.PathValue("id")+"/"+r.PathValue("key")]
 	s.mu.Unlock()
 	if !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 234003, "msg": "File not in msg."})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 234003, "msg": "File not in msg."})
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -63,13 +64,13 @@ func (s *Server) uploadHandler(kind string) http.HandlerFunc {
 		}
 		f, fh, err := r.FormFile(kind)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"code": 234001, "msg": "Invalid request param: " + kind})
+			fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 234001, "msg": "Invalid request param: " + kind})
 			return
 		}
 		data, _ := io.ReadAll(f)
 		f.Close()
 		if kind == "file" && (r.FormValue("file_type") == "" || r.FormValue("file_name") == "") {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"code": 234001, "msg": "Invalid request param: file_type/file_name"})
+			fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 234001, "msg": "Invalid request param: file_type/file_name"})
 			return
 		}
 		s.mu.Lock()
@@ -79,8 +80,8 @@ func (s *Server) uploadHandler(kind string) http.HandlerFunc {
 		s.msgSeq++
 		key := fmt.Sprintf("%s_v3_fake%06d", map[string]string{"image": "img", "file": "file"}[kind], s.msgSeq)
 		s.uploads[key] = Upload{Key: key, Name: strings.TrimSpace(fh.Filename), Type: r.FormValue("file_type"), Content: string(data)}
-		s.notify()
+		s.changes.Notify()
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{kind + "_key": key}})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{kind + "_key": key}})
 	}
 }

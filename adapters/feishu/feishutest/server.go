@@ -38,6 +38,7 @@ import (
 	"github.com/coder/websocket"
 
 	"openbot/adapters/feishu"
+	"openbot/adapters/internal/fakeserver"
 )
 
 // Fixture identities (shared/fixtures/README.md "Identities").
@@ -126,7 +127,7 @@ type Server struct {
 	srv *httptest.Server
 
 	mu          sync.Mutex
-	changed     chan struct{} // closed and replaced on every recorded change
+	changes     fakeserver.Changes // notified on every recorded change
 	calls       []Call
 	messages    []Message
 	tokens      map[string]bool
@@ -166,7 +167,6 @@ func New(tb interface {
 }) *Server {
 	tb.Helper()
 	s := &Server{
-		changed: make(chan struct{}),
 		tokens:  map[string]bool{},
 		uuids:   map[string]string{},
 		threads: map[string]string{},
@@ -208,27 +208,18 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// notify wakes waiters; s.mu must be held.
-func (s *Server) notify() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-// wait polls cond (called with s.mu held) until it is true or ctx is done.
+// wait checks cond (called with s.mu held) after every change until it is true
+// or ctx is done.
 func (s *Server) wait(ctx context.Context, what string, cond func() bool) error {
-	for {
+	err := s.changes.Wait(ctx, func() bool {
 		s.mu.Lock()
-		ok, ch := cond(), s.changed
-		s.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("feishutest: waiting for %s: %w", what, ctx.Err())
-		case <-ch:
-		}
+		defer s.mu.Unlock()
+		return cond()
+	})
+	if err != nil {
+		return fmt.Errorf("feishutest: waiting for %s: %w", what, err)
 	}
+	return nil
 }
 
 func (s *Server) record(next http.Handler) http.Handler {
@@ -241,7 +232,7 @@ func (s *Server) record(next http.Handler) http.Handler {
 		s.mu.Lock()
 		s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body})
 		f := s.takeFailure(r)
-		s.notify()
+		s.changes.Notify()
 		s.mu.Unlock()
 		if f != nil {
 			for k, v := range f.Header {
@@ -251,7 +242,7 @@ func (s *Server) record(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusBadRequest
 			}
-			writeJSON(w, status, map[string]any{"code": f.Code, "msg": f.Msg})
+			fakeserver.WriteJSON(w, status, map[string]any{"code": f.Code, "msg": f.Msg})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -311,11 +302,34 @@ func (s *Server) CallsTo(prefix string) []Call {
 	return out
 }
 
+// WaitCalls waits until at least n requests whose path starts with prefix were
+// recorded and returns them.
+func (s *Server) WaitCalls(ctx context.Context, prefix string, n int) ([]Call, error) {
+	err := s.changes.Wait(ctx, func() bool { return len(s.CallsTo(prefix)) >= n })
+	return s.CallsTo(prefix), err
+}
+
 // Messages returns the messages sent so far (create and reply), in order.
 func (s *Server) Messages() []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Message(nil), s.messages...)
+}
+
+// WaitMessage waits until a message sent so far satisfies match and returns the
+// first that does.
+func (s *Server) WaitMessage(ctx context.Context, match func(Message) bool) (Message, error) {
+	var found Message
+	err := s.changes.Wait(ctx, func() bool {
+		for _, m := range s.Messages() {
+			if match(m) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found, err
 }
 
 // WaitMessages waits until at least n messages were sent and returns them all.
@@ -324,19 +338,13 @@ func (s *Server) WaitMessages(ctx context.Context, n int) ([]Message, error) {
 	return s.Messages(), err
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		AppID     string `json:"app_id"`
 		AppSecret string `json:"app_secret"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.AppID != AppID || req.AppSecret != AppSecret {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 10014, "msg": "app secret invalid"})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 10014, "msg": "app secret invalid"})
 		return
 	}
 	s.mu.Lock()
@@ -344,7 +352,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	tok := fmt.Sprintf("t-g1000TESTtenantAccessToken%013d", s.tokenSeq)
 	s.tokens[tok] = true
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": tok, "expire": 7200})
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": tok, "expire": 7200})
 }
 
 // authorized checks the bearer token and answers 99991663 when it is not valid.
@@ -354,7 +362,7 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	ok := s.tokens[tok]
 	s.mu.Unlock()
 	if !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": feishu.CodeInvalidToken,
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": feishu.CodeInvalidToken,
 			"msg": "Invalid access token for authorization. Please make a request with token attached."})
 	}
 	return ok
@@ -373,8 +381,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, m Message) {
 	defer s.mu.Unlock()
 	if id, ok := s.uuids[m.UUID]; ok && m.UUID != "" {
 		// Idempotent retry: the same message again, nothing new sent.
-		s.notify()
-		writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": id, "thread_id": s.threads[id]}})
+		s.changes.Notify()
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"message_id": id, "thread_id": s.threads[id]}})
 		return
 	}
 	s.msgSeq++
@@ -398,8 +406,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, m Message) {
 		s.uuids[m.UUID] = m.ID
 	}
 	s.messages = append(s.messages, m)
-	s.notify()
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": data})
+	s.changes.Notify()
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": data})
 }
 
 // MaxCardBody is Feishu's limit on the request body of a card or rich-text
@@ -411,7 +419,7 @@ const MaxCardBody = 30 << 10
 // and reports whether it did.
 func tooLarge(w http.ResponseWriter, body []byte, msgType string) bool {
 	if (msgType == "interactive" || msgType == "post") && len(body) > MaxCardBody {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": fmt.Sprintf("request body of %d bytes is over the 30 KB limit of cards", len(body))})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": fmt.Sprintf("request body of %d bytes is over the 30 KB limit of cards", len(body))})
 		return true
 	}
 	return false
@@ -421,7 +429,7 @@ func (s *Server) decodeSend(w http.ResponseWriter, r *http.Request) (sendRequest
 	var req sendRequest
 	body, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(body, &req); err != nil || req.MsgType == "" || !json.Valid([]byte(req.Content)) {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid message content"})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid message content"})
 		return req, false
 	}
 	return req, !tooLarge(w, body, req.MsgType)
@@ -435,7 +443,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	switch idType {
 	case "chat_id", "open_id", "user_id", "union_id", "email":
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 99992402, "msg": "field validation failed: receive_id_type"})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 99992402, "msg": "field validation failed: receive_id_type"})
 		return
 	}
 	req, ok := s.decodeSend(w, r)
@@ -465,7 +473,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(body, &req); err != nil || !json.Valid([]byte(req.Content)) {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid card content"})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "invalid card content"})
 		return
 	}
 	if tooLarge(w, body, "interactive") {
@@ -473,9 +481,9 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.patches = append(s.patches, Patch{MessageID: r.PathValue("id"), Content: req.Content})
-	s.notify()
+	s.changes.Notify()
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 }
 
 // Live returns the messages sent and not recalled, in order, each with the
@@ -542,13 +550,13 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request) {
 		}
 		s.deleted[id] = true
 	}
-	s.notify()
+	s.changes.Notify()
 	s.mu.Unlock()
 	if !known || gone {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230011, "msg": "The message is recalled or deleted."})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 230011, "msg": "The message is recalled or deleted."})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{}})
 }
 
 func (s *Server) addReaction(w http.ResponseWriter, r *http.Request) {
@@ -561,7 +569,7 @@ func (s *Server) addReaction(w http.ResponseWriter, r *http.Request) {
 		} `json:"reaction_type"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.ReactionType.EmojiType == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 231001, "msg": "reaction type is invalid."})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 231001, "msg": "reaction type is invalid."})
 		return
 	}
 	s.mu.Lock()
@@ -571,9 +579,9 @@ func (s *Server) addReaction(w http.ResponseWriter, r *http.Request) {
 		s.reactions = map[string][]Reaction{}
 	}
 	s.reactions[re.MessageID] = append(s.reactions[re.MessageID], re)
-	s.notify()
+	s.changes.Notify()
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
 		"reaction_id": re.ID, "operator": map[string]any{"operator_id": BotOpenID, "operator_type": "app"},
 		"action_time": "1626086391570", "reaction_type": map[string]any{"emoji_type": re.EmojiType}}})
 }
@@ -593,20 +601,20 @@ func (s *Server) removeReaction(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	s.notify()
+	s.changes.Notify()
 	s.mu.Unlock()
 	if !found {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 231003, "msg": "The reaction is not found."})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 231003, "msg": "The reaction is not found."})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"reaction_id": rid}})
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{"reaction_id": rid}})
 }
 
 func (s *Server) botInfo(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "bot": map[string]any{
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "bot": map[string]any{
 		"activate_status": 2, "app_name": BotName, "avatar_url": "", "ip_white_list": []string{}, "open_id": BotOpenID}})
 }
 
@@ -619,9 +627,9 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request) {
 	}
 	name := map[string]string{AliceOpenID: "Alice", BobOpenID: "Bob"}[r.PathValue("id")]
 	if name == "" || r.URL.Query().Get("user_id_type") != "open_id" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 41050, "msg": "no user authority error"})
+		fakeserver.WriteJSON(w, http.StatusBadRequest, map[string]any{"code": 41050, "msg": "no user authority error"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": map[string]any{
 		"user": map[string]any{"open_id": r.PathValue("id"), "name": name}}})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"openbot/adapters/feishu"
+	"openbot/adapters/internal/fakeserver"
 )
 
 // SetClientConfig sets the ClientConfig handed out with the endpoint and in pongs.
@@ -33,7 +34,7 @@ func (s *Server) endpoint(w http.ResponseWriter, r *http.Request) {
 		AppSecret string `json:"AppSecret"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.AppID != AppID || req.AppSecret != AppSecret {
-		writeJSON(w, http.StatusOK, map[string]any{"code": 1000040351, "msg": "invalid app credentials (fake)", "data": nil})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 1000040351, "msg": "invalid app credentials (fake)", "data": nil})
 		return
 	}
 	s.mu.Lock()
@@ -43,12 +44,12 @@ func (s *Server) endpoint(w http.ResponseWriter, r *http.Request) {
 	n := s.connCount + 1
 	s.mu.Unlock()
 	if f != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"code": f.Code, "msg": f.Msg, "data": nil})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": f.Code, "msg": f.Msg, "data": nil})
 		return
 	}
 	url := fmt.Sprintf("ws://%s/ws/v2?fpid=493&aid=552564&device_id=74%017d&access_key=TESTaccessKey0001&service_id=%d&ticket=TESTticket-%04d",
 		r.Host, n, ServiceID, n)
-	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "data": map[string]any{"URL": url, "ClientConfig": cfg}})
+	fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "data": map[string]any{"URL": url, "ClientConfig": cfg}})
 }
 
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +67,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.conns = append(s.conns, c)
 	s.connCount++
-	s.notify()
+	s.changes.Notify()
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -76,7 +77,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-		s.notify()
+		s.changes.Notify()
 		s.mu.Unlock()
 		c.CloseNow()
 	}()
@@ -98,7 +99,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			s.pings++
 			cfg := s.config
-			s.notify()
+			s.changes.Notify()
 			s.mu.Unlock()
 			payload, _ := json.Marshal(cfg)
 			pong := feishu.Frame{Service: f.Service, Method: feishu.FrameControl, Headers: []feishu.Header{{Key: "type", Value: "pong"}}, Payload: payload}
@@ -113,7 +114,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 			_ = json.Unmarshal(f.Payload, &p)
 			s.mu.Lock()
 			s.acks = append(s.acks, Ack{Frame: f, Code: p.Code, Payload: string(f.Payload), Data: p.Data})
-			s.notify()
+			s.changes.Notify()
 			s.mu.Unlock()
 		}
 	}
@@ -168,7 +169,7 @@ func (s *Server) DropConnections() {
 	s.mu.Lock()
 	conns := s.conns
 	s.conns = nil
-	s.notify()
+	s.changes.Notify()
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.CloseNow()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"openbot/adapters/internal/fakeserver"
 	"strings"
 )
 
@@ -39,7 +40,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f, ok := s.files[id]
 	s.calls = append(s.calls, Call{Method: "file.download", Form: map[string][]string{"id": {id}}})
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 	if s.opts.BotToken != "" && token != s.opts.BotToken {
 		http.Redirect(w, r, "/signin", http.StatusFound)
@@ -70,7 +71,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	s.uploads[id] = File{ID: id, Name: name, Content: string(data)}
 	s.calls = append(s.calls, Call{Method: "file.upload", Form: map[string][]string{"id": {id}}})
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, "OK - "+fmt.Sprint(len(data)))
@@ -85,7 +86,7 @@ func (s *Server) fileMethod(w http.ResponseWriter, method string, call Call) boo
 		s.seq++
 		id := fmt.Sprintf("F%06d", s.seq)
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "upload_url": s.srv.URL + "/upload/" + id, "file_id": id})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "upload_url": s.srv.URL + "/upload/" + id, "file_id": id})
 	case "files.completeUploadExternal":
 		var files []struct {
 			ID    string `json:"id"`
@@ -106,13 +107,13 @@ func (s *Server) fileMethod(w http.ResponseWriter, method string, call Call) boo
 				Text: call.Form.Get("initial_comment"), File: up.Content, FileName: f.Title})
 			posted = append(posted, map[string]any{"id": f.ID, "title": f.Title})
 		}
-		s.notifyLocked()
+		s.changes.Notify()
 		s.mu.Unlock()
 		if len(posted) != len(files) || len(files) == 0 {
-			writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "file_not_found"})
+			fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "file_not_found"})
 			return true
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "files": posted})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "files": posted})
 	default:
 		return false
 	}

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"openbot/adapters/internal/fakeserver"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,13 +121,13 @@ type Server struct {
 	srv  *httptest.Server
 
 	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced whenever calls, acks or conns change
+	changes  fakeserver.Changes // notified whenever calls, acks or conns change
+	holds    fakeserver.Holds
 	calls    []Call
 	msgs     []*Message // posted and not deleted, in post order
 	acks     []Ack
 	users    map[string]User
 	fail     map[string][]failure
-	holds    map[string]chan struct{}
 	seq      int
 	conns    []*wsConn
 	dialed   int
@@ -160,11 +161,9 @@ func New(opts Options) *Server {
 		opts.PingInterval = 5 * time.Second
 	}
 	s := &Server{
-		opts:    opts,
-		changed: make(chan struct{}),
-		users:   map[string]User{},
-		fail:    map[string][]failure{},
-		holds:   map[string]chan struct{}{},
+		opts:  opts,
+		users: map[string]User{},
+		fail:  map[string][]failure{},
 	}
 	// slack-go dials with "Origin: https://api.slack.com", which gorilla's default
 	// same-origin check refuses.
@@ -179,10 +178,7 @@ func New(opts Options) *Server {
 	return s
 }
 
-// URL is the server's base URL, "http://127.0.0.1:port".
-func (s *Server) URL() string { return s.srv.URL }
-
-// APIURL is the Web API base to pass to slack.OptionAPIURL: URL() + "/api/".
+// APIURL is the Web API base to pass to slack.OptionAPIURL: the server's URL + "/api/".
 func (s *Server) APIURL() string { return s.srv.URL + "/api/" }
 
 // Close closes every websocket and stops the server; it waits for handlers.
@@ -238,23 +234,7 @@ func (s *Server) FailAfter(method string, skip, status int, slackErr string, ret
 // Hold makes calls of method wait, after they are recorded, until release is
 // called (or the client gives up), so a test can see what happens while a Web API
 // call is in flight. release is idempotent.
-func (s *Server) Hold(method string) (release func()) {
-	ch := make(chan struct{})
-	s.mu.Lock()
-	s.holds[method] = ch
-	s.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			if s.holds[method] == ch {
-				delete(s.holds, method)
-			}
-			s.mu.Unlock()
-			close(ch)
-		})
-	}
-}
+func (s *Server) Hold(method string) (release func()) { return s.holds.Hold(method) }
 
 // Calls returns a copy of every recorded Web API call, oldest first.
 func (s *Server) Calls() []Call {
@@ -293,19 +273,7 @@ func (s *Server) Acks() []Ack {
 // Wait blocks until cond returns true (checked after every recorded call, ack or
 // connection change) or ctx is done, and returns ctx's error in that case.
 func (s *Server) Wait(ctx context.Context, cond func(s *Server) bool) error {
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		if cond(s) {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return s.changes.Wait(ctx, func() bool { return cond(s) })
 }
 
 // WaitCalls waits until method was called at least n times and returns those calls.
@@ -388,11 +356,6 @@ func (s *Server) PushEnvelope(ctx context.Context, kind, envelopeID string, payl
 	return s.Push(ctx, b)
 }
 
-func (s *Server) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -432,7 +395,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	s.mu.Lock()
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 
 	for {
@@ -444,7 +407,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(data, &a) == nil && a.EnvelopeID != "" {
 			s.mu.Lock()
 			s.acks = append(s.acks, a)
-			s.notifyLocked()
+			s.changes.Notify()
 			s.mu.Unlock()
 		}
 	}
@@ -458,7 +421,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 	close(wc.done)
 }
@@ -484,7 +447,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
-	s.notifyLocked()
+	s.changes.Notify()
 	var f *failure
 	if q := s.fail[method]; len(q) > 0 {
 		if q[0].skip > 0 {
@@ -494,15 +457,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			s.fail[method] = q[1:]
 		}
 	}
-	hold := s.holds[method]
 	s.mu.Unlock()
 
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-r.Context().Done():
-			return
-		}
+	if !s.holds.Wait(r.Context(), method) {
+		return
 	}
 	if s.opts.Scopes != nil && method != "apps.connections.open" {
 		w.Header().Set("X-OAuth-Scopes", strings.Join(s.opts.Scopes, ","))
@@ -511,7 +469,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		if f.retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
 		}
-		writeJSON(w, f.status, map[string]any{"ok": false, "error": f.slackErr})
+		fakeserver.WriteJSON(w, f.status, map[string]any{"ok": false, "error": f.slackErr})
 		return
 	}
 	want := s.opts.BotToken
@@ -519,7 +477,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		want = s.opts.AppToken
 	}
 	if want != "" && token != want {
-		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "invalid_auth"})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "invalid_auth"})
 		return
 	}
 	if s.fileMethod(w, method, call) {
@@ -527,18 +485,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	if method == "chat.postMessage" || method == "chat.update" {
 		if e := messageError(call.Form); e != "" {
-			writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": e})
+			fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": e})
 			return
 		}
 	}
 	switch method {
 	case "auth.test":
-		writeJSON(w, http.StatusOK, map[string]any{
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{
 			"ok": true, "url": "https://test-workspace.slack.com/", "team": "Test Workspace",
 			"user": "openbot", "team_id": s.opts.Team, "user_id": s.opts.BotUser, "bot_id": s.opts.BotID,
 		})
 	case "apps.connections.open":
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/ws"})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/ws"})
 	case "chat.postMessage":
 		s.mu.Lock()
 		s.seq++
@@ -554,7 +512,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.msgs = append(s.msgs, &Message{Channel: call.Form.Get("channel"), TS: ts, ThreadTS: call.Form.Get("thread_ts"), Text: call.Form.Get("text")})
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": ts, "message": msg})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": ts, "message": msg})
 	case "chat.update":
 		s.mu.Lock()
 		if _, m := s.findLocked(call.Form.Get("channel"), call.Form.Get("ts")); m != nil && call.Form.Has("text") {
@@ -562,7 +520,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			m.Edits++
 		}
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": call.Form.Get("ts"), "text": call.Form.Get("text")})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": call.Form.Get("ts"), "text": call.Form.Get("text")})
 	case "chat.delete":
 		s.mu.Lock()
 		i, m := s.findLocked(call.Form.Get("channel"), call.Form.Get("ts"))
@@ -571,32 +529,32 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		if m == nil {
-			writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "message_not_found"})
+			fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "message_not_found"})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": call.Form.Get("ts")})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": call.Form.Get("channel"), "ts": call.Form.Get("ts")})
 	case "chat.postEphemeral":
 		s.mu.Lock()
 		s.seq++
 		ts := fmt.Sprintf("1767300000.%06d", s.seq)
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "message_ts": ts})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "message_ts": ts})
 	case "users.info":
 		s.mu.Lock()
 		u, ok := s.users[call.Form.Get("user")]
 		s.mu.Unlock()
 		if !ok {
-			writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "user_not_found"})
+			fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "user_not_found"})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "user": map[string]any{
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "user": map[string]any{
 			"id": u.ID, "team_id": s.opts.Team, "name": u.Name, "real_name": u.RealName, "is_bot": u.IsBot,
 			"profile": map[string]any{"real_name": u.RealName, "display_name": u.DisplayName},
 		}})
 	case "reactions.add", "reactions.remove":
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "unknown_method"})
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "unknown_method"})
 	}
 }
 
@@ -653,10 +611,4 @@ func messageError(form url.Values) string {
 		return "msg_blocks_too_long"
 	}
 	return ""
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -32,7 +32,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	_, known := s.bots[token]
 	body, ok := s.files[strings.TrimPrefix(p, "files/")]
 	s.calls = append(s.calls, Call{Token: token, Method: "file", Params: map[string]string{"path": p}, At: time.Now()})
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 	if !known || !ok {
 		http.NotFound(w, r)
@@ -79,7 +79,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, b *botState, met
 	s.nextMsg++
 	s.msgs = append(s.msgs, &Message{Token: b.Token, Chat: chatID, ID: id, Caption: params["caption"],
 		File: string(data), FileName: fh.Filename, Method: method})
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 	msg := map[string]any{
 		"message_id": id,

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"openbot/adapters/internal/fakeserver"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,11 +87,11 @@ type Server struct {
 	bots    map[string]*botState // by token
 	calls   []Call
 	fail    map[string][]Error // by method, consumed in order
-	holds   map[string]chan struct{}
+	holds   fakeserver.Holds
 	nextMsg int64
-	msgs    []*Message        // sent and not deleted, in send order
-	changed chan struct{}     // closed and replaced on every change
-	files   map[string]string // file_id -> content (files.go)
+	msgs    []*Message         // sent and not deleted, in send order
+	changes fakeserver.Changes // notified on every change
+	files   map[string]string  // file_id -> content (files.go)
 }
 
 // Message is a message as the fake holds it now: sent with sendMessage, changed
@@ -125,9 +126,7 @@ func NewServer(bots ...Bot) *Server {
 		LongPollCap: 200 * time.Millisecond,
 		bots:        map[string]*botState{},
 		fail:        map[string][]Error{},
-		holds:       map[string]chan struct{}{},
 		nextMsg:     1000,
-		changed:     make(chan struct{}),
 	}
 	for _, b := range bots {
 		s.AddBot(b)
@@ -184,7 +183,7 @@ func (s *Server) PushUpdate(token string, update []byte) (int64, error) {
 		b.nextID = id + 1
 	}
 	b.updates = append(b.updates, json.RawMessage(update))
-	s.notifyLocked()
+	s.changes.Notify()
 	return id, nil
 }
 
@@ -241,23 +240,7 @@ func (s *Server) FailAfter(method string, ok int, errs ...Error) {
 // Hold makes calls of method (by any bot) wait, after they are recorded, until
 // release is called (or the client gives up), so a test can see what happens while
 // a call is in flight. release is idempotent.
-func (s *Server) Hold(method string) (release func()) {
-	ch := make(chan struct{})
-	s.mu.Lock()
-	s.holds[method] = ch
-	s.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			if s.holds[method] == ch {
-				delete(s.holds, method)
-			}
-			s.mu.Unlock()
-			close(ch)
-		})
-	}
-}
+func (s *Server) Hold(method string) (release func()) { return s.holds.Hold(method) }
 
 // Forget drops the calls and sent messages recorded so far (updates still queued
 // stay), so a long load run (openbot bench) does not count the fake's record as
@@ -283,41 +266,23 @@ func (s *Server) Calls(methods ...string) []Call {
 	return out
 }
 
+// Wait blocks until cond returns true (checked now and after every recorded
+// call or change) or ctx is done, and returns ctx's error in that case.
+func (s *Server) Wait(ctx context.Context, cond func(s *Server) bool) error {
+	return s.changes.Wait(ctx, func() bool { return cond(s) })
+}
+
 // WaitCalls blocks until at least n calls of method were recorded and returns all of
 // them, or returns ctx's error with those seen so far.
 func (s *Server) WaitCalls(ctx context.Context, method string, n int) ([]Call, error) {
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		s.mu.Unlock()
-		calls := s.Calls(method)
-		if len(calls) >= n {
-			return calls, nil
-		}
-		select {
-		case <-ctx.Done():
-			return calls, ctx.Err()
-		case <-ch:
-		}
-	}
+	var calls []Call
+	err := s.changes.Wait(ctx, func() bool { calls = s.Calls(method); return len(calls) >= n })
+	return calls, err
 }
 
 // WaitConfirmed blocks until the bot's client confirmed every update below offset.
 func (s *Server) WaitConfirmed(ctx context.Context, token string, offset int64) error {
-	for {
-		s.mu.Lock()
-		ch := s.changed
-		done := s.bots[token] != nil && s.bots[token].confirmed >= offset
-		s.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ch:
-		}
-	}
+	return s.changes.Wait(ctx, func() bool { return s.Confirmed(token) >= offset })
 }
 
 func contains(list []string, s string) bool {
@@ -327,11 +292,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func (s *Server) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
 type answer struct {
@@ -346,18 +306,12 @@ type answerParams struct {
 	RetryAfter int `json:"retry_after,omitempty"`
 }
 
-func writeAnswer(w http.ResponseWriter, status int, a answer) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(a)
-}
-
 func writeError(w http.ResponseWriter, e Error) {
 	a := answer{ErrorCode: e.Code, Description: e.Description}
 	if e.RetryAfter > 0 {
 		a.Parameters = &answerParams{RetryAfter: e.RetryAfter}
 	}
-	writeAnswer(w, e.Code, a)
+	fakeserver.WriteJSON(w, e.Code, a)
 }
 
 // parseParams reads form-encoded (what telegram-bot-api sends), multipart, query or
@@ -426,15 +380,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			scripted, s.fail[method] = &q[0], q[1:]
 		}
 	}
-	s.notifyLocked()
-	hold := s.holds[method]
+	s.changes.Notify()
 	s.mu.Unlock()
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-r.Context().Done():
-			return
-		}
+	if !s.holds.Wait(r.Context(), method) {
+		return
 	}
 
 	switch {
@@ -465,9 +414,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "setWebhook":
 		s.mu.Lock()
 		b.webhook, b.secret = params["url"], params["secret_token"]
-		s.notifyLocked()
+		s.changes.Notify()
 		s.mu.Unlock()
-		writeAnswer(w, 200, answer{OK: true, Result: true, Description: "Webhook was set"})
+		fakeserver.WriteJSON(w, 200, answer{OK: true, Result: true, Description: "Webhook was set"})
 	case "getWebhookInfo":
 		s.mu.Lock()
 		info := map[string]any{"url": b.webhook, "has_custom_certificate": false, "pending_update_count": len(b.updates)}
@@ -479,16 +428,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if params["drop_pending_updates"] == "true" {
 			b.updates = nil
 		}
-		s.notifyLocked()
+		s.changes.Notify()
 		s.mu.Unlock()
-		writeAnswer(w, 200, answer{OK: true, Result: true, Description: "Webhook was deleted"})
+		fakeserver.WriteJSON(w, 200, answer{OK: true, Result: true, Description: "Webhook was deleted"})
 	default:
 		writeError(w, Error{Code: 404, Description: "Not Found: method not found"})
 	}
 }
 
 func (s *Server) ok(w http.ResponseWriter, result any) {
-	writeAnswer(w, 200, answer{OK: true, Result: result})
+	fakeserver.WriteJSON(w, 200, answer{OK: true, Result: result})
 }
 
 // getUpdates confirms every update below offset, then answers the queued ones (at
@@ -504,14 +453,14 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, b *botState,
 	if wait > s.LongPollCap {
 		wait = s.LongPollCap
 	}
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	for {
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	out, conflict := []json.RawMessage{}, false
+	_ = s.changes.Wait(ctx, func() bool {
 		s.mu.Lock()
-		if b.webhook != "" {
-			s.mu.Unlock()
-			writeError(w, Error{Code: 409, Description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"})
-			return
+		defer s.mu.Unlock()
+		if conflict = b.webhook != ""; conflict {
+			return true
 		}
 		if offset > b.confirmed {
 			b.confirmed = offset
@@ -527,21 +476,14 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, b *botState,
 			}
 		}
 		b.updates = kept
-		out := append([]json.RawMessage(nil), b.updates[:min(limit, len(b.updates))]...)
-		ch := s.changed
-		s.mu.Unlock()
-		if len(out) > 0 {
-			s.ok(w, out)
-			return
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-deadline.C:
-			s.ok(w, []json.RawMessage{})
-			return
-		case <-ch:
-		}
+		out = append(out[:0], b.updates[:min(limit, len(b.updates))]...)
+		return len(out) > 0
+	})
+	switch {
+	case conflict:
+		writeError(w, Error{Code: 409, Description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"})
+	case len(out) > 0 || r.Context().Err() == nil: // updates, or the long poll's wait is over
+		s.ok(w, out)
 	}
 }
 
@@ -573,7 +515,7 @@ func (s *Server) message(w http.ResponseWriter, b *botState, method string, para
 			m.Edits++
 		}
 	}
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 	chatType := "private"
 	if chatID < 0 {
@@ -645,7 +587,7 @@ func (s *Server) delete(w http.ResponseWriter, b *botState, params map[string]st
 			break
 		}
 	}
-	s.notifyLocked()
+	s.changes.Notify()
 	s.mu.Unlock()
 	if !found {
 		writeError(w, Error{Code: 400, Description: "Bad Request: message to delete not found"})
