@@ -138,7 +138,7 @@ func TestBreakQuotaDeepPath(t *testing.T) {
 	// Fixed: the command is stopped, within what it writes between two
 	// measures (every 100 ms).
 	stopped := err != nil && strings.Contains(err.Error(), "limit reached")
-	if used := diskUsage(t, ws); !stopped || used > small.WorkspaceBytes+(64<<20) {
+	if used := diskUsage(t, ws); !stopped || used > small.WorkspaceBytes+overshoot {
 		t.Errorf("the workspace holds %d MiB on disk after the command, quota %d MiB (dirSize sees %d bytes); the command was stopped: %v",
 			used>>20, small.WorkspaceBytes>>20, dirSize(ws), stopped)
 	}
@@ -263,7 +263,7 @@ func TestBreakQuotaWatcherSlowed(t *testing.T) {
 	}
 	got, err := sh("sleep 0.5; for i in $(seq 40); do head -c 15M /dev/zero > f$i; done; sleep 2; echo not-stopped")
 	t.Logf("%s %v", got, err)
-	if size := dirSize(ws); size > lim.WorkspaceBytes+(64<<20) && err == nil {
+	if size := dirSize(ws); size > lim.WorkspaceBytes+overshoot && err == nil {
 		t.Errorf("the command wrote %d MiB under a %d MiB quota and was not stopped", size>>20, lim.WorkspaceBytes>>20)
 	}
 }
