@@ -14,6 +14,7 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 	"openbot/store/bolt"
 )
 
@@ -90,17 +91,8 @@ func runToFailure(t *testing.T, prov Provider) failedRun {
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("engine did not stop")
-		}
-	}()
+	ctx, stop := runtest.Start(t, eng.Run)
+	defer stop()
 	if _, err := eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
 		ThreadKey: "console:main", Conversation: "main", PlatformID: "in1",
 		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}); err != nil {
