@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -18,23 +17,8 @@ import (
 	"openbot/store/bolt"
 )
 
-// syncBuffer is a bytes.Buffer for a logger shared by goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer for a logger shared by goroutines.
+type syncBuffer = runtest.Buffer
 
 // noWait skips retry waits.
 func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
