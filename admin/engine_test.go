@@ -14,6 +14,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 // sink is an adapter that accepts every delivery.
@@ -69,17 +70,7 @@ func startTeam(t *testing.T, bots []core.BotProfile, identity core.ActorID, appr
 	if err := eng.AddAdapter(&sink{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("engine did not stop")
-		}
-	})
+	runtest.Start(t, eng.Run)
 	<-eng.Ready()
 	hs := serveAPI(t, admin.Options{Store: st, Answerer: eng, Controller: eng, Identity: identity, IdentityName: "Operator", Notifier: n})
 	return &team{st: st, eng: eng, api: hs.URL + "/api/v1", n: n, llm: llm}

@@ -13,20 +13,6 @@ import (
 	"openbot/core"
 )
 
-// engineRun is one engine over a bolt file, stopped (bounded) by stop.
-type engineRun struct {
-	eng  *core.Engine
-	ad   *recAdapter
-	stop func()
-}
-
-// startEngine runs an engine over the bolt file at path with the system clock.
-func startEngine(t *testing.T, path string, agent core.Agent, bots []core.BotProfile) *engineRun {
-	t.Helper()
-	run, _ := schedEngine(t, path, agent, bots, nil)
-	return run
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -63,10 +49,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"deploy"}, ApprovalTools: []string{"deploy"}}}
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := newAgent(t, srv, agents.Options{Registry: reg})
 	path := filepath.Join(t.TempDir(), "openbot.db")
 
 	first := startEngine(t, path, agent, bots)

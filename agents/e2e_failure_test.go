@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -14,26 +13,12 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 	"openbot/store/bolt"
 )
 
-// syncBuffer is a bytes.Buffer for a logger shared by goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer for a logger shared by goroutines.
+type syncBuffer = runtest.Buffer
 
 // noWait skips retry waits.
 func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
@@ -90,17 +75,8 @@ func runToFailure(t *testing.T, prov Provider) failedRun {
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("engine did not stop")
-		}
-	}()
+	ctx, stop := runtest.Start(t, eng.Run)
+	defer stop()
 	if _, err := eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
 		ThreadKey: "console:main", Conversation: "main", PlatformID: "in1",
 		SenderID: "console:you", SenderName: "you", Text: "hello", StartThread: true}); err != nil {

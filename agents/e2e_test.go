@@ -3,7 +3,6 @@ package agents_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // recAdapter is a whole-team console account that records deliveries.
@@ -63,39 +61,9 @@ func TestEndToEnd(t *testing.T) {
 		{Handle: "chief_of_staff", Name: "Chief", Description: "coordinates"},
 		{Handle: "engineer", Name: "Engineer", Description: "builds"},
 	}
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: bots, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad := &recAdapter{}
-	if err := eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("engine Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("engine did not stop")
-		}
-	}()
-
-	_, err = eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
+	er, _ := runEngine(t, "", core.Options{Agent: newAgent(t, srv, agents.Options{}), Bots: bots})
+	eng, ad, ctx := er.eng, er.ad, context.Background()
+	_, err := eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
 		ThreadKey: "console:main", Conversation: "main", PlatformID: "in1",
 		SenderID: "console:you", SenderName: "you", Text: "@chief_of_staff we need a parser", StartThread: true})
 	if err != nil {

@@ -2,14 +2,12 @@ package agents_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 // ledger returns every usage-ledger entry of st.
@@ -31,16 +29,8 @@ func ledger(t *testing.T, st core.Store) []core.UsageEntry {
 func TestEmbeddingCallsInLedger(t *testing.T) {
 	ctx := context.Background()
 	srv := openaitest.New(t)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "b.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := agent.Embedder("default", "e")
+	st := openStore(t, "")
+	base, err := newAgent(t, srv, agents.Options{}).Embedder("default", "e")
 	if err != nil {
 		t.Fatal(err)
 	}

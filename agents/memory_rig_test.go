@@ -61,17 +61,11 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "openbot.db")
 	}
-	agent0, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := bolt.Open(path, bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, path)
 	mo := agents.MemoryOptions{Store: st}
 	if embeddings {
-		if mo.Embedder, err = agent0.Embedder("default", "embed-m"); err != nil {
+		var err error
+		if mo.Embedder, err = newAgent(t, srv, agents.Options{}).Embedder("default", "embed-m"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,10 +73,7 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}, Memory: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := newAgent(t, srv, agents.Options{Memory: mem})
 	clock := &memClock{t: time.Now()}
 	asked, fire := make(chan time.Duration, 16), make(chan time.Time)
 	cur := &atomic.Pointer[agents.Agent]{}
@@ -93,35 +84,8 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: bots, ShutdownGrace: 2 * time.Second, Reflections: refl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.AddAdapter(&recAdapter{}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	r := &memRig{t: t, srv: srv, path: path, st: st, mem: mem, refl: refl, clock: clock, eng: eng, asked: asked, fire: fire, cur: cur}
-	stopped := false
-	r.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("engine Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("engine did not stop")
-		}
-		st.Close()
-	}
-	t.Cleanup(r.stop)
+	eng, _, stop := runStore(t, st, core.Options{Agent: agent, Bots: bots, Reflections: refl})
+	r := &memRig{t: t, srv: srv, path: path, st: st, mem: mem, refl: refl, clock: clock, eng: eng, asked: asked, fire: fire, cur: cur, stop: stop}
 	return r
 }
 

@@ -44,16 +44,8 @@ func indexRig(t *testing.T) (*bolt.Store, *agents.MessageIndex, core.ThreadID, f
 	t.Helper()
 	srv := openaitest.New(t)
 	srv.SetEmbedding(synonyms)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "b.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb, err := agent.Embedder("default", "e")
+	st := openStore(t, "")
+	emb, err := newAgent(t, srv, agents.Options{}).Embedder("default", "e")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +117,7 @@ func TestMessageIndexRun(t *testing.T) {
 	st, _, thread, add := indexRig(t)
 	add("we shipped the build")
 	srv := openaitest.New(t)
-	agent, _ := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}})
-	emb, _ := agent.Embedder("default", "e")
+	emb, _ := newAgent(t, srv, agents.Options{}).Embedder("default", "e")
 	waits := make(chan struct{})
 	commit := make(chan struct{})
 	ix, err := agents.NewMessageIndex(agents.MessageIndexOptions{Store: st, Embedder: emb,

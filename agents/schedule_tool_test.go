@@ -14,7 +14,6 @@ import (
 	"openbot/agents/tools"
 	"openbot/config"
 	"openbot/core"
-	"openbot/store/bolt"
 )
 
 type schedClock struct {
@@ -29,38 +28,7 @@ func (c *schedClock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 // system clock) and returns it with its store; stop (bounded) closes both.
 func schedEngine(t *testing.T, path string, agent core.Agent, bots []core.BotProfile, clock core.Clock) (*engineRun, core.Store) {
 	t.Helper()
-	st, err := bolt.Open(path, bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: bots, Clock: clock, ShutdownGrace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad := &recAdapter{}
-	if err := eng.AddAdapter(ad); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("engine Run: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Error("engine did not stop")
-			}
-			_ = st.Close()
-		})
-	}
-	t.Cleanup(stop)
-	return &engineRun{eng: eng, ad: ad, stop: stop}, st
+	return runEngine(t, path, core.Options{Agent: agent, Bots: bots, Clock: clock})
 }
 
 // scheduleModel answers a person's "create"/"list"/"delete" with the matching
@@ -100,10 +68,7 @@ func scheduleAgent(t *testing.T, srv *openaitest.Server) core.Agent {
 			t.Fatal(err)
 		}
 	}
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: srv.URL(), Model: "m"}}, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := newAgent(t, srv, agents.Options{Registry: reg})
 	return agent
 }
 

@@ -35,12 +35,12 @@ func TestConsoleStop(t *testing.T) {
 			if _, err := io.WriteString(x.in, "/stop\n"); err != nil {
 				t.Fatal(err)
 			}
-			x.out.waitFor(t, tc.reply)
+			x.out.WaitFor(t, tc.reply)
 			if got := runStatuses(t, x.st); len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("runs = %v, want [%s]", got, tc.want)
 			}
 			if tc.want == core.RunCancelled {
-				x.out.waitFor(t, "@engineer's work here was stopped by you.")
+				x.out.WaitFor(t, "@engineer's work here was stopped by you.")
 			}
 			done()
 		})

@@ -91,7 +91,7 @@ func TestE2EDefaultBotReplies(t *testing.T) {
 	})
 	x.say("hello")
 	x.idle()
-	if got := x.out.blocks(); len(got) != 1 || got[0] != "[chief_of_staff] Hello! How can the team help?" {
+	if got := blocks(x.out); len(got) != 1 || got[0] != "[chief_of_staff] Hello! How can the team help?" {
 		t.Fatalf("printed %q", got)
 	}
 }
@@ -116,7 +116,7 @@ func TestE2EHandoffScopedView(t *testing.T) {
 		"[engineer] @chief_of_staff done: web/login.html posts to /login.",
 		"[chief_of_staff] The login page is done.",
 	}
-	if got := x.out.blocks(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := blocks(x.out); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("printed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	eng := x.requestsFor("engineer")
@@ -145,7 +145,7 @@ func TestE2EHopLimitOneNotice(t *testing.T) {
 	x.say("@engineer start the loop")
 	x.idle()
 	notices := 0
-	for _, b := range x.out.blocks() {
+	for _, b := range blocks(x.out) {
 		if strings.HasPrefix(b, "[system]") {
 			notices++
 			if !strings.Contains(b, "4 hops") {
@@ -221,7 +221,7 @@ func TestE2EHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
 	if n := len(x.requestsFor("reviewer")); n != 1 {
 		t.Fatalf("reviewer model calls = %d, want 1", n)
 	}
-	got := x.out.blocks()
+	got := blocks(x.out)
 	iHeld, iFix, iRev := -1, -1, -1
 	for i, b := range got {
 		switch {
@@ -248,7 +248,7 @@ func TestE2EToolCallRoundTrip(t *testing.T) {
 	})
 	x.say("what did I say?")
 	x.idle()
-	got := x.out.blocks()
+	got := blocks(x.out)
 	if len(got) != 1 || !strings.Contains(got[0], "what did I say?") {
 		t.Fatalf("printed %q, want the tool result quoted in the reply", got)
 	}
@@ -280,7 +280,7 @@ func TestE2ELLMErrorBecomesNotice(t *testing.T) {
 	})
 	x.say("hello?")
 	x.idle()
-	got := x.out.blocks()
+	got := blocks(x.out)
 	if len(got) != 1 || !strings.HasPrefix(got[0], "[system]") || !strings.Contains(got[0], "500") {
 		t.Fatalf("printed %q, want one system notice naming the 500", got)
 	}

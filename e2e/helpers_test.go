@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 // Helpers shared by the end-to-end tests of every platform: scripted and
@@ -20,53 +20,11 @@ import (
 // platform's tests.
 
 // syncBuffer is an io.Writer safe for the console's concurrent Deliver calls;
-// waitFor waits for what it was written.
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{} // closed and replaced on every write
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.changed != nil {
-		close(s.changed)
-		s.changed = nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor waits until text was written, failing t after 10 s.
-func (s *syncBuffer) waitFor(t testing.TB, text string) {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		s.mu.Lock()
-		if s.changed == nil {
-			s.changed = make(chan struct{})
-		}
-		ch, got := s.changed, s.b.String()
-		s.mu.Unlock()
-		if strings.Contains(got, text) {
-			return
-		}
-		select {
-		case <-ch:
-		case <-timeout:
-			t.Fatalf("never written: %q; written:\n%s", text, got)
-		}
-	}
-}
+// WaitFor waits for what it was written.
+type syncBuffer = runtest.Buffer
 
 // blocks returns the printed reply blocks, one per "[handle] ..." line.
-func (s *syncBuffer) blocks() []string {
+func blocks(s *syncBuffer) []string {
 	var out []string
 	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		if strings.HasPrefix(l, "[") || strings.HasPrefix(l, "#") {

@@ -292,7 +292,7 @@ func (x *resumeRig) idle() {
 // count is how many printed blocks contain s.
 func (x *resumeRig) count(s string) int {
 	n := 0
-	for _, b := range x.out.blocks() {
+	for _, b := range blocks(x.out) {
 		if strings.Contains(b, s) {
 			n++
 		}

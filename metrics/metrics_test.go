@@ -19,6 +19,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 	"openbot/metrics"
 	"openbot/store/bolt"
 )
@@ -163,20 +164,7 @@ func newRig(t *testing.T) *rig {
 
 // run starts the engine until the test ends.
 func (r *rig) run(t *testing.T) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.eng.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("engine Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("engine did not stop")
-		}
-	})
+	ctx, _ := runtest.Start(t, r.eng.Run)
 	return ctx
 }
 

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 // fakeEngine records every Inbound and assigns thread ids the way core does for the
@@ -82,23 +82,8 @@ func (f *fakeEngine) inbounds() []core.Inbound {
 	return append([]core.Inbound(nil), f.got...)
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes Deliver may do.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for the concurrent writes Deliver may do.
+type syncBuffer = runtest.Buffer
 
 func newAdapter(t *testing.T, eng Engine, input string, out io.Writer) *Adapter {
 	t.Helper()

@@ -34,10 +34,7 @@ type Engine interface {
 // Cursors persists small flags durably (core.Cursors: Cursor returns "" for a
 // name never set; both honour ctx). cmd passes core.StoreCursors(store); adapters
 // never import the store.
-type Cursors interface {
-	Cursor(ctx context.Context, name string) (string, error)
-	SetCursor(ctx context.Context, name, value string) error
-}
+type Cursors = core.Cursors
 
 // Modes of receiving events (DESIGN.md §2: webhook or long connection).
 const (

@@ -3,38 +3,19 @@ package feishu_test
 import (
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
+	"openbot/adapters/internal/adaptertest"
 	"openbot/core"
 )
-
-// recObserver records Observer.Inbound calls as "platform/outcome".
-type recObserver struct {
-	core.NopObserver
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *recObserver) Inbound(platform, outcome string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, platform+"/"+outcome)
-}
-
-func (r *recObserver) all() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.got, ",")
-}
 
 // observedEngine is the fake engine with an Observer, as *core.Engine has.
 type observedEngine struct {
 	*fakeEngine
-	obs *recObserver
+	obs *adaptertest.Inbound
 }
 
 func (e observedEngine) Observe() core.Observer { return e.obs }
@@ -70,11 +51,11 @@ func TestRefusalsReportInbound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			obs := &recObserver{}
+			obs := &adaptertest.Inbound{}
 			h := newHarness(t, func(o *feishu.Options) { o.Engine = observedEngine{o.Engine.(*fakeEngine), obs} })
 			h.run()
 			h.do(tc.request(h))
-			if got := obs.all(); got != tc.want {
+			if got := strings.Join(obs.All(), ","); got != tc.want {
 				t.Errorf("reported %q, want %q", got, tc.want)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
+	"openbot/adapters/internal/adaptertest"
 	"openbot/core"
 )
 
@@ -27,26 +28,11 @@ func commandOf(cards ...string) string {
 // longCommand is a shell command of n characters with the characters JSON
 // escapes, Chinese, backticks and no line breaks.
 func longCommand(n int) string {
-	unit := []rune("echo \"a<b>&c\" ``` 你好 | base64 -d | sh; ")
-	var r []rune
-	for len(r) < n {
-		r = append(r, unit...)
-	}
-	return string(r[:n])
+	return adaptertest.LongCommand("echo \"a<b>&c\" ``` 你好 | base64 -d | sh; ", n)
 }
 
 func shellApproval(t *testing.T, cmd string) core.Question {
-	t.Helper()
-	q := approvalQ()
-	q.Text = "@engineer wants to run shell."
-	args, err := json.Marshal(map[string]any{"command": cmd, "timeout_seconds": 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Args = args
-	q.Reach = "runs in a sandbox: sees only this thread's workspace, network off. Timeout: 60 s."
-	q.Warnings = []string{"This command decodes hidden content (base64) and runs it: what it runs is not what you read here."}
-	return q
+	return adaptertest.ShellApproval(approvalQ(), cmd, 60)
 }
 
 // TestApprovalShowsLongCommandWhole: a 10,000-character shell command (and a

@@ -19,6 +19,7 @@ import (
 
 	"openbot/adapters/slack/slacktest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 const testSecret = "0TESTsigningSecret0b1c2d3e4f5a6b7"
@@ -238,20 +239,5 @@ func slacktestBot(id, name string) slacktest.User {
 	return slacktest.User{ID: id, Name: name, RealName: name, IsBot: true}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger writing from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a logger writing from several goroutines.
+type syncBuffer = runtest.Buffer

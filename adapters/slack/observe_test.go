@@ -3,35 +3,16 @@ package slack
 import (
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	"openbot/adapters/internal/adaptertest"
 	"openbot/core"
 )
-
-// recObserver records Observer.Inbound calls as "platform/outcome".
-type recObserver struct {
-	core.NopObserver
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *recObserver) Inbound(platform, outcome string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, platform+"/"+outcome)
-}
-
-func (r *recObserver) all() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.got...)
-}
 
 // observedEngine is the fake engine with an Observer, as *core.Engine has.
 type observedEngine struct {
 	*fakeEngine
-	obs *recObserver
+	obs *adaptertest.Inbound
 }
 
 func (e observedEngine) Observe() core.Observer { return e.obs }
@@ -42,7 +23,7 @@ func (e observedEngine) Observe() core.Observer { return e.obs }
 func TestBadRequestsReportInbound(t *testing.T) {
 	for _, c := range badRequests() {
 		t.Run(c.name, func(t *testing.T) {
-			obs := &recObserver{}
+			obs := &adaptertest.Inbound{}
 			e := newEnv(t, func(o *Options) {
 				o.Engine = observedEngine{o.Engine.(*fakeEngine), obs}
 				if c.opts != nil {
@@ -60,7 +41,7 @@ func TestBadRequestsReportInbound(t *testing.T) {
 					want = "slack/" + core.InboundRefused
 				}
 			}
-			if got := obs.all(); len(got) != 1 || got[0] != want {
+			if got := obs.All(); len(got) != 1 || got[0] != want {
 				t.Errorf("reported %v, want [%s]", got, want)
 			}
 		})

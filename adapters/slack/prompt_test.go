@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"openbot/adapters/internal/adaptertest"
 	"openbot/core"
 )
 
@@ -34,21 +35,11 @@ func commandOf(t *testing.T, bs []block) string {
 // longCommand is a shell command of n characters with the characters Slack
 // escapes, backticks and no line breaks.
 func longCommand(n int) string {
-	unit := "echo 'a<b>&c' ``` | base64 -d | sh; "
-	return strings.Repeat(unit, n/len(unit)+1)[:n]
+	return adaptertest.LongCommand("echo 'a<b>&c' ``` | base64 -d | sh; ", n)
 }
 
 func shellApproval(t *testing.T, cmd string, timeout int) core.Question {
-	t.Helper()
-	args, err := json.Marshal(map[string]any{"command": cmd, "timeout_seconds": timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := approval(string(args))
-	q.Text = "@engineer wants to run shell."
-	q.Reach = "runs in a sandbox: sees only this thread's workspace, network off. Timeout: 60 s."
-	q.Warnings = []string{"This command decodes hidden content (base64) and runs it: what it runs is not what you read here."}
-	return q
+	return adaptertest.ShellApproval(approval(""), cmd, timeout)
 }
 
 // TestApprovalShowsLongCommandWhole: a 10,000-character shell command is posted

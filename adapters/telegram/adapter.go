@@ -33,10 +33,7 @@ type Engine interface {
 // Cursors persists small adapter positions durably (core.Store's Cursor/SetCursor;
 // cmd implements it, adapters never import the store). Cursor returns "" when the
 // name was never set. Both honour ctx.
-type Cursors interface {
-	Cursor(ctx context.Context, name string) (string, error)
-	SetCursor(ctx context.Context, name, value string) error
-}
+type Cursors = core.Cursors
 
 // Modes of receiving updates (DESIGN.md §2).
 const (

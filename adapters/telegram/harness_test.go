@@ -13,6 +13,7 @@ import (
 
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 // Fixture identities (testdata, copied from the shared fixtures).
@@ -209,24 +210,7 @@ func (e *env) adapter(t *testing.T, opts Options) *Adapter {
 // for it to return, failing on an error. stop is also registered as cleanup.
 func run(t *testing.T, a *Adapter) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Error("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	_, stop = runtest.Start(t, a.Run)
 	return stop
 }
 

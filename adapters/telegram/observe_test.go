@@ -5,35 +5,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	"openbot/adapters/internal/adaptertest"
 	"openbot/core"
 )
-
-// recObserver records Observer.Inbound calls as "platform/outcome".
-type recObserver struct {
-	core.NopObserver
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *recObserver) Inbound(platform, outcome string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, platform+"/"+outcome)
-}
-
-func (r *recObserver) all() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.got, ",")
-}
 
 // observedEngine is the fake engine with an Observer, as *core.Engine has.
 type observedEngine struct {
 	*fakeEngine
-	obs *recObserver
+	obs *adaptertest.Inbound
 }
 
 func (e observedEngine) Observe() core.Observer { return e.obs }
@@ -59,7 +40,7 @@ func TestRefusalsReportInbound(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			obs := &recObserver{}
+			obs := &adaptertest.Inbound{}
 			o := e.options()
 			o.Mode, o.Cursors = ModeWebhook, nil
 			o.WebhookURL = "https://bridge.example.invalid/telegram/main/webhook"
@@ -73,7 +54,7 @@ func TestRefusalsReportInbound(t *testing.T) {
 			run(t, a)
 			started(t, a)
 			post(t, hs.URL+WebhookPath("main"), tc.secret, tc.body)
-			if got := obs.all(); got != tc.want {
+			if got := strings.Join(obs.All(), ","); got != tc.want {
 				t.Errorf("reported %q, want %q", got, tc.want)
 			}
 		})

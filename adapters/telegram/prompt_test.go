@@ -2,13 +2,13 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	stdhtml "html"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"openbot/adapters/internal/adaptertest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
 )
@@ -29,26 +29,11 @@ func commandOf(texts ...string) string {
 // longCommand is a shell command of n characters with the characters HTML
 // escapes, some Chinese and no line breaks.
 func longCommand(n int) string {
-	unit := []rune(`echo "a<b>&c" 你好 | base64 -d | sh; `)
-	var r []rune
-	for len(r) < n {
-		r = append(r, unit...)
-	}
-	return string(r[:n])
+	return adaptertest.LongCommand(`echo "a<b>&c" 你好 | base64 -d | sh; `, n)
 }
 
 func shellApproval(t *testing.T, cmd string) core.Question {
-	t.Helper()
-	q := approval()
-	q.Text = "@engineer wants to run shell."
-	args, err := json.Marshal(map[string]any{"command": cmd, "timeout_seconds": 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Args = args
-	q.Reach = "runs in a sandbox: sees only this thread's workspace, network off. Timeout: 60 s."
-	q.Warnings = []string{"This command decodes hidden content (base64) and runs it: what it runs is not what you read here."}
-	return q
+	return adaptertest.ShellApproval(approval(), cmd, 60)
 }
 
 // TestApprovalShowsLongCommandWhole: a 10,000-character shell command is sent

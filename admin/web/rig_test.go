@@ -15,6 +15,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 	"openbot/store/bolt"
 )
 
@@ -86,17 +87,7 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 	if err := eng.AddAdapter(&sink{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("engine did not stop")
-		}
-	})
+	runtest.Start(t, eng.Run)
 	<-eng.Ready()
 	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"openbot/agents/agentstest"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 // TestStdioServerToolsThroughAgentLoop is DESIGN.md §6's MCP tools end to end: a
@@ -46,25 +47,14 @@ func TestStdioServerToolsThroughAgentLoop(t *testing.T) {
 		},
 		CallTimeout: 10 * time.Second,
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
 		mu.Lock()
 		defer mu.Unlock()
 		for _, err := range setErrs {
 			t.Errorf("Registry.SetSource: %v", err)
 		}
 	})
+	runtest.Start(t, m.Run) // stopped before the check above: cleanups run last first
 	deadline := time.After(20 * time.Second)
 	for {
 		if _, ok := reg.Get("alpha__echo"); ok {

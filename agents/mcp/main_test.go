@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"openbot/agents"
+	"openbot/internal/runtest"
 )
 
 // The test binary doubles as the stdio MCP servers of the tests: with
@@ -148,22 +149,7 @@ func stdioServer(t *testing.T, name, mode string, env map[string]string) ServerC
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = runtest.Buffer
 
 // harness runs a Manager and records what it publishes.
 type harness struct {

@@ -11,6 +11,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 // No run starts before the tools it may call exist (DESIGN.md §6): these tests
@@ -21,20 +22,7 @@ func runManager(t *testing.T, reg *agents.Registry, servers ...ServerConfig) *Ma
 	t.Helper()
 	m := NewManager(Options{Servers: servers, Registry: reg, CallTimeout: 10 * time.Second,
 		RestartMin: time.Minute, RestartMax: time.Minute})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	runtest.Start(t, m.Run)
 	return m
 }
 

@@ -75,7 +75,14 @@ func serveOnFreePort(t *testing.T, env map[string]string, edit ...func(*config.C
 
 func getApprovals(t *testing.T, addr, auth string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/approvals", nil)
+	return call(t, http.MethodGet, "http://"+addr+"/approvals", auth, "")
+}
+
+// call sends an HTTP request with body and an Authorization header (none when
+// auth is "") and returns the status and the body of the answer.
+func call(t *testing.T, method, url, auth, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,17 +19,7 @@ func TestConsoleSteeringAuth(t *testing.T) {
 	startServe(t, path, env)
 	do := func(method, p, auth string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+addr+p, strings.NewReader(`{"bot":"engineer"}`))
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return call(t, method, "http://"+addr+p, auth, `{"bot":"engineer"}`)
 	}
 	for _, auth := range []string{"", "Bearer " + consoleToken + "x", "Basic " + consoleToken} {
 		for _, p := range []string{"/api/v1/bots/engineer/pause", "/api/v1/bots/engineer/resume", "/api/v1/runs/1/cancel", "/api/v1/threads/1/stop"} {

@@ -1,38 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/internal/runtest"
 )
 
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is a buffer safe for concurrent writers and readers.
+type lockedBuffer = runtest.Buffer
 
 func envOf(m map[string]string) config.LookupEnv {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }

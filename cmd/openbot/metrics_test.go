@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -22,17 +21,7 @@ import (
 
 func getMetrics(t *testing.T, addr, auth string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return call(t, http.MethodGet, "http://"+addr+"/metrics", auth, "")
 }
 
 // parsesWithMailbox checks that body is the Prometheus text format and holds

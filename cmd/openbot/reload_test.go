@@ -133,17 +133,11 @@ func TestReloadWhileRunInFlight(t *testing.T) {
 		t.Fatalf("no listener address in the log:\n%s", logText)
 	}
 	post := func(token string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr[1]+"/admin/reload", nil)
+		auth := ""
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			auth = "Bearer " + token
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return call(t, http.MethodPost, "http://"+addr[1]+"/admin/reload", auth, "")
 	}
 	if code, _ := post(""); code != http.StatusUnauthorized {
 		t.Fatalf("POST /admin/reload without the token: %d", code)

@@ -4,7 +4,9 @@
 package runtest
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,4 +39,53 @@ func Start(t testing.TB, run func(context.Context) error) (ctx context.Context, 
 	}
 	t.Cleanup(stop)
 	return ctx, stop
+}
+
+// Buffer is a bytes.Buffer safe for the concurrent writes of a component a
+// test runs (its logger, its output) and the test's reads; WaitFor waits for
+// what was written. The zero value is ready to use.
+type Buffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed on the next write; nil when nobody waits
+}
+
+// Write implements io.Writer.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// WaitFor waits until text was written, failing t after 10 s.
+func (s *Buffer) WaitFor(t testing.TB, text string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch, got := s.changed, s.b.String()
+		s.mu.Unlock()
+		if strings.Contains(got, text) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("never written: %q; written:\n%s", text, got)
+		}
+	}
 }
