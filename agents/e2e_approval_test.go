@@ -18,6 +18,8 @@ type engineRun struct {
 	eng  *core.Engine
 	ad   *recAdapter
 	stop func()
+	// changed is poked after every store commit and every delivery.
+	changed chan struct{}
 }
 
 // startEngine runs an engine over the bolt file at path with the system clock.
@@ -27,15 +29,10 @@ func startEngine(t *testing.T, path string, agent core.Agent, bots []core.BotPro
 	return run
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor waits until cond holds, checking it after every commit and delivery.
+func (er *engineRun) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	until(t, what, er.changed, cond)
 }
 
 // TestApprovalSurvivesRestart: the engineer calls a tool that needs approval; the
@@ -78,7 +75,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var q core.Question
-	waitFor(t, "the question", func() bool {
+	first.waitFor(t, "the question", func() bool {
 		qs, err := first.eng.Questions(ctx, true)
 		if err != nil || len(qs) == 0 {
 			return false
@@ -103,7 +100,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	if err != nil || res.Outcome != core.AnswerAccepted {
 		t.Fatalf("Answer = %+v, %v", res, err)
 	}
-	waitFor(t, "the reply", func() bool {
+	second.waitFor(t, "the reply", func() bool {
 		for _, s := range second.ad.texts() {
 			if strings.HasPrefix(s, "[engineer] deployed:") {
 				return true

@@ -38,10 +38,12 @@ func (s *syncBuffer) String() string {
 // noWait skips retry waits.
 func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
-// noticeRecorder is a whole-team console account that records delivered texts.
+// noticeRecorder is a whole-team console account that records delivered texts
+// and says so on delivered (capacity 1: one pending wake-up is enough).
 type noticeRecorder struct {
-	mu  sync.Mutex
-	got []string
+	mu        sync.Mutex
+	got       []string
+	delivered chan struct{}
 }
 
 func (r *noticeRecorder) Account() core.AccountID { return "console/local" }
@@ -50,6 +52,10 @@ func (r *noticeRecorder) Deliver(_ context.Context, d core.Delivery) (string, er
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, d.Text)
+	select {
+	case r.delivered <- struct{}{}:
+	default:
+	}
 	return "p", nil
 }
 
@@ -86,7 +92,7 @@ func runToFailure(t *testing.T, prov Provider) failedRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &noticeRecorder{}
+	ad := &noticeRecorder{delivered: make(chan struct{}, 1)}
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +117,9 @@ func runToFailure(t *testing.T, prov Provider) failedRun {
 	if err := eng.WaitIdle(wctx); err != nil {
 		t.Fatalf("WaitIdle: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ad.texts()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	select { // the notice's lane delivers after the run settled
+	case <-ad.delivered:
+	case <-time.After(10 * time.Second):
 	}
 	texts := ad.texts()
 	if len(texts) != 1 {

@@ -15,10 +15,12 @@ import (
 	"openbot/store/bolt"
 )
 
-// recAdapter is a whole-team console account that records deliveries.
+// recAdapter is a whole-team console account that records deliveries; each
+// one pokes changed when it is set.
 type recAdapter struct {
-	mu  sync.Mutex
-	got []core.Delivery
+	mu      sync.Mutex
+	got     []core.Delivery
+	changed chan struct{}
 }
 
 func (r *recAdapter) Account() core.AccountID { return "console/local" }
@@ -27,7 +29,31 @@ func (r *recAdapter) Deliver(_ context.Context, d core.Delivery) (string, error)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, d)
+	poke(r.changed)
 	return fmt.Sprintf("p%d", len(r.got)), nil
+}
+
+// poke wakes a waiter on ch (nil: none) without blocking: a wake-up already
+// pending is enough.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// until waits until cond holds, checking it again after each wake-up on
+// changed, and fails the test after 15 s.
+func until(t *testing.T, what string, changed <-chan struct{}, cond func() bool) {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for !cond() {
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
 
 func (r *recAdapter) texts() []string {
@@ -76,7 +102,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &recAdapter{}
+	ad := &recAdapter{changed: make(chan struct{}, 1)}
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +132,8 @@ func TestEndToEnd(t *testing.T) {
 	if err := eng.WaitIdle(wctx); err != nil {
 		t.Fatalf("WaitIdle: %v; delivered %q", err, ad.texts())
 	}
-	// Deliveries are asynchronous lanes; poll for both.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ad.texts()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Deliveries are asynchronous lanes; wait for both.
+	until(t, "both replies", ad.changed, func() bool { return len(ad.texts()) >= 2 })
 	got := ad.texts()
 	if len(got) != 2 || !strings.HasPrefix(got[0], "[chief_of_staff] @engineer implement") ||
 		got[1] != "[engineer] parser implemented, commit abc123" {

@@ -33,11 +33,13 @@ func schedEngine(t *testing.T, path string, agent core.Agent, bots []core.BotPro
 	if err != nil {
 		t.Fatal(err)
 	}
+	changed := make(chan struct{}, 1)
+	st.OnCommit(func(int, time.Duration) { poke(changed) })
 	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: bots, Clock: clock, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &recAdapter{}
+	ad := &recAdapter{changed: changed}
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func schedEngine(t *testing.T, path string, agent core.Agent, bots []core.BotPro
 		})
 	}
 	t.Cleanup(stop)
-	return &engineRun{eng: eng, ad: ad, stop: stop}, st
+	return &engineRun{eng: eng, ad: ad, stop: stop, changed: changed}, st
 }
 
 // scheduleModel answers a person's "create"/"list"/"delete" with the matching
@@ -115,7 +117,7 @@ func say(t *testing.T, er *engineRun, n int, text string) {
 		SenderID: "console:you", SenderName: "you", Text: "@engineer " + text, StartThread: true}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "reply to "+text, func() bool { return len(er.ad.texts()) >= n })
+	er.waitFor(t, "reply to "+text, func() bool { return len(er.ad.texts()) >= n })
 	if err := er.eng.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +253,7 @@ func TestScheduleToolNeedsApprovalByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	var q core.Question
-	waitFor(t, "the question", func() bool {
+	er.waitFor(t, "the question", func() bool {
 		qs, err := er.eng.Questions(ctx, true)
 		if err != nil || len(qs) == 0 {
 			return false
