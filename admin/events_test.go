@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -150,7 +151,17 @@ func TestEventsResume(t *testing.T) {
 // freed slot is usable again.
 func TestEventsBounded(t *testing.T) {
 	st := openStore(t)
-	hs := serveAPI(t, admin.Options{Store: st, MaxStreams: 1, Tick: time.Hour, Heartbeat: time.Hour})
+	srv, err := admin.New(admin.Options{Store: st, MaxStreams: 1, Tick: time.Hour, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ended hears of each request whose handler returned (its slot released).
+	ended := make(chan struct{}, 8)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(w, r)
+		ended <- struct{}{}
+	}))
+	t.Cleanup(hs.Close)
 	c := openStream(t, hs.URL+"/api/v1/events", "")
 	resp, err := http.Get(hs.URL + "/api/v1/events")
 	if err != nil {
@@ -160,21 +171,20 @@ func TestEventsBounded(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("second stream = %d, want 503", resp.StatusCode)
 	}
+	<-ended // the refused one
 	c.close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(hs.URL + "/api/v1/events")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot never freed: %d", resp.StatusCode)
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-ended: // the server saw the client go and ended the stream
+	case <-time.After(20 * time.Second):
+		t.Fatal("the closed stream's handler never returned")
+	}
+	resp, err = http.Get(hs.URL + "/api/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the stream closed: %d, want 200 (slot freed)", resp.StatusCode)
 	}
 }
 

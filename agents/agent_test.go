@@ -575,7 +575,14 @@ func TestRunTimeout(t *testing.T) {
 	srv := openaitest.New(t)
 	block := make(chan struct{})
 	defer close(block)
-	srv.Enqueue(openaitest.Reply{Text: "late", Wait: block})
+	arrived := make(chan struct{}, 1)
+	srv.Handle(func(openaitest.Request) openaitest.Reply {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		return openaitest.Reply{Text: "late", Wait: block}
+	})
 	env := &fakeEnv{}
 	trig := env.add(alice, "Alice", "hi")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -586,9 +593,10 @@ func TestRunTimeout(t *testing.T) {
 		done <- err
 	}()
 	// Cancel once the request has reached the server.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(srv.Requests()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the model")
 	}
 	cancel()
 	select {

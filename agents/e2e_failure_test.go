@@ -23,10 +23,12 @@ type syncBuffer = runtest.Buffer
 // noWait skips retry waits.
 func noWait(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
-// noticeRecorder is a whole-team console account that records delivered texts.
+// noticeRecorder is a whole-team console account that records delivered texts
+// and says so on delivered (capacity 1: one pending wake-up is enough).
 type noticeRecorder struct {
-	mu  sync.Mutex
-	got []string
+	mu        sync.Mutex
+	got       []string
+	delivered chan struct{}
 }
 
 func (r *noticeRecorder) Account() core.AccountID { return "console/local" }
@@ -35,6 +37,10 @@ func (r *noticeRecorder) Deliver(_ context.Context, d core.Delivery) (string, er
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, d.Text)
+	select {
+	case r.delivered <- struct{}{}:
+	default:
+	}
 	return "p", nil
 }
 
@@ -71,7 +77,7 @@ func runToFailure(t *testing.T, prov Provider) failedRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := &noticeRecorder{}
+	ad := &noticeRecorder{delivered: make(chan struct{}, 1)}
 	if err := eng.AddAdapter(ad); err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +93,9 @@ func runToFailure(t *testing.T, prov Provider) failedRun {
 	if err := eng.WaitIdle(wctx); err != nil {
 		t.Fatalf("WaitIdle: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ad.texts()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	select { // the notice's lane delivers after the run settled
+	case <-ad.delivered:
+	case <-time.After(10 * time.Second):
 	}
 	texts := ad.texts()
 	if len(texts) != 1 {

@@ -135,7 +135,7 @@ func (r *Registry) WaitReady(ctx context.Context, names []string, timeout time.D
 	defer func() {
 		if counted {
 			r.mu.Lock()
-			r.waiting--
+			r.setWaitingLocked(r.waiting - 1)
 			r.mu.Unlock()
 		}
 	}()
@@ -156,7 +156,7 @@ func (r *Registry) WaitReady(ctx context.Context, names []string, timeout time.D
 		changed := r.changed
 		if starting && !counted && timer != nil {
 			counted = true
-			r.waiting++
+			r.setWaitingLocked(r.waiting + 1)
 		}
 		r.mu.Unlock()
 		if !starting || timer == nil {
@@ -170,6 +170,32 @@ func (r *Registry) WaitReady(ctx context.Context, names []string, timeout time.D
 			return out
 		}
 	}
+}
+
+// WaitWaiting blocks until exactly n WaitReady calls are blocked, or ctx is
+// done (its error). For status pages and tests that must know a run waits.
+func (r *Registry) WaitWaiting(ctx context.Context, n int) error {
+	for {
+		r.mu.RLock()
+		waiting, changed := r.waiting, r.waitingChanged
+		r.mu.RUnlock()
+		if waiting == n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// setWaitingLocked sets waiting and wakes every WaitWaiting call. r.mu must be
+// held for writing.
+func (r *Registry) setWaitingLocked(n int) {
+	r.waiting = n
+	close(r.waitingChanged)
+	r.waitingChanged = make(chan struct{})
 }
 
 // setStateLocked changes a source's state and wakes every WaitReady call.

@@ -27,8 +27,10 @@ func TestRegistryReadiness(t *testing.T) {
 
 	done := make(chan []Unready, 1)
 	go func() { done <- r.WaitReady(context.Background(), []string{"gh__*", "fs"}, time.Hour) }()
-	for r.Waiting() != 1 {
-		time.Sleep(time.Millisecond)
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := r.WaitWaiting(wctx, 1); err != nil {
+		t.Fatalf("WaitReady never waited: %v", err)
 	}
 	if err := r.SetSource("gh", []Tool{stubTool("gh__pr")}); err != nil {
 		t.Fatal(err)

@@ -31,16 +31,21 @@ func TestReflectorRunDebouncesAndFlushes(t *testing.T) {
 	if n := len(reflections(srv)); n != 0 {
 		t.Fatalf("reflected %d times before the delay", n)
 	}
+	commits := make(chan struct{}, 1)
+	r.st.OnCommit(func(int, time.Duration) { poke(commits) })
 	r.clock.Add(time.Hour)
-	// Fire the timer Run waits on; a wake-up left by the run's Notify may
-	// already have let it see the moved clock, so fire only while it listens.
-	waitFor(t, "the batch to be reflected", func() bool {
+	// Fire the timer Run waits on, while it waits on it; a wake-up left by the
+	// run's Notify may already have let it see the moved clock (then it waits on
+	// no timer), so the batch's reflection is what the test waits for: a commit.
+	timeout := time.After(15 * time.Second)
+	for len(r.pending()) != 0 {
 		select {
 		case r.fire <- time.Now():
-		default:
+		case <-commits:
+		case <-timeout:
+			t.Fatal("timed out waiting for the batch to be reflected")
 		}
-		return len(r.pending()) == 0
-	})
+	}
 	if n := len(reflections(srv)); n != 1 {
 		t.Fatalf("reflections after the timer = %d, want 1", n)
 	}

@@ -45,12 +45,15 @@ type Registry struct {
 	states  map[string]*sourceState
 	changed chan struct{}
 	waiting int // WaitReady calls blocked now
+	// waitingChanged is closed and replaced whenever waiting changes
+	// (WaitWaiting's wake-up).
+	waitingChanged chan struct{}
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{tools: map[string]Tool{}, sources: map[string][]string{},
-		states: map[string]*sourceState{}, changed: make(chan struct{})}
+		states: map[string]*sourceState{}, changed: make(chan struct{}), waitingChanged: make(chan struct{})}
 }
 
 // Add registers t under t.Name(). It fails with ErrInvalidToolName for a name the

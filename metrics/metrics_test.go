@@ -126,6 +126,32 @@ type rig struct {
 	eng *core.Engine
 	ad  *recAdapter
 	srv *openaitest.Server
+	// changed is poked after every store commit and every delivery or run end
+	// the engine reports: what moves the series waitFor waits on.
+	changed chan struct{}
+}
+
+func (r *rig) poke() {
+	select {
+	case r.changed <- struct{}{}:
+	default: // a poke is already pending
+	}
+}
+
+// observed is the rig's Observer: Metrics, then a poke.
+type observed struct {
+	*metrics.Metrics
+	r *rig
+}
+
+func (o observed) Delivery(platform, outcome string) {
+	o.Metrics.Delivery(platform, outcome)
+	o.r.poke()
+}
+
+func (o observed) RunEnded(bot string, status core.RunStatus, d time.Duration) {
+	o.Metrics.RunEnded(bot, status, d)
+	o.r.poke()
 }
 
 func newRig(t *testing.T) *rig {
@@ -148,18 +174,22 @@ func newRig(t *testing.T) *rig {
 	}
 	t.Cleanup(func() { st.Close() })
 	m := metrics.New(metrics.Options{})
-	st.OnCommit(m.StoreCommit)
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Observer: m, ShutdownGrace: 2 * time.Second,
+	r := &rig{st: st, m: m, ad: &recAdapter{}, srv: srv, changed: make(chan struct{}, 1)}
+	st.OnCommit(func(writes int, d time.Duration) {
+		m.StoreCommit(writes, d)
+		r.poke()
+	})
+	eng, err := core.New(core.Options{Store: st, Agent: agent, Observer: observed{m, r}, ShutdownGrace: 2 * time.Second,
 		Bots: []core.BotProfile{{Handle: "chief_of_staff", Name: "Chief"}, {Handle: "engineer", Name: "Engineer"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Watch(eng)
-	ad := &recAdapter{}
-	if err := eng.AddAdapter(ad); err != nil {
+	if err := eng.AddAdapter(r.ad); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{st: st, m: m, eng: eng, ad: ad, srv: srv}
+	r.eng = eng
+	return r
 }
 
 // run starts the engine until the test ends.
@@ -217,17 +247,11 @@ func TestScriptedRunMovesCounters(t *testing.T) {
 	if err := r.eng.WaitIdle(wctx); err != nil {
 		t.Fatalf("WaitIdle: %v", err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); r.ad.count() < 1 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
 	// The delivery counter moves after the outbox entry settles; wait for it.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if v, _ := value(scrape(t, hs.URL), "openbot_outbox_deliveries_total", "platform=console"); v >= 1 {
-			break
-		}
+	fams = r.waitFor(t, hs.URL, "openbot_outbox_deliveries_total", 1, "platform=console")
+	if n := r.ad.count(); n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
 	}
-
-	fams = scrape(t, hs.URL)
 	checks := []struct {
 		name   string
 		labels []string
@@ -337,18 +361,22 @@ func TestMCPState(t *testing.T) {
 	}
 }
 
-// waitFor scrapes until the series reaches want or a bound passes, and returns
-// the last scrape.
-func waitFor(t *testing.T, url, name string, want float64, labels ...string) map[string]*dto.MetricFamily {
+// waitFor scrapes until the series reaches want, again after each change the
+// rig sees, and returns the last scrape (after 15 s without it, as it is).
+func (r *rig) waitFor(t *testing.T, url, name string, want float64, labels ...string) map[string]*dto.MetricFamily {
 	t.Helper()
-	var fams map[string]*dto.MetricFamily
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		fams = scrape(t, url)
+	timeout := time.After(15 * time.Second)
+	for {
+		fams := scrape(t, url)
 		if v, _ := value(fams, name, labels...); v >= want {
-			break
+			return fams
+		}
+		select {
+		case <-r.changed:
+		case <-timeout:
+			return fams
 		}
 	}
-	return fams
 }
 
 // TestDeliveryRetriesAndFailures counts a retried attempt and a permanent
@@ -372,14 +400,14 @@ func TestDeliveryRetriesAndFailures(t *testing.T) {
 	if _, err := r.eng.Ingest(ctx, inbound("console:1", "one")); err != nil {
 		t.Fatal(err)
 	}
-	fams := waitFor(t, hs.URL, "openbot_outbox_deliveries_total", 1, "platform=console")
+	fams := r.waitFor(t, hs.URL, "openbot_outbox_deliveries_total", 1, "platform=console")
 	if v, _ := value(fams, "openbot_outbox_retries_total", "platform=console"); v != 1 {
 		t.Errorf("outbox_retries_total = %v, want 1", v)
 	}
 	if _, err := r.eng.Ingest(ctx, inbound("console:2", "two")); err != nil {
 		t.Fatal(err)
 	}
-	fams = waitFor(t, hs.URL, "openbot_outbox_failures_total", 1, "platform=console")
+	fams = r.waitFor(t, hs.URL, "openbot_outbox_failures_total", 1, "platform=console")
 	for name, want := range map[string]float64{"openbot_outbox_failures_total": 1, "openbot_outbox_deliveries_total": 1, "openbot_outbox_retries_total": 1} {
 		if v, _ := value(fams, name, "platform=console"); v != want {
 			t.Errorf("%s = %v, want %v", name, v, want)
@@ -404,7 +432,7 @@ func TestQuestionGaugesAndAnswers(t *testing.T) {
 	if _, err := r.eng.Ingest(ctx, inbound("console:1", "please ask me")); err != nil {
 		t.Fatal(err)
 	}
-	fams := waitFor(t, hs.URL, "openbot_questions_pending", 1, "bot=chief_of_staff", "kind=ask")
+	fams := r.waitFor(t, hs.URL, "openbot_questions_pending", 1, "bot=chief_of_staff", "kind=ask")
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -425,7 +453,7 @@ func TestQuestionGaugesAndAnswers(t *testing.T) {
 	if err != nil || res.Outcome != core.AnswerAccepted {
 		t.Fatalf("Answer: %+v, %v", res, err)
 	}
-	fams = waitFor(t, hs.URL, "openbot_runs_total", 1, "bot=chief_of_staff", "status=completed")
+	fams = r.waitFor(t, hs.URL, "openbot_runs_total", 1, "bot=chief_of_staff", "status=completed")
 	if v, _ := value(fams, "openbot_runs_total", "bot=chief_of_staff", "status=completed"); v != 1 {
 		t.Errorf("runs_total{completed} = %v, want 1", v)
 	}

@@ -43,7 +43,7 @@ type reaction struct {
 	conv  core.ConversationRef // the conversation whose work put it there
 	seq   uint64               // when work last started on it, to find the latest
 	n     int                  // runs working on it; guarded by working.mu
-	timer *time.Timer          // pending removal after the last end; guarded by working.mu
+	timer stopper              // pending removal after the last end; guarded by working.mu
 	gen   uint64               // bumped when timer is replaced or cancelled; guarded by working.mu
 	op    chan struct{}        // capacity 1: serializes this message's add and remove calls
 	shown bool                 // the reaction is (or may be) on the message; guarded by op
@@ -60,10 +60,17 @@ type working struct {
 	runs   map[runKey]msgKey
 	closed bool           // Run returned: no new work shown, removals immediate
 	wg     sync.WaitGroup // lingering removals, pending or running
+	// afterFunc starts a lingering removal: time.AfterFunc, or a test's timers
+	// that it fires itself.
+	afterFunc func(d time.Duration, f func()) stopper
 }
 
+// stopper is what a lingering removal keeps of its timer (*time.Timer).
+type stopper interface{ Stop() bool }
+
 func newWorking(linger time.Duration) *working {
-	return &working{linger: linger, msgs: map[msgKey]*reaction{}, runs: map[runKey]msgKey{}}
+	return &working{linger: linger, msgs: map[msgKey]*reaction{}, runs: map[runKey]msgKey{},
+		afterFunc: func(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }}
 }
 
 var _ core.WorkIndicator = (*Adapter)(nil)
@@ -167,7 +174,7 @@ func (a *Adapter) endWork(ctx context.Context, w core.Work) {
 	r.gen++
 	gen := r.gen
 	st.wg.Add(1)
-	r.timer = time.AfterFunc(st.linger, func() { a.lingerDone(k, r, gen) })
+	r.timer = st.afterFunc(st.linger, func() { a.lingerDone(k, r, gen) })
 	st.mu.Unlock()
 }
 

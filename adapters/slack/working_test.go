@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -67,36 +68,109 @@ func waitReactions(t *testing.T, e *env, n int) {
 	}
 }
 
-// waitForgotten waits until the adapter tracks no run and no message.
-func waitForgotten(t *testing.T, e *env) {
+// forgotten waits for the lingering removals, pending or running (the real
+// timers'), and checks the adapter then tracks no run and no message.
+func forgotten(t *testing.T, e *env) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := e.a.working
-		st.mu.Lock()
-		n := len(st.msgs) + len(st.runs)
-		st.mu.Unlock()
-		if n == 0 {
-			return
+	st := e.a.working
+	st.wg.Wait()
+	st.mu.Lock()
+	n := len(st.msgs) + len(st.runs)
+	st.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d messages or runs still tracked", n)
+	}
+}
+
+// lingerTimers stands in for time.AfterFunc in the working state: the test sees
+// each lingering removal that was started and fires them itself.
+type lingerTimers struct {
+	mu     sync.Mutex
+	timers []*lingerTimer
+}
+
+type lingerTimer struct {
+	d                time.Duration
+	f                func()
+	stopped, started bool // guarded by lingerTimers.mu
+	owner            *lingerTimers
+}
+
+func (l *lingerTimer) Stop() bool {
+	l.owner.mu.Lock()
+	defer l.owner.mu.Unlock()
+	if l.stopped || l.started {
+		return false
+	}
+	l.stopped = true
+	return true
+}
+
+// fakeLinger makes e's lingering removals wait for lingerTimers.fire.
+func fakeLinger(e *env) *lingerTimers {
+	lt := &lingerTimers{}
+	st := e.a.working
+	st.mu.Lock()
+	st.afterFunc = func(d time.Duration, f func()) stopper {
+		lt.mu.Lock()
+		defer lt.mu.Unlock()
+		tm := &lingerTimer{d: d, f: f, owner: lt}
+		lt.timers = append(lt.timers, tm)
+		return tm
+	}
+	st.mu.Unlock()
+	return lt
+}
+
+// pending is how many removals wait for their linger (neither stopped nor fired).
+func (lt *lingerTimers) pending() int {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	n := 0
+	for _, tm := range lt.timers {
+		if !tm.stopped && !tm.started {
+			n++
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d messages or runs still tracked", n)
+	}
+	return n
+}
+
+// fire lets every pending linger pass: their removals run before it returns.
+func (lt *lingerTimers) fire(t *testing.T, linger time.Duration) {
+	t.Helper()
+	lt.mu.Lock()
+	var due []*lingerTimer
+	for _, tm := range lt.timers {
+		if !tm.stopped && !tm.started {
+			if tm.d != linger {
+				t.Errorf("a removal lingers %v, want %v", tm.d, linger)
+			}
+			tm.started = true
+			due = append(due, tm)
 		}
-		time.Sleep(5 * time.Millisecond)
+	}
+	lt.mu.Unlock()
+	for _, tm := range due {
+		tm.f()
 	}
 }
 
 // TestWorkingReactionStartEnd: a run's start puts :eyes: on the message it answers
 // before Working returns; its end takes it off after the linger, not at once.
 func TestWorkingReactionStartEnd(t *testing.T) {
-	e := workEnv(t, 200*time.Millisecond)
+	const linger = 200 * time.Millisecond
+	e := workEnv(t, linger)
+	lt := fakeLinger(e)
 	e.a.Working(t.Context(), work(1, trigger, true))
 	wantReactions(t, e, "add C0TEST001 "+trigger)
 	e.a.Working(t.Context(), work(1, trigger, false))
 	wantReactions(t, e, "add C0TEST001 "+trigger) // still lingering
-	waitReactions(t, e, 2)
+	if n := lt.pending(); n != 1 {
+		t.Fatalf("%d removals wait for the linger, want 1", n)
+	}
+	lt.fire(t, linger)
 	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
-	waitForgotten(t, e)
+	forgotten(t, e)
 }
 
 // TestWorkingReactionUntilLastRunEnds: two bots on one trigger share one reaction,
@@ -104,6 +178,7 @@ func TestWorkingReactionStartEnd(t *testing.T) {
 func TestWorkingReactionUntilLastRunEnds(t *testing.T) {
 	const linger = 50 * time.Millisecond
 	e := workEnv(t, linger)
+	lt := fakeLinger(e)
 	const other = "1767225600.000300"
 	e.a.Working(t.Context(), work(1, trigger, true))
 	e.a.Working(t.Context(), work(2, trigger, true))
@@ -111,14 +186,18 @@ func TestWorkingReactionUntilLastRunEnds(t *testing.T) {
 	wantReactions(t, e, "add C0TEST001 "+trigger, "add C0TEST001 "+other)
 	e.a.Working(t.Context(), work(1, trigger, false))
 	e.a.Working(t.Context(), work(1, trigger, false)) // a repeated end changes nothing
-	time.Sleep(5 * linger)
+	if n := lt.pending(); n != 0 {
+		t.Fatalf("%d removals started while run 2 works on the message", n)
+	}
+	lt.fire(t, linger)
 	wantReactions(t, e, "add C0TEST001 "+trigger, "add C0TEST001 "+other)
 	e.a.Working(t.Context(), work(2, trigger, false))
-	waitReactions(t, e, 3)
+	lt.fire(t, linger)
 	wantReactions(t, e, "add C0TEST001 "+trigger, "add C0TEST001 "+other, "remove C0TEST001 "+trigger)
 	e.a.Working(t.Context(), work(3, other, false))
+	lt.fire(t, linger)
 	waitReactions(t, e, 4)
-	waitForgotten(t, e)
+	forgotten(t, e)
 }
 
 // TestWorkingReactionSurvivesHandOff: the chief ends and the engineer it handed off
@@ -128,19 +207,20 @@ func TestWorkingReactionUntilLastRunEnds(t *testing.T) {
 func TestWorkingReactionSurvivesHandOff(t *testing.T) {
 	const linger = 300 * time.Millisecond
 	e := workEnv(t, linger)
+	lt := fakeLinger(e)
 	e.a.Working(t.Context(), work(1, trigger, true))
 	e.a.Working(t.Context(), work(1, trigger, false))
-	e.a.Working(t.Context(), work(2, "", true)) // the hand-off
-	time.Sleep(2 * linger)
+	e.a.Working(t.Context(), work(2, "", true)) // the hand-off: the removal is stopped
+	lt.fire(t, linger)
 	wantReactions(t, e, "add C0TEST001 "+trigger)
 	e.a.Working(t.Context(), work(2, "", false)) // pauses for a person
 	e.a.Working(t.Context(), work(2, "", true))  // resumes
-	time.Sleep(2 * linger)
+	lt.fire(t, linger)
 	wantReactions(t, e, "add C0TEST001 "+trigger)
 	e.a.Working(t.Context(), work(2, "", false))
-	waitReactions(t, e, 2)
+	lt.fire(t, linger)
 	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger)
-	waitForgotten(t, e)
+	forgotten(t, e)
 }
 
 // TestWorkingReactionWithoutReplyTo: with no trigger known, the thread root is
@@ -178,7 +258,7 @@ func TestWorkingReactionErrors(t *testing.T) {
 	e.a.Working(t.Context(), work(2, trigger, true))
 	e.a.Working(t.Context(), work(2, trigger, false))
 	wantReactions(t, e, "add C0TEST001 "+trigger, "remove C0TEST001 "+trigger, "add C0TEST001 "+trigger)
-	waitForgotten(t, e)
+	forgotten(t, e)
 }
 
 // TestWorkingReactionBoundedByCtx: a hanging reactions.add does not hold Working
@@ -234,13 +314,15 @@ func TestWorkingReactionConcurrent(t *testing.T) {
 			for i := range 10 {
 				run := core.RunID(g*100 + i + 1)
 				e.a.Working(t.Context(), work(run, trigger, true))
-				time.Sleep(time.Duration(i%3) * time.Millisecond)
+				for range i % 3 { // vary how far the others get in between
+					runtime.Gosched()
+				}
 				e.a.Working(t.Context(), work(run, trigger, false))
 			}
 		})
 	}
 	wg.Wait()
-	waitForgotten(t, e)
+	forgotten(t, e)
 	got := reactions(t, e)
 	if len(got) == 0 || got[len(got)-1] != "remove C0TEST001 "+trigger {
 		t.Fatalf("reaction calls end with %q, want a removal", got[max(0, len(got)-3):])

@@ -141,7 +141,7 @@ func TestWebhookCallback(t *testing.T) {
 	e, a, hs, _ := webhookEnv(t)
 	url := hs.URL + WebhookPath("main")
 	run(t, a)
-	started(t, a)
+	started(t, e, a)
 	e.eng.setAnswer(func(core.Answer) (core.AnswerResult, error) { return core.AnswerResult{}, errors.New("disk full") })
 	if got := post(t, url, hookSecret, clickUpdate("cb-3", aliceID, groupChat, "q:"+qToken+":0")); got != http.StatusInternalServerError {
 		t.Errorf("failed Answer: status %d, want 500", got)

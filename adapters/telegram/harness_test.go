@@ -173,6 +173,7 @@ type env struct {
 	srv     *telegramtest.Server
 	eng     *fakeEngine
 	cursors *fakeCursors
+	rounds  chan struct{} // the typist's finished rounds (typingAdapter)
 }
 
 func newEnv(t *testing.T) *env {
@@ -214,18 +215,17 @@ func run(t *testing.T, a *Adapter) (stop func()) {
 	return stop
 }
 
-// started waits until Run has learned the bot's identity.
-func started(t *testing.T, a *Adapter) {
+// started waits until Run has learned the bot's identity: Run stores it before
+// its first call after getMe (setWebhook in webhook mode, else deleteWebhook).
+func started(t *testing.T, e *env, a *Adapter) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := a.Self(); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not call getMe")
-		}
-		time.Sleep(5 * time.Millisecond)
+	next := "deleteWebhook"
+	if a.mode == ModeWebhook {
+		next = "setWebhook"
+	}
+	e.waitCalls(t, next, 1)
+	if _, ok := a.Self(); !ok {
+		t.Fatalf("Run called %s without having learned the bot's identity", next)
 	}
 }
 

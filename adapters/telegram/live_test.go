@@ -3,22 +3,9 @@ package telegram
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"openbot/adapters/telegram/telegramtest"
 )
-
-// waitDown polls a.IngressDown until want(reason) holds.
-func waitDown(t *testing.T, a *Adapter, want func(string) bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !want(a.IngressDown()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("IngressDown = %q, want %s", a.IngressDown(), what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // TestIngressDownWhilePollingFails: readiness is not latched by the first
 // getUpdates: while getUpdates fails and the poller backs off the ingress is
@@ -30,10 +17,21 @@ func TestIngressDownWhilePollingFails(t *testing.T) {
 	run(t, a)
 	<-a.IngressReady()
 	e.waitCalls(t, "getUpdates", 2) // the second one fails
-	waitDown(t, a, func(s string) bool { return s != "" }, "down while getUpdates fails")
-	if why := a.IngressDown(); strings.Contains(why, botToken) {
+	release := e.srv.Hold("getUpdates")
+	defer release()
+	// The poller marked itself down before backing off and calling again; that
+	// call waits at the fake.
+	e.waitCalls(t, "getUpdates", 3)
+	why := a.IngressDown()
+	if why == "" {
+		t.Fatal("IngressDown is empty while getUpdates fails")
+	}
+	if strings.Contains(why, botToken) {
 		t.Fatalf("IngressDown names the token: %q", why)
 	}
-	e.waitCalls(t, "getUpdates", 3) // after the backoff, it answers again
-	waitDown(t, a, func(s string) bool { return s == "" }, "up again")
+	release()
+	e.waitCalls(t, "getUpdates", 4) // the third was answered: up before the next poll
+	if why := a.IngressDown(); why != "" {
+		t.Fatalf("IngressDown = %q after getUpdates answered again", why)
+	}
 }

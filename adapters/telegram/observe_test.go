@@ -52,7 +52,7 @@ func TestRefusalsReportInbound(t *testing.T) {
 			hs := httptest.NewServer(mux)
 			t.Cleanup(hs.Close)
 			run(t, a)
-			started(t, a)
+			started(t, e, a)
 			post(t, hs.URL+WebhookPath("main"), tc.secret, tc.body)
 			if got := strings.Join(obs.All(), ","); got != tc.want {
 				t.Errorf("reported %q, want %q", got, tc.want)

@@ -107,7 +107,7 @@ func TestRefusalsLogWarn(t *testing.T) {
 			hs := httptest.NewServer(mux)
 			t.Cleanup(hs.Close)
 			run(t, a)
-			started(t, a)
+			started(t, e, a)
 			post(t, hs.URL+WebhookPath("main"), tc.secret, tc.body)
 			var warned bool
 			for _, l := range logs.all() {

@@ -48,6 +48,9 @@ type typing struct {
 	// typists counts the typist goroutines running: Run's and RunTypist's;
 	// only the first repeats, so a process running both sends each repeat once.
 	typists int
+	// afterRound, when set (by tests, before a typist starts), is called after
+	// each round of the repeating typist, one with nothing to repeat included.
+	afterRound func()
 }
 
 func newTyping() *typing {
@@ -110,6 +113,7 @@ func (a *Adapter) typist(ctx context.Context) {
 	every := t.every
 	t.typists++
 	first := t.typists == 1
+	afterRound := t.afterRound
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
@@ -138,6 +142,9 @@ func (a *Adapter) typist(ctx context.Context) {
 			})
 		}
 		wg.Wait() // one round at a time, so a slow chat never piles calls up
+		if afterRound != nil {
+			afterRound()
+		}
 	}
 }
 

@@ -22,18 +22,50 @@ func work(run core.RunID, conv core.ConversationRef, started bool) core.Work {
 }
 
 // typingAdapter returns an adapter whose typist repeats every every, capped at
-// limit; running says whether Run (and so the typist) is started.
+// limit; running says whether Run (and so the typist) is started. Its typist
+// reports each round on e.rounds.
 func typingAdapter(t *testing.T, every, limit time.Duration, running bool) (*env, *Adapter, func()) {
 	t.Helper()
 	e := newEnv(t)
 	a := e.adapter(t, e.options())
 	a.typing.every, a.typing.max = every, limit
+	e.rounds = make(chan struct{}, 1024)
+	a.typing.afterRound = func() {
+		select {
+		case e.rounds <- struct{}{}:
+		default: // nobody counts rounds this far back
+		}
+	}
 	stop := func() {}
 	if running {
 		stop = run(t, a)
-		started(t, a)
+		started(t, e, a)
 	}
 	return e, a, stop
+}
+
+// waitRounds waits until the typist has finished n more rounds.
+func waitRounds(t *testing.T, e *env, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-e.rounds:
+		case <-timeout:
+			t.Fatalf("the typist finished no round for 10s")
+		}
+	}
+}
+
+// drainRounds forgets the rounds finished so far.
+func drainRounds(e *env) {
+	for {
+		select {
+		case <-e.rounds:
+		default:
+			return
+		}
+	}
 }
 
 // typingIn returns the sendChatAction calls for chat (and topic, "" for none),
@@ -52,25 +84,23 @@ func typingIn(t *testing.T, e *env, chat, topic string) []telegramtest.Call {
 	return out
 }
 
-// waitTyping waits until chat/topic had at least n typing actions.
+// waitTyping waits until chat/topic had at least n typing actions, woken by
+// each call the fake records.
 func waitTyping(t *testing.T, e *env, chat, topic string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for len(typingIn(t, e, chat, topic)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d typing actions in %s/%s, want %d", len(typingIn(t, e, chat, topic)), chat, topic, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+		e.waitCalls(t, "sendChatAction", len(e.srv.Calls("sendChatAction"))+1)
 	}
 }
 
-// quiet checks that chat/topic gets no typing action for a while (after letting a
-// round that was under way finish).
-func quiet(t *testing.T, e *env, chat, topic string, every time.Duration) {
+// quiet checks that chat/topic gets no typing action in two whole rounds of the
+// typist, after the round that may have been under way when the work ended.
+func quiet(t *testing.T, e *env, chat, topic string) {
 	t.Helper()
-	time.Sleep(2 * every)
+	drainRounds(e)
+	waitRounds(t, e, 1)
 	n := len(typingIn(t, e, chat, topic))
-	time.Sleep(5 * every)
+	waitRounds(t, e, 2)
 	if m := len(typingIn(t, e, chat, topic)); m != n {
 		t.Fatalf("%d typing actions in %s/%s after it should have stopped", m-n, chat, topic)
 	}
@@ -87,7 +117,7 @@ func TestTypingWhileWorking(t *testing.T) {
 	}
 	waitTyping(t, e, "100000001", "", 4)
 	a.Working(t.Context(), work(1, privateConv, false))
-	quiet(t, e, "100000001", "", every)
+	quiet(t, e, "100000001", "")
 }
 
 // TestTypingCountsRuns: typing goes on until the last run working in a
@@ -150,7 +180,7 @@ func TestTypingOverlapRepeats(t *testing.T) {
 	n := len(typingIn(t, e, "-1001000000002", "7"))
 	waitTyping(t, e, "-1001000000002", "7", n+3)
 	a.Working(t.Context(), work(2, topicConv, false))
-	quiet(t, e, "-1001000000002", "7", every)
+	quiet(t, e, "-1001000000002", "7")
 }
 
 // TestTypingCap: a conversation shows typing at most max after its latest start,
@@ -160,7 +190,10 @@ func TestTypingCap(t *testing.T) {
 	e, a, _ := typingAdapter(t, every, 150*time.Millisecond, true)
 	a.Working(t.Context(), work(1, privateConv, true))
 	waitTyping(t, e, "100000001", "", 3)
-	quiet(t, e, "100000001", "", 5*every)
+	for a.stillTyping(Conversation{Chat: 100000001}) { // until a round finds the cap passed
+		waitRounds(t, e, 1)
+	}
+	quiet(t, e, "100000001", "")
 	n := len(typingIn(t, e, "100000001", ""))
 	a.Working(t.Context(), work(2, privateConv, true))
 	waitTyping(t, e, "100000001", "", n+2)
@@ -174,11 +207,11 @@ func TestTypingStopsAtShutdown(t *testing.T) {
 	waitTyping(t, e, "100000001", "", 3)
 	stop()
 	n := len(e.srv.Calls("sendChatAction"))
-	a.Working(t.Context(), work(2, topicConv, true))
-	time.Sleep(5 * every)
+	a.Working(t.Context(), work(2, topicConv, true)) // would send at once, before it returns
 	if m := len(e.srv.Calls("sendChatAction")); m != n {
 		t.Fatalf("%d typing actions after Run returned", m-n)
 	}
+	// Run waited for its typist, so no round can send anything later either.
 }
 
 // TestTypingReleasedAfterCap: a run whose end never comes holds nothing once the
@@ -220,7 +253,7 @@ func TestTypingWithoutRun(t *testing.T) {
 	a.Working(t.Context(), work(1, privateConv, true))
 	waitTyping(t, e, "100000001", "", 4)
 	a.Working(t.Context(), work(1, privateConv, false))
-	quiet(t, e, "100000001", "", every)
+	quiet(t, e, "100000001", "")
 	cancel()
 	<-done
 
@@ -230,11 +263,12 @@ func TestTypingWithoutRun(t *testing.T) {
 	done2 := make(chan struct{})
 	go func() { defer close(done2); _ = b.RunTypist(ctx2) }()
 	defer func() { cancel2(); <-done2 }()
-	b.Working(t.Context(), work(1, privateConv, true))
-	start := time.Now()
-	waitTyping(t, e2, "100000001", "", 6)
-	if n, rounds := len(typingIn(t, e2, "100000001", "")), int(time.Since(start)/every)+2; n > rounds {
-		t.Errorf("%d typing actions in %d rounds at most: repeats sent twice", n, rounds)
+	drainRounds(e2)
+	b.Working(t.Context(), work(1, privateConv, true)) // one action at once
+	waitRounds(t, e2, 5)
+	// Each round sent one repeat; a sixth round may be under way.
+	if n := len(typingIn(t, e2, "100000001", "")); n > 1+5+1 {
+		t.Errorf("%d typing actions in 5 rounds (6 at most): repeats sent twice", n)
 	}
 	b.Working(t.Context(), work(1, privateConv, false))
 }

@@ -64,7 +64,7 @@ func TestWebhook(t *testing.T) {
 	if p := calls[0].Params; p["url"] != "https://bridge.example.invalid/telegram/main/webhook" || p["secret_token"] != hookSecret || p["allowed_updates"] == "" {
 		t.Errorf("setWebhook params %v", p)
 	}
-	started(t, a)
+	started(t, e, a)
 
 	for _, secret := range []string{"", "wrong", hookSecret + "x", hookSecret[:len(hookSecret)-1]} {
 		if got := post(t, url, secret, body); got != http.StatusUnauthorized {
@@ -93,7 +93,7 @@ func TestWebhookIngestFailureIs500(t *testing.T) {
 	e, a, hs, body := webhookEnv(t)
 	e.eng.err = context.DeadlineExceeded
 	run(t, a)
-	started(t, a)
+	started(t, e, a)
 	if got := post(t, hs.URL+WebhookPath("main"), hookSecret, body); got != http.StatusInternalServerError {
 		t.Errorf("status %d, want 500 so Telegram redelivers", got)
 	}

@@ -27,8 +27,8 @@ import (
 const (
 	envMode    = "OPENBOT_MCP_TEST_SERVER"
 	envPidFile = "OPENBOT_MCP_TEST_PIDFILE"
-	// envGate names a file the "gated" server waits for before it serves: the
-	// test decides when a slow server becomes ready.
+	// envGate names a named pipe the "gated" server opens before it serves: the
+	// test decides when a slow server becomes ready (openGate).
 	envGate = "OPENBOT_MCP_TEST_GATE"
 	// envCount names a file the "count" tool appends one line to per call.
 	envCount = "OPENBOT_MCP_TEST_COUNT"
@@ -45,12 +45,10 @@ func TestMain(m *testing.M) {
 	switch mode {
 	case "ok":
 		_ = server.ServeStdio(newTestServer(true))
-	case "gated": // a server slow to start: it serves once the gate file exists
-		for {
-			if _, err := os.Stat(os.Getenv(envGate)); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+	case "gated": // a server slow to start: it serves once the gate is open
+		// Opening a named pipe for reading blocks until it has a writer (openGate).
+		if f, err := os.Open(os.Getenv(envGate)); err == nil {
+			f.Close()
 		}
 		_ = server.ServeStdio(newTestServer(true))
 	case "exit":
@@ -59,6 +57,8 @@ func TestMain(m *testing.M) {
 	case "stubborn": // ignores end of input and SIGTERM
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		_ = server.NewStdioServer(newTestServer(true)).Listen(context.Background(), os.Stdin, os.Stdout)
+		// Stay alive after the end of input: what the test stops is a process
+		// that does not exit on its own (select{} would be a deadlock to the runtime).
 		time.Sleep(time.Hour)
 	}
 	os.Exit(0)

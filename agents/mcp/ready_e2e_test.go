@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,15 +39,13 @@ func newTestAgent(t *testing.T, model *openaitest.Server, reg *agents.Registry) 
 	return a
 }
 
-// eventually polls cond until it holds, failing the test after 20 s.
-func eventually(t *testing.T, what string, cond func() bool) {
+// waitWaiting waits until n runs wait for a tool source of reg (20 s at most).
+func waitWaiting(t *testing.T, what string, reg *agents.Registry, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := reg.WaitWaiting(ctx, n); err != nil {
+		t.Fatalf("timed out waiting for %s: %d waiting", what, reg.Waiting())
 	}
 }
 
@@ -67,8 +66,34 @@ type result struct {
 	err error
 }
 
+// gatedServer is the "gated" stdio server: it serves once openGate(gate) was
+// called, blocked until then opening the gate, a named pipe, for reading.
 func gatedServer(t *testing.T, gate, count string) ServerConfig {
+	makeGate(t, gate)
 	return stdioServer(t, "alpha", "gated", map[string]string{envGate: gate, envCount: count})
+}
+
+// makeGate makes the named pipe at path, closed, if it is not there yet.
+func makeGate(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openGate opens the gate at path for good: the test holds a writer open until
+// it ends, so every open for reading returns at once, now and after restarts.
+func openGate(t *testing.T, path string) {
+	t.Helper()
+	makeGate(t, path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0) // does not wait for a reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
 }
 
 func lines(t *testing.T, path string) int {
@@ -98,13 +123,11 @@ func TestRunWaitsForServerStillStarting(t *testing.T) {
 	done := executeAsync(a, newJob(env, bot))
 	// The run is waiting for alpha, which is still starting; nothing went to
 	// the model yet. Then alpha becomes ready.
-	eventually(t, "the run to wait for alpha", func() bool { return reg.Waiting() == 1 })
+	waitWaiting(t, "the run to wait for alpha", reg, 1)
 	if n := len(model.Requests()); n != 0 {
 		t.Fatalf("the model was called %d times before alpha was ready", n)
 	}
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	openGate(t, gate)
 	r := <-done
 	if r.err != nil || r.res.Reply != "done" {
 		t.Fatalf("Execute = %q, %v", r.res.Reply, r.err)
@@ -153,9 +176,7 @@ func pausedForCount(t *testing.T, bot core.BotProfile, count string) *core.Job {
 	t.Helper()
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	openGate(t, gate)
 	reg := agents.NewRegistry()
 	runManager(t, reg, gatedServer(t, gate, count))
 	model := openaitest.New(t)
@@ -192,10 +213,8 @@ func TestApprovedCallAfterRestartRunsOnce(t *testing.T) {
 	env := &threadEnv{}
 	job.Env = env
 	done := executeAsync(a, job)
-	eventually(t, "the resumed run to wait for alpha", func() bool { return reg.Waiting() == 1 })
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	waitWaiting(t, "the resumed run to wait for alpha", reg, 1)
+	openGate(t, gate)
 	r := <-done
 	if r.err != nil || r.res.Reply != "counted once" {
 		t.Fatalf("resumed Execute = %q, %v", r.res.Reply, r.err)
@@ -257,9 +276,7 @@ func TestApprovedCallServerDeadIsNoticedAndRecorded(t *testing.T) {
 // A result over every cap reaches the model with a note of its real size.
 func TestHugeResultNoteStatesRealSize(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	openGate(t, gate)
 	reg := agents.NewRegistry()
 	runManager(t, reg, gatedServer(t, gate, filepath.Join(t.TempDir(), "count")))
 	model := openaitest.New(t)

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -121,9 +120,7 @@ func (s *stack) thread(id core.ThreadID) []core.Message {
 func askBeforeRestart(t *testing.T, dbPath, count string, model *openaitest.Server) core.ThreadID {
 	t.Helper()
 	gate := filepath.Join(t.TempDir(), "gate")
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	openGate(t, gate)
 	s := startStack(t, dbPath, model, gatedServer(t, gate, count))
 	model.Enqueue(openaitest.Calls(openaitest.ToolCall{ID: "c1", Name: "alpha__count", Arguments: `{}`}))
 	res, err := s.eng.Ingest(context.Background(), core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
@@ -159,10 +156,8 @@ func TestApprovalRightAfterRestartWithSlowServer(t *testing.T) {
 	s := startStack(t, db, model, gatedServer(t, gate, count))
 	model.Enqueue(openaitest.Text("Counted once."))
 	approve(t, s)
-	eventually(t, "the resumed run to wait for alpha", func() bool { return s.reg.Waiting() == 1 })
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	waitWaiting(t, "the resumed run to wait for alpha", s.reg, 1)
+	openGate(t, gate)
 	s.idle()
 	if n := lines(t, count); n != 1 {
 		t.Fatalf("the approved tool ran %d times, want exactly 1", n)

@@ -190,7 +190,7 @@ func New(t testing.TB) *Server {
 	return s
 }
 
-// Start starts a server on 127.0.0.1 outside a test (`openbot bench` drives it);
+// Start starts a server on 127.0.0.1 outside a test (BenchmarkPlatform in cmd/openbot drives it);
 // the caller must Close it. The error is the listener's.
 func Start() (*Server, error) {
 	s := &Server{}
@@ -272,7 +272,7 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
-// Forget drops the requests recorded so far, so a long load run (openbot bench)
+// Forget drops the requests recorded so far, so a long load run (BenchmarkPlatform)
 // does not count the fake's record as the process's memory.
 func (s *Server) Forget() {
 	s.mu.Lock()

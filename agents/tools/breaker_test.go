@@ -375,10 +375,7 @@ func TestBreakNoneModeSurvivor(t *testing.T) {
 	sh := shellOf(t, Options{WorkspaceRoot: t.TempDir(), Sandbox: SandboxNone})
 	got, err := sh("setsid sleep " + marker + " </dev/null >/dev/null 2>&1 & sleep 0.2; kill -9 $PPID; echo done")
 	t.Logf("%q %v", got, err)
-	time.Sleep(500 * time.Millisecond)
-	if pids := sleepPids(marker); len(pids) > 0 {
-		t.Errorf("a process of the command outlived it: pids %v", pids)
-	}
+	waitSleeps(t, marker, "a process of the command outlived it", func(n int) bool { return n == 0 })
 }
 
 // MEDIUM (bots with shell_network). The egress proxy's unix socket is bound

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestShellDiesWithOpenbot kills a stand-in for openbot (the test binary
@@ -36,13 +35,7 @@ func TestShellDiesWithOpenbot(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for len(sleepPids(marker)) < 2 {
-			if time.Now().After(deadline) {
-				t.Fatal("the command's two sleeps did not start")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitSleeps(t, marker, "the command's two sleeps did not start", func(n int) bool { return n >= 2 })
 		if entries, _ := os.ReadDir(state); len(entries) != 1 {
 			t.Errorf("registry holds %d entries while the command runs, want 1", len(entries))
 		}
@@ -72,13 +65,7 @@ func TestKillOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	go cmd.Wait() // reaps sh once it is killed
-	deadline := time.Now().Add(10 * time.Second)
-	for len(sleepPids(marker)) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("sleeps did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSleeps(t, marker, "the sleeps did not start", func(n int) bool { return n >= 2 })
 	register(state, cmd.Process.Pid, slog.New(slog.DiscardHandler))
 	// A stale record: pid 1 with another start time.
 	if err := os.WriteFile(filepath.Join(state, "1"), []byte("12345 1 1"), 0o600); err != nil {

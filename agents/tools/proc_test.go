@@ -66,15 +66,24 @@ func alive(pid int) bool {
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
-// waitNoSleep polls until no "sleep <marker>" process is alive, or fails the
-// test after 10 s.
-func waitNoSleep(t *testing.T, marker string) {
+// waitSleeps waits until want holds for the number of live "sleep <marker>"
+// processes, or fails the test after 10 s naming what. These processes are not
+// the test's children (a shell, a sandbox or a killed stand-in started them) and
+// nothing signals that one has exec'd or died, so /proc is read every 10 ms:
+// the one sleep of these tests, a poll of process state, not a pause.
+func waitSleeps(t *testing.T, marker, what string, want func(n int) bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(sleepPids(marker)) > 0 {
+	for !want(len(sleepPids(marker))) {
 		if time.Now().After(deadline) {
-			t.Fatalf("sleep %s still alive: %v", marker, sleepPids(marker))
+			t.Fatalf("%s: sleep %s processes %v", what, marker, sleepPids(marker))
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitNoSleep waits until no "sleep <marker>" process is alive.
+func waitNoSleep(t *testing.T, marker string) {
+	t.Helper()
+	waitSleeps(t, marker, "still alive", func(n int) bool { return n == 0 })
 }

@@ -3,8 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,30 +49,14 @@ func TestShellCancelKillsProcessGroup(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			_, err := tl["shell"].Call(ctx, agents.ToolCall{
-				Args:   json.RawMessage(`{"command":"sleep ` + bg + ` & echo $! > bg.pid; sleep 300"}`),
+				Args:   json.RawMessage(`{"command":"sleep ` + bg + ` & sleep 300"}`),
 				Thread: 7,
 			})
 			done <- err
 		}()
-		pidFile := filepath.Join(root, "thread-7", "bg.pid")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("command did not start")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		// The pid is written right after the fork; the child may not have run
-		// exec("sleep ...") yet, so wait for it to show.
-		for len(sleepPids(bg)) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the background sleep is not visible from the host")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		// The command forks the background sleep first; once it has exec'd the
+		// command is under way.
+		waitSleeps(t, bg, "the background sleep is not visible from the host", func(n int) bool { return n > 0 })
 		cancel()
 		if err := <-done; err == nil || !strings.Contains(err.Error(), "cancelled") {
 			t.Fatalf("err = %v, want cancelled", err)

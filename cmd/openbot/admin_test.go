@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,32 +46,30 @@ func serveOnFreePort(t *testing.T, env map[string]string, edit ...func(*config.C
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- a.serve(ctx) }()
+	var once sync.Once
 	stop = func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("serve exit %d:\n%s", code, logs.String())
+		once.Do(func() {
+			cancel()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("serve exit %d:\n%s", code, logs.String())
+				}
+			case <-time.After(shutdownBound + 5*time.Second):
+				t.Error("serve did not stop within its bound")
 			}
-		case <-time.After(shutdownBound + 5*time.Second):
-			t.Error("serve did not stop within its bound")
-		}
+		})
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return path, addr, logs, stop
-			}
+	t.Cleanup(stop) // also when serve never becomes ready
+	waitUntil(t, "serve to be ready", func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz") // refused until serve listens
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("serve never became ready (%v):\n%s", err, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return path, addr, logs, stop
 }
 
 func getApprovals(t *testing.T, addr, auth string) (int, string) {

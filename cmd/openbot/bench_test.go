@@ -4,22 +4,28 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"openbot/store/postgres"
 	"openbot/store/postgres/pgtest"
 )
 
-// TestBenchCommand runs `openbot bench` small and checks every figure is printed.
-func TestBenchCommand(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"bench", "--n", "200", "--workers", "8", "--queued", "2000", "--paced", "20", "--rate", "200", "--dir", t.TempDir()}, strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
-	if code != exitOK {
-		t.Fatalf("exit %d, stderr: %s", code, errb.String())
+// TestBenchIngest runs BenchmarkIngest's measurement small and checks every
+// figure is printed.
+func TestBenchIngest(t *testing.T) {
+	var out bytes.Buffer
+	f, err := runIngestBench(t.Context(), ingestBench{dir: t.TempDir(), n: 200, workers: 8, queued: 2000, paced: 20, rate: 200}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.raw <= 0 || f.ingest <= 0 || f.p50 <= 0 || f.p99 < f.p50 {
+		t.Errorf("figures %+v: want positive rates and p50 <= p99", f)
 	}
 	for _, want := range []string{"raw bbolt Batch:", "core Ingest:", "ratio:", "Ingest latency at 200 msg/s: p50", "pick,     10 queued", "pick,   2000 queued"} {
 		if !strings.Contains(out.String(), want) {
@@ -28,17 +34,16 @@ func TestBenchCommand(t *testing.T) {
 	}
 }
 
-// TestBenchPostgres runs `openbot bench --dsn` small against a throwaway
+// TestBenchPostgres runs BenchmarkPostgres's measurement small against a throwaway
 // cluster: the PostgreSQL figures are printed, for one engine and for two
 // sharing the database, every paced message reached the model, and the
 // scratch schemas are gone afterwards.
 func TestBenchPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"bench", "--n", "200", "--workers", "8", "--queued", "2000", "--paced", "20", "--rate", "100",
-		"--dir", t.TempDir(), "--dsn", dsn, "--processes", "2"}, strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
-	if code != exitOK {
-		t.Fatalf("exit %d, stderr: %s\nstdout: %s", code, errb.String(), out.String())
+	var out bytes.Buffer
+	b := &pgBench{dsn: dsn, n: 200, workers: 8, queued: 2000, paced: 20, rate: 100, processes: 2, dir: t.TempDir(), bboltIngest: 1000}
+	if err := runPGBench(t.Context(), b, &out); err != nil {
+		t.Fatalf("%v\nstdout: %s", err, out.String())
 	}
 	t.Logf("output:\n%s", out.String())
 	for _, want := range []string{"core Ingest, PostgreSQL:", "pick, PostgreSQL,    100 queued", "pick, PostgreSQL,   2000 queued",
@@ -61,7 +66,7 @@ func TestBenchPostgres(t *testing.T) {
 	}
 }
 
-// TestBenchPlatform runs `openbot bench --platform` small for Telegram and Slack
+// TestBenchPlatform runs BenchmarkPlatform's measurement small for Telegram and Slack
 // and checks every figure is printed and every message reached the model.
 func TestBenchPlatform(t *testing.T) {
 	for _, tc := range []struct {
@@ -75,17 +80,19 @@ func TestBenchPlatform(t *testing.T) {
 			"cpu profile:", "cpu:               ", "ms a message (user+sys"}},
 	} {
 		t.Run(tc.platform, func(t *testing.T) {
-			var out, errb bytes.Buffer
+			var out bytes.Buffer
 			dir := t.TempDir()
 			prof, cpu := filepath.Join(dir, "heap.pprof"), filepath.Join(dir, "cpu.pprof")
-			args := []string{"bench", "--platform", tc.platform, "--rate", "50", "--duration", "200ms", "--burst", "200", "--dir", dir}
+			pb := platformBench{platform: tc.platform, rate: 50, duration: 200 * time.Millisecond, burst: 200, parallel: 64, dir: dir}
 			if tc.platform == "slack" {
-				args = append(args, "--settle", "10ms", "--heap-profile", prof, "--cpu-profile", cpu)
+				pb.settle, pb.heapProfile, pb.cpuProfile = 10*time.Millisecond, prof, cpu
 			}
-			code := run(context.Background(), args,
-				strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false })
-			if code != exitOK {
-				t.Fatalf("exit %d, stderr: %s\nstdout: %s", code, errb.String(), out.String())
+			f, err := benchPlatform(t.Context(), pb, &out)
+			if err != nil {
+				t.Fatalf("%v\nstdout: %s", err, out.String())
+			}
+			if f.answered != 10 || leadingKB(f.idleRSS) <= 0 || (tc.platform == "telegram") != (f.polled > 0) {
+				t.Errorf("figures: %d answered, idle RSS %q, polled %.0f/s", f.answered, f.idleRSS, f.polled)
 			}
 			for _, want := range tc.want {
 				if !strings.Contains(out.String(), want) {
@@ -98,6 +105,26 @@ func TestBenchPlatform(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBenchPlatformRefuses: what BenchmarkPlatform cannot run is refused before
+// anything starts, naming the flag.
+func TestBenchPlatformRefuses(t *testing.T) {
+	ok := platformBench{platform: "slack", rate: 1, duration: time.Second, parallel: 1, dir: t.TempDir()}
+	for _, tc := range []struct {
+		change func(*platformBench)
+		want   string
+	}{
+		{func(b *platformBench) { b.platform = "irc" }, `platform "irc" is not telegram or slack`},
+		{func(b *platformBench) { b.rate = 0 }, "-rate must be positive, got 0"},
+		{func(b *platformBench) { b.settle = -time.Second }, "-settle must not be negative, got -1s"},
+	} {
+		b := ok
+		tc.change(&b)
+		if _, err := benchPlatform(t.Context(), b, io.Discard); err == nil || err.Error() != tc.want {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
 	}
 }
 

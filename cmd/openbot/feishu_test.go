@@ -11,6 +11,7 @@ import (
 	"openbot/adapters/feishu/feishutest"
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/core"
 )
 
 // TestServeFeishuGroupMention runs the real wiring with a Feishu app pointed at the
@@ -51,8 +52,9 @@ feishu:
 			}
 			var logs lockedBuffer
 			addr := make(chan string, 1)
+			engine := make(chan *core.Engine, 1)
 			a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs, stderr: &logs, log: testLogger(&logs),
-				onListen: func(s string) { addr <- s }}
+				onListen: func(s string) { addr <- s }, onEngine: func(e *core.Engine) { engine <- e }}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan int, 1)
@@ -70,7 +72,7 @@ feishu:
 			}
 			if mode == "webhook" {
 				// 503 until the adapter knows its bot (the platform would redeliver).
-				for {
+				waitUntil(t, "the webhook to take the event", func() bool {
 					req, err := feishutest.WebhookRequest("http://"+listen+"/feishu/acme/events", ev, feishutest.EncryptKey)
 					if err != nil {
 						t.Fatal(err)
@@ -80,14 +82,11 @@ feishu:
 						t.Fatal(err)
 					}
 					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						break
-					}
-					if resp.StatusCode != http.StatusServiceUnavailable {
+					if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
 						t.Fatalf("webhook answered %d:\n%s", resp.StatusCode, logs.String())
 					}
-					time.Sleep(20 * time.Millisecond)
-				}
+					return resp.StatusCode == http.StatusOK
+				})
 			} else {
 				if err := fake.WaitConnections(wctx, 1); err != nil {
 					t.Fatalf("no long connection: %v\n%s", err, logs.String())
@@ -99,10 +98,12 @@ feishu:
 			if _, err := fake.WaitMessages(wctx, 1); err != nil {
 				t.Fatalf("no reply: %v\n%s", err, logs.String())
 			}
-			// Exactly one reply: let the process settle (no new message or model call
-			// for a while, bounded), then stop it so anything still queued is
-			// flushed, and count.
-			feishuSettle(t, func() int { return len(fake.Calls()) + len(llm.Requests()) })
+			// Exactly one reply: wait until the engine is idle (no item, run or
+			// delivery left), then stop it so anything still queued is flushed,
+			// and count.
+			if err := (<-engine).WaitIdle(wctx); err != nil {
+				t.Fatalf("WaitIdle: %v\n%s", err, logs.String())
+			}
 			cancel()
 			select {
 			case code := <-done:
@@ -131,22 +132,5 @@ feishu:
 				t.Error("the app secret appears in the log")
 			}
 		})
-	}
-}
-
-// feishuSettle waits until count stays the same for 300 ms (at most 5 s), so that a
-// duplicate reply or run that was going to happen has happened.
-func feishuSettle(t *testing.T, count func() int) {
-	t.Helper()
-	const quiet = 300 * time.Millisecond
-	deadline := time.Now().Add(5 * time.Second)
-	last, since := count(), time.Now()
-	for time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		if n := count(); n != last {
-			last, since = n, time.Now()
-		} else if time.Since(since) >= quiet {
-			return
-		}
 	}
 }

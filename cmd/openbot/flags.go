@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // parseFlags parses args into fs for a command that takes nothing but flags.
@@ -74,3 +75,9 @@ func asksHelp(args []string) bool {
 	}
 	return false
 }
+
+// ms is d in milliseconds, as figures are printed.
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// us is d in microseconds.
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

@@ -49,21 +49,17 @@ func serveSharedPG(t *testing.T, dsn, proc string, tg *telegramtest.Server, toke
 	return addr, stop
 }
 
-// waitHealthState polls /healthz until it answers 200 with want in its body
-// (bounded) and returns the body.
+// waitHealthState waits until /healthz answers 200 with want in its body and
+// returns the body.
 func waitHealthState(t *testing.T, addr, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := healthz(t, addr)
-		if code == http.StatusOK && strings.Contains(body, want) {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthz never answered 200 with %q:\n%d %s", want, code, body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var body string
+	waitUntil(t, "/healthz 200 with "+want, func() bool {
+		var code int
+		code, body = healthz(t, addr)
+		return code == http.StatusOK && strings.Contains(body, want)
+	})
+	return body
 }
 
 // TestServeSharedPostgresIngressLease: two serve processes on one PostgreSQL

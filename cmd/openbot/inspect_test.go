@@ -311,14 +311,3 @@ func TestInspectCommands(t *testing.T) {
 		t.Errorf("a line printed twice:\n%s", out.String())
 	}
 }
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -14,7 +14,6 @@
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
 //	openbot threads | runs [--thread N] | run ID | activity [--follow]
 //	                                     the console's reads for a terminal
-//	openbot bench                        measure ingest throughput and pick cost here
 //	openbot version
 //	openbot help COMMAND                 a command's flags (also COMMAND --help)
 //
@@ -71,11 +70,16 @@ const usage = `usage:
   openbot cancel RUN | stop THREAD --bot B | pause BOT | resume BOT   steer the running server
   openbot usage [--by bot|thread|day] [--since WHEN]   tokens and cost from the usage ledger
   openbot memory list|show|rm|edit [ID] --bot B     see and fix a bot's memories
-  openbot bench [--n N] [--workers W] [--queued Q]  measure ingest and pick on this machine
-  openbot bench --platform telegram|slack [--rate R] [--duration D]
-                                                    end to end against the fakes: latency, throughput, RSS
   openbot version
   openbot help COMMAND                              a command's flags (also: COMMAND --help)
+`
+
+// benchMoved answers `openbot bench`, which older notes name: the benchmarks
+// are not part of the binary (cmd/openbot/bench_main_test.go).
+const benchMoved = `openbot bench: the benchmarks are not part of the openbot binary; run them from the source tree:
+  go test ./cmd/openbot -run '^$' -bench '^BenchmarkIngest$' -benchtime 1x
+  go test ./cmd/openbot -run '^$' -bench '^BenchmarkPlatform$/slack' -benchtime 1x -args -rate 100 -duration 10s
+(every benchmark and flag: docs/ARCHITECTURE.md, "Benchmarks")
 `
 
 // run is the whole program behind main, testable in-process: args without the
@@ -127,7 +131,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "memory":
 		return runMemory(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
 	case "bench":
-		return runBench(ctx, args[1:], stdout, stderr)
+		fmt.Fprint(errOut, benchMoved)
+		return exitUsage
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK

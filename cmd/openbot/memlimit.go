@@ -34,7 +34,7 @@ func newMemoryLimit(lookupEnv config.LookupEnv, set func(int64) int64, log *slog
 	return m
 }
 
-// serveMemoryLimit is the memoryLimit of `openbot serve` and `openbot bench`.
+// serveMemoryLimit is the memoryLimit of `openbot serve` (and of BenchmarkPlatform).
 func serveMemoryLimit(lookupEnv config.LookupEnv, log *slog.Logger) *memoryLimit {
 	return newMemoryLimit(lookupEnv, debug.SetMemoryLimit, log)
 }

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -113,12 +112,8 @@ func TestMCPSetMetrics(t *testing.T) {
 	hs := httptest.NewServer(m.Handler())
 	defer hs.Close()
 	want := `openbot_mcp_server_state{server="keep",state="running"} 1`
-	var body string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		_, body = getMetrics(t, strings.TrimPrefix(hs.URL, "http://"), "")
-		if strings.Contains(body, want) {
-			return
-		}
-	}
-	t.Errorf("no %q in:\n%s", want, body)
+	waitUntil(t, want, func() bool {
+		_, body := getMetrics(t, strings.TrimPrefix(hs.URL, "http://"), "")
+		return strings.Contains(body, want)
+	})
 }

@@ -46,20 +46,16 @@ func healthz(t *testing.T, addr string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// waitHealthy polls /healthz until it answers 200 (bounded).
+// waitHealthy waits until /healthz answers 200 and returns its body.
 func waitHealthy(t *testing.T, addr string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, body := healthz(t, addr)
-		if code == http.StatusOK {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthz never became ready:\n%s", body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var body string
+	waitUntil(t, "/healthz 200", func() bool {
+		var code int
+		code, body = healthz(t, addr)
+		return code == http.StatusOK
+	})
+	return body
 }
 
 // TestHealthzWaitsForTelegramPoller: while the account is started but its poller

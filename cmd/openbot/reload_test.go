@@ -49,20 +49,16 @@ func tagOf(req openaitest.Request) string {
 	return "no-tag"
 }
 
-// waitLog polls the chat log file until it contains want.
+// waitLog waits until the chat log file contains want and returns it.
 func waitLog(t *testing.T, dir, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var log string
+	waitUntil(t, "the log to say "+want, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "data", "openbot.log"))
-		if strings.Contains(string(b), want) {
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log never said %q:\n%s", want, b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		log = string(b)
+		return strings.Contains(log, want)
+	})
+	return log
 }
 
 // TestReloadWhileRunInFlight: `openbot reload` (SIGHUP through the pid file) adds

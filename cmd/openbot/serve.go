@@ -50,6 +50,9 @@ type app struct {
 	// onStore, when set, is given the store serve opened (the bench reads its
 	// commit totals).
 	onStore func(core.Store)
+	// onEngine, when set, is given the engine serve built (tests wait for it
+	// to be idle).
+	onEngine func(*core.Engine)
 	// onRequest, when set, sees each HTTP request as it reaches the listener's
 	// handler, before routing (the bench times events from there).
 	onRequest func(r *http.Request)
@@ -228,6 +231,9 @@ func (a *app) serve(ctx context.Context) int {
 	eng, err := core.New(engOpts)
 	if err != nil {
 		return a.fail("engine", err)
+	}
+	if a.onEngine != nil {
+		a.onEngine(eng)
 	}
 
 	var pruner *core.Pruner

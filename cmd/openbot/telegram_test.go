@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -165,18 +164,11 @@ telegram:
 		t.Fatalf("the good account did not answer: %v\n%s", err, logs.String())
 	}
 	var body string
-	for wctx.Err() == nil {
-		resp, err := http.Get("http://" + listen + "/healthz")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(b)
-			if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "telegram/broken: failed") {
-				break
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, "/healthz to name the failed account", func() bool {
+		var code int
+		code, body = healthz(t, listen)
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "telegram/broken: failed")
+	})
 	if !strings.Contains(body, "degraded") || !strings.Contains(body, "telegram/chief: started") {
 		t.Fatalf("/healthz = %q", body)
 	}

@@ -1,11 +1,11 @@
-package openbot_test
-
-// Checks of the deployment material in deploy/ and docs/DEPLOY.md (DESIGN.md §7
+// Package deploy_test checks the deployment material in deploy/ and docs/DEPLOY.md (DESIGN.md §7
 // "PostgreSQL for more than one process", §10 "Operating it"): the compose
 // config is a valid openbot config with every variable it needs supplied by
 // the compose file, the compose file runs PostgreSQL and two openbot
 // processes with distinct process ids, the systemd unit stops and sandboxes
 // as openbot needs, and the deployment guide names only commands that exist.
+// It has no other files: deploy/ holds no Go code, only what these tests read.
+package deploy_test
 
 import (
 	"os"
@@ -56,7 +56,7 @@ type composeService struct {
 
 func readCompose(t *testing.T) composeFile {
 	t.Helper()
-	data, err := os.ReadFile("deploy/docker-compose.yml")
+	data, err := os.ReadFile(fromRoot("deploy/docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func openbotServices(c composeFile) map[string]composeService {
 // operator may set them).
 func envFileKeys(t *testing.T, path string) map[string]bool {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(fromRoot(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func envFileKeys(t *testing.T, path string) map[string]bool {
 }
 
 func TestDeployConfigValid(t *testing.T) {
-	data, err := os.ReadFile("deploy/config.yaml")
+	data, err := os.ReadFile(fromRoot("deploy/config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestDeployConfigValid(t *testing.T) {
 		t.Errorf("http.listen = %q: the proxy and healthcheck reach it from outside the loopback", cfg.HTTP.Listen)
 	}
 	// Tool names: the built-ins the example config documents.
-	example, err := os.ReadFile("config.example.yaml")
+	example, err := os.ReadFile(fromRoot("config.example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestDeployCompose(t *testing.T) {
 	if len(bots) != 2 {
 		t.Fatalf("%d openbot services built from deploy/Dockerfile, want 2", len(bots))
 	}
-	if _, err := os.Stat("deploy/Dockerfile"); err != nil {
+	if _, err := os.Stat(fromRoot("deploy/Dockerfile")); err != nil {
 		t.Fatal(err)
 	}
 	ids, hosts, dsns := map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -228,7 +228,7 @@ func TestDeployCompose(t *testing.T) {
 	if len(dsns) != 1 {
 		t.Errorf("openbot services use %d different DATABASE_URLs, want one shared database", len(dsns))
 	}
-	if _, err := os.Stat("deploy/Caddyfile"); err != nil {
+	if _, err := os.Stat(fromRoot("deploy/Caddyfile")); err != nil {
 		t.Errorf("reverse proxy config: %v", err)
 	}
 }
@@ -240,9 +240,14 @@ func namedVolume(c composeFile, mount string) bool {
 	return ok
 }
 
+// fromRoot is path, given from the module root (as messages name files), from
+// this package's directory, where go test runs it.
+func fromRoot(path string) string { return filepath.Join("..", path) }
+
+// readFile is the text of the file at path from the module root.
 func readFile(t *testing.T, path string) string {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(fromRoot(path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -17,90 +15,53 @@ import (
 	"openbot/store/bolt"
 )
 
-// runBench is `openbot bench`: the ingestion figures of DESIGN.md §7 measured on
-// this machine, in one run so they are comparable. It prints the raw bbolt Batch
-// rate, concurrent Ingest throughput and their ratio (aim >= 0.7 at 64 writers),
-// the latency of Ingest paced at -rate messages per second (p50 and p99; aim under
-// 2 ms and 5 ms: with group commit a lone message costs one commit), and the cost
-// of a pick with 10 and with 100,000 queued items spread over 1,000 threads (aim:
-// flat). With --dsn it then measures PostgreSQL (runPGBench: Ingest, pick cost,
-// and 1 and --processes engines sharing the database beside bbolt). With
-// --platform it runs benchPlatform instead.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "directory for the scratch files (default: a new temporary directory)")
-	n := fs.Int("n", 5000, "messages to ingest (and raw puts)")
-	workers := fs.Int("workers", 64, "concurrent writers")
-	queued := fs.Int("queued", 100000, "queued items for the large pick measurement")
-	rate := fs.Int("rate", 100, "messages per second: the paced latency measurement's, and with --platform the rate openbot is sent messages at")
-	paced := fs.Int("paced", 300, "messages in the paced latency measurement")
-	platform := fs.String("platform", "", "telegram or slack: drive openbot end to end against that fake platform and a fake model at --rate for --duration")
-	duration := fs.Duration("duration", 10*time.Second, "with --platform: how long to send messages")
-	burst := fs.Int("burst", 5000, "with --platform telegram: updates in the polling throughput measurement (0: skip it)")
-	dsn := fs.String("dsn", "", "also measure on PostgreSQL: DSN of a scratch database (the bench creates schemas openbot_bench_<pid>_* in it and drops them at the end)")
-	processes := fs.Int("processes", 3, "with --dsn: engines sharing the database in the shared measurement (beside 1)")
-	parallel := fs.Int("parallel", 64, "with --platform: the bench bot's max_parallel_threads (1: one thread at a time)")
-	settle := fs.Duration("settle", 0, "with --platform: after the run, wait this long and print the RSS again (0: skip)")
-	heap := fs.String("heap-profile", "", "with --platform: write a pprof heap profile to this file when the last message reached the model")
-	cpu := fs.String("cpu-profile", "", "with --platform: write a pprof CPU profile of the process while the messages are sent to this file")
-	if code, done := parseFlags(fs, args, stderr); done {
-		return code
-	}
-	if *dir == "" {
-		d, err := os.MkdirTemp("", "openbot-bench-")
-		if err != nil {
-			fmt.Fprintln(stderr, "openbot bench:", err)
-			return exitFail
-		}
-		defer os.RemoveAll(d)
-		*dir = d
-	}
-	if *platform != "" {
-		return benchPlatform(ctx, platformBench{platform: *platform, rate: *rate, duration: *duration, burst: *burst,
-			parallel: *parallel, settle: *settle, heapProfile: *heap, cpuProfile: *cpu, dir: *dir}, stdout, stderr)
-	}
-	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
+// ingestBench is what BenchmarkIngest measures: the ingestion figures of
+// DESIGN.md §7 on this machine, in one run so they are comparable.
+type ingestBench struct {
+	dir        string // scratch files
+	n, workers int    // messages (and raw puts), concurrent writers
+	queued     int    // queued items of the large pick measurement
+	rate       int    // messages per second of the paced latency measurement
+	paced      int    // messages of the paced latency measurement (0: skip it)
+}
 
-	raw, err := bolt.RawBatchRate(ctx, filepath.Join(*dir, "raw.db"), *n, *workers)
-	if err != nil {
-		return fail(err)
+// ingestFigures are BenchmarkIngest's results.
+type ingestFigures struct {
+	raw, ingest float64       // raw bbolt Batch puts/s; core Ingest messages/s
+	p50, p99    time.Duration // paced Ingest latency (0 when skipped)
+}
+
+// runIngestBench prints the raw bbolt Batch rate, concurrent Ingest throughput
+// and their ratio (aim >= 0.7 at 64 writers), the latency of Ingest paced at
+// rate messages per second (p50 and p99; aim under 2 ms and 5 ms: with group
+// commit a lone message costs one commit), and the cost of a pick with 10 and
+// with queued items spread over 1,000 threads (aim: flat).
+func runIngestBench(ctx context.Context, b ingestBench, stdout io.Writer) (f ingestFigures, err error) {
+	if f.raw, err = bolt.RawBatchRate(ctx, filepath.Join(b.dir, "raw.db"), b.n, b.workers); err != nil {
+		return f, err
 	}
-	ingest, err := ingestRate(ctx, filepath.Join(*dir, "ingest.db"), *n, *workers)
-	if err != nil {
-		return fail(err)
+	if f.ingest, err = ingestRate(ctx, filepath.Join(b.dir, "ingest.db"), b.n, b.workers); err != nil {
+		return f, err
 	}
-	fmt.Fprintf(stdout, "raw bbolt Batch:   %8.0f puts/s      (%d puts, %d writers, fsync on)\n", raw, *n, *workers)
-	fmt.Fprintf(stdout, "core Ingest:       %8.0f messages/s  (%d messages over 1000 threads, %d writers)\n", ingest, *n, *workers)
-	fmt.Fprintf(stdout, "ratio:             %8.2f             (aim >= 0.7)\n", ingest/raw)
-	if *paced > 0 && *rate > 0 {
-		p50, p99, err := pacedLatency(ctx, filepath.Join(*dir, "paced.db"), *paced, *rate)
-		if err != nil {
-			return fail(err)
+	fmt.Fprintf(stdout, "raw bbolt Batch:   %8.0f puts/s      (%d puts, %d writers, fsync on)\n", f.raw, b.n, b.workers)
+	fmt.Fprintf(stdout, "core Ingest:       %8.0f messages/s  (%d messages over 1000 threads, %d writers)\n", f.ingest, b.n, b.workers)
+	fmt.Fprintf(stdout, "ratio:             %8.2f             (aim >= 0.7)\n", f.ingest/f.raw)
+	if b.paced > 0 && b.rate > 0 {
+		if f.p50, f.p99, err = pacedLatency(ctx, filepath.Join(b.dir, "paced.db"), b.paced, b.rate); err != nil {
+			return f, err
 		}
-		fmt.Fprintf(stdout, "Ingest latency at %d msg/s: p50 %6.2f ms, p99 %6.2f ms (%d messages, fsync on: until durable, when a platform is acknowledged; the run's model request does not wait for it, see --platform)\n",
-			*rate, ms(p50), ms(p99), *paced)
+		fmt.Fprintf(stdout, "Ingest latency at %d msg/s: p50 %6.2f ms, p99 %6.2f ms (%d messages, fsync on: until durable, when a platform is acknowledged; the run's model request does not wait for it, see BenchmarkPlatform)\n",
+			b.rate, ms(f.p50), ms(f.p99), b.paced)
 	}
-	for _, total := range []int{10, *queued} {
-		next, whole, batch, err := pickCost(ctx, filepath.Join(*dir, fmt.Sprintf("pick%d.db", total)), total)
+	for _, total := range []int{10, b.queued} {
+		next, whole, batch, err := pickCost(ctx, filepath.Join(b.dir, fmt.Sprintf("pick%d.db", total)), total)
 		if err != nil {
-			return fail(err)
+			return f, err
 		}
 		fmt.Fprintf(stdout, "pick, %6d queued over 1000 threads: next item %6.1f µs; with its thread's %d queued items %7.1f µs\n",
 			total, us(next), batch, us(whole))
 	}
-	if *dsn != "" {
-		if *processes < 1 {
-			fmt.Fprintf(stderr, "openbot bench: --processes %d: want at least 1\n", *processes)
-			return exitUsage
-		}
-		b := &pgBench{dsn: *dsn, n: *n, workers: *workers, queued: *queued, processes: *processes,
-			paced: *paced, rate: *rate, dir: *dir, bboltIngest: ingest}
-		if err := runPGBench(ctx, b, stdout); err != nil {
-			return fail(err)
-		}
-	}
-	return exitOK
+	return f, nil
 }
 
 // benchAgent never runs: the bench engine is not started.
@@ -167,10 +128,6 @@ func ingestRateEngines(ctx context.Context, engines []*core.Engine, n, workers i
 	}
 	return float64(n) / time.Since(start).Seconds(), ctx.Err()
 }
-
-func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // pacedLatency ingests n messages, one every second/rate (each on its own
 // goroutine, as platform events arrive), and returns the p50 and p99 of Ingest's

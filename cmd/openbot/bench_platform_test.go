@@ -40,7 +40,7 @@ const benchEventHeader = "X-Openbot-Bench-Event"
 // benchMarker finds the message number in what the model was sent.
 var benchMarker = regexp.MustCompile(`bench-(\d+)`)
 
-// platformBench is what `openbot bench --platform` was asked to do.
+// platformBench is what BenchmarkPlatform was asked to do.
 type platformBench struct {
 	platform    string
 	rate, burst int
@@ -57,6 +57,7 @@ type platformFigures struct {
 	sent, answered int
 	p50, p99       time.Duration
 	throughput     float64      // model requests per second over the run
+	polled         float64      // Telegram: updates/s the poller stored from a burst, batched (0: not measured)
 	maxBacklog     int          // most updates the fake held unconfirmed (Telegram)
 	endBacklog     int          // updates unconfirmed when the last was sent
 	behind         int          // messages sent but not yet at the model when the last was sent
@@ -75,7 +76,7 @@ type platformFigures struct {
 	settledGo   goMemory // the same after settle
 }
 
-// benchPlatform is `openbot bench --platform telegram|slack`: it runs openbot's
+// benchPlatform is BenchmarkPlatform: it runs openbot's
 // real wiring (the same code as `openbot serve`) in this process against the
 // project's fake platform (telegramtest polling, or slacktest with Events API
 // requests signed and POSTed to the HTTP listener) and fake model server
@@ -89,50 +90,46 @@ type platformFigures struct {
 // RSS and live heap once idle, after the burst and settle later (memory flat under
 // bursts, DESIGN.md §9), and with heapProfile it writes a pprof heap profile of the
 // burst. DESIGN.md §7.
-func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Writer) int {
+func benchPlatform(ctx context.Context, b platformBench, stdout io.Writer) (f platformFigures, err error) {
 	platform, rate, duration, burst, dir := b.platform, b.rate, b.duration, b.burst, b.dir
-	fail := func(err error) int { fmt.Fprintln(stderr, "openbot bench:", err); return exitFail }
 	if platform != "telegram" && platform != "slack" {
-		fmt.Fprintf(stderr, "openbot bench: --platform %q is not telegram or slack\n", platform)
-		return exitUsage
+		return f, fmt.Errorf("platform %q is not telegram or slack", platform)
 	}
 	for _, c := range []struct {
 		bad  bool
 		flag string
 		want string
 	}{
-		{rate <= 0, "--rate", fmt.Sprintf("must be positive, got %d", rate)},
-		{duration <= 0, "--duration", fmt.Sprintf("must be positive, got %s", duration)},
-		{b.parallel <= 0, "--parallel", fmt.Sprintf("must be positive, got %d", b.parallel)},
-		{b.settle < 0, "--settle", fmt.Sprintf("must not be negative, got %s", b.settle)},
+		{rate <= 0, "-rate", fmt.Sprintf("must be positive, got %d", rate)},
+		{duration <= 0, "-duration", fmt.Sprintf("must be positive, got %s", duration)},
+		{b.parallel <= 0, "-parallel", fmt.Sprintf("must be positive, got %d", b.parallel)},
+		{b.settle < 0, "-settle", fmt.Sprintf("must not be negative, got %s", b.settle)},
 	} {
 		if c.bad {
-			fmt.Fprintf(stderr, "openbot bench: %s %s\n", c.flag, c.want)
-			return exitUsage
+			return f, fmt.Errorf("%s %s", c.flag, c.want)
 		}
 	}
+	var polled, single float64
 	if platform == "telegram" && burst > 0 {
-		batched, err := pollingRate(ctx, filepath.Join(dir, "burst-batched.db"), burst, true)
-		if err != nil {
-			return fail(err)
+		if polled, err = pollingRate(ctx, filepath.Join(dir, "burst-batched.db"), burst, true); err != nil {
+			return f, err
 		}
-		single, err := pollingRate(ctx, filepath.Join(dir, "burst-single.db"), burst, false)
-		if err != nil {
-			return fail(err)
+		if single, err = pollingRate(ctx, filepath.Join(dir, "burst-single.db"), burst, false); err != nil {
+			return f, err
 		}
-		fmt.Fprintf(stdout, "telegram polling:  %8.0f updates/s batched (one transaction and one offset save per getUpdates answer)\n", batched)
+		fmt.Fprintf(stdout, "telegram polling:  %8.0f updates/s batched (one transaction and one offset save per getUpdates answer)\n", polled)
 		fmt.Fprintf(stdout, "                   %8.0f updates/s one by one (one transaction per update)  (%d updates, 100 chats, fsync on)\n", single, burst)
 	}
 	sp50, sp99, err := syncLatency(ctx, dir)
 	if err != nil {
-		return fail(err)
+		return f, err
 	}
 	fmt.Fprintf(stdout, "disk:              a 4 KiB write and fdatasync after %s idle: p50 %.2f ms, p99 %.2f ms (%d syncs; a commit syncs twice)\n",
 		syncGap, ms(sp50), ms(sp99), diskSyncs)
-	f, err := pacedPlatform(ctx, b)
-	if err != nil {
-		return fail(err)
+	if f, err = pacedPlatform(ctx, b); err != nil {
+		return f, err
 	}
+	f.polled = polled
 	fmt.Fprintf(stdout, "%s at %d msg/s for %s (max_parallel_threads %d): event -> model request p50 %6.2f ms, p99 %6.2f ms; %d/%d answered, %.0f msg/s\n",
 		platform, rate, duration, b.parallel, ms(f.p50), ms(f.p99), f.answered, f.sent, f.throughput)
 	if platform == "telegram" {
@@ -171,7 +168,7 @@ func benchPlatform(ctx context.Context, b platformBench, stdout, stderr io.Write
 	if b.heapProfile != "" {
 		fmt.Fprintf(stdout, "heap profile:      %s (go tool pprof -sample_index=inuse_space)\n", b.heapProfile)
 	}
-	return exitOK
+	return f, nil
 }
 
 // pacedPlatform runs serve over a generated config against the fakes and sends
