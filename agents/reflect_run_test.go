@@ -60,3 +60,12 @@ func TestReflectorRunDebouncesAndFlushes(t *testing.T) {
 		t.Errorf("after shutdown: %d reflections, %d pending; want the pending batch flushed", n, len(r.pending()))
 	}
 }
+
+// poke wakes a waiter on ch (nil: none) without blocking: a wake-up already
+// pending is enough.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
