@@ -41,15 +41,20 @@ const (
 	memoryLimit = 8
 )
 
-// Provider is one LLM provider profile: any OpenAI-compatible server.
+// Provider is one LLM provider profile: an OpenAI-compatible server or
+// Anthropic's Messages API (API).
 type Provider struct {
-	// API is the wire protocol (ModelAPI): APIOpenAI, the default when empty.
+	// API is the wire protocol: APIOpenAI (the default when empty) (ModelAPI).
 	API string
-	// BaseURL is the API root including the version, e.g. "https://api.openai.com/v1"
-	// or "http://localhost:11434/v1"; empty means OpenAI.
+	// BaseURL is the API root. OpenAI-compatible: including the version, e.g.
+	// "https://api.openai.com/v1" or "http://localhost:11434/v1"; empty means
+	// OpenAI. Anthropic: e.g. "https://api.anthropic.com" (a trailing /v1 is
+	// dropped); empty means Anthropic's.
 	BaseURL string
-	APIKey  string // sent as a Bearer token; never logged or put into errors
-	Model   string // default model; a bot's Model overrides it
+	// APIKey is sent as a Bearer token (OpenAI-compatible) or as x-api-key
+	// (Anthropic); never logged or put into errors.
+	APIKey string
+	Model  string // default model; a bot's Model overrides it
 	// Headers are added to every request (OpenRouter's HTTP-Referer, a gateway key).
 	Headers map[string]string
 	// RequestTimeout bounds one model call including the whole stream; zero takes

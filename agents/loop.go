@@ -389,7 +389,8 @@ func (e *ModelError) ContextLength() bool {
 	}
 	m := strings.ToLower(e.Message)
 	return e.Status == 400 && (strings.Contains(m, "context length") || strings.Contains(m, "context_length") ||
-		strings.Contains(m, "maximum context") || strings.Contains(m, "too many tokens"))
+		strings.Contains(m, "maximum context") || strings.Contains(m, "too many tokens") ||
+		strings.Contains(m, "prompt is too long")) // the last: Anthropic's
 }
 
 // modelErr turns a ModelAPI error into a ModelError or a timeout/cancellation

@@ -19,10 +19,13 @@ const (
 	// OpenRouter, vLLM, llama.cpp, LM Studio, Ollama, Gemini's OpenAI endpoint.
 	// The default.
 	APIOpenAI = "openai"
+	// APIAnthropic is Anthropic's Messages API (the official Go SDK), with
+	// prompt-cache breakpoints (anthropic.go).
+	APIAnthropic = "anthropic"
 )
 
 // ModelAPI is how a provider profile's model is called: one implementation per
-// wire protocol (openaiAPI in openai.go), chosen
+// wire protocol (openaiAPI in openai.go, anthropicAPI in anthropic.go), chosen
 // by Provider.API in newModelAPI. A third protocol is one file and one case
 // there.
 //
@@ -45,8 +48,8 @@ type ChatRequest struct {
 	Model string
 	// Messages: the system prompt first, then the conversation in order
 	// (user, assistant with tool calls, tool results). The stable part comes
-	// first (DESIGN.md §6), so a protocol with explicit prompt caching can mark
-	// its end.
+	// first (DESIGN.md §6), so a protocol with explicit prompt caching marks
+	// its end (anthropic.go).
 	Messages []openai.ChatCompletionMessage
 	Tools    []openai.Tool
 	// MaxTokens, Temperature and ReasoningEffort are the bot's parameters;
@@ -130,8 +133,12 @@ func newModelAPI(name string, p Provider, hc *http.Client, tr *transport) (Model
 	}
 	switch strings.ToLower(p.API) {
 	case "", APIOpenAI:
+		tr.modelPath = openaiModelPath
 		c := newOpenAIClient(p, base, hc)
 		return &openaiAPI{name: name, client: c}, c, nil
+	case APIAnthropic:
+		tr.modelPath = anthropicModelPath
+		return newAnthropicAPI(name, p, base, hc), nil, nil
 	}
-	return nil, nil, fmt.Errorf("%w: provider %q: unknown api %q (want %q)", ErrUnknownProvider, name, p.API, APIOpenAI)
+	return nil, nil, fmt.Errorf("%w: provider %q: unknown api %q (want %q or %q)", ErrUnknownProvider, name, p.API, APIOpenAI, APIAnthropic)
 }

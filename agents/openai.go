@@ -13,6 +13,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
+// openaiModelPath ends the path of a chat completion request (transport).
+const openaiModelPath = "/chat/completions"
+
 // openaiAPI is the ModelAPI of the OpenAI chat completions protocol, on
 // go-openai: every OpenAI-compatible server (DESIGN.md §6).
 type openaiAPI struct {
