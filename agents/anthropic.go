@@ -308,7 +308,11 @@ func anthropicMessages(msgs []openai.ChatCompletionMessage) ([]anthropic.TextBlo
 			}
 			add(false, blocks...)
 		case openai.ChatMessageRoleTool:
-			add(true, anthropic.NewToolResultBlock(toolUseID(m.ToolCallID), m.Content, false))
+			result := m.Content
+			if strings.TrimSpace(result) == "" {
+				result = "(no output)" // the API refuses empty text blocks
+			}
+			add(true, anthropic.NewToolResultBlock(toolUseID(m.ToolCallID), result, false))
 		default: // user
 			blocks := userBlocks(m)
 			if len(blocks) == 0 {

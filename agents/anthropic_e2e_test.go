@@ -236,3 +236,22 @@ func TestAnthropicHTTPErrorNotice(t *testing.T) {
 		t.Errorf("notice = %q after %d requests", got.notice, len(denied.Requests()))
 	}
 }
+
+// TestAnthropicStalledStreamNotice: a stream that stops mid-answer on every
+// attempt is asked again within the retry budget, then the thread hears that
+// the model stopped responding, as on the OpenAI path (TestStalledModelNotice).
+func TestAnthropicStalledStreamNotice(t *testing.T) {
+	srv := anthropictest.New(t)
+	block := make(chan struct{})
+	defer close(block)
+	srv.Handle(func(anthropictest.Request) anthropictest.Reply {
+		return anthropictest.Reply{Text: "half an answer", StallMidStream: block}
+	})
+	got := runToFailure(t, Provider{API: APIAnthropic, BaseURL: srv.URL(), APIKey: anthropicKey, Model: "claude-test", IdleTimeout: 200 * time.Millisecond})
+	if !strings.Contains(got.notice, "the model stopped responding") {
+		t.Errorf("notice = %q", got.notice)
+	}
+	if n := len(srv.Requests()); n != 1+DefaultModelRetries {
+		t.Errorf("requests = %d, want %d", n, 1+DefaultModelRetries)
+	}
+}

@@ -68,7 +68,7 @@ func TestAnthropicRequestTranslation(t *testing.T) {
 				{ID: "call.2", Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: "lookup", Arguments: `not json`}},
 			}},
 			{Role: openai.ChatMessageRoleTool, ToolCallID: "toolu_1", Content: "42"},
-			{Role: openai.ChatMessageRoleTool, ToolCallID: "call.2", Content: "error: not JSON"},
+			{Role: openai.ChatMessageRoleTool, ToolCallID: "call.2", Content: ""},
 		},
 		Tools: []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: "lookup", Description: "look a key up",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`)}}},
@@ -112,7 +112,7 @@ func TestAnthropicRequestTranslation(t *testing.T) {
 	if uses[0].ID != "toolu_1" || string(uses[0].Input) != `{"key":"a"}` || uses[1].ID != "call_2" || string(uses[1].Input) != `{}` {
 		t.Errorf("tool_use blocks = %+v", uses)
 	}
-	if results[0].ToolUseID != "toolu_1" || results[0].ResultText() != "42" || results[1].ToolUseID != "call_2" {
+	if results[0].ToolUseID != "toolu_1" || results[0].ResultText() != "42" || results[1].ToolUseID != "call_2" || results[1].ResultText() != "(no output)" {
 		t.Errorf("tool_result blocks = %+v", results)
 	}
 	if len(b.Tools) != 1 || b.Tools[0].Name != "lookup" || b.Tools[0].Description != "look a key up" {
