@@ -44,7 +44,8 @@ const (
 // Provider is one LLM provider profile: an OpenAI-compatible server or
 // Anthropic's Messages API (API).
 type Provider struct {
-	// API is the wire protocol: APIOpenAI (the default when empty) (ModelAPI).
+	// API is the wire protocol (ModelAPI): APIOpenAI, the default when empty,
+	// or APIAnthropic.
 	API string
 	// BaseURL is the API root. OpenAI-compatible: including the version, e.g.
 	// "https://api.openai.com/v1" or "http://localhost:11434/v1"; empty means

@@ -201,8 +201,8 @@ func (r *run) trim() bool {
 // returns the answer. It also returns how many times the request was retried
 // (see transport). A stream that stalls midway (no bytes for the provider's
 // idle timeout) is asked again from the start while the retry budget lasts. A
-// stream that ends before its end, an answer cut off at the token limit, a
-// filtered answer and an empty answer are *ModelErrors that say so.
+// stream cut short (ChatAnswer.Incomplete), an answer cut off at the token
+// limit, a filtered answer and an empty answer are *ModelErrors that say so.
 func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (ChatAnswer, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.pc.prov.RequestTimeout)
 	defer cancel()
