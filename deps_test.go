@@ -25,8 +25,9 @@ type pkg struct {
 // layering returns every violation of the package rules of DESIGN.md §2 and
 // STYLE.md ("core imports no SDK; adapters import no other adapter, no agents, no
 // store"), one line each, sorted.
-//   - openbot/core... depends on no platform SDK, bbolt, go-openai or mcp-go and on
-//     no openbot/adapters, agents, store, config or admin package;
+//   - openbot/core... depends on no platform SDK, bbolt, go-openai, the Anthropic
+//     SDK or mcp-go and on no openbot/adapters, agents, store, config or admin
+//     package;
 //   - openbot/adapters/X... depends on no openbot/agents, store, config or admin
 //     package and on no other adapter (openbot/adapters/internal/... is shared,
 //     not an adapter);
@@ -37,7 +38,7 @@ func layering(pkgs []pkg) []string {
 	var out []string
 	coreBanned := []string{
 		"github.com/slack-go/slack", "github.com/go-telegram-bot-api/telegram-bot-api",
-		"go.etcd.io/bbolt", "github.com/jackc/pgx", "github.com/sashabaranov/go-openai", "github.com/mark3labs/mcp-go",
+		"go.etcd.io/bbolt", "github.com/jackc/pgx", "github.com/sashabaranov/go-openai", "github.com/anthropics/anthropic-sdk-go", "github.com/mark3labs/mcp-go",
 		"github.com/larksuite/oapi-sdk-go", "openbot/adapters", "openbot/agents", "openbot/store", "openbot/config", "openbot/admin",
 	}
 	adapterBanned := []string{"openbot/agents", "openbot/store", "openbot/config", "openbot/admin"}

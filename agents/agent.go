@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
 
@@ -42,13 +41,21 @@ const (
 	memoryLimit = 8
 )
 
-// Provider is one LLM provider profile: any OpenAI-compatible server.
+// Provider is one LLM provider profile: an OpenAI-compatible server or
+// Anthropic's Messages API (API).
 type Provider struct {
-	// BaseURL is the API root including the version, e.g. "https://api.openai.com/v1"
-	// or "http://localhost:11434/v1"; empty means OpenAI.
+	// API is the wire protocol (ModelAPI): APIOpenAI, the default when empty,
+	// or APIAnthropic.
+	API string
+	// BaseURL is the API root. OpenAI-compatible: including the version, e.g.
+	// "https://api.openai.com/v1" or "http://localhost:11434/v1"; empty means
+	// OpenAI. Anthropic: e.g. "https://api.anthropic.com" (a trailing /v1 is
+	// dropped); empty means Anthropic's.
 	BaseURL string
-	APIKey  string // sent as a Bearer token; never logged or put into errors
-	Model   string // default model; a bot's Model overrides it
+	// APIKey is sent as a Bearer token (OpenAI-compatible) or as x-api-key
+	// (Anthropic); never logged or put into errors.
+	APIKey string
+	Model  string // default model; a bot's Model overrides it
 	// Headers are added to every request (OpenRouter's HTTP-Referer, a gateway key).
 	Headers map[string]string
 	// RequestTimeout bounds one model call including the whole stream; zero takes
@@ -130,8 +137,11 @@ type Agent struct {
 }
 
 type providerClient struct {
-	name   string
-	prov   Provider // timeouts filled in from Options when zero
+	name string
+	prov Provider // timeouts filled in from Options when zero
+	api  ModelAPI
+	// client is the go-openai client of an OpenAI-compatible profile, for
+	// embeddings; nil for other protocols.
 	client *openai.Client
 	tr     *transport
 }
@@ -142,7 +152,8 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// New builds an Agent with one go-openai client per provider profile. It does no I/O.
+// New builds an Agent with one ModelAPI per provider profile. It does no I/O.
+// Errors: ErrUnknownProvider for no profiles, an unknown API or a bad base URL.
 func New(opts Options) (*Agent, error) {
 	if len(opts.Providers) == 0 {
 		return nil, fmt.Errorf("%w: no providers configured", ErrUnknownProvider)
@@ -194,26 +205,15 @@ func New(opts Options) (*Agent, error) {
 		if p.IdleTimeout <= 0 {
 			p.IdleTimeout = opts.IdleTimeout
 		}
-		cfg := openai.DefaultConfig(p.APIKey)
 		tr := &transport{base: base, headers: p.Headers, log: opts.Logger.With("provider", name),
 			retries: DefaultModelRetries, idle: p.IdleTimeout, initial: opts.retryInitial, sleep: opts.sleep}
-		if p.BaseURL != "" {
-			u, err := url.Parse(p.BaseURL)
-			if err != nil {
-				return nil, fmt.Errorf("%w: provider %q: base URL %q: %v", ErrUnknownProvider, name, core.Redact(p.BaseURL), core.Redact(err.Error()))
-			}
-			// go-openai appends the endpoint path to the base URL as text, so a
-			// query (a gateway's api-key) must travel separately.
-			if u.RawQuery != "" {
-				tr.query = u.Query()
-				u.RawQuery, u.ForceQuery = "", false
-			}
-			cfg.BaseURL = u.String()
-		}
 		c := hc
 		c.Transport = tr
-		cfg.HTTPClient = &c
-		a.clients[name] = &providerClient{name: name, prov: p, client: openai.NewClientWithConfig(cfg), tr: tr}
+		api, client, err := newModelAPI(name, p, &c, tr)
+		if err != nil {
+			return nil, err
+		}
+		a.clients[name] = &providerClient{name: name, prov: p, api: api, client: client, tr: tr}
 	}
 	return a, nil
 }

@@ -72,6 +72,9 @@ func (a *Agent) Embedder(profile, model string) (*Embedder, error) {
 	if model == "" {
 		return nil, fmt.Errorf("%w: no model", ErrNoEmbeddings)
 	}
+	if pc.client == nil {
+		return nil, fmt.Errorf("%w: llm profile %q speaks the %s API, which has no embeddings endpoint; name an OpenAI-compatible profile", ErrNoEmbeddings, profile, pc.prov.API)
+	}
 	return &Embedder{pc: pc, model: model}, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -51,14 +50,6 @@ type run struct {
 	imgsOnce sync.Once
 }
 
-// turn is one assembled model response.
-type turn struct {
-	content string
-	calls   []openai.ToolCall
-	finish  string
-	usage   openai.Usage
-}
-
 // loop calls the model until it answers without tool calls (seed §6), or a tool
 // call waits for a person: then it returns the pause.
 func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
@@ -85,12 +76,21 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		t, retries, err := r.callModel(ctx, msgs, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
 		r.usage.ModelCalls++
-		r.usage.PromptTokens += t.usage.PromptTokens
-		r.usage.CompletionTokens += t.usage.CompletionTokens
+		r.usage.PromptTokens += t.Usage.InputTokens
+		r.usage.CompletionTokens += t.Usage.OutputTokens
 		ev := map[string]any{
 			"model": r.model, "provider": r.pc.name, "messages": len(msgs),
-			"prompt_tokens": t.usage.PromptTokens, "completion_tokens": t.usage.CompletionTokens,
-			"duration_ms": dur.Milliseconds(), "finish_reason": t.finish, "tool_calls": len(t.calls),
+			"prompt_tokens": t.Usage.InputTokens, "completion_tokens": t.Usage.OutputTokens,
+			"duration_ms": dur.Milliseconds(), "finish_reason": t.Finish, "tool_calls": len(t.Calls),
+		}
+		if t.Usage.CacheReadTokens > 0 {
+			ev["cache_read_tokens"] = t.Usage.CacheReadTokens
+		}
+		if t.Usage.CacheWriteTokens > 0 {
+			ev["cache_write_tokens"] = t.Usage.CacheWriteTokens
+		}
+		if t.Model != "" && t.Model != r.model {
+			ev["served_by"] = t.Model
 		}
 		if retries > 0 {
 			ev["retries"] = retries
@@ -98,9 +98,9 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err != nil {
 			ev["error"] = err.Error()
 		}
-		r.job.Observer().ModelCall(r.pc.name, r.model, dur, t.usage.PromptTokens, t.usage.CompletionTokens, err != nil)
+		r.job.Observer().ModelCall(r.pc.name, r.model, dur, t.Usage.InputTokens, t.Usage.OutputTokens, err != nil)
 		if err != nil {
-			r.recordStep(ctx, t.usage, ev, false)
+			r.recordStep(ctx, t.Usage, ev, false)
 			var me *ModelError
 			if errors.As(err, &me) && me.ContextLength() && !r.trimmed {
 				r.trimmed = true
@@ -112,15 +112,15 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 			}
 			return "", nil, err
 		}
-		assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: t.content, ToolCalls: t.calls}
+		assistant := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: t.Text, ToolCalls: t.Calls}
 		r.transcript = append(r.transcript, assistant)
-		if len(t.calls) == 0 {
-			r.lastStep(ctx, t.usage, ev)
-			return strings.TrimSpace(t.content), nil, nil
+		if len(t.Calls) == 0 {
+			r.lastStep(ctx, t.Usage, ev)
+			return strings.TrimSpace(t.Text), nil, nil
 		}
-		r.showWorking(t.calls)
-		r.pending = r.classify(t.calls)
-		r.recordStep(ctx, t.usage, ev, true)
+		r.showWorking(t.Calls)
+		r.pending = r.classify(t.Calls)
+		r.recordStep(ctx, t.Usage, ev, true)
 	}
 }
 
@@ -197,28 +197,26 @@ func (r *run) trim() bool {
 	return true
 }
 
-// callModel makes one streaming chat completion and assembles the response. It
-// also returns how many times the request was retried (see transport). A stream
-// that stalls midway (no bytes for the provider's idle timeout) is asked again
-// from the start while the retry budget lasts. A stream that ends without a
-// finish_reason or [DONE], an answer cut off at the token limit, a filtered
-// answer and an empty answer are *ModelErrors that say so.
-func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (turn, int, error) {
+// callModel makes one streaming model call through the profile's ModelAPI and
+// returns the answer. It also returns how many times the request was retried
+// (see transport). A stream that stalls midway (no bytes for the provider's
+// idle timeout) is asked again from the start while the retry budget lasts. A
+// stream cut short (ChatAnswer.Incomplete), an answer cut off at the token
+// limit, a filtered answer and an empty answer are *ModelErrors that say so.
+func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (ChatAnswer, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.pc.prov.RequestTimeout)
 	defer cancel()
 	si := &streamInfo{bo: newBackoff(r.agent.opts.retryInitial)}
 	cctx = withStreamInfo(cctx, si)
-	req := openai.ChatCompletionRequest{
-		Model:         r.model,
-		Messages:      msgs,
-		Tools:         defs,
-		Stream:        true,
-		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-	}
+	req := ChatRequest{Model: r.model, Messages: msgs, Tools: defs, Stream: true}
 	modelParams(&req, r.job.Bot)
 	for {
-		si.done.Store(false)
-		t, err := r.stream(cctx, req)
+		var content strings.Builder
+		req.OnText = func(delta string) {
+			content.WriteString(delta)
+			r.showText(content.String())
+		}
+		t, err := r.pc.api.Chat(cctx, req)
 		var stall *StallError
 		if err != nil && errors.As(err, &stall) && stall.MidStream && ctx.Err() == nil && cctx.Err() == nil {
 			used := int(si.retries.Load())
@@ -236,71 +234,24 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 		if err != nil {
 			return t, retries, r.modelErr(ctx, cctx, err, retries)
 		}
-		return t, retries, r.checkTurn(ctx, t, si.done.Load())
+		return t, retries, r.checkTurn(ctx, t)
 	}
-}
-
-// stream makes one streaming request and reads it to its end.
-func (r *run) stream(ctx context.Context, req openai.ChatCompletionRequest) (turn, error) {
-	stream, err := r.pc.client.CreateChatCompletionStream(ctx, req)
-	if err != nil {
-		return turn{}, err
-	}
-	defer stream.Close()
-	var (
-		t       turn
-		content strings.Builder
-		asm     callAssembler
-	)
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.content = content.String()
-			return t, err
-		}
-		if chunk.Usage != nil {
-			t.usage = *chunk.Usage
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			if ch.Delta.Content != "" {
-				content.WriteString(ch.Delta.Content)
-				r.showText(content.String())
-			}
-			for _, d := range ch.Delta.ToolCalls {
-				asm.add(d)
-			}
-			if ch.FinishReason != "" {
-				t.finish = string(ch.FinishReason)
-			}
-		}
-	}
-	t.content = content.String()
-	t.calls = asm.calls()
-	return t, nil
 }
 
 // checkTurn reports a complete-looking stream that is not a usable answer.
-func (r *run) checkTurn(ctx context.Context, t turn, done bool) error {
+func (r *run) checkTurn(ctx context.Context, t ChatAnswer) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("run stopped during a model call: %w", context.Cause(ctx))
 	}
 	var msg string
 	switch {
-	case t.finish == "":
-		msg = "the stream ended early: no finish_reason arrived"
-	case !done:
-		msg = "the stream ended early: the server did not send [DONE]"
-	case t.finish == string(openai.FinishReasonLength):
-		msg = "the model's answer was cut off (finish_reason=length); raise the model's output token limit or ask for a shorter answer"
-	case t.finish == string(openai.FinishReasonContentFilter):
-		msg = "the model's answer was withheld by its content filter (finish_reason=content_filter)"
-	case len(t.calls) == 0 && strings.TrimSpace(t.content) == "":
+	case t.Incomplete != "":
+		msg = "the stream ended early: " + t.Incomplete
+	case t.Finish == FinishLength:
+		msg = fmt.Sprintf("the model's answer was cut off (%s); raise the model's output token limit or ask for a shorter answer", t.Reason)
+	case t.Finish == FinishContentFilter:
+		msg = fmt.Sprintf("the model's answer was withheld by its content filter (%s)", t.Reason)
+	case len(t.Calls) == 0 && strings.TrimSpace(t.Text) == "":
 		msg = "the model returned an empty answer (no text and no tool calls)"
 	default:
 		return nil
@@ -438,10 +389,11 @@ func (e *ModelError) ContextLength() bool {
 	}
 	m := strings.ToLower(e.Message)
 	return e.Status == 400 && (strings.Contains(m, "context length") || strings.Contains(m, "context_length") ||
-		strings.Contains(m, "maximum context") || strings.Contains(m, "too many tokens"))
+		strings.Contains(m, "maximum context") || strings.Contains(m, "too many tokens") ||
+		strings.Contains(m, "prompt is too long")) // the last: Anthropic's
 }
 
-// modelErr turns a go-openai error into a ModelError or a timeout/cancellation
+// modelErr turns a ModelAPI error into a ModelError or a timeout/cancellation
 // error. ctx is the run's context and cctx the call's; retries is how many times
 // the call was retried.
 func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error {
@@ -450,8 +402,7 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 	}
 	me := &ModelError{Provider: r.pc.name}
 	var (
-		apiErr *openai.APIError
-		reqErr *openai.RequestError
+		apiErr *apiError
 		stall  *StallError
 		urlErr *url.Error
 	)
@@ -470,23 +421,8 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 		me.Message = fmt.Sprintf("%s (%s)", stall.Error(), attempts)
 		me.Summary = fmt.Sprintf("the model stopped responding: nothing arrived from it for %s (%s). Try again later.",
 			stall.Idle, attempts)
-	case errors.As(err, &reqErr):
-		// Not an OpenAI-style error (go-openai may wrap an empty APIError in
-		// it, so this goes first): a proxy's or web server's page, a path the
-		// server does not serve, or JSON of another shape.
-		me.Status = reqErr.HTTPStatusCode
-		me.Message = bodyText(reqErr.Body)
-		if me.Status == http.StatusNotFound && !json.Valid(reqErr.Body) {
-			hint = fmt.Sprintf(" (is base_url of llm profile %q right? OpenAI-compatible servers usually answer under /v1)", r.pc.name)
-		}
 	case errors.As(err, &apiErr):
-		me.Status = apiErr.HTTPStatusCode
-		me.Message = apiErr.Message
-		if s, ok := apiErr.Code.(string); ok {
-			me.Code = s
-		} else if apiErr.Code != nil {
-			me.Code = fmt.Sprint(apiErr.Code)
-		}
+		me.Status, me.Code, me.Message, hint = apiErr.Status, apiErr.Code, apiErr.Message, apiErr.Hint
 	case errors.As(err, &urlErr):
 		me.Message = err.Error()
 		me.Summary = fmt.Sprintf("the model service of llm profile %q could not be reached (%s); the log has the details.", r.pc.name, attempts)

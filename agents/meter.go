@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"openbot/core"
 )
 
@@ -53,7 +51,7 @@ func (r *run) beforeCall(ctx context.Context) error {
 // recordCall puts the model call just made, number call (r.usage.ModelCalls, counted over
 // every segment of the run, so a resumed or replayed call has the same key) in
 // the ledger; a failure is logged, not fatal.
-func (r *run) recordCall(ctx context.Context, u openai.Usage, call int) {
+func (r *run) recordCall(ctx context.Context, u Usage, call int) {
 	m, ok := r.job.Env.(core.Meter)
 	if !ok {
 		return
@@ -69,25 +67,16 @@ func (r *run) recordCall(ctx context.Context, u openai.Usage, call int) {
 }
 
 // modelCall is the ledger's view of the model call number call that used u.
-func (r *run) modelCall(u openai.Usage, call int) core.ModelCall {
-	c := core.ModelCall{Call: call, Profile: r.pc.name, Model: r.model,
-		InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
-	if d := u.PromptTokensDetails; d != nil {
-		c.CachedTokens = int64(d.CachedTokens)
-	}
-	return c
+func (r *run) modelCall(u Usage, call int) core.ModelCall {
+	return core.ModelCall{Call: call, Profile: r.pc.name, Model: r.model,
+		InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens),
+		CachedTokens: int64(u.CacheReadTokens), CacheWriteTokens: int64(u.CacheWriteTokens)}
 }
 
 // modelParams sets the bot's model parameters on a request: max_tokens,
 // temperature and reasoning_effort, each only when configured.
-func modelParams(req *openai.ChatCompletionRequest, bot core.BotProfile) {
-	if bot.MaxTokens > 0 {
-		req.MaxTokens = bot.MaxTokens
-	}
-	if bot.Temperature != nil {
-		req.Temperature = float32(*bot.Temperature)
-	}
-	if bot.ReasoningEffort != "" {
-		req.ReasoningEffort = bot.ReasoningEffort
-	}
+func modelParams(req *ChatRequest, bot core.BotProfile) {
+	req.MaxTokens = bot.MaxTokens
+	req.Temperature = bot.Temperature
+	req.ReasoningEffort = bot.ReasoningEffort
 }

@@ -3,8 +3,6 @@ package agents
 import (
 	"context"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"openbot/core"
 )
 
@@ -14,7 +12,7 @@ import (
 // model call costs the run one commit's wait (DESIGN.md §7); an Env without it
 // gets the three writes one after the other. All are best effort: a failure is
 // logged, and the run goes on.
-func (r *run) recordStep(ctx context.Context, u openai.Usage, ev map[string]any, checkpoint bool) {
+func (r *run) recordStep(ctx context.Context, u Usage, ev map[string]any, checkpoint bool) {
 	sr, ok := r.job.Env.(core.StepRecorder)
 	if !ok {
 		r.recordCall(ctx, u, r.usage.ModelCalls)
@@ -41,7 +39,7 @@ func (r *run) recordStep(ctx context.Context, u openai.Usage, ev map[string]any,
 // for the run's Result (core.Result.Step), so core stores it in the transaction
 // that settles the run, with the reply: one commit instead of two. An Env that
 // is not a core.StepRecorder gets recordStep's writes instead.
-func (r *run) lastStep(ctx context.Context, u openai.Usage, ev map[string]any) {
+func (r *run) lastStep(ctx context.Context, u Usage, ev map[string]any) {
 	if _, ok := r.job.Env.(core.StepRecorder); !ok {
 		r.recordStep(ctx, u, ev, true)
 		return
@@ -52,7 +50,7 @@ func (r *run) lastStep(ctx context.Context, u openai.Usage, ev map[string]any) {
 
 // callStep is the step of the model call just made (number r.usage.ModelCalls)
 // that used u, with its model_call event ev; no checkpoint.
-func (r *run) callStep(u openai.Usage, ev map[string]any) core.Step {
+func (r *run) callStep(u Usage, ev map[string]any) core.Step {
 	call := r.modelCall(u, r.usage.ModelCalls)
 	return core.Step{Call: &call, EventType: "model_call", Event: ev}
 }

@@ -270,31 +270,25 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 	if err != nil {
 		return err
 	}
-	req := openai.ChatCompletionRequest{Model: model, Messages: []openai.ChatCompletionMessage{
+	req := ChatRequest{Model: model, Messages: []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: reflectInstruction(bot, related)},
 		{Role: openai.ChatMessageRoleUser, Content: transcript},
 	}}
 	cctx, cancel := context.WithTimeout(ctx, pc.prov.RequestTimeout)
-	resp, err := pc.client.CreateChatCompletion(cctx, req)
+	resp, err := pc.api.Chat(cctx, req)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("reflection model call for @%s: %s", bot.Handle, core.Redact(err.Error()))
 	}
-	var answer string
-	if len(resp.Choices) > 0 {
-		answer = resp.Choices[0].Message.Content
-	}
-	ops, perr := parseReflection(answer)
+	ops, perr := parseReflection(resp.Text)
 	if perr != nil {
 		r.log.Warn("reflection answer unreadable; nothing learned", "bot", bot.Handle, "thread", k.thread, "err", perr)
 	}
 	last := batch[len(batch)-1]
 	entry := core.UsageEntry{Key: fmt.Sprintf("reflection:%s:%d:%d", bot.Handle, k.thread, last.Seq), At: r.opts.Clock.Now(),
 		Bot: bot.Handle, Thread: k.thread, Run: last.Run, Profile: pc.name, Model: model,
-		InputTokens: int64(resp.Usage.PromptTokens), OutputTokens: int64(resp.Usage.CompletionTokens)}
-	if d := resp.Usage.PromptTokensDetails; d != nil {
-		entry.CachedTokens = int64(d.CachedTokens)
-	}
+		InputTokens: int64(resp.Usage.InputTokens), OutputTokens: int64(resp.Usage.OutputTokens),
+		CachedTokens: int64(resp.Usage.CacheReadTokens), CacheWriteTokens: int64(resp.Usage.CacheWriteTokens)}
 	entry.CostMicros = r.opts.Prices[model].Cost(entry.InputTokens, entry.OutputTokens, entry.CachedTokens)
 	if bs := thread.Bindings; len(bs) > 0 {
 		entry.Platform = bs[0].Platform

@@ -41,6 +41,8 @@ const (
 //   - adds the provider's custom headers;
 //   - patches chat completion request bodies so that every assistant message
 //     carries a "content" field (see patchAssistantContent);
+//   - buffers the body of a model call (a POST to a path ending in modelPath:
+//     /chat/completions, or /v1/messages for Anthropic) so it can be sent again;
 //   - adds the query parameters of the provider's base URL (an api-key query of
 //     a gateway) to every request;
 //   - aborts an attempt that receives nothing for idle (before the headers or
@@ -63,6 +65,9 @@ type transport struct {
 	idle    time.Duration // 0: no idle timeout
 	initial time.Duration
 	sleep   func(ctx context.Context, d time.Duration) error
+
+	// modelPath is the path suffix of the protocol's model calls (newModelAPI).
+	modelPath string
 }
 
 // streamInfo is what the transport learned about one model call (all its
@@ -108,14 +113,16 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.URL.RawQuery = q.Encode()
 	}
 	var body []byte
-	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/chat/completions") && req.Body != nil {
+	if req.Method == http.MethodPost && t.modelPath != "" && strings.HasSuffix(req.URL.Path, t.modelPath) && req.Body != nil {
 		var err error
 		body, err = io.ReadAll(req.Body)
 		_ = req.Body.Close()
 		if err != nil {
 			return nil, err
 		}
-		body = patchAssistantContent(body)
+		if t.modelPath == openaiModelPath {
+			body = patchAssistantContent(body)
+		}
 	}
 	si, _ := ctx.Value(streamInfoKey{}).(*streamInfo)
 	retriable := body != nil || req.Body == nil

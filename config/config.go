@@ -20,7 +20,7 @@ type Config struct {
 	Store     Store     `yaml:"store"`
 	Retention Retention `yaml:"retention"`
 	Limits    Limits    `yaml:"limits"`
-	// LLM maps a profile name to an OpenAI-compatible provider.
+	// LLM maps a profile name to a model provider (OpenAI-compatible or Anthropic).
 	LLM  map[string]LLMProfile `yaml:"llm"`
 	Bots []Bot                 `yaml:"bots"`
 	// DefaultBot answers unmentioned human messages (seed §4.1). Default:
@@ -183,13 +183,20 @@ type Limits struct {
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
 }
 
-// LLMProfile is one OpenAI-compatible provider (OpenAI, Azure, OpenRouter, vLLM,
-// llama.cpp, LM Studio, Ollama).
+// LLMProfile is one model provider: an OpenAI-compatible server (OpenAI, Azure,
+// OpenRouter, vLLM, llama.cpp, LM Studio, Ollama, Gemini's OpenAI endpoint) or
+// Anthropic's Messages API.
 type LLMProfile struct {
+	// Provider is the API the profile speaks: ProviderOpenAI (the default when
+	// absent) or ProviderAnthropic.
+	Provider string `yaml:"provider"`
 	// BaseURL of the API, e.g. "https://api.openai.com/v1" or
-	// "http://localhost:11434/v1" for Ollama. Required.
+	// "http://localhost:11434/v1" for Ollama. Required for provider openai;
+	// provider anthropic defaults to AnthropicBaseURL.
 	BaseURL string `yaml:"base_url"`
-	// APIKey may be empty for servers that need none (Ollama). Never logged.
+	// APIKey may be empty for servers that need none (Ollama); provider
+	// anthropic needs one unless base_url points elsewhere (a proxy). Never
+	// logged.
 	APIKey string `yaml:"api_key"`
 	// Model is the default model of bots using this profile.
 	Model string `yaml:"model"`
@@ -210,6 +217,22 @@ type LLMProfile struct {
 
 // OpenAIBaseURL is the public OpenAI API, the example's default base_url.
 const OpenAIBaseURL = "https://api.openai.com/v1"
+
+// The values of llm.<name>.provider.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// AnthropicBaseURL is Anthropic's API, the base_url of a provider anthropic
+// profile without one.
+const AnthropicBaseURL = "https://api.anthropic.com"
+
+// OpenAICompatible reports whether the profile speaks the OpenAI API, which
+// embeddings and transcription need.
+func (p LLMProfile) OpenAICompatible() bool {
+	return p.Provider == "" || p.Provider == ProviderOpenAI
+}
 
 // NeedsKey reports whether the profile talks to the public OpenAI API without an
 // api_key, which can never work; cmd fails fast on it.

@@ -69,6 +69,12 @@ func (c *Config) ApplyDefaults() {
 		c.Cost.Currency = DefaultCurrency
 	}
 
+	for name, p := range c.LLM {
+		if p.Provider == ProviderAnthropic && p.BaseURL == "" {
+			p.BaseURL = AnthropicBaseURL
+			c.LLM[name] = p
+		}
+	}
 	defaultProfile := "default"
 	if len(c.LLM) == 1 {
 		for name := range c.LLM {

@@ -90,8 +90,10 @@ func (c *Config) validateFiles(p *problems) {
 		p.add("files.transcription.model", "must be set when files.transcription.llm is (for example whisper-1)")
 	}
 	if name := c.TranscriptionProfile(); name != "" {
-		if _, ok := c.LLM[name]; !ok {
+		if prof, ok := c.LLM[name]; !ok {
 			p.add("files.transcription.llm", "%q is not a profile under llm", name)
+		} else if !prof.OpenAICompatible() {
+			p.add("files.transcription.llm", "%q is a provider %s profile, which has no transcription API; name an OpenAI-compatible profile", name, prof.Provider)
 		}
 	}
 	if f.MaxFileBytes > 0 && f.MaxMessageBytes > 0 && f.MaxFileBytes > f.MaxMessageBytes {

@@ -45,7 +45,7 @@ func (c *Config) EmbeddingsProfile() string {
 
 // validateMemory: memory durations are not negative; embeddings.llm, when
 // set, names a profile and needs embeddings.model; the profile embeddings use
-// exists.
+// exists and is OpenAI-compatible.
 func (c *Config) validateMemory(p *problems) {
 	if c.Memory.ReflectionDelay < 0 {
 		p.add("memory.reflection_delay", "must not be negative, got %s", c.Memory.ReflectionDelay)
@@ -58,8 +58,10 @@ func (c *Config) validateMemory(p *problems) {
 		p.add("embeddings.model", "must be set when embeddings.llm is")
 	}
 	if e.On() {
-		if _, ok := c.LLM[c.EmbeddingsProfile()]; !ok {
+		if prof, ok := c.LLM[c.EmbeddingsProfile()]; !ok {
 			p.add("embeddings.llm", "%q is not a profile in llm", c.EmbeddingsProfile())
+		} else if !prof.OpenAICompatible() {
+			p.add("embeddings.llm", "%q is a provider %s profile, which has no embeddings API; name an OpenAI-compatible profile", c.EmbeddingsProfile(), prof.Provider)
 		}
 	}
 }

@@ -28,15 +28,18 @@ var (
 //   - limits are positive;
 //   - retention durations are not negative; dedup_keys is 0 or at least
 //     MinDedupKeys;
-//   - llm has at least one profile; each has an http(s) base_url, and
-//     request_timeout and stream_idle_timeout are not negative;
+//   - llm has at least one profile; each has a provider of openai (or none) or
+//     anthropic, an http(s) base_url, an api_key when it is provider anthropic
+//     on Anthropic's own API, and request_timeout and stream_idle_timeout are
+//     not negative;
 //   - bots: at least one; handle matches [a-z0-9_]+ and is unique; llm names a
 //     profile; a model is set on the bot or its profile; max_model_calls >= 0;
 //     max_parallel_threads >= 0;
 //     tools and approval_tools have no empty or repeated names; approvers (of a
 //     bot, of an approval_tools entry, global) are platform actor ids;
-//   - bots: max_tokens_per_run and max_tokens >= 0, temperature in [0, 2],
-//     reasoning_effort low, medium or high;
+//   - bots: max_tokens_per_run and max_tokens >= 0, temperature in [0, 2]
+//     ([0, 1] on a provider anthropic profile), reasoning_effort low, medium
+//     or high;
 //   - cost: see validateCost; memory and embeddings: see validateMemory;
 //   - default_bot names a bot;
 //   - schedules: see validateSchedules;
@@ -149,7 +152,13 @@ func (c *Config) validateLLM(p *problems) {
 		if !nameRe.MatchString(name) {
 			p.add(path, "profile name must match [a-z0-9_-]+")
 		}
+		if prof.Provider != "" {
+			checkEnum(p, path+".provider", prof.Provider, ProviderOpenAI, ProviderAnthropic)
+		}
 		checkURL(p, path+".base_url", prof.BaseURL, true)
+		if prof.Provider == ProviderAnthropic && prof.APIKey == "" && trimSlash(strings.TrimSuffix(trimSlash(prof.BaseURL), "/v1")) == AnthropicBaseURL {
+			p.add(path+".api_key", "must be set for provider anthropic")
+		}
 		if prof.RequestTimeout < 0 {
 			p.add(path+".request_timeout", "must not be negative, got %s", prof.RequestTimeout)
 		}
@@ -201,6 +210,8 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		}
 		if t := b.Temperature; t != nil && (*t < 0 || *t > 2) {
 			p.add(path+".temperature", "must be between 0 and 2, got %g", *t)
+		} else if t != nil && *t > 1 && prof.Provider == ProviderAnthropic {
+			p.add(path+".temperature", "must be between 0 and 1 for provider anthropic (llm.%s), got %g", b.LLM, *t)
 		}
 		if b.ReasoningEffort != "" {
 			checkEnum(p, path+".reasoning_effort", b.ReasoningEffort, "low", "medium", "high")

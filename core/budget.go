@@ -198,6 +198,9 @@ type ModelCall struct {
 	InputTokens  int64
 	OutputTokens int64
 	CachedTokens int64
+	// CacheWriteTokens are the input tokens written to the provider's prompt
+	// cache (Anthropic's cache_creation_input_tokens); InputTokens include them.
+	CacheWriteTokens int64
 }
 
 // Meter is an optional capability of the RunEnv core provides, for cost
@@ -230,7 +233,8 @@ func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 	cost := e.budgets.costs()
 	entry := UsageEntry{Key: UsageKey(r.job.Run.ID, c.Call), At: e.clock.Now(), Bot: r.job.Bot.Handle,
 		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Model: c.Model,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens}
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens,
+		CacheWriteTokens: c.CacheWriteTokens}
 	entry.CostMicros = cost.Prices[c.Model].Cost(c.InputTokens, c.OutputTokens, c.CachedTokens)
 	if bs := r.job.Thread.Bindings; len(bs) > 0 {
 		entry.Platform = bs[0].Platform

@@ -24,10 +24,15 @@ type UsageEntry struct {
 	Platform string    `json:"platform,omitempty"`
 	Profile  string    `json:"profile,omitempty"` // LLM provider profile
 	Model    string    `json:"model"`
-	// InputTokens include CachedTokens (as the OpenAI API counts them).
+	// InputTokens include CachedTokens and CacheWriteTokens (as the OpenAI API
+	// counts cached tokens; an Anthropic call's three input counts are summed).
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CachedTokens are input tokens read from the provider's prompt cache.
 	CachedTokens int64 `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens are input tokens written to the provider's prompt cache
+	// (Anthropic's cache_creation_input_tokens); priced as input for now.
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	// CostMicros is the cost in millionths of the currency unit of the prices
 	// (Price.Cost); 0 for an unpriced model.
 	CostMicros int64 `json:"cost_micros"`

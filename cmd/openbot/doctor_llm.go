@@ -55,6 +55,12 @@ type openAIError struct {
 
 func (d *doctor) llm(ctx context.Context, name string, p config.LLMProfile, models []string) {
 	label := "llm/" + name
+	if !p.OpenAICompatible() {
+		// Issue 33 item 6: doctor learns each provider's API.
+		d.add(checkWarn, label, "not checked: doctor checks OpenAI-compatible profiles only so far (provider "+p.Provider+")",
+			"send the bot a message to try the profile")
+		return
+	}
 	if p.NeedsKey() {
 		d.add(checkFail, label, "no api_key for the public OpenAI API", "set OPENAI_API_KEY, or point base_url at a local server")
 		return

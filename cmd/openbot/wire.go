@@ -210,7 +210,7 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger, mem *a
 func providers(cfg *config.Config) map[string]agents.Provider {
 	out := make(map[string]agents.Provider, len(cfg.LLM))
 	for name, p := range cfg.LLM {
-		out[name] = agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
+		out[name] = agents.Provider{API: p.Provider, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
 			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"openbot/agents"
 	"openbot/config"
 	"openbot/core"
 )
@@ -56,5 +57,29 @@ func TestCoreCostMapsAmountsToMicros(t *testing.T) {
 	if c.Thread.CostMicros != 2_000_000 || c.GlobalDaily.Tokens != 9 || c.Bots["*"].Daily.CostMicros != 5_500_000 ||
 		c.Currency != "EUR" || c.WarnAt != 0.5 {
 		t.Errorf("cost = %+v", c)
+	}
+}
+
+// TestProvidersCarryTheAPI: a profile's provider becomes the agents
+// provider's API, and an Anthropic profile without base_url gets Anthropic's.
+func TestProvidersCarryTheAPI(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+llm:
+  default: {base_url: "http://127.0.0.1:1/v1", model: m}
+  claude: {provider: anthropic, api_key: sk-ant-x, model: c}
+bots: [{handle: ops}, {handle: dev, llm: claude}]
+`), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := providers(cfg)
+	if p := ps["claude"]; p.API != agents.APIAnthropic || p.BaseURL != config.AnthropicBaseURL || p.APIKey != "sk-ant-x" {
+		t.Errorf("claude = %+v", p)
+	}
+	if p := ps["default"]; p.API != "" || p.BaseURL != "http://127.0.0.1:1/v1" {
+		t.Errorf("default = %+v", p)
+	}
+	if _, err := agents.New(agents.Options{Providers: ps}); err != nil {
+		t.Errorf("agents.New: %v", err)
 	}
 }
