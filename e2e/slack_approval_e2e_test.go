@@ -279,9 +279,9 @@ func (r *approvalRig) ephemerals(t *testing.T, user string, n int) []string {
 }
 
 // requireDone checks the end of a decided run: the tool ran once if approved,
-// never otherwise; the question answered by name,
-// its run completed under the same id, the reply in the Slack thread and the
-// buttons replaced by the decision.
+// never otherwise; the question answered by name, its run completed under the
+// same id, the reply in the Slack thread and the buttons replaced by the
+// decision.
 func (r *approvalRig) requireDone(t *testing.T, asked core.Question, decision, reply string) {
 	t.Helper()
 	want := 0 // the tool ran once when approved, else never
