@@ -30,10 +30,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keep := func(a core.Activity) bool {
-		lvl := a.Level
-		if lvl == "" {
-			lvl = "info"
-		}
+		lvl := cmp.Or(a.Level, "info")
 		return (kind == "" || a.Event == kind || strings.HasPrefix(a.Event, kind+".")) &&
 			(level == "" || lvl == level) && (bot == "" || a.Actor == bot) && (thread == 0 || a.Thread == thread) &&
 			(since.IsZero() || !a.At.Before(since)) && (until.IsZero() || a.At.Before(until))
@@ -95,9 +92,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 }
 
 func withLevel(a core.Activity) core.Activity {
-	if a.Level == "" {
-		a.Level = "info"
-	}
+	a.Level = cmp.Or(a.Level, "info")
 	return a
 }
 
@@ -122,10 +117,7 @@ type UsageRow struct {
 // a key of that kind, a date, a thread id or a bot handle, answers 400).
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	by := q.str("by")
-	if by == "" {
-		by = "day"
-	}
+	by := cmp.Or(q.str("by"), "day")
 	if by != "bot" && by != "thread" && by != "day" {
 		q.fail("by: want bot, thread or day, got %q", by)
 	}

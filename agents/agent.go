@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,9 +180,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.MaxParallelTools <= 0 {
 		opts.MaxParallelTools = DefaultMaxParallelTools
 	}
-	if opts.ReadyTimeout == 0 {
-		opts.ReadyTimeout = DefaultReadyTimeout
-	}
+	opts.ReadyTimeout = cmp.Or(opts.ReadyTimeout, DefaultReadyTimeout)
 	opts.Limits = opts.Limits.WithDefaults()
 	base := modelTransport
 	var hc http.Client
@@ -234,10 +233,7 @@ func (a *Agent) provider(bot core.BotProfile) (*providerClient, string, error) {
 	if !ok {
 		return nil, "", fmt.Errorf("%w: %q (bot @%s)", ErrUnknownProvider, name, bot.Handle)
 	}
-	model := bot.Model
-	if model == "" {
-		model = pc.prov.Model
-	}
+	model := cmp.Or(bot.Model, pc.prov.Model)
 	if model == "" {
 		return nil, "", fmt.Errorf("no model configured for bot @%s (provider %q)", bot.Handle, name)
 	}

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -129,10 +130,7 @@ func (e *Embedder) record(ctx context.Context, bot string, texts []string, u ope
 	for _, t := range texts {
 		fmt.Fprintf(h, "\x00%d:%s", len(t), t)
 	}
-	scope := bot
-	if scope == "" {
-		scope = "index"
-	}
+	scope := cmp.Or(bot, "index")
 	in := int64(u.PromptTokens)
 	if in == 0 {
 		in = int64(u.TotalTokens)

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -309,9 +310,7 @@ func callReach(t Tool, bot, args string) (reach string, warnings []string) {
 			}
 		}
 	}()
-	if args == "" {
-		args = "{}"
-	}
+	args = cmp.Or(args, "{}")
 	return cr.CallReach(bot, json.RawMessage(args))
 }
 
@@ -327,9 +326,7 @@ func callNeedsApproval(t Tool, args string) (yes bool) {
 			yes = true
 		}
 	}()
-	if args == "" {
-		args = "{}"
-	}
+	args = cmp.Or(args, "{}")
 	return ca.NeedsApproval(json.RawMessage(args))
 }
 
@@ -360,9 +357,7 @@ func (r *run) resume(ctx context.Context, q *core.Question) error {
 	if who == "" {
 		who = string(q.AnsweredBy)
 	}
-	if who == "" {
-		who = "a person"
-	}
+	who = cmp.Or(who, "a person")
 	ev := map[string]any{"id": pc.Call.ID, "name": name, "question": q.ID, "status": q.Status, "answered_by": q.AnsweredBy}
 	switch {
 	case q.Kind == core.QuestionApproval && q.Approved():

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,10 +28,7 @@ func systemPrompt(in promptInput) string {
 	var b strings.Builder
 
 	// 1. Identity and instructions.
-	name := bot.Name
-	if name == "" {
-		name = bot.Handle
-	}
+	name := cmp.Or(bot.Name, bot.Handle)
 	fmt.Fprintf(&b, "You are %s (@%s), a bot in a team chat.", name, bot.Handle)
 	if bot.Description != "" {
 		fmt.Fprintf(&b, " %s", bot.Description)
@@ -129,10 +127,7 @@ func systemPrompt(in promptInput) string {
 	if in.hasTodo && len(in.todo) > 0 {
 		b.WriteString("\n# Your todo list for this thread (update it with todo_write)\n\n")
 		for _, it := range in.todo {
-			status := it.Status
-			if status == "" {
-				status = "pending"
-			}
+			status := cmp.Or(it.Status, "pending")
 			fmt.Fprintf(&b, "- [%s] %s\n", status, it.Text)
 		}
 	}

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 
@@ -89,8 +90,6 @@ func repeatSafe(t Tool, args string) (yes bool) {
 			yes = false
 		}
 	}()
-	if args == "" {
-		args = "{}"
-	}
+	args = cmp.Or(args, "{}")
 	return rs.RepeatSafe(json.RawMessage(args))
 }

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -103,10 +104,7 @@ func (r *run) callTool(ctx context.Context, byName map[string]Tool, c openai.Too
 		sort.Strings(names)
 		return fmt.Sprintf("error: there is no tool named %q. Available tools: %s.", name, strings.Join(names, ", ")), 0, true
 	}
-	args := strings.TrimSpace(c.Function.Arguments)
-	if args == "" {
-		args = "{}"
-	}
+	args := cmp.Or(strings.TrimSpace(c.Function.Arguments), "{}")
 	if !json.Valid([]byte(args)) {
 		return fmt.Sprintf("error: the arguments for %s are not valid JSON. Call it again with a JSON object matching its schema.", name), 0, true
 	}

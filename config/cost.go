@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -108,10 +109,7 @@ func (c *Config) Unpriced() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, b := range c.Bots {
-		m := b.Model
-		if m == "" {
-			m = c.LLM[b.LLM].Model
-		}
+		m := cmp.Or(b.Model, c.LLM[b.LLM].Model)
 		if _, ok := c.Cost.Prices[m]; ok || m == "" || seen[m] {
 			continue
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"time"
 
 	"openbot/core"
@@ -30,24 +31,12 @@ func DefaultApprovalTools() []ApprovalTool {
 // ApplyDefaults fills every empty field that has a default; it never overwrites a
 // value that was set. Load calls it before Validate. It is idempotent.
 func (c *Config) ApplyDefaults() {
-	if c.HTTP.Listen == "" {
-		c.HTTP.Listen = DefaultListen
-	}
-	if c.Store.Path == "" {
-		c.Store.Path = DefaultStorePath
-	}
-	if c.Store.Driver == "" {
-		c.Store.Driver = StoreBolt
-	}
-	if c.Store.LeaseTTL == 0 {
-		c.Store.LeaseTTL = DefaultLeaseTTL
-	}
-	if c.Workspace == "" {
-		c.Workspace = DefaultWorkspace
-	}
-	if c.Sandbox == "" {
-		c.Sandbox = SandboxBwrap
-	}
+	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, DefaultListen)
+	c.Store.Path = cmp.Or(c.Store.Path, DefaultStorePath)
+	c.Store.Driver = cmp.Or(c.Store.Driver, StoreBolt)
+	c.Store.LeaseTTL = cmp.Or(c.Store.LeaseTTL, DefaultLeaseTTL)
+	c.Workspace = cmp.Or(c.Workspace, DefaultWorkspace)
+	c.Sandbox = cmp.Or(c.Sandbox, SandboxBwrap)
 	c.Files.applyDefaults()
 	l := &c.Limits
 	setInt(&l.MaxConcurrentRuns, DefaultMaxConcurrentRuns)
@@ -55,19 +44,11 @@ func (c *Config) ApplyDefaults() {
 	setInt(&l.MaxModelCallsPerRun, DefaultMaxModelCallsPerRun)
 	setInt(&l.HistoryTokenBudget, DefaultHistoryTokenBudget)
 	setInt(&l.HistoryMaxMessages, DefaultHistoryMaxMessages)
-	if l.RunTimeout == 0 {
-		l.RunTimeout = DefaultRunTimeout
-	}
-	if c.ApprovalTimeout == 0 {
-		c.ApprovalTimeout = DefaultApprovalTimeout
-	}
-	if c.MCPReadyTimeout == 0 {
-		c.MCPReadyTimeout = DefaultMCPReadyTimeout
-	}
+	l.RunTimeout = cmp.Or(l.RunTimeout, DefaultRunTimeout)
+	c.ApprovalTimeout = cmp.Or(c.ApprovalTimeout, DefaultApprovalTimeout)
+	c.MCPReadyTimeout = cmp.Or(c.MCPReadyTimeout, DefaultMCPReadyTimeout)
 	c.applyScheduleDefaults()
-	if c.Cost.Currency == "" {
-		c.Cost.Currency = DefaultCurrency
-	}
+	c.Cost.Currency = cmp.Or(c.Cost.Currency, DefaultCurrency)
 
 	for name, p := range c.LLM {
 		if p.Provider == ProviderAnthropic && p.BaseURL == "" {
@@ -83,12 +64,8 @@ func (c *Config) ApplyDefaults() {
 	}
 	for i := range c.Bots {
 		b := &c.Bots[i]
-		if b.Name == "" {
-			b.Name = b.Handle
-		}
-		if b.LLM == "" {
-			b.LLM = defaultProfile
-		}
+		b.Name = cmp.Or(b.Name, b.Handle)
+		b.LLM = cmp.Or(b.LLM, defaultProfile)
 		if b.ApprovalTools == nil {
 			b.ApprovalTools = DefaultApprovalTools()
 		}
@@ -114,24 +91,14 @@ func (c *Config) ApplyDefaults() {
 	}
 	for i := range c.Telegram {
 		t := &c.Telegram[i]
-		if t.Mode == "" {
-			t.Mode = "polling"
-		}
-		if t.DMPolicy == "" {
-			t.DMPolicy = "allowlist"
-		}
+		t.Mode = cmp.Or(t.Mode, "polling")
+		t.DMPolicy = cmp.Or(t.DMPolicy, "allowlist")
 	}
 	for i := range c.Feishu {
 		f := &c.Feishu[i]
-		if f.Mode == "" {
-			f.Mode = "websocket"
-		}
-		if f.DMPolicy == "" {
-			f.DMPolicy = "allowlist"
-		}
-		if f.BaseURL == "" {
-			f.BaseURL = FeishuBaseURL
-		}
+		f.Mode = cmp.Or(f.Mode, "websocket")
+		f.DMPolicy = cmp.Or(f.DMPolicy, "allowlist")
+		f.BaseURL = cmp.Or(f.BaseURL, FeishuBaseURL)
 	}
 }
 

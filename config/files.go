@@ -1,5 +1,7 @@
 package config
 
+import "cmp"
+
 // Files configures attachments in both directions (DESIGN.md §4 ingest): the
 // size caps of a person's files saved into the thread's workspace
 // (inbox/<message>/<name>). A file over a cap is noted in the message, not saved.
@@ -57,18 +59,10 @@ const (
 )
 
 func (f *Files) applyDefaults() {
-	if f.MaxFileBytes == 0 {
-		f.MaxFileBytes = DefaultMaxFileBytes
-	}
-	if f.MaxMessageBytes == 0 {
-		f.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if f.MaxImageBytes == 0 {
-		f.MaxImageBytes = DefaultMaxImageBytes
-	}
-	if f.MaxImageSide == 0 {
-		f.MaxImageSide = DefaultMaxImageSide
-	}
+	f.MaxFileBytes = cmp.Or(f.MaxFileBytes, DefaultMaxFileBytes)
+	f.MaxMessageBytes = cmp.Or(f.MaxMessageBytes, DefaultMaxMessageBytes)
+	f.MaxImageBytes = cmp.Or(f.MaxImageBytes, DefaultMaxImageBytes)
+	f.MaxImageSide = cmp.Or(f.MaxImageSide, DefaultMaxImageSide)
 }
 
 // validateFiles checks that the caps are positive and that one file fits the

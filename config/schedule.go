@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -55,15 +56,9 @@ const (
 func (c *Config) applyScheduleDefaults() {
 	for i := range c.Schedules {
 		s := &c.Schedules[i]
-		if s.TimeZone == "" {
-			s.TimeZone = "UTC"
-		}
-		if s.Thread == "" {
-			s.Thread = ScheduleNewThread
-		}
-		if s.Grace == 0 {
-			s.Grace = DefaultScheduleGrace
-		}
+		s.TimeZone = cmp.Or(s.TimeZone, "UTC")
+		s.Thread = cmp.Or(s.Thread, ScheduleNewThread)
+		s.Grace = cmp.Or(s.Grace, DefaultScheduleGrace)
 	}
 }
 

@@ -320,18 +320,26 @@ func (r *tgApprovalRig) completed(q core.Question, reply string) {
 	}
 }
 
-func TestTelegramApprovalApprove(t *testing.T) {
-	r := startTelegramApproval(t, false)
-	q, approve, _ := r.asked()
-	if ack := r.click("cb-1", tgAlice, q.Posts[0].PlatformID, approve); ack["text"] != "Approved" || ack["show_alert"] == "true" {
-		t.Errorf("answerCallbackQuery %v, want a toast Approved", ack)
+// approvedByAlice clicks approve as Alice with callback id cb and checks the
+// whole outcome: a toast (not an alert) saying so, the tool run once, the
+// decision shown on the question and the run's reply.
+func (r *tgApprovalRig) approvedByAlice(cb string, q core.Question, approve string) {
+	r.t.Helper()
+	if ack := r.click(cb, tgAlice, q.Posts[0].PlatformID, approve); ack["text"] != "Approved" || ack["show_alert"] == "true" {
+		r.t.Errorf("answerCallbackQuery %v, want a toast Approved", ack)
 	}
 	r.idle()
 	if n := r.ranTimes(); n != 1 {
-		t.Fatalf("the approved tool ran %d times, want 1", n)
+		r.t.Fatalf("the approved tool ran %d times, want 1", n)
 	}
 	r.resolved(q, "Approved by Alice")
 	r.completed(q, "finished:")
+}
+
+func TestTelegramApprovalApprove(t *testing.T) {
+	r := startTelegramApproval(t, false)
+	q, approve, _ := r.asked()
+	r.approvedByAlice("cb-1", q, approve)
 }
 
 func TestTelegramApprovalNonApproverRefused(t *testing.T) {
@@ -351,15 +359,7 @@ func TestTelegramApprovalNonApproverRefused(t *testing.T) {
 	if got := r.run(q.Run).Status; got != core.RunWaitingHuman {
 		t.Fatalf("run status %s after a refused click, want waiting_human", got)
 	}
-	if ack := r.click("cb-2", tgAlice, q.Posts[0].PlatformID, approve); ack["text"] != "Approved" {
-		t.Errorf("answerCallbackQuery %v, want Approved", ack)
-	}
-	r.idle()
-	if n := r.ranTimes(); n != 1 {
-		t.Fatalf("the approved tool ran %d times, want 1", n)
-	}
-	r.resolved(q, "Approved by Alice")
-	r.completed(q, "finished:")
+	r.approvedByAlice("cb-2", q, approve)
 }
 
 func TestTelegramApprovalSecondClickTold(t *testing.T) {
@@ -435,15 +435,7 @@ func TestTelegramApprovalAcrossRestart(t *testing.T) {
 	if got := r.run(q.Run).Status; got != core.RunWaitingHuman {
 		t.Fatalf("run status %s after restart, want waiting_human", got)
 	}
-	if ack := r.click("cb-1", tgAlice, q.Posts[0].PlatformID, approve); ack["text"] != "Approved" {
-		t.Errorf("answerCallbackQuery %v, want Approved", ack)
-	}
-	r.idle()
-	if n := r.ranTimes(); n != 1 {
-		t.Fatalf("the tool ran %d times, want 1", n)
-	}
-	r.resolved(q, "Approved by Alice")
-	r.completed(q, "finished:")
+	r.approvedByAlice("cb-1", q, approve)
 	if n := len(r.fake.Calls("sendMessage")); n != 2 {
 		t.Errorf("%d messages sent, want 2 (the question once, the reply)", n)
 	}

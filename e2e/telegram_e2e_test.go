@@ -74,6 +74,20 @@ func startTelegramWith(t *testing.T, fake *telegramtest.Server, db string, opts 
 	return r
 }
 
+// deliver queues update for the bot with token and waits until its account
+// confirmed it and the engine is idle.
+func (r *tgRig) deliver(token string, update []byte) {
+	r.t.Helper()
+	id, err := r.fake.PushUpdate(token, update)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.fake.WaitConfirmed(r.ctx(), token, id+1); err != nil {
+		r.t.Fatalf("update %d not confirmed: %v", id, err)
+	}
+	r.idle()
+}
+
 // sent waits until the fake Bot API was sent a message containing text.
 func (r *tgRig) sent(text string) telegramtest.Call {
 	r.t.Helper()
@@ -155,15 +169,7 @@ func TestTelegramRateLimitHonoured(t *testing.T) {
 	}
 	r := startTelegram(t, "chief_of_staff")
 	r.fake.Fail("sendMessage", telegramtest.RateLimited(3))
-	if _, err := r.fake.PushUpdate("tok-chief_of_staff", []byte(`{"update_id":1,"message":{"message_id":10,"from":{"id":5,"is_bot":false,"first_name":"A"},"chat":{"id":5,"type":"private"},"date":1767225600,"text":"hi"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := r.fake.WaitConfirmed(ctx, "tok-chief_of_staff", 2); err != nil {
-		t.Fatal(err)
-	}
-	r.idle()
+	r.deliver("tok-chief_of_staff", []byte(`{"update_id":1,"message":{"message_id":10,"from":{"id":5,"is_bot":false,"first_name":"A"},"chat":{"id":5,"type":"private"},"date":1767225600,"text":"hi"}}`))
 	sends := r.fake.Calls("sendMessage")
 	if len(sends) != 2 {
 		t.Fatalf("sendMessage calls = %d, want 2 (the 429, then one message)", len(sends))
@@ -177,18 +183,9 @@ func TestTelegramRateLimitHonoured(t *testing.T) {
 // an earlier dialog joins that dialog, even after /new started another one.
 func TestTelegramReplyChainJoinsOlderDialog(t *testing.T) {
 	r := startTelegram(t, "chief_of_staff")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	const tok = "tok-chief_of_staff"
 	push := func(id int64, body string) {
 		t.Helper()
-		if _, err := r.fake.PushUpdate(tok, []byte(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":7,"is_bot":false,"first_name":"Al"},"chat":{"id":-1002,"title":"G","type":"supergroup"},"date":1767225600,%s}}`, id, 100+id, body))); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.fake.WaitConfirmed(ctx, tok, id+1); err != nil {
-			t.Fatal(err)
-		}
-		r.idle()
+		r.deliver("tok-chief_of_staff", []byte(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":7,"is_bot":false,"first_name":"Al"},"chat":{"id":-1002,"title":"G","type":"supergroup"},"date":1767225600,%s}}`, id, 100+id, body)))
 	}
 	push(1, `"text":"@chief_of_staff_bot first topic","entities":[{"offset":0,"length":19,"type":"mention"}]`)
 	first := r.fake.Calls("sendMessage")[0]
@@ -228,18 +225,9 @@ func firstSentID(t *testing.T, r *tgRig, c telegramtest.Call) int64 {
 // with a message_id the other chat already used is not taken for a duplicate.
 func TestTelegramTwoBotsPrivateChatsStaySeparate(t *testing.T) {
 	r := startTelegram(t, "chief_of_staff", "engineer")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	dm := func(tok string, update int64, text string) {
 		t.Helper()
-		body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":15,"from":{"id":4242,"is_bot":false,"first_name":"Alice"},"chat":{"id":4242,"type":"private"},"date":1767225600,"text":%q}}`, update, text)
-		if _, err := r.fake.PushUpdate(tok, []byte(body)); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.fake.WaitConfirmed(ctx, tok, update+1); err != nil {
-			t.Fatal(err)
-		}
-		r.idle()
+		r.deliver(tok, []byte(fmt.Sprintf(`{"update_id":%d,"message":{"message_id":15,"from":{"id":4242,"is_bot":false,"first_name":"Alice"},"chat":{"id":4242,"type":"private"},"date":1767225600,"text":%q}}`, update, text)))
 	}
 	dm("tok-chief_of_staff", 1, "hello chief")
 	dm("tok-engineer", 1, "engineer, are you there?")
@@ -253,7 +241,7 @@ func TestTelegramTwoBotsPrivateChatsStaySeparate(t *testing.T) {
 	if !strings.Contains(by["tok-chief_of_staff"], "chief_of_staff on it") || !strings.Contains(by["tok-engineer"], "engineer on it") {
 		t.Fatalf("replies by account: %v; each DM must be answered by its own bot", by)
 	}
-	threads, _ := r.eng.Threads(ctx, 0)
+	threads, _ := r.eng.Threads(r.ctx(), 0)
 	if len(threads) != 2 {
 		t.Fatalf("threads = %d, want 2", len(threads))
 	}

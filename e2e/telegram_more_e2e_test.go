@@ -246,14 +246,8 @@ func TestTelegramGroupWhatStartsARun(t *testing.T) {
 	push := func(msg int64, body string) {
 		t.Helper()
 		u := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":7,"is_bot":false,"first_name":"Al"},"chat":{"id":%d,"title":"G","type":"supergroup"},"date":1767225600,%s}}`, next, msg, chat, body)
-		if _, err := r.fake.PushUpdate(tok, []byte(u)); err != nil {
-			t.Fatal(err)
-		}
+		r.deliver(tok, []byte(u))
 		next++
-		if err := r.fake.WaitConfirmed(ctx, tok, next); err != nil {
-			t.Fatal(err)
-		}
-		r.idle()
 	}
 	check := func(step string, runs int, replies map[int64]int) {
 		t.Helper()
@@ -332,14 +326,8 @@ func TestTelegramForumTopicReplies(t *testing.T) {
 			where = fmt.Sprintf(`"message_thread_id":%d,"is_topic_message":true,"reply_to_message":{"message_id":%d,"from":{"id":7,"is_bot":false,"first_name":"Al"},"chat":{"id":%d,"is_forum":true,"type":"supergroup"},"date":1767222000,"message_thread_id":%d,"forum_topic_created":{"name":"T%d","icon_color":7322096},"is_topic_message":true},`, topic, topic, forum, topic, topic)
 		}
 		u := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":7,"is_bot":false,"first_name":"Al"},"chat":{"id":%d,"title":"Forum","is_forum":true,"type":"supergroup"},"date":1767225600,%s"text":%q,"entities":[{"offset":0,"length":13,"type":"mention"}]}}`, next, msg, forum, where, text)
-		if _, err := r.fake.PushUpdate(tok, []byte(u)); err != nil {
-			t.Fatal(err)
-		}
+		r.deliver(tok, []byte(u))
 		next++
-		if err := r.fake.WaitConfirmed(ctx, tok, next); err != nil {
-			t.Fatal(err)
-		}
-		r.idle()
 	}
 	push(43, 42, "@engineer_bot draft the release notes")
 	push(80, 77, "@engineer_bot look at the incident")

@@ -37,35 +37,7 @@ func TestTelegramReplyToNoteOrQuestionJoinsItsThread(t *testing.T) {
 		if strings.HasPrefix(text, "/") {
 			body = []byte(strings.Replace(string(body), `,"text":`, fmt.Sprintf(`,"entities":[{"offset":0,"length":%d,"type":"bot_command"}],"text":`, len(text)), 1))
 		}
-		if _, err := fake.PushUpdate("tok-engineer", body); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.WaitConfirmed(ctx, "tok-engineer", update+1); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.eng.WaitIdle(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	threadOf := func(text string) core.ThreadID {
-		t.Helper()
-		var id core.ThreadID
-		_ = p.st.View(ctx, func(tx core.ReadTx) error {
-			ths, _ := tx.Threads(0)
-			for _, th := range ths {
-				ms, _ := tx.Messages(th.ID, 0, 0)
-				for _, m := range ms {
-					if strings.Contains(m.Text, text) {
-						id = th.ID
-					}
-				}
-			}
-			return nil
-		})
-		if id == 0 {
-			t.Fatalf("no stored message contains %q", text)
-		}
-		return id
+		p.deliver("tok-engineer", body)
 	}
 	// sentID is the message_id of the delivered note (a message whose text has
 	// substr) or, with substr "", of the delivered question.
@@ -101,14 +73,14 @@ func TestTelegramReplyToNoteOrQuestionJoinsItsThread(t *testing.T) {
 	question := sentID("")
 	push(13, "/new", 0)
 	push(14, "third task", 0)
-	first, third := threadOf("first task"), threadOf("third task")
-	if threadOf("second task") != first || third == first {
-		t.Fatalf("threads: first %d, second %d, third %d", first, threadOf("second task"), third)
+	first, third := p.threadOf("first task"), p.threadOf("third task")
+	if p.threadOf("second task") != first || third == first {
+		t.Fatalf("threads: first %d, second %d, third %d", first, p.threadOf("second task"), third)
 	}
 	push(15, "about your note", note)
 	push(16, "staging", question)
 	for _, text := range []string{"about your note", "staging"} {
-		if got := threadOf(text); got != first {
+		if got := p.threadOf(text); got != first {
 			t.Errorf("reply %q went to thread %d, want %d (current dialog %d)", text, got, first, third)
 		}
 	}
@@ -123,8 +95,6 @@ func TestTelegramNewSurvivesRestart(t *testing.T) {
 	fake.AddBot(telegramtest.Bot{Token: "tok-engineer", ID: 900, Username: "engineer_bot"})
 	db := filepath.Join(t.TempDir(), "openbot.db")
 	agent := &noteAgent{}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	p := startTgProc(t, fake, db, agent, nil)
 	var update int64
 	push := func(msg int64, text string) {
@@ -134,31 +104,7 @@ func TestTelegramNewSurvivesRestart(t *testing.T) {
 		if strings.HasPrefix(text, "/") {
 			body = []byte(strings.Replace(string(body), `,"text":`, fmt.Sprintf(`,"entities":[{"offset":0,"length":%d,"type":"bot_command"}],"text":`, len(text)), 1))
 		}
-		if _, err := fake.PushUpdate("tok-engineer", body); err != nil {
-			t.Fatal(err)
-		}
-		if err := fake.WaitConfirmed(ctx, "tok-engineer", update+1); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.eng.WaitIdle(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	threadOf := func(text string) core.ThreadID {
-		var id core.ThreadID
-		_ = p.st.View(ctx, func(tx core.ReadTx) error {
-			ths, _ := tx.Threads(0)
-			for _, th := range ths {
-				ms, _ := tx.Messages(th.ID, 0, 0)
-				for _, m := range ms {
-					if strings.Contains(m.Text, text) {
-						id = th.ID
-					}
-				}
-			}
-			return nil
-		})
-		return id
+		p.deliver("tok-engineer", body)
 	}
 	push(11, "old dialog")
 	runs := agent.count()
@@ -178,7 +124,7 @@ func TestTelegramNewSurvivesRestart(t *testing.T) {
 	p = startTgProc(t, fake, db, agent, nil)
 	defer p.stop()
 	push(13, "fresh dialog")
-	if a, b := threadOf("old dialog"), threadOf("fresh dialog"); a == 0 || a == b {
+	if a, b := p.threadOf("old dialog"), p.threadOf("fresh dialog"); a == 0 || a == b {
 		t.Errorf("threads: old %d, fresh %d; want the message after /new and a restart in a new thread", a, b)
 	}
 }

@@ -8,6 +8,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -102,9 +103,7 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Engine == nil || opts.In == nil || opts.Out == nil {
 		return nil, fmt.Errorf("console: Engine, In and Out are required")
 	}
-	if opts.Name == "" {
-		opts.Name = "local"
-	}
+	opts.Name = cmp.Or(opts.Name, "local")
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -182,9 +183,7 @@ func New(opts Options) (*Adapter, error) {
 	default:
 		return nil, fmt.Errorf("feishu: unknown dm policy %q", opts.DMPolicy)
 	}
-	if opts.BaseURL == "" {
-		opts.BaseURL = DefaultBaseURL
-	}
+	opts.BaseURL = cmp.Or(opts.BaseURL, DefaultBaseURL)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -350,10 +349,7 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 	}
 	text := d.Text
 	if d.Sender.Handle != "" && (a.bot == "*" || d.Sender.Handle != a.bot) {
-		name := d.Sender.Name
-		if name == "" {
-			name = d.Sender.Handle
-		}
+		name := cmp.Or(d.Sender.Name, d.Sender.Handle)
 		text = "**" + name + "**\n" + text
 	}
 	var first string
@@ -366,9 +362,7 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 		if err != nil {
 			return first, err
 		}
-		if first == "" {
-			first = id
-		}
+		first = cmp.Or(first, id)
 	}
 	return first, nil
 }
@@ -395,9 +389,7 @@ func (a *Adapter) post(ctx context.Context, conv Conversation, replyTo, msgType,
 	)
 	switch {
 	case conv.Root != "":
-		if replyTo == "" {
-			replyTo = conv.Root
-		}
+		replyTo = cmp.Or(replyTo, conv.Root)
 		m, err = a.api.replyMessage(ctx, replyTo, msgType, content, true, uuid)
 	case replyTo != "":
 		m, err = a.api.replyMessage(ctx, replyTo, msgType, content, false, uuid)

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -169,10 +170,7 @@ func answerToast(res core.AnswerResult) *Toast {
 		}
 		return &Toast{Type: ToastError, Content: "Only approvers can answer this."}
 	case core.AnswerDecided:
-		d := res.Question.Decision()
-		if d == "" {
-			d = "this question is closed"
-		}
+		d := cmp.Or(res.Question.Decision(), "this question is closed")
 		return &Toast{Type: ToastInfo, Content: "Already decided: " + d}
 	}
 	return &Toast{Type: ToastWarning, Content: "This question is no longer open."}

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 
@@ -53,9 +54,7 @@ func DedupKey(messageID string) string { return "feishu:" + messageID }
 // "feishu:<chat>:<root message id>", where the root is the message's root_id when it
 // is inside a topic thread or reply chain, else its own message_id.
 func ThreadKey(chat, messageID, rootID string) string {
-	if rootID == "" {
-		rootID = messageID
-	}
+	rootID = cmp.Or(rootID, messageID)
 	return "feishu:" + chat + ":" + rootID
 }
 

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,10 +194,7 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 			return nil // a top-level group message that is not for openbot
 		}
 		in.ThreadKey = ThreadKey(m.ChatID, m.MessageID, m.RootID)
-		root := m.RootID
-		if root == "" {
-			root = m.MessageID
-		}
+		root := cmp.Or(m.RootID, m.MessageID)
 		conv = Conversation{Chat: m.ChatID, Root: root}
 		in.StartThread = mentioned
 		in.MentionsHumans = !mentioned && len(m.Mentions) > 0

@@ -17,6 +17,11 @@ const MaxChunk = 4000
 // code block is cut between lines (or anywhere inside an overlong line) and every
 // piece is closed and reopened with its fence so each chunk renders on its own. Text
 // of at most limit runes is returned unchanged. limit values below 32 are raised to 32.
+//
+// It is not Slack's Split: card Markdown knows "~~~" fences and fences longer
+// than three characters with a language tag, which a cut block must reopen as
+// written, while Slack's mrkdwn has only bare "```" blocks; and Telegram's
+// splits HTML, keeping tags balanced.
 func Split(text string, limit int) []string {
 	limit = max(limit, 32)
 	if utf8.RuneCountInString(text) <= limit {

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,10 +43,7 @@ func (a *Adapter) Stream(ctx context.Context, s core.StreamDelivery) ([]string, 
 // not speak as it) and splits it.
 func (a *Adapter) chunks(sender core.Sender, text string) []string {
 	if sender.Handle != "" && (a.bot == "*" || sender.Handle != a.bot) {
-		name := sender.Name
-		if name == "" {
-			name = sender.Handle
-		}
+		name := cmp.Or(sender.Name, sender.Handle)
 		text = "**" + name + "**\n" + text
 	}
 	return Split(Format(text), MaxChunk)

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -41,9 +42,7 @@ type working struct {
 }
 
 func newWorking(emoji string) *working {
-	if emoji == "" {
-		emoji = DefaultWorkingEmoji
-	}
+	emoji = cmp.Or(emoji, DefaultWorkingEmoji)
 	return &working{emoji: emoji, msgs: map[string]*workMsg{}, runs: map[workKey]string{}}
 }
 

@@ -10,6 +10,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,9 +176,7 @@ func New(opts Options) (*Adapter, error) {
 	case opts.Engine == nil:
 		return nil, ErrNoEngine
 	}
-	if opts.Mode == "" {
-		opts.Mode = ModeSocket
-	}
+	opts.Mode = cmp.Or(opts.Mode, ModeSocket)
 	switch opts.Mode {
 	case ModeSocket:
 		if opts.AppToken == "" {
@@ -190,9 +189,7 @@ func New(opts Options) (*Adapter, error) {
 	default:
 		return nil, fmt.Errorf("%w, got %q", ErrBadMode, opts.Mode)
 	}
-	if opts.Bot == "" {
-		opts.Bot = "*"
-	}
+	opts.Bot = cmp.Or(opts.Bot, "*")
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

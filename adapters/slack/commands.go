@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -68,10 +69,7 @@ func (a *Adapter) handleCommand(ctx context.Context, cmd slack.SlashCommand) (st
 	if err != nil {
 		return "", err
 	}
-	team := cmd.TeamID
-	if team == "" {
-		team = id.Team
-	}
+	team := cmp.Or(cmd.TeamID, id.Team)
 	text, _, _ := a.normalize(ctx, cmd.Text, id.UserID)
 	if text == "" {
 		if err := a.setPendingNew(ctx, team, cmd.ChannelID, true); err != nil {

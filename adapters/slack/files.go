@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,10 +29,7 @@ const fileTimeout = 2 * apiTimeout
 func attachmentsOf(files []slack.File) []core.Attachment {
 	var out []core.Attachment
 	for _, f := range files {
-		ref := f.URLPrivateDownload
-		if ref == "" {
-			ref = f.URLPrivate
-		}
+		ref := cmp.Or(f.URLPrivateDownload, f.URLPrivate)
 		kind := "document"
 		switch {
 		case strings.HasPrefix(f.Mimetype, "image/"):
@@ -41,10 +39,7 @@ func attachmentsOf(files []slack.File) []core.Attachment {
 		case strings.HasPrefix(f.Mimetype, "video/"):
 			kind = "video"
 		}
-		name := f.Name
-		if name == "" {
-			name = f.Title
-		}
+		name := cmp.Or(f.Name, f.Title)
 		out = append(out, core.Attachment{Name: name, Type: f.Mimetype, Kind: kind, Size: int64(f.Size), Ref: ref})
 	}
 	return out

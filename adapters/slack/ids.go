@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 
@@ -66,10 +67,7 @@ func ThreadKey(team, channel, ts, threadTS string, dm bool) string {
 		}
 		return "slack:" + team + ":" + channel + ":" + threadTS
 	}
-	root := threadTS
-	if root == "" {
-		root = ts
-	}
+	root := cmp.Or(threadTS, ts)
 	return "slack:" + team + ":" + channel + ":" + root
 }
 
@@ -79,10 +77,7 @@ func ReplyConversation(team, channel, ts, threadTS string, dm bool) Conversation
 	if dm {
 		return Conversation{Team: team, Channel: channel, ThreadTS: threadTS}
 	}
-	root := threadTS
-	if root == "" {
-		root = ts
-	}
+	root := cmp.Or(threadTS, ts)
 	return Conversation{Team: team, Channel: channel, ThreadTS: root}
 }
 

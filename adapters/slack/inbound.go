@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,9 +102,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		}
 		return nil
 	}
-	if m.Team == "" {
-		m.Team = id.Team
-	}
+	m.Team = cmp.Or(m.Team, id.Team)
 	text, self, humans := a.normalize(ctx, m.Text, id.UserID)
 	dm := isDMChannel(m.Channel, m.ChannelType)
 	botMentioned := self || a.mentionsBot(text)
@@ -342,15 +341,11 @@ func (a *Adapter) lookupUser(ctx context.Context, userID string) (cachedUser, bo
 	u := cachedUser{isBot: info.IsBot}
 	for _, n := range []string{info.Profile.DisplayName, info.Profile.RealName, info.RealName, info.Name} {
 		if n = strings.TrimSpace(n); n != "" {
-			if u.name == "" {
-				u.name = n
-			}
+			u.name = cmp.Or(u.name, n)
 			u.names = append(u.names, n)
 		}
 	}
-	if u.name == "" {
-		u.name = userID
-	}
+	u.name = cmp.Or(u.name, userID)
 	a.users.Put(userID, u, now)
 	return u, true
 }

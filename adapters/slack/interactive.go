@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -57,15 +58,9 @@ func parseClick(cb slack.InteractionCallback) (click, bool) {
 		}
 		c := click{token: token, index: idx, team: cb.Team.ID, user: cb.User.ID,
 			userName: cb.User.Name, channel: cb.Container.ChannelID, threadTS: cb.Container.ThreadTs}
-		if c.team == "" {
-			c.team = cb.User.TeamID
-		}
-		if c.userName == "" {
-			c.userName = cb.User.Username
-		}
-		if c.channel == "" {
-			c.channel = cb.Channel.ID
-		}
+		c.team = cmp.Or(c.team, cb.User.TeamID)
+		c.userName = cmp.Or(c.userName, cb.User.Username)
+		c.channel = cmp.Or(c.channel, cb.Channel.ID)
 		return c, true
 	}
 	return click{}, false

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -149,10 +150,7 @@ func (a *Adapter) senderOptions(s core.Sender) []slack.MsgOption {
 	case s.Handle != "" && s.Handle == a.bot:
 		return nil
 	case s.Handle != "":
-		name := s.Name
-		if name == "" {
-			name = s.Handle
-		}
+		name := cmp.Or(s.Name, s.Handle)
 		icon := ":robot_face:"
 		if e := a.icons[s.Handle]; e != "" {
 			icon = e

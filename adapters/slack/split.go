@@ -18,7 +18,8 @@ const MaxChunk = 3900
 // between lines and every piece is closed and reopened with ``` so each chunk
 // renders on its own. Text of at most limit runes is returned as it is. Leading and
 // trailing blank lines of each chunk are dropped; nothing else is. limit values
-// below 16 are raised to 16.
+// below 16 are raised to 16. Feishu's Split differs where the formats do (see
+// there).
 func Split(text string, limit int) []string {
 	limit = max(limit, 16)
 	if utf8.RuneCountInString(text) <= limit {

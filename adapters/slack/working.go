@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -121,9 +122,7 @@ func (a *Adapter) startWork(ctx context.Context, w core.Work) {
 			}
 		}
 	}
-	if ts == "" {
-		ts = conv.ThreadTS
-	}
+	ts = cmp.Or(ts, conv.ThreadTS)
 	if ts == "" {
 		st.mu.Unlock()
 		a.log.Debug("slack working reaction skipped: no message to mark", "run", w.Run, "conversation", w.Conversation)

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -169,10 +170,7 @@ func New(opts Options) (*Adapter, error) {
 	case opts.Bot != "*" && len(opts.Bots) > 0 && !hasBot(opts.Bots, opts.Bot):
 		bad("account %q: bot %q is not configured", opts.Name, opts.Bot)
 	}
-	mode := opts.Mode
-	if mode == "" {
-		mode = ModePolling
-	}
+	mode := cmp.Or(opts.Mode, ModePolling)
 	switch mode {
 	case ModePolling:
 		if opts.Cursors == nil {
@@ -188,10 +186,7 @@ func New(opts Options) (*Adapter, error) {
 	default:
 		bad("account %q: mode %q is not %q or %q", opts.Name, opts.Mode, ModePolling, ModeWebhook)
 	}
-	policy := opts.DMPolicy
-	if policy == "" {
-		policy = DMAllowlist
-	}
+	policy := cmp.Or(opts.DMPolicy, DMAllowlist)
 	if policy != DMAllowlist && policy != DMOpen {
 		bad("account %q: dm_policy %q is not %q or %q", opts.Name, opts.DMPolicy, DMAllowlist, DMOpen)
 	}
@@ -236,9 +231,7 @@ func New(opts Options) (*Adapter, error) {
 	if a.hc == nil {
 		a.hc = &http.Client{}
 	}
-	if a.pollWait == 0 {
-		a.pollWait = DefaultPollTimeout
-	}
+	a.pollWait = cmp.Or(a.pollWait, DefaultPollTimeout)
 	a.pace = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval)
 	if a.pollWait < time.Second {
 		a.pollWait = time.Second

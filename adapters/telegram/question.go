@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,10 +208,7 @@ func (a *Adapter) namePrefix(s core.Sender) string {
 	if h == "" || strings.EqualFold(h, a.bot) {
 		return ""
 	}
-	name := s.Name
-	if name == "" {
-		name = h
-	}
+	name := cmp.Or(s.Name, h)
 	return "<b>" + escapeHTML(name) + "</b>\n"
 }
 

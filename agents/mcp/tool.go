@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,9 +81,7 @@ func newTool(m *Manager, s *session, t mcp.Tool) *Tool {
 	if desc == "" && t.Title != "" {
 		desc = t.Title
 	}
-	if desc == "" {
-		desc = t.Name
-	}
+	desc = cmp.Or(desc, t.Name)
 	return &Tool{
 		name:    s.server + "__" + sanitize(t.Name),
 		remote:  t.Name,

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -233,10 +234,7 @@ func (f *fetcher) call(ctx context.Context, call agents.ToolCall) (string, error
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return "", agents.NotRun(fmt.Errorf("url scheme %q: only http and https are allowed", u.Scheme))
 	}
-	method := strings.ToUpper(a.Method)
-	if method == "" {
-		method = http.MethodGet
-	}
+	method := cmp.Or(strings.ToUpper(a.Method), http.MethodGet)
 	sends := false
 	switch method {
 	case http.MethodGet, http.MethodHead:
@@ -260,10 +258,7 @@ func (f *fetcher) call(ctx context.Context, call agents.ToolCall) (string, error
 		req.Header.Set(k, v)
 	}
 	if body != nil && req.Header.Get("Content-Type") == "" {
-		ct := a.ContentType
-		if ct == "" {
-			ct = "application/json"
-		}
+		ct := cmp.Or(a.ContentType, "application/json")
 		req.Header.Set("Content-Type", ct)
 	}
 	resp, err := f.client.Do(req)

@@ -9,6 +9,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,9 +110,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.WorkspaceRoot == "" {
-		o.WorkspaceRoot = DefaultWorkspaceRoot
-	}
+	o.WorkspaceRoot = cmp.Or(o.WorkspaceRoot, DefaultWorkspaceRoot)
 	if o.ReadCap <= 0 {
 		o.ReadCap = DefaultReadCap
 	}
@@ -122,15 +121,9 @@ func (o Options) withDefaults() Options {
 		o.SearchMaxResults = DefaultSearchMaxResults
 	}
 	o.ShellLimits = o.ShellLimits.or(defaultShellLimits)
-	if o.ShellPath == "" {
-		o.ShellPath = DefaultShellPath
-	}
-	if o.Sandbox == "" {
-		o.Sandbox = SandboxBwrap
-	}
-	if o.BwrapPath == "" {
-		o.BwrapPath = DefaultBwrapPath
-	}
+	o.ShellPath = cmp.Or(o.ShellPath, DefaultShellPath)
+	o.Sandbox = cmp.Or(o.Sandbox, SandboxBwrap)
+	o.BwrapPath = cmp.Or(o.BwrapPath, DefaultBwrapPath)
 	if o.ShellKillDelay <= 0 {
 		o.ShellKillDelay = DefaultShellKillDelay
 	}

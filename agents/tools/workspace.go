@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -139,9 +140,7 @@ func (w *workspace) open(call agents.ToolCall, path string) (root *os.Root, base
 // prefix is resolved with filepath.EvalSymlinks and must still be inside base.
 // The caller opens the result through an os.Root, which re-checks at open time.
 func resolve(base, rel string) (string, error) {
-	if rel == "" {
-		rel = "."
-	}
+	rel = cmp.Or(rel, ".")
 	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "~") {
 		return "", fmt.Errorf("%q: %w: use a path relative to the workspace", rel, ErrOutsideWorkspace)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,10 +33,7 @@ func (d *doctor) llms(ctx context.Context) {
 		p := d.cfg.LLM[n]
 		models := []string{}
 		for _, b := range d.cfg.Bots {
-			m := b.Model
-			if m == "" {
-				m = p.Model
-			}
+			m := cmp.Or(b.Model, p.Model)
 			if b.LLM == n && !slices.Contains(models, m) {
 				models = append(models, m)
 			}

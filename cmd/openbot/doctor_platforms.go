@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -38,10 +39,7 @@ func (d *doctor) slack(ctx context.Context, i int, s config.Slack) {
 		d.add(checkWarn, name, "skipped: "+missing, "set the variables named, or remove the account")
 		return
 	}
-	api := s.APIURL
-	if api == "" {
-		api = slackAPI
-	}
+	api := cmp.Or(s.APIURL, slackAPI)
 	if !strings.HasSuffix(api, "/") {
 		api += "/"
 	}
@@ -130,10 +128,7 @@ func (d *doctor) telegram(ctx context.Context, i int, t config.Telegram) {
 		d.add(checkWarn, name, "skipped: "+emptySecrets(d.cfg, "telegram", i, "token"), "set the variable named, or remove the account")
 		return
 	}
-	base := strings.TrimSuffix(t.APIEndpoint, "/")
-	if base == "" {
-		base = "https://api.telegram.org"
-	}
+	base := cmp.Or(strings.TrimSuffix(t.APIEndpoint, "/"), "https://api.telegram.org")
 	// A configured endpoint may be the library's format string ".../bot%s/%s".
 	base = strings.TrimSuffix(base, "/bot%s/%s")
 	url := func(method string) string { return base + "/bot" + t.Token + "/" + method }
@@ -204,10 +199,7 @@ func (d *doctor) feishu(ctx context.Context, i int, f config.Feishu) {
 		d.add(checkWarn, name, "skipped: app_id or app_secret is empty", "set "+strings.Join(append(d.cfg.EnvVars("feishu", i, "app_id"), d.cfg.EnvVars("feishu", i, "app_secret")...), " and "))
 		return
 	}
-	base := strings.TrimSuffix(f.BaseURL, "/")
-	if base == "" {
-		base = config.FeishuBaseURL
-	}
+	base := cmp.Or(strings.TrimSuffix(f.BaseURL, "/"), config.FeishuBaseURL)
 	var tok struct {
 		Code  int    `json:"code"`
 		Msg   string `json:"msg"`

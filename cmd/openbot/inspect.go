@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -158,10 +159,7 @@ func printThreads(ctx context.Context, r *apiReader, path string, w io.Writer) e
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tPLATFORMS\tMESSAGES\tPENDING\tPARTICIPANTS\tTITLE")
 	for _, t := range p.Items {
-		title := t.Title
-		if title == "" {
-			title = t.Key
-		}
+		title := cmp.Or(t.Title, t.Key)
 		var who []string
 		for _, a := range t.Participants {
 			who = append(who, strings.Replace(string(a), "bot:", "@", 1))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -216,10 +217,7 @@ func listConfigSchedules(ctx context.Context, cfg *config.Config, stdout io.Writ
 		if s.Topic != 0 {
 			target += fmt.Sprintf(" topic %d", s.Topic)
 		}
-		l := last[s.Name]
-		if l == "" {
-			l = "-"
-		}
+		l := cmp.Or(last[s.Name], "-")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t@%s\t%s\t%s\t%s\t%s\n", s.Name, s.Cron, s.TimeZone, s.Bot, target, s.Thread, next, l)
 	}
 	tw.Flush()

@@ -2,6 +2,7 @@ package feishutest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -134,15 +135,9 @@ func (c CardAction) defaults() CardAction {
 	if c.EventID == "" {
 		c.EventID = "ev-card-" + strings.ToLower(rand.Text())
 	}
-	if c.OpenID == "" {
-		c.OpenID = AliceOpenID
-	}
-	if c.ChatID == "" {
-		c.ChatID = GroupChat
-	}
-	if c.Token == "" {
-		c.Token = VerificationToken
-	}
+	c.OpenID = cmp.Or(c.OpenID, AliceOpenID)
+	c.ChatID = cmp.Or(c.ChatID, GroupChat)
+	c.Token = cmp.Or(c.Token, VerificationToken)
 	if c.Value == nil {
 		c.Value = json.RawMessage(`{}`)
 	}

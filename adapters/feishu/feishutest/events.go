@@ -2,6 +2,7 @@ package feishutest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -43,24 +44,12 @@ type MessageEvent struct {
 // JSON returns the v2 event envelope, as webhook mode POSTs it (before encryption)
 // and the long connection carries it.
 func (e MessageEvent) JSON() []byte {
-	if e.ChatID == "" {
-		e.ChatID = GroupChat
-	}
-	if e.ChatType == "" {
-		e.ChatType = "group"
-	}
-	if e.Sender == "" {
-		e.Sender = AliceOpenID
-	}
-	if e.MsgType == "" {
-		e.MsgType = "text"
-	}
-	if e.EventID == "" {
-		e.EventID = "ev-" + e.MessageID
-	}
-	if e.Token == "" {
-		e.Token = VerificationToken
-	}
+	e.ChatID = cmp.Or(e.ChatID, GroupChat)
+	e.ChatType = cmp.Or(e.ChatType, "group")
+	e.Sender = cmp.Or(e.Sender, AliceOpenID)
+	e.MsgType = cmp.Or(e.MsgType, "text")
+	e.EventID = cmp.Or(e.EventID, "ev-"+e.MessageID)
+	e.Token = cmp.Or(e.Token, VerificationToken)
 	content := e.Content
 	if content == "" {
 		b, _ := json.Marshal(map[string]string{"text": e.Text})

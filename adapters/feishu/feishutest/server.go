@@ -24,6 +24,7 @@
 package feishutest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,10 +239,7 @@ func (s *Server) record(next http.Handler) http.Handler {
 			for k, v := range f.Header {
 				w.Header().Set(k, v)
 			}
-			status := f.Status
-			if status == 0 {
-				status = http.StatusBadRequest
-			}
+			status := cmp.Or(f.Status, http.StatusBadRequest)
 			fakeserver.WriteJSON(w, status, map[string]any{"code": f.Code, "msg": f.Msg})
 			return
 		}

@@ -1,7 +1,10 @@
 // Package fakeserver is what the platform fakes (slacktest, telegramtest,
 // feishutest) share: a signal to wait on for "the fake's record changed", calls
 // held in flight at a test's request, and JSON answers. What each platform's
-// wire protocol says stays in its own fake.
+// wire protocol says stays in its own fake, and so do the websocket servers:
+// Slack's Socket Mode speaks JSON text frames through gorilla/websocket (what
+// slack-go dials), Feishu's long connection binary pbbp2 frames through
+// coder/websocket; Telegram has none.
 package fakeserver
 
 import (

@@ -6,6 +6,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"strings"
@@ -107,9 +108,7 @@ type Final struct {
 // gone) and deletes surplus streamed messages, logging a failure to delete to
 // log. On error Done and First say where the next attempt goes on.
 func (f *Final) Finish(ctx context.Context, ops Ops, log *slog.Logger) error {
-	if f.First == "" {
-		f.First = f.Streamed[0]
-	}
+	f.First = cmp.Or(f.First, f.Streamed[0])
 	for i := f.Done; i < len(f.Parts); i++ {
 		var err error
 		if i < len(f.Streamed) {

@@ -2,6 +2,7 @@ package slacktest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -30,12 +31,8 @@ type Click struct {
 
 // Payload is the block_actions JSON Slack sends for c.
 func (c Click) Payload() json.RawMessage {
-	if c.Team == "" {
-		c.Team = DefaultTeam
-	}
-	if c.Label == "" {
-		c.Label = "Button"
-	}
+	c.Team = cmp.Or(c.Team, DefaultTeam)
+	c.Label = cmp.Or(c.Label, "Button")
 	container := map[string]any{"type": "message", "message_ts": c.MessageTS, "channel_id": c.Channel, "is_ephemeral": false}
 	if c.ThreadTS != "" {
 		container["thread_ts"] = c.ThreadTS

@@ -2,6 +2,7 @@ package slacktest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -23,12 +24,8 @@ type Command struct {
 }
 
 func (c Command) fields() map[string]string {
-	if c.Team == "" {
-		c.Team = DefaultTeam
-	}
-	if c.TriggerID == "" {
-		c.TriggerID = "1767225800123.1000000000001.0a1b2c3d4e5f60718293a4b5c6d7e8f9"
-	}
+	c.Team = cmp.Or(c.Team, DefaultTeam)
+	c.TriggerID = cmp.Or(c.TriggerID, "1767225800123.1000000000001.0a1b2c3d4e5f60718293a4b5c6d7e8f9")
 	channelName := "eng-builds"
 	if len(c.Channel) > 0 && c.Channel[0] == 'D' {
 		channelName = "directmessage"

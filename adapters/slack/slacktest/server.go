@@ -12,6 +12,7 @@
 package slacktest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,18 +146,10 @@ type wsConn struct {
 
 // New starts a fake Slack on 127.0.0.1. Close it when done (t.Cleanup(s.Close)).
 func New(opts Options) *Server {
-	if opts.Team == "" {
-		opts.Team = DefaultTeam
-	}
-	if opts.BotUser == "" {
-		opts.BotUser = DefaultBotUser
-	}
-	if opts.BotID == "" {
-		opts.BotID = DefaultBotID
-	}
-	if opts.AppID == "" {
-		opts.AppID = DefaultAppID
-	}
+	opts.Team = cmp.Or(opts.Team, DefaultTeam)
+	opts.BotUser = cmp.Or(opts.BotUser, DefaultBotUser)
+	opts.BotID = cmp.Or(opts.BotID, DefaultBotID)
+	opts.AppID = cmp.Or(opts.AppID, DefaultAppID)
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = 5 * time.Second
 	}

@@ -13,6 +13,7 @@
 package telegramtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -137,9 +138,7 @@ func NewServer(bots ...Bot) *Server {
 
 // AddBot serves one more bot.
 func (s *Server) AddBot(b Bot) {
-	if b.Name == "" {
-		b.Name = b.Username
-	}
+	b.Name = cmp.Or(b.Name, b.Username)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bots[b.Token] = &botState{Bot: b, nextID: 1}
