@@ -697,6 +697,11 @@ func TestLongConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	acks, err := h.srv.WaitAcks(ctx, 1)
+	// The pong to the first ping carried the server's config (PingInterval 60 s):
+	// the next ping waits for that period, it does not answer the pong.
+	if n := h.srv.Pings(); n != 1 {
+		t.Errorf("%d pings before the event's ack, want 1 (one a minute)", n)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

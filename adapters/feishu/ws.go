@@ -251,16 +251,19 @@ func (s *wsSession) pinger(ctx context.Context, period time.Duration) error {
 		if err := s.write(ctx, pingFrame(s.service)); err != nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case p := <-s.pingEvery:
-			if p > 0 && p != period {
-				period = p
-				t.Reset(p)
+	wait: // until the period is up; a pong's new period only resets the ticker
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case p := <-s.pingEvery:
+				if p > 0 && p != period {
+					period = p
+					t.Reset(p)
+				}
+			case <-t.C:
+				break wait
 			}
-			continue
-		case <-t.C:
 		}
 	}
 }
