@@ -449,9 +449,11 @@ func (r *run) modelErr(ctx, cctx context.Context, err error, retries int) error 
 }
 
 var (
-	htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
-	htmlTag   = regexp.MustCompile(`(?s)<[^>]*>`)
-	htmlNoise = regexp.MustCompile(`(?is)<(script|style|head)[^>]*>.*?</(script|style|head)>`)
+	htmlTitle = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`) })
+	htmlTag   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<[^>]*>`) })
+	htmlNoise = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?is)<(script|style|head)[^>]*>.*?</(script|style|head)>`)
+	})
 )
 
 // maxErrorBody bounds the bytes of an error response's body that bodyText
@@ -465,10 +467,10 @@ const maxErrorBody = 64 << 10
 func bodyText(b []byte) string {
 	s := strings.TrimSpace(string(b[:min(len(b), maxErrorBody)]))
 	if strings.HasPrefix(s, "<") {
-		if m := htmlTitle.FindStringSubmatch(s); m != nil && strings.TrimSpace(m[1]) != "" {
+		if m := htmlTitle().FindStringSubmatch(s); m != nil && strings.TrimSpace(m[1]) != "" {
 			s = m[1]
 		} else {
-			s = htmlTag.ReplaceAllString(htmlNoise.ReplaceAllString(s, " "), " ")
+			s = htmlTag().ReplaceAllString(htmlNoise().ReplaceAllString(s, " "), " ")
 		}
 		s = html.UnescapeString(s)
 	}

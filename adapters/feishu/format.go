@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Format turns Markdown as a model writes it into the Markdown dialect of a Feishu
@@ -54,26 +55,26 @@ func fenceOpen(line string) string {
 }
 
 var (
-	headingRe = regexp.MustCompile(`^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
-	bulletRe  = regexp.MustCompile(`^(\s*)[*+]\s+`)
-	taskRe    = regexp.MustCompile(`^(\s*)- \[([ xX])\]\s+`)
-	ruleRe    = regexp.MustCompile(`^ {0,3}([*_])(\s*[*_]){2,}\s*$`)
-	imageRe   = regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]+)\)`)
-	boldUndRe = regexp.MustCompile(`(^|[^\w])__([^_\s](?:[^_]*[^_\s])?)__([^\w]|$)`)
+	headingRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$`) })
+	bulletRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[*+]\s+`) })
+	taskRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)- \[([ xX])\]\s+`) })
+	ruleRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ {0,3}([*_])(\s*[*_]){2,}\s*$`) })
+	imageRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]+)\)`) })
+	boldUndRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[^\w])__([^_\s](?:[^_]*[^_\s])?)__([^\w]|$)`) })
 )
 
 // formatLine converts one line outside code blocks.
 func formatLine(l string) string {
-	if ruleRe.MatchString(l) {
+	if ruleRe().MatchString(l) {
 		return "---"
 	}
 	heading := false
-	if m := headingRe.FindStringSubmatch(l); m != nil {
+	if m := headingRe().FindStringSubmatch(l); m != nil {
 		l, heading = m[1], true
 	}
-	l = bulletRe.ReplaceAllString(l, "$1- ")
-	l = taskRe.ReplaceAllStringFunc(l, func(s string) string {
-		m := taskRe.FindStringSubmatch(s)
+	l = bulletRe().ReplaceAllString(l, "$1- ")
+	l = taskRe().ReplaceAllStringFunc(l, func(s string) string {
+		m := taskRe().FindStringSubmatch(s)
 		if m[2] == " " {
 			return m[1] + "- ☐ "
 		}
@@ -86,8 +87,8 @@ func formatLine(l string) string {
 			b.WriteString(part)
 			continue
 		}
-		part = imageRe.ReplaceAllString(part, "[$1]($2)")
-		part = boldUndRe.ReplaceAllString(part, "$1**$2**$3")
+		part = imageRe().ReplaceAllString(part, "[$1]($2)")
+		part = boldUndRe().ReplaceAllString(part, "$1**$2**$3")
 		part = strings.ReplaceAll(part, "<", "&#60;")
 		b.WriteString(part)
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
@@ -304,7 +305,7 @@ func msTime(s string) time.Time {
 
 // placeholderRe matches a mention placeholder as a whole: "@_user_10" is never read
 // as "@_user_1" followed by "0".
-var placeholderRe = regexp.MustCompile(`@_user_[0-9]+|@_all`)
+var placeholderRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`@_user_[0-9]+|@_all`) })
 
 // replaceMentions replaces each placeholder by its mention: the app's own bot by
 // botText ("" drops it together with one following space), other people by
@@ -316,7 +317,7 @@ func replaceMentions(s string, mentions []mention, botOpenID, botText string) st
 	}
 	var b strings.Builder
 	last := 0
-	for _, loc := range placeholderRe.FindAllStringIndex(s, -1) {
+	for _, loc := range placeholderRe().FindAllStringIndex(s, -1) {
 		key := s[loc[0]:loc[1]]
 		b.WriteString(s[last:loc[0]])
 		last = loc[1]

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // sdkLogger adapts the SDK's larkcore.Logger onto slog without ever passing on a
@@ -35,9 +36,11 @@ func (l sdkLogger) emit(ctx context.Context, level slog.Level, args []any) {
 const maxSDKLogLine = 300
 
 var (
-	sdkBearer = regexp.MustCompile(`(?i)bearer\s+\S+`)
-	sdkToken  = regexp.MustCompile(`\b[tau]-[A-Za-z0-9_.\-]{8,}`)
-	sdkSecret = regexp.MustCompile(`(?i)("?(app_?secret|appsecret|access_?token|tenant_access_token|encrypt_?key)"?\s*[:=]\s*)"?[^",\s}]*"?`)
+	sdkBearer = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)bearer\s+\S+`) })
+	sdkToken  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[tau]-[A-Za-z0-9_.\-]{8,}`) })
+	sdkSecret = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)("?(app_?secret|appsecret|access_?token|tenant_access_token|encrypt_?key)"?\s*[:=]\s*)"?[^",\s}]*"?`)
+	})
 )
 
 // redactSDK removes bodies, tokens and secrets from one SDK log line.
@@ -47,9 +50,9 @@ func redactSDK(s string) string {
 			s = s[:i] + cut + " [omitted]"
 		}
 	}
-	s = sdkBearer.ReplaceAllString(s, "Bearer [redacted]")
-	s = sdkSecret.ReplaceAllString(s, "${1}[redacted]")
-	s = sdkToken.ReplaceAllString(s, "[redacted]")
+	s = sdkBearer().ReplaceAllString(s, "Bearer [redacted]")
+	s = sdkSecret().ReplaceAllString(s, "${1}[redacted]")
+	s = sdkToken().ReplaceAllString(s, "[redacted]")
 	if len(s) > maxSDKLogLine {
 		s = s[:maxSDKLogLine] + "..."
 	}

@@ -3,6 +3,7 @@ package slack
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"openbot/markdown"
 )
@@ -42,7 +43,7 @@ var formatLine = markdown.LineFormat{
 var escapeText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
 var (
-	schemeRe = regexp.MustCompile(`^(?:https?|mailto|ftp):`)
+	schemeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:https?|mailto|ftp):`) })
 )
 
 // mrkdwn renders inline spans as Slack mrkdwn.
@@ -51,7 +52,7 @@ type mrkdwn struct{}
 func (mrkdwn) Text(s string) string    { return escapeText(s) }
 func (mrkdwn) Code(code string) string { return "`" + escapeText(code) + "`" }
 func (mrkdwn) Link(label, url string) string {
-	if !schemeRe.MatchString(url) { // a relative link has nowhere to go in Slack
+	if !schemeRe().MatchString(url) { // a relative link has nowhere to go in Slack
 		return label + " (" + escapeText(url) + ")"
 	}
 	return "<" + escapeURL(url) + "|" + strings.ReplaceAll(label, "|", "¦") + ">"
@@ -75,4 +76,4 @@ func escapeURL(u string) string {
 }
 
 // autolinkOrLink matches the <url> and <url|label> sequences Format writes.
-var autolinkOrLink = regexp.MustCompile(`<(?:https?|mailto):[^\s<>|]+(?:\|[^<>]*)?>`)
+var autolinkOrLink = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<(?:https?|mailto):[^\s<>|]+(?:\|[^<>]*)?>`) })

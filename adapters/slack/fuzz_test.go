@@ -42,7 +42,7 @@ func FuzzFormat(f *testing.F) {
 		// marker at the start of a line.
 		for _, line := range strings.Split(out, "\n") {
 			line = strings.TrimPrefix(line, "> ")
-			rest := autolinkOrLink.ReplaceAllString(line, "")
+			rest := autolinkOrLink().ReplaceAllString(line, "")
 			if strings.ContainsAny(rest, "<>") {
 				t.Fatalf("Format(%q) left a raw < or > in %q", md, line)
 			}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -223,8 +224,8 @@ func tsTime(ts string) time.Time {
 
 var (
 	// <@U123>, <@U123|name>, <#C123|name>, <!here>, <!subteam^S1|@team>, <url|label>
-	controlRe = regexp.MustCompile(`<([@#!]?)([^<>|]*)(?:\|([^<>]*))?>`)
-	handleRe  = regexp.MustCompile(`(?:^|[^\w@./])@([A-Za-z0-9][A-Za-z0-9_\-]*)`)
+	controlRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<([@#!]?)([^<>|]*)(?:\|([^<>]*))?>`) })
+	handleRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|[^\w@./])@([A-Za-z0-9][A-Za-z0-9_\-]*)`) })
 )
 
 // normalize rewrites Slack's control sequences into what the model should read
@@ -235,8 +236,8 @@ var (
 // &lt;, &gt; are unescaped. It reports whether the app's own bot user was mentioned
 // and whether other people (not bots) were.
 func (a *Adapter) normalize(ctx context.Context, text, selfID string) (out string, self, humans bool) {
-	out = controlRe.ReplaceAllStringFunc(text, func(seq string) string {
-		m := controlRe.FindStringSubmatch(seq)
+	out = controlRe().ReplaceAllStringFunc(text, func(seq string) string {
+		m := controlRe().FindStringSubmatch(seq)
 		kind, body, label := m[1], m[2], m[3]
 		switch kind {
 		case "@":
@@ -276,7 +277,7 @@ func (a *Adapter) normalize(ctx context.Context, text, selfID string) (out strin
 
 // mentionsBot reports whether text has an @handle of a configured bot.
 func (a *Adapter) mentionsBot(text string) bool {
-	for _, m := range handleRe.FindAllStringSubmatch(text, -1) {
+	for _, m := range handleRe().FindAllStringSubmatch(text, -1) {
 		if _, ok := a.roster()[strings.ToLower(m[1])]; ok {
 			return true
 		}

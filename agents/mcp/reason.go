@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 var errExited = errors.New("the server exited")
 
 // urlRE finds URLs in error text; they may carry credentials (DESIGN.md §9).
-var urlRE = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+var urlRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`) })
 
 // reason says in words why a server failed, for a notice in a chat thread or a
 // line in the terminal: no stderr, no URLs, nothing secret. The log keeps the
@@ -52,7 +53,7 @@ func reason(err error, startTimeout time.Duration) string {
 	s := err.Error()
 	s, _, _ = strings.Cut(s, "; stderr:")
 	s, _, _ = strings.Cut(s, "\n")
-	s = urlRE.ReplaceAllString(s, "<url>")
+	s = urlRE().ReplaceAllString(s, "<url>")
 	if r := []rune(s); len(r) > 200 {
 		s = string(r[:200]) + "…"
 	}

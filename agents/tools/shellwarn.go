@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Shell command warnings: the approval prompt of a shell call shows the command
@@ -36,42 +37,52 @@ const stdinRunner = `\|\s*` + wrappers + `(?:` + interpreters + `(?:\s+-[a-zA-Z]
 const cmdStart = `(?:^|[;&|({\x60\n]|\$\(|<\(|\b(?:then|do|else|if|while|until)\s|-c\s+['"])\s*`
 
 // decoder finds a program that turns encoded text back into what it stands for.
-var decoder = regexp.MustCompile(`(?i)\b(?:(base64|base32)\s+(?:-\S+\s+)*(?:-[a-z]*d[a-z]*|--decode)\b|(basenc)\b[^|;&\n]*\s(?:-d|--decode)\b|` +
-	`(xxd)\s+(?:-\S+\s+)*-[a-z]*r|(openssl)\s+(?:enc|base64|aes-\S+|des\S*)\b[^|;&\n]*\s-d\b|(uudecode)\b|` +
-	`(printf)\s+['"]?[^'"|;&\n]*\\(?:x[0-9a-f]{2}|[0-3][0-7]{2}))`)
+var decoder = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(?:(base64|base32)\s+(?:-\S+\s+)*(?:-[a-z]*d[a-z]*|--decode)\b|(basenc)\b[^|;&\n]*\s(?:-d|--decode)\b|` +
+		`(xxd)\s+(?:-\S+\s+)*-[a-z]*r|(openssl)\s+(?:enc|base64|aes-\S+|des\S*)\b[^|;&\n]*\s-d\b|(uudecode)\b|` +
+		`(printf)\s+['"]?[^'"|;&\n]*\\(?:x[0-9a-f]{2}|[0-3][0-7]{2}))`)
+})
 
 var (
 	// pipeRunner is a later stage of a pipeline that runs what it reads.
-	pipeRunner = regexp.MustCompile(stdinRunner)
+	pipeRunner = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(stdinRunner) })
 	// substitution is a runner given the output of a command: sh -c "$(...)",
 	// bash <(...), eval `...`, python3 -c "$(...)".
-	substitution = regexp.MustCompile(cmdStart + runner + `[^\n;&|]*(?:\$\(|<\(|\x60)`)
+	substitution = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(cmdStart + runner + `[^\n;&|]*(?:\$\(|<\(|\x60)`) })
 	// redirect is where a decoder's output is written.
-	redirect = regexp.MustCompile(`^[^|;&\n]*?>\s*([^\s;&|<>()]+)`)
+	redirect = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^|;&\n]*?>\s*([^\s;&|<>()]+)`) })
 )
 
 // A download piped to, or substituted into, a runner.
 var (
-	fetchPipe = regexp.MustCompile(`(?i)\b(curl|wget)\b[^\n;&]*` + stdinRunner)
-	fetchSubs = regexp.MustCompile(`(?i)` + cmdStart + runner + `[^\n;&|]*(?:\$\(|<\(|\x60)\s*(curl|wget)\b`)
+	fetchPipe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(curl|wget)\b[^\n;&]*` + stdinRunner) })
+	fetchSubs = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)` + cmdStart + runner + `[^\n;&|]*(?:\$\(|<\(|\x60)\s*(curl|wget)\b`)
+	})
 )
 
 // evalWord is eval used as a command.
-var evalWord = regexp.MustCompile(cmdStart + `(?:(?:sudo|doas|builtin|command)\s+)*eval(?:\s|$)`)
+var evalWord = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(cmdStart + `(?:(?:sudo|doas|builtin|command)\s+)*eval(?:\s|$)`)
+})
 
 // Interpreter code (python -c, perl -e, node -e, php -r) that decodes text and
 // evaluates the result.
 var (
-	scriptEval   = regexp.MustCompile(`\b(?:exec|eval|system|compile|popen|Function)\s*\(|\bsubprocess\b`)
-	scriptDecode = regexp.MustCompile(`(?i)\b(?:b64decode|b32decode|b16decode|a85decode|decode_base64|base64_decode|decodebytes|unhexlify|fromhex|atob|hex2bin)\b|\bpack\s*\(\s*['"]H|Buffer\.from\([^)]*['"](?:base64|hex)['"]|codecs\.decode\([^)]*rot`)
+	scriptEval = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(?:exec|eval|system|compile|popen|Function)\s*\(|\bsubprocess\b`)
+	})
+	scriptDecode = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:b64decode|b32decode|b16decode|a85decode|decode_base64|base64_decode|decodebytes|unhexlify|fromhex|atob|hex2bin)\b|\bpack\s*\(\s*['"]H|Buffer\.from\([^)]*['"](?:base64|hex)['"]|codecs\.decode\([^)]*rot`)
+	})
 )
 
 // escape is a hex, octal or unicode escape; escapes of printable characters
 // spell text in a way a reader cannot see.
-var escape = regexp.MustCompile(`\\(x[0-9a-fA-F]{2}|[0-3][0-7]{2}|u[0-9a-fA-F]{4})`)
+var escape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\\(x[0-9a-fA-F]{2}|[0-3][0-7]{2}|u[0-9a-fA-F]{4})`) })
 
 // encodedRun is a run of base64 (or base32, or URL-safe base64) characters.
-var encodedRun = regexp.MustCompile(`[A-Za-z0-9+/_-]{100,}={0,2}`)
+var encodedRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/_-]{100,}={0,2}`) })
 
 // ShellWarnings returns the warnings for a shell command's approval prompt, each
 // one plain sentence, in a fixed order, none repeated; nil when none applies. It
@@ -80,15 +91,15 @@ func ShellWarnings(command string) []string {
 	var out []string
 	if name := decodesAndRuns(command); name != "" {
 		out = append(out, fmt.Sprintf("This command decodes hidden content (%s) and runs it: what it runs is not what you read here.", name))
-	} else if scriptEval.MatchString(command) && scriptDecode.MatchString(command) {
+	} else if scriptEval().MatchString(command) && scriptDecode().MatchString(command) {
 		out = append(out, "This command's script decodes hidden content and evaluates it: what it runs is not what you read here.")
 	}
-	if m := fetchPipe.FindStringSubmatch(command); m != nil {
+	if m := fetchPipe().FindStringSubmatch(command); m != nil {
 		out = append(out, fmt.Sprintf("This command downloads a script and runs it at once (%s piped to a shell or interpreter): what it runs is not shown here.", strings.ToLower(m[1])))
-	} else if m := fetchSubs.FindStringSubmatch(command); m != nil {
+	} else if m := fetchSubs().FindStringSubmatch(command); m != nil {
 		out = append(out, fmt.Sprintf("This command downloads a script and runs it at once (%s output given to a shell or interpreter): what it runs is not shown here.", strings.ToLower(m[1])))
 	}
-	if evalWord.MatchString(command) {
+	if evalWord().MatchString(command) {
 		out = append(out, "This command uses eval, which runs text put together while it runs: check what it builds.")
 	}
 	if e := printableEscape(command); e != "" {
@@ -109,9 +120,9 @@ const maxDecoders = 16
 // substitution, or written to a file the command then runs (or makes
 // executable). It returns "" when there is none.
 func decodesAndRuns(command string) string {
-	substituted := substitution.MatchString(command)
+	substituted := substitution().MatchString(command)
 	checked := map[string]bool{} // files a decoder's output went to
-	for _, m := range decoder.FindAllStringSubmatchIndex(command, maxDecoders) {
+	for _, m := range decoder().FindAllStringSubmatchIndex(command, maxDecoders) {
 		name := ""
 		for g := 2; g+1 < len(m); g += 2 {
 			if m[g] >= 0 {
@@ -127,10 +138,10 @@ func decodesAndRuns(command string) string {
 		if i := strings.Index(stage, "||"); i >= 0 {
 			stage = stage[:i]
 		}
-		if substituted || pipeRunner.MatchString(stage) {
+		if substituted || pipeRunner().MatchString(stage) {
 			return name
 		}
-		if r := redirect.FindStringSubmatch(stage); r != nil && !checked[r[1]] {
+		if r := redirect().FindStringSubmatch(stage); r != nil && !checked[r[1]] {
 			checked[r[1]] = true // a later decode into the same file is run, or not, as this one is
 			file := regexp.QuoteMeta(strings.Trim(r[1], `'"`))
 			ran := regexp.MustCompile(cmdStart + runner + `\s*(?:-\S+\s+)*['"]?` + file + `|chmod\s[^\n;&|]*` + file + `|` + cmdStart + `(?:\./)?` + file + `(?:\s|$|[;&|)])`)
@@ -146,7 +157,7 @@ func decodesAndRuns(command string) string {
 // character (a letter, digit, punctuation or space), or "". Escapes of control
 // characters (\x1b for colours, \000, \x00) have honest uses and do not count.
 func printableEscape(s string) string {
-	for _, m := range escape.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range escape().FindAllStringSubmatchIndex(s, -1) {
 		if bs := backslashesBefore(s, m[0]); bs%2 == 1 {
 			continue // the backslash is itself escaped: \\x41 is literal text
 		}
@@ -182,7 +193,7 @@ func backslashesBefore(s string, i int) int {
 // hash, a path or a word repeated does not count), or 0.
 func longestEncoded(s string) int {
 	best := 0
-	for _, m := range encodedRun.FindAllString(s, -1) {
+	for _, m := range encodedRun().FindAllString(s, -1) {
 		upper, lower, digit := false, false, false
 		for _, c := range m {
 			switch {

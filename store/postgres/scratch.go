@@ -6,12 +6,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // scratchName is what ScratchSchema accepts: a plain lowercase identifier.
-var scratchName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+var scratchName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`) })
 
 // ScratchSchema creates the empty schema name (lowercase letters, digits and
 // underscores, at most 63) in the database dsn names, and returns a DSN whose
@@ -20,7 +21,7 @@ var scratchName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // database's own tables alone. An existing schema of that name is an error.
 // Connecting is bounded by DefaultConnectTimeout and ctx.
 func ScratchSchema(ctx context.Context, dsn, name string) (scratch string, drop func(context.Context) error, err error) {
-	if !scratchName.MatchString(name) {
+	if !scratchName().MatchString(name) {
 		return "", nil, fmt.Errorf("store postgres: scratch schema name %q: want lowercase letters, digits, underscores", name)
 	}
 	if scratch, err = withSearchPath(dsn, name); err != nil {
