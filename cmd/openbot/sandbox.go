@@ -80,7 +80,7 @@ func usesShell(cfg *config.Config) bool {
 // logged at WARN (also on the terminal in chat mode, whose log goes to a
 // file); a sandbox that cannot be set up is logged at ERROR with the fix (and
 // shown on the terminal in chat mode too), and the shell tool then refuses every command with the same message. Nothing is
-// probed when no bot has the shell.
+// probed when no bot has the shell; serve probes beside its start, not before it.
 func (a *app) reportSandbox(ctx context.Context, opts tools.Options) {
 	if opts.Sandbox == config.SandboxNone {
 		const msg = "shell sandbox is OFF (sandbox: none): shell commands run unconfined and can read openbot's config, store, logs and environment"
@@ -94,6 +94,9 @@ func (a *app) reportSandbox(ctx context.Context, opts tools.Options) {
 		return
 	}
 	if err := tools.CheckSandbox(ctx, opts); err != nil {
+		if ctx.Err() != nil {
+			return // stopped while probing: nothing was learned
+		}
 		a.log.Error("shell sandbox unavailable: the shell tool will refuse to run", "err", err)
 		if a.chat {
 			fmt.Fprintln(a.stderr, "openbot: error: shell sandbox unavailable: the shell tool will refuse to run: "+err.Error())

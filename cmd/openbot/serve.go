@@ -173,7 +173,10 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("tools", err)
 	}
-	a.reportSandbox(ctx, toolOptions(a.cfg, log, hide))
+	sandboxOpts := toolOptions(a.cfg, log, hide)
+	if a.chat {
+		a.reportSandbox(ctx, sandboxOpts) // on the terminal before the conversation starts
+	}
 	// A shell command the previous process left running would race the runs
 	// that resume now.
 	if _, err := tools.KillOrphans(ctx, shellStateDir(a.cfg), log); err != nil {
@@ -372,6 +375,14 @@ func (a *app) serve(ctx context.Context) int {
 					say("The configuration was not reloaded (details in openbot.log); the running one is kept.")
 				}
 			}
+		})
+	}
+	if !a.chat {
+		// The probe runs bwrap (tens of milliseconds); readiness does not wait for
+		// it, since it only reports: the shell tool checks the sandbox on every call.
+		g.Go(func() error {
+			a.reportSandbox(gctx, sandboxOpts)
+			return nil
 		})
 	}
 	g.Go(func() error {
