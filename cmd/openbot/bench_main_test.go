@@ -35,7 +35,7 @@ var (
 	benchBurst    = flag.Int("burst", 5000, "BenchmarkPlatform/telegram: updates in the polling throughput measurement (0: skip it)")
 	benchDSN      = flag.String("dsn", "", "BenchmarkPostgres: DSN of a scratch database (it creates schemas openbot_bench_<pid>_* in it and drops them at the end)")
 	benchProcs    = flag.Int("processes", 3, "BenchmarkPostgres: engines sharing the database in the shared measurement (beside 1)")
-	benchParallel = flag.Int("parallel", 64, "BenchmarkPlatform: the bench bot's max_parallel_threads (1: one thread at a time)")
+	benchParallel = flag.Int("max-parallel", 64, "BenchmarkPlatform (not go test's -parallel): the bench bot's max_parallel_threads (1: one thread at a time)")
 	benchSettle   = flag.Duration("settle", 0, "BenchmarkPlatform: after the run, wait this long and print the RSS again (0: skip)")
 	benchHeap     = flag.String("heap-profile", "", "BenchmarkPlatform: write a pprof heap profile to this file when the last message reached the model")
 	benchCPU      = flag.String("cpu-profile", "", "BenchmarkPlatform: write a pprof CPU profile of the process while the messages are sent to this file")

@@ -102,7 +102,7 @@ func benchPlatform(ctx context.Context, b platformBench, stdout io.Writer) (f pl
 	}{
 		{rate <= 0, "-rate", fmt.Sprintf("must be positive, got %d", rate)},
 		{duration <= 0, "-duration", fmt.Sprintf("must be positive, got %s", duration)},
-		{b.parallel <= 0, "-parallel", fmt.Sprintf("must be positive, got %d", b.parallel)},
+		{b.parallel <= 0, "-max-parallel", fmt.Sprintf("must be positive, got %d", b.parallel)},
 		{b.settle < 0, "-settle", fmt.Sprintf("must not be negative, got %s", b.settle)},
 	} {
 		if c.bad {
