@@ -17,7 +17,7 @@ var scratchName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 // ScratchSchema creates the empty schema name (lowercase letters, digits and
 // underscores, at most 63) in the database dsn names, and returns a DSN whose
 // search_path is that schema, for Open, and drop, which removes the schema
-// and everything in it. It is for `openbot bench` and tools that must leave the
+// and everything in it. It is for the benchmarks (BenchmarkPostgres) and tools that must leave the
 // database's own tables alone. An existing schema of that name is an error.
 // Connecting is bounded by DefaultConnectTimeout and ctx.
 func ScratchSchema(ctx context.Context, dsn, name string) (scratch string, drop func(context.Context) error, err error) {
