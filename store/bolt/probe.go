@@ -14,8 +14,8 @@ import (
 // RawBatchRate measures this machine's floor for durable ingestion: n small puts
 // (200 bytes, big-endian NextSequence keys) through bbolt's own db.Batch from
 // workers concurrent goroutines, fsync on, into a new file at path (removed
-// afterwards). It returns puts per second. It is the reference the ingest benchmark (BenchmarkIngest)
-// command compares core's Ingest against (DESIGN.md §7 ingestion throughput); ctx
+// afterwards). It returns puts per second. It is the reference the ingest
+// benchmark (BenchmarkIngest) compares core's Ingest against (DESIGN.md §7 ingestion throughput); ctx
 // cancels it.
 func RawBatchRate(ctx context.Context, path string, n, workers int) (float64, error) {
 	if n <= 0 || workers <= 0 {
