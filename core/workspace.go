@@ -10,7 +10,8 @@ import (
 	"syscall"
 )
 
-// Writing into a workspace (issue 29). A thread's workspace is bound
+// Writing into a workspace (DESIGN.md §9: the shell's sandbox cannot reach the
+// host). A thread's workspace is bound
 // read-write into the shell's sandbox, so a command may have planted symbolic
 // links there (inbox -> /etc, inbox/<message> -> ~/.ssh, inbox/<message>/<name>
 // -> ~/.bashrc) to make openbot, which runs unconfined, create or overwrite

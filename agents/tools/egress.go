@@ -35,6 +35,8 @@ type egress struct {
 	srv    *http.Server
 	done   chan struct{}
 	mu     sync.Mutex
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // the guarded dialer
+	log    *slog.Logger
 	conns  map[net.Conn]bool // hijacked tunnels, closed with the proxy
 	open   sync.WaitGroup    // tunnels still joining
 	closed bool
@@ -72,7 +74,7 @@ func startEgress(dial func(ctx context.Context, network, addr string) (net.Conn,
 	// directly: at most maxConns are served at once, the rest wait in the
 	// kernel's queue, costing openbot nothing.
 	ln = netutil.LimitListener(ln, maxConns)
-	e := &egress{dir: dir, sock: sock, ln: ln, done: make(chan struct{}), conns: map[net.Conn]bool{}}
+	e := &egress{dir: dir, sock: sock, ln: ln, dial: dial, log: log, done: make(chan struct{}), conns: map[net.Conn]bool{}}
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dial,
@@ -88,7 +90,7 @@ func startEgress(dial func(ctx context.Context, network, addr string) (net.Conn,
 		},
 		Transport: tr,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			refuse(w, r.Host, err, log)
+			e.refuse(w, r.Host, err)
 		},
 	}
 	tunnels := make(chan struct{}, maxTunnels)
@@ -101,7 +103,7 @@ func startEgress(dial func(ctx context.Context, network, addr string) (net.Conn,
 				select {
 				case tunnels <- struct{}{}:
 					defer func() { <-tunnels }()
-					e.tunnel(w, r, dial, log)
+					e.tunnel(w, r)
 				default:
 					http.Error(w, "openbot egress: too many open connections", http.StatusServiceUnavailable)
 				}
@@ -118,9 +120,9 @@ func startEgress(dial func(ctx context.Context, network, addr string) (net.Conn,
 
 // refuse answers a request the proxy could not or would not forward, saying
 // why: the guard's refusal is 403, any other failure 502.
-func refuse(w http.ResponseWriter, host string, err error, log *slog.Logger) {
+func (e *egress) refuse(w http.ResponseWriter, host string, err error) {
 	if errors.Is(err, ErrBlockedAddress) {
-		log.Debug("shell egress refused", "host", host, "err", err) // the command sees it; a loop must not flood the log
+		e.log.Debug("shell egress refused", "host", host, "err", err) // the command sees it; a loop must not flood the log
 		http.Error(w, fmt.Sprintf("openbot egress refused %s: %v (the shell's network reaches public internet hosts only)", host, unwrapURLErr(err)), http.StatusForbidden)
 		return
 	}
@@ -129,12 +131,12 @@ func refuse(w http.ResponseWriter, host string, err error, log *slog.Logger) {
 
 // tunnel serves CONNECT host:port: it dials through the guard and then joins
 // the two streams until either ends or the proxy closes.
-func (e *egress) tunnel(w http.ResponseWriter, r *http.Request, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) {
+func (e *egress) tunnel(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
-	up, err := dial(ctx, "tcp", r.Host)
+	up, err := e.dial(ctx, "tcp", r.Host)
 	cancel()
 	if err != nil {
-		refuse(w, r.Host, err, log)
+		e.refuse(w, r.Host, err)
 		return
 	}
 	hj, ok := w.(http.Hijacker)

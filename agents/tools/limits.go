@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -60,30 +61,14 @@ type ShellLimits struct {
 
 // or returns l with each zero field taken from d.
 func (l ShellLimits) or(d ShellLimits) ShellLimits {
-	if l.Processes <= 0 {
-		l.Processes = d.Processes
-	}
-	if l.MemoryBytes <= 0 {
-		l.MemoryBytes = d.MemoryBytes
-	}
-	if l.CPUSeconds <= 0 {
-		l.CPUSeconds = d.CPUSeconds
-	}
-	if l.TmpBytes <= 0 {
-		l.TmpBytes = d.TmpBytes
-	}
-	if l.WorkspaceBytes <= 0 {
-		l.WorkspaceBytes = d.WorkspaceBytes
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = d.Timeout
-	}
-	if l.MaxTimeout <= 0 {
-		l.MaxTimeout = d.MaxTimeout
-	}
-	if l.MaxTimeout < l.Timeout {
-		l.MaxTimeout = l.Timeout
-	}
+	// config refuses negative values, so zero is the only unset one.
+	l.Processes = cmp.Or(l.Processes, d.Processes)
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, d.MemoryBytes)
+	l.CPUSeconds = cmp.Or(l.CPUSeconds, d.CPUSeconds)
+	l.TmpBytes = cmp.Or(l.TmpBytes, d.TmpBytes)
+	l.WorkspaceBytes = cmp.Or(l.WorkspaceBytes, d.WorkspaceBytes)
+	l.Timeout = cmp.Or(l.Timeout, d.Timeout)
+	l.MaxTimeout = max(cmp.Or(l.MaxTimeout, d.MaxTimeout), l.Timeout)
 	return l
 }
 

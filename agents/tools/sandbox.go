@@ -181,16 +181,25 @@ type spec struct {
 }
 
 // helperArgv is the helper's command line for running sh -c command with the
-// limits of s; helper is the helper's path where it runs.
-func helperArgv(helper string, s spec) []string {
+// limits of s; helper is the helper's path where it runs. Under bwrap the
+// supervisor is needed only to forward the egress port; with `sandbox: none`
+// (unsandboxed) it always runs, to keep the command's processes in check, and
+// there is no seccomp filter (an explicit opt-out of confinement).
+func helperArgv(helper string, s spec, unsandboxed bool) []string {
 	argv := []string{helper, HelperArg, "exec",
 		"-nproc", strconv.Itoa(s.limits.Processes),
 		"-data", strconv.FormatInt(s.limits.MemoryBytes, 10),
 		"-cpu", strconv.Itoa(s.limits.CPUSeconds),
-		"-fsize", strconv.FormatInt(s.fsize, 10),
-		"--", "/bin/sh", "-c", s.command}
-	if s.egress != "" {
+		"-fsize", strconv.FormatInt(s.fsize, 10)}
+	if unsandboxed {
+		argv = append(argv, "-no-seccomp")
+	}
+	argv = append(argv, "--", "/bin/sh", "-c", s.command)
+	switch {
+	case s.egress != "":
 		argv = append([]string{helper, HelperArg, "supervise", "-listen", egressPort, "-upstream", egressSocket, "--"}, argv...)
+	case unsandboxed:
+		argv = append([]string{helper, HelperArg, "supervise", "--"}, argv...)
 	}
 	return argv
 }
@@ -341,7 +350,13 @@ func SandboxReport(ctx context.Context, opts Options) ([]Guarantee, error) {
 	}
 	l := o.ShellLimits
 	var g []Guarantee
-	rl := strings.Contains(out, "Max cpu time") && strings.Contains(out, strconv.Itoa(l.CPUSeconds))
+	rl := false // /proc/self/limits: "Max cpu time  300  301  seconds"
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max cpu time"); ok {
+			f := strings.Fields(rest)
+			rl = len(f) > 0 && f[0] == strconv.Itoa(l.CPUSeconds)
+		}
+	}
 	g = append(g, Guarantee{"limits", rl, "memory " + sizeText(l.MemoryBytes) + " and CPU " +
 		strconv.Itoa(l.CPUSeconds) + " s per process, files up to the workspace quota (rlimits)"})
 	root := os.Geteuid() == 0

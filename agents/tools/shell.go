@@ -241,11 +241,7 @@ func (sb *sandbox) command(ctx context.Context, sp *spec) (*exec.Cmd, error) {
 	o := sb.opts
 	if sb.none() {
 		sp.env = shellEnv(o, sp.workspace)
-		argv := helperArgv(sp.helper, *sp)
-		// No seccomp filter without a sandbox (an explicit opt-out of
-		// confinement); the limits and the supervisor still apply.
-		argv = append(argv[:3], append([]string{"-no-seccomp"}, argv[3:]...)...)
-		argv = append([]string{sp.helper, HelperArg, "supervise", "--"}, argv...)
+		argv := helperArgv(sp.helper, *sp, true)
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = sp.workspace, sp.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -287,7 +283,7 @@ func (sb *sandbox) command(ctx context.Context, sp *spec) (*exec.Cmd, error) {
 			}
 		}
 	}()
-	cmd := exec.CommandContext(ctx, bwrap, append([]string{"--args", "3", "--"}, helperArgv(helperInSandbox, *sp)...)...)
+	cmd := exec.CommandContext(ctx, bwrap, append([]string{"--args", "3", "--"}, helperArgv(helperInSandbox, *sp, false)...)...)
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.Dir, cmd.Env = sp.workspace, sp.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -34,8 +34,8 @@ var (
 // long connection) against the project's fakes and a fake model, and measures the
 // time from exec to the first 200 from /healthz (every account's ingress live), and
 // the process's RSS -idle after that. It reports the median and the slowest start
-// over -starts runs and the median idle RSS (DESIGN.md §7; issue 30's size and
-// start-up targets: ready within 60 ms, idle RSS at most 20 MiB).
+// over -starts runs and the median idle RSS (DESIGN.md §7; the
+// targets: ready within 60 ms, idle RSS at most 20 MiB).
 //
 //	go test ./cmd/openbot -run '^$' -bench '^BenchmarkStartup$' -benchtime 1x [-args -binary /tmp/ob -starts 20]
 func BenchmarkStartup(b *testing.B) {
