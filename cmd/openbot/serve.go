@@ -198,10 +198,10 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("memory", err)
 	}
-	var runner core.Agent = swap
 	if a.chat && !a.terminal {
-		a.failures = &runFailures{Agent: swap}
-		runner = a.failures
+		if a.failures, err = newRunFailures(ctx, st); err != nil {
+			return a.fail("store", err)
+		}
 	}
 	mtr := newMetrics(a.cfg, log)
 	if bs, ok := st.(*bolt.Store); ok && mtr != nil {
@@ -216,7 +216,7 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	engOpts := core.Options{
 		Store:           admin.Notify(st, commits),
-		Agent:           runner,
+		Agent:           swap,
 		Bots:            botProfiles(a.cfg),
 		DefaultBot:      a.cfg.DefaultBot,
 		Limits:          coreLimits(a.cfg.Limits),
@@ -488,15 +488,15 @@ func (a *app) consoleDone(ctx context.Context, eng *core.Engine, runErr error, s
 			runErr = err
 		}
 	}
-	interrupted := ctx.Err() != nil
+	var failed error
+	if runErr == nil && a.failures != nil && ctx.Err() == nil {
+		failed = a.failures.err(ctx, eng.Store()) // piped chat: a failed run fails the command
+	}
 	stop()
 	if runErr != nil {
 		return fmt.Errorf("console: %w", runErr)
 	}
-	if a.failures != nil && !interrupted {
-		return a.failures.err() // piped chat: a failed run fails the command
-	}
-	return nil
+	return failed
 }
 
 // waitCtx runs wait in a goroutine and reports whether it returned before ctx ended.
