@@ -334,6 +334,9 @@ func (a *app) serve(ctx context.Context) int {
 	srv.RegisterOnShutdown(api.Shutdown) // event streams end, so Shutdown need not wait for them
 	if ln != nil {
 		log.Info("http listening", "addr", ln.Addr().String())
+		if a.cfg.Admin.Token != "" {
+			log.Info("dashboard", "url", "http://"+ln.Addr().String()+"/")
+		}
 		if a.onListen != nil {
 			a.onListen(ln.Addr().String())
 		}
@@ -532,8 +535,8 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 	for _, c := range consoles {
 		acc := "console/" + c.Name
 		switch {
-		case !a.chat:
-			skip(acc, "the terminal channel runs only in `openbot chat`")
+		case !a.chat: // not a problem: serve has no terminal
+			hl.set(acc, "skipped: the terminal channel runs only in `openbot chat`")
 		case !c.On():
 			skip(acc, "disabled")
 		case con != nil:
