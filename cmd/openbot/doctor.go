@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -43,7 +44,9 @@ type doctor struct {
 	out     io.Writer
 	client  *http.Client
 	timeout time.Duration
-	lines   []checkLine
+	// timeoutSet: --timeout was given, so it bounds MCP starts too.
+	timeoutSet bool
+	lines      []checkLine
 	// storeInUse: the store's lock is held (by a running openbot, most likely).
 	storeInUse bool
 }
@@ -84,6 +87,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		return exitFail
 	}
 	d := &doctor{cfg: cfg, out: stdout, timeout: *timeout, client: &http.Client{Timeout: *timeout}}
+	fs.Visit(func(f *flag.Flag) { d.timeoutSet = d.timeoutSet || f.Name == "timeout" })
 	d.add(checkOK, "config", *path+" is valid", "")
 	d.run(ctx)
 	n := map[string]int{}

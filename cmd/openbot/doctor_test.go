@@ -314,3 +314,27 @@ func TestDoctorListenerHeldByRunningOpenbot(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorMCPStartTimeoutSaysTimeout: an MCP server that does not answer
+// within the bound fails with a hint to raise --timeout (a first npx download
+// takes longer than the default), and package runners get a longer default.
+func TestDoctorMCPStartTimeoutSaysTimeout(t *testing.T) {
+	w := newDoctorWorld(t)
+	script := filepath.Join(t.TempDir(), "slow-mcp")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 30\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w.mcpCommand = script
+	r := runFor(t, []string{"doctor", "--config", w.config(t), "--timeout", "300ms"}, strings.NewReader(""), w.env)
+	if got := checkStatuses(r.stdout)["mcp/tools"]; got != "FAIL" {
+		t.Fatalf("mcp/tools: %q, want FAIL; stdout:\n%s", got, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "did not answer within 300ms") || !strings.Contains(r.stdout, "longer --timeout") {
+		t.Errorf("the slow MCP server's line lacks the bound and the --timeout hint:\n%s", r.stdout)
+	}
+	for cmd, want := range map[string]bool{"npx": true, "/usr/bin/uvx": true, "node": false, script: false} {
+		if downloads(cmd) != want {
+			t.Errorf("downloads(%q) = %v, want %v", cmd, !want, want)
+		}
+	}
+}
