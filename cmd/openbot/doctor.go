@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -87,7 +86,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		return exitFail
 	}
 	d := &doctor{cfg: cfg, out: stdout, timeout: *timeout, client: &http.Client{Timeout: *timeout}}
-	fs.Visit(func(f *flag.Flag) { d.timeoutSet = d.timeoutSet || f.Name == "timeout" })
+	d.timeoutSet = flagSet(fs, "timeout")
 	d.add(checkOK, "config", *path+" is valid", "")
 	d.run(ctx)
 	n := map[string]int{}

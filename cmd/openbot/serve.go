@@ -80,6 +80,12 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 		fmt.Fprintf(stderr, "openbot: --log-level %q: use debug, info, warn or error\n", *level)
 		return exitUsage
 	}
+	if mode == "chat" && !flagSet(fs, "config") {
+		if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
+			*path = builtinConfig
+			fmt.Fprintf(stderr, "openbot: no %s here, so chat runs the example team on the built-in config; `openbot config example > config.yaml` writes it out to change\n", fs.Lookup("config").DefValue)
+		}
+	}
 	cfg := loadConfig(*path, stderr, lookupEnv)
 	if cfg == nil {
 		return exitFail

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -63,5 +64,29 @@ func TestNoCitationOfUnshippedDocuments(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMakeBuildsAVersionedBinary: `make` builds a stripped binary whose
+// `openbot version` prints the version it was given, the commit and the Go
+// version.
+func TestMakeBuildsAVersionedBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	out := filepath.Join(t.TempDir(), "openbot")
+	cmd := exec.Command("make", "-C", "..", "build", "VERSION=9.8.7-test", "OUT="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make: %v\n%s", err, b)
+	}
+	b, err := exec.Command(out, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("openbot version: %v\n%s", err, b)
+	}
+	if v := string(b); !strings.HasPrefix(v, "openbot 9.8.7-test ") || !strings.Contains(v, "go1.") {
+		t.Errorf("openbot version = %q, want the version given to make and the Go version", v)
 	}
 }
