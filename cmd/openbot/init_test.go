@@ -95,7 +95,9 @@ func TestInitToAnswers(t *testing.T) {
 	defer cancel()
 	var out, errb lockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", w.cfg, "--log-level", "debug"}, strings.NewReader(""), &out, &errb, envOf(none)) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", w.cfg, "--log-level", "debug"}, strings.NewReader(""), &out, &errb, envOf(none))
+	}()
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
 
