@@ -25,10 +25,17 @@ const (
 )
 
 // MountHTTP registers POST /feishu/<name>/events (event subscription request URL)
-// and POST /feishu/<name>/card (card callback request URL) on mux (DESIGN.md §9).
+// and POST /feishu/<name>/card (card callback request URL) on mux (DESIGN.md §9);
+// any other method or path under /feishu/<name>/ answers 404 with a WARN line.
 func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	mux.HandleFunc("POST /feishu/"+a.name+"/events", func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, false) })
 	mux.HandleFunc("POST /feishu/"+a.name+"/card", func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, true) })
+	mux.HandleFunc("/feishu/"+a.name+"/", func(w http.ResponseWriter, r *http.Request) {
+		// Every other method or path: a misconfigured request URL shows in the log.
+		a.log.Warn("feishu webhook request refused", "path", r.URL.Path, "method", r.Method, "reason", "no such endpoint", "remote", r.RemoteAddr)
+		core.ReportInbound(a.engine, "feishu", core.InboundRefused)
+		http.NotFound(w, r)
+	})
 	if a.mode == ModeWebhook {
 		a.ingress.MarkLive()
 	}
@@ -253,7 +260,8 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request, card bool) {
 		return
 	}
 	if card {
-		a.log.Info("feishu card callback of an unknown shape ignored", "event_type", env.Header.EventType)
+		a.log.Warn("feishu card callback of an unknown shape; acknowledged", "event_type", env.Header.EventType)
+		core.ReportInbound(a.engine, "feishu", core.InboundDropped)
 		writeJSON(w, map[string]any{})
 		return
 	}
