@@ -279,6 +279,9 @@ func (c *Config) validateMCP(p *problems) {
 			p.add(path, "set exactly one of command and url, got both")
 		case s.URL != "":
 			checkURL(p, path+".url", s.URL, true)
+			if strings.Contains(s.URL+fmt.Sprint(s.Headers), "{workspace}") {
+				p.add(path, "{workspace} scopes a stdio server (command) to the thread's workspace; a url server cannot be")
+			}
 		}
 	}
 }
