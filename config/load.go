@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,7 +15,8 @@ import (
 )
 
 // Load reads the file at path and returns the configuration with ${VAR} expanded
-// through lookup, defaults applied and validated. lookup is os.LookupEnv in cmd and
+// through lookup, defaults applied and validated, and its relative file paths
+// (store.path, workspace) taken from the file's directory. lookup is os.LookupEnv in cmd and
 // a map in tests; nil means every variable is unset. Unknown keys, values of the wrong
 // type and every validation problem come back together as Errors, each with its field
 // path (and the line for keys the schema does not know); the configuration is then
@@ -25,7 +27,22 @@ func Load(path string, lookup LookupEnv) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, lookup)
+	cfg, err := Parse(data, lookup)
+	if cfg != nil {
+		cfg.resolvePaths(filepath.Dir(path))
+	}
+	return cfg, err
+}
+
+// resolvePaths makes the relative file paths of the configuration (store.path,
+// workspace) relative to dir, the config file's directory, so every command
+// finds the same files from any working directory.
+func (c *Config) resolvePaths(dir string) {
+	for _, p := range []*string{&c.Store.Path, &c.Workspace} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
 }
 
 // Parse is Load for configuration text already in memory.

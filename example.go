@@ -1,0 +1,11 @@
+// Package openbot holds what the module ships beside its packages: the example
+// configuration, which `openbot chat` runs when there is no config file and
+// `openbot config example` prints.
+package openbot
+
+import _ "embed" // the example configuration
+
+// ExampleConfig is config.example.yaml as built into the binary.
+//
+//go:embed config.example.yaml
+var ExampleConfig []byte
