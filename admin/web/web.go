@@ -7,6 +7,9 @@
 // session id in an HttpOnly, SameSite=Strict cookie (Secure when the request
 // came over TLS or with "X-Forwarded-Proto: https", or always with
 // Options.SecureCookie). Sessions live in memory with an expiry and a bounded count.
+// Bearer guards the other admin endpoints with the same token. Wrong tokens, at
+// the form and the bearer door alike, are counted per client address: past
+// MaxFailedLogins a minute that client gets 429, and no one else does.
 // The cookie authorizes /api/v1 requests of the page (Guard); a cookie
 // authorized request that changes state must carry the session's CSRF token in
 // the X-CSRF-Token header. With no admin token the dashboard is off: every
