@@ -32,6 +32,9 @@ type FetchPolicy struct {
 // FetchPolicyFor returns the policy of a call in a conversation: the bot's,
 // with what the conversation's own policy sets in its place (its AllowDomains
 // when not nil, its Unlisted when not empty). A nil channel is the bot's alone.
+// http_fetch reads the policy from the BotProfile of the run
+// (agents.ToolCall.Bot and CallApprover's bot), so a conversation's policy
+// takes effect by setting that profile's Fetch to this.
 func FetchPolicyFor(bot FetchPolicy, channel *FetchPolicy) FetchPolicy {
 	if channel == nil {
 		return bot
