@@ -9,3 +9,9 @@ import _ "embed" // the example configuration
 //
 //go:embed config.example.yaml
 var ExampleConfig []byte
+
+// SlackManifest is docs/slack-app-manifest.yaml: the Slack app openbot needs,
+// scopes and events included, which `openbot init` prints.
+//
+//go:embed docs/slack-app-manifest.yaml
+var SlackManifest string

@@ -246,6 +246,14 @@ func (d *doctor) store(ctx context.Context) {
 	}
 	path := d.cfg.Store.Path
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Dir(path)); d.fix && errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				d.add(checkFail, "store", "could not create "+filepath.Dir(path)+": "+err.Error(), "create it, writable by openbot")
+			} else {
+				d.add(checkFixed, "store", "created "+filepath.Dir(path)+"; serve creates "+filepath.Base(path)+" in it", "")
+			}
+			return
+		}
 		d.add(checkOK, "store", path+" does not exist yet; serve creates it", "")
 		return
 	}

@@ -3,6 +3,7 @@
 // configuration, maps it onto each package's Options, starts everything under one
 // supervisor and shuts it down in order.
 //
+//	openbot init                         ask, check and write config.yaml and .env (or add a channel)
 //	openbot serve --config FILE          run every configured channel until SIGINT/SIGTERM
 //	openbot chat --config FILE           the same, plus the terminal channel on this terminal
 //	openbot config check --config FILE   validate and print every problem
@@ -58,6 +59,7 @@ func main() {
 }
 
 const usage = `usage:
+  openbot init [--config FILE]                      set up channels and a model, write config.yaml and .env
   openbot serve --config FILE [--log-level LEVEL]   run every configured channel
   openbot chat --config FILE [--log-level LEVEL]    serve plus the terminal channel
   openbot config check --config FILE                validate the configuration
@@ -100,6 +102,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		stderr = stdout // the flag list asked for is the answer: on stdout, as usage is
 	}
 	switch args[0] {
+	case "init":
+		return runInit(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
 	case "serve":
 		return runServe(ctx, "serve", args[1:], stdin, stdout, stderr, lookupEnv)
 	case "chat":
