@@ -15,6 +15,9 @@ type Settings struct {
 	DefaultBot string
 	Limits     Limits
 	Approvers  []ActorID
+	// Owners and SelfApprove are as in Options.
+	Owners      []ActorID
+	SelfApprove bool
 	// ApprovalTimeout applies to questions asked after the reload; pending
 	// questions keep the deadline they were given.
 	ApprovalTimeout time.Duration
@@ -33,6 +36,8 @@ type settings struct {
 	defaultBot      string
 	limits          Limits
 	approvers       []ActorID
+	owners          []ActorID
+	selfApprove     bool
 	approvalTimeout time.Duration
 	cost            *Cost // nil: no prices, no budgets
 	alwaysReply     map[AccountID]bool
@@ -42,6 +47,7 @@ type settings struct {
 func newSettings(s Settings) (*settings, error) {
 	out := &settings{bots: map[string]BotProfile{}, limits: s.Limits.WithDefaults(),
 		approvers: append([]ActorID(nil), s.Approvers...), approvalTimeout: s.ApprovalTimeout,
+		owners: append([]ActorID(nil), s.Owners...), selfApprove: s.SelfApprove,
 		cost: s.Cost, alwaysReply: map[AccountID]bool{}}
 	for _, a := range s.AlwaysReply {
 		out.alwaysReply[a] = true
