@@ -216,3 +216,53 @@ func TestFirstPairingMakesAnOwner(t *testing.T) {
 		t.Fatalf("roles %v, want owner then member", roles)
 	}
 }
+
+func TestParseCommand(t *testing.T) {
+	for _, tt := range []struct{ text, name, args string }{
+		{"/pair ABCD1234", "pair", "ABCD1234"},
+		{"@ops pair abcd1234", "pair", "abcd1234"},
+		{"/pair@team_bot ABCD1234", "pair", "ABCD1234"},
+		{"people", "people", ""},
+		{"/revoke p3", "revoke", "p3"},
+		{"pair programming with Ann today", "", ""},
+		{"/pair", "", ""},
+		{"/pair ABC", "", ""},
+		{"hello", "", ""},
+	} {
+		name, args, ok := core.ParseCommand(tt.text)
+		if name != tt.name || args != tt.args || ok != (tt.name != "") {
+			t.Errorf("ParseCommand(%q) = %q, %q, %v", tt.text, name, args, ok)
+		}
+	}
+}
+
+// TestPairCommand: /pair in chat by an owner, and the refusals a non-owner or
+// a bad code get, each changing nothing.
+func TestPairCommand(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"slack:T:OWN"}, nil)
+	h.start()
+	a, _ := h.eng.Admit(ctx, core.Admission{Account: "slack/acme", Actor: "slack:T:NEW", Name: "New"})
+	code := regexp.MustCompile(`/pair ([A-Z0-9]{8}) `).FindStringSubmatch(a.Reply)[1]
+	for _, tt := range []struct {
+		who  core.ActorID
+		args string
+		want string
+	}{
+		{"slack:T:NEW", code, "Sorry, only an owner can do that."},
+		{"slack:T:OWN", "AAAAAAAA", "Sorry, that pairing code is not valid"},
+		{"slack:T:OWN", code, "Let in New (slack:T:NEW) as member."},
+		{"slack:T:OWN", code, "Sorry, that pairing code is not valid"},
+	} {
+		got, err := h.eng.Command(ctx, core.Command{Name: "pair", Args: tt.args, Actor: tt.who, Account: "slack/acme"})
+		if err != nil || !strings.HasPrefix(got, tt.want) {
+			t.Fatalf("%s /pair %s = %q, %v; want %q", tt.who, tt.args, got, err, tt.want)
+		}
+	}
+	if got, _ := h.eng.Command(ctx, core.Command{Name: "people", Actor: "slack:T:NEW"}); !strings.HasPrefix(got, "Sorry") {
+		t.Fatalf("/people by a member = %q", got)
+	}
+	if got, _ := h.eng.Command(ctx, core.Command{Name: "people", Actor: "slack:T:OWN"}); !strings.Contains(got, "New (member): slack:T:NEW") {
+		t.Fatalf("/people = %q", got)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"openbot/adapters/console"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,7 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Memory:        b.Memory,
 			MaxModelCalls: b.MaxModelCalls,
 			Approvers:     actorIDs(b.Approvers),
+			SelfApprove:   b.SelfApprove,
 
 			MaxParallelThreads: b.MaxParallelThreads,
 			MaxTokensPerRun:    b.MaxTokensPerRun,
@@ -118,6 +120,20 @@ func toolApprovers(entries []config.ApprovalTool) []core.ToolApprovers {
 }
 
 // actorIDs converts configured approver ids.
+// owners are the configured owners, the dashboard's operator while the admin
+// token is set (the token already lets them steer everything), and in chat mode
+// the person at openbot's own terminal.
+func owners(cfg *config.Config, chat bool) []core.ActorID {
+	out := actorIDs(cfg.Owners)
+	if cfg.Admin.Token != "" && cfg.Admin.Identity != "" {
+		out = append(out, core.ActorID(cfg.Admin.Identity))
+	}
+	if chat {
+		out = append(out, console.Human)
+	}
+	return out
+}
+
 func actorIDs(ids []string) []core.ActorID {
 	out := make([]core.ActorID, 0, len(ids))
 	for _, id := range ids {
