@@ -93,6 +93,21 @@ var (
 	ErrNoPerson = errors.New("no such person")
 )
 
+// AdmitDM applies an account's dm_policy to a DM through engine, the engine an
+// adapter was given: its Gatekeeper when it has one. Without one (a test's fake
+// engine) DMOpen admits everyone, DMDisabled nobody, and the other policies the
+// people on allow_users only, since pairing needs the engine's store.
+func AdmitDM(ctx context.Context, engine any, a Admission) (Admitted, error) {
+	if g, ok := engine.(Gatekeeper); ok {
+		return g.Admit(ctx, a)
+	}
+	policy := a.Policy
+	if policy == DMOpen || (policy != DMDisabled && a.Listed) {
+		return Admitted{Allow: true}, nil
+	}
+	return Admitted{Reply: notAllowed(a.Actor)}, nil
+}
+
 // Admit implements Gatekeeper.
 func (e *Engine) Admit(ctx context.Context, a Admission) (Admitted, error) {
 	policy := a.Policy
@@ -119,7 +134,7 @@ func (e *Engine) Admit(ctx context.Context, a Admission) (Admitted, error) {
 			return nil
 		}
 		if policy != DMPairing {
-			out.Reply = fmt.Sprintf("Sorry, you are not allowed to talk to this bot. Your id is %s; an owner can let you in.", a.Actor)
+			out.Reply = notAllowed(a.Actor)
 			return nil
 		}
 		now := e.clock.Now()
@@ -146,6 +161,10 @@ func (e *Engine) Admit(ctx context.Context, a Admission) (Admitted, error) {
 		return savePeopleTx(tx, d)
 	})
 	return out, err
+}
+
+func notAllowed(actor ActorID) string {
+	return fmt.Sprintf("Sorry, you are not allowed to talk to this bot. Your id is %s; an owner can let you in.", actor)
 }
 
 func pairingReply(code string) string {

@@ -119,10 +119,17 @@ func (a *Adapter) plainInbound(ctx context.Context, me tgbotapi.User, m *message
 	switch {
 	case d.ignore:
 		return nil, true, nil
-	case d.refuse, d.command != "":
+	case d.command != "":
 		// Every command goes through handleMessage, which answers /help, /start,
 		// /stop (and any later command) itself and handles /new's flag.
 		return nil, false, nil
+	}
+	if d.dm && a.policy != DMOpen {
+		ad, err := core.AdmitDM(ctx, a.engine, core.Admission{Account: a.account, Actor: HumanActor(m.From.ID),
+			Name: displayName(m.From), Policy: a.policy, Listed: a.listed(m.From)})
+		if err != nil || !ad.Allow {
+			return nil, false, err // handleMessage refuses it, with the same answer
+		}
 	}
 	pending, err := a.pendingNew(ctx, conversationOf(m))
 	if err != nil || pending {

@@ -592,7 +592,7 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 		ad, err := slack.New(slack.Options{
 			Name: s.Name, Bot: s.Bot, Mode: s.Mode,
 			AppToken: s.AppToken, BotToken: s.BotToken, SigningSecret: s.SigningSecret,
-			APIURL: s.APIURL, AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers,
+			APIURL: s.APIURL, AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers, DMPolicy: s.DMPolicy,
 			Bots: bots, Engine: eng, State: slack.StoreState(eng.Store()), Logger: a.log,
 			Streaming: s.Streaming.On(true),
 		})
