@@ -112,6 +112,17 @@ type Admin struct {
 	SecureCookie bool `yaml:"secure_cookie"`
 }
 
+// OwnerIDs are the owners the configuration names: owners, and the dashboard's
+// operator (admin.identity) while admin.token is set, since the token already
+// lets them steer everything.
+func (c *Config) OwnerIDs() []string {
+	out := append([]string(nil), c.Owners...)
+	if c.Admin.Token != "" && c.Admin.Identity != "" {
+		out = append(out, c.Admin.Identity)
+	}
+	return out
+}
+
 // DefaultOperator is admin.identity when unset: the dashboard's operator.
 const DefaultOperator = "console:operator"
 

@@ -131,14 +131,14 @@ type Adapter struct {
 	allowU  map[string]bool
 	// dmPolicy is Options.DMPolicy with its default.
 	dmPolicy string
-	bots    atomic.Pointer[map[string]core.BotProfile] // by lower-case handle; SetBots swaps it
-	icons   map[string]string
-	engine  Engine
-	state   State
-	log     *slog.Logger
-	clock   core.Clock
-	api     *slack.Client
-	apiOpts []slack.Option
+	bots     atomic.Pointer[map[string]core.BotProfile] // by lower-case handle; SetBots swaps it
+	icons    map[string]string
+	engine   Engine
+	state    State
+	log      *slog.Logger
+	clock    core.Clock
+	api      *slack.Client
+	apiOpts  []slack.Option
 
 	pace stream.Pace
 

@@ -121,8 +121,8 @@ type Adapter struct {
 	hookURL  string
 	secret   string
 	endpoint string
-	allow    map[string]bool // user ids and lowercased usernames
-	policy   string // dm_policy
+	allow    map[string]bool                   // user ids and lowercased usernames
+	policy   string                            // dm_policy
 	bots     atomic.Pointer[[]core.BotProfile] // SetBots swaps it
 	peers    *Peers
 	engine   Engine

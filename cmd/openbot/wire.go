@@ -120,14 +120,10 @@ func toolApprovers(entries []config.ApprovalTool) []core.ToolApprovers {
 }
 
 // actorIDs converts configured approver ids.
-// owners are the configured owners, the dashboard's operator while the admin
-// token is set (the token already lets them steer everything), and in chat mode
-// the person at openbot's own terminal.
+// owners are the configuration's owners (config.Config.OwnerIDs) and, in chat
+// mode, the person at openbot's own terminal.
 func owners(cfg *config.Config, chat bool) []core.ActorID {
-	out := actorIDs(cfg.Owners)
-	if cfg.Admin.Token != "" && cfg.Admin.Identity != "" {
-		out = append(out, core.ActorID(cfg.Admin.Identity))
-	}
+	out := actorIDs(cfg.OwnerIDs())
 	if chat {
 		out = append(out, console.Human)
 	}
