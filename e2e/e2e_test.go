@@ -42,7 +42,6 @@ func startE2E(t *testing.T, limits core.Limits, handle func(r openaitest.Request
 func startConsole(t *testing.T, opts core.Options) *e2e {
 	t.Helper()
 	x := &e2e{out: &syncBuffer{}}
-	opts.Owners = append(opts.Owners, console.Human) // as in openbot chat: the terminal's person is an owner
 	x.proc = openProc(t, "", opts)
 	pr, pw := io.Pipe()
 	x.in = pw
