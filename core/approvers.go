@@ -38,8 +38,9 @@ func ToolMatches(pattern, name string) bool {
 }
 
 // approversFor returns the configured approvers of q, most specific first: the
-// tool's (approvals only), the bot's, the global ones; nil when none is configured.
-func (qs *questions) approversFor(q Question) []ActorID {
+// tool's (approvals only), the channel's (channel, from the thread's channel
+// policy), the bot's, the global ones; nil when none is configured.
+func (qs *questions) approversFor(q Question, channel []ActorID) []ActorID {
 	b, ok := qs.e.bot(strings.TrimPrefix(string(q.Bot), "bot:"))
 	if ok && q.Kind == QuestionApproval && q.Tool != "" {
 		for _, ta := range b.ToolApprovers {
@@ -47,6 +48,9 @@ func (qs *questions) approversFor(q Question) []ActorID {
 				return ta.Approvers
 			}
 		}
+	}
+	if len(channel) > 0 {
+		return channel
 	}
 	if ok && len(b.Approvers) > 0 {
 		return b.Approvers
@@ -76,7 +80,11 @@ func (qs *questions) authorizedTx(tx ReadTx, q Question, actor ActorID) (bool, e
 		return true, nil
 	}
 	ids := d.identities(actor)
-	approvers := qs.approversFor(q)
+	pol, err := qs.e.threadPolicyByIDTx(tx, q.Thread)
+	if err != nil {
+		return false, err
+	}
+	approvers := qs.approversFor(q, pol.Approvers)
 	if q.Kind == QuestionApproval {
 		if anyIn(ids, q.Askers) && !qs.selfApprove(q.Bot) {
 			return false, nil
@@ -118,7 +126,11 @@ func (qs *questions) approvableTx(tx ReadTx, q Question) (bool, error) {
 		return true, nil
 	}
 	self := qs.selfApprove(q.Bot)
-	approvers := qs.approversFor(q)
+	pol, err := qs.e.threadPolicyByIDTx(tx, q.Thread)
+	if err != nil {
+		return false, err
+	}
+	approvers := qs.approversFor(q, pol.Approvers)
 	if approvers == nil {
 		return self && len(q.Askers) > 0, nil
 	}

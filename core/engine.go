@@ -96,6 +96,9 @@ type Options struct {
 	// tool calls; default false: an approval needs someone else (an approver or
 	// an owner), and with nobody who could, the call is refused at once.
 	SelfApprove bool
+	// Policies are the configured channel policies by PolicyKey (core/policy.go);
+	// stored ones replace them channel by channel.
+	Policies map[string]ChannelPolicy
 	// ApprovalTimeout is how long a question waits before it expires (an expired
 	// approval is a rejection); default 24h.
 	ApprovalTimeout time.Duration
@@ -209,7 +212,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("core: at least one bot is required")
 	}
 	set, err := newSettings(Settings{Bots: opts.Bots, DefaultBot: opts.DefaultBot, Limits: opts.Limits,
-		Approvers: opts.Approvers, Owners: opts.Owners, SelfApprove: opts.SelfApprove, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
+		Approvers: opts.Approvers, Owners: opts.Owners, SelfApprove: opts.SelfApprove, Policies: opts.Policies, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
 	if err != nil {
 		return nil, err
 	}

@@ -63,11 +63,15 @@ type Gatekeeper interface {
 
 var _ Gatekeeper = (*Engine)(nil)
 
-// Admission is one person writing in a DM.
+// Admission is one person writing in a DM, or in a channel when Conversation
+// is set.
 type Admission struct {
 	Account AccountID
 	Actor   ActorID
 	Name    string
+	// Conversation, set for a message in a group, is where it was posted: the
+	// channel policy applies (core/policy.go) instead of the DM policy.
+	Conversation ConversationRef
 	// Policy is the account's dm_policy ("" is DMPairing).
 	Policy string
 	// Listed is true when the adapter found the person on the account's
@@ -110,6 +114,9 @@ func AdmitDM(ctx context.Context, engine any, a Admission) (Admitted, error) {
 
 // Admit implements Gatekeeper.
 func (e *Engine) Admit(ctx context.Context, a Admission) (Admitted, error) {
+	if a.Conversation != "" {
+		return e.admitGroup(ctx, a)
+	}
 	policy := a.Policy
 	if policy == "" {
 		policy = DMPairing

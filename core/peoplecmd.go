@@ -29,6 +29,8 @@ type Command struct {
 	Actor      ActorID
 	ActorName  string
 	Account    AccountID
+	// Conversation is where it was typed; /policy applies to its channel.
+	Conversation ConversationRef
 }
 
 // commandShapes are the people commands and the arguments each takes, so a
@@ -37,6 +39,7 @@ var commandShapes = map[string]*regexp.Regexp{
 	"pair":   regexp.MustCompile(`^[A-Za-z0-9]{8}$`),
 	"people": regexp.MustCompile(`^$`),
 	"revoke": regexp.MustCompile(`^\S+$`),
+	"policy": regexp.MustCompile(`^$|^[a-z_]+=`),
 }
 
 // ParseCommand finds a people command in a message's normalized text: "/pair
@@ -78,6 +81,8 @@ func (e *Engine) Command(ctx context.Context, c Command) (string, error) {
 			return refusal(err)
 		}
 		return fmt.Sprintf("Removed %s (%s).", personName(p), strings.Join(actorStrings(p.Identities), ", ")), nil
+	case "policy":
+		return e.policyCommand(ctx, c, by)
 	case "people":
 		if ok, err := e.IsOwner(ctx, c.Actor); err != nil {
 			return "", err
@@ -100,7 +105,36 @@ func refusal(err error) (string, error) {
 			return "Sorry, " + r.Error() + ".", nil
 		}
 	}
+	if errors.Is(err, ErrBadPolicy) {
+		return "Sorry, " + err.Error() + ". Nothing changed.", nil
+	}
 	return "", err
+}
+
+// policyCommand is /policy: alone it shows the channel's policy, with
+// key=value pairs it replaces it (ParsePolicy). Owners only.
+func (e *Engine) policyCommand(ctx context.Context, c Command, by By) (string, error) {
+	if ok, err := e.IsOwner(ctx, c.Actor); err != nil {
+		return "", err
+	} else if !ok {
+		return refusal(ErrNotOwner)
+	}
+	channel := e.channelOf(c.Account, c.Conversation)
+	if c.Args == "" {
+		p, err := e.Policy(ctx, c.Account, channel)
+		if err != nil {
+			return "", err
+		}
+		return "Policy here: " + p.Summary() + ". Change it with /policy key=value ... (mode, members, listed, default_bot, tools_removed, tools_added, approvers, instructions).", nil
+	}
+	p, err := ParsePolicy(c.Args)
+	if err != nil {
+		return refusal(err)
+	}
+	if p, err = e.SetPolicy(ctx, c.Account, channel, p, by); err != nil {
+		return refusal(err)
+	}
+	return "Policy here is now: " + p.Summary() + ".", nil
 }
 
 func personName(p Person) string {

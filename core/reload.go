@@ -18,6 +18,8 @@ type Settings struct {
 	// Owners and SelfApprove are as in Options.
 	Owners      []ActorID
 	SelfApprove bool
+	// Policies are the configured channel policies by PolicyKey.
+	Policies map[string]ChannelPolicy
 	// ApprovalTimeout applies to questions asked after the reload; pending
 	// questions keep the deadline they were given.
 	ApprovalTimeout time.Duration
@@ -38,6 +40,7 @@ type settings struct {
 	approvers       []ActorID
 	owners          []ActorID
 	selfApprove     bool
+	policies        map[string]ChannelPolicy
 	approvalTimeout time.Duration
 	cost            *Cost // nil: no prices, no budgets
 	alwaysReply     map[AccountID]bool
@@ -47,7 +50,7 @@ type settings struct {
 func newSettings(s Settings) (*settings, error) {
 	out := &settings{bots: map[string]BotProfile{}, limits: s.Limits.WithDefaults(),
 		approvers: append([]ActorID(nil), s.Approvers...), approvalTimeout: s.ApprovalTimeout,
-		owners: append([]ActorID(nil), s.Owners...), selfApprove: s.SelfApprove,
+		owners: append([]ActorID(nil), s.Owners...), selfApprove: s.SelfApprove, policies: s.Policies,
 		cost: s.Cost, alwaysReply: map[AccountID]bool{}}
 	for _, a := range s.AlwaysReply {
 		out.alwaysReply[a] = true

@@ -180,7 +180,11 @@ func (ct *control) mayStopTx(tx ReadTx, bot ActorID, thread ThreadID, runs []Run
 		return true, nil
 	}
 	mine := d.identities(actor)
-	if approvers := ct.e.questions.approversFor(Question{Bot: bot, Kind: QuestionAsk}); approvers != nil {
+	pol, err := ct.e.threadPolicyByIDTx(tx, thread)
+	if err != nil {
+		return false, err
+	}
+	if approvers := ct.e.questions.approversFor(Question{Bot: bot, Kind: QuestionAsk}, pol.Approvers); approvers != nil {
 		return anyIn(mine, approvers), nil
 	}
 	var ids []MessageID

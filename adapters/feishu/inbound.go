@@ -158,7 +158,7 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 	if p2p || native {
 		bare, _ := messageText(m.MessageType, m.Content, m.Mentions, botID, "")
 		if name, args, ok := core.ParseCommand(bare); ok && strings.HasPrefix(strings.TrimSpace(bare), "/") {
-			return a.handlePeopleCommand(ctx, ActorID(sender), m.MessageID, inThread, name, args) // never ingested
+			return a.handlePeopleCommand(ctx, ActorID(sender), m.ChatID, m.MessageID, inThread, name, args) // never ingested
 		}
 	}
 	if p2p {
@@ -208,6 +208,18 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		mentioned := native || a.textMentionsBot(text)
 		if m.RootID == "" && !mentioned {
 			return nil // a top-level group message that is not for openbot
+		}
+		ad, err := core.AdmitGroup(ctx, a.engine, core.Admission{Account: a.account, Actor: ActorID(sender), Conversation: Conversation{Chat: m.ChatID}.Ref()})
+		if err != nil {
+			return fmt.Errorf("feishu: admit %s in %s: %w", sender, m.ChatID, err)
+		}
+		if !ad.Allow {
+			a.log.Warn("feishu message refused by the channel policy", "open_id", sender, "chat", m.ChatID, "message_id", m.MessageID)
+			core.ReportInbound(a.engine, "feishu", core.InboundRefused)
+			if ad.Reply != "" && mentioned {
+				a.queueNotice(m.MessageID, ad.Reply, inThread)
+			}
+			return nil
 		}
 		in.ThreadKey = ThreadKey(m.ChatID, m.MessageID, m.RootID)
 		root := cmp.Or(m.RootID, m.MessageID)
@@ -457,13 +469,13 @@ func postText(content string) (string, bool) {
 
 // handlePeopleCommand answers /pair, /people and /revoke (core.Commander) with a
 // notice replying to the command; in a group only "@Bot /pair ..." reaches here.
-func (a *Adapter) handlePeopleCommand(ctx context.Context, actor core.ActorID, messageID string, inThread bool, name, args string) error {
+func (a *Adapter) handlePeopleCommand(ctx context.Context, actor core.ActorID, chat, messageID string, inThread bool, name, args string) error {
 	c, ok := a.engine.(core.Commander)
 	if !ok {
 		a.queueNotice(messageID, "That command is not available here.", inThread)
 		return nil
 	}
-	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: actor, Account: a.account})
+	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: actor, Account: a.account, Conversation: Conversation{Chat: chat}.Ref()})
 	if err != nil {
 		return fmt.Errorf("feishu: /%s: %w", name, err)
 	}

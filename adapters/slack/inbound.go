@@ -136,6 +136,20 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		log.Debug("slack event ignored: top-level post without a bot mention")
 		return nil
 	}
+	if !dm {
+		ad, err := core.AdmitGroup(ctx, a.engine, core.Admission{Account: a.Account(), Actor: HumanActor(m.Team, m.User),
+			Name: a.userName(ctx, m.User), Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, false).Ref()})
+		if err != nil {
+			return fmt.Errorf("slack admit %s in %s: %w", m.User, m.Channel, err)
+		}
+		if !ad.Allow {
+			a.refuse("message refused by the channel policy", "channel", m.Channel, "user", m.User)
+			if ad.Reply != "" && botMentioned {
+				a.ephemeral(ctx, m.Channel, m.User, m.ThreadTS, ad.Reply)
+			}
+			return nil
+		}
+	}
 	in := core.Inbound{
 		Account:      a.Account(),
 		Platform:     "slack",

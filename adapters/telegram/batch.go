@@ -124,12 +124,8 @@ func (a *Adapter) plainInbound(ctx context.Context, me tgbotapi.User, m *message
 		// /stop (and any later command) itself and handles /new's flag.
 		return nil, false, nil
 	}
-	if d.dm && a.policy != DMOpen {
-		ad, err := core.AdmitDM(ctx, a.engine, core.Admission{Account: a.account, Actor: HumanActor(m.From.ID),
-			Name: displayName(m.From), Policy: a.policy, Listed: a.listed(m.From)})
-		if err != nil || !ad.Allow {
-			return nil, false, err // handleMessage refuses it, with the same answer
-		}
+	if ok, err := a.admitted(ctx, m, d, conversationOf(m)); err != nil || !ok {
+		return nil, err == nil, err // refused and answered: nothing more to do
 	}
 	pending, err := a.pendingNew(ctx, conversationOf(m))
 	if err != nil || pending {

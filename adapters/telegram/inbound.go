@@ -263,20 +263,8 @@ func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *messag
 	if name, args, ok := core.ParseCommand(text(m)); ok && d.command != "" {
 		return a.handlePeopleCommand(ctx, m, conv, name, args) // never ingested, no model call
 	}
-	if d.dm {
-		ad, err := core.AdmitDM(ctx, a.engine, core.Admission{Account: a.account, Actor: HumanActor(m.From.ID),
-			Name: displayName(m.From), Policy: a.policy, Listed: a.listed(m.From)})
-		if err != nil {
-			return fmt.Errorf("telegram: admit %d: %w", m.From.ID, err)
-		}
-		if !ad.Allow {
-			a.log.Warn("refused a DM", "user", m.From.ID, "chat", m.Chat.ID, "dm_policy", a.policy)
-			core.ReportInbound(a.engine, "telegram", core.InboundRefused)
-			if ad.Reply != "" {
-				a.reply(ctx, conv, m.MessageID, ad.Reply)
-			}
-			return nil
-		}
+	if ok, err := a.admitted(ctx, m, d, conv); err != nil || !ok {
+		return err
 	}
 	switch {
 	case d.command == "help":
@@ -428,6 +416,36 @@ func (a *Adapter) reply(ctx context.Context, conv Conversation, id int64, text s
 	}
 }
 
+// admitted applies the DM policy (private chats) or the channel policy
+// (groups) through the engine; a refusal is logged and counted, and answered
+// with the engine's reply when it has one. Only store errors are returned.
+func (a *Adapter) admitted(ctx context.Context, m *message, d decision, conv Conversation) (bool, error) {
+	if d.dm && a.policy == DMOpen {
+		return true, nil
+	}
+	adm := core.Admission{Account: a.account, Actor: HumanActor(m.From.ID), Name: displayName(m.From)}
+	var ad core.Admitted
+	var err error
+	if d.dm {
+		adm.Policy, adm.Listed = a.policy, a.listed(m.From)
+		ad, err = core.AdmitDM(ctx, a.engine, adm)
+	} else {
+		adm.Conversation = conv.Ref()
+		ad, err = core.AdmitGroup(ctx, a.engine, adm)
+	}
+	if err != nil {
+		return false, fmt.Errorf("telegram: admit %d in %d: %w", m.From.ID, m.Chat.ID, err)
+	}
+	if !ad.Allow {
+		a.log.Warn("refused a message by policy", "user", m.From.ID, "chat", m.Chat.ID, "dm", d.dm, "dm_policy", a.policy)
+		core.ReportInbound(a.engine, "telegram", core.InboundRefused)
+		if ad.Reply != "" {
+			a.reply(ctx, conv, m.MessageID, ad.Reply)
+		}
+	}
+	return ad.Allow, nil
+}
+
 // text returns a message's text or caption.
 func text(m *message) string {
 	t, _ := messageText(m)
@@ -442,7 +460,8 @@ func (a *Adapter) handlePeopleCommand(ctx context.Context, m *message, conv Conv
 		a.reply(ctx, conv, m.MessageID, "That command is not available here.")
 		return nil
 	}
-	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(m.From.ID), ActorName: displayName(m.From), Account: a.account})
+	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(m.From.ID), ActorName: displayName(m.From),
+		Account: a.account, Conversation: conv.Ref()})
 	if err != nil {
 		return fmt.Errorf("telegram: /%s in %d: %w", name, conv.Chat, err)
 	}
