@@ -19,6 +19,8 @@ type PeopleKeeper interface {
 	Pair(ctx context.Context, req core.PairRequest) (core.Person, error)
 	Revoke(ctx context.Context, ref string, by core.By) (core.Person, error)
 	AddOwner(ctx context.Context, actor core.ActorID, name string, by core.By) (core.Person, error)
+	Policies(ctx context.Context) (map[string]core.ChannelPolicy, error)
+	SetPolicy(ctx context.Context, acct core.AccountID, channel string, p core.ChannelPolicy, by core.By) (core.ChannelPolicy, error)
 }
 
 // peopleRoutes: GET /api/v1/people (people and pending pairing codes), POST
@@ -30,6 +32,55 @@ func (s *Server) peopleRoutes() {
 	s.mux.HandleFunc("POST /api/v1/people/pair", s.pair)
 	s.mux.HandleFunc("POST /api/v1/people/owners", s.addOwner)
 	s.mux.HandleFunc("DELETE /api/v1/people/{id}", s.revoke)
+	s.mux.HandleFunc("GET /api/v1/policies", s.listPolicies)
+	s.mux.HandleFunc("PUT /api/v1/policies", s.setPolicy)
+}
+
+// listPolicies is GET /api/v1/policies: the stored channel policies by
+// "<account> <channel>" (the configured ones are in the config file).
+func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
+	k, ok := s.keeper(w)
+	if !ok {
+		return
+	}
+	pols, err := k.Policies(r.Context())
+	if err != nil {
+		s.peopleFailed(w, "policies", err)
+		return
+	}
+	if pols == nil {
+		pols = map[string]core.ChannelPolicy{}
+	}
+	writeJSON(w, http.StatusOK, pols)
+}
+
+// setPolicy is PUT /api/v1/policies?account=A&channel=C with a ChannelPolicy
+// body: it replaces the channel's policy ("*" for the account's default), as
+// the console's identity, which must be an owner (403); a bad policy is 400.
+func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
+	k, ok := s.keeper(w)
+	if !ok {
+		return
+	}
+	acct, channel := r.URL.Query().Get("account"), r.URL.Query().Get("channel")
+	if acct == "" || channel == "" {
+		writeError(w, http.StatusBadRequest, "account and channel are required (channel \"*\" is the account's default)")
+		return
+	}
+	var p core.ChannelPolicy
+	if !decodeSmall(w, r, &p) {
+		return
+	}
+	p, err := k.SetPolicy(r.Context(), core.AccountID(acct), channel, p, s.by())
+	if errors.Is(err, core.ErrBadPolicy) {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err != nil {
+		s.peopleFailed(w, "set policy", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
 }
 
 // PeopleView is GET /api/v1/people.

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -95,5 +96,41 @@ func TestPeopleAPI(t *testing.T) {
 	}
 	if ok, _ := eng2.IsOwner(ctx, "telegram:8"); !ok {
 		t.Fatal("the added owner is not one")
+	}
+}
+
+// TestPolicyAPI: an owner sets a channel's policy; a bad one is 400 and a
+// console that is no owner gets 403, neither storing anything.
+func TestPolicyAPI(t *testing.T) {
+	put := func(url, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	_, api := peopleAPI(t, "console:operator", "console:operator")
+	if code, body := put(api+"/policies?account=slack/acme&channel=T1:C1", `{"mode":"sometimes"}`); code != http.StatusBadRequest {
+		t.Fatalf("bad policy: %d %s", code, body)
+	}
+	if code, body := put(api+"/policies?account=slack/acme&channel=T1:C1", `{"tools_removed":["shell"],"members":"paired"}`); code != http.StatusOK {
+		t.Fatalf("set: %d %s", code, body)
+	}
+	var pols map[string]core.ChannelPolicy
+	getJSON(t, api+"/policies", http.StatusOK, &pols)
+	if p := pols["slack/acme T1:C1"]; p.Members != "paired" || p.SetBy != "console:operator" {
+		t.Fatalf("policies %+v", pols)
+	}
+	_, api2 := peopleAPI(t, "console:ops")
+	if code, _ := put(api2+"/policies?account=slack/acme&channel=T1:C1", `{"tools_removed":["shell"]}`); code != http.StatusForbidden {
+		t.Fatalf("non-owner: %d", code)
+	}
+	pols = nil
+	getJSON(t, api2+"/policies", http.StatusOK, &pols)
+	if len(pols) != 0 {
+		t.Fatalf("a refused policy was stored: %+v", pols)
 	}
 }

@@ -58,6 +58,9 @@ type Config struct {
 	// SelfApprove lets the person who asked for the work approve its tool calls
 	// (every bot; a bot may set it for itself). Default false.
 	SelfApprove bool `yaml:"self_approve"`
+	// Policies are channel policies (config/policy.go): per channel of an
+	// account, or the account's default. Owners can replace them at run time.
+	Policies []Policy `yaml:"policies"`
 	// ApprovalTimeout is how long a question waits before it expires (an expired
 	// approval is a rejection); a Go duration, default 24h.
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`

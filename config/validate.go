@@ -101,6 +101,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateMCP(&p)
 	c.validateChannels(&p, handles)
+	c.validatePolicies(&p, handles)
 	c.validateSchedules(&p, handles)
 	c.validateCost(&p, handles)
 	c.validateMemory(&p)

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"time"
+	"maps"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"openbot/admin"
 	"openbot/config"
@@ -25,7 +28,7 @@ import (
 // server holds it, else through the running server's API with admin.token, as
 // admin.identity.
 
-const peopleUsage = "usage: openbot people [revoke ID] | openbot pair CODE | openbot owner add ID [--name NAME]  [--config FILE]"
+const peopleUsage = "usage: openbot people [revoke ID] | openbot pair CODE | openbot owner add ID [--name NAME] | openbot policy [ACCOUNT CHANNEL [key=value ...]]  [--config FILE]"
 
 // runPeople is `openbot people|pair|owner`.
 func runPeople(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
@@ -46,6 +49,15 @@ func runPeople(ctx context.Context, cmd string, args []string, stdout, stderr io
 		method, path, body = http.MethodPost, "/api/v1/people/pair", map[string]string{"code": a[0]}
 	case cmd == "owner" && len(a) == 2 && a[0] == "add":
 		method, path, body = http.MethodPost, "/api/v1/people/owners", map[string]string{"id": a[1], "name": *name}
+	case cmd == "policy" && len(a) == 0:
+		method, path = http.MethodGet, "/api/v1/policies"
+	case cmd == "policy" && len(a) >= 2:
+		p, err := core.ParsePolicy(strings.Join(a[2:], " "))
+		if err != nil {
+			fmt.Fprintf(stderr, "openbot policy: nothing changed: %v\n", err)
+			return exitUsage
+		}
+		method, path, body = http.MethodPut, "/api/v1/policies?"+url.Values{"account": {a[0]}, "channel": {a[1]}}.Encode(), p
 	default:
 		fmt.Fprintln(stderr, peopleUsage)
 		return exitUsage
@@ -80,6 +92,29 @@ func runPeople(ctx context.Context, cmd string, args []string, stdout, stderr io
 	var payload []byte
 	if body != nil {
 		payload, _ = json.Marshal(body)
+	}
+	if cmd == "policy" {
+		var pols map[string]core.ChannelPolicy
+		var one core.ChannelPolicy
+		var err error
+		if method == http.MethodGet {
+			err = r.get(ctx, path, &pols)
+		} else {
+			err = r.do(ctx, method, path, payload, &one)
+			pols = map[string]core.ChannelPolicy{a[0] + " " + a[1]: one}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "openbot policy: nothing changed: %v\n", err)
+			return exitFail
+		}
+		keys := slices.Sorted(maps.Keys(pols))
+		if len(keys) == 0 {
+			fmt.Fprintln(stdout, "no stored channel policies (the configured ones are in the config file)")
+		}
+		for _, k := range keys {
+			fmt.Fprintf(stdout, "%s: %s\n", k, pols[k].Summary())
+		}
+		return exitOK
 	}
 	if method == http.MethodGet {
 		var v admin.PeopleView

@@ -66,3 +66,29 @@ func TestPeopleCommands(t *testing.T) {
 		t.Fatal("pair without a code is not a usage error")
 	}
 }
+
+// TestPolicyCommandCLI: `openbot policy ACCOUNT CHANNEL key=value` stores a
+// channel policy (as admin.identity, an owner of the store it holds), a bad key
+// changes nothing, and `openbot policy` lists it.
+func TestPolicyCommandCLI(t *testing.T) {
+	dir := t.TempDir()
+	path := exampleConfig(t, dir)
+	env := envOf(map[string]string{"OPENAI_API_KEY": "sk-test"})
+	cli := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append(args, "--config", path), nil, &out, &errb, env)
+		return code, out.String() + errb.String()
+	}
+	if code, out := cli("owner", "add", "slack:T1:U1"); code != exitOK {
+		t.Fatalf("owner add: %d %s", code, out)
+	}
+	if code, out := cli("policy", "slack/acme", "T1:C1", "tools_gone=shell"); code != exitUsage || !strings.Contains(out, "unknown key") {
+		t.Fatalf("bad key: %d %s", code, out)
+	}
+	if code, out := cli("policy", "slack/acme", "T1:C1", "tools_removed=shell", "members=listed", "listed=slack:T1:U2"); code != exitOK || !strings.Contains(out, "tools_removed=shell") {
+		t.Fatalf("set: %d %s", code, out)
+	}
+	if code, out := cli("policy"); code != exitOK || !strings.Contains(out, "slack/acme T1:C1: members=listed listed=slack:T1:U2 tools_removed=shell") {
+		t.Fatalf("list: %d %s", code, out)
+	}
+}

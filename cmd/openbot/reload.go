@@ -97,7 +97,7 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 		return nil, r.refused(fmt.Sprintf("%s: llm: %v", r.path, err))
 	}
 	set := core.Settings{Bots: botProfiles(cfg), DefaultBot: cfg.DefaultBot, Limits: coreLimits(cfg.Limits),
-		Approvers: actorIDs(cfg.Approvers), Owners: owners(cfg, r.chat), SelfApprove: cfg.SelfApprove, ApprovalTimeout: cfg.ApprovalTimeout,
+		Approvers: actorIDs(cfg.Approvers), Owners: owners(cfg, r.chat), SelfApprove: cfg.SelfApprove, Policies: cfg.CorePolicies(), ApprovalTimeout: cfg.ApprovalTimeout,
 		Cost: coreCost(cfg), AlwaysReply: alwaysReply(cfg)}
 	// The new agent first: a run picked with a new profile must find its LLM profile.
 	old := r.agent.cur.Swap(agent)
@@ -158,7 +158,7 @@ func appliedChanges(old, cfg *config.Config) []string {
 		changes = append(changes, "limits changed")
 	}
 	if !slices.Equal(old.Approvers, cfg.Approvers) || old.ApprovalTimeout != cfg.ApprovalTimeout ||
-		!slices.Equal(old.Owners, cfg.Owners) || old.SelfApprove != cfg.SelfApprove {
+		!slices.Equal(old.Owners, cfg.Owners) || old.SelfApprove != cfg.SelfApprove || !reflect.DeepEqual(old.Policies, cfg.Policies) {
 		changes = append(changes, "approvers changed")
 	}
 	if !reflect.DeepEqual(old.LLM, cfg.LLM) {

@@ -225,6 +225,7 @@ func (a *app) serve(ctx context.Context) int {
 		Approvers:       actorIDs(a.cfg.Approvers),
 		Owners:          owners(a.cfg, a.chat),
 		SelfApprove:     a.cfg.SelfApprove,
+		Policies:        a.cfg.CorePolicies(),
 		ApprovalTimeout: a.cfg.ApprovalTimeout,
 		Observer:        observer(mtr),
 		Cost:            coreCost(a.cfg),
