@@ -3,6 +3,7 @@ package e2e
 // End-to-end tests of people and policy on Feishu (see people_slack_e2e_test.go).
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,4 +76,56 @@ func TestFeishuAskerCannotApproveOwnShell(t *testing.T) {
 	}
 	r.click(card, "Approve", feishutest.BobOpenID)
 	r.checkApprovedOnce(card, "Bob")
+}
+
+// fsGroup sends a group message from sender mentioning the bot, as a new topic.
+func (r *fsRig) fsGroup(id, chat, sender, text string) {
+	r.t.Helper()
+	r.event(feishutest.MessageEvent{MessageID: id, ChatID: chat, Sender: sender, Text: "@_user_1 " + text,
+		Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}})
+}
+
+// TestFeishuChannelPolicy: /policy from a non-owner is refused and changes
+// nothing; the owner makes the group members: listed and takes shell away in a
+// second group. In the first a non-member's two mentions get one notice and no
+// run, a listed person's runs with shell offered; in the second shell is not.
+func TestFeishuChannelPolicy(t *testing.T) {
+	const other = "oc_0ther0000000000000000000000000000"
+	r := fsPeopleRig(t, feishu.ActorID(feishutest.AliceOpenID))
+	r.fsGroup("om_pol_01", feishutest.GroupChat, fsCarolOpenID, "/policy members=listed")
+	if got := r.waitMessage("carol's answer", func(m feishutest.Message) bool { return m.ReplyTo == "om_pol_01" }).Text(); !strings.Contains(got, "only an owner") {
+		t.Fatalf("carol's /policy answered %q", got)
+	}
+	r.fsGroup("om_pol_02", feishutest.GroupChat, feishutest.AliceOpenID, "/policy members=listed listed="+string(feishu.ActorID(feishutest.BobOpenID)))
+	r.waitMessage("alice's answer", func(m feishutest.Message) bool { return m.ReplyTo == "om_pol_02" })
+	r.fsGroup("om_pol_03", other, feishutest.AliceOpenID, "/policy tools_removed=shell")
+	r.waitMessage("alice's second answer", func(m feishutest.Message) bool { return m.ReplyTo == "om_pol_03" })
+	r.fsGroup("om_pol_04", feishutest.GroupChat, fsCarolOpenID, "hello")
+	r.fsGroup("om_pol_05", feishutest.GroupChat, fsCarolOpenID, "hello again")
+	r.idle()
+	notices := 0
+	for _, m := range r.fake.Messages() {
+		if strings.Contains(m.Text(), "only the people an owner has let in") {
+			notices++
+		}
+	}
+	if notices != 1 || len(r.llm.Requests()) != 0 {
+		t.Fatalf("%d notices and %d model requests, want one and none", notices, len(r.llm.Requests()))
+	}
+	r.fsGroup("om_pol_06", feishutest.GroupChat, feishutest.BobOpenID, "hello from bob")
+	r.idle()
+	r.fsGroup("om_pol_07", other, fsCarolOpenID, "hello in the other group")
+	r.idle()
+	var one, two []string
+	for _, req := range r.llm.Requests() {
+		switch u := newestTrigger(req); {
+		case strings.Contains(u, "hello from bob"):
+			one = req.ToolNames()
+		case strings.Contains(u, "hello in the other group"):
+			two = req.ToolNames()
+		}
+	}
+	if !slices.Contains(one, "shell") || two == nil || slices.Contains(two, "shell") {
+		t.Fatalf("tools offered %v and %v, want shell only in the first group", one, two)
+	}
 }

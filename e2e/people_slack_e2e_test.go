@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +143,63 @@ func TestSlackNoApproverRefusesWithNotice(t *testing.T) {
 	}
 	if !notice {
 		t.Fatal("no notice in the thread saying how to add an approver")
+	}
+}
+
+// post posts user's message in channel (a thread reply when threadTS is set)
+// and requires a 200.
+func (r *approvalRig) post(t *testing.T, channel, user, ts, threadTS, text string) {
+	t.Helper()
+	if code := slackPost(t, r.hook.URL+"/slack/acme/events", slackEvent(t, "message", channel, "channel", user, ts, threadTS, text)); code != 200 {
+		t.Fatalf("events POST = %d", code)
+	}
+}
+
+// TestSlackChannelPolicy: /policy from a non-owner is refused privately and
+// changes nothing; an owner's /policy makes C0TEST001 members: listed and takes
+// shell away in C0TEST002. There, a non-member's two mentions get one private
+// notice and no run; a listed person's runs; and the engineer is offered shell
+// in C0TEST001 but not in C0TEST002.
+func TestSlackChannelPolicy(t *testing.T) {
+	r := slackPeopleRig(t, []core.ActorID{slackActor(slackAlice)}, []core.ActorID{slackActor(slackAlice)})
+	self := "<@" + slacktest.DefaultBotUser + "> "
+	r.post(t, "C0TEST001", slackCarol, "1767225800.000100", "", self+"/policy members=listed")
+	if notes := r.ephemerals(t, slackCarol, 1); len(notes) != 1 || !strings.Contains(notes[0], "only an owner") {
+		t.Fatalf("carol's /policy: %q", notes)
+	}
+	r.post(t, "C0TEST001", slackAlice, "1767225801.000100", "", self+"/policy members=listed listed="+string(slackActor(slackBob)))
+	r.post(t, "C0TEST002", slackAlice, "1767225802.000100", "", self+"/policy tools_removed=shell")
+	if notes := r.ephemerals(t, slackAlice, 2); len(notes) != 2 || !strings.Contains(notes[0], "members=listed") || !strings.Contains(notes[1], "tools_removed=shell") {
+		t.Fatalf("alice's /policy answers: %q", notes)
+	}
+	r.post(t, "C0TEST001", slackCarol, "1767225803.000100", "", "@engineer hello")
+	r.post(t, "C0TEST001", slackCarol, "1767225804.000100", "", "@engineer hello again")
+	r.idle()
+	if notes := r.ephemerals(t, slackCarol, 2); len(notes) != 2 || !strings.Contains(notes[1], "only the people an owner has let in") {
+		t.Fatalf("carol's notices %q, want the /policy refusal and one notice", notes)
+	}
+	if n := len(r.model.Requests()); n != 0 {
+		t.Fatalf("a non-member's messages made %d model requests", n)
+	}
+	r.post(t, "C0TEST001", slackBob, "1767225805.000100", "", "@engineer hello from bob")
+	r.idle()
+	r.post(t, "C0TEST002", slackCarol, "1767225806.000100", "", "@engineer hello in two")
+	r.idle()
+	offered := map[string][]string{}
+	for _, req := range engineerRequests(r.model) {
+		u := lastUser(req)
+		offered[u] = req.ToolNames()
+	}
+	var one, two []string
+	for u, tools := range offered {
+		switch {
+		case strings.Contains(u, "hello from bob"):
+			one = tools
+		case strings.Contains(u, "hello in two"):
+			two = tools
+		}
+	}
+	if !slices.Contains(one, "shell") || slices.Contains(two, "shell") || two == nil {
+		t.Fatalf("tools offered in C0TEST001 %v and C0TEST002 %v, want shell only in the first", one, two)
 	}
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,4 +96,67 @@ func TestTelegramAskerCannotApproveOwnShell(t *testing.T) {
 		t.Fatalf("the tool ran %d times, want 1", n)
 	}
 	r.resolved(q, "Approved by Bob")
+}
+
+// tgGroup is a message from one person in a group chat: a leading
+// "/command@engineer_bot" carries its bot_command entity, a leading
+// "@engineer_bot" its mention entity.
+func tgGroup(msgID, chat int64, from telegramtest.Clicker, text string) []byte {
+	msg := map[string]any{"message_id": msgID, "date": 1767225660, "text": text,
+		"from": map[string]any{"id": from.ID, "is_bot": false, "first_name": from.FirstName},
+		"chat": map[string]any{"id": chat, "type": "supergroup"}}
+	first, _, _ := strings.Cut(text, " ")
+	switch {
+	case strings.HasPrefix(text, "/"):
+		msg["entities"] = []map[string]any{{"offset": 0, "length": len(first), "type": "bot_command"}}
+	case strings.HasPrefix(text, "@"):
+		msg["entities"] = []map[string]any{{"offset": 0, "length": len(first), "type": "mention"}}
+	}
+	b, _ := json.Marshal(map[string]any{"message": msg})
+	return b
+}
+
+// TestTelegramChannelPolicy: /policy from a non-owner is refused and changes
+// nothing; the owner makes the group members: listed and takes shell away in a
+// second group. In the first a non-member's two mentions get one notice and
+// no run, a listed person's runs with shell offered; in the second shell is
+// not offered.
+func TestTelegramChannelPolicy(t *testing.T) {
+	const other = -1001000000088
+	r := tgPeopleRig(t, telegram.HumanActor(tgAlice.ID))
+	r.push(tgGroup(401, tgApprovalGroup, tgCarol, "/policy@engineer_bot members=listed"))
+	if texts := r.sentTexts(tgApprovalGroup); len(texts) != 1 || !strings.Contains(texts[0], "only an owner") {
+		t.Fatalf("carol's /policy answered %q", texts)
+	}
+	r.push(tgGroup(402, tgApprovalGroup, tgAlice, "/policy@engineer_bot members=listed listed="+string(telegram.HumanActor(tgBob.ID))))
+	r.push(tgGroup(403, other, tgAlice, "/policy@engineer_bot tools_removed=shell"))
+	r.push(tgGroup(404, tgApprovalGroup, tgCarol, "@engineer_bot ping"))
+	r.push(tgGroup(405, tgApprovalGroup, tgCarol, "@engineer_bot ping again"))
+	r.idle()
+	texts := r.sentTexts(tgApprovalGroup)
+	notices := 0
+	for _, s := range texts {
+		if strings.Contains(s, "only the people an owner has let in") {
+			notices++
+		}
+	}
+	if notices != 1 || len(r.llm.Requests()) != 0 {
+		t.Fatalf("group texts %q and %d model requests, want one notice and none", texts, len(r.llm.Requests()))
+	}
+	r.push(tgGroup(406, tgApprovalGroup, tgBob, "@engineer_bot ping from bob"))
+	r.idle()
+	r.push(tgGroup(407, other, tgCarol, "@engineer_bot ping in the other group"))
+	r.idle()
+	var one, two []string
+	for _, req := range r.llm.Requests() {
+		switch u := lastUser(req); {
+		case strings.Contains(u, "ping from bob"):
+			one = req.ToolNames()
+		case strings.Contains(u, "ping in the other group"):
+			two = req.ToolNames()
+		}
+	}
+	if !slices.Contains(one, "shell") || two == nil || slices.Contains(two, "shell") {
+		t.Fatalf("tools offered %v and %v, want shell only in the first group", one, two)
+	}
 }
