@@ -98,6 +98,9 @@ type approvalRig struct {
 	policy func(*core.Options)
 	// dmPolicy is the Slack account's dm_policy; default open.
 	dmPolicy string
+	// fetchHosts is the built-in tools' FetchAllowHosts (http_fetch is
+	// registered beside shell; a bot uses it only when its Tools name it).
+	fetchHosts []string
 
 	*proc
 }
@@ -135,7 +138,7 @@ func startApproval(t *testing.T, botAppr, globalAppr []core.ActorID, opts ...fun
 // start runs a fresh engine, agent and Slack adapter over the store file.
 func (r *approvalRig) start(t *testing.T) {
 	t.Helper()
-	eo := core.Options{Agent: llmAgent(t, r.model, builtins(t, tools.Options{WorkspaceRoot: r.work}, "shell"), core.Limits{}),
+	eo := core.Options{Agent: llmAgent(t, r.model, builtins(t, tools.Options{WorkspaceRoot: r.work, FetchAllowHosts: r.fetchHosts}, "shell", "http_fetch"), core.Limits{}),
 		Bots: r.team, Approvers: r.appr, ApprovalTimeout: r.expireAfter, ExpiryInterval: r.expireEvery, SelfApprove: true}
 	if r.policy != nil {
 		r.policy(&eo)
