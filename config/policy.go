@@ -24,6 +24,8 @@ type Policy struct {
 	ToolsAdded   []string `yaml:"tools_added"`
 	Approvers    []string `yaml:"approvers"`
 	Instructions string   `yaml:"instructions"`
+	// Fetch, when set, replaces the bots' fetch keys in this channel.
+	Fetch *Fetch `yaml:"fetch"`
 }
 
 // Core is the policy as core takes it.
@@ -35,8 +37,12 @@ func (p Policy) Core() core.ChannelPolicy {
 		}
 		return out
 	}
-	return core.ChannelPolicy{Mode: p.Mode, Members: p.Members, Listed: ids(p.Listed), DefaultBot: p.DefaultBot,
+	out := core.ChannelPolicy{Mode: p.Mode, Members: p.Members, Listed: ids(p.Listed), DefaultBot: p.DefaultBot,
 		ToolsRemoved: p.ToolsRemoved, ToolsAdded: p.ToolsAdded, Approvers: ids(p.Approvers), Instructions: p.Instructions}
+	if p.Fetch != nil {
+		out.Fetch = &core.FetchPolicy{AllowDomains: p.Fetch.AllowDomains, Unlisted: p.Fetch.Unlisted}
+	}
+	return out
 }
 
 // CorePolicies are the policies by core.PolicyKey.
@@ -78,6 +84,9 @@ func (c *Config) validatePolicies(p *problems, handles map[string]bool) {
 		}
 		if err := pol.Core().Check(func(h string) bool { return handles[h] }); err != nil {
 			p.add(path, "%v", err)
+		}
+		if pol.Fetch != nil {
+			pol.Fetch.validate(p, path+".fetch")
 		}
 		checkApprovers(p, path+".listed", pol.Listed)
 		checkApprovers(p, path+".approvers", pol.Approvers)

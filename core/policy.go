@@ -51,6 +51,9 @@ type ChannelPolicy struct {
 	Approvers []ActorID `json:"approvers,omitempty"`
 	// Instructions are added to every bot's instructions here.
 	Instructions string `json:"instructions,omitempty"`
+	// Fetch, when set, replaces the bots' http_fetch egress keys here
+	// (FetchPolicyFor).
+	Fetch *FetchPolicy `json:"fetch,omitempty"`
 	// SetBy and Set say who stored it and when (stored policies only).
 	SetBy ActorID   `json:"set_by,omitempty"`
 	Set   time.Time `json:"set,omitempty"`
@@ -171,6 +174,7 @@ func (p ChannelPolicy) apply(b BotProfile) BotProfile {
 	if p.Instructions != "" {
 		b.Instructions = strings.TrimSpace(b.Instructions + "\n\n" + p.Instructions)
 	}
+	b.Fetch = FetchPolicyFor(b.Fetch, p.Fetch)
 	return b
 }
 

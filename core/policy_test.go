@@ -32,7 +32,7 @@ func TestChannelPolicyToolsAndInstructions(t *testing.T) {
 		t.Fatal("a non-owner set a policy")
 	}
 	if _, err := h.eng.SetPolicy(ctx, "console/local", "random", core.ChannelPolicy{ToolsRemoved: []string{"shell"}, ToolsAdded: []string{"http_fetch"},
-		Instructions: "Be brief here."}, owner); err != nil {
+		Instructions: "Be brief here.", Fetch: &core.FetchPolicy{Unlisted: core.FetchUnlistedRefuse}}, owner); err != nil {
 		t.Fatal(err)
 	}
 	h.stop()
@@ -42,9 +42,14 @@ func TestChannelPolicyToolsAndInstructions(t *testing.T) {
 	h.idle()
 	tools := map[string][]string{}
 	instr := map[string]string{}
+	fetch := map[string]string{}
 	for _, j := range h.agent.jobsFor("engineer") {
 		tools[j.Triggers[0].Text] = j.Bot.Tools
 		instr[j.Triggers[0].Text] = j.Bot.Instructions
+		fetch[j.Triggers[0].Text] = j.Bot.Fetch.Unlisted
+	}
+	if fetch["@engineer in random"] != core.FetchUnlistedRefuse || fetch["@engineer in ops"] != "" {
+		t.Errorf("fetch policies %q, want refuse only in random", fetch)
 	}
 	if got := tools["@engineer in ops"]; !slices.Equal(got, []string{"shell", "workspace_read"}) {
 		t.Errorf("tools in ops %v, want shell kept", got)
