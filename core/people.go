@@ -46,11 +46,13 @@ type Person struct {
 // peopleCursor is the store cursor holding the registry (peopleDoc as JSON).
 const peopleCursor = "people/v1"
 
-// peopleDoc is the stored registry: people and pending pairing codes.
+// peopleDoc is the stored registry: people, pending pairing codes and pending
+// link codes.
 type peopleDoc struct {
-	Next    int       `json:"next"`
-	People  []Person  `json:"people,omitempty"`
-	Pending []Pairing `json:"pending,omitempty"`
+	Next    int        `json:"next"`
+	People  []Person   `json:"people,omitempty"`
+	Pending []Pairing  `json:"pending,omitempty"`
+	Links   []linkCode `json:"links,omitempty"`
 }
 
 func loadPeopleTx(tx ReadTx) (peopleDoc, error) {

@@ -266,3 +266,64 @@ func TestPairCommand(t *testing.T) {
 		t.Fatalf("/people = %q", got)
 	}
 }
+
+// TestLink: a person joins their Telegram identity to their Slack one with a
+// one-time code; an approver list naming the Slack identity then lets the
+// Telegram one approve, and a paired person's other identity is let in. A
+// stranger cannot start a link, and a wrong or used code changes nothing.
+func TestLink(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"slack:T:OWN"}, []core.ActorID{"slack:T:BOSS"})
+	ran := approvalScript(h)
+	h.start()
+	cmd := func(who core.ActorID, text string) string {
+		name, args, ok := core.ParseCommand(text)
+		if !ok {
+			t.Fatalf("%q does not parse", text)
+		}
+		r, err := h.eng.Command(ctx, core.Command{Name: name, Args: args, Actor: who, Direct: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if got, _ := h.eng.Command(ctx, core.Command{Name: "link", Actor: "slack:T:OWN"}); !strings.Contains(got, "direct message") {
+		t.Fatalf("/link in a group: %q", got)
+	}
+	if got := cmd("slack:T:STRANGER", "/link"); !strings.Contains(got, "only people who were let in") {
+		t.Fatalf("a stranger's /link: %q", got)
+	}
+	// The boss approves but is no stored person yet: an owner pairs them first.
+	a, _ := h.eng.Admit(ctx, core.Admission{Account: "slack/acme", Actor: "slack:T:BOSS", Name: "Boss"})
+	pc := regexp.MustCompile(`/pair ([A-Z0-9]{8}) `).FindStringSubmatch(a.Reply)
+	if p, err := h.eng.Pair(ctx, core.PairRequest{Code: pc[1], By: core.By{Actor: "slack:T:OWN"}}); err != nil || p.Role != core.RoleMember {
+		t.Fatalf("pair: %+v, %v", p, err)
+	}
+	got := cmd("slack:T:BOSS", "/link")
+	code := regexp.MustCompile(`/link ([A-Z0-9]{8}) `).FindStringSubmatch(got)
+	if code == nil {
+		t.Fatalf("/link: %q", got)
+	}
+	if got := cmd("telegram:77", "/link ZZZZ9999"); !strings.Contains(got, "not valid") {
+		t.Fatalf("wrong code: %q", got)
+	}
+	if got := cmd("telegram:77", "/link "+code[1]); !strings.Contains(got, "Linked: slack:T:BOSS, telegram:77") {
+		t.Fatalf("link: %q", got)
+	}
+	if got := cmd("telegram:78", "/link "+code[1]); !strings.Contains(got, "not valid") {
+		t.Fatalf("reused code: %q", got)
+	}
+	if a, _ := h.eng.Admit(ctx, core.Admission{Account: "telegram/main", Actor: "telegram:77"}); !a.Allow {
+		t.Fatal("the linked identity is not let in")
+	}
+	h.say("@engineer deploy please")
+	h.idle()
+	q := pendingQuestion(t, h)
+	if got := answer(t, h, q, "telegram:77"); got != core.AnswerAccepted {
+		t.Fatalf("the linked identity's approval: %q", got)
+	}
+	h.idle()
+	if *ran != 1 {
+		t.Fatalf("ran %d", *ran)
+	}
+}

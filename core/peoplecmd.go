@@ -31,6 +31,8 @@ type Command struct {
 	Account    AccountID
 	// Conversation is where it was typed; /policy applies to its channel.
 	Conversation ConversationRef
+	// Direct is true in a DM: a /link code is given only there.
+	Direct bool
 }
 
 // commandShapes are the people commands and the arguments each takes, so a
@@ -40,6 +42,7 @@ var commandShapes = map[string]*regexp.Regexp{
 	"people": regexp.MustCompile(`^$`),
 	"revoke": regexp.MustCompile(`^\S+$`),
 	"policy": regexp.MustCompile(`^$|^[a-z_]+=`),
+	"link":   regexp.MustCompile(`^$|^[A-Za-z0-9]{8}$`),
 }
 
 // ParseCommand finds a people command in a message's normalized text: "/pair
@@ -83,6 +86,8 @@ func (e *Engine) Command(ctx context.Context, c Command) (string, error) {
 		return fmt.Sprintf("Removed %s (%s).", personName(p), strings.Join(actorStrings(p.Identities), ", ")), nil
 	case "policy":
 		return e.policyCommand(ctx, c, by)
+	case "link":
+		return e.link(ctx, c)
 	case "people":
 		if ok, err := e.IsOwner(ctx, c.Actor); err != nil {
 			return "", err

@@ -461,7 +461,7 @@ func (a *Adapter) handlePeopleCommand(ctx context.Context, m *message, conv Conv
 		return nil
 	}
 	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(m.From.ID), ActorName: displayName(m.From),
-		Account: a.account, Conversation: conv.Ref()})
+		Account: a.account, Conversation: conv.Ref(), Direct: conv.Chat > 0})
 	if err != nil {
 		return fmt.Errorf("telegram: /%s in %d: %w", name, conv.Chat, err)
 	}
