@@ -50,6 +50,9 @@ type BotProfile struct {
 	Description   string   `json:"description"`
 	Instructions  string   `json:"instructions"`
 	LLM           string   `json:"llm"`   // provider profile name
+	// Fallbacks are the profiles asked, in order, when LLM's fails for a reason
+	// another may not share (rate limit, outage, timeout; agents/chain.go).
+	Fallbacks []string `json:"fallbacks,omitempty"`
 	Model         string   `json:"model"` // overrides the profile's model when set
 	Tools         []string `json:"tools"`
 	ApprovalTools []string `json:"approval_tools"`
@@ -81,6 +84,15 @@ type BotProfile struct {
 	// Vision sends the images attached to the run's trigger messages to the
 	// model as image parts (core/files.go, agents/vision.go).
 	Vision bool `json:"vision,omitempty"`
+}
+
+// Chain is the bot's fallback chain: LLM, then Fallbacks; nil when LLM is
+// empty (the agent's default profile).
+func (b BotProfile) Chain() []string {
+	if b.LLM == "" {
+		return nil
+	}
+	return append([]string{b.LLM}, b.Fallbacks...)
 }
 
 // ToolApprovers is one approval_tools entry that names its own approvers: Tool is
