@@ -61,8 +61,8 @@ type Provider struct {
 	// server refuses (401, 403) or rate-limits (429) is set aside for a while
 	// (Cooldowns) and logged by its label. Labels name keys in logs and the
 	// usage ledger; values are never logged.
-	Keys []APIKey
-	Model  string // default model; a bot's Model overrides it
+	Keys  []APIKey
+	Model string // default model; a bot's Model overrides it
 	// Headers are added to every request (OpenRouter's HTTP-Referer, a gateway key).
 	Headers map[string]string
 	// RequestTimeout bounds one model call including the whole stream; zero takes

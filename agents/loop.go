@@ -32,9 +32,10 @@ type run struct {
 	model    string
 	key      string
 	fallback bool
-	tools []Tool
-	in    promptInput
-	max   int
+	served   string // the model the server named for the last call, when not model
+	tools    []Tool
+	in       promptInput
+	max      int
 
 	// prompt is the system prompt and history restored from a checkpoint (a
 	// resumed run); nil builds them from in.
@@ -96,8 +97,16 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if t.Usage.CacheWriteTokens > 0 {
 			ev["cache_write_tokens"] = t.Usage.CacheWriteTokens
 		}
+		r.served = ""
 		if t.Model != "" && t.Model != r.model {
+			r.served = t.Model
 			ev["served_by"] = t.Model
+		}
+		if r.key != "" {
+			ev["key"] = r.key
+		}
+		if r.fallback {
+			ev["fallback"] = true
 		}
 		if retries > 0 {
 			ev["retries"] = retries

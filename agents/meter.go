@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,8 @@ func (r *run) recordCall(ctx context.Context, u Usage, call int) {
 
 // modelCall is the ledger's view of the model call number call that used u.
 func (r *run) modelCall(u Usage, call int) core.ModelCall {
-	return core.ModelCall{Call: call, Profile: r.pc.name, Model: r.model,
+	return core.ModelCall{Call: call, Profile: r.pc.name, Provider: cmp.Or(r.pc.prov.API, APIOpenAI), Model: r.model,
+		Served: r.served, KeyLabel: r.key, Fallback: r.fallback,
 		InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens),
 		CachedTokens: int64(u.CacheReadTokens), CacheWriteTokens: int64(u.CacheWriteTokens)}
 }

@@ -192,9 +192,18 @@ func (bg *budgets) check(ctx context.Context, job *Job) error {
 // ModelCall is what an agent reports of one model call (Meter.RecordModelCall).
 type ModelCall struct {
 	// Call is the 1-based sequence of the call in its run, over every segment.
-	Call         int
+	Call int
+	// Profile and Provider are the llm profile that served the call and its
+	// API ("openai", "anthropic"); Model is the model asked for and Served the
+	// one the server said answered ("" when it did not say). KeyLabel is the label
+	// of the API key used ("" for a profile with one unlabelled key or none).
+	// Fallback: the profile is not the first of the bot's chain.
 	Profile      string
+	Provider     string
 	Model        string
+	Served       string
+	KeyLabel     string
+	Fallback     bool
 	InputTokens  int64
 	OutputTokens int64
 	CachedTokens int64
@@ -232,7 +241,8 @@ func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 	e := r.e
 	cost := e.budgets.costs()
 	entry := UsageEntry{Key: UsageKey(r.job.Run.ID, c.Call), At: e.clock.Now(), Bot: r.job.Bot.Handle,
-		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Model: c.Model,
+		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Provider: c.Provider, Model: c.Model,
+		Served: c.Served, KeyLabel: c.KeyLabel, Fallback: c.Fallback,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens,
 		CacheWriteTokens: c.CacheWriteTokens}
 	entry.CostMicros = cost.Prices[c.Model].Cost(c.InputTokens, c.OutputTokens, c.CachedTokens)

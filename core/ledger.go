@@ -23,7 +23,19 @@ type UsageEntry struct {
 	Account  AccountID `json:"account,omitempty"`
 	Platform string    `json:"platform,omitempty"`
 	Profile  string    `json:"profile,omitempty"` // LLM provider profile
-	Model    string    `json:"model"`
+	// Provider is the profile's API ("openai", "anthropic"; "" in entries
+	// written before it was recorded).
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model"` // as asked for
+	// Served is the model the server said answered, when it said and it
+	// differs from Model.
+	Served string `json:"served,omitempty"`
+	// KeyLabel is the label of the API key that made the call, for a profile
+	// with labelled keys.
+	KeyLabel string `json:"key_label,omitempty"`
+	// Fallback: the call was served by a profile other than the first of the
+	// bot's chain.
+	Fallback bool `json:"fallback,omitempty"`
 	// InputTokens include CachedTokens and CacheWriteTokens (as the OpenAI API
 	// counts cached tokens; an Anthropic call's three input counts are summed).
 	InputTokens  int64 `json:"input_tokens"`

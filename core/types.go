@@ -45,14 +45,14 @@ type Actor struct {
 
 // BotProfile is a configured bot (seed §3 bot_profiles).
 type BotProfile struct {
-	Handle        string   `json:"handle"`
-	Name          string   `json:"name"`
-	Description   string   `json:"description"`
-	Instructions  string   `json:"instructions"`
-	LLM           string   `json:"llm"`   // provider profile name
+	Handle       string `json:"handle"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Instructions string `json:"instructions"`
+	LLM          string `json:"llm"` // provider profile name
 	// Fallbacks are the profiles asked, in order, when LLM's fails for a reason
 	// another may not share (rate limit, outage, timeout; agents/chain.go).
-	Fallbacks []string `json:"fallbacks,omitempty"`
+	Fallbacks     []string `json:"fallbacks,omitempty"`
 	Model         string   `json:"model"` // overrides the profile's model when set
 	Tools         []string `json:"tools"`
 	ApprovalTools []string `json:"approval_tools"`
