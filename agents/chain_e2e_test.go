@@ -91,7 +91,9 @@ func TestChainDownOneNotice(t *testing.T) {
 	primary := openaitest.New(t)
 	backup := openaitest.New(t)
 	for _, s := range []*openaitest.Server{primary, backup} {
-		s.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Error(http.StatusBadGateway, "upstream down") })
+		s.Handle(func(openaitest.Request) openaitest.Reply {
+			return openaitest.Error(http.StatusBadGateway, "upstream down")
+		})
 	}
 	rig := startTeam(t, map[string]Provider{
 		"primary": {BaseURL: primary.URL(), APIKey: testKey, Model: "m1"},
