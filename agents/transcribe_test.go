@@ -11,7 +11,7 @@ import (
 func TestTranscriberPostsTheFileAndReturnsText(t *testing.T) {
 	srv := openaitest.New(t)
 	srv.SetTranscript("please restart the build")
-	tr, err := NewTranscriber(Provider{BaseURL: srv.URL(), APIKey: "k"}, "whisper-1", nil)
+	tr, err := NewTranscriber([]Provider{{BaseURL: srv.URL(), APIKey: "k"}}, "whisper-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestTranscriberPostsTheFileAndReturnsText(t *testing.T) {
 	if len(got) != 1 || got[0].Model != "whisper-1" || got[0].FileName != "voice.ogg" || got[0].Content != "OggS-audio" {
 		t.Errorf("requests = %+v", got)
 	}
-	if _, err := NewTranscriber(Provider{}, " ", nil); err == nil {
+	if _, err := NewTranscriber([]Provider{{}}, " ", nil); err == nil {
 		t.Error("an empty model must be refused")
 	}
 }

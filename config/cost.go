@@ -109,7 +109,7 @@ func (c *Config) Unpriced() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, b := range c.Bots {
-		m := cmp.Or(b.Model, c.LLM[b.LLM].Model)
+		m := cmp.Or(b.Model, c.LLM[b.LLM.First()].Model)
 		if _, ok := c.Cost.Prices[m]; ok || m == "" || seen[m] {
 			continue
 		}

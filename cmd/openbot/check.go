@@ -91,8 +91,10 @@ func missingKey(cfg *config.Config) string {
 
 func missingKeyProfile(cfg *config.Config) (profile, msg string) {
 	for _, b := range cfg.Bots {
-		if p := cfg.LLM[b.LLM]; p.NeedsKey() {
-			return b.LLM, fmt.Sprintf("llm profile %q has no api_key for %s: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).", b.LLM, config.OpenAIBaseURL)
+		for _, name := range b.LLM {
+			if p := cfg.LLM[name]; p.NeedsKey() {
+				return name, fmt.Sprintf("llm profile %q has no api_key for %s: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).", name, config.OpenAIBaseURL)
+			}
 		}
 	}
 	return "", ""

@@ -33,8 +33,12 @@ func (d *doctor) llms(ctx context.Context) {
 		p := d.cfg.LLM[n]
 		models := []string{}
 		for _, b := range d.cfg.Bots {
-			m := cmp.Or(b.Model, p.Model)
-			if b.LLM == n && !slices.Contains(models, m) {
+			i := slices.Index(b.LLM, n)
+			m := p.Model
+			if i == 0 {
+				m = cmp.Or(b.Model, p.Model)
+			}
+			if i >= 0 && !slices.Contains(models, m) {
 				models = append(models, m)
 			}
 		}
