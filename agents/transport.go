@@ -48,9 +48,14 @@ const (
 //     a gateway) to every request;
 //   - aborts an attempt that receives nothing for idle (before the headers or
 //     between two body reads) with a *StallError;
+//   - with several API keys (keys), sends the next one in rotation on each
+//     attempt and, when one is refused (401, 403) or rate-limited (429), sets
+//     it aside and tries the next key at once;
 //   - retries a request that got 429, 408, a 5xx, a network error or stalled
-//     before its headers, at most retries times per model call (the budget is
-//     shared with callModel's repeats of a stream that stalled midway), waiting
+//     before its headers, at most retries times per model call, or the
+//     streamInfo's limit (0 while a fallback profile may answer instead,
+//     chain.go; the budget is shared with callLink's repeats of a stream that
+//     stalled midway), waiting
 //     Retry-After (or retry-after-ms) when the server sent one, else exponential
 //     backoff, always bounded by the request's context; each retry is logged with
 //     the HTTP status and the error text, credentials redacted;
