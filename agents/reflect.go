@@ -52,7 +52,7 @@ type ReflectorOptions struct {
 	FlushTimeout time.Duration
 	// Prices price the ledger entry of each reflection call by model (cost
 	// control); a model without a price costs 0.
-	Prices map[string]core.Price
+	Prices core.Prices
 	Clock  core.Clock   // nil: the system clock
 	Logger *slog.Logger // nil discards
 	// After is the timer (test hook); nil is time.After.
@@ -287,7 +287,8 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 		Bot: bot.Handle, Thread: k.thread, Run: last.Run, Profile: sv.pc.name, Model: sv.model,
 		InputTokens: int64(resp.Usage.InputTokens), OutputTokens: int64(resp.Usage.OutputTokens),
 		CachedTokens: int64(resp.Usage.CacheReadTokens), CacheWriteTokens: int64(resp.Usage.CacheWriteTokens)}
-	entry.CostMicros = r.opts.Prices[sv.model].Cost(entry.InputTokens, entry.OutputTokens, entry.CachedTokens)
+	price, _ := r.opts.Prices.For(sv.model)
+	entry.CostMicros = price.Cost(entry.InputTokens, entry.OutputTokens, entry.CachedTokens, entry.CacheWriteTokens)
 	if bs := thread.Bindings; len(bs) > 0 {
 		entry.Platform = bs[0].Platform
 		if len(bs[0].Accounts) > 0 {

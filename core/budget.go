@@ -27,8 +27,8 @@ type BotBudget struct {
 // "Cost under control" items 1 to 3). The zero value prices nothing and limits
 // nothing.
 type Cost struct {
-	// Prices by model name; a model not listed costs 0.
-	Prices map[string]Price
+	// Prices by model name (Prices.For); a model not priced costs 0.
+	Prices Prices
 	// Currency names the unit of prices and budgets in notices ("USD").
 	Currency string
 	// Bots are budgets by bot handle; the entry "*" applies to bots not listed.
@@ -245,7 +245,8 @@ func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 		Served: c.Served, KeyLabel: c.KeyLabel, Fallback: c.Fallback,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens,
 		CacheWriteTokens: c.CacheWriteTokens}
-	entry.CostMicros = cost.Prices[c.Model].Cost(c.InputTokens, c.OutputTokens, c.CachedTokens)
+	price, _ := cost.Prices.For(c.Model)
+	entry.CostMicros = price.Cost(c.InputTokens, c.OutputTokens, c.CachedTokens, c.CacheWriteTokens)
 	if bs := r.job.Thread.Bindings; len(bs) > 0 {
 		entry.Platform = bs[0].Platform
 		if len(bs[0].Accounts) > 0 {

@@ -29,6 +29,12 @@ func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv
 				fmt.Fprintf(stderr, "%s: warning: %s\n", path, config.FieldError{Path: "llm." + prof + ".api_key", Msg: msg}.Error())
 			}
 		}
+		if cfg.Cost.Unpriced == config.UnpricedWarn {
+			// With cost.unpriced: refuse (the default) they are problems.
+			for _, e := range cfg.UnpricedBudgets() {
+				fmt.Fprintf(stderr, "%s: warning: %s\n", path, e.Error())
+			}
+		}
 		// Tool names are checked against the registry in the same report.
 		reg, rerr := newRegistry(cfg, slog.New(slog.DiscardHandler))
 		if rerr != nil {

@@ -40,11 +40,8 @@ func coreLimits(l config.Limits) core.Limits {
 func coreCost(cfg *config.Config) *core.Cost {
 	c := cfg.Cost
 	out := &core.Cost{Currency: c.Currency, WarnAt: c.WarnAt, Owner: c.Owner,
-		Prices: map[string]core.Price{}, Bots: map[string]core.BotBudget{},
+		Prices: cfg.PriceTable(), Bots: map[string]core.BotBudget{},
 		Thread: coreLimit(c.Budgets.Thread), GlobalDaily: coreLimit(c.Budgets.GlobalDaily)}
-	for m, p := range c.Prices {
-		out.Prices[m] = core.Price{Input: config.Micros(p.Input), Output: config.Micros(p.Output), Cached: config.Micros(p.CachedInput)}
-	}
 	for h, b := range c.Budgets.Bots {
 		out.Bots[h] = core.BotBudget{Daily: coreLimit(b.Daily), Monthly: coreLimit(b.Monthly)}
 	}
