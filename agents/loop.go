@@ -76,10 +76,10 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if r.usage.ModelCalls >= r.max {
 			return "", nil, fmt.Errorf("%w: the run made %d model calls without finishing", ErrModelCallLimit, r.max)
 		}
-		if err := r.beforeCall(ctx); err != nil {
+		msgs := r.messages()
+		if err := r.beforeCall(ctx, msgs, defs); err != nil {
 			return "", nil, err
 		}
-		msgs := r.messages()
 		start := r.agent.opts.Clock.Now()
 		t, retries, err := r.callModel(ctx, msgs, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)

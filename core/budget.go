@@ -145,15 +145,19 @@ func (c *Cost) spent(b budget, t UsageTotal) string {
 }
 
 // overBudgetTx returns a *BudgetError for the first budget of bot in thread
-// that is spent at now, or nil.
+// that is spent at now, the holds of model calls in flight counted, or nil.
 func (c *Cost) overBudgetTx(tx ReadTx, bot string, thread ThreadID, now time.Time) error {
 	for _, b := range c.budgets(bot, thread, now) {
 		t, err := tx.UsageTotal(b.scope)
 		if err != nil {
 			return err
 		}
-		if b.spentShare(t) >= 1 {
-			return &BudgetError{Budget: b.name, Spent: c.spent(b, t), Owner: c.owner()}
+		h, err := readHolds(tx, b.scope, now)
+		if err != nil {
+			return err
+		}
+		if err := c.refusal(b, t, h.total()); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -218,7 +222,12 @@ type ModelCall struct {
 // reports each call it made with RecordModelCall. Both honour ctx and are safe
 // for concurrent use.
 type Meter interface {
-	BeforeModelCall(ctx context.Context) error
+	// BeforeModelCall reserves est, the estimate of the run's model call
+	// number est.Call (tokens; priced by est.Model), against the budgets the
+	// run counts toward, or refuses it with a *BudgetError when the spend plus
+	// the reservations of calls in flight reaches a limit. The call's ledger
+	// entry (RecordModelCall, StepRecorder) settles the reservation.
+	BeforeModelCall(ctx context.Context, est ModelCall) error
 	// RecordModelCall stores the call in the ledger, priced, once per (run,
 	// call): recording it again changes nothing. The first call that takes a
 	// budget past its warning share posts one notice in the thread.
@@ -228,7 +237,9 @@ type Meter interface {
 var _ Meter = (*runEnv)(nil)
 
 // BeforeModelCall implements Meter.
-func (r *runEnv) BeforeModelCall(ctx context.Context) error { return r.e.budgets.check(ctx, r.job) }
+func (r *runEnv) BeforeModelCall(ctx context.Context, est ModelCall) error {
+	return r.e.budgets.reserve(ctx, r.job, est)
+}
 
 // RecordModelCall implements Meter.
 func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
@@ -280,7 +291,10 @@ func (bg *budgets) recordTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
 		before[b.scope] = t
 	}
 	_, added, err := tx.PutUsage(entry)
-	if err != nil || !added {
+	if err != nil {
+		return w, err
+	}
+	if err := settleTx(tx, bs, entry); err != nil || !added {
 		return w, err
 	}
 	for _, b := range bs {

@@ -213,10 +213,12 @@ var cooldowns = agents.NewCooldowns(nil)
 func providers(cfg *config.Config) map[string]agents.Provider {
 	out := make(map[string]agents.Provider, len(cfg.LLM))
 	for name, p := range cfg.LLM {
-		ap := agents.Provider{API: p.Provider, BaseURL: p.BaseURL, Model: p.Model, Headers: p.Headers,
+		ap := agents.Provider{API: p.Provider, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
 			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
-		for _, k := range p.Keys() {
-			ap.Keys = append(ap.Keys, agents.APIKey{Label: k.Label, Value: k.Value})
+		if len(p.APIKeys) > 0 {
+			for _, k := range p.Keys() {
+				ap.Keys = append(ap.Keys, agents.APIKey{Label: k.Label, Value: k.Value})
+			}
 		}
 		out[name] = ap
 	}
