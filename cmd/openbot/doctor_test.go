@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -354,5 +355,62 @@ func TestDoctorChainsAndKeys(t *testing.T) {
 	}
 	if reqs := claude.Requests(); len(reqs) != 2 || len(reqs[1].Body.Tools) != 1 {
 		t.Errorf("anthropic requests = %+v", reqs)
+	}
+}
+
+// TestDoctorMCPStartTimeoutSaysTimeout: an MCP server that does not answer
+// within the bound fails with a hint to raise --timeout (a first npx download
+// takes longer than the default), and package runners get a longer default.
+func TestDoctorMCPStartTimeoutSaysTimeout(t *testing.T) {
+	w := newDoctorWorld(t)
+	script := filepath.Join(t.TempDir(), "slow-mcp")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 30\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w.mcpCommand = script
+	r := runFor(t, []string{"doctor", "--config", w.config(t), "--timeout", "300ms"}, strings.NewReader(""), w.env)
+	if got := checkStatuses(r.stdout)["mcp/tools"]; got != "FAIL" {
+		t.Fatalf("mcp/tools: %q, want FAIL; stdout:\n%s", got, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "did not answer within 300ms") || !strings.Contains(r.stdout, "longer --timeout") {
+		t.Errorf("the slow MCP server's line lacks the bound and the --timeout hint:\n%s", r.stdout)
+	}
+	for cmd, want := range map[string]bool{"npx": true, "/usr/bin/uvx": true, "node": false, script: false} {
+		if downloads(cmd) != want {
+			t.Errorf("downloads(%q) = %v, want %v", cmd, !want, want)
+		}
+	}
+}
+
+// TestDoctorJSON: `doctor --json` prints one JSON document for CI, with the
+// same checks and the same exit code as the lines.
+func TestDoctorJSON(t *testing.T) {
+	type doc struct {
+		OK     bool `json:"ok"`
+		Checks []struct {
+			Status, Name, Detail, Fix string
+		} `json:"checks"`
+	}
+	w := newDoctorWorld(t)
+	r := runFor(t, []string{"doctor", "--json", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	var d doc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if r.code != 0 || !d.OK || len(d.Checks) < 10 || d.Checks[0].Name != "config" || d.Checks[0].Status != "OK" {
+		t.Errorf("exit %d, ok %v, %d checks; want exit 0 and every check:\n%s", r.code, d.OK, len(d.Checks), r.stdout)
+	}
+	w.llmURL = "http://127.0.0.1:1/v1" // nothing listens there
+	r = runFor(t, []string{"doctor", "--json", "--timeout", "2s", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	d = doc{}
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	failed := false
+	for _, c := range d.Checks {
+		failed = failed || (c.Status == "FAIL" && strings.HasPrefix(c.Name, "llm/default") && c.Fix != "")
+	}
+	if r.code != exitFail || d.OK || !failed {
+		t.Errorf("unreachable model: exit %d, ok %v; want exit 1 and a FAIL llm/default check with a fix:\n%s", r.code, d.OK, r.stdout)
 	}
 }

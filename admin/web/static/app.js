@@ -450,7 +450,7 @@ views.usage = {
   interested: (type) => type === "run.finished",
 };
 
-// views.memory lists one bot's memories (seed §9) with where each came from,
+// views.memory lists one bot's memories with where each came from,
 // and edits or deletes one through PUT and DELETE /api/v1/memories/{id}. While
 // a note is being edited, live events do not redraw the view.
 views.memory = {
