@@ -43,8 +43,9 @@ func startTeam(t *testing.T, provs map[string]Provider, bot core.BotProfile) *te
 }
 
 // startTeamWith is startTeam on opts (Providers set), with the rig's logger
-// and retry waits that take no time.
-func startTeamWith(t *testing.T, opts Options, bot core.BotProfile) *teamRig {
+// and retry waits that take no time; ad, when given, is the account instead of
+// the one that hands deliveries to the rig's channel.
+func startTeamWith(t *testing.T, opts Options, bot core.BotProfile, ad ...core.Adapter) *teamRig {
 	t.Helper()
 	r := &teamRig{got: make(chan string, 16), logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -61,7 +62,8 @@ func startTeamWith(t *testing.T, opts Options, bot core.BotProfile) *teamRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.AddAdapter(chanAdapter(r.got)); err != nil {
+	ad = append(ad, chanAdapter(r.got))
+	if err := r.eng.AddAdapter(ad[0]); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -244,5 +245,96 @@ func TestFailoverMidStream(t *testing.T) {
 		if strings.Contains(s, "Half") && strings.Contains(s, "backup") {
 			t.Errorf("the partial answer and the new one were shown together: %q", s)
 		}
+	}
+}
+
+// streamAccount is a console account that streams (core.Streamer): it
+// records every Stream call and delivery, posting one message "s1".
+type streamAccount struct {
+	mu        sync.Mutex
+	streamed  []string // the text of each Stream call
+	delivered []core.Delivery
+	onStream  func(text string)
+	got       chan core.Delivery
+}
+
+func (a *streamAccount) Account() core.AccountID       { return "console/local" }
+func (a *streamAccount) Bot() string                   { return "*" }
+func (a *streamAccount) StreamInterval() time.Duration { return time.Millisecond }
+func (a *streamAccount) Stream(_ context.Context, d core.StreamDelivery) ([]string, error) {
+	a.mu.Lock()
+	a.streamed = append(a.streamed, d.Text)
+	on := a.onStream
+	a.mu.Unlock()
+	if on != nil {
+		on(d.Text)
+	}
+	return []string{"s1"}, nil
+}
+func (a *streamAccount) Deliver(_ context.Context, d core.Delivery) (string, error) {
+	a.mu.Lock()
+	a.delivered = append(a.delivered, d)
+	a.mu.Unlock()
+	a.got <- d
+	return "p1", nil
+}
+
+// TestFailoverMidStreamPostsOneAnswer: on the real engine with a streaming
+// account, the first profile's answer is shown in part and then its stream
+// ends early; the backup answers, the streamed message becomes its complete
+// answer (edited in place: the reply's delivery names the streamed message),
+// no text shown joins the partial answer to the new one, and nothing else is
+// posted.
+func TestFailoverMidStreamPostsOneAnswer(t *testing.T) {
+	primary := openaitest.New(t)
+	backup := openaitest.New(t)
+	release := make(chan struct{})
+	const partial, complete = "Half of an answer", "The complete answer from the backup."
+	primary.Enqueue(openaitest.Reply{Text: partial + " that never ends", StallMidStream: release, NoFinish: true, NoDone: true})
+	backup.Enqueue(openaitest.Text(complete))
+	acct := &streamAccount{got: make(chan core.Delivery, 8)}
+	var once sync.Once
+	acct.onStream = func(text string) {
+		if strings.HasPrefix(text, "Half") {
+			once.Do(func() { close(release) }) // shown: now the primary's stream ends early
+		}
+	}
+	rig := startTeamWith(t, Options{Providers: map[string]Provider{
+		"primary": {BaseURL: primary.URL(), APIKey: testKey, Model: "m1"},
+		"backup":  {BaseURL: backup.URL(), APIKey: testKey, Model: "m2"},
+	}}, chainBot, acct)
+	rig.n++
+	if _, err := rig.eng.Ingest(rig.ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:mid",
+		ThreadKey: "console:main", Conversation: "main", PlatformID: "in-mid",
+		SenderID: "console:you", SenderName: "you", Text: "@engineer answer", StartThread: true}); err != nil {
+		t.Fatal(err)
+	}
+	var d core.Delivery
+	select {
+	case d = <-acct.got:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no reply; log:\n%s", rig.logs.String())
+	}
+	if err := rig.eng.WaitIdle(rig.ctx); err != nil {
+		t.Fatal(err)
+	}
+	acct.mu.Lock()
+	defer acct.mu.Unlock()
+	if d.Text != complete || !slices.Equal(d.Streamed, []string{"s1"}) || len(acct.delivered) != 1 {
+		t.Errorf("deliveries = %+v, want one: the complete answer edited into the streamed message", acct.delivered)
+	}
+	if len(acct.streamed) == 0 || !strings.HasPrefix(acct.streamed[0], "Half") {
+		t.Fatalf("streamed = %q, want the partial answer first", acct.streamed)
+	}
+	for _, s := range acct.streamed {
+		if strings.Contains(s, "Half") && strings.Contains(s, "backup") {
+			t.Errorf("the partial answer and the new one were shown together: %q", s)
+		}
+	}
+	if n := len(primary.Requests()); n != 1 {
+		t.Errorf("the primary got %d requests, want 1", n)
+	}
+	if !strings.Contains(rig.logs.String(), "its stream ended early") {
+		t.Errorf("the fallback's reason was not logged:\n%s", rig.logs.String())
 	}
 }
