@@ -237,7 +237,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 	for i, l := range links {
 		r.pc, r.model, r.fallback = l.pc, l.model, l.pc != r.links[0].pc
 		last := i == len(links)-1
-		t, n, err, why := r.callLink(ctx, msgs, defs, last)
+		t, n, why, err := r.callLink(ctx, msgs, defs, last)
 		retries += n
 		if err == nil {
 			l.pc.cd.clear(l.pc.id)
@@ -265,7 +265,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 // from the start while the retry budget lasts, which only the chain's last
 // usable profile has. why is fallbackReason's when the call failed, and the
 // profile is then cooling down.
-func (r *run) callLink(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool, last bool) (ChatAnswer, int, error, string) {
+func (r *run) callLink(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool, last bool) (ChatAnswer, int, string, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.pc.prov.RequestTimeout)
 	defer cancel()
 	limit := 0
@@ -303,15 +303,15 @@ func (r *run) callLink(ctx context.Context, msgs []openai.ChatCompletionMessage,
 			if why != "" {
 				r.pc.cd.set(r.pc.id, cool, why)
 			}
-			return t, retries, r.modelErr(ctx, cctx, err, retries), why
+			return t, retries, why, r.modelErr(ctx, cctx, err, retries)
 		}
 		err = r.checkTurn(ctx, t)
 		if err != nil && t.Incomplete != "" && ctx.Err() == nil {
 			why := "its stream ended early"
 			r.pc.cd.set(r.pc.id, busyCooldown, why)
-			return t, retries, err, why
+			return t, retries, why, err
 		}
-		return t, retries, err, ""
+		return t, retries, "", err
 	}
 }
 
