@@ -338,3 +338,57 @@ func TestFailoverMidStreamPostsOneAnswer(t *testing.T) {
 		t.Errorf("the fallback's reason was not logged:\n%s", rig.logs.String())
 	}
 }
+
+// TestAnthropicKeysRotate: an Anthropic profile's keys go out as x-api-key;
+// the refused one gives way to the next within the call.
+func TestAnthropicKeysRotate(t *testing.T) {
+	srv := anthropictest.New(t)
+	srv.RequireKey("sk-ant-good-0001")
+	srv.Handle(func(anthropictest.Request) anthropictest.Reply { return anthropictest.Text("hello from claude") })
+	rig := startTeam(t, map[string]Provider{"default": {API: APIAnthropic, BaseURL: srv.URL(), Model: "claude-test",
+		Keys: []APIKey{{Label: "old", Value: "sk-ant-revoked-01"}, {Label: "new", Value: "sk-ant-good-0001"}}}},
+		core.BotProfile{Handle: "engineer"})
+	if got := rig.say(t, "@engineer hi"); got != "hello from claude" {
+		t.Fatalf("answer = %q", got)
+	}
+	if es := rig.ledger(t); len(es) != 1 || es[0].KeyLabel != "new" || es[0].Provider != "anthropic" {
+		t.Errorf("ledger = %+v", es)
+	}
+	if logs := rig.logs.String(); !strings.Contains(logs, "key=old") || strings.Contains(logs, "sk-ant-revoked-01") {
+		t.Errorf("log:\n%s", logs)
+	}
+}
+
+// TestWholeChainCoolingDown: while every profile of the chain cools down for
+// longer than a call may wait, a run asks no model and the thread hears which
+// profiles are skipped and why; once one comes back it is asked again.
+func TestWholeChainCoolingDown(t *testing.T) {
+	primary := openaitest.New(t)
+	backup := openaitest.New(t)
+	for _, s := range []*openaitest.Server{primary, backup} {
+		limited := openaitest.Error(http.StatusTooManyRequests, "slow down")
+		limited.Header = map[string]string{"Retry-After": "600"}
+		s.Enqueue(limited, openaitest.Text("back again"))
+	}
+	clock := &manualClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	rig := startTeamWith(t, Options{Cooldowns: NewCooldowns(clock), Providers: map[string]Provider{
+		"primary": {BaseURL: primary.URL(), APIKey: testKey, Model: "m1"},
+		"backup":  {BaseURL: backup.URL(), APIKey: testKey, Model: "m2"},
+	}}, chainBot)
+	if got := rig.say(t, "@engineer one"); !strings.Contains(got, "no model answered") {
+		t.Fatalf("first = %q", got)
+	}
+	got := rig.say(t, "@engineer two")
+	for _, want := range []string{"no model could be asked", `llm profile "primary" (HTTP 429; skipped for 10m0s more)`, `llm profile "backup" (HTTP 429`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("second = %q, want %q in it", got, want)
+		}
+	}
+	if a, b := len(primary.Requests()), len(backup.Requests()); a != 1 || b != 1 {
+		t.Errorf("requests while cooling: %d and %d, want 1 each", a, b)
+	}
+	clock.add(10 * time.Minute)
+	if got := rig.say(t, "@engineer three"); got != "back again" {
+		t.Errorf("third = %q", got)
+	}
+}
