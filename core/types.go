@@ -84,6 +84,8 @@ type BotProfile struct {
 	// Vision sends the images attached to the run's trigger messages to the
 	// model as image parts (core/files.go, agents/vision.go).
 	Vision bool `json:"vision,omitempty"`
+	// Fetch is the bot's http_fetch egress policy (core/egress.go).
+	Fetch FetchPolicy `json:"fetch,omitzero"`
 }
 
 // Chain is the bot's fallback chain: LLM, then Fallbacks; nil when LLM is

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,9 +19,10 @@ import (
 
 // Check outcomes of `openbot doctor`, one per printed line.
 const (
-	checkOK   = "OK"
-	checkWarn = "WARN"
-	checkFail = "FAIL"
+	checkOK    = "OK"
+	checkWarn  = "WARN"
+	checkFail  = "FAIL"
+	checkFixed = "FIXED" // doctor --fix repaired it
 )
 
 // defaultDoctorTimeout bounds each external call of a check (one HTTP request,
@@ -47,6 +49,10 @@ type doctor struct {
 	timeoutSet bool
 	lines      []checkLine
 	json       bool // --json: one JSON document at the end instead of lines
+	// fix: --fix repairs what it can (store directory, admin token in .env,
+	// Telegram's webhook against the configured mode), each said as a FIXED line.
+	fix     bool
+	envPath string // the .env beside the config, where --fix puts a new admin token
 	// storeInUse: the store's lock is held (by a running openbot, most likely).
 	storeInUse bool
 }
@@ -84,11 +90,13 @@ func (d *doctor) failed() bool {
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs, path := configFlags("doctor", stderr)
 	timeout := fs.Duration("timeout", defaultDoctorTimeout, "bound of each network call and MCP server start")
+	fix := fs.Bool("fix", false, "repair what can be: create the store directory, put a new admin token into .env, set Telegram's webhook to match the configured mode")
 	asJSON := fs.Bool("json", false, "print one JSON document: {\"ok\": bool, \"checks\": [{status, name, detail, fix}]}")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
-	d := &doctor{out: stdout, timeout: *timeout, client: &http.Client{Timeout: *timeout}, json: *asJSON}
+	d := &doctor{out: stdout, timeout: *timeout, client: &http.Client{Timeout: *timeout}, json: *asJSON,
+		fix: *fix, envPath: filepath.Join(filepath.Dir(*path), ".env")}
 	d.timeoutSet = flagSet(fs, "timeout")
 	if d.cfg = loadConfig(*path, stderr, lookupEnv); d.cfg == nil {
 		d.add(checkFail, "config", "the file has problems (listed on stderr)", "fix them, then run doctor again")
@@ -108,7 +116,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		for _, l := range d.lines {
 			n[l.Status]++
 		}
-		fmt.Fprintf(stdout, "%d ok, %d warnings, %d failures\n", n[checkOK], n[checkWarn], n[checkFail])
+		fixed := ""
+		if n[checkFixed] > 0 {
+			fixed = fmt.Sprintf(", %d fixed", n[checkFixed])
+		}
+		fmt.Fprintf(stdout, "%d ok, %d warnings, %d failures%s\n", n[checkOK], n[checkWarn], n[checkFail], fixed)
 	}
 	if d.failed() {
 		return exitFail
@@ -159,6 +171,15 @@ func (d *doctor) listener() {
 	loopback := host == "localhost"
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		loopback = true
+	}
+	vars := d.cfg.EnvVars("admin", "token")
+	if d.fix && d.cfg.Admin.Token == "" && len(vars) == 1 {
+		if err := addToEnvFile(d.envPath, vars[0], randomToken()); err != nil {
+			d.add(checkFail, "admin token", "could not write "+d.envPath+": "+err.Error(), "set "+vars[0]+" yourself (16+ characters)")
+		} else {
+			d.add(checkFixed, "admin token", "a new token is "+vars[0]+" in "+d.envPath+"; restart openbot to use it", "")
+		}
+		return
 	}
 	switch {
 	case d.cfg.Admin.Token != "":

@@ -123,7 +123,7 @@ feishu:
 	return path
 }
 
-var statusLine = regexp.MustCompile(`(?m)^(OK|WARN|FAIL) +(.+?): `)
+var statusLine = regexp.MustCompile(`(?m)^(OK|WARN|FAIL|FIXED) +(.+?): `)
 
 // lines maps each check name to its status.
 func checkStatuses(out string) map[string]string {
@@ -412,5 +412,52 @@ func TestDoctorJSON(t *testing.T) {
 	}
 	if r.code != exitFail || d.OK || !failed {
 		t.Errorf("unreachable model: exit %d, ok %v; want exit 1 and a FAIL llm/default check with a fix:\n%s", r.code, d.OK, r.stdout)
+	}
+}
+
+// TestDoctorFix: `doctor --fix` creates the store directory, puts a new admin
+// token into .env (mode 0600) when the config names a variable for it, and
+// removes a webhook that conflicts with polling; the next doctor finds them
+// in order.
+func TestDoctorFix(t *testing.T) {
+	w := newDoctorWorld(t)
+	path := w.config(t)
+	data, _ := os.ReadFile(path)
+	store := filepath.Join(w.dir, "fresh", "openbot.db")
+	text := strings.Replace(string(data), "store: {path: "+filepath.Join(w.dir, "data", "openbot.db")+"}", "store: {path: "+store+"}", 1)
+	text += "admin: {token: \"${OPENBOT_ADMIN_TOKEN}\"}\n"
+	text = strings.Replace(text, `listen: "127.0.0.1:0"`, `listen: "0.0.0.0:0"`, 1) // the token matters off loopback
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := call(t, http.MethodPost, w.telegram.URL()+"/bot123:tg/setWebhook?url=https://old.example/hook", "", ""); code != http.StatusOK {
+		t.Fatalf("setWebhook on the fake: %d %s", code, body)
+	}
+	r := runFor(t, []string{"doctor", "--config", path}, strings.NewReader(""), w.env)
+	got := checkStatuses(r.stdout)
+	if got["telegram/tg webhook"] != "FAIL" || got["admin token"] != "FAIL" {
+		t.Fatalf("before --fix: webhook %q, admin token %q; want both FAIL:\n%s", got["telegram/tg webhook"], got["admin token"], r.stdout)
+	}
+	r = runFor(t, []string{"doctor", "--fix", "--config", path}, strings.NewReader(""), w.env)
+	got = checkStatuses(r.stdout)
+	for _, name := range []string{"store", "admin token", "telegram/tg webhook"} {
+		if got[name] != "FIXED" {
+			t.Errorf("--fix: %s is %q, want FIXED:\n%s", name, got[name], r.stdout)
+		}
+	}
+	if st, err := os.Stat(filepath.Dir(store)); err != nil || !st.IsDir() {
+		t.Errorf("store directory not created: %v", err)
+	}
+	env, err := os.ReadFile(filepath.Join(w.dir, ".env"))
+	if st, _ := os.Stat(filepath.Join(w.dir, ".env")); err != nil || st.Mode().Perm() != 0o600 || !regexp.MustCompile(`OPENBOT_ADMIN_TOKEN=.?[0-9a-f]{64}`).Match(env) {
+		t.Errorf(".env after --fix: %v\n%s", err, env)
+	}
+	if url, _ := w.telegram.Webhook("123:tg"); url != "" {
+		t.Errorf("the webhook is still %q", url)
+	}
+	r = runFor(t, []string{"doctor", "--config", path}, strings.NewReader(""), w.env)
+	got = checkStatuses(r.stdout)
+	if got["telegram/tg webhook"] != "OK" || got["admin token"] != "OK" {
+		t.Errorf("after --fix: webhook %q, admin token %q; want OK:\n%s", got["telegram/tg webhook"], got["admin token"], r.stdout)
 	}
 }

@@ -377,6 +377,21 @@ func writeEnvFile(path string, secrets map[string]string) error {
 	return f.Close()
 }
 
+// addToEnvFile sets name=value in the .env file at path, keeping its other
+// variables, with mode 0600.
+func addToEnvFile(path, name, value string) error {
+	vars, err := godotenv.Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	vars[name] = value
+	return writeEnvFile(path, vars)
+}
+
+// randomToken is 32 random bytes in hex: an admin token.
 func randomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
