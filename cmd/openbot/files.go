@@ -19,11 +19,11 @@ func transcriber(cfg *config.Config) (func(ctx context.Context, name string, aud
 		return nil, nil
 	}
 	provs := providers(cfg)
-	out := make([]agents.Provider, 0, len(chain))
+	out := make([]agents.TranscribeProfile, 0, len(chain))
 	for _, name := range chain {
-		out = append(out, provs[name])
+		out = append(out, agents.TranscribeProfile{Name: name, Provider: provs[name]})
 	}
-	return agents.NewTranscriber(out, cfg.Files.Transcription.Model, nil)
+	return agents.NewTranscriber(out, cfg.Files.Transcription.Model, nil, cooldowns)
 }
 
 // fileLimits maps the files section onto the engine: inbound files go to the
