@@ -102,8 +102,9 @@ func (s *accountSet) Run(ctx context.Context) error {
 
 func (s *accountSet) start(ctx context.Context, ac *account) {
 	r, ok := ac.val.(core.Runner)
-	if !ok {
+	if !ok { // a webhook account: its routes are served from now on
 		s.hl.set(ac.name, "started")
+		s.log.Info("account started", "account", ac.name)
 		return
 	}
 	run, leased := s.leasedRun(ac, r)

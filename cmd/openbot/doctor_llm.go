@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -153,13 +154,35 @@ func shortList(ids []string, n int) string {
 }
 
 // mcpServers starts each MCP server once and lists its tools.
+// packageRunnerTimeout is the MCP start bound doctor gives a command that
+// downloads its package on first use (npx, uvx...) unless --timeout is set.
+const packageRunnerTimeout = 3 * time.Minute
+
+// downloads tells whether command is a package runner that may download the
+// server on its first start.
+func downloads(command string) bool {
+	switch filepath.Base(command) {
+	case "npx", "uvx", "bunx", "pnpx":
+		return true
+	}
+	return false
+}
+
 func (d *doctor) mcpServers(ctx context.Context) {
 	for _, s := range d.cfg.MCPServers {
+		bound := d.timeout
+		if downloads(s.Command) && !d.timeoutSet {
+			bound = max(bound, packageRunnerTimeout)
+		}
 		r := mcp.Probe(ctx, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers},
-			mcp.Options{StartTimeout: d.timeout, ShutdownGrace: 2 * time.Second})
+			mcp.Options{StartTimeout: bound, ShutdownGrace: 2 * time.Second})
 		label := "mcp/" + s.Name
 		if r.Err != nil {
-			d.add(checkFail, label, "does not start: "+r.Reason+" ("+r.Err.Error()+")", "run the server's command by hand to see why, or fix mcp_servers."+s.Name)
+			fix := "run the server's command by hand to see why, or fix mcp_servers." + s.Name
+			if errors.Is(r.Err, context.DeadlineExceeded) {
+				fix = "a first `npx -y` or `uvx` start downloads the package first: run doctor again with a longer --timeout (say 5m), or run the command by hand once"
+			}
+			d.add(checkFail, label, "does not start: "+r.Reason+" ("+r.Err.Error()+")", fix)
 			continue
 		}
 		d.add(checkOK, label, fmt.Sprintf("started, %d tools (%s)", len(r.Tools), shortList(r.Tools, 5)), "")
@@ -180,6 +203,14 @@ func (d *doctor) store(ctx context.Context) {
 	}
 	path := d.cfg.Store.Path
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Dir(path)); d.fix && errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				d.add(checkFail, "store", "could not create "+filepath.Dir(path)+": "+err.Error(), "create it, writable by openbot")
+			} else {
+				d.add(checkFixed, "store", "created "+filepath.Dir(path)+"; serve creates "+filepath.Base(path)+" in it", "")
+			}
+			return
+		}
 		d.add(checkOK, "store", path+" does not exist yet; serve creates it", "")
 		return
 	}

@@ -8,7 +8,8 @@ const main = document.getElementById("main");
 
 // ---- helpers --------------------------------------------------------------
 
-// h builds an element: h("a", {href: "#/"}, "text", child, ...).
+// h builds an element: h("a", {href: "#/"}, "text", child, ...); kids may be
+// nested arrays of them.
 function h(tag, attrs, ...kids) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -17,7 +18,7 @@ function h(tag, attrs, ...kids) {
     else if (k === "class") el.className = v;
     else el.setAttribute(k, v === true ? "" : v);
   }
-  for (const kid of kids.flat()) {
+  for (const kid of kids.flat(Infinity)) {
     if (kid === undefined || kid === null || kid === false) continue;
     el.append(kid instanceof Node ? kid : String(kid));
   }
@@ -450,7 +451,7 @@ views.usage = {
   interested: (type) => type === "run.finished",
 };
 
-// views.memory lists one bot's memories (seed §9) with where each came from,
+// views.memory lists one bot's memories with where each came from,
 // and edits or deletes one through PUT and DELETE /api/v1/memories/{id}. While
 // a note is being edited, live events do not redraw the view.
 views.memory = {
