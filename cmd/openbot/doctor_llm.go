@@ -187,6 +187,49 @@ func (d *doctor) mcpServers(ctx context.Context) {
 		}
 		d.add(checkOK, label, fmt.Sprintf("started, %d tools (%s)", len(r.Tools), shortList(r.Tools, 5)), "")
 	}
+	for _, s := range d.cfg.MCPServers {
+		d.mcpScope(s)
+	}
+}
+
+// mcpScope warns about a stdio MCP server that is given the whole workspace
+// root (or a directory above it) in an argument or environment value: it sees
+// every thread's files, while the built-in file tools see one thread's. A
+// server with {workspace} runs once per thread workspace.
+func (d *doctor) mcpScope(s config.MCPServer) {
+	if s.Command == "" {
+		return
+	}
+	label := "mcp/" + s.Name + " scope"
+	sc := mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env}
+	if sc.Scoped() {
+		d.add(checkOK, label, "one process per thread workspace ("+mcp.WorkspacePlaceholder+")", "")
+		return
+	}
+	root, err := filepath.Abs(d.cfg.Workspace)
+	if err != nil {
+		return
+	}
+	values := slices.Clone(s.Args)
+	for _, v := range s.Env {
+		values = append(values, v)
+	}
+	for _, v := range values {
+		for _, c := range []string{v, v[strings.Index(v, "=")+1:]} {
+			if c == "" || strings.Contains(c, "://") {
+				continue
+			}
+			abs, err := filepath.Abs(c)
+			if err != nil {
+				continue
+			}
+			if rel, err := filepath.Rel(abs, root); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				d.add(checkWarn, label, fmt.Sprintf("it is given %s, which holds the whole workspace (%s): it sees every thread's files", c, d.cfg.Workspace),
+					"put "+mcp.WorkspacePlaceholder+" in mcp_servers."+s.Name+" args in place of the workspace path: each thread then gets its own server process on its own workspace")
+				return
+			}
+		}
+	}
 }
 
 // store opens the store (it must not be in use), verifies every index, and

@@ -284,21 +284,26 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
-	mountMetrics(mux, a.cfg, mtr, eng, log)
+	// The web dashboard at / (admin/web); its bearer door guards every admin
+	// endpoint, and its session cookie also opens /api/v1.
+	dopts := web.Options{Token: a.cfg.Admin.Token, SecureCookie: a.cfg.Admin.SecureCookie, Logger: log}
+	if mtr != nil {
+		dopts.OnRefused = mtr.AdminRefused
+	}
+	dash := web.New(dopts)
+	mountMetrics(mux, a.cfg, mtr, eng, dash, log)
 	if bst, ok := st.(*bolt.Store); ok && mtr != nil {
 		registerStoreStats(mtr.Registry(), bst, log)
 	}
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
-	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
-	mux.Handle("POST /admin/reload", adminOnly(a.cfg.Admin.Token, reloadHandler(rl)))
+	mux.Handle("GET /approvals", dash.Bearer(approvalsHandler(eng, a.cfg.Store.Path, log)))
+	mux.Handle("POST /admin/reload", dash.Bearer(reloadHandler(rl)))
 	api, err := a.consoleAPI(eng, commits)
 	if err != nil {
 		return a.fail("admin api", err)
 	}
-	// The web dashboard at / (admin/web): its session cookie also opens /api/v1.
-	dash := web.New(web.Options{Token: a.cfg.Admin.Token, SecureCookie: a.cfg.Admin.SecureCookie, Logger: log})
 	dash.Mount(mux)
-	mux.Handle("/api/v1/", dash.Guard(adminOnly(a.cfg.Admin.Token, api), api))
+	mux.Handle("/api/v1/", dash.Guard(dash.Bearer(api), api))
 	if a.cfg.Admin.Token == "" {
 		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/ (dashboard) /approvals /admin/reload /api/v1/")
 	}
