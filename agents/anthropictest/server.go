@@ -28,6 +28,7 @@ import (
 	"testing"
 
 	"openbot/agents/internal/fakemodel"
+	"openbot/internal/waitctx"
 )
 
 // ToolCall is one tool_use block the fake model sends.
@@ -326,7 +327,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply := s.Next(req, func(req Request) Reply { return Text("echo: " + req.LastUserText()) })
-	if !fakemodel.Hold(r.Context(), reply.Wait) {
+	if !waitctx.Closed(r.Context(), reply.Wait) {
 		return
 	}
 	for k, v := range reply.Header {
@@ -488,7 +489,7 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, r Reply
 				send("error", errorBody(r.StreamError, "Overloaded"))
 				return
 			}
-			if !fakemodel.Hold(ctx, r.StallMidStream) {
+			if !waitctx.Closed(ctx, r.StallMidStream) {
 				return
 			}
 		}

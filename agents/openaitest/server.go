@@ -32,6 +32,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"openbot/agents/internal/fakemodel"
+	"openbot/internal/waitctx"
 )
 
 // ToolCall is one tool call the fake model makes.
@@ -268,7 +269,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(raw, &req.JSON)
 	reply := s.Next(req, Echo)
-	if !fakemodel.Hold(r.Context(), reply.Wait) {
+	if !waitctx.Closed(r.Context(), reply.Wait) {
 		return
 	}
 	for k, v := range reply.Header {
@@ -410,7 +411,7 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, req Req
 		first, pieces = pieces[0], pieces[1:]
 	}
 	send(chunk(map[string]any{"role": "assistant", "content": first}, nil))
-	if !fakemodel.Hold(ctx, r.StallMidStream) {
+	if !waitctx.Closed(ctx, r.StallMidStream) {
 		return
 	}
 	for _, piece := range pieces {

@@ -4,7 +4,6 @@
 package fakemodel
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"sync"
@@ -74,20 +73,6 @@ func (s *Script[Req, Reply]) Next(req Req, def func(Req) Reply) Reply {
 		return handler(req)
 	}
 	return def(req)
-}
-
-// Hold waits until ch is closed (at once for a nil ch) or ctx is done; it
-// reports whether ch was closed, that is whether to go on answering.
-func Hold(ctx context.Context, ch <-chan struct{}) bool {
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // WriteBody sends status with body as it is (text/html): a proxy's or web
