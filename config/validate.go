@@ -404,17 +404,8 @@ func checkURL(p *problems, path, raw string, required bool) {
 }
 
 // validSecret reports whether s can be Telegram's webhook secret_token: 1 to 256
-// of A-Z a-z 0-9 _ - (a loop, not the regexp {1,256}, which compiles to a program
-// of 256 copies at every start).
+// of A-Z a-z 0-9 _ -.
 func validSecret(s string) bool {
-	if len(s) < 1 || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	const allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+	return len(s) >= 1 && len(s) <= 256 && strings.Trim(s, allowed) == ""
 }

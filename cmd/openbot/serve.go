@@ -28,6 +28,7 @@ import (
 	"openbot/agents/tools"
 	"openbot/config"
 	"openbot/core"
+	"openbot/internal/waitctx"
 	"openbot/store/bolt"
 )
 
@@ -524,12 +525,7 @@ func waitCtx(ctx context.Context, wait func()) bool {
 		wait()
 		close(done)
 	}()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return waitctx.Closed(ctx, done)
 }
 
 // adapters builds one adapter per configured account that can run now and records
