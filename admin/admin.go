@@ -65,8 +65,16 @@ type Options struct {
 	Tick, Heartbeat time.Duration
 	// MaxStreams bounds concurrent event streams (default 16); more get 503.
 	MaxStreams int
-	Clock      core.Clock
-	Logger     *slog.Logger
+	// Config, when set, serves GET /api/v1/config: the running configuration
+	// with every secret masked and the last reload's report, as JSON. Nil: 404.
+	Config func() any
+	// Reload, when set, serves POST /api/v1/reload: it re-reads the
+	// configuration file and applies it, returning its report (every changed
+	// key, applied or restart needed); an error is a refused file, answered
+	// 422 with its problems. Nil: 404.
+	Reload func(ctx context.Context) (any, error)
+	Clock  core.Clock
+	Logger *slog.Logger
 }
 
 // Defaults and limits of the API.
@@ -147,6 +155,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/v1/schedules", s.schedules)
 	s.mux.HandleFunc("GET /api/v1/events", s.events)
 	s.memoryRoutes() // admin/memory.go
+	s.configRoutes() // admin/config.go
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"openbot/admin"
 	"openbot/core"
 )
@@ -9,7 +11,14 @@ import (
 // store; serve mounts it under /api/v1/ behind the admin bearer token
 // (web.Dashboard.Bearer). Answers go through the engine as admin.identity, and
 // so does steering.
-func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier) (*admin.Server, error) {
+// rl, when set, serves the running configuration and the reload.
+func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader) (*admin.Server, error) {
+	var cfgView func() any
+	var reload func(context.Context) (any, error)
+	if rl != nil {
+		cfgView = rl.state
+		reload = func(ctx context.Context) (any, error) { return rl.reload(ctx) }
+	}
 	return admin.New(admin.Options{
 		Store:        eng.Store(),
 		Answerer:     eng,
@@ -20,5 +29,7 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier) (*admin.Serv
 		StorePath:    a.cfg.Store.Path,
 		Notifier:     commits,
 		Logger:       a.log,
+		Config:       cfgView,
+		Reload:       reload,
 	})
 }

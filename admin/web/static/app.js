@@ -554,6 +554,60 @@ views.memory = {
   interested(type) { return !this.editing && type === "activity"; },
 };
 
+// views.config shows the running configuration (secrets masked by the
+// server) and the last reload's report; the Reload button re-reads the file
+// and shows every changed key, applied or needing a restart.
+views.config = {
+  title: "Config",
+  async render() {
+    const c = await api("/config");
+    const out = h("div", {}, h("h1", {}, "Config"),
+      h("p", { class: "muted" }, "The running configuration, read from ", h("span", { class: "mono" }, c.path),
+        ". Secrets are masked. Edit the file, then reload: every changed key is applied or named as needing a restart."));
+    const status = h("div", { class: "reload-report", role: "status" });
+    const btn = h("button", { type: "button", class: "primary", "data-act": "reload", onclick: async () => {
+      btn.disabled = true;
+      status.replaceChildren(h("p", { class: "muted" }, "Reloading…"));
+      try {
+        const rep = await api("/reload", { method: "POST" });
+        flash(reloadSummary(rep));
+        redraw();
+      } catch (e) {
+        flash("Not reloaded: the running configuration is kept.", true);
+        status.replaceChildren(h("pre", { class: "error" }, e.message));
+        btn.disabled = false;
+      }
+    } }, "Reload the config file");
+    out.append(h("div", { class: "bar" }, btn), status);
+    if (c.last_reload) status.replaceChildren(reloadReport(c.last_reload));
+    out.append(h("h2", {}, "Running configuration"));
+    out.append(table(["Key", "Value"], (c.config || []).map((e) => h("tr", { "data-key": e.key },
+      td("Key", h("span", { class: "mono" }, e.key)),
+      td("Value", e.value.includes("\n") ? h("pre", { class: "args" }, e.value) : h("span", { class: "mono" }, e.value))))));
+    return out;
+  },
+  interested: () => false,
+};
+
+function reloadSummary(rep) {
+  const ch = rep.changes || [];
+  const restart = ch.filter((c) => c.status !== "applied").length;
+  if (!ch.length && !(rep.done || []).length) return "Reloaded: nothing changed.";
+  return "Reloaded: " + (ch.length - restart) + " key(s) applied, " + restart + " need(s) a restart.";
+}
+
+// reloadReport lists every key a reload found changed with what it did.
+function reloadReport(rep) {
+  const ch = rep.changes || [], done = rep.done || [];
+  return h("section", { class: "card", "aria-label": "Last reload" },
+    h("h2", {}, "Last reload ", h("span", { class: "meta" }, when(rep.at))),
+    ch.length ? table(["Changed key", "Result"], ch.map((c) => h("tr", { "data-key": c.key, class: c.status === "applied" ? "" : "warn" },
+      td("Changed key", h("span", { class: "mono" }, c.key)),
+      td("Result", h("span", { class: "status " + (c.status === "applied" ? "applied" : "restart") }, c.status))))) : "",
+    done.length ? h("ul", { class: "small" }, done.map((d) => h("li", {}, d))) : "",
+    !ch.length && !done.length ? h("p", {}, "Nothing changed.") : "");
+}
+
 // ---- routing and live updates ----------------------------------------------
 
 let current = null; // {view, args}
