@@ -37,7 +37,7 @@ var reloadRules = map[string]string{
 	"http": keyRestart, "admin": keyRestart, "metrics": keyRestart, "store": keyRestart,
 	"retention": keyRestart, "workspace": keyRestart, "sandbox": keyRestart,
 	"shell_limits": keyRestart, "fetch_allow_hosts": keyRestart, "console": keyRestart,
-	"schedules": keyRestart, "memory": keyRestart,
+	"schedules": keyRestart, "memory": keyRestart, "alerts": keyRestart,
 	"bots[].shell_network": keyRestart, "bots[].shell_limits": keyRestart,
 	// The engine's files caps and the transcriber are built at start; the
 	// image caps are the agent's, which a reload swaps.
