@@ -126,7 +126,7 @@ type Adapter struct {
 	log      *slog.Logger
 	hc       *http.Client
 	pollWait time.Duration
-	pulse    atomic.Int64                      // Pulse, in Unix nanoseconds
+	pulse    atomic.Int64                       // Pulse, in Unix nanoseconds
 	abandon  atomic.Pointer[context.CancelFunc] // Reconnect: ends the getUpdates in flight
 
 	pace stream.Pace
