@@ -73,8 +73,11 @@ type Options struct {
 	// key, applied or restart needed); an error is a refused file, answered
 	// 422 with its problems. Nil: 404.
 	Reload func(ctx context.Context) (any, error)
-	Clock  core.Clock
-	Logger *slog.Logger
+	// Channels, when set, serves GET /api/v1/channels: each platform account's
+	// state, last traffic, rate limits and delivery backlog, as JSON. Nil: 404.
+	Channels func(ctx context.Context) (any, error)
+	Clock    core.Clock
+	Logger   *slog.Logger
 }
 
 // Defaults and limits of the API.

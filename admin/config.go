@@ -2,12 +2,21 @@ package admin
 
 import "net/http"
 
-// configRoutes adds GET /api/v1/config and POST /api/v1/reload when
-// Options.Config and Options.Reload are set.
+// configRoutes adds GET /api/v1/config, POST /api/v1/reload and GET
+// /api/v1/channels when Options.Config, Reload and Channels are set.
 func (s *Server) configRoutes() {
 	if s.opts.Config != nil {
 		s.mux.HandleFunc("GET /api/v1/config", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, s.opts.Config())
+		})
+	}
+	if s.opts.Channels != nil {
+		s.mux.HandleFunc("GET /api/v1/channels", func(w http.ResponseWriter, r *http.Request) {
+			v, err := s.opts.Channels(r.Context())
+			if !s.answered(w, r, err) {
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"items": v})
 		})
 	}
 	if s.opts.Reload != nil {

@@ -37,3 +37,18 @@ func (a *Adapter) Reconnect() {
 		(*c)()
 	}
 }
+
+// LastPost is when Telegram last accepted a message this account sent or
+// edited; the zero time before the first. Safe for concurrent use.
+func (a *Adapter) LastPost() time.Time {
+	if n := a.posted.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// RateLimited counts the 429 answers this account got since it started and
+// the waits (retry_after) they asked for together. Safe for concurrent use.
+func (a *Adapter) RateLimited() (answers int64, asked time.Duration) {
+	return a.limited.Load(), time.Duration(a.limitedFor.Load())
+}

@@ -12,7 +12,12 @@ import (
 // (web.Dashboard.Bearer). Answers go through the engine as admin.identity, and
 // so does steering.
 // rl, when set, serves the running configuration and the reload.
-func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader) (*admin.Server, error) {
+// hl and accts, when set, serve the channels' health.
+func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader, hl *health, accts *accountSet) (*admin.Server, error) {
+	var chans func(context.Context) (any, error)
+	if hl != nil && accts != nil {
+		chans = func(ctx context.Context) (any, error) { return channels(ctx, hl, accts, eng.Store()) }
+	}
 	var cfgView func() any
 	var reload func(context.Context) (any, error)
 	if rl != nil {
@@ -31,5 +36,6 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 		Logger:       a.log,
 		Config:       cfgView,
 		Reload:       reload,
+		Channels:     chans,
 	})
 }

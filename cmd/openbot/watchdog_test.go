@@ -1,15 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/internal/browsertest"
 )
 
 // get returns the body of GET url.
@@ -37,7 +41,7 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 		telegramtest.Bot{Token: ops, ID: 900000002, Username: "ops_bot"})
 	defer fake.Close()
 	const poll = 2 * time.Second
-	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL()}, func(c *config.Config) {
+	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
 		c.Metrics.Enabled = true
 		c.Telegram = []config.Telegram{
 			{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: fake.Endpoint(), Mode: "polling", DMPolicy: "allowlist",
@@ -86,6 +90,28 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 	if !strings.Contains(logs.String(), "reconnecting") {
 		t.Error("the log does not say the account was reconnected")
 	}
+
+	// The dashboard's Team page shows it, from GET /api/v1/channels.
+	ctx := browsertest.Browser(t)
+	browsertest.SignIn(t, ctx, base, testAdminToken)
+	browsertest.Run(t, ctx, "the channels on the team page",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="team"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-account="telegram/chief"]`)))
+	browsertest.WaitText(t, ctx, `tr[data-account="telegram/chief"] td[data-label="State"]`, "reconnecting")
+	browsertest.WaitText(t, ctx, `tr[data-account="telegram/ops"] td[data-label="State"]`, "connected")
+	var chans struct {
+		Items []channelState `json:"items"`
+	}
+	raw := browsertest.Value(t, ctx, "the channels API", chromedp.Evaluate[string](`fetch("/api/v1/channels").then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err := json.Unmarshal([]byte(raw), &chans); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chans.Items {
+		if c.Account == "telegram/chief" && (c.State != "reconnecting" || c.LastIn == nil || time.Since(*c.LastIn) < 3*time.Second || c.WatchdogMS != 3000) {
+			t.Errorf("channels API: %+v, want reconnecting, silent past its 3s watchdog", c)
+		}
+	}
+	browsertest.Screenshots(t, ctx, "team-channels")
 
 	release()
 	waitUntil(t, "the account back", func() bool { return strings.Contains(getBody(t, base+"/healthz"), "telegram/chief: started") })

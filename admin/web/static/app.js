@@ -158,8 +158,9 @@ const views = {};
 views.team = {
   title: "Team",
   async render() {
-    const [bots, runs, pending] = await Promise.all([
+    const [bots, runs, pending, chans] = await Promise.all([
       api("/bots"), api("/runs?limit=10"), api("/questions?status=pending&limit=100"),
+      api("/channels").catch(() => null), // not served by every API
     ]);
     const out = h("div", {}, h("h1", {}, "Team"));
     if (pending.items.length) {
@@ -184,12 +185,39 @@ views.team = {
             api("/bots/" + encodeURIComponent(b.handle) + "/pause", { method: "POST" }).then(() => "@" + b.handle + " paused: it starts no new run"))));
     });
     out.append(bots.items.length ? table(["Bot", "Now", "Queue", "Runs today", "Tokens today", ""], rows) : empty("No bots."));
+    if (chans && chans.items.length) {
+      out.append(h("h2", {}, "Channels"), channelsTable(chans.items));
+    }
     out.append(h("h2", {}, "Recent runs"));
     out.append(runs.items.length ? runsTable(runs.items) : empty("No runs yet."));
     return out;
   },
   interested: (type) => type !== "message.posted",
+  poll: true, // the channels' state changes without a store event
 };
+
+// ago is the age of a timestamp in seconds, minutes or hours ("—" when unknown).
+function ago(t) {
+  const d = new Date(t);
+  if (!t || isNaN(d) || d.getFullYear() < 2000) return h("span", { class: "muted" }, "—");
+  const s = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
+  const text = s < 120 ? s + " s ago" : s < 7200 ? Math.round(s / 60) + " min ago" : Math.round(s / 3600) + " h ago";
+  return h("time", { datetime: d.toISOString(), title: d.toLocaleString() }, text);
+}
+
+// channelsTable shows each account's state, its last traffic each way, the
+// platform's rate limits and the undelivered messages of its delivery lane.
+function channelsTable(items) {
+  return table(["Account", "State", "Last in", "Last out", "Rate limited#", "Backlog#"], items.map((c) =>
+    h("tr", { "data-account": c.account, class: c.state === "failing" ? "error" : c.state === "reconnecting" ? "warn" : "" },
+      td("Account", h("span", { class: "lead mono" }, c.account),
+        c.watchdog_ms ? h("div", { class: "small muted" }, "watchdog after " + dur(c.watchdog_ms) + " of silence") : ""),
+      td("State", h("span", { class: "status channel-" + c.state }, c.state), c.detail ? h("div", { class: "small" + (c.state === "failing" ? " error" : "") }, c.detail) : ""),
+      td("Last in", ago(c.last_in)),
+      td("Last out", ago(c.last_out)),
+      h("td", { class: "num", "data-label": "Rate limited" }, c.rate_limited ? num(c.rate_limited) + " × (" + dur(c.rate_limit_wait_ms) + ")" : "0"),
+      h("td", { class: "num", "data-label": "Backlog" }, num(c.backlog)))));
+}
 
 function runsTable(items) {
   return table(["Run", "Bot", "Thread", "Status", "Tokens#", "Took#", "Started"], items.map((r) =>
@@ -695,6 +723,9 @@ function live() {
     });
   }
 }
+
+// Views with poll set redraw every 5 s (what they show has no event).
+setInterval(() => { if (current && current.view.poll && !document.hidden) redraw(); }, 5000);
 
 window.addEventListener("hashchange", navigate);
 navigate();
