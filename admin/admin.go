@@ -73,6 +73,9 @@ type Options struct {
 	// key, applied or restart needed); an error is a refused file, answered
 	// 422 with its problems. Nil: 404.
 	Reload func(ctx context.Context) (any, error)
+	// Cost, when set, gives the current prices' currency and budgets, for GET
+	// /api/v1/spend's budget bars; nil: no budgets, currency "USD".
+	Cost func() core.Cost
 	// Channels, when set, serves GET /api/v1/channels: each platform account's
 	// state, last traffic, rate limits and delivery backlog, as JSON. Nil: 404.
 	Channels func(ctx context.Context) (any, error)
@@ -155,6 +158,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /api/v1/bots/{handle}/resume", s.pauseBot(false))
 	s.mux.HandleFunc("GET /api/v1/activity", s.activity)
 	s.mux.HandleFunc("GET /api/v1/usage", s.usage)
+	s.mux.HandleFunc("GET /api/v1/spend", s.spend) // admin/spend.go
 	s.mux.HandleFunc("GET /api/v1/schedules", s.schedules)
 	s.mux.HandleFunc("GET /api/v1/events", s.events)
 	s.memoryRoutes() // admin/memory.go

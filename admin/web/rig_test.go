@@ -79,7 +79,8 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 		{Handle: "pm", Name: "Product", Model: "gpt-test"},
 	}
 	const ops core.ActorID = "console:ops"
-	prices := &core.Cost{Prices: map[string]core.Price{"gpt-test": {Input: 2_000_000, Cached: 500_000, Output: 8_000_000}}}
+	prices := &core.Cost{Prices: map[string]core.Price{"gpt-test": {Input: 2_000_000, Cached: 500_000, Output: 8_000_000}},
+		Currency: "USD", Bots: map[string]core.BotBudget{"eng": {Daily: core.Limit{CostMicros: 5_000_000}}}}
 	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: bots, ShutdownGrace: 2 * time.Second, Approvers: []core.ActorID{ops}, Cost: prices})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,8 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 	}
 	runtest.Start(t, eng.Run)
 	<-eng.Ready()
-	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond})
+	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond,
+		Cost: func() core.Cost { return *prices }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,10 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 	}
 	var cfgView func() any
 	var reload func(context.Context) (any, error)
+	cost := func() core.Cost { return *coreCost(a.cfg) }
 	if rl != nil {
 		cfgView = rl.state
+		cost = func() core.Cost { return *coreCost(rl.config()) }
 		reload = func(ctx context.Context) (any, error) { return rl.reload(ctx) }
 	}
 	return admin.New(admin.Options{
@@ -37,5 +39,6 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 		Config:       cfgView,
 		Reload:       reload,
 		Channels:     chans,
+		Cost:         cost,
 	})
 }

@@ -169,6 +169,13 @@ func (rep reloadReport) lines() []string {
 	return out
 }
 
+// config is the running configuration.
+func (r *reloader) config() *config.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
 // state is the running configuration with its secrets masked and the last
 // reload's report (nil before the first), for GET /api/v1/config.
 func (r *reloader) state() any {

@@ -510,33 +510,102 @@ function cost(micros) {
   return sign + Math.floor(m / 1e6).toLocaleString() + "." + frac;
 }
 
-// views.usage sums the usage ledger (one entry per model call, priced with
-// cost.prices) by bot and by UTC day over the API's default window, 30 days.
+// money renders micro-units as an amount with two decimals and the currency;
+// a spend below a cent shows as "< 0.01", the exact amount on hover (cost).
+function money(micros, currency) {
+  const m = micros || 0;
+  const text = m > 0 && m < 5000 ? "< 0.01" : (m / 1e6).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  return h("span", { class: "money", title: cost(m) + " " + currency }, text + " " + currency);
+}
+
+const palette = ["#2457c5", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285", "#c2255c", "#5c940d", "#364fc7", "#a61e4d", "#495057", "#087f5b", "#868e96"];
+
+// views.usage charts the usage ledger (one entry per model call, priced with
+// cost.prices) over a chosen range, per day or hour (UTC), by bot, model,
+// thread or channel, with today's budgets, the totals and a CSV export.
 views.usage = {
   title: "Usage",
+  state: null,
   async render() {
-    const [byDay, byBot] = await Promise.all([api("/usage?by=day&limit=31"), api("/usage?by=bot&limit=100")]);
-    const rows = (items, label, link) => items.map((u) => h("tr", {},
-      td(label, h("span", { class: "lead" }, link ? link(u.key) : u.key)),
+    const day = 86400000;
+    const iso = (t) => new Date(t).toISOString().slice(0, 10);
+    const st = this.state || (this.state = { from: iso(Date.now() - 6 * day), to: iso(Date.now()), step: "day", by: "bot" });
+    const params = "since=" + st.from + "T00:00:00Z&until=" + new Date(Date.parse(st.to + "T00:00:00Z") + day).toISOString().replace(/\.\d+Z$/, "Z") +
+      "&step=" + st.step + "&by=" + st.by;
+    const sp = await api("/spend?" + params);
+    const cur = sp.currency;
+    const set = (k) => (e) => { st[k] = e.target.value; redraw(); };
+    const sel = (k, label, opts) => h("label", {}, label + " ", h("select", { "data-control": k, onchange: set(k) },
+      opts.map(([v, t]) => h("option", { value: v, selected: st[k] === v }, t))));
+    const out = h("div", {}, h("h1", {}, "Usage"),
+      h("form", { class: "bar spend-controls", onsubmit: (e) => e.preventDefault() },
+        h("label", {}, "From ", h("input", { type: "date", value: st.from, max: st.to, "data-control": "from", onchange: set("from") })),
+        h("label", {}, "to ", h("input", { type: "date", value: st.to, min: st.from, "data-control": "to", onchange: set("to") })),
+        sel("step", "per", [["day", "day"], ["hour", "hour"]]),
+        sel("by", "by", [["bot", "bot"], ["model", "model"], ["thread", "thread"], ["channel", "channel"]]),
+        h("a", { class: "button", href: "/api/v1/spend?" + params + "&format=csv", download: "", "data-act": "csv" }, "Download CSV")));
+    if (sp.budgets.length) {
+      out.append(h("h2", {}, "Budgets today (UTC)"), h("div", { class: "budgets" }, sp.budgets.map((b) => {
+        const limit = b.limit_micros || b.limit_tokens, spent = b.limit_micros ? b.spent_micros : b.spent_tokens;
+        const words = b.limit_micros ? [money(b.spent_micros, cur), " of ", money(b.limit_micros, cur)]
+          : [num(b.spent_tokens) + " of " + num(b.limit_tokens) + " tokens"];
+        return h("div", { class: "budget", "data-budget": b.name },
+          h("div", {}, h("b", {}, b.name.replace(/ today$/, "")), ": ", words, " today"),
+          h("meter", { min: 0, max: limit, value: Math.min(spent, limit), low: limit * 0.8, high: limit * 0.95, optimum: 0, "aria-label": b.name + " budget used" }));
+      })));
+    }
+    const total = sp.totals.reduce((t, u) => ({ calls: t.calls + u.model_calls, prompt: t.prompt + u.prompt_tokens, cached: t.cached + u.cached_tokens,
+      out: t.out + u.completion_tokens, cost: t.cost + u.cost_micros }), { calls: 0, prompt: 0, cached: 0, out: 0, cost: 0 });
+    const share = (c, p) => p ? Math.round(100 * c / p) + "%" : "—";
+    out.append(h("p", { class: "usage-total" }, "Total: ", money(total.cost, cur), " for " + num(total.calls) + " model call" + (total.calls === 1 ? "" : "s") + ", " +
+      num(total.prompt + total.out) + " tokens; cache hits " + share(total.cached, total.prompt) + " of input."));
+    out.append(h("h2", {}, "Cost per " + st.step + " by " + st.by + " (" + cur + ")"));
+    out.append(sp.series.length ? spendChart(sp) : empty("No model calls in this range."));
+    const first = st.by[0].toUpperCase() + st.by.slice(1);
+    out.append(h("p", { class: "muted" }, "Model calls recorded in the usage ledger, priced with cost.prices. Input tokens include the cached ones; " +
+      "cache hits are their share."));
+    out.append(sp.totals.length ? table([first, "Model calls#", "Input tokens#", "Cached#", "Cache hits#", "Output tokens#", "Cost#"], sp.totals.map((u) => h("tr", {},
+      td(first, h("span", { class: "lead" }, st.by === "bot" ? handle("bot:" + u.label) : st.by === "thread" ? threadLink(u.key, u.label) : u.label)),
       h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
-      h("td", { class: "num", "data-label": "Runs" }, num(u.runs)),
       h("td", { class: "num", "data-label": "Input tokens" }, num(u.prompt_tokens)),
       h("td", { class: "num", "data-label": "Cached" }, num(u.cached_tokens)),
+      h("td", { class: "num", "data-label": "Cache hits" }, share(u.cached_tokens, u.prompt_tokens)),
       h("td", { class: "num", "data-label": "Output tokens" }, num(u.completion_tokens)),
-      h("td", { class: "num", "data-label": "Cost" }, cost(u.cost_micros))));
-    const cols = (first) => [first, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
-    const total = byBot.items.reduce((t, u) => ({ calls: t.calls + (u.model_calls || 0), tokens: t.tokens + tokens(u), cost: t.cost + (u.cost_micros || 0) }),
-      { calls: 0, tokens: 0, cost: 0 });
-    return h("div", {}, h("h1", {}, "Usage"),
-      h("p", { class: "muted" }, "Model calls recorded in the usage ledger in the last 30 days. Runs counts the runs that made them; " +
-        "input tokens include the cached ones; cost is priced with cost.prices, in their currency."),
-      h("p", { class: "usage-total" }, "Total: " + num(total.calls) + " model call" + (total.calls === 1 ? "" : "s") + ", " +
-        num(total.tokens) + " tokens, cost " + cost(total.cost) + (byBot.next ? " (first 100 bots)" : "")),
-      h("h2", {}, "By bot"), byBot.items.length ? table(cols("Bot"), rows(byBot.items, "Bot", handle)) : empty("No usage."),
-      h("h2", {}, "By day (UTC)"), byDay.items.length ? table(cols("Day"), rows(byDay.items, "Day")) : empty("No usage."));
+      h("td", { class: "num", "data-label": "Cost" }, money(u.cost_micros, cur))))) : "");
+    return out;
   },
   interested: (type) => type === "run.finished",
 };
+
+// spendChart draws the series of GET /api/v1/spend with uPlot (vendored,
+// served from the binary), UTC on the time axis; its legend lists the values
+// under the cursor.
+function spendChart(sp) {
+  const el = h("div", { class: "chart", role: "img", "aria-label": "Cost per " + sp.step + " by " + sp.by + ": " +
+    sp.totals.slice(0, 5).map((t) => t.label + " " + (t.cost_micros / 1e6).toFixed(2)).join(", ") + " " + sp.currency });
+  if (typeof uPlot === "undefined") return el;
+  const width = Math.max(280, Math.min(main.clientWidth - 8, 1060));
+  // One series: a bar per bucket; more: lines, which do not hide each other.
+  const bars = sp.series.length === 1 && uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.7, 48] }) : undefined;
+  const stamp = (v) => new Date(v * 1000).toISOString().replace("T", " ").slice(5, sp.step === "day" ? 10 : 16);
+  const half = (sp.step === "day" ? 86400 : 3600) / 2;
+  const every = Math.max(1, Math.ceil(sp.buckets.length / (width / (sp.step === "day" ? 56 : 96))));
+  const decimals = (vals) => Math.min(6, Math.max(2, vals.length > 1 ? Math.ceil(-Math.log10(Math.abs(vals[1] - vals[0]) || 1)) : 2));
+  const data = [sp.buckets, ...sp.series.map((s) => s.cost_micros.map((m) => m / 1e6))];
+  new uPlot({
+    width, height: 260, tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
+    scales: { x: { time: true, range: () => [sp.buckets[0] - half, sp.buckets[sp.buckets.length - 1] + half] },
+      y: { range: (u, lo, hi) => [0, hi > 0 ? hi * 1.1 : 0.01] } },
+    series: [{ value: (u, v) => v == null ? "—" : stamp(v) + " UTC" }, ...sp.series.map((s, i) => ({
+      label: s.label, stroke: palette[i % palette.length], fill: palette[i % palette.length] + "33", width: 2,
+      paths: bars, points: { show: !bars, size: 5 },
+      value: (u, v) => v == null ? "—" : v.toFixed(v > 0 && v < 0.01 ? 4 : 2),
+    }))],
+    axes: [{ values: (u, vals) => vals.map(stamp), splits: () => sp.buckets.filter((_, i) => i % every === 0) },
+      { values: (u, vals) => { const d = decimals(vals); return vals.map((v) => v.toFixed(d)); }, size: 64 }],
+  }, data, el);
+  return el;
+}
 
 // views.memory lists one bot's memories with where each came from,
 // and edits or deletes one through PUT and DELETE /api/v1/memories/{id}. While
