@@ -73,6 +73,9 @@ type Options struct {
 	// key, applied or restart needed); an error is a refused file, answered
 	// 422 with its problems. Nil: 404.
 	Reload func(ctx context.Context) (any, error)
+	// Chat, when set, serves POST /api/v1/chat and GET
+	// /api/v1/threads/{id}/draft: the dashboard's "try a bot" (admin/chat.go).
+	Chat *Chat
 	// Cost, when set, gives the current prices' currency and budgets, for GET
 	// /api/v1/spend's budget bars; nil: no budgets, currency "USD".
 	Cost func() core.Cost
@@ -163,6 +166,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/v1/events", s.events)
 	s.memoryRoutes() // admin/memory.go
 	s.configRoutes() // admin/config.go
+	s.chatRoutes()   // admin/chat.go
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

@@ -88,10 +88,14 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 	if err := eng.AddAdapter(&sink{}); err != nil {
 		t.Fatal(err)
 	}
+	chat := admin.NewChat(eng)
+	if err := eng.AddAdapter(chat); err != nil {
+		t.Fatal(err)
+	}
 	runtest.Start(t, eng.Run)
 	<-eng.Ready()
 	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond,
-		Cost: func() core.Cost { return *prices }})
+		Cost: func() core.Cost { return *prices }, Chat: chat})
 	if err != nil {
 		t.Fatal(err)
 	}

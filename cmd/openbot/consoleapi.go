@@ -26,6 +26,10 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 		cost = func() core.Cost { return *coreCost(rl.config()) }
 		reload = func(ctx context.Context) (any, error) { return rl.reload(ctx) }
 	}
+	chat := admin.NewChat(eng) // the dashboard's chat, a console account of its own
+	if err := eng.AddAdapter(chat); err != nil {
+		return nil, err
+	}
 	return admin.New(admin.Options{
 		Store:        eng.Store(),
 		Answerer:     eng,
@@ -40,5 +44,6 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 		Reload:       reload,
 		Channels:     chans,
 		Cost:         cost,
+		Chat:         chat,
 	})
 }

@@ -317,7 +317,9 @@ views.thread = {
       }
     }
     for (const q of questions.filter((q) => !this.runs.has(q.run))) feed.append(questionCard(q, true));
+    if (drafting.thread === Number(t.id)) feed.append(draftBox());
     out.append(items.length ? feed : empty("No messages."));
+    out.append(composer(Number(t.id)));
     return out;
   },
   run(r, d) {
@@ -349,6 +351,83 @@ views.thread = {
   },
 };
 
+// ---- try a bot: the composer, the reply being written ---------------------
+
+// drafting is the thread whose reply the page follows while a bot writes it
+// (GET /threads/ID/draft every 300 ms, shown in #draft), until the reply is
+// stored or 10 minutes pass.
+const drafting = { thread: 0, until: 0, seen: false, text: "", bot: "" };
+const composing = { text: "", focus: false }; // kept across live redraws
+
+function follow(thread) {
+  Object.assign(drafting, { thread: Number(thread), until: Date.now() + 600000, seen: false, text: "", bot: "" });
+}
+
+function draftBox() {
+  return h("div", { id: "draft", class: "msg bot draft", "aria-live": "polite", hidden: !drafting.text },
+    h("div", {}, h("span", { class: "who" }, drafting.bot ? "@" + drafting.bot : "The bot"), " ", h("span", { class: "meta" }, "is writing…")),
+    h("div", { class: "text" }, drafting.text));
+}
+
+setInterval(async () => {
+  if (!drafting.thread) return;
+  if (Date.now() > drafting.until) { drafting.thread = 0; return; }
+  try {
+    const d = await api("/threads/" + drafting.thread + "/draft");
+    if (d.text) Object.assign(drafting, { seen: true, text: d.text, bot: d.bot || "" });
+    else if (drafting.seen) { drafting.thread = 0; drafting.text = ""; redraw(); return; } // the reply is stored
+    const box = document.getElementById("draft");
+    if (box) box.replaceWith(draftBox());
+  } catch (e) { /* the next tick tries again */ }
+}, 300);
+
+// composer is the message box under a thread (thread) or on the new chat page
+// (0, with bots to choose from); Ctrl+Enter sends too.
+function composer(thread, bots) {
+  const status = h("p", { class: "small", role: "status" });
+  const area = h("textarea", { rows: 3, "aria-label": "Message", placeholder: thread ? "Write to the bots here, @handle to address one" : "What should the bot do?",
+    oninput: () => { composing.text = area.value; },
+    onfocus: () => { composing.focus = true; }, onblur: () => { composing.focus = false; } });
+  area.value = composing.text;
+  if (composing.focus) requestAnimationFrame(() => area.focus());
+  const pick = bots ? h("select", { "aria-label": "Bot", "data-control": "bot" }, bots.map((b) => h("option", { value: b.handle }, "@" + b.handle + (b.name ? " — " + b.name : "")))) : null;
+  const send = h("button", { type: "submit", class: "primary", "data-act": "send" }, "Send");
+  const form = h("form", { class: "composer", "aria-label": thread ? "Write in this thread" : "Start a thread",
+    onsubmit: async (e) => {
+      e.preventDefault();
+      const text = area.value.trim();
+      if (!text) return;
+      send.disabled = true;
+      status.className = "small";
+      status.textContent = "Sending…";
+      try {
+        const r = await api("/chat", { method: "POST", body: thread ? { thread, text } : { bot: pick.value, text } });
+        composing.text = "";
+        area.value = "";
+        status.textContent = r.woken.length ? "Sent to @" + r.woken.join(", @") + "." : "Sent; no bot was woken: address one with @handle.";
+        follow(r.thread);
+        if (!thread) location.hash = "#/threads/" + Number(r.thread);
+        else redraw();
+      } catch (err) {
+        status.className = "small error";
+        status.textContent = "Not sent: " + err.message;
+      } finally { send.disabled = false; }
+    } }, pick ? h("label", {}, "To ", pick) : "", area, h("div", { class: "actions" }, send, h("span", { class: "muted small" }, " Ctrl+Enter sends")), status);
+  area.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); } });
+  return form;
+}
+
+views.chat = {
+  title: "New chat",
+  async render() {
+    const bots = await api("/bots");
+    return h("div", {}, h("h1", {}, "New chat"),
+      h("p", { class: "muted" }, "Try a bot: your message starts a thread on the dashboard's console account, as the terminal's do, and the reply shows here as it is written."),
+      bots.items.length ? composer(0, bots.items) : empty("No bots."));
+  },
+  interested: () => false,
+};
+
 function message(m, names) {
   const bot = (m.sender || "").startsWith("bot:");
   return h("div", { class: "msg" + (bot ? " bot" : ""), "data-message": m.id },
@@ -356,7 +435,32 @@ function message(m, names) {
       bot ? h("span", { class: "muted" }, " " + handle(m.sender)) : "",
       m.kind ? h("span", { class: "status" }, m.kind.replace("_", " ")) : "",
       " ", h("span", { class: "meta" }, when(m.created))),
-    h("div", { class: "text" }, m.text));
+    h("div", { class: "text" }, wrapped(m.text)));
+}
+
+// wrapped shows text with its <untrusted source="..."> wrappers (tool output,
+// fetched pages) as labelled blocks instead of raw tags; the content stays text.
+function wrapped(text) {
+  const re = /<untrusted source="([^"]*)">([\s\S]*?)<\/untrusted>/g;
+  const out = [];
+  let last = 0, m;
+  while ((m = re.exec(text || "")) !== null) {
+    if (m.index > last) out.push(text.slice(last, m.index));
+    out.push(h("div", { class: "untrusted", role: "note" },
+      h("div", { class: "untrusted-label" }, "Untrusted content from " + m[1]), h("div", { class: "untrusted-text" }, m[2])));
+    last = re.lastIndex;
+  }
+  if (last === 0) return text;
+  out.push(text.slice(last));
+  return out;
+}
+
+// clock is a step's time of day, seconds included, the date on hover.
+function clock(t) {
+  const d = new Date(t);
+  if (!t || isNaN(d) || d.getFullYear() < 2000) return "";
+  return h("time", { class: "clock", datetime: d.toISOString(), title: d.toLocaleString() },
+    d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" }));
 }
 
 function timeline(d) {
@@ -365,21 +469,22 @@ function timeline(d) {
   return h("ol", { class: "timeline" }, steps.map((s) => {
     switch (s.kind) {
       case "model_call":
-        return h("li", { "data-kind": "model_call" }, h("span", { class: "kind" }, "Model call"), " ",
+        return h("li", { "data-kind": "model_call" }, clock(s.at), " ", h("span", { class: "kind" }, "Model call"), " ",
           h("span", { class: "meta" }, [s.model, num(s.prompt_tokens) + " in / " + num(s.completion_tokens) + " out",
             dur(s.duration_ms), s.tool_calls ? s.tool_calls + " tool call" + (s.tool_calls === 1 ? "" : "s") : "",
             s.retries ? s.retries + " retries" : "", s.finish_reason].filter(Boolean).join(" · ")),
+          s.cost_micros !== undefined ? [" · ", h("span", { class: "cost" }, money(s.cost_micros, d.currency || ""))] : "",
           s.error ? h("div", { class: "error small" }, s.error) : "");
       case "tool":
-        return h("li", { "data-kind": "tool", "data-tool": s.tool },
+        return h("li", { "data-kind": "tool", "data-tool": s.tool }, clock(s.at), " ",
           h("span", { class: "kind" }, "Tool "), h("code", {}, s.tool), " ",
           h("span", { class: "meta" }, [dur(s.duration_ms), s.done ? "" : s.not_run ? "not run: " + s.not_run : "no result yet"].filter(Boolean).join(" · ")),
           h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(s.args)),
           s.done ? [h("div", { class: "label" }, "Result" + (s.result_bytes ? " (" + num(s.result_bytes) + " bytes)" : "")),
-            h("pre", { class: "result" + (s.error ? " error" : "") }, s.result)] : "");
+            h("pre", { class: "result" + (s.error ? " error" : "") }, wrapped(s.result))] : "");
       case "status": {
         const q = s.question;
-        return h("li", { "data-kind": "status", "data-tool": q && q.tool ? q.tool : null }, h("span", { class: "kind" }, "Status "), badge(s.status),
+        return h("li", { "data-kind": "status", "data-tool": q && q.tool ? q.tool : null }, clock(s.at), " ", h("span", { class: "kind" }, "Status "), badge(s.status),
           q && q.tool ? [h("div", {}, "Asks approval to run ", h("code", {}, q.tool), q.decision ? h("span", { class: "meta" }, " — " + q.decision) : ""),
             ...approvalDetails(q)] : "",
           q && !q.tool ? h("div", { class: "small" }, "Asks: " + q.text, q.decision ? " — " + q.decision : "") : "",
@@ -409,6 +514,23 @@ function approvalDetails(q) {
       : q.args ? [h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(q.args)), long(pretty(q.args))] : "",
     q.reach ? h("div", { class: "meta reach" }, "Reach: " + q.reach) : "",
   ].flat(Infinity);
+}
+
+// asker says who asked for the work a question is about and where: their
+// names from the thread's people, the thread and its platforms.
+const threadInfo = new Map();
+function asker(q) {
+  const ids = q.askers || [];
+  const el = h("div", { class: "meta asker" }, ids.length ? "Asked for by " + ids.join(", ") : "");
+  if (!threadInfo.has(q.thread)) threadInfo.set(q.thread, api("/threads/" + Number(q.thread)).catch(() => null));
+  threadInfo.get(q.thread).then((t) => {
+    if (!t) return;
+    const names = {};
+    for (const p of t.people || []) names[p.id] = p.name;
+    el.replaceChildren(ids.length ? "Asked for by " + ids.map((id) => names[id] ? names[id] + " (" + id + ")" : id).join(", ") + " · " : "",
+      "in ", threadLink(t.id, t.title || t.key), (t.platforms || []).length ? " on " + t.platforms.join(", ") : "");
+  });
+  return el;
 }
 
 // questionCard shows a question with its answer controls.
@@ -446,7 +568,8 @@ function questionCard(q, inThread) {
     h("h3", {}, handle(q.bot), q.kind === "approval" ? " asks to run " : " asks", q.tool ? h("code", {}, q.tool) : ""),
     q.text && q.kind !== "approval" ? h("p", {}, q.text) : "",
     q.kind === "approval" ? approvalDetails(q) : "",
-    h("div", { class: "meta" }, inThread ? "" : ["in ", threadLink(q.thread), " · "], "asked ", when(q.created),
+    asker(q),
+    h("div", { class: "meta" }, "asked ", when(q.created),
       q.expires && new Date(q.expires).getFullYear() > 2000 ? [" · expires ", when(q.expires)] : ""),
     actions, status);
 }
@@ -750,6 +873,7 @@ function navigate() {
   current = parse();
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.nav === (current.name === "thread" ? "threads" : current.name));
   if (current.name === "thread") views.thread.open = new Set();
+  Object.assign(composing, { text: "", focus: false }); // a new page, an empty box
   main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   document.getElementById("flash").hidden = true; // a result belongs to the page it was shown on
   confirming.clear();
@@ -767,6 +891,9 @@ async function refreshPending() {
 
 function onEvent(type, data) {
   if (type.startsWith("question.")) refreshPending();
+  if (type === "message.posted" && data && Number(data.thread) === drafting.thread && String(data.sender || "").startsWith("bot:")) {
+    Object.assign(drafting, { thread: 0, text: "" }); // the reply is stored: the feed shows it
+  }
   if (!current || !current.view.interested.call(current.view, type, data, current.args[0])) return;
   clearTimeout(timer);
   timer = setTimeout(() => redraw(), 250);
