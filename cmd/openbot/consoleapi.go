@@ -34,6 +34,7 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 		Store:        eng.Store(),
 		Answerer:     eng,
 		Controller:   eng,
+		People:       eng,
 		Bots:         eng.Bots(),
 		Identity:     core.ActorID(a.cfg.Admin.Identity),
 		IdentityName: a.cfg.Admin.Name,

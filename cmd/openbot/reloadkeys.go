@@ -45,6 +45,7 @@ var reloadRules = map[string]string{
 	// The engine's settings (core.Engine.Reload) and the swapped agent.
 	"limits": keyApplied, "llm": keyApplied, "bots": keyApplied, "default_bot": keyApplied,
 	"approvers": keyApplied, "approval_timeout": keyApplied, "cost": keyApplied,
+	"owners": keyApplied, "self_approve": keyApplied, "policies": keyApplied,
 	"mcp_ready_timeout": keyApplied, "embeddings": keyApplied,
 	// The sets a reload changes piece by piece (accountSet, mcpSet).
 	"mcp_servers": keyApplied, "slack": keyApplied, "telegram": keyApplied, "feishu": keyApplied,

@@ -645,7 +645,9 @@ const palette = ["#2457c5", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285
 
 // views.usage charts the usage ledger (one entry per model call, priced with
 // cost.prices) over a chosen range, per day or hour (UTC), by bot, model,
-// thread or channel, with today's budgets, the totals and a CSV export.
+// thread or channel, with today's budgets, the totals and a CSV export; then by llm profile and
+// model with the provider, the models that answered, the key labels and the
+// calls a backup profile served (GET /usage?by=model, the last 30 days).
 views.usage = {
   title: "Usage",
   state: null,
@@ -655,7 +657,7 @@ views.usage = {
     const st = this.state || (this.state = { from: iso(Date.now() - 6 * day), to: iso(Date.now()), step: "day", by: "bot" });
     const params = "since=" + st.from + "T00:00:00Z&until=" + new Date(Date.parse(st.to + "T00:00:00Z") + day).toISOString().replace(/\.\d+Z$/, "Z") +
       "&step=" + st.step + "&by=" + st.by;
-    const sp = await api("/spend?" + params);
+    const [sp, byModel] = await Promise.all([api("/spend?" + params), api("/usage?by=model&limit=100")]);
     const cur = sp.currency;
     const set = (k) => (e) => { st[k] = e.target.value; redraw(); };
     const sel = (k, label, opts) => h("label", {}, label + " ", h("select", { "data-control": k, onchange: set(k) },
@@ -695,6 +697,14 @@ views.usage = {
       h("td", { class: "num", "data-label": "Cache hits" }, share(u.cached_tokens, u.prompt_tokens)),
       h("td", { class: "num", "data-label": "Output tokens" }, num(u.completion_tokens)),
       h("td", { class: "num", "data-label": "Cost" }, money(u.cost_micros, cur))))) : "");
+    const modelCells = (u) => [td("Provider", u.provider || "-"), td("Served by", (u.served || []).join(", ") || "-"),
+      td("Keys", (u.keys || []).join(", ") || "-"), h("td", { class: "num", "data-label": "Fallbacks" }, num(u.fallbacks || 0))];
+    out.append(h("h2", {}, "Providers, keys and fallbacks (last 30 days)"),
+      h("p", { class: "muted" }, "Fallbacks counts the calls a backup profile of a bot's chain served."),
+      byModel.items.length ? table(["Profile/model", "Provider", "Served by", "Keys", "Fallbacks#", "Model calls#", "Cost#"], byModel.items.map((u) => h("tr", { "data-model": u.key },
+        td("Profile/model", h("span", { class: "lead" }, u.key)), ...modelCells(u),
+        h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
+        h("td", { class: "num", "data-label": "Cost" }, money(u.cost_micros, cur))))) : empty("No usage."));
     return out;
   },
   interested: (type) => type === "run.finished",
