@@ -180,17 +180,18 @@ type configEntry struct {
 	Value string `json:"value"`
 }
 
-// secretKey matches the keys whose values are credentials (by their ending:
-// "bot_token", "GITHUB_TOKEN", not "max_tokens").
-var secretKey = regexp.MustCompile(`(?i)(api_key|token|secret|passw(or)?d|pwd|credentials?|dsn|encrypt_key|authorization)$`)
+// secretKey matches the keys whose values are credentials, or maps of them
+// (by their ending: "bot_token", "GITHUB_TOKEN", "api_keys", "headers"; not
+// "max_tokens").
+var secretKey = regexp.MustCompile(`(?i)(api[_-]?keys?|token|secret|passw(or)?d|pwd|credentials?|dsn|encrypt_key|authorization|headers)$`)
 
 // masked is what a secret shows as.
 const masked = "••••••••"
 
 // configView lists the keys of cfg that are set (not zero), in the order of
 // config.Config, with every credential masked: the values of keys named like
-// one (api_key, token, secret, dsn...) whole, and any value of cfg.Secrets()
-// wherever it appears in another value. Nothing secret is in the result.
+// one or under such a map (api_key, api_keys, token, secret, dsn, headers...)
+// whole, and any value of cfg.Secrets() wherever it appears in another value.
 func configView(cfg *config.Config) []configEntry {
 	secrets := cfg.Secrets()
 	var out []configEntry
@@ -257,9 +258,10 @@ func configView(cfg *config.Config) []configEntry {
 					s = fmt.Sprint(x)
 				}
 			}
-			leaf := key[strings.LastIndexAny(key, ".]")+1:]
-			if secretKey.MatchString(leaf) {
-				s = masked
+			for _, seg := range strings.FieldsFunc(key, func(r rune) bool { return r == '.' || r == '[' || r == ']' }) {
+				if secretKey.MatchString(seg) { // the key, or a map of them (api_keys, headers)
+					s = masked
+				}
 			}
 			for _, sec := range secrets {
 				s = strings.ReplaceAll(s, sec, masked)

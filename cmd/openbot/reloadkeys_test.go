@@ -170,3 +170,30 @@ func mutated(n *yaml.Node) string {
 	}
 	return n.Value + "x"
 }
+
+// TestConfigViewMasksSecrets: the dashboard's config view shows no
+// credential, short ones included: keys, key maps, headers, tokens, the DSN,
+// an MCP server's token in its env, and a secret inside another value.
+func TestConfigViewMasksSecrets(t *testing.T) {
+	cfg := &config.Config{
+		Admin: config.Admin{Token: "admin-token-0123456789"},
+		Store: config.Store{DSN: "postgres://u:pw@db/openbot"},
+		LLM: map[string]config.LLMProfile{"default": {BaseURL: "https://llm.example/v1?key=sk-long-secret-1", APIKey: "sk-long-secret-1",
+			APIKeys: map[string]string{"spare": "k2"}, Headers: map[string]string{"X-Api-Key": "k3"}, Model: "m"}},
+		Telegram:   []config.Telegram{{Name: "team", Token: "1:t"}},
+		MCPServers: []config.MCPServer{{Name: "gh", Command: "gh-mcp", Env: map[string]string{"GITHUB_TOKEN": "g1", "LOG": "debug"}}},
+	}
+	view := configView(cfg)
+	seen := map[string]string{}
+	for _, e := range view {
+		seen[e.Key] = e.Value
+		for _, secret := range []string{"admin-token-0123456789", "pw@", "sk-long-secret-1", "k2", "k3", "1:t", "g1"} {
+			if strings.Contains(e.Value, secret) {
+				t.Errorf("%s = %q shows a secret", e.Key, e.Value)
+			}
+		}
+	}
+	if seen["mcp_servers[gh].env.LOG"] != "debug" || seen["llm.default.model"] != "m" || seen["llm.default.base_url"] != "https://llm.example/v1?key="+masked {
+		t.Errorf("the view hides what is not secret: %v", seen)
+	}
+}
