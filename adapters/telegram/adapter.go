@@ -112,24 +112,29 @@ type Options struct {
 // core.WebhookMounter, core.QuestionAdapter, core.WorkIndicator and core.Streamer. Create it with
 // New; Run learns the bot's identity (getMe) before any update is handled.
 type Adapter struct {
-	ingress  ingress.State // IngressReady, IngressDown (live.go)
-	name     string
-	account  core.AccountID
-	bot      string
-	token    string
-	mode     string
-	hookURL  string
-	secret   string
-	endpoint string
-	allow    map[string]bool                   // user ids and lowercased usernames
-	policy   string                            // dm_policy
-	bots     atomic.Pointer[[]core.BotProfile] // SetBots swaps it
-	peers    *Peers
-	engine   Engine
-	cursors  Cursors
-	log      *slog.Logger
-	hc       *http.Client
-	pollWait time.Duration
+	ingress    ingress.State // IngressReady, IngressDown (live.go)
+	name       string
+	account    core.AccountID
+	bot        string
+	token      string
+	mode       string
+	hookURL    string
+	secret     string
+	endpoint   string
+	allow      map[string]bool                   // user ids and lowercased usernames
+	policy     string                            // dm_policy
+	bots       atomic.Pointer[[]core.BotProfile] // SetBots swaps it
+	peers      *Peers
+	engine     Engine
+	cursors    Cursors
+	log        *slog.Logger
+	hc         *http.Client
+	pollWait   time.Duration
+	pulse      atomic.Int64                       // Pulse, in Unix nanoseconds
+	abandon    atomic.Pointer[context.CancelFunc] // Reconnect: ends the getUpdates in flight
+	posted     atomic.Int64                       // LastPost, in Unix nanoseconds
+	limited    atomic.Int64                       // RateLimited: 429 answers
+	limitedFor atomic.Int64                       // RateLimited: the retry_after they asked for, in nanoseconds
 
 	pace stream.Pace
 
