@@ -374,3 +374,25 @@ func TestWholeChainCoolingDown(t *testing.T) {
 		t.Errorf("third = %q", got)
 	}
 }
+
+// TestAnthropicOverloadedMidStreamFallsBack: Anthropic's overloaded_error
+// event in the middle of a stream moves the call to the backup profile.
+func TestAnthropicOverloadedMidStreamFallsBack(t *testing.T) {
+	primary := anthropictest.New(t)
+	primary.Enqueue(anthropictest.Reply{Text: "I will start and then", StreamError: "overloaded_error"})
+	backup := openaitest.New(t)
+	backup.Enqueue(openaitest.Text("the backup's answer"))
+	rig := startTeam(t, map[string]Provider{
+		"primary": {API: APIAnthropic, BaseURL: primary.URL(), APIKey: anthropicKey, Model: "claude-test"},
+		"backup":  {BaseURL: backup.URL(), APIKey: testKey, Model: "m2"},
+	}, chainBot)
+	if got := rig.say(t, "@engineer hi"); got != "the backup's answer" {
+		t.Fatalf("answer = %q; log:\n%s", got, rig.logs.String())
+	}
+	if es := rig.ledger(t); len(es) != 1 || es[0].Profile != "backup" || !es[0].Fallback {
+		t.Errorf("ledger = %+v", es)
+	}
+	if n := len(primary.Requests()); n != 1 {
+		t.Errorf("the primary got %d requests, want 1", n)
+	}
+}
