@@ -89,16 +89,19 @@ limits: {max_bot_hops: 3, run_timeout: 90s}
 	if cfg.Limits.MaxBotHops != 3 || cfg.Limits.RunTimeout != 90*time.Second || cfg.Limits.MaxConcurrentRuns != 4 {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
+	if cfg.Admin.Identity != DefaultOperator || cfg.Admin.Name != "operator" {
+		t.Errorf("admin = %+v, want the default operator", cfg.Admin)
+	}
 	if cfg.Console[0].Name != "local" || !cfg.Console[0].On() || cfg.Console[1].On() {
 		t.Errorf("console = %+v", cfg.Console)
 	}
-	if cfg.Slack[0].Mode != "socket" {
+	if cfg.Slack[0].Mode != "socket" || cfg.Slack[0].DMPolicy != "pairing" {
 		t.Errorf("slack mode = %q", cfg.Slack[0].Mode)
 	}
-	if cfg.Telegram[0].Mode != "polling" || cfg.Telegram[0].DMPolicy != "allowlist" {
+	if cfg.Telegram[0].Mode != "polling" || cfg.Telegram[0].DMPolicy != "pairing" {
 		t.Errorf("telegram = %+v", cfg.Telegram[0])
 	}
-	if f := cfg.Feishu[0]; f.Mode != "websocket" || f.DMPolicy != "allowlist" || f.BaseURL != FeishuBaseURL {
+	if f := cfg.Feishu[0]; f.Mode != "websocket" || f.DMPolicy != "pairing" || f.BaseURL != FeishuBaseURL {
 		t.Errorf("feishu = %+v", f)
 	}
 }

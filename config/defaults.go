@@ -34,6 +34,9 @@ func DefaultApprovalTools() []ApprovalTool {
 func (c *Config) ApplyDefaults() {
 	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, DefaultListen)
 	c.Store.Path = cmp.Or(c.Store.Path, DefaultStorePath)
+	if c.Admin.Identity == "" {
+		c.Admin.Identity, c.Admin.Name = DefaultOperator, cmp.Or(c.Admin.Name, "operator")
+	}
 	c.Store.Driver = cmp.Or(c.Store.Driver, StoreBolt)
 	c.Store.LeaseTTL = cmp.Or(c.Store.LeaseTTL, DefaultLeaseTTL)
 	c.Workspace = cmp.Or(c.Workspace, DefaultWorkspace)
@@ -91,16 +94,17 @@ func (c *Config) ApplyDefaults() {
 		if c.Slack[i].Mode == "" {
 			c.Slack[i].Mode = "socket"
 		}
+		c.Slack[i].DMPolicy = cmp.Or(c.Slack[i].DMPolicy, core.DMPairing)
 	}
 	for i := range c.Telegram {
 		t := &c.Telegram[i]
 		t.Mode = cmp.Or(t.Mode, "polling")
-		t.DMPolicy = cmp.Or(t.DMPolicy, "allowlist")
+		t.DMPolicy = cmp.Or(t.DMPolicy, core.DMPairing)
 	}
 	for i := range c.Feishu {
 		f := &c.Feishu[i]
 		f.Mode = cmp.Or(f.Mode, "websocket")
-		f.DMPolicy = cmp.Or(f.DMPolicy, "allowlist")
+		f.DMPolicy = cmp.Or(f.DMPolicy, core.DMPairing)
 		f.BaseURL = cmp.Or(f.BaseURL, FeishuBaseURL)
 	}
 }

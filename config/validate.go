@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"openbot/core"
 )
 
 var (
@@ -101,6 +103,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateMCP(&p)
 	c.validateChannels(&p, handles)
+	c.validatePolicies(&p, handles)
 	c.validateSchedules(&p, handles)
 	c.validateCost(&p, handles)
 	c.validateMemory(&p)
@@ -127,6 +130,7 @@ func (c *Config) validateLimits(p *problems) {
 		p.add("approval_timeout", "must be positive, got %s", c.ApprovalTimeout)
 	}
 	checkApprovers(p, "approvers", c.Approvers)
+	checkApprovers(p, "owners", c.Owners)
 	if l.RunTimeout <= 0 {
 		p.add("limits.run_timeout", "must be positive, got %s", l.RunTimeout)
 	}
@@ -295,6 +299,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		names.check(path+".name", "slack", a.Name)
 		checkBot(p, path+".bot", a.Bot, handles)
 		checkEnum(p, path+".mode", a.Mode, "socket", "http")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, core.DMPolicies...)
 		checkURL(p, path+".api_url", a.APIURL, false)
 		checkSwitch(p, path+".streaming", a.Streaming)
 		if a.ReplyToUnaddressed != "" {
@@ -306,7 +311,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		names.check(path+".name", "telegram", a.Name)
 		checkBot(p, path+".bot", a.Bot, handles)
 		checkEnum(p, path+".mode", a.Mode, "polling", "webhook")
-		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, core.DMPolicies...)
 		if a.Mode == "webhook" && a.WebhookURL == "" {
 			p.add(path+".webhook_url", "must be set when mode is webhook")
 		}
@@ -324,7 +329,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		names.check(path+".name", "feishu", a.Name)
 		checkBot(p, path+".bot", a.Bot, handles)
 		checkEnum(p, path+".mode", a.Mode, "websocket", "webhook")
-		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, core.DMPolicies...)
 		checkURL(p, path+".base_url", a.BaseURL, true)
 		checkSwitch(p, path+".streaming", a.Streaming)
 		if a.ReplyToUnaddressed != "" {

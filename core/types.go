@@ -81,6 +81,9 @@ type BotProfile struct {
 	// approval of a tool they match (ToolMatches), the first entry with approvers
 	// overrides Approvers (DESIGN.md §5 "the approvers configured for that tool").
 	ToolApprovers []ToolApprovers `json:"tool_approvers,omitempty"`
+	// SelfApprove lets the person who asked for this bot's work approve its
+	// tool calls (Options.SelfApprove for one bot).
+	SelfApprove bool `json:"self_approve,omitempty"`
 	// Vision sends the images attached to the run's trigger messages to the
 	// model as image parts (core/files.go, agents/vision.go).
 	Vision bool `json:"vision,omitempty"`

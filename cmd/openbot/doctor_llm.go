@@ -351,6 +351,15 @@ func (d *doctor) store(ctx context.Context) {
 		return
 	}
 	defer st.Close()
+	if keeper, _, err := localPeople(d.cfg, st); err == nil {
+		if people, _, err := keeper.People(ctx); err == nil {
+			for _, p := range people {
+				if p.Role == core.RoleOwner {
+					d.storedOwners++
+				}
+			}
+		}
+	}
 	if err := st.Verify(ctx); err != nil {
 		d.add(checkFail, "store verify", err.Error(), "stop openbot and restore the file from a backup")
 	} else {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"openbot/adapters/console"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,7 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Memory:        b.Memory,
 			MaxModelCalls: b.MaxModelCalls,
 			Approvers:     actorIDs(b.Approvers),
+			SelfApprove:   b.SelfApprove,
 
 			MaxParallelThreads: b.MaxParallelThreads,
 			MaxTokensPerRun:    b.MaxTokensPerRun,
@@ -117,6 +119,16 @@ func toolApprovers(entries []config.ApprovalTool) []core.ToolApprovers {
 }
 
 // actorIDs converts configured approver ids.
+// owners are the configuration's owners (config.Config.OwnerIDs) and, in chat
+// mode, the person at openbot's own terminal.
+func owners(cfg *config.Config, chat bool) []core.ActorID {
+	out := actorIDs(cfg.OwnerIDs())
+	if chat {
+		out = append(out, console.Human)
+	}
+	return out
+}
+
 func actorIDs(ids []string) []core.ActorID {
 	out := make([]core.ActorID, 0, len(ids))
 	for _, id := range ids {

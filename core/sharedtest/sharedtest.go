@@ -298,7 +298,7 @@ func newSharedRigCost(t *testing.T, open Opener, n int, bots []core.BotProfile, 
 		}
 		ds := &FaultStore{Store: st}
 		eng, err := core.New(core.Options{Store: ds, Agent: x.agent, Bots: bots, ShutdownGrace: 5 * time.Second,
-			Limits: core.Limits{MaxConcurrentRuns: 8}, Shared: true, ProcessID: fmt.Sprintf("p%d", i+1),
+			Limits: core.Limits{MaxConcurrentRuns: 8}, Shared: true, SelfApprove: true, ProcessID: fmt.Sprintf("p%d", i+1),
 			LeaseTTL: ttl, Hints: hints, SweepInterval: 200 * time.Millisecond, Cost: cost,
 			Logger: slog.New(slog.NewTextHandler(testWriter{t, fmt.Sprintf("p%d", i+1)}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
