@@ -171,7 +171,7 @@ views.team = {
       const where = [];
       for (const t of b.working_threads || []) where.push(h("div", { class: "small" }, "working in ", threadLink(t)));
       for (const t of b.parked_threads || []) where.push(h("div", { class: "small" }, "waiting in ", threadLink(t)));
-      return h("tr", {},
+      return h("tr", { "data-bot": b.handle },
         td("Bot", h("div", { class: "lead" }, h("b", {}, b.name || b.handle), " ", h("span", { class: "muted" }, "@" + b.handle)),
           b.model ? h("div", { class: "small muted" }, b.model) : ""),
         td("Now", badge(b.paused ? "paused" : b.status), where),
