@@ -25,7 +25,20 @@ func systemText(t *testing.T, r openaitest.Request) string {
 	if len(r.Body.Messages) == 0 || r.Body.Messages[0].Role != "system" {
 		t.Fatalf("first message is not the system prompt: %+v", r.Body.Messages)
 	}
-	return r.Body.Messages[0].Content
+	return promptText(r)
+}
+
+// promptText is the text of a request's prompt that the bot's rules and the
+// turn's context are in: the system prompt and the newest user message
+// (turnContext).
+func promptText(r openaitest.Request) string {
+	var parts []string
+	for _, m := range r.Body.Messages {
+		if m.Role == "system" {
+			parts = append(parts, m.Content)
+		}
+	}
+	return strings.Join(append(parts, openaitest.LastUserText(r)), "\n")
 }
 
 func TestStreamingTextReply(t *testing.T) {

@@ -54,8 +54,10 @@ func unroll(ctx context.Context, job *core.Job, lim core.Limits) (*view, error) 
 	used := 0
 	picked := map[core.MessageID]bool{}
 	var sel []core.Message // newest first
+	pos := map[core.MessageID]int{} // place in the thread, 1 the oldest
 	before := core.MessageID(0)
 	scanned := 0
+	cut := 0 // place of the newest message left out for the budget
 scan:
 	for scanned < historyScanLimit {
 		page, err := job.Env.MessagesBefore(ctx, before, historyPage)
@@ -72,15 +74,25 @@ scan:
 			}
 			cost := messageCost(m)
 			if !trig && (len(sel) >= lim.HistoryMaxMessages || used+cost > budget) {
+				cut = total - scanned + 1
 				break scan
 			}
 			sel = append(sel, m)
 			picked[m.ID] = true
+			pos[m.ID] = total - scanned + 1
 			used += cost
 		}
 		if len(page) < historyPage {
 			break
 		}
+	}
+	// The oldest message shown moves in blocks, so the history's leading bytes
+	// stay the same from run to run until it next jumps (the prompt cache).
+	if block := max(1, min(lim.HistoryMaxMessages/4, len(sel)/2)); cut > 0 {
+		start := (cut+block-1)/block*block + 1
+		sel = slices.DeleteFunc(sel, func(m core.Message) bool {
+			return !v.triggers[m.ID] && pos[m.ID] < start
+		})
 	}
 	// Triggers are shown even when the scan did not reach them.
 	for _, m := range job.Triggers {
@@ -90,6 +102,13 @@ scan:
 		}
 	}
 	slices.SortFunc(sel, func(a, b core.Message) int { return cmp.Compare(a.ID, b.ID) })
+	// History never starts with the bot's own reply (strict chat templates
+	// reject it) when older messages were left out.
+	if len(sel) < total-v.other {
+		for len(sel) > 0 && sel[0].Sender == job.Bot.ID() && !v.triggers[sel[0].ID] {
+			sel = sel[1:]
+		}
+	}
 	v.shown = sel
 	v.older = max(0, total-len(sel)-v.other)
 	return v, nil

@@ -71,9 +71,9 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err := r.beforeCall(ctx); err != nil {
 			return "", nil, err
 		}
-		msgs := r.messages()
+		msgs, stable := r.messages()
 		start := r.agent.opts.Clock.Now()
-		t, retries, err := r.callModel(ctx, msgs, defs)
+		t, retries, err := r.callModel(ctx, msgs, stable, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
 		r.usage.ModelCalls++
 		r.usage.PromptTokens += t.Usage.InputTokens
@@ -154,17 +154,24 @@ func (r *run) promptMessages() []openai.ChatCompletionMessage {
 		return r.prompt
 	}
 	hist := render(r.in.view, r.job.Bot, r.agent.opts.Limits.HistoryTokenBudget*4)
+	if tc := turnContext(r.in); tc != "" {
+		// render ends with a user message: the newest turn.
+		last := &hist[len(hist)-1]
+		last.Content = tc + "\n" + last.Content
+	}
 	out := make([]openai.ChatCompletionMessage, 0, 1+len(hist))
 	out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(r.in)})
 	return append(out, hist...)
 }
 
-// messages is the full request: system prompt, unrolled history, transcript.
-func (r *run) messages() []openai.ChatCompletionMessage {
+// messages is the full request: system prompt, unrolled history, transcript;
+// and how many leading messages are stable (ChatRequest.StableEnd): all but
+// the newest turn of the prompt, which carries turnContext.
+func (r *run) messages() ([]openai.ChatCompletionMessage, int) {
 	p := r.promptMessages()
 	out := make([]openai.ChatCompletionMessage, 0, len(p)+len(r.transcript))
 	out = append(out, withImages(p, len(p)-1, r.images())...) // vision.go; never checkpointed
-	return append(out, r.transcript...)
+	return append(out, r.transcript...), len(p) - 1
 }
 
 // trim shrinks the request after a context-length error: it halves the unrolled
@@ -203,12 +210,12 @@ func (r *run) trim() bool {
 // idle timeout) is asked again from the start while the retry budget lasts. A
 // stream cut short (ChatAnswer.Incomplete), an answer cut off at the token
 // limit, a filtered answer and an empty answer are *ModelErrors that say so.
-func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (ChatAnswer, int, error) {
+func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, stable int, defs []openai.Tool) (ChatAnswer, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.pc.prov.RequestTimeout)
 	defer cancel()
 	si := &streamInfo{bo: newBackoff(r.agent.opts.retryInitial)}
 	cctx = withStreamInfo(cctx, si)
-	req := ChatRequest{Model: r.model, Messages: msgs, Tools: defs, Stream: true}
+	req := ChatRequest{Model: r.model, Messages: msgs, StableEnd: stable, Tools: defs, Stream: true}
 	modelParams(&req, r.job.Bot)
 	for {
 		var content strings.Builder
