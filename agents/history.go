@@ -53,7 +53,7 @@ func unroll(ctx context.Context, job *core.Job, lim core.Limits) (*view, error) 
 	budget := lim.HistoryTokenBudget * 4
 	used := 0
 	picked := map[core.MessageID]bool{}
-	var sel []core.Message // newest first
+	var sel []core.Message          // newest first
 	pos := map[core.MessageID]int{} // place in the thread, 1 the oldest
 	before := core.MessageID(0)
 	scanned := 0
