@@ -179,7 +179,11 @@ func commonPrefix(a, b []byte) int {
 // between runs), and calls that failed.
 func BenchmarkLongThread(b *testing.B) {
 	for b.Loop() {
-		f := longThread(b, 200, 32000, chief, nil)
+		f := longThread(b, 200, 32000, chief, func(o *Options) {
+			p := o.Providers["default"]
+			p.ContextWindow = 32000
+			o.Providers["default"] = p
+		})
 		b.ReportMetric(float64(f.calls), "calls")
 		b.ReportMetric(float64(f.failed), "failed")
 		b.ReportMetric(float64(f.total), "input-tokens")

@@ -173,8 +173,8 @@ func TestTrimKeepsToolCallsWithResults(t *testing.T) {
 		r.transcript = append(r.transcript,
 			assistantCall(id), toolResult(id), toolResult(id+"b"))
 	}
-	if !r.trim() {
-		t.Fatal("trim did nothing")
+	if !r.shrink() {
+		t.Fatal("shrink did nothing")
 	}
 	if len(r.transcript) != 6 || r.transcript[0].Role != "assistant" {
 		t.Fatalf("transcript after trim = %+v", r.transcript)

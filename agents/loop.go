@@ -36,7 +36,9 @@ type run struct {
 	pending    *pendingTurn                   // tool calls of the last turn not all resolved
 	usage      core.Usage                     // cumulative over the run's segments
 	base       core.Usage                     // usage before this Execute call
-	trimmed    bool                           // the one context-length retry was used
+	// ceiling caps the input tokens of this run's requests after the server
+	// refused one as too long (0: none).
+	ceiling int
 	// mu guards pending and checkpoints while tool calls run concurrently.
 	mu sync.Mutex
 	// down says why, by tool source, a source the bot selects is not available
@@ -71,7 +73,15 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err := r.beforeCall(ctx); err != nil {
 			return "", nil, err
 		}
-		msgs, stable := r.messages()
+		r.editIfLarge()
+		limit := inputLimit(r.pc.prov, r.job.Bot)
+		if r.ceiling > 0 && (limit == 0 || r.ceiling < limit) {
+			limit = r.ceiling
+		}
+		msgs, stable, ok := r.fit(limit, defs)
+		if !ok {
+			return "", nil, r.tooLong(estimateTokens(msgs, defs))
+		}
 		start := r.agent.opts.Clock.Now()
 		t, retries, err := r.callModel(ctx, msgs, stable, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
@@ -102,13 +112,18 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err != nil {
 			r.recordStep(ctx, t.Usage, ev, false)
 			var me *ModelError
-			if errors.As(err, &me) && me.ContextLength() && !r.trimmed {
-				r.trimmed = true
-				if r.trim() {
-					r.agent.log.Info("context length exceeded; retrying with trimmed history",
-						"bot", r.job.Bot.Handle, "run", r.job.Run.ID)
-					continue
+			if errors.As(err, &me) && me.ContextLength() {
+				// The server counts differently: shorten the request by one
+				// step, and from now on keep this run's requests that short.
+				size := estimateTokens(msgs, defs)
+				if !r.shrink() {
+					return "", nil, r.tooLong(size)
 				}
+				shorter, _ := r.messages()
+				r.ceiling = estimateTokens(shorter, defs)
+				r.agent.log.Info("context length exceeded; retrying with a shorter request",
+					"bot", r.job.Bot.Handle, "run", r.job.Run.ID, "tokens", size, "ceiling", r.ceiling)
+				continue
 			}
 			return "", nil, err
 		}
@@ -172,36 +187,6 @@ func (r *run) messages() ([]openai.ChatCompletionMessage, int) {
 	out := make([]openai.ChatCompletionMessage, 0, len(p)+len(r.transcript))
 	out = append(out, withImages(p, len(p)-1, r.images())...) // vision.go; never checkpointed
 	return append(out, r.transcript...), len(p) - 1
-}
-
-// trim shrinks the request after a context-length error: it halves the unrolled
-// history (for a resumed run, the restored one), else drops the older half of
-// this run's tool exchanges (an assistant message with tool calls always goes
-// together with its tool results).
-func (r *run) trim() bool {
-	if r.prompt != nil {
-		// system, history..., and the last history message is kept.
-		if hist := len(r.prompt) - 2; hist >= 2 {
-			drop := hist / 2
-			r.prompt = append(r.prompt[:1:1], r.prompt[1+drop:]...)
-			return true
-		}
-	} else if r.in.view.trim() {
-		return true
-	}
-	// Units: indexes where an assistant message starts.
-	var starts []int
-	for i, m := range r.transcript {
-		if m.Role == openai.ChatMessageRoleAssistant {
-			starts = append(starts, i)
-		}
-	}
-	if len(starts) < 2 {
-		return false
-	}
-	cut := starts[len(starts)/2]
-	r.transcript = r.transcript[cut:]
-	return true
 }
 
 // callModel makes one streaming model call through the profile's ModelAPI and

@@ -211,7 +211,8 @@ func providers(cfg *config.Config) map[string]agents.Provider {
 	out := make(map[string]agents.Provider, len(cfg.LLM))
 	for name, p := range cfg.LLM {
 		out[name] = agents.Provider{API: p.Provider, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
-			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
+			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout,
+			ContextWindow: p.ContextWindow, HistoryShare: p.HistoryShare, CompactWith: p.CompactWith}
 	}
 	return out
 }
