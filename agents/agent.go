@@ -369,6 +369,14 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 		if err != nil {
 			return core.Result{}, fmt.Errorf("unroll thread: %w", err)
 		}
+		// Compaction comes before the run's first checkpoint: a run killed
+		// during it starts again from the beginning and finds the summary
+		// stored, or none (compact.go).
+		force := isCompactCommand(job)
+		v, said := r.maybeCompact(ctx, v, lim, force)
+		if force {
+			return core.Result{Reply: said, Usage: r.segmentUsage()}, nil
+		}
 		in.view = v
 		for _, t := range tools {
 			if t.Name() == "todo_write" {

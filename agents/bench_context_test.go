@@ -82,7 +82,9 @@ func longThread(tb testing.TB, turns, window int, bot core.BotProfile, mutate fu
 		trig := env.add(alice, "Alice", text)
 		before := len(srv.Requests())
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		res, err := a.Execute(ctx, newJob(env, bot, false, trig))
+		job := newJob(env, bot, false, trig)
+		job.Env = sumEnv{env, bot.ID()}
+		res, err := a.Execute(ctx, job)
 		cancel()
 		if err != nil {
 			f.failed++
@@ -178,22 +180,27 @@ func commonPrefix(a, b []byte) int {
 // share of each call's prompt that leads the previous call's (same run, and
 // between runs), and calls that failed.
 func BenchmarkLongThread(b *testing.B) {
-	for b.Loop() {
-		f := longThread(b, 200, 32000, chief, func(o *Options) {
-			p := o.Providers["default"]
-			p.ContextWindow = 32000
-			o.Providers["default"] = p
+	for _, share := range []float64{0.5, 0.15} {
+		b.Run(fmt.Sprintf("history_share=%v", share), func(b *testing.B) {
+			for b.Loop() {
+				f := longThread(b, 200, 32000, chief, func(o *Options) {
+					p := o.Providers["default"]
+					p.ContextWindow, p.HistoryShare = 32000, share
+					o.Providers["default"] = p
+				})
+				b.ReportMetric(float64(f.calls), "calls")
+				b.ReportMetric(float64(f.failed), "failed")
+				b.ReportMetric(float64(f.total), "input-tokens")
+				b.ReportMetric(float64(f.uncached), "uncached-tokens")
+				b.ReportMetric(float64(f.perCall[0]), "first-tokens/call")
+				b.ReportMetric(float64(f.maxCall), "max-tokens/call")
+				b.ReportMetric(float64(f.lastAvg), "last20-tokens/call")
+				b.ReportMetric(100*f.sameRunMin, "same-run-prefix-min-%")
+				b.ReportMetric(100*f.sameRunMean, "same-run-prefix-mean-%")
+				b.ReportMetric(100*f.sameRunReuse, "same-run-reuse-mean-%")
+				b.ReportMetric(100*f.betweenRunMin, "between-runs-prefix-min-%")
+				b.ReportMetric(100*f.betweenRunMean, "between-runs-prefix-mean-%")
+			}
 		})
-		b.ReportMetric(float64(f.calls), "calls")
-		b.ReportMetric(float64(f.failed), "failed")
-		b.ReportMetric(float64(f.total), "input-tokens")
-		b.ReportMetric(float64(f.uncached), "uncached-tokens")
-		b.ReportMetric(float64(f.maxCall), "max-tokens/call")
-		b.ReportMetric(float64(f.lastAvg), "last20-tokens/call")
-		b.ReportMetric(100*f.sameRunMin, "same-run-prefix-min-%")
-		b.ReportMetric(100*f.sameRunMean, "same-run-prefix-mean-%")
-		b.ReportMetric(100*f.sameRunReuse, "same-run-reuse-mean-%")
-		b.ReportMetric(100*f.betweenRunMin, "between-runs-prefix-min-%")
-		b.ReportMetric(100*f.betweenRunMean, "between-runs-prefix-mean-%")
 	}
 }

@@ -31,6 +31,13 @@ type view struct {
 	// older counts messages older than the cut that were not shown (for a scoped
 	// bot: not examined, so addressed to it or not).
 	older int
+	// summary is the bot's newest summary of the thread (KindSummary), shown
+	// first; nil when it has none. covered counts the messages it stands for.
+	summary *core.Message
+	covered int
+	// cut: the budget or the message cap left older messages out (besides
+	// those the summary covers): the history has passed its share.
+	cut bool
 }
 
 // notShown is every message of the thread the model does not see.
@@ -57,7 +64,8 @@ func unroll(ctx context.Context, job *core.Job, lim core.Limits) (*view, error) 
 	pos := map[core.MessageID]int{} // place in the thread, 1 the oldest
 	before := core.MessageID(0)
 	scanned := 0
-	cut := 0 // place of the newest message left out for the budget
+	cut := 0       // place of the newest message left out for the budget
+	summaries := 0 // summary messages seen
 scan:
 	for scanned < historyScanLimit {
 		page, err := job.Env.MessagesBefore(ctx, before, historyPage)
@@ -68,6 +76,20 @@ scan:
 			scanned++
 			before = m.ID
 			trig := v.triggers[m.ID]
+			if m.Kind == core.KindSummary {
+				// A summary is not part of the conversation; the bot's
+				// newest one stands for the messages it covers.
+				if v.summary == nil && m.Sender == job.Bot.ID() {
+					v.summary = &m
+					used += messageCost(m)
+				}
+				summaries++
+				continue
+			}
+			if v.summary != nil && m.ID <= v.summary.Covers && !trig {
+				v.covered = total - scanned + 1 - summaries
+				break scan
+			}
 			if job.Scoped && !trig && !addressedTo(m, job.Bot) {
 				v.other++
 				continue
@@ -75,6 +97,7 @@ scan:
 			cost := messageCost(m)
 			if !trig && (len(sel) >= lim.HistoryMaxMessages || used+cost > budget) {
 				cut = total - scanned + 1
+				v.cut = true
 				break scan
 			}
 			sel = append(sel, m)
@@ -103,14 +126,15 @@ scan:
 	}
 	slices.SortFunc(sel, func(a, b core.Message) int { return cmp.Compare(a.ID, b.ID) })
 	// History never starts with the bot's own reply (strict chat templates
-	// reject it) when older messages were left out.
-	if len(sel) < total-v.other {
+	// reject it): the summary goes first, else leading replies go.
+	v.older = max(0, total-len(sel)-v.other-v.covered-summaries)
+	if v.summary == nil && v.older > 0 {
 		for len(sel) > 0 && sel[0].Sender == job.Bot.ID() && !v.triggers[sel[0].ID] {
 			sel = sel[1:]
+			v.older++
 		}
 	}
 	v.shown = sel
-	v.older = max(0, total-len(sel)-v.other)
 	return v, nil
 }
 
@@ -161,6 +185,10 @@ func render(v *view, bot core.BotProfile, maxChars int) []openai.ChatCompletionM
 			out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: strings.Join(buf, "\n\n")})
 			buf = nil
 		}
+	}
+	if v.summary != nil {
+		buf = append(buf, fmt.Sprintf("[system]: Your summary of this thread up to message #%d (read_history pages through those messages word for word):\n%s",
+			v.summary.Covers, v.summary.Text))
 	}
 	for _, m := range v.shown {
 		text := m.Text
