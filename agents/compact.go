@@ -256,9 +256,17 @@ func isCompactCommand(job *core.Job) bool {
 		for len(f) > 0 && strings.HasPrefix(f[0], "@") {
 			f = f[1:]
 		}
-		if len(f) != 1 || !strings.EqualFold(f[0], CompactCommand) {
+		cmd, _, _ := strings.Cut(f0(f), "@") // Telegram's /compact@bot
+		if len(f) != 1 || !strings.EqualFold(cmd, CompactCommand) {
 			return false
 		}
 	}
 	return true
+}
+
+func f0(f []string) string {
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
