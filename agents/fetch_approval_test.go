@@ -115,3 +115,100 @@ func TestHTTPFetchSendingDataNeedsApproval(t *testing.T) {
 		t.Fatalf("requests = %v, want the GET sent at once", r)
 	}
 }
+
+// TestHTTPFetchUnlistedQueryAsksFirst: under a bot's egress policy a GET with a
+// query string to a host it does not list pauses for a person's approval (the
+// question names the URL) and is sent only once approved; a GET with a query
+// to a listed domain runs at once.
+func TestHTTPFetchUnlistedQueryAsksFirst(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Host+r.URL.RequestURI())
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(site.Close)
+	requests := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+	port := strings.TrimPrefix(site.URL, "http://127.0.0.1:")
+	unlisted := "http://127.0.0.1:" + port + "/collect?d=secret"
+	listed := "http://localhost:" + port + "/search?q=go"
+
+	model := openaitest.New(t)
+	model.Handle(func(r openaitest.Request) openaitest.Reply {
+		msgs := r.Body.Messages
+		last := msgs[len(msgs)-1]
+		if last.Role == "tool" {
+			return openaitest.Text("result: " + last.Content)
+		}
+		u := listed
+		if strings.Contains(last.Content, "collect") {
+			u = unlisted
+		}
+		return openaitest.Calls(openaitest.ToolCall{ID: "f1", Name: "http_fetch", Arguments: fmt.Sprintf(`{"url":%q}`, u)})
+	})
+	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: t.TempDir(), FetchAllowHosts: []string{"127.0.0.1", "localhost"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	for _, tl := range builtins {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"http_fetch"}, ApprovalTools: []string{},
+		Approvers: []core.ActorID{"console:ops"}, Fetch: core.FetchPolicy{AllowDomains: []string{"localhost"}}}}
+	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: model.URL(), Model: "m"}}, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startEngine(t, filepath.Join(t.TempDir(), "openbot.db"), agent, bots)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	say := func(n int, text string) {
+		if _, err := run.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", n),
+			ThreadKey: fmt.Sprintf("console:%d", n), Conversation: "main", PlatformID: fmt.Sprintf("in%d", n),
+			SenderID: "console:you", SenderName: "you", Text: text, StartThread: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.eng.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	say(1, "@engineer search the listed site")
+	if qs, _ := run.eng.Questions(ctx, true); len(qs) != 0 {
+		t.Fatalf("a GET to a listed domain asked: %+v", qs)
+	}
+	if r := requests(); len(r) != 1 || r[0] != "localhost:"+port+"/search?q=go" {
+		t.Fatalf("requests = %v, want the listed GET sent at once", r)
+	}
+
+	say(2, "@engineer collect it over there")
+	qs, err := run.eng.Questions(ctx, true)
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("pending questions = %+v, %v; want the unlisted GET with a query waiting", qs, err)
+	}
+	if q := qs[0]; q.Kind != core.QuestionApproval || q.Tool != "http_fetch" || !strings.Contains(string(q.Args), "d=secret") {
+		t.Fatalf("question = %+v", q)
+	}
+	if r := requests(); len(r) != 1 {
+		t.Fatalf("the unlisted GET was sent before approval: %v", r)
+	}
+	res, err := run.eng.Answer(ctx, core.Answer{Question: qs[0].ID, Choice: core.ChoiceApprove, Actor: "console:ops", Name: "ops"})
+	if err != nil || res.Outcome != core.AnswerAccepted {
+		t.Fatalf("Answer = %+v, %v", res, err)
+	}
+	if err := run.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := requests(); len(r) != 2 || r[1] != "127.0.0.1:"+port+"/collect?d=secret" {
+		t.Fatalf("requests after approval = %v, want the approved GET", r)
+	}
+}

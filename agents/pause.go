@@ -192,7 +192,7 @@ func (r *run) classify(calls []openai.ToolCall) *pendingTurn {
 			} else {
 				pc.Kind = core.QuestionAsk
 			}
-		case offered[name] != nil && (needsApproval(name, r.job.Bot.ApprovalTools) || callNeedsApproval(offered[name], args)):
+		case offered[name] != nil && (needsApproval(name, r.job.Bot.ApprovalTools) || callNeedsApproval(offered[name], r.job.Bot, args)):
 			if !json.Valid([]byte(args)) {
 				pc.Done, pc.Result = true, fmt.Sprintf("error: the arguments for %s are not valid JSON. Call it again with a JSON object matching its schema.", name)
 			} else {
@@ -316,7 +316,7 @@ func callReach(t Tool, bot, args string) (reach string, warnings []string) {
 
 // callNeedsApproval asks a CallApprover tool whether this call needs a person's
 // approval; a panicking check counts as yes.
-func callNeedsApproval(t Tool, args string) (yes bool) {
+func callNeedsApproval(t Tool, bot core.BotProfile, args string) (yes bool) {
 	ca, ok := t.(CallApprover)
 	if !ok {
 		return false
@@ -327,7 +327,7 @@ func callNeedsApproval(t Tool, args string) (yes bool) {
 		}
 	}()
 	args = cmp.Or(args, "{}")
-	return ca.NeedsApproval(json.RawMessage(args))
+	return ca.NeedsApproval(bot, json.RawMessage(args))
 }
 
 // resume feeds the answer q to the call the run paused for: an approved tool runs

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"openbot/agents/openaitest"
+	"openbot/core"
 )
 
 // gatedTool says what it reaches and needs approval for calls with "write": true.
 type gatedTool struct{ *FuncTool }
 
 func (gatedTool) Reach(string) string { return "runs in the sandbox with network off" }
-func (gatedTool) NeedsApproval(args json.RawMessage) bool {
+func (gatedTool) NeedsApproval(_ core.BotProfile, args json.RawMessage) bool {
 	var a struct{ Write bool }
 	return json.Unmarshal(args, &a) != nil || a.Write
 }

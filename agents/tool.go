@@ -60,11 +60,13 @@ type CallReacher interface {
 
 // CallApprover is implemented by a tool some of whose calls need a person's
 // approval although the tool is not in the bot's approval_tools (http_fetch with a
-// method that sends data, DESIGN.md §5). NeedsApproval gets the call's raw JSON
-// arguments exactly as the model wrote them; it must be cheap, pure and safe for
-// concurrent use, and answer true for arguments it cannot read (it fails closed).
+// method that sends data, or under the bot's egress policy, DESIGN.md §5).
+// NeedsApproval gets the calling bot's profile as the run sees it and the
+// call's raw JSON arguments exactly as the model wrote them; it must be cheap,
+// pure and safe for concurrent use, and answer true for arguments it cannot
+// read (it fails closed).
 type CallApprover interface {
-	NeedsApproval(args json.RawMessage) bool
+	NeedsApproval(bot core.BotProfile, args json.RawMessage) bool
 }
 
 // RepeatSafer is implemented by a tool whose calls may run again when a restart

@@ -301,6 +301,8 @@ type Bot struct {
 	// Vision sends the images attached to the run's trigger messages to the
 	// model as image parts (data URLs); absent means the profile's vision.
 	Vision *bool `yaml:"vision"`
+	// Fetch is the bot's egress policy for http_fetch (config/fetch.go).
+	Fetch Fetch `yaml:"fetch"`
 }
 
 // MCPServer is one MCP server (stdio when Command is set, streamable HTTP when URL

@@ -5,16 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/joho/godotenv"
 	"gopkg.in/yaml.v3"
 )
 
 // Load reads the file at path and returns the configuration with ${VAR} expanded
-// through lookup, defaults applied and validated. lookup is os.LookupEnv in cmd and
+// through lookup, defaults applied and validated, and its relative file paths
+// (store.path, workspace) taken from the file's directory. A .env file beside
+// it (KEY=VALUE lines, as `openbot init` writes) supplies the variables the
+// environment does not set. lookup is os.LookupEnv in cmd and
 // a map in tests; nil means every variable is unset. Unknown keys, values of the wrong
 // type and every validation problem come back together as Errors, each with its field
 // path (and the line for keys the schema does not know); the configuration is then
@@ -25,7 +31,44 @@ func Load(path string, lookup LookupEnv) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, lookup)
+	envPath := filepath.Join(filepath.Dir(path), ".env")
+	dotenv, err := godotenv.Read(envPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", envPath, err)
+	}
+	if len(dotenv) > 0 {
+		lookup = withDotenv(lookup, dotenv)
+	}
+	cfg, err := Parse(data, lookup)
+	if cfg != nil {
+		cfg.resolvePaths(filepath.Dir(path))
+	}
+	return cfg, err
+}
+
+// withDotenv is lookup with the .env file's variables for those lookup lacks:
+// the environment wins.
+func withDotenv(lookup LookupEnv, dotenv map[string]string) LookupEnv {
+	return func(name string) (string, bool) {
+		if lookup != nil {
+			if v, ok := lookup(name); ok {
+				return v, true
+			}
+		}
+		v, ok := dotenv[name]
+		return v, ok
+	}
+}
+
+// resolvePaths makes the relative file paths of the configuration (store.path,
+// workspace) relative to dir, the config file's directory, so every command
+// finds the same files from any working directory.
+func (c *Config) resolvePaths(dir string) {
+	for _, p := range []*string{&c.Store.Path, &c.Workspace} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
 }
 
 // Parse is Load for configuration text already in memory.

@@ -36,6 +36,8 @@ var (
 //     max_parallel_threads >= 0;
 //     tools and approval_tools have no empty or repeated names; approvers (of a
 //     bot, of an approval_tools entry, global) are platform actor ids;
+//   - bots: fetch (config/fetch.go): unlisted is read, ask or refuse, and
+//     allow_domains are domain names or IP addresses;
 //   - bots: max_tokens_per_run and max_tokens >= 0, temperature in [0, 2]
 //     ([0, 1] on a provider anthropic profile), reasoning_effort low, medium
 //     or high;
@@ -229,6 +231,7 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		checkNames(p, path+".tools", b.Tools)
 		validateApprovalTools(p, path+".approval_tools", b.ApprovalTools)
 		checkApprovers(p, path+".approvers", b.Approvers)
+		b.Fetch.validate(p, path+".fetch")
 	}
 	return handles
 }
@@ -287,6 +290,9 @@ func (c *Config) validateMCP(p *problems) {
 			p.add(path, "set exactly one of command and url, got both")
 		case s.URL != "":
 			checkURL(p, path+".url", s.URL, true)
+			if strings.Contains(s.URL+fmt.Sprint(s.Headers), "{workspace}") {
+				p.add(path, "{workspace} scopes a stdio server (command) to the thread's workspace; a url server cannot be")
+			}
 		}
 	}
 }

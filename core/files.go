@@ -191,6 +191,12 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 		}
 	}()
 	out := append([]Attachment(nil), m.Attachments...)
+	var unsaved []string // "name (why)" of each file this pass could not save
+	defer func() {
+		if len(unsaved) > 0 {
+			q.e.log.Info("attachments not saved", "message", m.ID, "thread", m.Thread, "files", strings.Join(unsaved, "; "))
+		}
+	}()
 	for i := range out {
 		a := &out[i]
 		if !a.Pending() {
@@ -232,6 +238,12 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 			a.Transcript = q.transcribe(ctx, m, dir.root, *a)
 		}
 	}
+	for i, a := range out {
+		if m.Attachments[i].Pending() && a.Error != "" {
+			unsaved = append(unsaved, fmt.Sprintf("%s (%s)", a.Name, ForPeople(a.Error)))
+		}
+	}
+	var woken []string
 	err := q.e.store.Update(ctx, func(tx Tx) error {
 		cur, err := tx.Message(id)
 		if err != nil {
@@ -239,7 +251,16 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 		}
 		cur.Attachments = out
 		cur.Text = withAttachmentLines(cur.Text, out)
-		_, err = tx.PutMessage(cur)
+		if _, err = tx.PutMessage(cur); err != nil || len(unsaved) == 0 {
+			return err
+		}
+		// The person learns it too, not only the model: one short notice.
+		th, err := tx.Thread(cur.Thread)
+		if err != nil {
+			return err
+		}
+		pp, err := q.e.router.postTx(tx, &th, postSpec{msg: systemNotice(0, "Not saved: "+strings.Join(unsaved, "; ")+".")})
+		woken = pp.woken
 		return err
 	})
 	if err != nil {
@@ -249,6 +270,7 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 		return
 	}
 	stored = true
+	q.e.nudge(woken)
 	for _, b := range q.e.cfg().order {
 		q.e.sched.wake(b.Handle)
 	}

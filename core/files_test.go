@@ -100,6 +100,18 @@ func TestInboundFilesSavedNotedAndRunStarts(t *testing.T) {
 	if strings.Count(text, "not saved: too large") != 2 {
 		t.Errorf("want two too-large lines:\n%s", text)
 	}
+	// The person is told too, in one short notice naming each file not saved.
+	var notices []string
+	for _, d := range fa.deliveries() {
+		if d.Kind == core.KindNotice && strings.HasPrefix(d.Text, "Not saved: ") {
+			notices = append(notices, d.Text)
+		}
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "big.zip (too large (limit 100 B per file))") ||
+		!strings.Contains(notices[0], "sneaky.bin") || !strings.Contains(notices[0], "gone.txt (download failed") ||
+		strings.Contains(notices[0], "shot.png") {
+		t.Errorf("want one notice naming the three files not saved, got %q", notices)
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "t", "inbox", itoa(res.Message), "shot.png"))
 	if err != nil || string(b) != "PNGDATA" {
 		t.Fatalf("saved image: %q %v", b, err)

@@ -81,6 +81,8 @@ type BotProfile struct {
 	// Vision sends the images attached to the run's trigger messages to the
 	// model as image parts (core/files.go, agents/vision.go).
 	Vision bool `json:"vision,omitempty"`
+	// Fetch is the bot's http_fetch egress policy (core/egress.go).
+	Fetch FetchPolicy `json:"fetch,omitzero"`
 }
 
 // ToolApprovers is one approval_tools entry that names its own approvers: Tool is

@@ -91,6 +91,9 @@ type approvalRig struct {
 	// socket runs the Slack app in Socket Mode: events and clicks arrive as
 	// envelopes over the fake's websocket instead of signed POSTs.
 	socket bool
+	// fetchHosts is the built-in tools' FetchAllowHosts (http_fetch is
+	// registered beside shell; a bot uses it only when its Tools name it).
+	fetchHosts []string
 
 	*proc
 }
@@ -128,7 +131,7 @@ func startApproval(t *testing.T, botAppr, globalAppr []core.ActorID, opts ...fun
 // start runs a fresh engine, agent and Slack adapter over the store file.
 func (r *approvalRig) start(t *testing.T) {
 	t.Helper()
-	r.proc = openProc(t, r.db, core.Options{Agent: llmAgent(t, r.model, builtins(t, tools.Options{WorkspaceRoot: r.work}, "shell"), core.Limits{}),
+	r.proc = openProc(t, r.db, core.Options{Agent: llmAgent(t, r.model, builtins(t, tools.Options{WorkspaceRoot: r.work, FetchAllowHosts: r.fetchHosts}, "shell", "http_fetch"), core.Limits{}),
 		Bots: r.team, Approvers: r.appr, ApprovalTimeout: r.expireAfter, ExpiryInterval: r.expireEvery})
 	so := slack.Options{Name: "acme", Bot: "*", Mode: slack.ModeHTTP, BotToken: "xoxb-e2e", SigningSecret: slackSecret,
 		APIURL: r.fake.APIURL(), Bots: r.team, Engine: r.eng}

@@ -50,6 +50,7 @@ type Metrics struct {
 	retries       *prometheus.CounterVec
 	failures      *prometheus.CounterVec
 	answers       *prometheus.CounterVec
+	adminRefused  *prometheus.CounterVec
 	mcpState      *prometheus.GaugeVec
 	commitTime    prometheus.Histogram
 	commitWrites  prometheus.Histogram
@@ -94,6 +95,7 @@ func New(opts Options) *Metrics {
 		retries:       counter("outbox_retries_total", "Failed delivery attempts that are retried, by platform.", "platform"),
 		failures:      counter("outbox_failures_total", "Outbox entries that failed for good (not retried), by platform.", "platform"),
 		answers:       counter("question_answers_total", "Answers to questions by outcome (accepted, already_decided, forbidden, unknown, expired).", "outcome"),
+		adminRefused:  counter("admin_token_refusals_total", "Refused admin tokens by door (login, bearer) and outcome (wrong_token, missing, throttled).", "door", "outcome"),
 		mcpState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "openbot", Name: "mcp_server_state",
 			Help: "1 for the current state of each MCP server (starting, running, failed, stopped), 0 for the others."}, []string{"server", "state"}),
 		commitTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "openbot", Name: "store_commit_duration_seconds",
@@ -105,7 +107,7 @@ func New(opts Options) *Metrics {
 	}
 	m.reg.MustRegister(m.inbound, m.ingest, m.runsStarted, m.runs, m.runDuration, m.modelCalls, m.modelErrors,
 		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.deliveries, m.retries, m.failures, m.answers,
-		m.mcpState, m.commitTime, m.commitWrites, m.gauge,
+		m.adminRefused, m.mcpState, m.commitTime, m.commitWrites, m.gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -183,6 +185,12 @@ func (m *Metrics) Delivery(platform, outcome string) {
 
 // Answer implements core.Observer.
 func (m *Metrics) Answer(outcome string) { m.answers.WithLabelValues(outcome).Inc() }
+
+// AdminRefused counts a refused admin token (web.Options.OnRefused): door is
+// "login" or "bearer", outcome "wrong_token", "missing" or "throttled".
+func (m *Metrics) AdminRefused(door, outcome string) {
+	m.adminRefused.WithLabelValues(door, outcome).Inc()
+}
 
 // MCPState records an MCP server's new state (agents/mcp Options.OnState):
 // openbot_mcp_server_state{server,state} is 1 for state and 0 for the others.

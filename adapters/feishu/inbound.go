@@ -127,7 +127,9 @@ func (a *Adapter) handleEvent(ctx context.Context, env *envelope) error {
 		}
 		return a.handleMessage(ctx, &ev)
 	default:
-		a.log.Debug("feishu event ignored", "event_type", env.Header.EventType, "event_id", env.Header.EventID)
+		a.log.Warn("feishu event of a type openbot does not handle; acknowledged (unsubscribe it in the developer console)",
+			"event_type", env.Header.EventType, "event_id", env.Header.EventID)
+		core.ReportInbound(a.engine, "feishu", core.InboundDropped)
 		return nil
 	}
 }

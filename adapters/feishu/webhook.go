@@ -25,10 +25,17 @@ const (
 )
 
 // MountHTTP registers POST /feishu/<name>/events (event subscription request URL)
-// and POST /feishu/<name>/card (card callback request URL) on mux (DESIGN.md §9).
+// and POST /feishu/<name>/card (card callback request URL) on mux (DESIGN.md §9);
+// any other method or path under /feishu/<name>/ answers 404 with a WARN line.
 func (a *Adapter) MountHTTP(mux *http.ServeMux) {
 	mux.HandleFunc("POST /feishu/"+a.name+"/events", func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, false) })
 	mux.HandleFunc("POST /feishu/"+a.name+"/card", func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, true) })
+	mux.HandleFunc("/feishu/"+a.name+"/", func(w http.ResponseWriter, r *http.Request) {
+		// Every other method or path: a misconfigured request URL shows in the log.
+		a.log.Warn("feishu webhook request refused", "path", r.URL.Path, "method", r.Method, "reason", "no such endpoint", "remote", r.RemoteAddr)
+		core.ReportInbound(a.engine, "feishu", core.InboundRefused)
+		http.NotFound(w, r)
+	})
 	if a.mode == ModeWebhook {
 		a.ingress.MarkLive()
 	}
@@ -81,19 +88,21 @@ func refuse(w http.ResponseWriter) { http.Error(w, "request refused", http.Statu
 //     challenge, the one request the platform does not sign; openChallenge
 //     answers every other unsigned body alike.
 //  3. {"encrypt": ...} is decrypted with the EncryptKey (none configured: refused).
+//     With an EncryptKey a plaintext body is refused, but for a legacy card
+//     callback (signed with the verification token), which may come in clear.
 //  4. The verification token of a v2 event (header.token) or challenge must match.
 //
 // A signed body that does not decrypt or parse is acknowledged (logged, not
 // redelivered): the platform sent it, and sending it again cannot fix it.
 func (a *Adapter) open(r *http.Request, body []byte, card bool) (*envelope, *rejection) {
-	signed := false
+	signed, legacyCard := false, false
 	if sig := r.Header.Get(headerSignature); sig != "" {
 		ts, nonce := r.Header.Get(headerTimestamp), r.Header.Get(headerNonce)
 		switch {
 		case a.encryptKey != "" && equalSig(sig, Signature(ts, nonce, a.encryptKey, body)):
 			signed = true
 		case card && a.token != "" && equalSig(sig, LegacyCardSignature(ts, nonce, a.token, body)):
-			signed = true
+			signed, legacyCard = true, true
 		case a.encryptKey == "" && !card:
 			// Without an encrypt key there is nothing to check the signature with;
 			// the verification token below is the authenticity check.
@@ -115,6 +124,11 @@ func (a *Adapter) open(r *http.Request, body []byte, card bool) (*envelope, *rej
 			return nil, &rejection{reason: "signed body is not JSON", ack: true}
 		}
 		return nil, refused("body is not JSON")
+	}
+	if env.Encrypt == nil && a.encryptKey != "" && !legacyCard {
+		// With an encrypt key the platform encrypts every event and v2 card
+		// callback; a plaintext one did not come from it as configured.
+		return nil, refused("plaintext body while encrypt_key is set")
 	}
 	if env.Encrypt != nil {
 		if a.encryptKey == "" {
@@ -246,7 +260,8 @@ func (a *Adapter) serve(w http.ResponseWriter, r *http.Request, card bool) {
 		return
 	}
 	if card {
-		a.log.Info("feishu card callback of an unknown shape ignored", "event_type", env.Header.EventType)
+		a.log.Warn("feishu card callback of an unknown shape; acknowledged", "event_type", env.Header.EventType)
+		core.ReportInbound(a.engine, "feishu", core.InboundDropped)
 		writeJSON(w, map[string]any{})
 		return
 	}

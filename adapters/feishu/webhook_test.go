@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,21 @@ func TestRefusalsLogWarn(t *testing.T) {
 		}},
 		{"stale", false, func(h *harness) *http.Request {
 			return signedAt(h, "events", feishutest.MessageEvent{MessageID: "om_2", Text: "@_user_1 hi", Mentions: bot}.JSON(), time.Now().Add(-30*24*time.Hour))
+		}},
+		{"plaintext event while encrypt_key is set", false, func(h *harness) *http.Request {
+			body := feishutest.MessageEvent{MessageID: "om_5", Text: "@_user_1 hi", Mentions: bot}.JSON()
+			req := raw(h, "events", string(body))
+			ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), "n0nce"
+			req.Header.Set("X-Lark-Request-Timestamp", ts)
+			req.Header.Set("X-Lark-Request-Nonce", nonce)
+			req.Header.Set("X-Lark-Signature", feishu.Signature(ts, nonce, feishutest.EncryptKey, body))
+			return req
+		}},
+		{"plaintext card click while encrypt_key is set", false, func(h *harness) *http.Request {
+			q := approvalQ()
+			h.eng.questions[q.Token] = &q
+			v := feishutest.CardButtons(feishu.QuestionCard(q, "", false))[0].Value
+			return raw(h, "card", string(feishutest.CardAction{MessageID: "om_card", Value: v}.JSON()))
 		}},
 		{"unsigned, not a challenge", false, func(h *harness) *http.Request { return raw(h, "events", `{"encrypt":"AAAA"}`) }},
 		{"signed, not JSON inside", false, func(h *harness) *http.Request {

@@ -151,6 +151,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, ".feed", "The disk is 41% full.")
 	run(t, ctx, "the question is gone", chromedp.WaitNotPresent(chromedp.CSS(`.feed [data-question]`)))
+	// With nothing pending, the approvals count in the menu is not shown (no red "0").
+	run(t, ctx, "the pending count hides", chromedp.WaitNotVisible(chromedp.CSS(`#pending`)))
 
 	// A message that arrives while the page is open is shown without a reload.
 	tm.llm.Enqueue(openaitest.Text("You're welcome."))
@@ -226,7 +228,7 @@ func screenshots(t *testing.T, ctx context.Context, tm *team, dir string) {
 		w, h int64
 		mob  bool
 	}{{"laptop", 1280, 800, false}, {"phone", 390, 844, true}} {
-		for _, page := range []string{"", "threads", "threads/1", "approvals", "activity", "usage"} {
+		for _, page := range []string{"", "threads", "threads/1", "approvals", "activity", "usage", "memory"} {
 			name := strings.ReplaceAll(page, "/", "-")
 			if name == "" {
 				name = "team"
@@ -265,6 +267,10 @@ func memoryView(t *testing.T, ctx context.Context, tm *team) {
 		chromedp.Click(chromedp.CSS(`nav a[data-nav="memory"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-memory] .memory-text`)),
 	)
+	picker := value(t, ctx, "the bot picker", chromedp.Text(chromedp.CSS(`p.bots`)))
+	if strings.TrimSpace(picker) != "@eng @pm" {
+		t.Errorf("memory bot picker = %q, want the handles as links", picker)
+	}
 	row := value(t, ctx, "the memory row", chromedp.Text(chromedp.CSS(`tr[data-memory]`)))
 	if !strings.Contains(row, "Deploys go out on Tuesdays.") || !strings.Contains(row, "reflection") || !strings.Contains(row, "run #1") {
 		t.Errorf("memory row = %q, want the text, its source and run", row)

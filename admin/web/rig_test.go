@@ -89,7 +89,7 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 	}
 	runtest.Start(t, eng.Run)
 	<-eng.Ready()
-	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond})
+	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,15 +109,23 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 // idle (a run waiting for an answer counts as idle).
 func (tm *team) say(t *testing.T, key, who, text string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tm.post(t, key, who, text)
+	if err := tm.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// post posts a person's message into thread key and returns once it is stored.
+func (tm *team) post(t *testing.T, key, who, text string) {
+	t.Helper()
 	tm.seen++
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := tm.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", tm.seen),
 		ThreadKey: "console:" + key, Conversation: core.ConversationRef(key), PlatformID: fmt.Sprint(tm.seen),
 		SenderID: core.ActorID("console:" + who), SenderName: who, Text: text, StartThread: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tm.eng.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -94,16 +94,22 @@ func (ss *sessions) drop(id string) {
 	delete(ss.m, sha256.Sum256([]byte(id)))
 }
 
-// failures counts wrong tokens per client address and in total, each in a
-// fixed one-minute window, so guessing the token through the login form is
-// slow, and one client's wrong guesses never lock out the admin signing in
-// from another address (the listener is public for webhooks). The table of
-// addresses is bounded (maxFailureClients): a new address past it is counted
-// only in the total.
+// failures counts wrong admin tokens per client (clientKey: an IPv4 address or
+// an IPv6 /64) in a fixed one-minute window, so guessing the token is slow from
+// any one client, and one client's wrong guesses never lock out the admin
+// signing in from another address (the listener is public for webhooks). There
+// is no ceiling over all clients: many addresses guessing together must not
+// lock out the right token either. The table of clients is bounded
+// (maxFailureClients); a new client past it, while every entry is inside its
+// minute, is not counted (its guesses are still refused one by one, logged and
+// in the metric). It also paces the WARN lines of refusals (logLine).
 type failures struct {
 	mu      sync.Mutex
-	total   window
 	clients map[string]*window
+	// The refusal log: when the last WARN line was written and how many
+	// refusals have not been logged since.
+	lastLog  time.Time
+	unlogged int
 }
 
 // window is a fixed one-minute count of wrong tokens.
@@ -119,16 +125,11 @@ func (w *window) roll(now time.Time) {
 	}
 }
 
-// allow reports whether client (the request's remote host) may try a login at
-// now: fewer than MaxFailedLogins wrong tokens from it and fewer than
-// MaxFailedLoginsTotal from everyone in their current minutes.
+// allow reports whether client may try a token at now: fewer than
+// MaxFailedLogins wrong tokens from it in its current minute.
 func (f *failures) allow(client string, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.total.roll(now)
-	if f.total.n >= MaxFailedLoginsTotal {
-		return false
-	}
 	if c := f.clients[client]; c != nil {
 		c.roll(now)
 		return c.n < MaxFailedLogins
@@ -140,8 +141,6 @@ func (f *failures) allow(client string, now time.Time) bool {
 func (f *failures) add(client string, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.total.roll(now)
-	f.total.n++
 	if f.clients == nil {
 		f.clients = map[string]*window{}
 	}
@@ -155,11 +154,26 @@ func (f *failures) add(client string, now time.Time) {
 			}
 		}
 		if len(f.clients) >= maxFailureClients {
-			return // counted in the total only
+			return
 		}
 		c = &window{start: now}
 		f.clients[client] = c
 	}
 	c.roll(now)
 	c.n++
+}
+
+// logLine reports whether a refusal at now gets a WARN line: the first one does,
+// and then at most one each refusalLogEvery, so a flood of wrong tokens cannot
+// flood the log but never goes unlogged. unlogged is how many refusals since
+// the previous line had none.
+func (f *failures) logLine(now time.Time) (ok bool, unlogged int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.lastLog.IsZero() && now.Sub(f.lastLog) < refusalLogEvery {
+		f.unlogged++
+		return false, 0
+	}
+	f.lastLog, unlogged, f.unlogged = now, f.unlogged, 0
+	return true, unlogged
 }

@@ -7,6 +7,9 @@
 // session id in an HttpOnly, SameSite=Strict cookie (Secure when the request
 // came over TLS or with "X-Forwarded-Proto: https", or always with
 // Options.SecureCookie). Sessions live in memory with an expiry and a bounded count.
+// Bearer guards the other admin endpoints with the same token. Wrong tokens, at
+// the form and the bearer door alike, are counted per client address: past
+// MaxFailedLogins a minute that client gets 429, and no one else does.
 // The cookie authorizes /api/v1 requests of the page (Guard); a cookie
 // authorized request that changes state must carry the session's CSRF token in
 // the X-CSRF-Token header. With no admin token the dashboard is off: every
@@ -27,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -48,16 +52,16 @@ const (
 	CSRFHeader = "X-CSRF-Token"
 	// maxForm bounds a login or logout body (bytes).
 	maxForm = 4096
-	// MaxFailedLogins is how many wrong tokens the dashboard takes per minute
-	// from one client address (the connection's remote host; X-Forwarded-For is
-	// not trusted); past it that address's logins answer 429 until its minute
-	// ends. Other addresses still sign in.
+	// MaxFailedLogins is how many wrong admin tokens (dashboard logins and
+	// bearer tokens together) are taken per minute from one client: a client is
+	// the connection's remote address, an IPv6 one up to its /64
+	// (X-Forwarded-For is not trusted). Past it that client's logins and bearer
+	// requests answer 429 until its minute ends. Other clients are not held back.
 	MaxFailedLogins = 10
-	// MaxFailedLoginsTotal is how many wrong tokens the dashboard takes per
-	// minute from all addresses together; past it every login answers 429 until
-	// the minute ends.
-	MaxFailedLoginsTotal = 100
-	// maxFailureClients bounds the addresses whose wrong tokens are counted.
+	// refusalLogEvery paces the WARN lines of refused admin tokens: one at
+	// most per this interval, carrying the count of those not logged.
+	refusalLogEvery = 10 * time.Second
+	// maxFailureClients bounds the clients whose wrong tokens are counted.
 	maxFailureClients = 4096
 )
 
@@ -76,8 +80,13 @@ type Options struct {
 	// header only makes the cookie stricter).
 	SecureCookie bool
 	// Now is the clock (default time.Now).
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// OnRefused, when set, is called for each refused admin token with the door
+	// ("login" or "bearer") and the outcome ("wrong_token", "missing" for a
+	// bearer request without a token, "throttled" for a client past
+	// MaxFailedLogins), for a metric. It must not block.
+	OnRefused func(door, outcome string)
+	Logger    *slog.Logger
 }
 
 // Dashboard serves the web dashboard and authorizes the page's API calls.
@@ -162,6 +171,78 @@ func (d *Dashboard) Guard(bearer, api http.Handler) http.Handler {
 	})
 }
 
+// Bearer guards an admin endpoint of the shared listener (every endpoint but
+// the platform webhooks, the dashboard's own pages and /healthz needs the admin
+// token). The peer's address does not authorize anything: a same-host reverse
+// proxy makes every request look local.
+//
+//   - dashboard off (no admin token): 404, as for a path that does not exist;
+//   - a client past MaxFailedLogins wrong tokens in its minute: 429 with
+//     Retry-After, the token not even looked at;
+//   - no or wrong "Authorization: Bearer <token>": 401 with a bare
+//     "unauthorized" and a WWW-Authenticate challenge; a wrong token counts
+//     against the client;
+//   - the right token: h serves the request.
+//
+// Every refusal goes to Options.OnRefused and to the paced WARN log.
+func (d *Dashboard) Bearer(h http.Handler) http.Handler {
+	if d.Off() {
+		return http.NotFoundHandler()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		client, now := clientKey(r), d.opts.Now()
+		if !d.fails.allow(client, now) {
+			d.refused(r, "bearer", "throttled")
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, "too many wrong tokens: wait a minute", http.StatusTooManyRequests)
+			return
+		}
+		tok, ok := bearerToken(r)
+		if !ok || !d.right(tok) {
+			outcome := "missing"
+			if ok {
+				outcome = "wrong_token"
+				d.fails.add(client, now)
+			}
+			d.refused(r, "bearer", outcome)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="openbot"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// right compares tok with the admin token; both sides are hashed first, so it
+// takes the same time whatever the length or content of the guess.
+func (d *Dashboard) right(tok string) bool {
+	got := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(got[:], d.want[:]) == 1
+}
+
+// refused records a refused admin token: the OnRefused hook, and a WARN line
+// unless one was written less than refusalLogEvery ago.
+func (d *Dashboard) refused(r *http.Request, door, outcome string) {
+	if d.opts.OnRefused != nil {
+		d.opts.OnRefused(door, outcome)
+	}
+	if ok, unlogged := d.fails.logLine(d.opts.Now()); ok {
+		d.opts.Logger.Warn("admin token refused", "door", door, "outcome", outcome, "remote", r.RemoteAddr,
+			"path", r.URL.Path, "unlogged_before", unlogged)
+	}
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>" header.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
 // secure answers 404 while the dashboard is off and sets the headers every
 // dashboard answer carries: no caching, no framing, scripts and styles from
 // this origin only.
@@ -212,15 +293,16 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: want a form with a token field", http.StatusBadRequest)
 		return
 	}
-	client := clientHost(r)
-	if !d.fails.allow(client, d.opts.Now()) {
+	client, now := clientKey(r), d.opts.Now()
+	if !d.fails.allow(client, now) {
+		d.refused(r, "login", "throttled")
+		w.Header().Set("Retry-After", "60")
 		http.Error(w, "too many failed sign-ins: wait a minute", http.StatusTooManyRequests)
 		return
 	}
-	got := sha256.Sum256([]byte(r.PostForm.Get("token")))
-	if subtle.ConstantTimeCompare(got[:], d.want[:]) != 1 {
-		d.fails.add(client, d.opts.Now())
-		d.opts.Logger.Warn("dashboard login refused", "remote", r.RemoteAddr)
+	if !d.right(r.PostForm.Get("token")) {
+		d.fails.add(client, now)
+		d.refused(r, "login", "wrong_token")
 		d.render(w, http.StatusUnauthorized, "login.html", "{{error}}", `<p class="error" role="alert">That token is not the admin token.</p>`)
 		return
 	}
@@ -289,13 +371,25 @@ func (d *Dashboard) secureCookie(r *http.Request) bool {
 		strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
 }
 
-// clientHost is the host of the connection's remote address, the key of the
-// login throttle (X-Forwarded-For is not trusted: any client can send it).
-func clientHost(r *http.Request) string {
-	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+// clientKey is the key of the wrong-token throttle: the host of the
+// connection's remote address, an IPv6 one cut to its /64 (one subscriber's
+// usual allocation); X-Forwarded-For is not trusted, as any client can send it.
+func clientKey(r *http.Request) string {
+	h, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		h = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
 		return h
 	}
-	return r.RemoteAddr
+	ip = ip.Unmap()
+	if ip.Is6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return ip.String()
 }
 
 func sameOrigin(r *http.Request) bool {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -32,7 +33,36 @@ const (
 	envGate = "OPENBOT_MCP_TEST_GATE"
 	// envCount names a file the "count" tool appends one line to per call.
 	envCount = "OPENBOT_MCP_TEST_COUNT"
+	// envRoot is the "ws" server's root as its environment says it.
+	envRoot = "OPENBOT_MCP_TEST_ROOT"
 )
+
+// newWorkspaceServer serves "list" (the names in root, its argument), "root"
+// (root, as the argument and the environment gave it) and "pid".
+func newWorkspaceServer(root, envRoot string) *server.MCPServer {
+	s := server.NewMCPServer("openbot-test-ws", "1", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("list", mcp.WithDescription("List the root directory")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			es, err := os.ReadDir(root)
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			var names []string
+			for _, e := range es {
+				names = append(names, e.Name())
+			}
+			return mcp.NewToolResultText(strings.Join(names, ",")), nil
+		})
+	s.AddTool(mcp.NewTool("root", mcp.WithDescription("Say the root")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(root + "|" + envRoot), nil
+		})
+	s.AddTool(mcp.NewTool("pid", mcp.WithDescription("Say the process id")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strconv.Itoa(os.Getpid())), nil
+		})
+	return s
+}
 
 func TestMain(m *testing.M) {
 	mode := os.Getenv(envMode)
@@ -45,6 +75,8 @@ func TestMain(m *testing.M) {
 	switch mode {
 	case "ok":
 		_ = server.ServeStdio(newTestServer(true))
+	case "ws": // a file server on the directory of its first argument
+		_ = server.ServeStdio(newWorkspaceServer(os.Args[1], os.Getenv(envRoot)))
 	case "gated": // a server slow to start: it serves once the gate is open
 		// Opening a named pipe for reading blocks until it has a writer (openGate).
 		if f, err := os.Open(os.Getenv(envGate)); err == nil {

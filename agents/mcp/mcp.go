@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -52,7 +53,9 @@ type ServerConfig struct {
 	Name string
 	// Command, Args and Env start a stdio server. Its environment is PATH, HOME,
 	// USER, LANG and TMPDIR of openbot's own environment plus Env (openbot's
-	// secrets are not passed on) unless Options.InheritEnv is set.
+	// secrets are not passed on) unless Options.InheritEnv is set. With
+	// WorkspacePlaceholder in Args or Env the server is scoped: one process per
+	// thread workspace (scoped.go).
 	Command string
 	Args    []string
 	Env     map[string]string
@@ -103,6 +106,15 @@ type Options struct {
 	Dir string
 	// InheritEnv passes openbot's whole environment to stdio servers.
 	InheritEnv bool
+	// Workspace returns the absolute workspace directory of a call, which a
+	// scoped server's process for that call is given; it is required when a
+	// server is scoped (ServerConfig.Scoped). It may create the directory.
+	Workspace func(agents.ToolCall) (string, error)
+	// MaxScoped bounds the processes of one scoped server (default
+	// DefaultMaxScoped); ScopedIdle is how long one may go without a call
+	// before it is stopped (default DefaultScopedIdle).
+	MaxScoped  int
+	ScopedIdle time.Duration
 	// Logger receives start failures (with the stderr tail), crashes and
 	// restarts; nil discards.
 	Logger *slog.Logger
@@ -136,6 +148,11 @@ type Manager struct {
 	// on the session that replaced an expired one).
 	live        map[string]*session
 	liveChanged chan struct{}
+
+	// scoped holds the per-workspace processes of scoped servers, whose
+	// configs (with the placeholder) are in scopedCfg by name.
+	scoped    *scopedPool
+	scopedCfg map[string]ServerConfig
 }
 
 // NewManager returns a Manager for opts. It does no I/O.
@@ -151,6 +168,10 @@ func NewManager(opts Options) *Manager {
 	def(&opts.RestartMin, DefaultRestartMin)
 	def(&opts.RestartMax, DefaultRestartMax)
 	def(&opts.HealthInterval, DefaultHealthInterval)
+	def(&opts.ScopedIdle, DefaultScopedIdle)
+	if opts.MaxScoped <= 0 {
+		opts.MaxScoped = DefaultMaxScoped
+	}
 	if opts.RestartMax < opts.RestartMin {
 		opts.RestartMax = opts.RestartMin
 	}
@@ -168,8 +189,13 @@ func NewManager(opts Options) *Manager {
 		live:   map[string]*session{},
 
 		liveChanged: make(chan struct{}),
+		scopedCfg:   map[string]ServerConfig{},
 	}
+	m.scoped = newScopedPool(m)
 	for _, s := range opts.Servers {
+		if s.Scoped() {
+			m.scopedCfg[s.Name] = s
+		}
 		if opts.Registry != nil {
 			opts.Registry.Expect(s.Name)
 		}
@@ -186,7 +212,9 @@ func NewManager(opts Options) *Manager {
 // all, each within Options.ShutdownGrace, and returns nil. A server that cannot
 // start or keeps crashing never makes Run fail: it is logged and retried with
 // backoff. Run returns an error only for an invalid server list (empty or
-// duplicate name, neither or both of command and url), before starting any.
+// duplicate name, neither or both of command and url, a scoped server without
+// Options.Workspace), or when it cannot make the empty directory a scoped
+// server lists its tools in, before starting any.
 func (m *Manager) Run(ctx context.Context) error {
 	seen := map[string]bool{}
 	for i, s := range m.opts.Servers {
@@ -197,11 +225,32 @@ func (m *Manager) Run(ctx context.Context) error {
 			return fmt.Errorf("mcp: servers[%d]: duplicate name %q", i, s.Name)
 		case (s.Command == "") == (s.URL == ""):
 			return fmt.Errorf("mcp: server %q: set exactly one of command and url", s.Name)
+		case s.Scoped() && m.opts.Workspace == nil:
+			return fmt.Errorf("mcp: server %q is scoped to the thread's workspace, but no workspace resolver is set", s.Name)
 		}
 		seen[s.Name] = true
 	}
 	var wg sync.WaitGroup
-	for _, s := range m.opts.Servers {
+	servers := slices.Clone(m.opts.Servers)
+	if len(m.scopedCfg) > 0 {
+		// A scoped server lists its tools in an empty directory of its own.
+		probe, err := os.MkdirTemp("", "openbot-mcp-probe-")
+		if err != nil {
+			return fmt.Errorf("mcp: directory for scoped servers to list their tools in: %w", err)
+		}
+		defer os.RemoveAll(probe)
+		wg.Add(1)
+		go func() { // owned by Run: joined below; stops every scoped process within ShutdownGrace of ctx done
+			defer wg.Done()
+			m.scoped.run(ctx)
+		}()
+		for i, s := range servers {
+			if s.Scoped() {
+				servers[i] = s.withWorkspace(probe)
+			}
+		}
+	}
+	for _, s := range servers {
 		wg.Add(1)
 		go func() { // owned by Run: joined below; each returns within ShutdownGrace of ctx done
 			defer wg.Done()

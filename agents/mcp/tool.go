@@ -60,6 +60,9 @@ func (t *Tool) Reach(string) string {
 	if t.sess.where != "" {
 		w = " (" + t.sess.where + ")"
 	}
+	if _, ok := t.m.scopedCfg[t.sess.server]; ok {
+		return "calls the MCP server " + t.sess.server + w + ", started for this thread's workspace — what else it can reach is up to that server"
+	}
 	return "calls the MCP server " + t.sess.server + w + " — what it can reach is up to that server"
 }
 
@@ -116,7 +119,20 @@ func (t *Tool) Schema() json.RawMessage { return t.schema }
 // re-initialized at once and the call is sent once more on the new one.
 func (t *Tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
 	sess := t.sess
-	if sess.closed.Load() {
+	cfg, scoped := t.m.scopedCfg[sess.server]
+	if scoped {
+		// A scoped server: the call goes to the process of its workspace.
+		dir, err := t.m.opts.Workspace(call)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", t.name, agents.NotRun(err))
+		}
+		s, release, err := t.m.scoped.acquire(ctx, cfg, dir)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", t.name, agents.NotRun(err))
+		}
+		defer release()
+		sess = s
+	} else if sess.closed.Load() {
 		// The server was restarted since this tool was listed: use its new
 		// session if there is one.
 		if sess = t.m.liveSession(sess.server); sess == nil {
@@ -140,7 +156,7 @@ func (t *Tool) Call(ctx context.Context, call agents.ToolCall) (string, error) {
 	req.Params.Name = t.remote
 	req.Params.Arguments = args
 	res, err := sess.client.CallTool(ctx, req)
-	if err != nil && errors.Is(err, transport.ErrSessionTerminated) && ctx.Err() == nil {
+	if err != nil && errors.Is(err, transport.ErrSessionTerminated) && ctx.Err() == nil && !scoped {
 		sess.expire()
 		t.m.log.Info("mcp session expired during a call; retrying on a new session", "mcp_server", sess.server, "tool", t.remote)
 		if sess = t.m.nextSession(ctx, sess.server, sess); sess != nil {

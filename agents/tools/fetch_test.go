@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"openbot/agents"
+	"openbot/core"
 )
 
 func TestBlockedAddr(t *testing.T) {
@@ -180,7 +181,7 @@ func TestHTTPFetchApprovalByMethod(t *testing.T) {
 		`{"url":"https://x","method":7}`:         true,
 		`not json`:                               true,
 	} {
-		if got := ca.NeedsApproval(json.RawMessage(args)); got != want {
+		if got := ca.NeedsApproval(core.BotProfile{Handle: "engineer"}, json.RawMessage(args)); got != want {
 			t.Errorf("NeedsApproval(%s) = %v, want %v", args, got, want)
 		}
 	}

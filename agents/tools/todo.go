@@ -21,7 +21,7 @@ func todoWriteTool() agents.Tool {
 			return "replaces only @" + bot + "'s todo list for this thread (shown in its prompt); reaches no file, network or person"
 		},
 		repeat: always, // a read or a whole replacement
-		desc: "Replace your todo list for this thread with the given items (seed §6 item 5). " +
+		desc: "Replace your todo list for this thread with the given items. " +
 			"Use it to plan multi-step work and keep it current: send the whole list every time, " +
 			"each item with status pending, in_progress or done. The list is shown in your prompt.",
 		schema: json.RawMessage(`{"type":"object","properties":{"items":{"type":"array","maxItems":100,"items":{` +

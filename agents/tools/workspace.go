@@ -53,6 +53,15 @@ type workspace struct {
 	opts Options
 }
 
+// WorkspaceDir returns the absolute, symlink-resolved workspace directory of a
+// call under o, the one the file tools and the shell work in, creating it on
+// first use (for MCP servers scoped to the thread's workspace). It fails for a
+// per-thread directory that is a symbolic link (ErrOutsideWorkspace).
+func (o Options) WorkspaceDir(call agents.ToolCall) (string, error) {
+	o.WorkspaceRoot = cmp.Or(o.WorkspaceRoot, DefaultWorkspaceRoot)
+	return (&workspace{opts: o}).dir(call)
+}
+
 // reach describes where the file tools of the bot with this handle read
 // (verb "reads") or write, for approval prompts.
 func (w *workspace) reach(verb string) func(bot string) string {

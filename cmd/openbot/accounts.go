@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -67,10 +68,30 @@ func newAccountSet(a *app, eng *core.Engine, hl *health, cfg *config.Config, ads
 	return s
 }
 
-// ServeHTTP routes a request to the webhook of the account it is for (404 when
-// none has the route).
+// ServeHTTP routes a request to the webhook of the account it is for: 404 when
+// none has the route, with a WARN line when the path is a platform's
+// (/slack/, /telegram/, /feishu/), so a webhook URL naming an account that is
+// not configured, or not in webhook mode, shows up in the log.
 func (s *accountSet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.hooks.Load().ServeHTTP(w, r)
+	mux := s.hooks.Load()
+	if _, pattern := mux.Handler(r); pattern == "" && webhookPath(r.URL.Path) {
+		p := r.URL.Path
+		if len(p) > 200 {
+			p = p[:200] + "…"
+		}
+		s.a.log.Warn("webhook request refused: no configured account serves this path", "method", r.Method, "path", p, "remote", r.RemoteAddr)
+	}
+	mux.ServeHTTP(w, r)
+}
+
+// webhookPath reports whether p is under a platform's webhook prefix.
+func webhookPath(p string) bool {
+	for _, prefix := range []string{"/slack/", "/telegram/", "/feishu/"} {
+		if strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *accountSet) mount() {
@@ -102,8 +123,9 @@ func (s *accountSet) Run(ctx context.Context) error {
 
 func (s *accountSet) start(ctx context.Context, ac *account) {
 	r, ok := ac.val.(core.Runner)
-	if !ok {
+	if !ok { // a webhook account: its routes are served from now on
 		s.hl.set(ac.name, "started")
+		s.log.Info("account started", "account", ac.name)
 		return
 	}
 	run, leased := s.leasedRun(ac, r)

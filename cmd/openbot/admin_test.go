@@ -126,6 +126,14 @@ func TestServeAdminToken(t *testing.T) {
 	if strings.Contains(logs.String(), testAdminToken) {
 		t.Errorf("the admin token is in the log:\n%s", logs.String())
 	}
+	// The log says where the dashboard is, and does not warn about the
+	// terminal account, which serve never runs.
+	if !strings.Contains(logs.String(), "url=http://"+addr+"/") {
+		t.Errorf("serve did not log the dashboard URL http://%s/:\n%s", addr, logs.String())
+	}
+	if strings.Contains(logs.String(), "account skipped") {
+		t.Errorf("serve warned about a skipped account:\n%s", logs.String())
+	}
 }
 
 // TestServeAdminOff: without admin.token the admin endpoints answer 404, even

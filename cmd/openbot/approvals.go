@@ -134,9 +134,9 @@ type approvalsBody struct {
 }
 
 // approvalsHandler serves GET /approvals[?pending=1] as JSON, for `openbot
-// approvals list` while serve holds the store. serve mounts it behind adminOnly
-// (the admin bearer token); button tokens are left out, and a store failure is
-// logged and answered with a bare 500.
+// approvals list` while serve holds the store. serve mounts it behind the
+// admin bearer token (web.Dashboard.Bearer); button tokens are left out, and a
+// store failure is logged and answered with a bare 500.
 func approvalsHandler(eng *core.Engine, storePath string, log *slog.Logger) http.Handler {
 	abs, _ := filepath.Abs(storePath)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"openbot/admin/web"
 	"openbot/core"
 	"openbot/store/bolt"
 )
@@ -84,8 +85,8 @@ func TestApprovalsHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	const token = "admin-token-0123456789"
-	on := adminOnly(token, approvalsHandler(eng, path, slog.New(slog.DiscardHandler)))
-	off := adminOnly("", approvalsHandler(eng, path, slog.New(slog.DiscardHandler)))
+	on := web.New(web.Options{Token: token}).Bearer(approvalsHandler(eng, path, slog.New(slog.DiscardHandler)))
+	off := web.New(web.Options{}).Bearer(approvalsHandler(eng, path, slog.New(slog.DiscardHandler)))
 	for _, tc := range []struct {
 		name, remote, auth string
 		h                  http.Handler

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"openbot/core"
 )
@@ -13,64 +12,74 @@ import (
 // maxFailuresShown bounds how many failed runs piped chat lists on stderr.
 const maxFailuresShown = 10
 
-// runFailures wraps the agent of a piped `openbot chat` and remembers the runs of
-// this session that failed, so the command can exit non-zero with their causes
-// on stderr (scripts detect a failure by the exit code; the notice in the
-// conversation is on stdout as always). Safe for concurrent runs.
+// runFailures finds the runs of a piped `openbot chat` session that failed, so
+// the command can exit non-zero with their causes on stderr (scripts detect a
+// failure by the exit code; the notice in the conversation is on stdout as
+// always). The session's runs are those created after it started: a run refused
+// before its agent ran (a spent budget) counts as much as one that failed in it.
 type runFailures struct {
-	core.Agent
-	mu     sync.Mutex
-	causes []string
-	n      int
+	after core.RunID // the newest run before the session
 }
 
-// Execute runs the wrapped agent and records a failure: an error, or the run's
-// context ending (its time limit), as core itself counts it.
-func (f *runFailures) Execute(ctx context.Context, job *core.Job) (core.Result, error) {
-	res, err := f.Agent.Execute(ctx, job)
-	cause := err
-	if cause == nil {
-		cause = ctx.Err()
-	}
-	if cause != nil {
-		f.mu.Lock()
-		f.n++
-		if len(f.causes) < maxFailuresShown {
-			f.causes = append(f.causes, fmt.Sprintf("@%s (run %d, thread #%d): %s", job.Bot.Handle, job.Run.ID, job.Thread.ID, shortCause(cause)))
+// newRunFailures notes where the session's runs start in st.
+func newRunFailures(ctx context.Context, st core.Store) (*runFailures, error) {
+	f := &runFailures{}
+	err := st.View(ctx, func(tx core.ReadTx) error {
+		runs, err := tx.RunsBefore(0, 1)
+		if len(runs) > 0 {
+			f.after = runs[0].ID
 		}
-		f.mu.Unlock()
-	}
-	return res, err
+		return err
+	})
+	return f, err
 }
 
 // errRunsFailed is wrapped by runFailures.err.
 var errRunsFailed = errors.New("run(s) failed in this chat")
 
-// err returns nil when no run failed, else an error listing the causes.
-func (f *runFailures) err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.n == 0 {
+// err returns nil when no run of the session failed, else an error listing the
+// causes, oldest first.
+func (f *runFailures) err(ctx context.Context, st core.Store) error {
+	var failed []core.Run
+	err := st.View(ctx, func(tx core.ReadTx) error {
+		for before := core.RunID(0); ; {
+			runs, err := tx.RunsBefore(before, 100)
+			if err != nil || len(runs) == 0 {
+				return err
+			}
+			for _, r := range runs {
+				if r.ID <= f.after {
+					return nil
+				}
+				if r.Status == core.RunFailed {
+					failed = append(failed, r)
+				}
+			}
+			before = runs[len(runs)-1].ID
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read the session's runs: %w", err)
+	}
+	if len(failed) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	for _, c := range f.causes {
-		b.WriteString("\n  " + c)
+	for i := len(failed) - 1; i >= 0 && len(failed)-i <= maxFailuresShown; i-- {
+		r := failed[i]
+		fmt.Fprintf(&b, "\n  @%s (run %d, thread #%d): %s", strings.TrimPrefix(string(r.Bot), "bot:"), r.ID, r.Thread, shortCause(r.Error))
 	}
-	if more := f.n - len(f.causes); more > 0 {
+	if more := len(failed) - maxFailuresShown; more > 0 {
 		fmt.Fprintf(&b, "\n  and %d more", more)
 	}
-	return fmt.Errorf("%d %w:%s", f.n, errRunsFailed, b.String())
+	return fmt.Errorf("%d %w:%s", len(failed), errRunsFailed, b.String())
 }
 
-// shortCause is an error's text on one line, cut to 300 runes.
-func shortCause(err error) string {
-	s := strings.Join(strings.Fields(err.Error()), " ")
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		s = "the run took longer than its time limit (limits.run_timeout)"
-	case errors.Is(err, context.Canceled):
-		s = "the run was stopped"
+// shortCause is a run's error on one line, cut to 300 runes.
+func shortCause(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		s = "no cause recorded"
 	}
 	if r := []rune(s); len(r) > 300 {
 		s = string(r[:300]) + "…"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"openbot"
 	"strings"
 
 	"openbot/config"
@@ -13,6 +14,11 @@ import (
 // loadConfig loads the file, checks the bots' tool names against the tool registry, and prints
 // every problem to stderr, one per line with its field path, returning nil when
 // there was any.
+// builtinConfig is the config path that names the example configuration built
+// into the binary (openbot.ExampleConfig): `openbot chat` runs it when no
+// --config is given and there is no config.yaml.
+const builtinConfig = "(the built-in example config)"
+
 func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *config.Config {
 	return loadConfigChecked(path, stderr, lookupEnv, false)
 }
@@ -21,7 +27,15 @@ func loadConfig(path string, stderr io.Writer, lookupEnv config.LookupEnv) *conf
 // yet (the public OpenAI API without a key) is printed as a warning first, which
 // is not a problem: the key usually comes from the environment at run time.
 func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv, warnKey bool) *config.Config {
-	cfg, err := config.Load(path, lookupEnv)
+	var (
+		cfg *config.Config
+		err error
+	)
+	if path == builtinConfig {
+		cfg, err = config.Parse(openbot.ExampleConfig, lookupEnv)
+	} else {
+		cfg, err = config.Load(path, lookupEnv)
+	}
 	var es config.Errors
 	if cfg != nil && (err == nil || errors.As(err, &es)) {
 		if warnKey {

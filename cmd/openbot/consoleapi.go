@@ -6,8 +6,9 @@ import (
 )
 
 // consoleAPI builds the operator console's API (DESIGN.md §10) over the engine's
-// store; serve mounts it under /api/v1/ behind adminOnly. Answers go through the
-// engine as admin.identity, and so does steering.
+// store; serve mounts it under /api/v1/ behind the admin bearer token
+// (web.Dashboard.Bearer). Answers go through the engine as admin.identity, and
+// so does steering.
 func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier) (*admin.Server, error) {
 	return admin.New(admin.Options{
 		Store:        eng.Store(),

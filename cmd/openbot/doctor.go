@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,9 +19,10 @@ import (
 
 // Check outcomes of `openbot doctor`, one per printed line.
 const (
-	checkOK   = "OK"
-	checkWarn = "WARN"
-	checkFail = "FAIL"
+	checkOK    = "OK"
+	checkWarn  = "WARN"
+	checkFail  = "FAIL"
+	checkFixed = "FIXED" // doctor --fix repaired it
 )
 
 // defaultDoctorTimeout bounds each external call of a check (one HTTP request,
@@ -30,10 +32,10 @@ const defaultDoctorTimeout = 15 * time.Second
 // checkLine is one result: what was checked, how it went, and for WARN and FAIL
 // what to do about it.
 type checkLine struct {
-	Status string
-	Name   string // "slack/acme auth", "llm/default completion"
-	Detail string
-	Fix    string
+	Status string `json:"status"`        // OK, WARN or FAIL
+	Name   string `json:"name"`          // "slack/acme auth", "llm/default completion"
+	Detail string `json:"detail"`        // what was found
+	Fix    string `json:"fix,omitempty"` // what to do, for WARN and FAIL
 }
 
 // doctor runs the checks of `openbot doctor` (DESIGN.md §10 "doctor") and
@@ -43,14 +45,27 @@ type doctor struct {
 	out     io.Writer
 	client  *http.Client
 	timeout time.Duration
-	lines   []checkLine
+	// timeoutSet: --timeout was given, so it bounds MCP starts too.
+	timeoutSet bool
+	lines      []checkLine
+	json       bool // --json: one JSON document at the end instead of lines
+	// fix: --fix repairs what it can (store directory, admin token in .env,
+	// Telegram's webhook against the configured mode), each said as a FIXED line.
+	fix     bool
+	envPath string // the .env beside the config, where --fix puts a new admin token
 	// storeInUse: the store's lock is held (by a running openbot, most likely).
 	storeInUse bool
 }
 
 func (d *doctor) add(status, name, detail, fix string) {
 	l := checkLine{Status: status, Name: name, Detail: core.Redact(detail), Fix: fix}
+	if l.Status == checkOK {
+		l.Fix = ""
+	}
 	d.lines = append(d.lines, l)
+	if d.json {
+		return // printed together at the end
+	}
 	s := fmt.Sprintf("%-4s  %s: %s", l.Status, l.Name, l.Detail)
 	if l.Fix != "" && l.Status != checkOK {
 		s += "\n      -> " + l.Fix
@@ -67,7 +82,7 @@ func (d *doctor) failed() bool {
 	return false
 }
 
-// runDoctor is `openbot doctor --config FILE [--timeout D]`: it checks every
+// runDoctor is `openbot doctor --config FILE [--timeout D] [--json]`: it checks every
 // account, LLM profile, MCP server, the store, the HTTP listener, the admin token
 // and the shell sandbox, prints one line per check (OK, WARN or FAIL, with what to
 // do), and exits 1 when any check failed. It changes nothing, except that a store
@@ -75,22 +90,38 @@ func (d *doctor) failed() bool {
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs, path := configFlags("doctor", stderr)
 	timeout := fs.Duration("timeout", defaultDoctorTimeout, "bound of each network call and MCP server start")
+	fix := fs.Bool("fix", false, "repair what can be: create the store directory, put a new admin token into .env, set Telegram's webhook to match the configured mode")
+	asJSON := fs.Bool("json", false, "print one JSON document: {\"ok\": bool, \"checks\": [{status, name, detail, fix}]}")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
-	cfg := loadConfig(*path, stderr, lookupEnv)
-	if cfg == nil {
-		fmt.Fprintln(stdout, "FAIL  config: the file has problems (listed above) -> fix them, then run doctor again")
-		return exitFail
+	d := &doctor{out: stdout, timeout: *timeout, client: &http.Client{Timeout: *timeout}, json: *asJSON,
+		fix: *fix, envPath: filepath.Join(filepath.Dir(*path), ".env")}
+	d.timeoutSet = flagSet(fs, "timeout")
+	if d.cfg = loadConfig(*path, stderr, lookupEnv); d.cfg == nil {
+		d.add(checkFail, "config", "the file has problems (listed on stderr)", "fix them, then run doctor again")
+	} else {
+		d.add(checkOK, "config", *path+" is valid", "")
+		d.run(ctx)
 	}
-	d := &doctor{cfg: cfg, out: stdout, timeout: *timeout, client: &http.Client{Timeout: *timeout}}
-	d.add(checkOK, "config", *path+" is valid", "")
-	d.run(ctx)
-	n := map[string]int{}
-	for _, l := range d.lines {
-		n[l.Status]++
+	if d.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			OK     bool        `json:"ok"`
+			Checks []checkLine `json:"checks"`
+		}{!d.failed(), d.lines})
+	} else {
+		n := map[string]int{}
+		for _, l := range d.lines {
+			n[l.Status]++
+		}
+		fixed := ""
+		if n[checkFixed] > 0 {
+			fixed = fmt.Sprintf(", %d fixed", n[checkFixed])
+		}
+		fmt.Fprintf(stdout, "%d ok, %d warnings, %d failures%s\n", n[checkOK], n[checkWarn], n[checkFail], fixed)
 	}
-	fmt.Fprintf(stdout, "%d ok, %d warnings, %d failures\n", n[checkOK], n[checkWarn], n[checkFail])
 	if d.failed() {
 		return exitFail
 	}
@@ -140,6 +171,15 @@ func (d *doctor) listener() {
 	loopback := host == "localhost"
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		loopback = true
+	}
+	vars := d.cfg.EnvVars("admin", "token")
+	if d.fix && d.cfg.Admin.Token == "" && len(vars) == 1 {
+		if err := addToEnvFile(d.envPath, vars[0], randomToken()); err != nil {
+			d.add(checkFail, "admin token", "could not write "+d.envPath+": "+err.Error(), "set "+vars[0]+" yourself (16+ characters)")
+		} else {
+			d.add(checkFixed, "admin token", "a new token is "+vars[0]+" in "+d.envPath+"; restart openbot to use it", "")
+		}
+		return
 	}
 	switch {
 	case d.cfg.Admin.Token != "":

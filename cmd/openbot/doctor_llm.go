@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -153,16 +154,81 @@ func shortList(ids []string, n int) string {
 }
 
 // mcpServers starts each MCP server once and lists its tools.
+// packageRunnerTimeout is the MCP start bound doctor gives a command that
+// downloads its package on first use (npx, uvx...) unless --timeout is set.
+const packageRunnerTimeout = 3 * time.Minute
+
+// downloads tells whether command is a package runner that may download the
+// server on its first start.
+func downloads(command string) bool {
+	switch filepath.Base(command) {
+	case "npx", "uvx", "bunx", "pnpx":
+		return true
+	}
+	return false
+}
+
 func (d *doctor) mcpServers(ctx context.Context) {
 	for _, s := range d.cfg.MCPServers {
+		bound := d.timeout
+		if downloads(s.Command) && !d.timeoutSet {
+			bound = max(bound, packageRunnerTimeout)
+		}
 		r := mcp.Probe(ctx, mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers},
-			mcp.Options{StartTimeout: d.timeout, ShutdownGrace: 2 * time.Second})
+			mcp.Options{StartTimeout: bound, ShutdownGrace: 2 * time.Second})
 		label := "mcp/" + s.Name
 		if r.Err != nil {
-			d.add(checkFail, label, "does not start: "+r.Reason+" ("+r.Err.Error()+")", "run the server's command by hand to see why, or fix mcp_servers."+s.Name)
+			fix := "run the server's command by hand to see why, or fix mcp_servers." + s.Name
+			if errors.Is(r.Err, context.DeadlineExceeded) {
+				fix = "a first `npx -y` or `uvx` start downloads the package first: run doctor again with a longer --timeout (say 5m), or run the command by hand once"
+			}
+			d.add(checkFail, label, "does not start: "+r.Reason+" ("+r.Err.Error()+")", fix)
 			continue
 		}
 		d.add(checkOK, label, fmt.Sprintf("started, %d tools (%s)", len(r.Tools), shortList(r.Tools, 5)), "")
+	}
+	for _, s := range d.cfg.MCPServers {
+		d.mcpScope(s)
+	}
+}
+
+// mcpScope warns about a stdio MCP server that is given the whole workspace
+// root (or a directory above it) in an argument or environment value: it sees
+// every thread's files, while the built-in file tools see one thread's. A
+// server with {workspace} runs once per thread workspace.
+func (d *doctor) mcpScope(s config.MCPServer) {
+	if s.Command == "" {
+		return
+	}
+	label := "mcp/" + s.Name + " scope"
+	sc := mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env}
+	if sc.Scoped() {
+		d.add(checkOK, label, "one process per thread workspace ("+mcp.WorkspacePlaceholder+")", "")
+		return
+	}
+	root, err := filepath.Abs(d.cfg.Workspace)
+	if err != nil {
+		return
+	}
+	values := slices.Clone(s.Args)
+	for _, v := range s.Env {
+		values = append(values, v)
+	}
+	for _, v := range values {
+		for _, c := range []string{v, v[strings.Index(v, "=")+1:]} {
+			if c == "" || strings.Contains(c, "://") {
+				continue
+			}
+			abs, err := filepath.Abs(c)
+			if err != nil {
+				continue
+			}
+			if rel, err := filepath.Rel(abs, root); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				d.add(checkWarn, label, fmt.Sprintf("it is given %s, which holds the whole workspace (%s): it sees every thread's files", c, d.cfg.Workspace),
+					"put "+mcp.WorkspacePlaceholder+" in mcp_servers."+s.Name+" args in place of the workspace path: each thread then gets its own server process on its own workspace")
+				return
+			}
+		}
 	}
 }
 
@@ -180,6 +246,14 @@ func (d *doctor) store(ctx context.Context) {
 	}
 	path := d.cfg.Store.Path
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Dir(path)); d.fix && errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				d.add(checkFail, "store", "could not create "+filepath.Dir(path)+": "+err.Error(), "create it, writable by openbot")
+			} else {
+				d.add(checkFixed, "store", "created "+filepath.Dir(path)+"; serve creates "+filepath.Base(path)+" in it", "")
+			}
+			return
+		}
 		d.add(checkOK, "store", path+" does not exist yet; serve creates it", "")
 		return
 	}

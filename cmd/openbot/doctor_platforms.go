@@ -169,6 +169,9 @@ func (d *doctor) telegram(ctx context.Context, i int, t config.Telegram) {
 		return
 	}
 	set := hook.Result.URL
+	if d.fix && d.fixTelegramWebhook(ctx, name, t, set, url) {
+		return
+	}
 	switch {
 	case t.Mode != "webhook" && set != "":
 		d.add(checkFail, name+" webhook", "a webhook is set while polling is configured: Telegram delivers updates to it, and getUpdates conflicts with it",
@@ -183,6 +186,39 @@ func (d *doctor) telegram(ctx context.Context, i int, t config.Telegram) {
 	default:
 		d.add(checkOK, name+" webhook", "matches mode "+modeOr(t.Mode, "polling"), "")
 	}
+}
+
+// fixTelegramWebhook makes Telegram's webhook match the configured mode
+// (doctor --fix): deleted for polling, set to webhook_url with the secret token
+// for webhook mode. It reports whether it changed anything (a FIXED or FAIL line).
+func (d *doctor) fixTelegramWebhook(ctx context.Context, name string, t config.Telegram, set string, url func(string) string) bool {
+	var method string
+	body := map[string]any{}
+	switch {
+	case t.Mode != "webhook" && set != "":
+		method = "deleteWebhook"
+	case t.Mode == "webhook" && set != t.WebhookURL && t.WebhookURL != "":
+		method = "setWebhook"
+		body["url"] = t.WebhookURL
+		if t.SecretToken != "" {
+			body["secret_token"] = t.SecretToken
+		}
+	default:
+		return false
+	}
+	var ans tgAnswer[bool]
+	resp, err := d.do(ctx, http.MethodPost, url(method), nil, body, &ans)
+	switch {
+	case err != nil:
+		d.add(checkFail, name+" webhook", method+": "+netReason(err), "check the network from this host")
+	case !ans.OK:
+		d.add(checkFail, name+" webhook", fmt.Sprintf("%s refused (%s)", method, orHTTP(ans.Description, resp)), "check the token and webhook_url")
+	case method == "deleteWebhook":
+		d.add(checkFixed, name+" webhook", "removed the webhook ("+set+"): mode is polling", "")
+	default:
+		d.add(checkFixed, name+" webhook", "set the webhook to "+t.WebhookURL, "")
+	}
+	return true
 }
 
 func modeOr(m, def string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -111,7 +112,7 @@ feishu:
 	return path
 }
 
-var statusLine = regexp.MustCompile(`(?m)^(OK|WARN|FAIL) +(.+?): `)
+var statusLine = regexp.MustCompile(`(?m)^(OK|WARN|FAIL|FIXED) +(.+?): `)
 
 // lines maps each check name to its status.
 func checkStatuses(out string) map[string]string {
@@ -312,5 +313,109 @@ func TestDoctorListenerHeldByRunningOpenbot(t *testing.T) {
 				t.Errorf("http listener: %q, want %s\n%s", got, tc.want, out.String())
 			}
 		})
+	}
+}
+
+// TestDoctorMCPStartTimeoutSaysTimeout: an MCP server that does not answer
+// within the bound fails with a hint to raise --timeout (a first npx download
+// takes longer than the default), and package runners get a longer default.
+func TestDoctorMCPStartTimeoutSaysTimeout(t *testing.T) {
+	w := newDoctorWorld(t)
+	script := filepath.Join(t.TempDir(), "slow-mcp")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 30\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w.mcpCommand = script
+	r := runFor(t, []string{"doctor", "--config", w.config(t), "--timeout", "300ms"}, strings.NewReader(""), w.env)
+	if got := checkStatuses(r.stdout)["mcp/tools"]; got != "FAIL" {
+		t.Fatalf("mcp/tools: %q, want FAIL; stdout:\n%s", got, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "did not answer within 300ms") || !strings.Contains(r.stdout, "longer --timeout") {
+		t.Errorf("the slow MCP server's line lacks the bound and the --timeout hint:\n%s", r.stdout)
+	}
+	for cmd, want := range map[string]bool{"npx": true, "/usr/bin/uvx": true, "node": false, script: false} {
+		if downloads(cmd) != want {
+			t.Errorf("downloads(%q) = %v, want %v", cmd, !want, want)
+		}
+	}
+}
+
+// TestDoctorJSON: `doctor --json` prints one JSON document for CI, with the
+// same checks and the same exit code as the lines.
+func TestDoctorJSON(t *testing.T) {
+	type doc struct {
+		OK     bool `json:"ok"`
+		Checks []struct {
+			Status, Name, Detail, Fix string
+		} `json:"checks"`
+	}
+	w := newDoctorWorld(t)
+	r := runFor(t, []string{"doctor", "--json", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	var d doc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if r.code != 0 || !d.OK || len(d.Checks) < 10 || d.Checks[0].Name != "config" || d.Checks[0].Status != "OK" {
+		t.Errorf("exit %d, ok %v, %d checks; want exit 0 and every check:\n%s", r.code, d.OK, len(d.Checks), r.stdout)
+	}
+	w.llmURL = "http://127.0.0.1:1/v1" // nothing listens there
+	r = runFor(t, []string{"doctor", "--json", "--timeout", "2s", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	d = doc{}
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	failed := false
+	for _, c := range d.Checks {
+		failed = failed || (c.Status == "FAIL" && strings.HasPrefix(c.Name, "llm/default") && c.Fix != "")
+	}
+	if r.code != exitFail || d.OK || !failed {
+		t.Errorf("unreachable model: exit %d, ok %v; want exit 1 and a FAIL llm/default check with a fix:\n%s", r.code, d.OK, r.stdout)
+	}
+}
+
+// TestDoctorFix: `doctor --fix` creates the store directory, puts a new admin
+// token into .env (mode 0600) when the config names a variable for it, and
+// removes a webhook that conflicts with polling; the next doctor finds them
+// in order.
+func TestDoctorFix(t *testing.T) {
+	w := newDoctorWorld(t)
+	path := w.config(t)
+	data, _ := os.ReadFile(path)
+	store := filepath.Join(w.dir, "fresh", "openbot.db")
+	text := strings.Replace(string(data), "store: {path: "+filepath.Join(w.dir, "data", "openbot.db")+"}", "store: {path: "+store+"}", 1)
+	text += "admin: {token: \"${OPENBOT_ADMIN_TOKEN}\"}\n"
+	text = strings.Replace(text, `listen: "127.0.0.1:0"`, `listen: "0.0.0.0:0"`, 1) // the token matters off loopback
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := call(t, http.MethodPost, w.telegram.URL()+"/bot123:tg/setWebhook?url=https://old.example/hook", "", ""); code != http.StatusOK {
+		t.Fatalf("setWebhook on the fake: %d %s", code, body)
+	}
+	r := runFor(t, []string{"doctor", "--config", path}, strings.NewReader(""), w.env)
+	got := checkStatuses(r.stdout)
+	if got["telegram/tg webhook"] != "FAIL" || got["admin token"] != "FAIL" {
+		t.Fatalf("before --fix: webhook %q, admin token %q; want both FAIL:\n%s", got["telegram/tg webhook"], got["admin token"], r.stdout)
+	}
+	r = runFor(t, []string{"doctor", "--fix", "--config", path}, strings.NewReader(""), w.env)
+	got = checkStatuses(r.stdout)
+	for _, name := range []string{"store", "admin token", "telegram/tg webhook"} {
+		if got[name] != "FIXED" {
+			t.Errorf("--fix: %s is %q, want FIXED:\n%s", name, got[name], r.stdout)
+		}
+	}
+	if st, err := os.Stat(filepath.Dir(store)); err != nil || !st.IsDir() {
+		t.Errorf("store directory not created: %v", err)
+	}
+	env, err := os.ReadFile(filepath.Join(w.dir, ".env"))
+	if st, _ := os.Stat(filepath.Join(w.dir, ".env")); err != nil || st.Mode().Perm() != 0o600 || !regexp.MustCompile(`OPENBOT_ADMIN_TOKEN=.?[0-9a-f]{64}`).Match(env) {
+		t.Errorf(".env after --fix: %v\n%s", err, env)
+	}
+	if url, _ := w.telegram.Webhook("123:tg"); url != "" {
+		t.Errorf("the webhook is still %q", url)
+	}
+	r = runFor(t, []string{"doctor", "--config", path}, strings.NewReader(""), w.env)
+	got = checkStatuses(r.stdout)
+	if got["telegram/tg webhook"] != "OK" || got["admin token"] != "OK" {
+		t.Errorf("after --fix: webhook %q, admin token %q; want OK:\n%s", got["telegram/tg webhook"], got["admin token"], r.stdout)
 	}
 }

@@ -3,9 +3,11 @@
 // configuration, maps it onto each package's Options, starts everything under one
 // supervisor and shuts it down in order.
 //
+//	openbot init                         ask, check and write config.yaml and .env (or add a channel)
 //	openbot serve --config FILE          run every configured channel until SIGINT/SIGTERM
 //	openbot chat --config FILE           the same, plus the terminal channel on this terminal
 //	openbot config check --config FILE   validate and print every problem
+//	openbot config example               print the example configuration built into the binary
 //	openbot reload --config FILE         check FILE, then have the running serve or chat apply it (SIGHUP)
 //	openbot doctor --config FILE         check every account, model, MCP server, the store
 //	openbot store compact --config FILE  rewrite the store file offline to give freed space back
@@ -26,6 +28,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"openbot"
 	"os"
 	"os/signal"
 	"runtime"
@@ -36,8 +39,10 @@ import (
 	"openbot/config"
 )
 
-// Version is openbot's release version; the VCS revision is appended when known.
-const Version = "0.1.0-dev"
+// Version is openbot's release version, set at build time by `make`
+// (-ldflags -X main.Version=...); `openbot version` appends the VCS revision
+// when the build recorded it, and the Go version.
+var Version = "0.1.0-dev"
 
 // Exit codes of run.
 const (
@@ -54,9 +59,11 @@ func main() {
 }
 
 const usage = `usage:
+  openbot init [--config FILE]                      set up channels and a model, write config.yaml and .env
   openbot serve --config FILE [--log-level LEVEL]   run every configured channel
   openbot chat --config FILE [--log-level LEVEL]    serve plus the terminal channel
   openbot config check --config FILE                validate the configuration
+  openbot config example                            print the example configuration (chat runs it when there is no config.yaml)
   openbot reload --config FILE                      apply a changed configuration without a restart
   openbot doctor --config FILE [--timeout D]        check accounts, models, MCP, store
   openbot store compact --config FILE               shrink the store file (openbot stopped)
@@ -96,6 +103,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		stderr = stdout // the flag list asked for is the answer: on stdout, as usage is
 	}
 	switch args[0] {
+	case "init":
+		return runInit(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
 	case "serve":
 		return runServe(ctx, "serve", args[1:], stdin, stdout, stderr, lookupEnv)
 	case "chat":
@@ -105,9 +114,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprint(stdout, usage)
 			return exitOK
 		}
+		if len(args) == 2 && args[1] == "example" {
+			_, _ = stdout.Write(openbot.ExampleConfig)
+			return exitOK
+		}
 		if len(args) < 2 || args[1] != "check" {
 			if len(args) >= 2 {
-				fmt.Fprintf(stderr, "openbot config: unknown subcommand %q (want check)\n", args[1])
+				fmt.Fprintf(stderr, "openbot config: unknown subcommand %q (want check or example)\n", args[1])
 			}
 			fmt.Fprint(stderr, usage)
 			return exitUsage
@@ -151,7 +164,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // subcommands are the subcommands of the commands that have them, for help.
 var subcommands = map[string][]string{
-	"config":    {"check"},
+	"config":    {"check", "example"},
 	"store":     {"compact", "migrate"},
 	"approvals": {"list"},
 	"memory":    {"list", "show", "rm", "edit"},

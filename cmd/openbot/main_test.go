@@ -433,3 +433,32 @@ func TestChatPipedExitsNonZeroWhenARunFailed(t *testing.T) {
 		t.Fatalf("clean session exit %d; stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestChatPipedExitsNonZeroWhenABudgetRefused: a run refused before it starts,
+// because its bot's budget is spent, fails the piped session as a failed run does.
+func TestChatPipedExitsNonZeroWhenABudgetRefused(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Enqueue(openaitest.Text("first"), openaitest.Text("second"))
+	cfg := exampleConfig(t, t.TempDir())
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "        daily: {cost: 5.00}       # per UTC day"
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("config.example.yaml no longer contains %q", old)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), old, "        daily: {tokens: 1}", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENAI_BASE_URL": llm.URL()}
+	r := runFor(t, []string{"chat", "--config", cfg}, strings.NewReader("hello\nand again\n"), env)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"openbot: chat: 1 run(s) failed in this chat:", "(run 2, thread #", "budget"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}

@@ -24,10 +24,14 @@ type mcpSet struct {
 	say func(string)
 	// metrics, when set (before Run), gets every server state change.
 	metrics *metrics.Metrics
+	// workspace resolves a call's thread workspace, for servers scoped to it
+	// ({workspace} in their args or env).
+	workspace func(agents.ToolCall) (string, error)
 }
 
 func newMCPSet(cfg *config.Config, reg *agents.Registry, log *slog.Logger, say func(string)) *mcpSet {
-	s := &mcpSet{reloadSet: newReloadSet[[]config.MCPServer, *mcp.Manager]("mcp server", "mcp servers", log), reg: reg, say: say}
+	s := &mcpSet{reloadSet: newReloadSet[[]config.MCPServer, *mcp.Manager]("mcp server", "mcp servers", log), reg: reg, say: say,
+		workspace: toolOptions(cfg, log, nil).WorkspaceDir}
 	for _, sc := range cfg.MCPServers {
 		s.members[sc.Name] = &member[*mcp.Manager]{name: sc.Name, cfg: sc, val: s.manager(sc)}
 	}
@@ -37,9 +41,10 @@ func newMCPSet(cfg *config.Config, reg *agents.Registry, log *slog.Logger, say f
 // manager builds the Manager of one server; NewManager declares it to reg.
 func (s *mcpSet) manager(sc config.MCPServer) *mcp.Manager {
 	opts := mcp.Options{
-		Servers:  []mcp.ServerConfig{{Name: sc.Name, Command: sc.Command, Args: sc.Args, Env: sc.Env, URL: sc.URL, Headers: sc.Headers, Idempotent: sc.Idempotent}},
-		Logger:   s.log,
-		Registry: s.reg,
+		Servers:   []mcp.ServerConfig{{Name: sc.Name, Command: sc.Command, Args: sc.Args, Env: sc.Env, URL: sc.URL, Headers: sc.Headers, Idempotent: sc.Idempotent}},
+		Logger:    s.log,
+		Registry:  s.reg,
+		Workspace: s.workspace,
 		OnTools: func(server string, tools []agents.Tool) {
 			s.log.Info("mcp tools", "server", server, "count", len(tools))
 		},

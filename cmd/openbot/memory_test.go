@@ -77,13 +77,16 @@ func TestMemoryCLI(t *testing.T) {
 	if r := mem("", "list", "--bot", "engineer"); !strings.Contains(r.stdout, "staticcheck") || !strings.Contains(r.stdout, "operator") {
 		t.Errorf("list after edit:\n%s%s", r.stdout, r.stderr)
 	}
+	if r := mem("", "list"); r.code != 0 || !strings.Contains(r.stdout, "@engineer") || !strings.Contains(r.stdout, "staticcheck") {
+		t.Errorf("list without --bot (every bot's): exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if r := mem("", "rm", "#1", "--bot", "@engineer"); r.code != 0 {
 		t.Errorf("rm: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := mem("", "list", "--bot", "engineer"); !strings.Contains(r.stdout, "has no memories") {
 		t.Errorf("list after rm:\n%s%s", r.stdout, r.stderr)
 	}
-	if r := mem("", "list"); r.code != exitUsage {
-		t.Errorf("list without --bot: exit %d, want usage", r.code)
+	if r := mem("", "list"); r.code != 0 || !strings.Contains(r.stdout, "no bot has memories") {
+		t.Errorf("list without --bot after rm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

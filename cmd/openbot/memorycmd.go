@@ -17,7 +17,7 @@ import (
 )
 
 const memoryUsage = `usage:
-  openbot memory list --bot H [--config FILE]          a bot's memories, oldest first
+  openbot memory list [--bot H] [--config FILE]        memories, a bot's or every bot's, oldest first
   openbot memory show ID [--config FILE]               one memory with its source run
   openbot memory rm ID --bot H [--config FILE]         delete a memory of bot H
   openbot memory edit ID --bot H --text TEXT [--config FILE]
@@ -49,7 +49,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var id uint64
 	switch cmd {
 	case "list":
-		if handle == "" || fs.NArg() != 0 {
+		if fs.NArg() != 0 {
 			fmt.Fprint(stderr, memoryUsage)
 			return exitUsage
 		}
@@ -94,20 +94,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 func memoryCommand(ctx context.Context, r *apiReader, cmd, handle string, id uint64, text string, stdout io.Writer) error {
 	if cmd == "list" {
-		var p admin.Page[admin.MemoryView]
-		if err := r.get(ctx, "/api/v1/bots/"+url.PathEscape(handle)+"/memories", &p); err != nil {
-			return err
-		}
-		if len(p.Items) == 0 {
-			fmt.Fprintf(stdout, "@%s has no memories\n", handle)
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tUPDATED\tSOURCE\tRUN\tTEXT")
-		for _, m := range p.Items {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Updated.UTC().Format(time.DateTime), m.Source, runOf(m), oneLine(m.Text, 100))
-		}
-		return tw.Flush()
+		return listMemories(ctx, r, handle, stdout)
 	}
 	path := fmt.Sprintf("/api/v1/memories/%d", id)
 	var m admin.MemoryView
@@ -139,6 +126,49 @@ func memoryCommand(ctx context.Context, r *apiReader, cmd, handle string, id uin
 	}
 	fmt.Fprintf(stdout, "\n%s\n", m.Text)
 	return nil
+}
+
+// listMemories prints the memories of bot handle, or of every bot when handle
+// is empty, oldest first per bot.
+func listMemories(ctx context.Context, r *apiReader, handle string, stdout io.Writer) error {
+	handles := []string{handle}
+	if handle == "" {
+		handles = nil
+		for cursor := ""; ; {
+			var p admin.Page[admin.BotView]
+			if err := r.get(ctx, "/api/v1/bots?cursor="+url.QueryEscape(cursor), &p); err != nil {
+				return err
+			}
+			for _, b := range p.Items {
+				handles = append(handles, b.Handle)
+			}
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+	}
+	var all []admin.MemoryView
+	for _, h := range handles {
+		var p admin.Page[admin.MemoryView]
+		if err := r.get(ctx, "/api/v1/bots/"+url.PathEscape(h)+"/memories", &p); err != nil {
+			return err
+		}
+		all = append(all, p.Items...)
+	}
+	if len(all) == 0 {
+		if handle != "" {
+			fmt.Fprintf(stdout, "@%s has no memories\n", handle)
+		} else {
+			fmt.Fprintln(stdout, "no bot has memories")
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tBOT\tUPDATED\tSOURCE\tRUN\tTEXT")
+	for _, m := range all {
+		fmt.Fprintf(tw, "%d\t@%s\t%s\t%s\t%s\t%s\n", m.ID, m.Bot, m.Updated.UTC().Format(time.DateTime), m.Source, runOf(m), oneLine(m.Text, 100))
+	}
+	return tw.Flush()
 }
 
 func runOf(m admin.MemoryView) string {

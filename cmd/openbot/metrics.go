@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"openbot/admin/web"
 	"openbot/agents/mcp"
 	"openbot/config"
 	"openbot/core"
@@ -29,15 +30,15 @@ func observer(m *metrics.Metrics) core.Observer {
 }
 
 // mountMetrics serves GET /metrics on mux when m is set: open with
-// metrics.auth "none", behind the admin bearer token with "token".
-func mountMetrics(mux *http.ServeMux, cfg *config.Config, m *metrics.Metrics, eng *core.Engine, log *slog.Logger) {
+// metrics.auth "none", behind the admin bearer token (dash.Bearer) with "token".
+func mountMetrics(mux *http.ServeMux, cfg *config.Config, m *metrics.Metrics, eng *core.Engine, dash *web.Dashboard, log *slog.Logger) {
 	if m == nil {
 		return
 	}
 	m.Watch(eng)
 	var h http.Handler = m.Handler()
 	if cfg.Metrics.TokenRequired() {
-		h = adminOnly(cfg.Admin.Token, h)
+		h = dash.Bearer(h)
 	}
 	mux.Handle("GET /metrics", h)
 	log.Info("prometheus metrics served", "path", "/metrics", "auth", cfg.Metrics.TokenRequired())

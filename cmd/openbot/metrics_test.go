@@ -58,11 +58,12 @@ func TestServeMetricsOpen(t *testing.T) {
 }
 
 // TestServeMetricsToken: with auth "token" /metrics answers only the admin
-// bearer token, and a refusal reveals nothing.
+// bearer token, and a refusal reveals nothing; the refusals are counted in
+// openbot_admin_token_refusals_total and logged at WARN.
 func TestServeMetricsToken(t *testing.T) {
 	llm := openaitest.New(t)
 	env := map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}
-	_, addr, _, stop := serveOnFreePort(t, env, func(c *config.Config) {
+	_, addr, logs, stop := serveOnFreePort(t, env, func(c *config.Config) {
 		c.Metrics = config.Metrics{Enabled: true, Auth: config.MetricsAuthToken}
 	})
 	defer stop()
@@ -80,6 +81,17 @@ func TestServeMetricsToken(t *testing.T) {
 	parsesWithMailbox(t, body)
 	if m := regexp.MustCompile(`(?m)^openbot_store_commit_duration_seconds_count (\d+)$`).FindStringSubmatch(body); m == nil || m[1] == "0" {
 		t.Errorf("/metrics: store_commit_duration_seconds_count = %v, want the pause's commit", m)
+	}
+	for _, want := range []string{
+		`openbot_admin_token_refusals_total{door="bearer",outcome="missing"} 1`,
+		`openbot_admin_token_refusals_total{door="bearer",outcome="wrong_token"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !strings.Contains(logs.String(), "admin token refused") {
+		t.Errorf("no WARN line for the refused tokens:\n%s", logs.String())
 	}
 }
 

@@ -240,8 +240,9 @@ func restartKeys(old, cfg *config.Config) []string {
 	return out
 }
 
-// reloadHandler is POST /admin/reload (behind adminOnly): 200 with the changes,
-// one per line, or 422 with every problem of a refused configuration.
+// reloadHandler is POST /admin/reload (behind web.Dashboard.Bearer): 200 with
+// the changes, one per line, or 422 with every problem of a refused
+// configuration.
 func reloadHandler(r *reloader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,12 +23,27 @@ const reloadToken = "reload-test-token-0123456789"
 func reloadConfig(t *testing.T, dir, bots string) string {
 	t.Helper()
 	path := filepath.Join(dir, "config.yaml")
+	// A fixed port, kept across rewrites, so `openbot reload` finds the listener.
+	listen := ""
+	if old, err := os.ReadFile(path); err == nil {
+		if m := regexp.MustCompile(`listen: "(\S+)"`).FindSubmatch(old); m != nil {
+			listen = string(m[1])
+		}
+	}
+	if listen == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen = ln.Addr().String()
+		ln.Close()
+	}
 	text := `
 llm:
   default: {base_url: "${OPENAI_BASE_URL}", api_key: k, model: m}
 store: {path: ` + filepath.Join(dir, "data", "openbot.db") + `}
 workspace: ` + filepath.Join(dir, "ws") + `
-http: {listen: "127.0.0.1:0"}
+http: {listen: "` + listen + `"}
 admin: {token: ` + reloadToken + `}
 bots:
 ` + bots
@@ -107,6 +123,10 @@ func TestReloadWhileRunInFlight(t *testing.T) {
 	r := runFor(t, []string{"reload", "--config", path}, strings.NewReader(""), env)
 	if r.code != 0 {
 		t.Fatalf("openbot reload exit %d: %s", r.code, r.stderr)
+	}
+	// With admin.token set, the command prints the server's report.
+	if !strings.HasPrefix(r.stdout, "reloaded\n") || !strings.Contains(r.stdout, "designer") {
+		t.Errorf("openbot reload printed no change list:\n%s", r.stdout)
 	}
 	waitLog(t, dir, "config reloaded")
 	close(reloaded)

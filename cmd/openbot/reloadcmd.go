@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"openbot/config"
 )
@@ -67,13 +69,14 @@ func procStart(pid int) string {
 }
 
 // runReload is `openbot reload --config FILE`: it checks the file as `config
-// check` does and, when it is valid, sends SIGHUP to the openbot serving the
-// store the file names (found through the pid file next to the store), which
-// re-reads its own config file and applies it (its log says what changed). An
+// check` does and, when it is valid, has the openbot serving the store the file
+// names (found through the pid file next to the store) re-read its own config
+// file and apply it: through POST /admin/reload when admin.token is set, printing
+// what changed and what needs a restart, else by SIGHUP (its log says). An
 // invalid file is not sent, and neither is a FILE that is not the one the
 // running openbot was started with (it would re-read its own file, not FILE):
 // the message names that file and the exit code is 1.
-func runReload(_ context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+func runReload(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs, path := configFlags("reload", stderr)
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
@@ -88,12 +91,58 @@ func runReload(_ context.Context, args []string, stdout, stderr io.Writer, looku
 		fmt.Fprintf(stderr, "openbot: %v\n", err)
 		return exitFail
 	}
+	if cfg.Admin.Token != "" {
+		report, applied, err := postReload(ctx, cfg)
+		if err == nil {
+			fmt.Fprint(stdout, report)
+			if !applied {
+				return exitFail
+			}
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "openbot: %v; sending SIGHUP instead\n", err)
+	}
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		fmt.Fprintf(stderr, "openbot: signal pid %d: %v\n", pid, err)
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "openbot (pid %d) is reloading %s; its log says what changed\n", pid, *path)
+	fmt.Fprintf(stdout, "openbot (pid %d) is reloading %s; its log says what changed (with admin.token set, reload prints it here)\n", pid, *path)
 	return exitOK
+}
+
+// postReload asks the running server for the reload through POST /admin/reload
+// with admin.token, after checking that it serves cfg's store, and returns its
+// report: every change, each applied or needing a restart. applied is false
+// when the server refused the file (the report lists why). err says the server
+// could not be asked.
+func postReload(ctx context.Context, cfg *config.Config) (report string, applied bool, err error) {
+	r := &apiReader{base: "http://" + dialAddr(cfg.HTTP.Listen), token: cfg.Admin.Token, closer: func() {}}
+	if err := r.servesStore(ctx, cfg.Store.Path); err != nil {
+		return "", false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, reloadTimeout+5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/admin/reload", nil)
+	if err != nil {
+		return "", false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", false, fmt.Errorf("%s did not answer: %w", r.base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", false, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return string(body), true, nil
+	case http.StatusUnprocessableEntity:
+		return string(body), false, nil
+	}
+	return "", false, fmt.Errorf("POST %s/admin/reload answered %d", r.base, resp.StatusCode)
 }
 
 // servingPid reads the pid file next to the store and checks that the process is

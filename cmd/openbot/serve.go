@@ -80,6 +80,12 @@ func runServe(ctx context.Context, mode string, args []string, stdin io.Reader, 
 		fmt.Fprintf(stderr, "openbot: --log-level %q: use debug, info, warn or error\n", *level)
 		return exitUsage
 	}
+	if mode == "chat" && !flagSet(fs, "config") {
+		if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
+			*path = builtinConfig
+			fmt.Fprintf(stderr, "openbot: no %s here, so chat runs the example team on the built-in config; `openbot config example > config.yaml` writes it out to change\n", fs.Lookup("config").DefValue)
+		}
+	}
 	cfg := loadConfig(*path, stderr, lookupEnv)
 	if cfg == nil {
 		return exitFail
@@ -198,10 +204,10 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("memory", err)
 	}
-	var runner core.Agent = swap
 	if a.chat && !a.terminal {
-		a.failures = &runFailures{Agent: swap}
-		runner = a.failures
+		if a.failures, err = newRunFailures(ctx, st); err != nil {
+			return a.fail("store", err)
+		}
 	}
 	mtr := newMetrics(a.cfg, log)
 	if bs, ok := st.(*bolt.Store); ok && mtr != nil {
@@ -216,7 +222,7 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	engOpts := core.Options{
 		Store:           admin.Notify(st, commits),
-		Agent:           runner,
+		Agent:           swap,
 		Bots:            botProfiles(a.cfg),
 		DefaultBot:      a.cfg.DefaultBot,
 		Limits:          coreLimits(a.cfg.Limits),
@@ -278,21 +284,26 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", hl)
-	mountMetrics(mux, a.cfg, mtr, eng, log)
+	// The web dashboard at / (admin/web); its bearer door guards every admin
+	// endpoint, and its session cookie also opens /api/v1.
+	dopts := web.Options{Token: a.cfg.Admin.Token, SecureCookie: a.cfg.Admin.SecureCookie, Logger: log}
+	if mtr != nil {
+		dopts.OnRefused = mtr.AdminRefused
+	}
+	dash := web.New(dopts)
+	mountMetrics(mux, a.cfg, mtr, eng, dash, log)
 	if bst, ok := st.(*bolt.Store); ok && mtr != nil {
 		registerStoreStats(mtr.Registry(), bst, log)
 	}
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
-	mux.Handle("GET /approvals", adminOnly(a.cfg.Admin.Token, approvalsHandler(eng, a.cfg.Store.Path, log)))
-	mux.Handle("POST /admin/reload", adminOnly(a.cfg.Admin.Token, reloadHandler(rl)))
+	mux.Handle("GET /approvals", dash.Bearer(approvalsHandler(eng, a.cfg.Store.Path, log)))
+	mux.Handle("POST /admin/reload", dash.Bearer(reloadHandler(rl)))
 	api, err := a.consoleAPI(eng, commits)
 	if err != nil {
 		return a.fail("admin api", err)
 	}
-	// The web dashboard at / (admin/web): its session cookie also opens /api/v1.
-	dash := web.New(web.Options{Token: a.cfg.Admin.Token, SecureCookie: a.cfg.Admin.SecureCookie, Logger: log})
 	dash.Mount(mux)
-	mux.Handle("/api/v1/", dash.Guard(adminOnly(a.cfg.Admin.Token, api), api))
+	mux.Handle("/api/v1/", dash.Guard(dash.Bearer(api), api))
 	if a.cfg.Admin.Token == "" {
 		log.Info("admin endpoints are off: set admin.token to serve them", "endpoints", "/ (dashboard) /approvals /admin/reload /api/v1/")
 	}
@@ -334,6 +345,9 @@ func (a *app) serve(ctx context.Context) int {
 	srv.RegisterOnShutdown(api.Shutdown) // event streams end, so Shutdown need not wait for them
 	if ln != nil {
 		log.Info("http listening", "addr", ln.Addr().String())
+		if a.cfg.Admin.Token != "" {
+			log.Info("dashboard", "url", "http://"+ln.Addr().String()+"/")
+		}
 		if a.onListen != nil {
 			a.onListen(ln.Addr().String())
 		}
@@ -488,15 +502,15 @@ func (a *app) consoleDone(ctx context.Context, eng *core.Engine, runErr error, s
 			runErr = err
 		}
 	}
-	interrupted := ctx.Err() != nil
+	var failed error
+	if runErr == nil && a.failures != nil && ctx.Err() == nil {
+		failed = a.failures.err(ctx, eng.Store()) // piped chat: a failed run fails the command
+	}
 	stop()
 	if runErr != nil {
 		return fmt.Errorf("console: %w", runErr)
 	}
-	if a.failures != nil && !interrupted {
-		return a.failures.err() // piped chat: a failed run fails the command
-	}
-	return nil
+	return failed
 }
 
 // waitCtx runs wait in a goroutine and reports whether it returned before ctx ended.
@@ -532,8 +546,8 @@ func (a *app) adapters(eng *core.Engine, hl *health) ([]core.Adapter, *console.A
 	for _, c := range consoles {
 		acc := "console/" + c.Name
 		switch {
-		case !a.chat:
-			skip(acc, "the terminal channel runs only in `openbot chat`")
+		case !a.chat: // not a problem: serve has no terminal
+			hl.set(acc, "skipped: the terminal channel runs only in `openbot chat`")
 		case !c.On():
 			skip(acc, "disabled")
 		case con != nil:

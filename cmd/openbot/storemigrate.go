@@ -24,12 +24,12 @@ func runStoreMigrate(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("store migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	from := fs.String("from", "", "source store, bolt:PATH")
-	to := fs.String("to", "", "target store, postgres:DSN (an empty database; ${DATABASE_URL} in a shell)")
+	to := fs.String("to", "", "target store: postgres:DSN or a postgres:// URL (an empty database; ${DATABASE_URL} in a shell)")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	path, okFrom := strings.CutPrefix(*from, "bolt:")
-	dsn, okTo := strings.CutPrefix(*to, "postgres:")
+	dsn, okTo := migrateTarget(*to)
 	if !okFrom || path == "" || !okTo || dsn == "" || fs.NArg() != 0 {
 		fmt.Fprint(stderr, "usage: openbot store migrate --from bolt:PATH --to postgres:DSN\n")
 		return exitUsage
@@ -39,6 +39,16 @@ func runStoreMigrate(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitFail
 	}
 	return exitOK
+}
+
+// migrateTarget reads --to: postgres:DSN, or a bare postgres:// or
+// postgresql:// URL (what $DATABASE_URL usually holds). ok is false for
+// anything else.
+func migrateTarget(to string) (dsn string, ok bool) {
+	if strings.HasPrefix(to, "postgres://") || strings.HasPrefix(to, "postgresql://") {
+		return to, true
+	}
+	return strings.CutPrefix(to, "postgres:")
 }
 
 func migrateStore(ctx context.Context, path, dsn string, stdout io.Writer) error {

@@ -214,7 +214,11 @@ func TestChatOnPostgresAfterMigrate(t *testing.T) {
 		t.Fatalf("chat on bolt: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	boltPath := filepath.Join(dir, "data", "openbot.db")
-	r = runFor(t, []string{"store", "migrate", "--from", "bolt:" + boltPath, "--to", "postgres:" + dsn}, strings.NewReader(""), nil)
+	if !strings.HasPrefix(dsn, "postgres://") {
+		t.Fatalf("pgtest's DSN %q is not a postgres:// URL", dsn)
+	}
+	// A bare URL, as $DATABASE_URL holds it, without the postgres: prefix.
+	r = runFor(t, []string{"store", "migrate", "--from", "bolt:" + boltPath, "--to", dsn}, strings.NewReader(""), nil)
 	if r.code != exitOK {
 		t.Fatalf("migrate: exit %d\nstderr: %s", r.code, r.stderr)
 	}

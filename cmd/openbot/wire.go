@@ -101,6 +101,7 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Temperature:        b.Temperature,
 			ReasoningEffort:    b.ReasoningEffort,
 			Vision:             cfg.VisionFor(b),
+			Fetch:              core.FetchPolicy{AllowDomains: b.Fetch.AllowDomains, Unlisted: b.Fetch.Unlisted},
 		})
 	}
 	return out

@@ -8,7 +8,8 @@ const main = document.getElementById("main");
 
 // ---- helpers --------------------------------------------------------------
 
-// h builds an element: h("a", {href: "#/"}, "text", child, ...).
+// h builds an element: h("a", {href: "#/"}, "text", child, ...); kids may be
+// nested arrays of them.
 function h(tag, attrs, ...kids) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -17,7 +18,7 @@ function h(tag, attrs, ...kids) {
     else if (k === "class") el.className = v;
     else el.setAttribute(k, v === true ? "" : v);
   }
-  for (const kid of kids.flat()) {
+  for (const kid of kids.flat(Infinity)) {
     if (kid === undefined || kid === null || kid === false) continue;
     el.append(kid instanceof Node ? kid : String(kid));
   }
@@ -106,6 +107,42 @@ function table(cols, rows) {
 }
 const empty = (text) => h("p", { class: "empty" }, text);
 
+// flash shows the result of an action above the page, across redraws, until
+// the next one.
+function flash(text, bad) {
+  const el = document.getElementById("flash");
+  el.textContent = text;
+  el.classList.toggle("error", !!bad);
+  el.hidden = false;
+}
+
+// steer is a button that changes the team: the first click asks to confirm
+// ("Really …?"), the second sends it; the result (or the refusal) shows in the
+// flash line, and the view redraws from the store.
+function steer(label, really, act, send) {
+  const b = h("button", { type: "button", class: "steer", "data-act": act }, label);
+  b.addEventListener("click", async (e) => {
+    e.preventDefault();
+    e.stopPropagation(); // inside a run's summary: no toggle
+    if (b.dataset.sure !== "yes") {
+      b.dataset.sure = "yes";
+      b.textContent = really;
+      b.classList.add("danger");
+      return;
+    }
+    b.disabled = true;
+    try {
+      flash(await send());
+      redraw();
+    } catch (err) {
+      flash("Not done: " + err.message, true);
+      b.disabled = false;
+    }
+  });
+  return b;
+}
+const ended = (status) => ["completed", "failed", "cancelled"].includes(status);
+
 // ---- views ----------------------------------------------------------------
 
 // A view renders into a fresh element; interested(type, data) says whether a
@@ -130,12 +167,17 @@ views.team = {
       return h("tr", {},
         td("Bot", h("div", { class: "lead" }, h("b", {}, b.name || b.handle), " ", h("span", { class: "muted" }, "@" + b.handle)),
           b.model ? h("div", { class: "small muted" }, b.model) : ""),
-        td("Now", badge(b.status), where),
+        td("Now", badge(b.paused ? "paused" : b.status), where),
         td("Queue", num(b.queue_depth)),
         td("Runs today", num(b.runs_today)),
-        td("Tokens today", num(tokens(b.usage_today))));
+        td("Tokens today", num(tokens(b.usage_today))),
+        td("", b.paused
+          ? steer("Resume", "Really resume @" + b.handle + "?", "resume", () =>
+            api("/bots/" + encodeURIComponent(b.handle) + "/resume", { method: "POST" }).then(() => "@" + b.handle + " resumed"))
+          : steer("Pause", "Really pause @" + b.handle + "?", "pause", () =>
+            api("/bots/" + encodeURIComponent(b.handle) + "/pause", { method: "POST" }).then(() => "@" + b.handle + " paused: it starts no new run"))));
     });
-    out.append(bots.items.length ? table(["Bot", "Now", "Queue", "Runs today", "Tokens today"], rows) : empty("No bots."));
+    out.append(bots.items.length ? table(["Bot", "Now", "Queue", "Runs today", "Tokens today", ""], rows) : empty("No bots."));
     out.append(h("h2", {}, "Recent runs"));
     out.append(runs.items.length ? runsTable(runs.items) : empty("No runs yet."));
     return out;
@@ -202,6 +244,7 @@ views.thread = {
       msgs = msgs.concat(p.items);
       next = p.next;
     }
+    t.runs = t.runs || []; // a thread no run has touched yet
     this.runs = new Set(t.runs.map((r) => r.id));
     const details = {};
     await Promise.all(t.runs.filter((r) => this.open.has(r.id)).map(async (r) => { details[r.id] = await api("/runs/" + r.id); }));
@@ -214,6 +257,15 @@ views.thread = {
     out.append(h("p", { class: "meta" },
       h("span", { class: "mono" }, t.key), " · ", (t.platforms || []).join(", "), " · ",
       (t.people || []).map((p) => p.name || handle(p.id)).join(", "), " · started ", when(t.created)));
+    const bots = (t.people || []).filter((p) => (p.id || "").startsWith("bot:"));
+    if (bots.length) {
+      out.append(h("p", { class: "meta" }, bots.map((p) => {
+        const bot = p.id.slice(4);
+        return [steer("Stop @" + bot + " here", "Really stop @" + bot + " in this thread?", "stop", () =>
+          api("/threads/" + Number(t.id) + "/stop", { method: "POST", body: { bot } })
+            .then((r) => "stopped: " + (r.runs || []).length + " run(s) cancelled, " + (r.items || 0) + " queued item(s) dropped")), " "];
+      })));
+    }
     const todos = Object.entries(t.todos || {}).filter(([, l]) => l && l.length);
     for (const [bot, list] of todos) {
       out.append(h("details", {}, h("summary", { class: "meta" }, "To-do of " + handle(bot) + " (" + list.length + ")"),
@@ -239,7 +291,9 @@ views.thread = {
       h("summary", {}, h("b", {}, "Run #" + r.id), " by ", handle(r.bot), " · ", badge(r.status),
         r.usage && r.usage.model_calls ? " · " + r.usage.model_calls + " model call" + (r.usage.model_calls === 1 ? "" : "s") : "",
         tokens(r.usage) ? " · " + num(tokens(r.usage)) + " tokens" : "",
-        r.duration_ms ? " · " + dur(r.duration_ms) : "", " · ", when(r.started || r.created)),
+        r.duration_ms ? " · " + dur(r.duration_ms) : "", " · ", when(r.started || r.created),
+        ended(r.status) ? "" : [" ", steer("Cancel run", "Really cancel run #" + r.id + "?", "cancel", () =>
+          api("/runs/" + Number(r.id) + "/cancel", { method: "POST" }).then((x) => "run #" + Number(x.id) + " " + x.status))]),
       r.error ? h("p", { class: "error small" }, r.error) : "",
       d ? timeline(d) : h("p", { class: "muted small" }, "Loading…"));
     let loaded = !!d; // drawn open with its timeline: the first toggle event needs no fetch
@@ -450,7 +504,7 @@ views.usage = {
   interested: (type) => type === "run.finished",
 };
 
-// views.memory lists one bot's memories (seed §9) with where each came from,
+// views.memory lists one bot's memories with where each came from,
 // and edits or deletes one through PUT and DELETE /api/v1/memories/{id}. While
 // a note is being edited, live events do not redraw the view.
 views.memory = {
@@ -540,6 +594,7 @@ function navigate() {
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.nav === (current.name === "thread" ? "threads" : current.name));
   if (current.name === "thread") views.thread.open = new Set();
   main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  document.getElementById("flash").hidden = true; // a result belongs to the page it was shown on
   redraw(true);
 }
 
