@@ -257,3 +257,14 @@ func keepNewest(s string, n int) string {
 	}
 	return "[... earlier part cut]\n" + s[cut:]
 }
+
+// FixedPromptTokens estimates, in tokens (bytes/4), the part of every request
+// of bot that does not depend on the thread: its system prompt (identity,
+// instructions, rules, the roster of the other bots) and the schemas of the
+// tools it is offered now (MCP tools of servers that are running included).
+// The thread's history, the turn's context and tool results come on top.
+func (a *Agent) FixedPromptTokens(bot core.BotProfile, roster []core.BotProfile) int {
+	tools, _ := a.tools(bot)
+	job := &core.Job{Bot: bot, Roster: roster}
+	return estimateTokens([]openai.ChatCompletionMessage{{Content: systemPrompt(promptInput{job: job, tools: tools})}}, toolDefs(tools))
+}

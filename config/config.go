@@ -181,6 +181,10 @@ type Limits struct {
 	// MinMemoryLimitBytes (config/memlimit.go). GOMEMLIMIT in the environment
 	// takes precedence over it.
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
+	// FixedPromptWarnTokens: doctor and the dashboard warn about a bot whose
+	// fixed prompt (instructions and tool schemas, MCP tools included), sent
+	// with every model call, is larger than this many tokens; default 8000.
+	FixedPromptWarnTokens int `yaml:"fixed_prompt_warn_tokens"`
 }
 
 // LLMProfile is one model provider: an OpenAI-compatible server (OpenAI, Azure,

@@ -44,7 +44,7 @@ func parseErrs(t *testing.T, text string) Errors {
 
 func TestDefaults(t *testing.T) {
 	cfg := parseOK(t, minimal, nil)
-	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute, 0, 0}
+	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute, 0, 0, 8000}
 	if cfg.Limits != want {
 		t.Errorf("limits = %+v, want %+v", cfg.Limits, want)
 	}

@@ -118,6 +118,7 @@ func (c *Config) validateLimits(p *problems) {
 		{"max_model_calls_per_run", l.MaxModelCallsPerRun},
 		{"history_token_budget", l.HistoryTokenBudget},
 		{"history_max_messages", l.HistoryMaxMessages},
+		{"fixed_prompt_warn_tokens", l.FixedPromptWarnTokens},
 	} {
 		if f.v <= 0 {
 			p.add("limits."+f.name, "must be positive, got %d", f.v)
