@@ -9,16 +9,18 @@ import (
 // store; serve mounts it under /api/v1/ behind the admin bearer token
 // (web.Dashboard.Bearer). Answers go through the engine as admin.identity, and
 // so does steering.
-func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier) (*admin.Server, error) {
+func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, fixed func(core.BotProfile) int) (*admin.Server, error) {
 	return admin.New(admin.Options{
-		Store:        eng.Store(),
-		Answerer:     eng,
-		Controller:   eng,
-		Bots:         eng.Bots(),
-		Identity:     core.ActorID(a.cfg.Admin.Identity),
-		IdentityName: a.cfg.Admin.Name,
-		StorePath:    a.cfg.Store.Path,
-		Notifier:     commits,
-		Logger:       a.log,
+		FixedPrompt:     fixed,
+		FixedPromptWarn: a.cfg.Limits.FixedPromptWarnTokens,
+		Store:           eng.Store(),
+		Answerer:        eng,
+		Controller:      eng,
+		Bots:            eng.Bots(),
+		Identity:        core.ActorID(a.cfg.Admin.Identity),
+		IdentityName:    a.cfg.Admin.Name,
+		StorePath:       a.cfg.Store.Path,
+		Notifier:        commits,
+		Logger:          a.log,
 	})
 }
