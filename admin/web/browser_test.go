@@ -180,8 +180,8 @@ func usageView(t *testing.T, ctx context.Context) {
 		t.Errorf("usage caption = %q", caption)
 	}
 	cells := value(t, ctx, "the bot row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelector("tbody tr").querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
-	if cells["Bot"] != "eng" || cells["Model calls"] != "3" || cells["Cached"] != "400" {
-		t.Errorf("usage by bot = %v, want eng with 3 model calls and 400 cached tokens", cells)
+	if cells["Bot"] != "eng" || cells["Model calls"] != "3" || cells["Cached"] != "400 (12%)" {
+		t.Errorf("usage by bot = %v, want eng with 3 model calls and 400 cached tokens, 12 percent of the input", cells)
 	}
 	// 600 input at 2.00, 400 cached at 0.50 and 50 output at 8.00 per million
 	// tokens are 0.0018; the two other calls add their estimated tokens.

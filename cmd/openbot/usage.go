@@ -74,7 +74,7 @@ func printUsage(w io.Writer, by string, rows []admin.UsageRow, currency string) 
 	fmt.Fprintf(tw, "%s\tRUNS\tCALLS\tINPUT\tCACHED\tOUTPUT\tCOST\n", strings.ToUpper(by))
 	var tot admin.UsageRow
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Key, r.Runs, r.ModelCalls, r.PromptTokens, r.CachedTokens, r.CompletionTokens,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\n", r.Key, r.Runs, r.ModelCalls, r.PromptTokens, cached(r), r.CompletionTokens,
 			core.FormatMicros(r.CostMicros, currency))
 		tot.Runs += r.Runs
 		tot.ModelCalls += r.ModelCalls
@@ -83,7 +83,7 @@ func printUsage(w io.Writer, by string, rows []admin.UsageRow, currency string) 
 		tot.CompletionTokens += r.CompletionTokens
 		tot.CostMicros += r.CostMicros
 	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t%s\n", tot.Runs, tot.ModelCalls, tot.PromptTokens, tot.CachedTokens, tot.CompletionTokens,
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%s\t%d\t%s\n", tot.Runs, tot.ModelCalls, tot.PromptTokens, cached(tot), tot.CompletionTokens,
 		core.FormatMicros(tot.CostMicros, currency))
 	tw.Flush()
 }
@@ -101,4 +101,13 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time, a date (2026-12-01) or a duration (72h)", s)
+}
+
+// cached is a row's cached input tokens with their share of its input (the
+// prompt cache's hit share): "1200 (40%)".
+func cached(r admin.UsageRow) string {
+	if r.PromptTokens <= 0 {
+		return fmt.Sprint(r.CachedTokens)
+	}
+	return fmt.Sprintf("%d (%d%%)", r.CachedTokens, r.CachedTokens*100/r.PromptTokens)
 }

@@ -489,7 +489,8 @@ views.usage = {
       h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
       h("td", { class: "num", "data-label": "Runs" }, num(u.runs)),
       h("td", { class: "num", "data-label": "Input tokens" }, num(u.prompt_tokens)),
-      h("td", { class: "num", "data-label": "Cached" }, num(u.cached_tokens)),
+      h("td", { class: "num", "data-label": "Cached" }, num(u.cached_tokens),
+        u.prompt_tokens ? h("span", { class: "muted" }, " (" + Math.round(100 * (u.cached_tokens || 0) / u.prompt_tokens) + "%)") : ""),
       h("td", { class: "num", "data-label": "Output tokens" }, num(u.completion_tokens)),
       h("td", { class: "num", "data-label": "Cost" }, cost(u.cost_micros))));
     const cols = (first) => [first, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
