@@ -27,10 +27,8 @@ const (
 	replyNewStarted = "Started a new conversation with your message."
 	replyNewChannel = "In a channel every top-level message that mentions the app starts a new conversation, " +
 		"and a reply in its Slack thread continues it; /new is for direct messages."
-	replyUnknownCmd     = "openbot knows /new (in a direct message it starts a new conversation), /stop (it stops the bots' work in the conversation), /compact (it summarises the conversation's older part for the bots now) and /usage (spend and budgets)."
-	replyCompacting     = "Compacting this conversation; the bot answers here when it is done."
-	replyCompactChannel = "In a channel, write @ the app with /compact as a reply in the conversation's Slack thread."
-	replyNotAllowed     = "Sorry, you are not allowed to talk to openbot here."
+	replyUnknownCmd = "openbot knows /new (in a direct message it starts a new conversation), /stop (it stops the bots' work in the conversation) and /usage (spend and budgets)."
+	replyNotAllowed = "Sorry, you are not allowed to talk to openbot here."
 )
 
 // commandReply is the body of a slash command's response (the HTTP answer or the
@@ -59,9 +57,6 @@ func (a *Adapter) handleCommand(ctx context.Context, cmd slack.SlashCommand) (st
 	}
 	if strings.EqualFold(cmd.Command, "/usage") {
 		return a.usage(ctx, cmd), nil
-	}
-	if strings.EqualFold(cmd.Command, "/compact") {
-		return a.compactCommand(ctx, cmd)
 	}
 	if !strings.EqualFold(cmd.Command, "/new") {
 		a.refuse("unknown slash command", "command", cmd.Command)
@@ -94,27 +89,6 @@ func (a *Adapter) handleCommand(ctx context.Context, cmd slack.SlashCommand) (st
 		return "", err
 	}
 	return replyNewStarted, nil
-}
-
-// compactCommand is /compact as a slash command: in a DM it is sent to the
-// DM's current conversation as a message whose whole text is /compact, which
-// its bot answers by compacting it (no other model call); a slash command
-// carries no Slack thread, so in a channel it is written in the thread.
-func (a *Adapter) compactCommand(ctx context.Context, cmd slack.SlashCommand) (string, error) {
-	if !isDMChannel(cmd.ChannelID, "") {
-		return replyCompactChannel, nil
-	}
-	id, err := a.identity(ctx)
-	if err != nil {
-		return "", err
-	}
-	in := a.dmInbound(ctx, cmp.Or(cmd.TeamID, id.Team), cmd.ChannelID, cmd.UserID, "/compact")
-	in.DedupKey = DedupKey(cmp.Or(cmd.TeamID, id.Team), cmd.ChannelID, "command:"+cmd.TriggerID)
-	in.Received = a.clock.Now()
-	if _, err := a.engine.Ingest(ctx, in); err != nil {
-		return "", err
-	}
-	return replyCompacting, nil
 }
 
 // dmInbound is a top-level DM message from user in channel, not yet keyed.
