@@ -28,7 +28,10 @@ type threadFigures struct {
 	// leads the next call of the same run (1 when a call only appends).
 	sameRunReuse                  float64
 	betweenRunMin, betweenRunMean float64
-	perCall                       []int // input tokens of every call, in order
+	// betweenRun70 is the share of runs whose first call shares at least 70%
+	// of its prompt with the previous run's first call.
+	betweenRun70 float64
+	perCall      []int // input tokens of every call, in order
 }
 
 // longThread is the benchmark's thread: turns runs, each a person's message
@@ -135,12 +138,16 @@ func longThread(tb testing.TB, turns, window int, bot core.BotProfile, mutate fu
 	for i := 1; i < len(runFirst); i++ {
 		share := float64(commonPrefix(runFirst[i-1], runFirst[i])) / float64(len(runFirst[i]))
 		f.betweenRunMean += share
+		if share >= 0.7 {
+			f.betweenRun70++
+		}
 		if i == 1 || share < f.betweenRunMin {
 			f.betweenRunMin = share
 		}
 	}
 	if len(runFirst) > 1 {
 		f.betweenRunMean /= float64(len(runFirst) - 1)
+		f.betweenRun70 /= float64(len(runFirst) - 1)
 	}
 	last := f.perCall[max(0, len(f.perCall)-20):]
 	for _, n := range last {
@@ -200,6 +207,7 @@ func BenchmarkLongThread(b *testing.B) {
 				b.ReportMetric(100*f.sameRunReuse, "same-run-reuse-mean-%")
 				b.ReportMetric(100*f.betweenRunMin, "between-runs-prefix-min-%")
 				b.ReportMetric(100*f.betweenRunMean, "between-runs-prefix-mean-%")
+				b.ReportMetric(100*f.betweenRun70, "runs-sharing-70%-%")
 			}
 		})
 	}
