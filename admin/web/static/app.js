@@ -116,28 +116,34 @@ function flash(text, bad) {
   el.hidden = false;
 }
 
+// confirming holds the steering buttons clicked once, by act and target, so a
+// live redraw between the two clicks keeps the question.
+const confirming = new Set();
+
 // steer is a button that changes the team: the first click asks to confirm
 // ("Really …?"), the second sends it; the result (or the refusal) shows in the
-// flash line, and the view redraws from the store.
-function steer(label, really, act, send) {
-  const b = h("button", { type: "button", class: "steer", "data-act": act }, label);
+// flash line, and the view redraws from the store. target names what it acts on.
+function steer(label, really, act, target, send) {
+  const key = act + ":" + target;
+  const sure = confirming.has(key);
+  const b = h("button", { type: "button", class: "steer" + (sure ? " danger" : ""), "data-act": act }, sure ? really : label);
   b.addEventListener("click", async (e) => {
     e.preventDefault();
     e.stopPropagation(); // inside a run's summary: no toggle
-    if (b.dataset.sure !== "yes") {
-      b.dataset.sure = "yes";
+    if (!confirming.has(key)) {
+      confirming.add(key);
       b.textContent = really;
       b.classList.add("danger");
       return;
     }
+    confirming.delete(key);
     b.disabled = true;
     try {
       flash(await send());
-      redraw();
     } catch (err) {
       flash("Not done: " + err.message, true);
-      b.disabled = false;
     }
+    redraw();
   });
   return b;
 }
@@ -174,9 +180,9 @@ views.team = {
         td("Runs today", num(b.runs_today)),
         td("Tokens today", num(tokens(b.usage_today))),
         td("", b.paused
-          ? steer("Resume", "Really resume @" + b.handle + "?", "resume", () =>
+          ? steer("Resume", "Really resume @" + b.handle + "?", "resume", b.handle, () =>
             api("/bots/" + encodeURIComponent(b.handle) + "/resume", { method: "POST" }).then(() => "@" + b.handle + " resumed"))
-          : steer("Pause", "Really pause @" + b.handle + "?", "pause", () =>
+          : steer("Pause", "Really pause @" + b.handle + "?", "pause", b.handle, () =>
             api("/bots/" + encodeURIComponent(b.handle) + "/pause", { method: "POST" }).then(() => "@" + b.handle + " paused: it starts no new run"))));
     });
     out.append(bots.items.length ? table(["Bot", "Now", "Queue", "Runs today", "Tokens today", ""], rows) : empty("No bots."));
@@ -263,7 +269,7 @@ views.thread = {
     if (bots.length) {
       out.append(h("p", { class: "meta" }, bots.map((p) => {
         const bot = p.id.slice(4);
-        return [steer("Stop @" + bot + " here", "Really stop @" + bot + " in this thread?", "stop", () =>
+        return [steer("Stop @" + bot + " here", "Really stop @" + bot + " in this thread?", "stop", bot + "@" + t.id, () =>
           api("/threads/" + Number(t.id) + "/stop", { method: "POST", body: { bot } })
             .then((r) => "stopped: " + (r.runs || []).length + " run(s) cancelled, " + (r.items || 0) + " queued item(s) dropped")), " "];
       })));
@@ -294,7 +300,7 @@ views.thread = {
         r.usage && r.usage.model_calls ? " · " + r.usage.model_calls + " model call" + (r.usage.model_calls === 1 ? "" : "s") : "",
         tokens(r.usage) ? " · " + num(tokens(r.usage)) + " tokens" : "",
         r.duration_ms ? " · " + dur(r.duration_ms) : "", " · ", when(r.started || r.created),
-        ended(r.status) ? "" : [" ", steer("Cancel run", "Really cancel run #" + r.id + "?", "cancel", () =>
+        ended(r.status) ? "" : [" ", steer("Cancel run", "Really cancel run #" + r.id + "?", "cancel", r.id, () =>
           api("/runs/" + Number(r.id) + "/cancel", { method: "POST" }).then((x) => "run #" + Number(x.id) + " " + x.status))]),
       r.error ? h("p", { class: "error small" }, r.error) : "",
       d ? timeline(d) : h("p", { class: "muted small" }, "Loading…"));
@@ -598,6 +604,7 @@ function navigate() {
   if (current.name === "thread") views.thread.open = new Set();
   main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   document.getElementById("flash").hidden = true; // a result belongs to the page it was shown on
+  confirming.clear();
   redraw(true);
 }
 
