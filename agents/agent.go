@@ -373,9 +373,9 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 		// during it starts again from the beginning and finds the summary
 		// stored, or none (compact.go).
 		force := isCompactCommand(job)
-		v, said := r.maybeCompact(ctx, v, lim, force)
-		if force {
-			return core.Result{Reply: said, Usage: r.segmentUsage()}, nil
+		v, said, err := r.maybeCompact(ctx, v, lim, force)
+		if force || err != nil {
+			return core.Result{Reply: said, Usage: r.segmentUsage()}, err
 		}
 		in.view = v
 		for _, t := range tools {

@@ -210,40 +210,40 @@ func compactWords(keepTokens int) int { return max(200, keepTokens/4) }
 
 // maybeCompact compacts the thread when v's history passed its share (or
 // force: /compact) and returns the view to use: unrolled again after a
-// compaction, else v as it was. A failure is logged and leaves v.
-func (r *run) maybeCompact(ctx context.Context, v *view, lim core.Limits, force bool) (*view, string) {
+// compaction, else v as it was; and what to tell a person who asked for it.
+// A failure is logged and leaves v; err is only a spent budget
+// (*core.BudgetError), which the run reports as for any model call.
+func (r *run) maybeCompact(ctx context.Context, v *view, lim core.Limits, force bool) (*view, string, error) {
 	if !v.cut && !force {
-		return v, ""
+		return v, "", nil
 	}
 	if _, ok := r.job.Env.(core.Summarizer); !ok {
-		return v, ""
+		return v, "This thread's history cannot be compacted here.", nil
 	}
 	keep := int(float64(lim.HistoryTokenBudget) * compactKeepShare)
 	if force {
 		keep = 0
 	}
 	m, n, err := r.compact(ctx, v, keep)
-	if err != nil {
-		if !errors.Is(err, errNothingToCompact) {
-			r.agent.log.Warn("compaction failed; the history stays as it was and the next run tries again",
-				"bot", r.job.Bot.Handle, "thread", r.job.Thread.ID, "err", err)
-		}
-		var be *core.BudgetError
-		if errors.As(err, &be) {
-			return v, ""
-		}
-		if errors.Is(err, errNothingToCompact) {
-			return v, "Nothing to compact yet."
-		}
-		return v, "Compaction failed; the thread's history is as it was. The log has the details."
+	var be *core.BudgetError
+	switch {
+	case errors.As(err, &be):
+		return v, "", err
+	case errors.Is(err, errNothingToCompact):
+		return v, "Nothing to compact yet.", nil
+	case err != nil:
+		r.agent.log.Warn("compaction failed; the history stays as it was and the next run tries again",
+			"bot", r.job.Bot.Handle, "thread", r.job.Thread.ID, "err", err)
+		return v, "Compaction failed; the thread's history is as it was. The log has the details.", nil
 	}
+	said := fmt.Sprintf("Compacted: %s up to #%d summarised. The messages themselves are kept; read_history reaches them.",
+		plural(n, "message", "messages"), m.Covers)
 	nv, err := unroll(ctx, r.job, lim)
 	if err != nil {
 		r.agent.log.Warn("unroll after compaction", "err", err)
-		return v, ""
+		return v, said, nil
 	}
-	return nv, fmt.Sprintf("Compacted: %s up to #%d summarised. The messages themselves are kept; read_history reaches them.",
-		plural(n, "message", "messages"), m.Covers)
+	return nv, said, nil
 }
 
 // isCompactCommand reports whether the run's triggers are only /compact.

@@ -119,6 +119,10 @@ func (r *run) shrink() bool {
 		// system, history..., and the last history message is kept.
 		if hist := len(r.prompt) - 2; hist >= 2 {
 			drop := hist / 2
+			// The history never starts with the bot's own reply.
+			for drop < hist-1 && r.prompt[1+drop].Role == openai.ChatMessageRoleAssistant {
+				drop++
+			}
 			r.prompt = append(r.prompt[:1:1], r.prompt[1+drop:]...)
 			return true
 		}
