@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,15 +48,15 @@ const CompactCommand = "/compact"
 // errNothingToCompact is compact's error when no message is old enough.
 var errNothingToCompact = errors.New("nothing to compact yet")
 
-// compactionProvider is the profile and model that summarise for bot: the
-// profile's compact_with, else the bot's own.
-func (a *Agent) compactionProvider(bot core.BotProfile, pc *providerClient, model string) (*providerClient, string) {
-	if name := pc.prov.CompactWith; name != "" {
-		if cpc, ok := a.clients[name]; ok && cpc.prov.Model != "" {
-			return cpc, cpc.prov.Model
+// compactionChain is the fallback chain that summarises for r's bot: the
+// profile's compact_with first (with its own model), then the bot's chain.
+func (r *run) compactionChain() []link {
+	if name := r.links[0].pc.prov.CompactWith; name != "" {
+		if cpc, ok := r.agent.clients[name]; ok && cpc.prov.Model != "" {
+			return append([]link{{pc: cpc, model: cpc.prov.Model}}, r.links...)
 		}
 	}
-	return pc, model
+	return r.links
 }
 
 // compact summarises the older part of r's view: the bot's summary and the
@@ -119,10 +120,10 @@ scan:
 	// The messages go in chunks that fit the compaction model's window, oldest
 	// first, each summarised together with the summary so far: a long thread's
 	// first compaction loses nothing to a cut.
-	cpc, model := r.agent.compactionProvider(r.job.Bot, r.pc, r.model)
+	chain := r.compactionChain()
 	system := compactInstruction(r.job.Bot, keepTokens)
 	room := compactChunkChars
-	if limit := inputLimit(cpc.prov, r.job.Bot); limit > 0 {
+	if limit := inputLimit(chain[0].pc.prov, r.job.Bot); limit > 0 {
 		// Room for the summary so far: as long as its instruction allows.
 		room = max((limit-estimateTokens([]openai.ChatCompletionMessage{{Content: system}}, nil)-compactWords(keepTokens)*2)*4-512, minFitChars)
 	}
@@ -134,7 +135,7 @@ scan:
 			lines = lines[1:]
 		}
 		var err error
-		if text, err = r.compactCall(ctx, cpc, model, system, prev+"Messages since then, oldest first:\n", chunk.String(), last); err != nil {
+		if text, err = r.compactCall(ctx, chain, system, prev+"Messages since then, oldest first:\n", chunk.String(), last); err != nil {
 			return core.Message{}, 0, err
 		}
 		prev = "Your earlier summary:\n" + text + "\n\n"
@@ -148,20 +149,26 @@ scan:
 
 // compactCall makes one compaction call (budget check, ledger, run event)
 // and returns the summary it wrote.
-func (r *run) compactCall(ctx context.Context, cpc *providerClient, model, system, head, chunk string, covers core.MessageID) (string, error) {
-	if m, ok := r.job.Env.(core.Meter); ok {
-		if err := m.BeforeModelCall(ctx); err != nil {
+func (r *run) compactCall(ctx context.Context, chain []link, system, head, chunk string, covers core.MessageID) (string, error) {
+	m, metered := r.job.Env.(core.Meter)
+	if metered {
+		est := core.ModelCall{Call: r.usage.ModelCalls + 1, Profile: chain[0].pc.name, Model: chain[0].model,
+			InputTokens: int64((len(system)+len(head)+len(chunk))/4 + 1), OutputTokens: outputEstimate}
+		if err := m.BeforeModelCall(ctx, est); err != nil {
 			return "", err
 		}
 	}
 	start := r.agent.opts.Clock.Now()
-	ans, err := chatFitted(ctx, cpc, model, r.job.Bot, system, head, chunk)
+	ans, sv, err := chatFitted(ctx, r.agent, chain, r.job.Bot, system, head, chunk)
 	dur := r.agent.opts.Clock.Now().Sub(start)
+	if sv.pc == nil {
+		sv.link = chain[0]
+	}
 	r.usage.ModelCalls++
 	r.usage.PromptTokens += ans.Usage.InputTokens
 	r.usage.CompletionTokens += ans.Usage.OutputTokens
-	r.job.Observer().ModelCall(cpc.name, model, dur, ans.Usage.InputTokens, ans.Usage.OutputTokens, err != nil)
-	ev := map[string]any{"model": model, "provider": cpc.name, "compaction": true, "covers": covers,
+	r.job.Observer().ModelCall(sv.pc.name, sv.model, dur, ans.Usage.InputTokens, ans.Usage.OutputTokens, err != nil)
+	ev := map[string]any{"model": sv.model, "provider": sv.pc.name, "compaction": true, "covers": covers,
 		"prompt_tokens": ans.Usage.InputTokens, "completion_tokens": ans.Usage.OutputTokens, "duration_ms": dur.Milliseconds()}
 	if err == nil && strings.TrimSpace(ans.Text) == "" {
 		err = errors.New("the model returned an empty summary")
@@ -169,20 +176,11 @@ func (r *run) compactCall(ctx context.Context, cpc *providerClient, model, syste
 	if err != nil {
 		ev["error"] = core.Redact(err.Error())
 	}
-	r.recordCompaction(ctx, cpc.name, model, ans.Usage, ev)
-	if err != nil {
-		return "", fmt.Errorf("compaction model call: %s", core.Redact(err.Error()))
-	}
-	return strings.TrimSpace(ans.Text), nil
-}
-
-// recordCompaction puts the compaction call in the ledger (as call number
-// r.usage.ModelCalls of the run) and the run events.
-func (r *run) recordCompaction(ctx context.Context, profile, model string, u Usage, ev map[string]any) {
-	if m, ok := r.job.Env.(core.Meter); ok {
-		c := core.ModelCall{Call: r.usage.ModelCalls, Profile: profile, Model: model,
-			InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens),
-			CachedTokens: int64(u.CacheReadTokens), CacheWriteTokens: int64(u.CacheWriteTokens)}
+	if metered {
+		c := core.ModelCall{Call: r.usage.ModelCalls, Profile: sv.pc.name, Provider: cmp.Or(sv.pc.prov.API, APIOpenAI),
+			Model: sv.model, Served: ans.Model, KeyLabel: sv.key, Fallback: sv.fallback,
+			InputTokens: int64(ans.Usage.InputTokens), OutputTokens: int64(ans.Usage.OutputTokens),
+			CachedTokens: int64(ans.Usage.CacheReadTokens), CacheWriteTokens: int64(ans.Usage.CacheWriteTokens)}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		if err := m.RecordModelCall(rctx, c); err != nil {
 			r.agent.log.Warn("record the compaction call in the usage ledger", "run", r.job.Run.ID, "err", err)
@@ -190,6 +188,10 @@ func (r *run) recordCompaction(ctx context.Context, profile, model string, u Usa
 		cancel()
 	}
 	r.event(ctx, "model_call", ev)
+	if err != nil {
+		return "", fmt.Errorf("compaction model call: %s", core.Redact(err.Error()))
+	}
+	return strings.TrimSpace(ans.Text), nil
 }
 
 // compactInstruction is the system prompt of a compaction call.

@@ -222,31 +222,28 @@ func stubResult(c openai.ToolCall, content string) string {
 const minFitChars = 2000
 
 // chatFitted makes one call of system prompt and one user message, head then
-// text, for bot on profile pc (reflection, compaction): text is cut, keeping
-// its newest part, to fit the profile's context window, and each
-// context-length error of the server cuts it in half again, down to
-// minFitChars; head is never cut. The call is bounded by the profile's
-// request timeout.
-func chatFitted(ctx context.Context, pc *providerClient, model string, bot core.BotProfile, system, head, text string) (ChatAnswer, error) {
-	if limit := inputLimit(pc.prov, bot); limit > 0 {
+// text, for bot through chain (a.chat: reflection, compaction): text is cut,
+// keeping its newest part, to fit the context window of the chain's first
+// profile, and each context-length error cuts it in half again, down to
+// minFitChars; head is never cut.
+func chatFitted(ctx context.Context, a *Agent, chain []link, bot core.BotProfile, system, head, text string) (ChatAnswer, served, error) {
+	if limit := inputLimit(chain[0].pc.prov, bot); limit > 0 {
 		room := (limit-estimateTokens([]openai.ChatCompletionMessage{{Content: system}, {Content: head}}, nil))*4 - 64
 		text = keepNewest(text, max(room, minFitChars))
 	}
 	for {
-		req := ChatRequest{Model: model, Messages: []openai.ChatCompletionMessage{
+		req := ChatRequest{Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: system},
 			{Role: openai.ChatMessageRoleUser, Content: head + text},
 		}, StableEnd: 1}
-		cctx, cancel := context.WithTimeout(ctx, pc.prov.RequestTimeout)
-		ans, err := pc.api.Chat(cctx, req)
-		cancel()
+		ans, sv, err := a.chat(ctx, chain, req)
 		var ae *apiError
 		if err != nil && errors.As(err, &ae) && len(text) > minFitChars &&
 			(&ModelError{Status: ae.Status, Code: ae.Code, Message: ae.Message}).ContextLength() {
 			text = keepNewest(text, max(len(text)/2, minFitChars))
 			continue
 		}
-		return ans, err
+		return ans, sv, err
 	}
 }
 

@@ -22,7 +22,8 @@ func TestChatFittedShrinksText(t *testing.T) {
 	a := newAgent(t, srv, nil, nil)
 	pc := a.clients["default"]
 	text := strings.Repeat("old words ", 10000) + "NEWEST"
-	ans, err := chatFitted(context.Background(), pc, "fake-model", chief, "system", "HEAD\n", text)
+	chain := []link{{pc: pc, model: "fake-model"}}
+	ans, _, err := chatFitted(context.Background(), a, chain, chief, "system", "HEAD\n", text)
 	if err != nil || ans.Text != "ok" {
 		t.Fatalf("answer %+v, err %v", ans, err)
 	}
@@ -38,7 +39,7 @@ func TestChatFittedShrinksText(t *testing.T) {
 	// With the window known, the first request already fits.
 	srv.Forget()
 	pc.prov.ContextWindow = 3000
-	if _, err := chatFitted(context.Background(), pc, "fake-model", chief, "system", "HEAD\n", text); err != nil {
+	if _, _, err := chatFitted(context.Background(), a, chain, chief, "system", "HEAD\n", text); err != nil {
 		t.Fatal(err)
 	}
 	if reqs := srv.Requests(); len(reqs) != 1 || len(reqs[0].Raw)/4 > 3000 {

@@ -16,6 +16,7 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, fixed func(c
 		Store:           eng.Store(),
 		Answerer:        eng,
 		Controller:      eng,
+		People:          eng,
 		Bots:            eng.Bots(),
 		Identity:        core.ActorID(a.cfg.Admin.Identity),
 		IdentityName:    a.cfg.Admin.Name,
