@@ -42,7 +42,7 @@ const (
 
 // CompactCommand is what a person types to compact the thread now: a trigger
 // whose whole text (after leading @mentions) is this compacts the thread and
-// answers with what was done, without another model call.
+// answers with what was done; the reply itself needs no model call.
 const CompactCommand = "/compact"
 
 // errNothingToCompact is compact's error when no message is old enough.

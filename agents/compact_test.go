@@ -251,3 +251,37 @@ func TestCompactionCrashKeepsOneSummary(t *testing.T) {
 		t.Errorf("storing the summary again gave %+v (err %v), %d summaries", again, err, len(env.summaries()))
 	}
 }
+
+// TestCompactWithCheaperProfile: a profile's compact_with sends compaction
+// calls to the named profile's model; the bot's own model answers.
+func TestCompactWithCheaperProfile(t *testing.T) {
+	main, cheap := openaitest.New(t), openaitest.New(t)
+	main.Handle(func(r openaitest.Request) openaitest.Reply {
+		if isCompaction(r) {
+			t.Error("a compaction call reached the bot's own model")
+		}
+		return openaitest.Text("answered")
+	})
+	cheap.Handle(summarise)
+	a := newAgent(t, main, nil, func(o *Options) {
+		o.Providers = map[string]Provider{
+			"default": {BaseURL: main.URL(), APIKey: testKey, Model: "big", ContextWindow: 8000, CompactWith: "cheap"},
+			"cheap":   {BaseURL: cheap.URL(), APIKey: testKey, Model: "small"},
+		}
+	})
+	env, bot := fiveWindowThread()
+	trig := env.add(alice, "Alice", "next question")
+	job := newJob(env, bot, false, trig)
+	job.Env = sumEnv{env, bot.ID()}
+	res, err := execute(t, a, job)
+	if err != nil || res.Reply != "answered" {
+		t.Fatalf("reply %q, err %v", res.Reply, err)
+	}
+	reqs := cheap.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the cheap profile got no compaction call")
+	}
+	if reqs[0].Body.Model != "small" || len(env.summaries()) != 1 {
+		t.Errorf("compaction model %q, summaries %d; want small and 1", reqs[0].Body.Model, len(env.summaries()))
+	}
+}
