@@ -224,6 +224,11 @@ type LLMProfile struct {
 	// anthropic needs one unless base_url points elsewhere (a proxy). Never
 	// logged.
 	APIKey string `yaml:"api_key"`
+	// APIKeys, instead of api_key, are several keys by label
+	// ({team_a: ${KEY_A}, team_b: ${KEY_B}}): calls rotate among them, and a
+	// key the server refuses (401, 403) or rate-limits (429) is set aside for
+	// a while and logged by its label. Never logged.
+	APIKeys map[string]string `yaml:"api_keys"`
 	// Model is the default model of bots using this profile.
 	Model string `yaml:"model"`
 	// Headers are extra HTTP headers sent with every request.
@@ -263,7 +268,7 @@ func (p LLMProfile) OpenAICompatible() bool {
 // NeedsKey reports whether the profile talks to the public OpenAI API without an
 // api_key, which can never work; cmd fails fast on it.
 func (p LLMProfile) NeedsKey() bool {
-	return p.APIKey == "" && trimSlash(p.BaseURL) == OpenAIBaseURL
+	return !p.HasKey() && trimSlash(p.BaseURL) == OpenAIBaseURL
 }
 
 // Bot is one configured bot (seed §3 bot_profiles).
@@ -274,9 +279,13 @@ type Bot struct {
 	Name         string `yaml:"name"`
 	Description  string `yaml:"description"`
 	Instructions string `yaml:"instructions"`
-	// LLM names a profile in the llm section; default: the only profile, else "default".
-	LLM string `yaml:"llm"`
-	// Model overrides the profile's model.
+	// LLM names a profile in the llm section, or a fallback chain of them
+	// ([primary, backup]: a call moves on to the next when one is
+	// rate-limited, down, too slow or lacks the model); default: the only
+	// profile, else "default".
+	LLM Chain `yaml:"llm"`
+	// Model overrides the model of the chain's first profile; backups ask
+	// their own profile's model.
 	Model string   `yaml:"model"`
 	Tools []string `yaml:"tools"`
 	// ApprovalTools pause the run for a person's approval before they run; an

@@ -53,7 +53,7 @@ func TestDefaults(t *testing.T) {
 		{"store.path", cfg.Store.Path, "./data/openbot.db"},
 		{"workspace", cfg.Workspace, "./data/workspace"},
 		{"bots[0].name", cfg.Bots[0].Name, "engineer"},
-		{"bots[0].llm", cfg.Bots[0].LLM, "default"},
+		{"bots[0].llm", cfg.Bots[0].LLM.String(), "default"},
 		{"default_bot", cfg.DefaultBot, "engineer"},
 		{"model", cfg.ModelFor(cfg.Bots[0]), "llama3.1"},
 	}
@@ -80,7 +80,7 @@ limits: {max_bot_hops: 3, run_timeout: 90s}
 	if cfg.DefaultBot != "chief_of_staff" {
 		t.Errorf("default_bot = %q, want chief_of_staff", cfg.DefaultBot)
 	}
-	if cfg.Bots[0].LLM != "local" {
+	if cfg.Bots[0].LLM.String() != "local" {
 		t.Errorf("bots[0].llm = %q, want the only profile %q", cfg.Bots[0].LLM, "local")
 	}
 	if cfg.ModelFor(cfg.Bots[1]) != "big" {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	"openbot/core"
@@ -68,7 +69,9 @@ func (c *Config) ApplyDefaults() {
 	for i := range c.Bots {
 		b := &c.Bots[i]
 		b.Name = cmp.Or(b.Name, b.Handle)
-		b.LLM = cmp.Or(b.LLM, defaultProfile)
+		if len(b.LLM) == 0 && b.LLM == nil || slices.Equal(b.LLM, Chain{""}) {
+			b.LLM = Chain{defaultProfile}
+		}
 		if b.ApprovalTools == nil {
 			b.ApprovalTools = DefaultApprovalTools()
 		}
@@ -117,5 +120,5 @@ func (c *Config) ModelFor(b Bot) string {
 	if b.Model != "" {
 		return b.Model
 	}
-	return c.LLM[b.LLM].Model
+	return c.LLM[b.LLM.First()].Model
 }

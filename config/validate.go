@@ -161,7 +161,8 @@ func (c *Config) validateLLM(p *problems) {
 			checkEnum(p, path+".provider", prof.Provider, ProviderOpenAI, ProviderAnthropic)
 		}
 		checkURL(p, path+".base_url", prof.BaseURL, true)
-		if prof.Provider == ProviderAnthropic && prof.APIKey == "" && trimSlash(strings.TrimSuffix(trimSlash(prof.BaseURL), "/v1")) == AnthropicBaseURL {
+		validateKeys(p, path, prof)
+		if prof.Provider == ProviderAnthropic && !prof.HasKey() && trimSlash(strings.TrimSuffix(trimSlash(prof.BaseURL), "/v1")) == AnthropicBaseURL {
 			p.add(path+".api_key", "must be set for provider anthropic")
 		}
 		if prof.RequestTimeout < 0 {
@@ -192,14 +193,12 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		if b.Handle != "" {
 			handles[b.Handle] = true
 		}
-		prof, ok := c.LLM[b.LLM]
-		switch {
-		case len(c.LLM) == 0:
-			// reported once at "llm"
-		case !ok:
-			p.add(path+".llm", "%q is not a profile in llm", b.LLM)
-		case b.Model == "" && prof.Model == "":
-			p.add(path+".model", "no model: set it here or in llm.%s.model", b.LLM)
+		prof, ok := c.LLM[b.LLM.First()]
+		if len(c.LLM) > 0 { // else reported once at "llm"
+			c.validateChain(p, path+".llm", b.LLM, true)
+		}
+		if ok && b.Model == "" && prof.Model == "" {
+			p.add(path+".model", "no model: set it here or in llm.%s.model", b.LLM.First())
 		}
 		if b.MaxModelCalls < 0 {
 			p.add(path+".max_model_calls", "must not be negative, got %d", b.MaxModelCalls)
@@ -216,7 +215,7 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		if t := b.Temperature; t != nil && (*t < 0 || *t > 2) {
 			p.add(path+".temperature", "must be between 0 and 2, got %g", *t)
 		} else if t != nil && *t > 1 && prof.Provider == ProviderAnthropic {
-			p.add(path+".temperature", "must be between 0 and 1 for provider anthropic (llm.%s), got %g", b.LLM, *t)
+			p.add(path+".temperature", "must be between 0 and 1 for provider anthropic (llm.%s), got %g", b.LLM.First(), *t)
 		}
 		if b.ReasoningEffort != "" {
 			checkEnum(p, path+".reasoning_effort", b.ReasoningEffort, "low", "medium", "high")

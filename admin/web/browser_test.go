@@ -184,6 +184,10 @@ func usageView(t *testing.T, ctx context.Context) {
 	if cells["Bot"] != "eng" || cells["Model calls"] != "3" || cells["Cached"] != "400" {
 		t.Errorf("usage by bot = %v, want eng with 3 model calls and 400 cached tokens", cells)
 	}
+	model := value(t, ctx, "the model row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll("td[data-label='Profile/model']")[0].parentElement.querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
+	if model["Profile/model"] != "default/gpt-test" || model["Provider"] != "openai" || model["Model calls"] != "3" || model["Fallbacks"] != "0" {
+		t.Errorf("usage by model = %v, want default/gpt-test on openai with 3 model calls", model)
+	}
 	// 600 input at 2.00, 400 cached at 0.50 and 50 output at 8.00 per million
 	// tokens are 0.0018; the two other calls add their estimated tokens.
 	if c := cells["Cost"]; !strings.HasPrefix(c, "0.00") || c == "0.00" || len(c) > 8 {

@@ -483,28 +483,36 @@ function cost(micros) {
 }
 
 // views.usage sums the usage ledger (one entry per model call, priced with
-// cost.prices) by bot and by UTC day over the API's default window, 30 days.
+// the shipped prices and cost.prices) by bot, by llm profile and model (with
+// the provider, the models that answered, the key labels and the calls a
+// backup profile served) and by UTC day over the API's default window, 30 days.
 views.usage = {
   title: "Usage",
   async render() {
-    const [byDay, byBot] = await Promise.all([api("/usage?by=day&limit=31"), api("/usage?by=bot&limit=100")]);
-    const rows = (items, label, link) => items.map((u) => h("tr", {},
+    const [byDay, byBot, byModel] = await Promise.all([api("/usage?by=day&limit=31"), api("/usage?by=bot&limit=100"), api("/usage?by=model&limit=100")]);
+    const rows = (items, label, link, extra) => items.map((u) => h("tr", {},
       td(label, h("span", { class: "lead" }, link ? link(u.key) : u.key)),
+      ...(extra ? extra(u) : []),
       h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
       h("td", { class: "num", "data-label": "Runs" }, num(u.runs)),
       h("td", { class: "num", "data-label": "Input tokens" }, num(u.prompt_tokens)),
       h("td", { class: "num", "data-label": "Cached" }, num(u.cached_tokens)),
       h("td", { class: "num", "data-label": "Output tokens" }, num(u.completion_tokens)),
       h("td", { class: "num", "data-label": "Cost" }, cost(u.cost_micros))));
-    const cols = (first) => [first, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
+    const cols = (first, ...more) => [first, ...more, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
+    const modelCells = (u) => [td("Provider", u.provider || "-"), td("Served by", (u.served || []).join(", ") || "-"),
+      td("Keys", (u.keys || []).join(", ") || "-"), h("td", { class: "num", "data-label": "Fallbacks" }, num(u.fallbacks || 0))];
     const total = byBot.items.reduce((t, u) => ({ calls: t.calls + (u.model_calls || 0), tokens: t.tokens + tokens(u), cost: t.cost + (u.cost_micros || 0) }),
       { calls: 0, tokens: 0, cost: 0 });
     return h("div", {}, h("h1", {}, "Usage"),
       h("p", { class: "muted" }, "Model calls recorded in the usage ledger in the last 30 days. Runs counts the runs that made them; " +
-        "input tokens include the cached ones; cost is priced with cost.prices, in their currency."),
+        "input tokens include the cached ones; cost is priced with the shipped prices and cost.prices, in their currency. " +
+        "Fallbacks counts the calls a backup profile of a bot's chain served."),
       h("p", { class: "usage-total" }, "Total: " + num(total.calls) + " model call" + (total.calls === 1 ? "" : "s") + ", " +
         num(total.tokens) + " tokens, cost " + cost(total.cost) + (byBot.next ? " (first 100 bots)" : "")),
       h("h2", {}, "By bot"), byBot.items.length ? table(cols("Bot"), rows(byBot.items, "Bot", handle)) : empty("No usage."),
+      h("h2", {}, "By model"), byModel.items.length ?
+        table(cols("Profile/model", "Provider", "Served by", "Keys", "Fallbacks#"), rows(byModel.items, "Profile/model", null, modelCells)) : empty("No usage."),
       h("h2", {}, "By day (UTC)"), byDay.items.length ? table(cols("Day"), rows(byDay.items, "Day")) : empty("No usage."));
   },
   interested: (type) => type === "run.finished",
