@@ -171,9 +171,11 @@ views.team = {
       const where = [];
       for (const t of b.working_threads || []) where.push(h("div", { class: "small" }, "working in ", threadLink(t)));
       for (const t of b.parked_threads || []) where.push(h("div", { class: "small" }, "waiting in ", threadLink(t)));
-      return h("tr", {},
+      return h("tr", { "data-bot": b.handle },
         td("Bot", h("div", { class: "lead" }, h("b", {}, b.name || b.handle), " ", h("span", { class: "muted" }, "@" + b.handle)),
-          b.model ? h("div", { class: "small muted" }, b.model) : ""),
+          b.model ? h("div", { class: "small muted" }, b.model) : "",
+          b.fixed_prompt_tokens ? h("div", { class: b.fixed_prompt_large ? "small question" : "small muted", "data-fixed-prompt": "" },
+            "fixed prompt " + num(b.fixed_prompt_tokens) + " tokens" + (b.fixed_prompt_large ? " (large: every call sends it)" : "")) : ""),
         td("Now", badge(b.paused ? "paused" : b.status), where),
         td("Queue", num(b.queue_depth)),
         td("Runs today", num(b.runs_today)),
