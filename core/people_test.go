@@ -327,3 +327,36 @@ func TestLink(t *testing.T) {
 		t.Fatalf("ran %d", *ran)
 	}
 }
+
+// TestHandoffRefusals: /handoff without a linked account on that platform, or
+// where there is no thread, or to a platform no adapter can open a DM on, says
+// so and changes nothing.
+func TestHandoffRefusals(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:you"}, nil)
+	h.start()
+	res := h.say("hello")
+	h.idle()
+	cmd := func(key, platform string) string {
+		r, err := h.eng.Command(ctx, core.Command{Name: "handoff", Args: platform, Actor: "console:you", ThreadKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if got := cmd("console:main", "telegram"); !strings.Contains(got, "no telegram account linked") {
+		t.Fatalf("no linked account: %q", got)
+	}
+	if got := cmd("console:nowhere", "telegram"); !strings.Contains(got, "no conversation here") {
+		t.Fatalf("no thread: %q", got)
+	}
+	if _, _, ok := core.ParseCommand("/handoff myspace"); ok {
+		t.Fatal("/handoff to an unknown platform parsed")
+	}
+	ms := h.messages(res.Thread)
+	for _, m := range ms {
+		if strings.Contains(m.Text, "continues in") {
+			t.Fatalf("a refused hand-off posted %q", m.Text)
+		}
+	}
+}

@@ -33,16 +33,19 @@ type Command struct {
 	Conversation ConversationRef
 	// Direct is true in a DM: a /link code is given only there.
 	Direct bool
+	// ThreadKey is the thread key where it was typed (/handoff moves that thread).
+	ThreadKey string
 }
 
 // commandShapes are the people commands and the arguments each takes, so a
 // sentence that happens to start with "pair" is not mistaken for one.
 var commandShapes = map[string]*regexp.Regexp{
-	"pair":   regexp.MustCompile(`^[A-Za-z0-9]{8}$`),
-	"people": regexp.MustCompile(`^$`),
-	"revoke": regexp.MustCompile(`^\S+$`),
-	"policy": regexp.MustCompile(`^$|^[a-z_]+=`),
-	"link":   regexp.MustCompile(`^$|^[A-Za-z0-9]{8}$`),
+	"pair":    regexp.MustCompile(`^[A-Za-z0-9]{8}$`),
+	"people":  regexp.MustCompile(`^$`),
+	"revoke":  regexp.MustCompile(`^\S+$`),
+	"policy":  regexp.MustCompile(`^$|^[a-z_]+=`),
+	"link":    regexp.MustCompile(`^$|^[A-Za-z0-9]{8}$`),
+	"handoff": regexp.MustCompile(`^(?i:slack|telegram|feishu)$`),
 }
 
 // ParseCommand finds a people command in a message's normalized text: "/pair
@@ -88,6 +91,8 @@ func (e *Engine) Command(ctx context.Context, c Command) (string, error) {
 		return e.policyCommand(ctx, c, by)
 	case "link":
 		return e.link(ctx, c)
+	case "handoff":
+		return e.handoff(ctx, c)
 	case "people":
 		if ok, err := e.IsOwner(ctx, c.Actor); err != nil {
 			return "", err

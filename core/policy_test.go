@@ -182,3 +182,21 @@ func TestChannelApprovers(t *testing.T) {
 		t.Fatalf("ran %d", *ran)
 	}
 }
+
+// TestChannelDefaultBot: a new thread in a channel whose policy names a
+// default bot is that bot's; elsewhere the team's default answers.
+func TestChannelDefaultBot(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, nil)
+	h.start()
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "ops", core.ChannelPolicy{DefaultBot: "qa"}, core.By{Actor: "console:owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.say("hello ops", in("ops")); !slices.Equal(res.Woken, []string{"qa"}) {
+		t.Fatalf("woken in ops %v, want qa", res.Woken)
+	}
+	if res := h.say("hello random", in("random")); !slices.Equal(res.Woken, []string{"chief_of_staff"}) {
+		t.Fatalf("woken in random %v, want the team's default", res.Woken)
+	}
+	h.idle()
+}

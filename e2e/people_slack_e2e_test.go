@@ -6,6 +6,8 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -67,6 +69,22 @@ func TestSlackPairing(t *testing.T) {
 	if len(got) != 1 || m == nil {
 		t.Fatalf("carol got %q, want one message with a pairing code", got)
 	}
+	// The /new slash command with a text is no way around pairing either.
+	req, err := slacktest.CommandRequest(context.Background(), r.hook.URL+"/slack/acme/commands", slackSecret,
+		slacktest.Command{Channel: carolDM, User: slackCarol, UserName: "carol", Command: "/new", Text: "hello by command"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "/pair "+m[1]) {
+		t.Fatalf("/new from an unknown person answered %d %s, want the pairing code", resp.StatusCode, body)
+	}
+	r.idle()
 	if n := len(r.model.Requests()); n != 0 {
 		t.Fatalf("an unknown DM made %d model requests", n)
 	}

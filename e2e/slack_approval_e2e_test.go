@@ -98,6 +98,8 @@ type approvalRig struct {
 	policy func(*core.Options)
 	// dmPolicy is the Slack account's dm_policy; default open.
 	dmPolicy string
+	// more makes adapters of other platforms that run beside the Slack app.
+	more func(*proc) []core.Adapter
 	// fetchHosts is the built-in tools' FetchAllowHosts (http_fetch is
 	// registered beside shell; a bot uses it only when its Tools name it).
 	fetchHosts []string
@@ -153,7 +155,11 @@ func (r *approvalRig) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.run(ad)
+	ads := []core.Adapter{ad}
+	if r.more != nil {
+		ads = append(ads, r.more(r.proc)...)
+	}
+	r.run(ads...)
 }
 
 // say posts a signed Events API message from user into the channel (a thread reply

@@ -160,7 +160,11 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 	if p2p || native {
 		bare, _ := messageText(m.MessageType, m.Content, m.Mentions, botID, "")
 		if name, args, ok := core.ParseCommand(bare); ok && strings.HasPrefix(strings.TrimSpace(bare), "/") {
-			return a.handlePeopleCommand(ctx, ActorID(sender), m.ChatID, m.MessageID, p2p, name, args) // never ingested
+			key := ThreadKey(m.ChatID, m.MessageID, m.RootID)
+			if p2p {
+				key = DialogKey(m.ChatID)
+			}
+			return a.handlePeopleCommand(ctx, ActorID(sender), m.ChatID, m.MessageID, key, p2p, name, args) // never ingested
 		}
 	}
 	if p2p {
@@ -471,14 +475,14 @@ func postText(content string) (string, bool) {
 
 // handlePeopleCommand answers /pair, /people and /revoke (core.Commander) with a
 // notice replying to the command; in a group only "@Bot /pair ..." reaches here.
-func (a *Adapter) handlePeopleCommand(ctx context.Context, actor core.ActorID, chat, messageID string, p2p bool, name, args string) error {
+func (a *Adapter) handlePeopleCommand(ctx context.Context, actor core.ActorID, chat, messageID, threadKey string, p2p bool, name, args string) error {
 	inThread := !p2p
 	c, ok := a.engine.(core.Commander)
 	if !ok {
 		a.queueNotice(messageID, "That command is not available here.", inThread)
 		return nil
 	}
-	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: actor, Account: a.account, Conversation: Conversation{Chat: chat}.Ref(), Direct: p2p})
+	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: actor, Account: a.account, Conversation: Conversation{Chat: chat}.Ref(), Direct: p2p, ThreadKey: threadKey})
 	if err != nil {
 		return fmt.Errorf("feishu: /%s: %w", name, err)
 	}

@@ -73,6 +73,15 @@ func (a *Adapter) handleCommand(ctx context.Context, cmd slack.SlashCommand) (st
 		return "", err
 	}
 	team := cmp.Or(cmd.TeamID, id.Team)
+	ad, err := core.AdmitDM(ctx, a.engine, core.Admission{Account: a.Account(), Actor: HumanActor(team, cmd.UserID),
+		Name: a.userName(ctx, cmd.UserID), Policy: a.dmPolicy, Listed: a.allowU[cmd.UserID]})
+	if err != nil {
+		return "", err
+	}
+	if !ad.Allow {
+		a.refuse("/new refused by dm_policy "+a.dmPolicy, "channel", cmd.ChannelID, "user", cmd.UserID)
+		return cmp.Or(ad.Reply, replyNotAllowed), nil
+	}
 	text, _, _ := a.normalize(ctx, cmd.Text, id.UserID)
 	if text == "" {
 		if err := a.setPendingNew(ctx, team, cmd.ChannelID, true); err != nil {

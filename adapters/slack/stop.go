@@ -141,7 +141,8 @@ func (a *Adapter) handlePeopleCommand(ctx context.Context, m message, dm bool, n
 		return nil
 	}
 	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(m.Team, m.User),
-		ActorName: a.userName(ctx, m.User), Account: a.Account(), Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, dm).Ref(), Direct: dm})
+		ActorName: a.userName(ctx, m.User), Account: a.Account(), Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, dm).Ref(), Direct: dm,
+		ThreadKey: ThreadKey(m.Team, m.Channel, m.TS, m.ThreadTS, dm)})
 	if err != nil {
 		a.stops.forget(key)
 		return fmt.Errorf("slack /%s in %s: %w", name, m.Channel, err)

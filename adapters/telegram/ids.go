@@ -1,7 +1,9 @@
 package telegram
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -152,4 +154,22 @@ func validToken(t string) bool {
 		}
 	}
 	return true
+}
+
+var _ core.DirectOpener = (*Adapter)(nil)
+
+// DirectConversation implements core.DirectOpener: a person's private chat
+// with this bot has the person's user id as its chat id. Telegram delivers
+// there only after the person has started the bot.
+func (a *Adapter) DirectConversation(_ context.Context, actor core.ActorID) (core.ConversationRef, string, error) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(string(actor), "telegram:"), 10, 64)
+	if err != nil || id <= 0 || !strings.HasPrefix(string(actor), "telegram:") {
+		return "", "", fmt.Errorf("telegram: %q is not a Telegram user", actor)
+	}
+	me, ok := a.Self()
+	if !ok {
+		return "", "", errNotReady
+	}
+	c := Conversation{Chat: id}
+	return c.Ref(), c.ThreadKey(me.ID), nil
 }

@@ -462,11 +462,17 @@ func (a *Adapter) handlePeopleCommand(ctx context.Context, m *message, conv Conv
 		return nil
 	}
 	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(m.From.ID), ActorName: displayName(m.From),
-		Account: a.account, Conversation: conv.Ref(), Direct: conv.Chat > 0})
+		Account: a.account, Conversation: conv.Ref(), Direct: conv.Chat > 0, ThreadKey: a.threadKey(conv)})
 	if err != nil {
 		return fmt.Errorf("telegram: /%s in %d: %w", name, conv.Chat, err)
 	}
 	a.log.Info("telegram people command", "command", name, "chat", conv.Chat, "user", m.From.ID)
 	a.reply(ctx, conv, m.MessageID, reply)
 	return nil
+}
+
+// threadKey is conv's thread key as this account's bot sees it.
+func (a *Adapter) threadKey(conv Conversation) string {
+	me, _ := a.Self()
+	return conv.ThreadKey(me.ID)
 }
