@@ -108,7 +108,7 @@ func startTeamAs(t *testing.T, pp people, more ...agents.Tool) *team {
 	}
 	runtest.Start(t, eng.Run)
 	<-eng.Ready()
-	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: pp.identity, IdentityName: pp.name, Notifier: n, Tick: 200 * time.Millisecond,
+	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, People: eng, Bots: eng.Bots(), Identity: pp.identity, IdentityName: pp.name, Notifier: n, Tick: 200 * time.Millisecond,
 		Cost: func() core.Cost { return *prices }, Chat: chat})
 	if err != nil {
 		t.Fatal(err)

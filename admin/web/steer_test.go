@@ -28,7 +28,7 @@ func signIn(t *testing.T, ctx context.Context, tm *team) {
 // click clicks the element sel selects, found and clicked in one script step.
 func click(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[any](`document.querySelector(` + quote(sel) + `).click()`)(ctx, t)
+		_, err := chromedp.Evaluate[any](`document.querySelector(`+quote(sel)+`).click()`)(ctx, t)
 		return err
 	})
 }

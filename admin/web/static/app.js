@@ -147,6 +147,7 @@ function steer(label, really, act, target, send) {
   });
   return b;
 }
+const cmpStr = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 const ended = (status) => ["completed", "failed", "cancelled"].includes(status);
 
 // ---- views ----------------------------------------------------------------
@@ -824,6 +825,54 @@ views.config = {
     return out;
   },
   interested: () => false,
+};
+
+// views.people: who may talk to the bots. Pending pairing codes with a button
+// that lets the person in, the people with their roles and identities (remove
+// one), and the channel policies stored from chat, the CLI or the API.
+views.people = {
+  title: "People",
+  async render() {
+    const [pp, pols] = await Promise.all([api("/people"), api("/policies")]);
+    const out = h("div", {}, h("h1", {}, "People"),
+      h("p", { class: "muted" }, "Owners approve anything and let people in; members may talk to the bots. " +
+        "An unknown person who DMs a bot gets a pairing code: let them in here, with /pair CODE in chat, or with openbot pair CODE."));
+    out.append(h("h2", {}, "Waiting for a pairing"));
+    out.append(pp.pending.length ? table(["Code", "Who", "Account", "Expires"], pp.pending.map((c) =>
+      h("tr", { "data-code": c.code },
+        td("Code", h("span", { class: "mono" }, c.code)),
+        td("Who", c.name || c.actor, c.name ? h("div", { class: "small muted mono" }, c.actor) : ""),
+        td("Account", c.account),
+        td("Expires", when(c.expires), " ", steer("Let in", "Really let " + (c.name || c.actor) + " in?", "pair", c.code, () =>
+          api("/people/pair", { method: "POST", body: { code: c.code } }).then((x) => (x.name || x.identities[0]) + " is in, as " + x.role)))))) : empty("No pairing code is waiting."));
+    out.append(h("h2", {}, "People"));
+    out.append(pp.people.length ? table(["Person", "Role", "Identities", "Added"], pp.people.map((x) =>
+      h("tr", { "data-person": x.id },
+        td("Person", h("b", {}, x.name || x.id)),
+        td("Role", badge(x.role)),
+        td("Identities", (x.identities || []).map((i) => h("div", { class: "mono small" }, i))),
+        td("Added", when(x.added), x.added_by ? h("div", { class: "small muted" }, "by " + x.added_by) : "", " ",
+          steer("Remove", "Really remove " + (x.name || x.id) + "?", "revoke", x.id, () =>
+            api("/people/" + encodeURIComponent(x.id), { method: "DELETE" }).then(() => (x.name || x.id) + " removed")))))) : empty("Nobody is stored yet; owners from the config are not listed here."));
+    out.append(h("h2", {}, "Channel policies set from chat, the CLI or the API"));
+    const rows = Object.entries(pols).sort(([a], [b]) => cmpStr(a, b)).map(([where, p]) => {
+      const rules = [];
+      if (p.mode) rules.push("mode " + p.mode);
+      if (p.members) rules.push("members " + p.members + (p.listed && p.listed.length ? " (" + p.listed.join(", ") + ")" : ""));
+      if (p.default_bot) rules.push("default bot @" + p.default_bot);
+      if (p.tools_removed && p.tools_removed.length) rules.push("without " + p.tools_removed.join(", "));
+      if (p.tools_added && p.tools_added.length) rules.push("with " + p.tools_added.join(", "));
+      if (p.approvers && p.approvers.length) rules.push("approvers " + p.approvers.join(", "));
+      if (p.instructions) rules.push("instructions: " + p.instructions);
+      return h("tr", { "data-policy": where },
+        td("Channel", h("span", { class: "mono" }, where)),
+        td("Policy", rules.length ? rules.map((r) => h("div", {}, r)) : h("span", { class: "muted" }, "the account's default")),
+        td("Set", when(p.set), p.set_by ? h("div", { class: "small muted" }, "by " + p.set_by) : ""));
+    });
+    out.append(rows.length ? table(["Channel", "Policy", "Set"], rows) : empty("None stored; the config's policies apply."));
+    return out;
+  },
+  interested: (type) => type === "activity",
 };
 
 function reloadSummary(rep) {
