@@ -60,6 +60,9 @@ type Config struct {
 
 	// Schedules post messages into threads on a timetable (config/schedule.go).
 	Schedules []Schedule `yaml:"schedules"`
+	// Triggers are authenticated inbound webhooks (POST /hooks/<name>) that
+	// post events into threads for a bot (config/trigger.go).
+	Triggers []Trigger `yaml:"triggers"`
 
 	// Cost prices model calls and sets budgets (config/cost.go).
 	Cost Cost `yaml:"cost"`

@@ -48,6 +48,7 @@ func (c *Config) ApplyDefaults() {
 	c.ApprovalTimeout = cmp.Or(c.ApprovalTimeout, DefaultApprovalTimeout)
 	c.MCPReadyTimeout = cmp.Or(c.MCPReadyTimeout, DefaultMCPReadyTimeout)
 	c.applyScheduleDefaults()
+	c.applyTriggerDefaults()
 	c.Cost.Currency = cmp.Or(c.Cost.Currency, DefaultCurrency)
 
 	for name, p := range c.LLM {

@@ -97,6 +97,13 @@ func (c *Config) validateSchedules(p *problems, handles map[string]bool) {
 }
 
 func (c *Config) checkScheduleTarget(p *problems, path string, s Schedule) {
+	c.checkTarget(p, path, "channel", s)
+}
+
+// checkTarget checks a target conversation (a schedule's, or a trigger's
+// post_to with the channel named by channelKey): a configured account, a channel
+// of the right shape, a team for Slack, a topic only for Telegram.
+func (c *Config) checkTarget(p *problems, path, channelKey string, s Schedule) {
 	kind, name, _ := strings.Cut(s.Account, "/")
 	known := false
 	switch kind {
@@ -112,7 +119,7 @@ func (c *Config) checkScheduleTarget(p *problems, path string, s Schedule) {
 			known = known || a.Name == name
 		}
 		if _, err := strconv.ParseInt(s.Channel, 10, 64); err != nil && s.Channel != "" {
-			p.add(path+".channel", "%q is not a Telegram chat id (a number)", s.Channel)
+			p.add(path+"."+channelKey, "%q is not a Telegram chat id (a number)", s.Channel)
 		}
 	case "feishu":
 		for _, a := range c.Feishu {
@@ -128,7 +135,7 @@ func (c *Config) checkScheduleTarget(p *problems, path string, s Schedule) {
 		p.add(path+".account", "%q is not a configured account (kind/name, e.g. slack/acme)", s.Account)
 	}
 	if kind != "console" && s.Channel == "" {
-		p.add(path+".channel", "must be set (the channel or chat id to post in)")
+		p.add(path+"."+channelKey, "must be set (the channel or chat id to post in)")
 	}
 	if kind != "telegram" && s.Topic != 0 {
 		p.add(path+".topic", "is for Telegram forum topics only")

@@ -102,6 +102,7 @@ func (c *Config) Validate() error {
 	c.validateMCP(&p)
 	c.validateChannels(&p, handles)
 	c.validateSchedules(&p, handles)
+	c.validateTriggers(&p, handles)
 	c.validateCost(&p, handles)
 	c.validateMemory(&p)
 	return p.err()
