@@ -217,6 +217,7 @@ func restartKeys(old, cfg *config.Config) []string {
 	add("fetch_allow_hosts", !slices.Equal(old.FetchAllowHosts, cfg.FetchAllowHosts))
 	// The schedule runner and the pruner are built once at start.
 	add("schedules", !reflect.DeepEqual(old.Schedules, cfg.Schedules))
+	add("triggers", !reflect.DeepEqual(old.Triggers, cfg.Triggers))
 	add("retention", !reflect.DeepEqual(old.Retention, cfg.Retention))
 	net := func(c *config.Config) []string {
 		var hs []string

@@ -259,6 +259,10 @@ func (a *app) serve(ctx context.Context) int {
 	if err != nil {
 		return a.fail("schedules", err)
 	}
+	hks, err := newHooks(a.cfg, eng, log)
+	if err != nil {
+		return a.fail("triggers", err)
+	}
 	hl := newHealth(eng.Ready())
 	accounts, con, err := a.adapters(eng, hl)
 	if err != nil {
@@ -315,6 +319,8 @@ func (a *app) serve(ctx context.Context) int {
 			hl.watch(string(ad.Account()), r)
 		}
 	}
+	// Inbound webhooks of the triggers (POST /hooks/<name>).
+	hks.Mount(mux)
 	// Platform webhook routes follow the accounts a reload adds or removes.
 	mux.Handle("/", accts)
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"openbot/adapters/hooks"
+	"openbot/config"
+	"openbot/core"
+)
+
+// hookTriggers maps the triggers section onto hooks.Trigger values, building
+// each target conversation with its adapter's own id codec.
+func hookTriggers(cfg *config.Config) ([]hooks.Trigger, error) {
+	out := make([]hooks.Trigger, 0, len(cfg.Triggers))
+	for i, t := range cfg.Triggers {
+		ht := hooks.Trigger{Name: t.Name, Kind: t.Kind, Secret: t.Secret, Bot: t.Bot, Thread: t.Thread,
+			Events: t.Events, When: t.When, Message: t.Message, RunsPer: t.RateLimit.Runs, Per: t.RateLimit.Per,
+			MaxRunsPerDay: t.MaxRunsPerDay, MaxBody: t.MaxBodyBytes, Window: t.Window}
+		var err error
+		ht.Account, ht.Platform, ht.Conversation, err = targetConversation(t.PostTo.Account, t.PostTo.Conversation, t.PostTo.Team, t.PostTo.Topic)
+		if err != nil {
+			return nil, fmt.Errorf("triggers[%d].post_to: %w", i, err)
+		}
+		out = append(out, ht)
+	}
+	return out, nil
+}
+
+// newHooks builds the /hooks/ server of the configured triggers (every
+// request under /hooks/ is refused alike when there are none).
+func newHooks(cfg *config.Config, eng *core.Engine, log *slog.Logger) (*hooks.Server, error) {
+	ts, err := hookTriggers(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return hooks.New(hooks.Options{Engine: eng, Triggers: ts, Logger: log})
+}
