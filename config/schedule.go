@@ -43,6 +43,11 @@ type Schedule struct {
 	// Grace is how late a slot missed while openbot was down may still fire at
 	// start; older ones are recorded as skipped. Default 1h, at most 24h.
 	Grace time.Duration `yaml:"grace"`
+	// OnlyIf is the slot's preflight: "always" (default) fires every slot;
+	// "new_messages" only when a person or a trigger posted since the last
+	// slot, "new_events" only when a trigger did. A slot with nothing new is
+	// skipped with no model call and logged as skipped.
+	OnlyIf string `yaml:"only_if"`
 }
 
 // Values of Schedule.Thread, and the grace bounds.
@@ -59,6 +64,7 @@ func (c *Config) applyScheduleDefaults() {
 		s.TimeZone = cmp.Or(s.TimeZone, "UTC")
 		s.Thread = cmp.Or(s.Thread, ScheduleNewThread)
 		s.Grace = cmp.Or(s.Grace, DefaultScheduleGrace)
+		s.OnlyIf = cmp.Or(s.OnlyIf, core.OnlyIfAlways)
 	}
 }
 
@@ -89,6 +95,7 @@ func (c *Config) validateSchedules(p *problems, handles map[string]bool) {
 			p.add(path+".prompt", "must be set")
 		}
 		checkEnum(p, path+".thread", s.Thread, ScheduleNewThread, ScheduleStandingThread)
+		checkEnum(p, path+".only_if", s.OnlyIf, core.OnlyIfAlways, core.OnlyIfNewMessages, core.OnlyIfNewEvents)
 		if s.Grace < 0 || s.Grace > MaxScheduleGrace {
 			p.add(path+".grace", "must be between 0 and %s, got %s", MaxScheduleGrace, s.Grace)
 		}

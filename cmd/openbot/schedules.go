@@ -34,7 +34,7 @@ func coreSchedules(cfg *config.Config) ([]core.Schedule, error) {
 			return nil, fmt.Errorf("schedules[%d]: %w", i, err)
 		}
 		cs := core.Schedule{Name: s.Name, Next: next, Bot: s.Bot, Prompt: s.Prompt,
-			Standing: s.Thread == config.ScheduleStandingThread, Grace: s.Grace}
+			Standing: s.Thread == config.ScheduleStandingThread, Grace: s.Grace, OnlyIf: s.OnlyIf}
 		cs.Account, cs.Platform, cs.Conversation, err = targetConversation(s.Account, s.Channel, s.Team, s.Topic)
 		if err != nil {
 			return nil, fmt.Errorf("schedules[%d]: %w", i, err)
