@@ -63,6 +63,8 @@ type Config struct {
 	// Triggers are authenticated inbound webhooks (POST /hooks/<name>) that
 	// post events into threads for a bot (config/trigger.go).
 	Triggers []Trigger `yaml:"triggers"`
+	// Notify are the conversations bots may post into with the notify tool.
+	Notify []NotifyTarget `yaml:"notify"`
 
 	// Cost prices model calls and sets budgets (config/cost.go).
 	Cost Cost `yaml:"cost"`

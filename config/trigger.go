@@ -177,3 +177,44 @@ func (c *Config) validateTriggers(p *problems, handles map[string]bool) {
 			Channel: t.PostTo.Conversation, Team: t.PostTo.Team, Topic: t.PostTo.Topic})
 	}
 }
+
+// NotifyTarget is a conversation bots may post into with the notify tool,
+// outside the thread they work in (a daily summary into #ops). Each post
+// starts a new thread there; the notify tool needs approval by default.
+type NotifyTarget struct {
+	// Name is what bots call the target: [a-z0-9_-]+, unique.
+	Name string `yaml:"name"`
+	// Account, Conversation, Team and Topic are as in a trigger's post_to.
+	PostTo `yaml:",inline"`
+	// Bots are the handles that may post there; empty: every bot with the tool.
+	Bots []string `yaml:"bots"`
+}
+
+func (c *Config) applyNotifyDefaults() {
+	for i := range c.Notify {
+		if n := &c.Notify[i]; !strings.Contains(n.Account, "/") {
+			n.Account = c.accountByName(n.Account)
+		}
+	}
+}
+
+// validateNotify checks each notify target, naming the field at fault.
+func (c *Config) validateNotify(p *problems, handles map[string]bool) {
+	seen := map[string]bool{}
+	for i, n := range c.Notify {
+		path := fmt.Sprintf("notify[%d]", i)
+		switch {
+		case !nameRe.MatchString(n.Name):
+			p.add(path+".name", "%q must be made of a-z, 0-9, _ and -", n.Name)
+		case seen[n.Name]:
+			p.add(path+".name", "%q is used twice", n.Name)
+		}
+		seen[n.Name] = true
+		for j, b := range n.Bots {
+			if !handles[b] {
+				p.add(fmt.Sprintf("%s.bots[%d]", path, j), "%q is not a configured bot", b)
+			}
+		}
+		c.checkTarget(p, path, "conversation", Schedule{Account: n.Account, Channel: n.Conversation, Team: n.Team, Topic: n.Topic})
+	}
+}

@@ -61,3 +61,20 @@ func containsString(ss []string, s string) bool {
 	}
 	return false
 }
+
+// A notify target resolves its bare account name; bad fields are named.
+func TestNotifyValidation(t *testing.T) {
+	cfg := parseOK(t, minimal+`slack: [{name: acme, bot: engineer, bot_token: xoxb-1, app_token: xapp-1}]
+notify:
+  - {name: ops, account: acme, conversation: C0OPS, team: T0123, bots: [engineer]}
+`, nil)
+	if n := cfg.Notify[0]; n.Account != "slack/acme" || n.Conversation != "C0OPS" || n.Team != "T0123" {
+		t.Errorf("notify target %+v", n)
+	}
+	es := parseErrs(t, minimal+"notify:\n  - {name: Ops, account: slack/none, bots: [nobody]}\n  - {name: Ops, account: console/local}\n")
+	for _, want := range []string{"notify[0].name", "notify[0].account", "notify[0].conversation", "notify[0].team", "notify[0].bots[0]"} {
+		if !strings.Contains(es.Error(), want+":") {
+			t.Errorf("errors lack %s:\n%v", want, es)
+		}
+	}
+}

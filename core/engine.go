@@ -110,6 +110,9 @@ type Options struct {
 	// Files configures inbound attachments: where they are saved, size caps
 	// and the download queue (core/files.go).
 	Files FileLimits
+	// Notify are the conversations a bot's notify tool may post into, outside
+	// the thread it works in (core/notify.go).
+	Notify []NotifyTarget
 
 	// Shared says other openbot processes use the same store (PostgreSQL,
 	// DESIGN.md §7): running runs, outbox lanes and long-lived ingress are then
@@ -162,6 +165,7 @@ type Engine struct {
 	clock    Clock
 	grace    time.Duration
 	observer Observer // nil: NopObserver (Observe)
+	notify   map[string]NotifyTarget
 
 	// cur is the current settings (bots, default bot, limits, approvers, cost);
 	// Reload swaps it, reloadMu orders Reload calls.
@@ -236,6 +240,9 @@ func New(opts Options) (*Engine, error) {
 	e.control = &control{e: e}
 	e.budgets = &budgets{e: e}
 	e.files = newFileQueue(e, opts.Files)
+	if e.notify, err = notifyTargets(opts.Notify); err != nil {
+		return nil, err
+	}
 	e.cluster = newCluster(e, opts)
 	return e, nil
 }

@@ -54,18 +54,24 @@ func hookTriggers() []hooks.Trigger {
 // startHooks runs one process: engine (the real agent loop on the model server
 // at modelURL), the Slack app on the Slack API at slackAPI and the hooks
 // server, over the store at db ("" for a new one).
-func startHooks(t testing.TB, db, slackAPI, modelURL, ws string) *hooksRig {
+// mods adjust the engine's options and the agent's tools.
+func startHooks(t testing.TB, db, slackAPI, modelURL, ws string, mods ...func(*core.Options, *agents.Registry)) *hooksRig {
 	t.Helper()
+	opts := core.Options{Files: core.FileLimits{Dir: func(id core.ThreadID) string { return filepath.Join(ws, strconv.Itoa(int(id))) }}}
+	reg := agents.NewRegistry()
+	for _, m := range mods {
+		m(&opts, reg)
+	}
 	ag, err := agents.New(agents.Options{
 		Providers: map[string]agents.Provider{"default": {BaseURL: modelURL, APIKey: "test-key", Model: "test-model"}},
-		Registry:  agents.NewRegistry(),
+		Registry:  reg,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Agent = ag
 	r := &hooksRig{logs: &syncBuffer{}}
-	r.proc = openProc(t, db, core.Options{Agent: ag,
-		Files: core.FileLimits{Dir: func(id core.ThreadID) string { return filepath.Join(ws, strconv.Itoa(int(id))) }}})
+	r.proc = openProc(t, db, opts)
 	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
 		APIURL: slackAPI, Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st)})
 	if err != nil {

@@ -218,6 +218,7 @@ func restartKeys(old, cfg *config.Config) []string {
 	// The schedule runner and the pruner are built once at start.
 	add("schedules", !reflect.DeepEqual(old.Schedules, cfg.Schedules))
 	add("triggers", !reflect.DeepEqual(old.Triggers, cfg.Triggers))
+	add("notify", !reflect.DeepEqual(old.Notify, cfg.Notify))
 	add("retention", !reflect.DeepEqual(old.Retention, cfg.Retention))
 	net := func(c *config.Config) []string {
 		var hs []string

@@ -236,6 +236,9 @@ func (a *app) serve(ctx context.Context) int {
 		Reflections:     refl,
 		Files:           files,
 	}
+	if engOpts.Notify, err = notifyTargets(a.cfg); err != nil {
+		return a.fail("notify", err)
+	}
 	engineShared(&engOpts, a.cfg, st)
 	eng, err := core.New(engOpts)
 	if err != nil {

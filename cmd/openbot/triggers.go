@@ -36,3 +36,18 @@ func newHooks(cfg *config.Config, eng *core.Engine, log *slog.Logger) (*hooks.Se
 	}
 	return hooks.New(hooks.Options{Engine: eng, Triggers: ts, Logger: log})
 }
+
+// notifyTargets maps the notify section onto core.NotifyTarget values.
+func notifyTargets(cfg *config.Config) ([]core.NotifyTarget, error) {
+	out := make([]core.NotifyTarget, 0, len(cfg.Notify))
+	for i, n := range cfg.Notify {
+		nt := core.NotifyTarget{Name: n.Name, Bots: n.Bots}
+		var err error
+		nt.Account, nt.Platform, nt.Conversation, err = targetConversation(n.Account, n.Conversation, n.Team, n.Topic)
+		if err != nil {
+			return nil, fmt.Errorf("notify[%d]: %w", i, err)
+		}
+		out = append(out, nt)
+	}
+	return out, nil
+}
