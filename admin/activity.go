@@ -97,21 +97,28 @@ func withLevel(a core.Activity) core.Activity {
 	return a
 }
 
-// UsageRow is the usage of one bot, thread or day (UTC) over the model calls
-// of the usage ledger recorded in the window (admin/ledger.go). Runs counts
-// the distinct runs of those calls; tokens are input (PromptTokens, cached
-// included) and output; CostMicros is in millionths of the prices' currency.
+// UsageRow is the usage of one bot, thread, day (UTC) or model over the model
+// calls of the usage ledger recorded in the window (admin/ledger.go). Runs
+// counts the distinct runs of those calls; tokens are input (PromptTokens,
+// cached included) and output; CostMicros is in millionths of the prices'
+// currency. A model row's key is "<llm profile>/<model asked for>"; Provider,
+// Served (the models the server named, when another), Keys (API key labels)
+// and Fallbacks (calls a backup profile served) are set on model rows only.
 type UsageRow struct {
-	Key              string `json:"key"`
-	Runs             int    `json:"runs"`
-	ModelCalls       int    `json:"model_calls"`
-	PromptTokens     int    `json:"prompt_tokens"`
-	CompletionTokens int    `json:"completion_tokens"`
-	CachedTokens     int    `json:"cached_tokens"`
-	CostMicros       int64  `json:"cost_micros"`
+	Key              string   `json:"key"`
+	Provider         string   `json:"provider,omitempty"`
+	Served           []string `json:"served,omitempty"`
+	Keys             []string `json:"keys,omitempty"`
+	Fallbacks        int      `json:"fallbacks,omitempty"`
+	Runs             int      `json:"runs"`
+	ModelCalls       int      `json:"model_calls"`
+	PromptTokens     int      `json:"prompt_tokens"`
+	CompletionTokens int      `json:"completion_tokens"`
+	CachedTokens     int      `json:"cached_tokens"`
+	CostMicros       int64    `json:"cost_micros"`
 }
 
-// usage is GET /api/v1/usage?by=bot|thread|day (default day), over the model
+// usage is GET /api/v1/usage?by=bot|thread|day|model (default day), over the model
 // calls recorded since ?since= (default 30 days ago) and before ?until=, from
 // the usage ledger. Rows are ordered by key (days and threads newest first) and
 // paged by ?cursor= (the last key of the previous page; a cursor that is not
@@ -119,8 +126,8 @@ type UsageRow struct {
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	by := cmp.Or(q.str("by"), "day")
-	if by != "bot" && by != "thread" && by != "day" {
-		q.fail("by: want bot, thread or day, got %q", by)
+	if by != "bot" && by != "thread" && by != "day" && by != "model" {
+		q.fail("by: want bot, thread, day or model, got %q", by)
 	}
 	since, until, cursor := q.time("since"), q.time("until"), q.str("cursor")
 	if cursor != "" && !usageKeyOK(by, cursor) {
@@ -189,6 +196,8 @@ func usageKeyOK(by, key string) bool {
 	case "thread":
 		id, err := strconv.ParseUint(key, 10, 64)
 		return err == nil && id > 0
+	case "model":
+		return strings.Contains(key, "/")
 	default:
 		return strings.Trim(key, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	// Controller cancels runs, stops a thread's work and pauses bots (the
 	// engine); nil makes those endpoints answer 503.
 	Controller Controller
+	// People keeps who may talk to the bots (the engine); nil makes the
+	// people endpoints answer 503.
+	People PeopleKeeper
 	// Identity is the actor the console answers and steers as ("slack:T1:U1"); the answer
 	// is subject to the same approver rules as a click by that person
 	// (DESIGN.md §5). Empty: answers are refused with 403.
@@ -147,6 +150,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/v1/schedules", s.schedules)
 	s.mux.HandleFunc("GET /api/v1/events", s.events)
 	s.memoryRoutes() // admin/memory.go
+	s.peopleRoutes() // admin/people.go
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

@@ -19,12 +19,14 @@ const (
 // threads parked on its questions, how many items wait in its mailbox, its
 // current runs, and its usage since midnight UTC.
 type BotView struct {
-	Handle  string          `json:"handle"`
-	Name    string          `json:"name"`
-	LLM     string          `json:"llm,omitempty"`
-	Model   string          `json:"model,omitempty"`
-	Status  string          `json:"status"`
-	Working []core.ThreadID `json:"working_threads"`
+	Handle string `json:"handle"`
+	Name   string `json:"name"`
+	LLM    string `json:"llm,omitempty"`
+	// Fallbacks are the backup llm profiles of the bot's chain, in order.
+	Fallbacks []string        `json:"fallbacks,omitempty"`
+	Model     string          `json:"model,omitempty"`
+	Status    string          `json:"status"`
+	Working   []core.ThreadID `json:"working_threads"`
 	// Parked are threads waiting for a person's answer to this bot's question.
 	Parked     []core.ThreadID `json:"parked_threads"`
 	QueueDepth int             `json:"queue_depth"`
@@ -65,7 +67,7 @@ func (s *Server) bots(w http.ResponseWriter, r *http.Request) {
 				next = out[len(out)-1].Handle
 				break
 			}
-			out = append(out, BotView{Handle: b.Handle, Name: b.Name, LLM: b.LLM, Model: b.Model, Status: BotIdle,
+			out = append(out, BotView{Handle: b.Handle, Name: b.Name, LLM: b.LLM, Fallbacks: b.Fallbacks, Model: b.Model, Status: BotIdle,
 				Working: []core.ThreadID{}, Parked: []core.ThreadID{}, Current: []RunSummary{}})
 		}
 		for i := range out {

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -35,6 +37,8 @@ func ledgerUsage(tx core.ReadTx, by string, since, until time.Time) (rows map[st
 			case "thread":
 				key = strconv.FormatUint(uint64(e.Thread), 10)
 				threadOf[key] = e.Thread
+			case "model":
+				key = e.Profile + "/" + e.Model
 			default:
 				key = e.At.UTC().Format(time.DateOnly)
 			}
@@ -47,6 +51,18 @@ func ledgerUsage(tx core.ReadTx, by string, since, until time.Time) (rows map[st
 			if !runs[key][e.Run] {
 				runs[key][e.Run] = true
 				row.Runs++
+			}
+			if by == "model" {
+				row.Provider = cmp.Or(e.Provider, row.Provider)
+				if e.Served != "" && !slices.Contains(row.Served, e.Served) {
+					row.Served = append(row.Served, e.Served)
+				}
+				if e.KeyLabel != "" && !slices.Contains(row.Keys, e.KeyLabel) {
+					row.Keys = append(row.Keys, e.KeyLabel)
+				}
+				if e.Fallback {
+					row.Fallbacks++
+				}
 			}
 			row.ModelCalls++
 			row.PromptTokens += int(e.InputTokens)

@@ -44,8 +44,12 @@ func seed(t *testing.T, st core.Store) {
 			run := must(tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunCompleted, Created: t0.Add(time.Duration(i) * time.Minute),
 				Started: t0, Ended: t0.Add(2 * time.Second), Usage: core.Usage{PromptTokens: 10, CompletionTokens: 2, ModelCalls: 1},
 				Checkpoint: json.RawMessage(`{"secret_transcript":true}`)}))
-			if _, _, err := tx.PutUsage(core.UsageEntry{Key: core.UsageKey(run.ID, 1), At: run.Created, Bot: "eng", Thread: th.ID, Run: run.ID,
-				Model: "m", InputTokens: 10, OutputTokens: 2, CostMicros: 25}); err != nil {
+			e := core.UsageEntry{Key: core.UsageKey(run.ID, 1), At: run.Created, Bot: "eng", Thread: th.ID, Run: run.ID,
+				Profile: "main", Provider: "openai", Model: "m", KeyLabel: "team_a", InputTokens: 10, OutputTokens: 2, CostMicros: 25}
+			if i%3 == 0 { // a backup profile served
+				e.Profile, e.Provider, e.Model, e.Served, e.KeyLabel, e.Fallback = "spare", "anthropic", "c", "c-20261201", "", true
+			}
+			if _, _, err := tx.PutUsage(e); err != nil {
 				return err
 			}
 			if err := tx.AppendActivity(core.Activity{Event: "run.completed", Summary: fmt.Sprint(i), Thread: th.ID, Actor: "bot:eng", At: t0}); err != nil {
@@ -152,6 +156,13 @@ func TestListsPaginate(t *testing.T) {
 	getJSON(t, api+"/usage?by=bot&since="+t0.Add(-time.Hour).Format(time.RFC3339), http.StatusOK, &byBot)
 	if len(byBot.Items) != 1 || byBot.Items[0].Key != "eng" || byBot.Items[0].PromptTokens != 70 || byBot.Items[0].CostMicros != 175 {
 		t.Errorf("usage by bot = %+v", byBot)
+	}
+
+	var byModel pageOf[admin.UsageRow]
+	getJSON(t, api+"/usage?by=model&since="+t0.Add(-time.Hour).Format(time.RFC3339), http.StatusOK, &byModel)
+	if m := byModel.Items; len(m) != 2 || m[0].Key != "main/m" || m[0].Provider != "openai" || !slices.Equal(m[0].Keys, []string{"team_a"}) || m[0].Fallbacks != 0 ||
+		m[1].Key != "spare/c" || m[1].Provider != "anthropic" || !slices.Equal(m[1].Served, []string{"c-20261201"}) || m[1].Fallbacks != m[1].ModelCalls || m[1].ModelCalls == 0 {
+		t.Errorf("usage by model = %+v", byModel)
 	}
 
 	var detail admin.ThreadDetail

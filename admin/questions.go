@@ -160,7 +160,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	case core.AnswerDecided:
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "already decided", "question": questionView(res.Question)})
 	case core.AnswerForbidden:
-		writeError(w, http.StatusForbidden, string(s.opts.Identity)+" may not answer this question: it is not one of its approvers (the tool's, else the bot's, else the global ones, else the people who asked)")
+		writeError(w, http.StatusForbidden, string(s.opts.Identity)+" may not answer this question: only an owner or one of its approvers (the tool's, else the bot's, else the global ones) may, and not the person who asked unless self_approve is on; make the console's identity an owner (owners: in the config) or an approver")
 	default:
 		if res.Question.ID == 0 {
 			writeError(w, http.StatusNotFound, "not found")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -56,7 +57,12 @@ type Provider struct {
 	// APIKey is sent as a Bearer token (OpenAI-compatible) or as x-api-key
 	// (Anthropic); never logged or put into errors.
 	APIKey string
-	Model  string // default model; a bot's Model overrides it
+	// Keys, when set, replace APIKey: calls rotate among them, and a key the
+	// server refuses (401, 403) or rate-limits (429) is set aside for a while
+	// (Cooldowns) and logged by its label. Labels name keys in logs and the
+	// usage ledger; values are never logged.
+	Keys  []APIKey
+	Model string // default model; a bot's Model overrides it
 	// Headers are added to every request (OpenRouter's HTTP-Referer, a gateway key).
 	Headers map[string]string
 	// RequestTimeout bounds one model call including the whole stream; zero takes
@@ -124,6 +130,11 @@ type Options struct {
 	MaxImageBytes int64
 	MaxImageSide  int
 
+	// Cooldowns remembers failed profiles and keys across calls; share one
+	// among the agents of a process (a reload builds a new agent). Nil: the
+	// agent keeps its own.
+	Cooldowns *Cooldowns
+
 	// Test hooks: the first retry backoff (default 500ms) and the retry wait.
 	retryInitial time.Duration
 	sleep        func(ctx context.Context, d time.Duration) error
@@ -145,6 +156,13 @@ type providerClient struct {
 	// embeddings; nil for other protocols.
 	client *openai.Client
 	tr     *transport
+	// id names the profile in Cooldowns (its name and base URL); cd is the
+	// agent's Cooldowns.
+	id string
+	cd *Cooldowns
+	// label is the label of the profile's only key ("" without one); a
+	// profile with several keys reports the one used (streamInfo.keyLabel).
+	label string
 }
 
 var _ core.Agent = (*Agent)(nil)
@@ -196,6 +214,9 @@ func New(opts Options) (*Agent, error) {
 	if opts.sleep == nil {
 		opts.sleep = waitctx.Sleep
 	}
+	if opts.Cooldowns == nil {
+		opts.Cooldowns = NewCooldowns(opts.Clock)
+	}
 	a := &Agent{opts: opts, log: opts.Logger, clients: map[string]*providerClient{}, history: builtinTools(opts.MessageIndex)}
 	for name, p := range opts.Providers {
 		if p.RequestTimeout <= 0 {
@@ -206,38 +227,29 @@ func New(opts Options) (*Agent, error) {
 		}
 		tr := &transport{base: base, headers: p.Headers, log: opts.Logger.With("provider", name),
 			retries: DefaultModelRetries, idle: p.IdleTimeout, initial: opts.retryInitial, sleep: opts.sleep}
+		label := ""
+		switch len(p.Keys) {
+		case 0:
+		case 1:
+			p.APIKey, label = p.Keys[0].Value, p.Keys[0].Label
+		default:
+			p.APIKey = p.Keys[0].Value // what the SDK sends; the transport replaces it per attempt
+			tr.keys = newKeyring(name, p.Keys, opts.Cooldowns)
+			tr.authHeader = "Authorization"
+			if strings.EqualFold(p.API, APIAnthropic) {
+				tr.authHeader = "X-Api-Key"
+			}
+		}
 		c := hc
 		c.Transport = tr
 		api, client, err := newModelAPI(name, p, &c, tr)
 		if err != nil {
 			return nil, err
 		}
-		a.clients[name] = &providerClient{name: name, prov: p, api: api, client: client, tr: tr}
+		a.clients[name] = &providerClient{name: name, prov: p, api: api, client: client, tr: tr,
+			id: "profile:" + name + "|" + p.BaseURL, cd: opts.Cooldowns, label: label}
 	}
 	return a, nil
-}
-
-// provider picks the bot's provider profile and model.
-func (a *Agent) provider(bot core.BotProfile) (*providerClient, string, error) {
-	name := bot.LLM
-	if name == "" {
-		if len(a.clients) == 1 {
-			for n := range a.clients {
-				name = n
-			}
-		} else {
-			name = "default"
-		}
-	}
-	pc, ok := a.clients[name]
-	if !ok {
-		return nil, "", fmt.Errorf("%w: %q (bot @%s)", ErrUnknownProvider, name, bot.Handle)
-	}
-	model := cmp.Or(bot.Model, pc.prov.Model)
-	if model == "" {
-		return nil, "", fmt.Errorf("no model configured for bot @%s (provider %q)", bot.Handle, name)
-	}
-	return pc, model, nil
 }
 
 // tools returns the tools offered to the model: the bot's selection from the
@@ -311,7 +323,7 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.opts.Limits.RunTimeout)
 	defer cancel()
-	pc, model, err := a.provider(job.Bot)
+	links, err := a.chain(job.Bot)
 	if err != nil {
 		return core.Result{}, err
 	}
@@ -321,8 +333,9 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 		down:  down,
 		agent: a,
 		job:   job,
-		pc:    pc,
-		model: model,
+		links: links,
+		pc:    links[0].pc,
+		model: links[0].model,
 		tools: tools,
 		max:   a.maxModelCalls(job.Bot),
 	}

@@ -39,9 +39,18 @@ func (c chanAdapter) Deliver(_ context.Context, d core.Delivery) (string, error)
 // take no time.
 func startTeam(t *testing.T, provs map[string]Provider, bot core.BotProfile) *teamRig {
 	t.Helper()
+	return startTeamWith(t, Options{Providers: provs}, bot)
+}
+
+// startTeamWith is startTeam on opts (Providers set), with the rig's logger
+// and retry waits that take no time; ad, when given, is the account instead of
+// the one that hands deliveries to the rig's channel.
+func startTeamWith(t *testing.T, opts Options, bot core.BotProfile, ad ...core.Adapter) *teamRig {
+	t.Helper()
 	r := &teamRig{got: make(chan string, 16), logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	agent, err := New(Options{Providers: provs, Logger: log, sleep: noWait})
+	opts.Logger, opts.sleep = log, noWait
+	agent, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +62,8 @@ func startTeam(t *testing.T, provs map[string]Provider, bot core.BotProfile) *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.AddAdapter(chanAdapter(r.got)); err != nil {
+	ad = append(ad, chanAdapter(r.got))
+	if err := r.eng.AddAdapter(ad[0]); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,9 +27,16 @@
 // waiting call, and otherwise continues the loop. Model-call limits count across
 // segments; each segment's Result.Usage is only its own.
 //
-// Model calls are retried on 429, 408, 5xx and network errors (at most
-// DefaultModelRetries times, Retry-After honoured, exponential backoff otherwise,
-// bounded by the context); an empty answer, an answer cut off at the token limit
+// A bot names a fallback chain of llm profiles (core.BotProfile.Chain,
+// chain.go). A call goes to the first profile not cooling down; a 429, 408,
+// 5xx, timeout, connection failure, stalled or cut stream, missing model (404)
+// or refused key cools that profile down (Retry-After honoured, Cooldowns,
+// shared by the process) and moves on to the next at once. Only the chain's
+// last usable profile retries the same endpoint (at most DefaultModelRetries
+// times, Retry-After honoured, exponential backoff otherwise, bounded by the
+// context). A context-length error is no reason to fall back. A profile's
+// several API keys rotate; a refused or rate-limited key gives way to the next
+// at once and is set aside. An empty answer, an answer cut off at the token limit
 // and a stream that ends without a finish_reason or [DONE] are errors that say so.
 // A server that answers a streaming request with a plain JSON completion works.
 package agents

@@ -36,7 +36,7 @@ type Embedder struct {
 // embedLedger is where an Embedder records its calls (WithLedger).
 type embedLedger struct {
 	store  core.Store
-	prices map[string]core.Price
+	prices core.Prices
 	clock  core.Clock
 	log    *slog.Logger
 }
@@ -48,7 +48,7 @@ type embedLedger struct {
 // else to no bot (the global scope only: the message index). Its key hashes
 // the model and the texts, so a retried request is counted once. A failed
 // record is logged, not returned. clock and log may be nil; a nil st returns e.
-func (e *Embedder) WithLedger(st core.Store, prices map[string]core.Price, clock core.Clock, log *slog.Logger) *Embedder {
+func (e *Embedder) WithLedger(st core.Store, prices core.Prices, clock core.Clock, log *slog.Logger) *Embedder {
 	if st == nil {
 		return e
 	}
@@ -137,7 +137,7 @@ func (e *Embedder) record(ctx context.Context, bot string, texts []string, u ope
 	}
 	entry := core.UsageEntry{Key: "embed:" + scope + ":" + hex.EncodeToString(h.Sum(nil)[:16]), At: l.clock.Now(),
 		Bot: bot, Profile: e.pc.name, Model: e.model, InputTokens: in,
-		CostMicros: l.prices[e.model].Cost(in, 0, 0)}
+		CostMicros: l.price(e.model).Cost(in, 0, 0, 0)}
 	err := l.store.Update(ctx, func(tx core.Tx) error {
 		_, _, err := tx.PutUsage(entry)
 		return err
@@ -163,4 +163,10 @@ func cosine(a, b []float32) float64 {
 		return 0
 	}
 	return dot / math.Sqrt(na*nb)
+}
+
+// price is model's price (Prices.For); zero when unpriced.
+func (l *embedLedger) price(model string) core.Price {
+	p, _ := l.prices.For(model)
+	return p
 }

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,11 +24,18 @@ import (
 type run struct {
 	agent *Agent
 	job   *core.Job
-	pc    *providerClient
-	model string
-	tools []Tool
-	in    promptInput
-	max   int
+	// links is the bot's fallback chain; pc and model are the link of the
+	// current (or last) model call, key the label of its API key and
+	// fallback whether it is not the chain's first.
+	links    []link
+	pc       *providerClient
+	model    string
+	key      string
+	fallback bool
+	served   string // the model the server named for the last call, when not model
+	tools    []Tool
+	in       promptInput
+	max      int
 
 	// prompt is the system prompt and history restored from a checkpoint (a
 	// resumed run); nil builds them from in.
@@ -68,10 +76,10 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if r.usage.ModelCalls >= r.max {
 			return "", nil, fmt.Errorf("%w: the run made %d model calls without finishing", ErrModelCallLimit, r.max)
 		}
-		if err := r.beforeCall(ctx); err != nil {
+		msgs := r.messages()
+		if err := r.beforeCall(ctx, msgs, defs); err != nil {
 			return "", nil, err
 		}
-		msgs := r.messages()
 		start := r.agent.opts.Clock.Now()
 		t, retries, err := r.callModel(ctx, msgs, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
@@ -89,8 +97,16 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if t.Usage.CacheWriteTokens > 0 {
 			ev["cache_write_tokens"] = t.Usage.CacheWriteTokens
 		}
+		r.served = ""
 		if t.Model != "" && t.Model != r.model {
+			r.served = t.Model
 			ev["served_by"] = t.Model
+		}
+		if r.key != "" {
+			ev["key"] = r.key
+		}
+		if r.fallback {
+			ev["fallback"] = true
 		}
 		if retries > 0 {
 			ev["retries"] = retries
@@ -197,16 +213,66 @@ func (r *run) trim() bool {
 	return true
 }
 
-// callModel makes one streaming model call through the profile's ModelAPI and
-// returns the answer. It also returns how many times the request was retried
-// (see transport). A stream that stalls midway (no bytes for the provider's
-// idle timeout) is asked again from the start while the retry budget lasts. A
-// stream cut short (ChatAnswer.Incomplete), an answer cut off at the token
+// callModel makes one streaming model call and returns the answer and how
+// many times the request was retried (see transport). It walks the bot's
+// fallback chain (chain.go): the profiles not cooling down in order, each
+// failure that another profile may not share (fallbackReason) cooling its
+// profile down and moving on to the next. The retry and the fallback are one
+// policy: while another profile may answer, a profile gets one attempt (a key
+// refused or rate-limited gives way to its next key at once); the last one
+// retries as the transport does. Streamed text restarts with the profile that
+// takes over (the stream shows the whole answer so far, so the partial one is
+// replaced, not posted twice). When every profile failed the error names each.
+// A stream cut short (ChatAnswer.Incomplete), an answer cut off at the token
 // limit, a filtered answer and an empty answer are *ModelErrors that say so.
 func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (ChatAnswer, int, error) {
+	links, err := r.agent.usable(ctx, r.links)
+	if err != nil {
+		return ChatAnswer{}, 0, err
+	}
+	var (
+		tried   []string
+		retries int
+	)
+	for i, l := range links {
+		r.pc, r.model, r.fallback = l.pc, l.model, l.pc != r.links[0].pc
+		last := i == len(links)-1
+		t, n, why, err := r.callLink(ctx, msgs, defs, last)
+		retries += n
+		if err == nil {
+			l.pc.cd.clear(l.pc.id)
+			return t, retries, nil
+		}
+		if why == "" {
+			return t, retries, err
+		}
+		tried = append(tried, fmt.Sprintf("llm profile %q (%s)", l.pc.name, why))
+		if last {
+			var me *ModelError
+			if len(tried) > 1 && errors.As(err, &me) {
+				err = chainDown(tried, me)
+			}
+			return t, retries, err
+		}
+		r.agent.log.Warn("model call failed; trying the next llm profile", "bot", r.job.Bot.Handle, "run", r.job.Run.ID,
+			"profile", l.pc.name, "model", l.model, "reason", why, "next", links[i+1].pc.name, "err", err)
+	}
+	return ChatAnswer{}, retries, errors.New("agents: empty fallback chain") // not reached: links is never empty
+}
+
+// callLink makes the call on the link in r.pc and r.model. A stream that
+// stalls midway (no bytes for the provider's idle timeout) is asked again
+// from the start while the retry budget lasts, which only the chain's last
+// usable profile has. why is fallbackReason's when the call failed, and the
+// profile is then cooling down.
+func (r *run) callLink(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool, last bool) (ChatAnswer, int, string, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.pc.prov.RequestTimeout)
 	defer cancel()
-	si := &streamInfo{bo: newBackoff(r.agent.opts.retryInitial)}
+	limit := 0
+	if last {
+		limit = r.pc.tr.retries
+	}
+	si := &streamInfo{bo: newBackoff(r.agent.opts.retryInitial), limit: &limit}
 	cctx = withStreamInfo(cctx, si)
 	req := ChatRequest{Model: r.model, Messages: msgs, Tools: defs, Stream: true}
 	modelParams(&req, r.job.Bot)
@@ -217,11 +283,12 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 			r.showText(content.String())
 		}
 		t, err := r.pc.api.Chat(cctx, req)
+		r.key = cmp.Or(si.keyLabel(), r.pc.label)
 		var stall *StallError
 		if err != nil && errors.As(err, &stall) && stall.MidStream && ctx.Err() == nil && cctx.Err() == nil {
 			used := int(si.retries.Load())
 			wait := si.bo.NextBackOff()
-			if dl, ok := cctx.Deadline(); used < r.pc.tr.retries && (!ok || time.Until(dl) > wait) {
+			if dl, ok := cctx.Deadline(); used < limit && (!ok || time.Until(dl) > wait) {
 				r.pc.tr.log.Info("model request failed; retrying", "status", http.StatusOK, "err", stall.Error(),
 					"attempt", used+1, "wait", wait)
 				si.retries.Add(1)
@@ -232,9 +299,19 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 		}
 		retries := int(si.retries.Load())
 		if err != nil {
-			return t, retries, r.modelErr(ctx, cctx, err, retries)
+			why, cool := fallbackReason(ctx, cctx, err, si)
+			if why != "" {
+				r.pc.cd.set(r.pc.id, cool, why)
+			}
+			return t, retries, why, r.modelErr(ctx, cctx, err, retries)
 		}
-		return t, retries, r.checkTurn(ctx, t)
+		err = r.checkTurn(ctx, t)
+		if err != nil && t.Incomplete != "" && ctx.Err() == nil {
+			why := "its stream ended early"
+			r.pc.cd.set(r.pc.id, busyCooldown, why)
+			return t, retries, why, err
+		}
+		return t, retries, "", err
 	}
 }
 
@@ -479,8 +556,10 @@ func bodyText(b []byte) string {
 
 // redact removes the API key and URL credentials from text and bounds its length.
 func (r *run) redact(s string) string {
-	if k := r.pc.prov.APIKey; len(k) >= 4 {
-		s = strings.ReplaceAll(s, k, core.Redacted)
+	for _, k := range append([]APIKey{{Value: r.pc.prov.APIKey}}, r.pc.prov.Keys...) {
+		if len(k.Value) >= 4 {
+			s = strings.ReplaceAll(s, k.Value, core.Redacted)
+		}
 	}
 	s = core.Redact(s)
 	if len(s) > 300 {

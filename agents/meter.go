@@ -1,10 +1,14 @@
 package agents
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"openbot/core"
 )
@@ -34,18 +38,45 @@ func (a *Agent) maxTokensPerRun(bot core.BotProfile) int {
 	return a.opts.Limits.MaxTokensPerRun
 }
 
-// beforeCall checks, before a model call, the run's token cap and, through the
-// run's core.Meter, the budgets its bot and thread count toward (cost control).
-func (r *run) beforeCall(ctx context.Context) error {
+// outputEstimate is the output tokens a model call is expected to use when
+// the bot sets no max_tokens, for its budget reservation.
+const outputEstimate = 1024
+
+// beforeCall checks, before a model call of msgs and defs, the run's token
+// cap and, through the run's core.Meter, reserves the call's estimate against
+// the budgets its bot and thread count toward (cost control): its prompt at
+// four characters a token, and its answer at the bot's max_tokens, else
+// outputEstimate, priced as the chain's first model.
+func (r *run) beforeCall(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) error {
 	if limit := r.agent.maxTokensPerRun(r.job.Bot); limit > 0 {
 		if used := r.usage.PromptTokens + r.usage.CompletionTokens; used >= limit {
 			return &tokenLimitError{used: used, limit: limit}
 		}
 	}
-	if m, ok := r.job.Env.(core.Meter); ok {
-		return m.BeforeModelCall(ctx)
+	m, ok := r.job.Env.(core.Meter)
+	if !ok {
+		return nil
 	}
-	return nil
+	chars := 0
+	for _, msg := range msgs {
+		chars += len(msg.Content)
+		for _, p := range msg.MultiContent {
+			chars += len(p.Text)
+		}
+		for _, c := range msg.ToolCalls {
+			chars += len(c.Function.Arguments)
+		}
+	}
+	for _, d := range defs {
+		if d.Function != nil {
+			chars += len(d.Function.Description)
+			if raw, ok := d.Function.Parameters.(json.RawMessage); ok {
+				chars += len(raw)
+			}
+		}
+	}
+	return m.BeforeModelCall(ctx, core.ModelCall{Call: r.usage.ModelCalls + 1, Profile: r.links[0].pc.name, Model: r.links[0].model,
+		InputTokens: int64(chars/4 + 1), OutputTokens: int64(cmp.Or(r.job.Bot.MaxTokens, outputEstimate))})
 }
 
 // recordCall puts the model call just made, number call (r.usage.ModelCalls, counted over
@@ -68,7 +99,8 @@ func (r *run) recordCall(ctx context.Context, u Usage, call int) {
 
 // modelCall is the ledger's view of the model call number call that used u.
 func (r *run) modelCall(u Usage, call int) core.ModelCall {
-	return core.ModelCall{Call: call, Profile: r.pc.name, Model: r.model,
+	return core.ModelCall{Call: call, Profile: r.pc.name, Provider: cmp.Or(r.pc.prov.API, APIOpenAI), Model: r.model,
+		Served: r.served, KeyLabel: r.key, Fallback: r.fallback,
 		InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens),
 		CachedTokens: int64(u.CacheReadTokens), CacheWriteTokens: int64(u.CacheWriteTokens)}
 }

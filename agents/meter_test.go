@@ -21,7 +21,7 @@ type ledgerEnv struct {
 	budget error // returned by BeforeModelCall when set
 }
 
-func (e *ledgerEnv) BeforeModelCall(context.Context) error { return e.budget }
+func (e *ledgerEnv) BeforeModelCall(context.Context, core.ModelCall) error { return e.budget }
 
 func (e *ledgerEnv) RecordModelCall(ctx context.Context, c core.ModelCall) error {
 	return e.store.Update(ctx, func(tx core.Tx) error {

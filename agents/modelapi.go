@@ -31,8 +31,9 @@ const (
 //
 // Chat sends one request and blocks until the answer is complete or the call
 // failed; it is safe for concurrent use. Every request goes through the
-// profile's transport (transport.go), which adds headers, watches for stalls and
-// retries 429, 408, 5xx and network errors, so Chat itself never retries.
+// profile's transport (transport.go), which adds headers and keys, watches for
+// stalls and retries 429, 408, 5xx and network errors as the fallback chain
+// allows (chain.go), so Chat itself never retries.
 //
 // Errors: an HTTP error answer is an *apiError (status, the server's code and
 // message); a stalled stream a *StallError; a connection failure a *url.Error;

@@ -20,7 +20,7 @@ type stepEnv struct {
 	calls int // RecordModelCall: the ledger written on its own
 }
 
-func (e *stepEnv) BeforeModelCall(context.Context) error { return nil }
+func (e *stepEnv) BeforeModelCall(context.Context, core.ModelCall) error { return nil }
 
 func (e *stepEnv) RecordModelCall(context.Context, core.ModelCall) error {
 	e.mu.Lock()

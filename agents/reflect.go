@@ -52,7 +52,7 @@ type ReflectorOptions struct {
 	FlushTimeout time.Duration
 	// Prices price the ledger entry of each reflection call by model (cost
 	// control); a model without a price costs 0.
-	Prices map[string]core.Price
+	Prices core.Prices
 	Clock  core.Clock   // nil: the system clock
 	Logger *slog.Logger // nil discards
 	// After is the timer (test hook); nil is time.After.
@@ -266,17 +266,15 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 			agent = cur
 		}
 	}
-	pc, model, err := agent.provider(bot)
+	chain, err := agent.chain(bot)
 	if err != nil {
 		return err
 	}
-	req := ChatRequest{Model: model, Messages: []openai.ChatCompletionMessage{
+	req := ChatRequest{Messages: []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: reflectInstruction(bot, related)},
 		{Role: openai.ChatMessageRoleUser, Content: transcript},
 	}}
-	cctx, cancel := context.WithTimeout(ctx, pc.prov.RequestTimeout)
-	resp, err := pc.api.Chat(cctx, req)
-	cancel()
+	resp, sv, err := agent.chat(ctx, chain, req)
 	if err != nil {
 		return fmt.Errorf("reflection model call for @%s: %s", bot.Handle, core.Redact(err.Error()))
 	}
@@ -286,10 +284,11 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 	}
 	last := batch[len(batch)-1]
 	entry := core.UsageEntry{Key: fmt.Sprintf("reflection:%s:%d:%d", bot.Handle, k.thread, last.Seq), At: r.opts.Clock.Now(),
-		Bot: bot.Handle, Thread: k.thread, Run: last.Run, Profile: pc.name, Model: model,
+		Bot: bot.Handle, Thread: k.thread, Run: last.Run, Profile: sv.pc.name, Model: sv.model,
 		InputTokens: int64(resp.Usage.InputTokens), OutputTokens: int64(resp.Usage.OutputTokens),
 		CachedTokens: int64(resp.Usage.CacheReadTokens), CacheWriteTokens: int64(resp.Usage.CacheWriteTokens)}
-	entry.CostMicros = r.opts.Prices[model].Cost(entry.InputTokens, entry.OutputTokens, entry.CachedTokens)
+	price, _ := r.opts.Prices.For(sv.model)
+	entry.CostMicros = price.Cost(entry.InputTokens, entry.OutputTokens, entry.CachedTokens, entry.CacheWriteTokens)
 	if bs := thread.Bindings; len(bs) > 0 {
 		entry.Platform = bs[0].Platform
 		if len(bs[0].Accounts) > 0 {

@@ -66,6 +66,9 @@ func runStore(t *testing.T, st *bolt.Store, opts core.Options) (*core.Engine, *r
 	if opts.ShutdownGrace == 0 {
 		opts.ShutdownGrace = 2 * time.Second
 	}
+	if opts.Owners == nil {
+		opts.Owners = []core.ActorID{"console:you"} // as in openbot chat: the terminal's person is an owner
+	}
 	eng, err := core.New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -47,9 +48,14 @@ const (
 //     a gateway) to every request;
 //   - aborts an attempt that receives nothing for idle (before the headers or
 //     between two body reads) with a *StallError;
+//   - with several API keys (keys), sends the next one in rotation on each
+//     attempt and, when one is refused (401, 403) or rate-limited (429), sets
+//     it aside and tries the next key at once;
 //   - retries a request that got 429, 408, a 5xx, a network error or stalled
-//     before its headers, at most retries times per model call (the budget is
-//     shared with callModel's repeats of a stream that stalled midway), waiting
+//     before its headers, at most retries times per model call, or the
+//     streamInfo's limit (0 while a fallback profile may answer instead,
+//     chain.go; the budget is shared with callLink's repeats of a stream that
+//     stalled midway), waiting
 //     Retry-After (or retry-after-ms) when the server sent one, else exponential
 //     backoff, always bounded by the request's context; each retry is logged with
 //     the HTTP status and the error text, credentials redacted;
@@ -68,6 +74,11 @@ type transport struct {
 
 	// modelPath is the path suffix of the protocol's model calls (newModelAPI).
 	modelPath string
+	// keys are the profile's API keys when it has several; each attempt takes
+	// the next (keyring) and sends it in authHeader ("Authorization" as a
+	// Bearer token, or Anthropic's "X-Api-Key"). Nil: the SDK's header stays.
+	keys       *keyring
+	authHeader string
 }
 
 // streamInfo is what the transport learned about one model call (all its
@@ -76,6 +87,23 @@ type streamInfo struct {
 	done    atomic.Bool  // "data: [DONE]" was read
 	retries atomic.Int32 // retries made, by the transport and by callModel
 	bo      backoff.BackOff
+	// limit, when set, replaces the transport's retry budget: the fallback
+	// chain sets 0 while another profile may answer (chain.go).
+	limit *int
+	// retryAfter is the wait the last error response asked for (0: none),
+	// which the chain turns into the profile's cooldown.
+	retryAfter atomic.Int64
+	// key is the label of the API key of the last attempt ("" for a
+	// profile with one key or none).
+	key atomic.Pointer[string]
+}
+
+// keyLabel is the label of the key that made the call's last attempt.
+func (si *streamInfo) keyLabel() string {
+	if p := si.key.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // newBackoff is the retry backoff: initial, doubling with jitter up to
@@ -127,12 +155,29 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	si, _ := ctx.Value(streamInfoKey{}).(*streamInfo)
 	retriable := body != nil || req.Body == nil
 	bo := newBackoff(t.initial)
+	limit := t.retries
 	if si != nil && si.bo != nil {
 		bo = si.bo
 	}
+	if si != nil && si.limit != nil {
+		limit = *si.limit
+	}
+	var tried map[int]bool // keys refused or rate-limited during this request
 	for attempt := 0; ; attempt++ {
 		actx, wd := startWatchdog(ctx, t.idle)
 		try := out.Clone(actx)
+		key, _ := t.keys.pick(tried)
+		if t.keys != nil {
+			k := t.keys.keys[key]
+			if t.authHeader == "Authorization" {
+				try.Header.Set("Authorization", "Bearer "+k.Value)
+			} else {
+				try.Header.Set(t.authHeader, k.Value)
+			}
+			if si != nil {
+				si.key.Store(&k.Label)
+			}
+		}
 		if body != nil {
 			try.Body = io.NopCloser(bytes.NewReader(body))
 			try.ContentLength = int64(len(body))
@@ -142,11 +187,23 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil && wd.stalled() {
 			err = &StallError{Idle: t.idle}
 		}
+		if err == nil && retriable && t.setAside(resp, key) {
+			if tried == nil {
+				tried = map[int]bool{}
+			}
+			tried[key] = true
+			if _, fresh := t.keys.pick(tried); fresh {
+				// Another key may answer at once: not a retry of this one.
+				_ = resp.Body.Close()
+				wd.stop()
+				continue
+			}
+		}
 		used := attempt
 		if si != nil {
 			used = int(si.retries.Load())
 		}
-		if retriable && used < t.retries {
+		if retriable && used < limit {
 			if wait, ok := retryWait(ctx, resp, err, bo); ok {
 				status, text := 0, ""
 				if resp != nil {
@@ -171,6 +228,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			wd.stop()
 			return nil, err
 		}
+		if si != nil {
+			si.retryAfter.Store(0)
+			if resp.StatusCode >= 400 {
+				si.retryAfter.Store(int64(retryAfter(resp.Header, time.Now())))
+			}
+		}
 		if wd != nil {
 			wd.kick() // the headers arrived; now the body must keep coming
 			resp.Body = &idleBody{rc: resp.Body, w: wd}
@@ -180,6 +243,27 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
+}
+
+// setAside sets the key of an attempt aside when the server refused it (401,
+// 403) or rate-limited it (429) and the profile has other keys; it logs the
+// key's label, never the key. It reports whether it did.
+func (t *transport) setAside(resp *http.Response, key int) bool {
+	if t.keys == nil || len(t.keys.keys) < 2 {
+		return false
+	}
+	d := refusedCooldown
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusTooManyRequests:
+		d = cmp.Or(retryAfter(resp.Header, time.Now()), busyCooldown)
+	default:
+		return false
+	}
+	why := "HTTP " + strconv.Itoa(resp.StatusCode)
+	t.keys.cd.set(t.keys.ids[key], d, why)
+	t.log.Warn("api key set aside", "key", t.keys.keys[key].Label, "status", resp.StatusCode, "for", d.Round(time.Second))
+	return true
 }
 
 // errorBodyText reads an error response body (at most 64 KiB) and returns the

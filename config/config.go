@@ -44,11 +44,23 @@ type Config struct {
 	// ShellLimits bound every shell command (config/shell.go); a bot's own
 	// shell_limits override them key by key.
 	ShellLimits ShellLimits `yaml:"shell_limits"`
+	// Owners may change policy, pair people and approve anything (platform
+	// actor ids as for approvers). More can be added at run time (openbot owner
+	// add, or the first pairing while no owner exists); the dashboard's operator
+	// (admin.identity) and the person at openbot's own terminal are owners too.
+	Owners []string `yaml:"owners"`
 	// Approvers may answer any bot's questions and approvals (platform actor ids:
 	// "slack:<team>:<user>", "telegram:<user id>", "feishu:<open_id>",
-	// "console:you"). Empty: only the person who asked for the work may approve
-	// (DESIGN.md §5).
+	// "console:you"), besides the owners. An approval needs someone other than
+	// the person who asked for the work unless self_approve is true; with nobody
+	// who could approve, the tool call is refused with a notice.
 	Approvers []string `yaml:"approvers"`
+	// SelfApprove lets the person who asked for the work approve its tool calls
+	// (every bot; a bot may set it for itself). Default false.
+	SelfApprove bool `yaml:"self_approve"`
+	// Policies are channel policies (config/policy.go): per channel of an
+	// account, or the account's default. Owners can replace them at run time.
+	Policies []Policy `yaml:"policies"`
 	// ApprovalTimeout is how long a question waits before it expires (an expired
 	// approval is a rejection); a Go duration, default 24h.
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
@@ -94,19 +106,33 @@ type Admin struct {
 	// Empty turns those endpoints off (404). At least 16 characters when set,
 	// none of them whitespace (a pasted line break or a space is a mistake).
 	Token string `yaml:"token"`
-	// Identity is the person the console answers questions as, an actor id
-	// like the approvers' ("slack:T012:U345"); the answer is subject to the
-	// same approver rules as that person's click in chat (DESIGN.md §5). Empty:
-	// the console cannot answer questions.
+	// Identity is the person the dashboard and the API act as, an actor id
+	// like the approvers' ("slack:T012:U345"); default DefaultOperator. While a
+	// token is set this operator is an owner: they may approve anything and
+	// pair people, as the token already lets them steer everything.
 	Identity string `yaml:"identity"`
 	// Name is shown for the console's decisions ("Approved by <name>");
-	// default Identity.
+	// default "operator".
 	Name string `yaml:"name"`
 	// SecureCookie marks the dashboard's session cookie Secure on every
 	// response, for a TLS proxy that does not send "X-Forwarded-Proto: https";
 	// default false (Secure over TLS or with that header).
 	SecureCookie bool `yaml:"secure_cookie"`
 }
+
+// OwnerIDs are the owners the configuration names: owners, and the dashboard's
+// operator (admin.identity) while admin.token is set, since the token already
+// lets them steer everything.
+func (c *Config) OwnerIDs() []string {
+	out := append([]string(nil), c.Owners...)
+	if c.Admin.Token != "" && c.Admin.Identity != "" {
+		out = append(out, c.Admin.Identity)
+	}
+	return out
+}
+
+// DefaultOperator is admin.identity when unset: the dashboard's operator.
+const DefaultOperator = "console:operator"
 
 // MinAdminTokenLen is the shortest admin.token accepted.
 const MinAdminTokenLen = 16
@@ -203,6 +229,11 @@ type LLMProfile struct {
 	// anthropic needs one unless base_url points elsewhere (a proxy). Never
 	// logged.
 	APIKey string `yaml:"api_key"`
+	// APIKeys, instead of api_key, are several keys by label
+	// ({team_a: ${KEY_A}, team_b: ${KEY_B}}): calls rotate among them, and a
+	// key the server refuses (401, 403) or rate-limits (429) is set aside for
+	// a while and logged by its label. Never logged.
+	APIKeys map[string]string `yaml:"api_keys"`
 	// Model is the default model of bots using this profile.
 	Model string `yaml:"model"`
 	// Headers are extra HTTP headers sent with every request.
@@ -242,7 +273,7 @@ func (p LLMProfile) OpenAICompatible() bool {
 // NeedsKey reports whether the profile talks to the public OpenAI API without an
 // api_key, which can never work; cmd fails fast on it.
 func (p LLMProfile) NeedsKey() bool {
-	return p.APIKey == "" && trimSlash(p.BaseURL) == OpenAIBaseURL
+	return !p.HasKey() && trimSlash(p.BaseURL) == OpenAIBaseURL
 }
 
 // Bot is one configured bot (seed §3 bot_profiles).
@@ -253,9 +284,13 @@ type Bot struct {
 	Name         string `yaml:"name"`
 	Description  string `yaml:"description"`
 	Instructions string `yaml:"instructions"`
-	// LLM names a profile in the llm section; default: the only profile, else "default".
-	LLM string `yaml:"llm"`
-	// Model overrides the profile's model.
+	// LLM names a profile in the llm section, or a fallback chain of them
+	// ([primary, backup]: a call moves on to the next when one is
+	// rate-limited, down, too slow or lacks the model); default: the only
+	// profile, else "default".
+	LLM Chain `yaml:"llm"`
+	// Model overrides the model of the chain's first profile; backups ask
+	// their own profile's model.
 	Model string   `yaml:"model"`
 	Tools []string `yaml:"tools"`
 	// ApprovalTools pause the run for a person's approval before they run; an
@@ -265,6 +300,8 @@ type Bot struct {
 	ApprovalTools []ApprovalTool `yaml:"approval_tools"`
 	// Approvers of this bot's questions; overrides the global approvers.
 	Approvers []string `yaml:"approvers"`
+	// SelfApprove lets the person who asked for this bot's work approve it.
+	SelfApprove bool `yaml:"self_approve"`
 	// Memory gives the bot long-term memory across threads (seed §9): its
 	// memories in its prompt, manage_memory and search_memory, and reflection
 	// after its runs (config/memory.go).
@@ -338,6 +375,9 @@ type Slack struct {
 	APIURL        string   `yaml:"api_url"` // optional, for proxies and tests
 	AllowChannels []string `yaml:"allow_channels"`
 	AllowUsers    []string `yaml:"allow_users"`
+	// DMPolicy says who may write to the app in a DM: "pairing" (default),
+	// "allowlist", "open" or "disabled" (core.DMPolicies).
+	DMPolicy string `yaml:"dm_policy"`
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
 	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one
@@ -358,7 +398,8 @@ type Telegram struct {
 	// APIEndpoint is optional, for self-hosted Bot API servers and tests.
 	APIEndpoint string   `yaml:"api_endpoint"`
 	AllowUsers  []string `yaml:"allow_users"`
-	// DMPolicy is "allowlist" (default) or "open".
+	// DMPolicy is "pairing" (default), "allowlist", "open" or "disabled", as
+	// for Slack.
 	DMPolicy string `yaml:"dm_policy"`
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
@@ -381,7 +422,7 @@ type Feishu struct {
 	// BaseURL defaults to FeishuBaseURL; use LarkBaseURL for Lark tenants.
 	BaseURL    string   `yaml:"base_url"`
 	AllowUsers []string `yaml:"allow_users"`
-	DMPolicy   string   `yaml:"dm_policy"` // "allowlist" (default) or "open"
+	DMPolicy   string   `yaml:"dm_policy"` // as for Slack; default "pairing"
 	// Streaming is "on" (default) or "off": show replies while they are written.
 	Streaming Switch `yaml:"streaming"`
 	// ReplyToUnaddressed is ReplyAuto (default: in a thread with more than one

@@ -53,7 +53,7 @@ func TestDefaults(t *testing.T) {
 		{"store.path", cfg.Store.Path, "./data/openbot.db"},
 		{"workspace", cfg.Workspace, "./data/workspace"},
 		{"bots[0].name", cfg.Bots[0].Name, "engineer"},
-		{"bots[0].llm", cfg.Bots[0].LLM, "default"},
+		{"bots[0].llm", cfg.Bots[0].LLM.String(), "default"},
 		{"default_bot", cfg.DefaultBot, "engineer"},
 		{"model", cfg.ModelFor(cfg.Bots[0]), "llama3.1"},
 	}
@@ -80,7 +80,7 @@ limits: {max_bot_hops: 3, run_timeout: 90s}
 	if cfg.DefaultBot != "chief_of_staff" {
 		t.Errorf("default_bot = %q, want chief_of_staff", cfg.DefaultBot)
 	}
-	if cfg.Bots[0].LLM != "local" {
+	if cfg.Bots[0].LLM.String() != "local" {
 		t.Errorf("bots[0].llm = %q, want the only profile %q", cfg.Bots[0].LLM, "local")
 	}
 	if cfg.ModelFor(cfg.Bots[1]) != "big" {
@@ -89,16 +89,19 @@ limits: {max_bot_hops: 3, run_timeout: 90s}
 	if cfg.Limits.MaxBotHops != 3 || cfg.Limits.RunTimeout != 90*time.Second || cfg.Limits.MaxConcurrentRuns != 4 {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
+	if cfg.Admin.Identity != DefaultOperator || cfg.Admin.Name != "operator" {
+		t.Errorf("admin = %+v, want the default operator", cfg.Admin)
+	}
 	if cfg.Console[0].Name != "local" || !cfg.Console[0].On() || cfg.Console[1].On() {
 		t.Errorf("console = %+v", cfg.Console)
 	}
-	if cfg.Slack[0].Mode != "socket" {
+	if cfg.Slack[0].Mode != "socket" || cfg.Slack[0].DMPolicy != "pairing" {
 		t.Errorf("slack mode = %q", cfg.Slack[0].Mode)
 	}
-	if cfg.Telegram[0].Mode != "polling" || cfg.Telegram[0].DMPolicy != "allowlist" {
+	if cfg.Telegram[0].Mode != "polling" || cfg.Telegram[0].DMPolicy != "pairing" {
 		t.Errorf("telegram = %+v", cfg.Telegram[0])
 	}
-	if f := cfg.Feishu[0]; f.Mode != "websocket" || f.DMPolicy != "allowlist" || f.BaseURL != FeishuBaseURL {
+	if f := cfg.Feishu[0]; f.Mode != "websocket" || f.DMPolicy != "pairing" || f.BaseURL != FeishuBaseURL {
 		t.Errorf("feishu = %+v", f)
 	}
 }

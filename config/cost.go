@@ -3,8 +3,11 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
+
+	"openbot/core"
 )
 
 // Cost is cost control (spec "Cost under control"): prices that turn the
@@ -14,9 +17,18 @@ import (
 type Cost struct {
 	// Currency names the unit of prices and budgets in notices; default "USD".
 	Currency string `yaml:"currency"`
-	// Prices by model name (as sent to the server). A model not listed costs 0
-	// and `openbot config check` lists it as unpriced.
+	// Prices by model name (as sent to the server), over the shipped table
+	// (core.ShippedPrices, in USD, used when Currency is USD): an entry here
+	// replaces the shipped one of its model. A model matches its exact name,
+	// else the longest name it starts with followed by "-" (a dated snapshot).
+	// A model priced nowhere costs 0 and `openbot config check` lists it.
 	Prices map[string]Price `yaml:"prices"`
+	// Unpriced says what a cost budget over a bot whose chain has an unpriced
+	// model is (its calls would count 0 toward it): UnpricedRefuse (the
+	// default) makes it a config error naming the model, UnpricedWarn a
+	// warning. Either way a tokens limit set beside the cost in the same
+	// budget still holds, and then it is fine.
+	Unpriced string `yaml:"unpriced"`
 	// WarnAt is the share of a budget at which one notice is posted in the
 	// thread and logged; default 0.8, in (0, 1].
 	WarnAt float64 `yaml:"warn_at"`
@@ -30,9 +42,17 @@ type Cost struct {
 type Price struct {
 	Input  float64 `yaml:"input"`
 	Output float64 `yaml:"output"`
-	// CachedInput prices cached input tokens; 0 charges them at Input.
+	// CachedInput prices input tokens read from a prompt cache, CacheWrite
+	// those written to it (Anthropic); 0 charges them at Input.
 	CachedInput float64 `yaml:"cached_input"`
+	CacheWrite  float64 `yaml:"cache_write"`
 }
+
+// The values of cost.unpriced.
+const (
+	UnpricedRefuse = "refuse"
+	UnpricedWarn   = "warn"
+)
 
 // Budgets are the limits of cost control; an absent or zero limit is none.
 type Budgets struct {
@@ -74,7 +94,7 @@ func (c *Config) validateCost(p *problems, handles map[string]bool) {
 		for _, f := range []struct {
 			name string
 			v    float64
-		}{{"input", pr.Input}, {"output", pr.Output}, {"cached_input", pr.CachedInput}} {
+		}{{"input", pr.Input}, {"output", pr.Output}, {"cached_input", pr.CachedInput}, {"cache_write", pr.CacheWrite}} {
 			if f.v < 0 {
 				p.add(fmt.Sprintf("cost.prices.%s.%s", m, f.name), "must not be negative, got %g", f.v)
 			}
@@ -98,25 +118,111 @@ func (c *Config) validateCost(p *problems, handles map[string]bool) {
 		check(path+".daily", c.Cost.Budgets.Bots[h].Daily)
 		check(path+".monthly", c.Cost.Budgets.Bots[h].Monthly)
 	}
+	if c.Cost.Unpriced != "" {
+		checkEnum(p, "cost.unpriced", c.Cost.Unpriced, UnpricedRefuse, UnpricedWarn)
+	}
+	if c.Cost.Unpriced != UnpricedWarn {
+		for _, e := range c.UnpricedBudgets() {
+			p.add(e.Path, "%s", e.Msg)
+		}
+	}
 	if c.Limits.MaxTokensPerRun < 0 {
 		p.add("limits.max_tokens_per_run", "must not be negative, got %d", c.Limits.MaxTokensPerRun)
 	}
 }
 
-// Unpriced lists, sorted, the models the bots use (a bot's model, else its
-// profile's) that cost.prices does not price: their calls cost 0.
+// PriceTable is the prices model calls are priced by: the shipped table
+// (when the currency is USD) with cost.prices over it, in micro-units.
+func (c *Config) PriceTable() core.Prices {
+	out := core.Prices{}
+	if c.Cost.Currency == "" || c.Cost.Currency == DefaultCurrency {
+		maps.Copy(out, core.ShippedPrices)
+	}
+	for m, p := range c.Cost.Prices {
+		out[m] = core.Price{Input: Micros(p.Input), Output: Micros(p.Output), Cached: Micros(p.CachedInput), CacheWrite: Micros(p.CacheWrite)}
+	}
+	return out
+}
+
+// chainModels are the models of a bot's chain by profile, in order: the
+// bot's model (else its profile's) for the first, each backup's own.
+func (c *Config) chainModels(b Bot) [][2]string {
+	var out [][2]string
+	for i, name := range b.LLM {
+		m := c.LLM[name].Model
+		if i == 0 {
+			m = cmp.Or(b.Model, m)
+		}
+		if m != "" {
+			out = append(out, [2]string{name, m})
+		}
+	}
+	return out
+}
+
+// Unpriced lists, sorted, the models the bots' chains use that no price
+// applies to (PriceTable): their calls cost 0.
 func (c *Config) Unpriced() []string {
+	table := c.PriceTable()
 	seen := map[string]bool{}
 	var out []string
 	for _, b := range c.Bots {
-		m := cmp.Or(b.Model, c.LLM[b.LLM].Model)
-		if _, ok := c.Cost.Prices[m]; ok || m == "" || seen[m] {
-			continue
+		for _, pm := range c.chainModels(b) {
+			if _, ok := table.For(pm[1]); ok || seen[pm[1]] {
+				continue
+			}
+			seen[pm[1]] = true
+			out = append(out, pm[1])
 		}
-		seen[m] = true
-		out = append(out, m)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// UnpricedBudgets are the cost budgets that could not count a bot's calls:
+// a budget the bot counts toward sets a cost and no tokens limit, and a model
+// of the bot's chain has no price. One problem per budget field and model,
+// naming both; cost.unpriced says whether they are errors or warnings.
+func (c *Config) UnpricedBudgets() []FieldError {
+	table := c.PriceTable()
+	var out []FieldError
+	seen := map[string]bool{}
+	for _, b := range c.Bots {
+		var missing [][2]string
+		for _, pm := range c.chainModels(b) {
+			if _, ok := table.For(pm[1]); !ok {
+				missing = append(missing, pm)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		bb, key := c.Cost.Budgets.Bots[b.Handle], b.Handle
+		if _, ok := c.Cost.Budgets.Bots[b.Handle]; !ok {
+			bb, key = c.Cost.Budgets.Bots["*"], "*"
+		}
+		for _, f := range []struct {
+			path string
+			b    Budget
+		}{
+			{"cost.budgets.bots." + key + ".daily.cost", bb.Daily},
+			{"cost.budgets.bots." + key + ".monthly.cost", bb.Monthly},
+			{"cost.budgets.thread.cost", c.Cost.Budgets.Thread},
+			{"cost.budgets.global_daily.cost", c.Cost.Budgets.GlobalDaily},
+		} {
+			if f.b.Cost <= 0 || f.b.Tokens > 0 {
+				continue
+			}
+			for _, pm := range missing {
+				if k := f.path + "|" + pm[1]; !seen[k] {
+					seen[k] = true
+					out = append(out, FieldError{Path: f.path, Msg: fmt.Sprintf(
+						"bot @%s calls model %q (llm.%s), which has no price, so this cost budget would not count those calls: price it under cost.prices, set tokens beside the cost, or set cost.unpriced: warn",
+						b.Handle, pm[1], pm[0])})
+				}
+			}
+		}
+	}
 	return out
 }
 

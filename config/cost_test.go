@@ -32,7 +32,7 @@ cost:
   prices:
     priced-model: {input: 1, output: 2}
 `, nil)
-	cfg.Bots = append(cfg.Bots, Bot{Handle: "x", Model: "priced-model"}, Bot{Handle: "y", Model: "zeta"})
+	cfg.Bots = append(cfg.Bots, Bot{Handle: "x", LLM: Chain{"default"}, Model: "priced-model"}, Bot{Handle: "y", LLM: Chain{"default"}, Model: "zeta"})
 	got := strings.Join(cfg.Unpriced(), ",")
 	if !strings.Contains(got, "zeta") || strings.Contains(got, "priced-model") {
 		t.Errorf("Unpriced = %q", got)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	"openbot/core"
@@ -33,6 +34,9 @@ func DefaultApprovalTools() []ApprovalTool {
 func (c *Config) ApplyDefaults() {
 	c.HTTP.Listen = cmp.Or(c.HTTP.Listen, DefaultListen)
 	c.Store.Path = cmp.Or(c.Store.Path, DefaultStorePath)
+	if c.Admin.Identity == "" {
+		c.Admin.Identity, c.Admin.Name = DefaultOperator, cmp.Or(c.Admin.Name, "operator")
+	}
 	c.Store.Driver = cmp.Or(c.Store.Driver, StoreBolt)
 	c.Store.LeaseTTL = cmp.Or(c.Store.LeaseTTL, DefaultLeaseTTL)
 	c.Workspace = cmp.Or(c.Workspace, DefaultWorkspace)
@@ -67,7 +71,9 @@ func (c *Config) ApplyDefaults() {
 	for i := range c.Bots {
 		b := &c.Bots[i]
 		b.Name = cmp.Or(b.Name, b.Handle)
-		b.LLM = cmp.Or(b.LLM, defaultProfile)
+		if len(b.LLM) == 0 && b.LLM == nil || slices.Equal(b.LLM, Chain{""}) {
+			b.LLM = Chain{defaultProfile}
+		}
 		if b.ApprovalTools == nil {
 			b.ApprovalTools = DefaultApprovalTools()
 		}
@@ -90,16 +96,17 @@ func (c *Config) ApplyDefaults() {
 		if c.Slack[i].Mode == "" {
 			c.Slack[i].Mode = "socket"
 		}
+		c.Slack[i].DMPolicy = cmp.Or(c.Slack[i].DMPolicy, core.DMPairing)
 	}
 	for i := range c.Telegram {
 		t := &c.Telegram[i]
 		t.Mode = cmp.Or(t.Mode, "polling")
-		t.DMPolicy = cmp.Or(t.DMPolicy, "allowlist")
+		t.DMPolicy = cmp.Or(t.DMPolicy, core.DMPairing)
 	}
 	for i := range c.Feishu {
 		f := &c.Feishu[i]
 		f.Mode = cmp.Or(f.Mode, "websocket")
-		f.DMPolicy = cmp.Or(f.DMPolicy, "allowlist")
+		f.DMPolicy = cmp.Or(f.DMPolicy, core.DMPairing)
 		f.BaseURL = cmp.Or(f.BaseURL, FeishuBaseURL)
 	}
 }
@@ -115,5 +122,5 @@ func (c *Config) ModelFor(b Bot) string {
 	if b.Model != "" {
 		return b.Model
 	}
-	return c.LLM[b.LLM].Model
+	return c.LLM[b.LLM.First()].Model
 }

@@ -27,26 +27,28 @@ type Files struct {
 // an llm profile (its base_url and api_key; default: the profile named
 // "default", or the only one) and a model such as "whisper-1".
 type Transcription struct {
-	LLM   string `yaml:"llm"`
+	// LLM is a profile or a fallback chain of them (Chain).
+	LLM   Chain  `yaml:"llm"`
 	Model string `yaml:"model"`
 }
 
-// TranscriptionProfile is the llm profile name transcription uses, or "".
-func (c *Config) TranscriptionProfile() string {
+// TranscriptionChain is the llm profiles transcription uses in order, or nil
+// when it is off.
+func (c *Config) TranscriptionChain() Chain {
 	t := c.Files.Transcription
 	if t.Model == "" {
-		return ""
+		return nil
 	}
-	if t.LLM != "" {
+	if len(t.LLM) > 0 {
 		return t.LLM
 	}
 	if _, ok := c.LLM["default"]; ok || len(c.LLM) != 1 {
-		return "default"
+		return Chain{"default"}
 	}
 	for name := range c.LLM {
-		return name
+		return Chain{name}
 	}
-	return ""
+	return nil
 }
 
 // Defaults of the files section.
@@ -80,14 +82,15 @@ func (c *Config) validateFiles(p *problems) {
 	if f.MaxImageSide <= 0 || f.MaxImageSide > maxImageSideLimit {
 		p.add("files.max_image_side", "must be between 1 and %d pixels, got %d", maxImageSideLimit, f.MaxImageSide)
 	}
-	if f.Transcription.LLM != "" && f.Transcription.Model == "" {
+	if f.Transcription.LLM != nil && f.Transcription.Model == "" {
 		p.add("files.transcription.model", "must be set when files.transcription.llm is (for example whisper-1)")
 	}
-	if name := c.TranscriptionProfile(); name != "" {
-		if prof, ok := c.LLM[name]; !ok {
-			p.add("files.transcription.llm", "%q is not a profile under llm", name)
-		} else if !prof.OpenAICompatible() {
-			p.add("files.transcription.llm", "%q is a provider %s profile, which has no transcription API; name an OpenAI-compatible profile", name, prof.Provider)
+	if ch := c.TranscriptionChain(); ch != nil {
+		c.validateChain(p, "files.transcription.llm", ch, false)
+		for _, name := range ch {
+			if prof, ok := c.LLM[name]; ok && !prof.OpenAICompatible() {
+				p.add("files.transcription.llm", "%q is a provider %s profile, which has no transcription API; name an OpenAI-compatible profile", name, prof.Provider)
+			}
 		}
 	}
 	if f.MaxFileBytes > 0 && f.MaxMessageBytes > 0 && f.MaxFileBytes > f.MaxMessageBytes {
@@ -101,5 +104,5 @@ func (c *Config) VisionFor(b Bot) bool {
 	if b.Vision != nil {
 		return *b.Vision
 	}
-	return c.LLM[b.LLM].Vision
+	return c.LLM[b.LLM.First()].Vision
 }

@@ -22,14 +22,14 @@ func TestFilesDefaultsAndValidation(t *testing.T) {
 
 func TestTranscriptionProfile(t *testing.T) {
 	c := &Config{LLM: map[string]LLMProfile{"local": {}}, Files: Files{MaxFileBytes: 1, MaxMessageBytes: 1, MaxImageBytes: 1}}
-	if got := c.TranscriptionProfile(); got != "" {
+	if got := c.TranscriptionChain(); got != nil {
 		t.Errorf("no model: profile %q, want none", got)
 	}
 	c.Files.Transcription.Model = "whisper-1"
-	if got := c.TranscriptionProfile(); got != "local" {
+	if got := c.TranscriptionChain().String(); got != "local" {
 		t.Errorf("only profile: %q", got)
 	}
-	c.Files.Transcription.LLM = "missing"
+	c.Files.Transcription.LLM = Chain{"missing"}
 	var p problems
 	c.validateFiles(&p)
 	if err := p.err(); err == nil || !strings.Contains(err.Error(), "files.transcription.llm") {

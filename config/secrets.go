@@ -31,6 +31,9 @@ func (c *Config) Secrets() []string {
 	}
 	for _, p := range c.LLM {
 		add(p.APIKey)
+		for _, k := range p.APIKeys {
+			add(k)
+		}
 	}
 	for _, s := range c.Slack {
 		add(s.AppToken, s.BotToken, s.SigningSecret)

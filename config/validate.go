@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"openbot/core"
 )
 
 var (
@@ -101,6 +103,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateMCP(&p)
 	c.validateChannels(&p, handles)
+	c.validatePolicies(&p, handles)
 	c.validateSchedules(&p, handles)
 	c.validateTriggers(&p, handles)
 	c.validateNotify(&p, handles)
@@ -129,6 +132,7 @@ func (c *Config) validateLimits(p *problems) {
 		p.add("approval_timeout", "must be positive, got %s", c.ApprovalTimeout)
 	}
 	checkApprovers(p, "approvers", c.Approvers)
+	checkApprovers(p, "owners", c.Owners)
 	if l.RunTimeout <= 0 {
 		p.add("limits.run_timeout", "must be positive, got %s", l.RunTimeout)
 	}
@@ -159,7 +163,8 @@ func (c *Config) validateLLM(p *problems) {
 			checkEnum(p, path+".provider", prof.Provider, ProviderOpenAI, ProviderAnthropic)
 		}
 		checkURL(p, path+".base_url", prof.BaseURL, true)
-		if prof.Provider == ProviderAnthropic && prof.APIKey == "" && trimSlash(strings.TrimSuffix(trimSlash(prof.BaseURL), "/v1")) == AnthropicBaseURL {
+		validateKeys(p, path, prof)
+		if prof.Provider == ProviderAnthropic && !prof.HasKey() && trimSlash(strings.TrimSuffix(trimSlash(prof.BaseURL), "/v1")) == AnthropicBaseURL {
 			p.add(path+".api_key", "must be set for provider anthropic")
 		}
 		if prof.RequestTimeout < 0 {
@@ -190,14 +195,12 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		if b.Handle != "" {
 			handles[b.Handle] = true
 		}
-		prof, ok := c.LLM[b.LLM]
-		switch {
-		case len(c.LLM) == 0:
-			// reported once at "llm"
-		case !ok:
-			p.add(path+".llm", "%q is not a profile in llm", b.LLM)
-		case b.Model == "" && prof.Model == "":
-			p.add(path+".model", "no model: set it here or in llm.%s.model", b.LLM)
+		prof, ok := c.LLM[b.LLM.First()]
+		if len(c.LLM) > 0 { // else reported once at "llm"
+			c.validateChain(p, path+".llm", b.LLM, true)
+		}
+		if ok && b.Model == "" && prof.Model == "" {
+			p.add(path+".model", "no model: set it here or in llm.%s.model", b.LLM.First())
 		}
 		if b.MaxModelCalls < 0 {
 			p.add(path+".max_model_calls", "must not be negative, got %d", b.MaxModelCalls)
@@ -214,7 +217,7 @@ func (c *Config) validateBots(p *problems) map[string]bool {
 		if t := b.Temperature; t != nil && (*t < 0 || *t > 2) {
 			p.add(path+".temperature", "must be between 0 and 2, got %g", *t)
 		} else if t != nil && *t > 1 && prof.Provider == ProviderAnthropic {
-			p.add(path+".temperature", "must be between 0 and 1 for provider anthropic (llm.%s), got %g", b.LLM, *t)
+			p.add(path+".temperature", "must be between 0 and 1 for provider anthropic (llm.%s), got %g", b.LLM.First(), *t)
 		}
 		if b.ReasoningEffort != "" {
 			checkEnum(p, path+".reasoning_effort", b.ReasoningEffort, "low", "medium", "high")
@@ -298,6 +301,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		names.check(path+".name", "slack", a.Name)
 		checkBot(p, path+".bot", a.Bot, handles)
 		checkEnum(p, path+".mode", a.Mode, "socket", "http")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, core.DMPolicies...)
 		checkURL(p, path+".api_url", a.APIURL, false)
 		checkSwitch(p, path+".streaming", a.Streaming)
 		if a.ReplyToUnaddressed != "" {
@@ -309,7 +313,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		names.check(path+".name", "telegram", a.Name)
 		checkBot(p, path+".bot", a.Bot, handles)
 		checkEnum(p, path+".mode", a.Mode, "polling", "webhook")
-		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, core.DMPolicies...)
 		if a.Mode == "webhook" && a.WebhookURL == "" {
 			p.add(path+".webhook_url", "must be set when mode is webhook")
 		}
@@ -327,7 +331,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		names.check(path+".name", "feishu", a.Name)
 		checkBot(p, path+".bot", a.Bot, handles)
 		checkEnum(p, path+".mode", a.Mode, "websocket", "webhook")
-		checkEnum(p, path+".dm_policy", a.DMPolicy, "allowlist", "open")
+		checkEnum(p, path+".dm_policy", a.DMPolicy, core.DMPolicies...)
 		checkURL(p, path+".base_url", a.BaseURL, true)
 		checkSwitch(p, path+".streaming", a.Streaming)
 		if a.ReplyToUnaddressed != "" {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -37,8 +38,9 @@ func ToolMatches(pattern, name string) bool {
 }
 
 // approversFor returns the configured approvers of q, most specific first: the
-// tool's (approvals only), the bot's, the global ones; nil when none is configured.
-func (qs *questions) approversFor(q Question) []ActorID {
+// tool's (approvals only), the channel's (channel, from the thread's channel
+// policy), the bot's, the global ones; nil when none is configured.
+func (qs *questions) approversFor(q Question, channel []ActorID) []ActorID {
 	b, ok := qs.e.bot(strings.TrimPrefix(string(q.Bot), "bot:"))
 	if ok && q.Kind == QuestionApproval && q.Tool != "" {
 		for _, ta := range b.ToolApprovers {
@@ -46,6 +48,9 @@ func (qs *questions) approversFor(q Question) []ActorID {
 				return ta.Approvers
 			}
 		}
+	}
+	if len(channel) > 0 {
+		return channel
 	}
 	if ok && len(b.Approvers) > 0 {
 		return b.Approvers
@@ -56,25 +61,93 @@ func (qs *questions) approversFor(q Question) []ActorID {
 	return nil
 }
 
-// authorizedTx reports whether actor may answer q: a configured approver
-// (approversFor); with none configured, for an approval one of the people who
-// asked for the work (Question.Askers), for ask_human a human of the thread. An
-// empty or bot actor fails closed.
+// authorizedTx reports whether actor may answer q. An owner always may. An
+// approval needs a configured approver (approversFor) who is not one of the
+// people who asked for the work (Question.Askers), unless self_approve is on
+// (for the bot or globally); with none configured, only an asker under
+// self_approve. An ask_human question takes its configured approvers, else a
+// human of the thread. A person's linked identities count as theirs. An empty
+// or bot actor fails closed.
 func (qs *questions) authorizedTx(tx ReadTx, q Question, actor ActorID) (bool, error) {
-	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
+	if !human(actor) {
 		return false, nil
 	}
-	if approvers := qs.approversFor(q); approvers != nil {
-		return slices.Contains(approvers, actor), nil
+	d, err := loadPeopleTx(tx)
+	if err != nil {
+		return false, err
 	}
+	if qs.e.ownerIn(&d, actor) {
+		return true, nil
+	}
+	ids := d.identities(actor)
+	pol, err := qs.e.threadPolicyByIDTx(tx, q.Thread)
+	if err != nil {
+		return false, err
+	}
+	approvers := qs.approversFor(q, pol.Approvers)
 	if q.Kind == QuestionApproval {
-		return slices.Contains(q.Askers, actor), nil
+		if anyIn(ids, q.Askers) && !qs.selfApprove(q.Bot) {
+			return false, nil
+		}
+		if approvers != nil {
+			return anyIn(ids, approvers), nil
+		}
+		return anyIn(ids, q.Askers), nil
+	}
+	if approvers != nil {
+		return anyIn(ids, approvers), nil
 	}
 	t, err := tx.Thread(q.Thread)
 	if err != nil {
 		return false, err
 	}
-	return t.HasParticipant(actor), nil
+	return slices.ContainsFunc(ids, t.HasParticipant), nil
+}
+
+// selfApprove reports whether the askers of bot's work may approve it.
+func (qs *questions) selfApprove(bot ActorID) bool {
+	if qs.e.cfg().selfApprove {
+		return true
+	}
+	b, ok := qs.e.bot(strings.TrimPrefix(string(bot), "bot:"))
+	return ok && b.SelfApprove
+}
+
+// approvableTx reports whether anyone at all could approve q: an owner exists,
+// a configured approver is not an asker, or self_approve lets an asker. An
+// approval nobody could give is refused at once (pauseTx) instead of waiting
+// out its timeout.
+func (qs *questions) approvableTx(tx ReadTx, q Question) (bool, error) {
+	d, err := loadPeopleTx(tx)
+	if err != nil {
+		return false, err
+	}
+	if qs.e.anyOwner(&d) {
+		return true, nil
+	}
+	self := qs.selfApprove(q.Bot)
+	pol, err := qs.e.threadPolicyByIDTx(tx, q.Thread)
+	if err != nil {
+		return false, err
+	}
+	approvers := qs.approversFor(q, pol.Approvers)
+	if approvers == nil {
+		return self && len(q.Askers) > 0, nil
+	}
+	for _, a := range approvers {
+		if self || !anyIn(d.identities(a), q.Askers) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// NoApproverNotice is the thread's notice when a bot's tool call needed an
+// approval nobody could give: it names the tool and says how to add an approver.
+func NoApproverNotice(handle, tool string) string {
+	return fmt.Sprintf("@%s was not allowed to run %s: it needs an approval from someone other than the person who asked, "+
+		"and nobody is set up to approve. To fix it, name owners (top-level owners: in the config, or openbot owner add <id>) "+
+		"or approvers (approvers: in the config); or set self_approve: true to let people approve their own requests.", handle, tool)
 }
 
 // askersTx returns the people who asked for the work of a run with these

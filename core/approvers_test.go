@@ -32,8 +32,8 @@ func answer(t *testing.T, h *harness, q core.Question, who core.ActorID) core.An
 	return r.Outcome
 }
 
-// TestApprovalWithoutApproversOnlyTheAsker: with no approvers configured, the
-// person who asked for the work may approve; someone else who has posted in the
+// TestApprovalWithoutApproversOnlyTheAsker: with no approvers configured and
+// self_approve on, the person who asked for the work may approve; someone else who has posted in the
 // thread is refused (DESIGN.md §5: it fails closed).
 func TestApprovalWithoutApproversOnlyTheAsker(t *testing.T) {
 	h := newQuestionHarness(t) // no approvers anywhere
@@ -161,6 +161,7 @@ func TestToolMatches(t *testing.T) {
 // and shown in the plain-text prompt.
 func TestApprovalReachIsShown(t *testing.T) {
 	h := newHarness(t, core.Limits{})
+	h.opts = func(o *core.Options) { o.SelfApprove = true }
 	h.agent.pause = func(j *core.Job) (core.Result, bool) {
 		if j.Bot.Handle != "engineer" || j.Resume != nil {
 			return core.Result{}, false

@@ -27,8 +27,8 @@ type BotBudget struct {
 // "Cost under control" items 1 to 3). The zero value prices nothing and limits
 // nothing.
 type Cost struct {
-	// Prices by model name; a model not listed costs 0.
-	Prices map[string]Price
+	// Prices by model name (Prices.For); a model not priced costs 0.
+	Prices Prices
 	// Currency names the unit of prices and budgets in notices ("USD").
 	Currency string
 	// Bots are budgets by bot handle; the entry "*" applies to bots not listed.
@@ -145,15 +145,19 @@ func (c *Cost) spent(b budget, t UsageTotal) string {
 }
 
 // overBudgetTx returns a *BudgetError for the first budget of bot in thread
-// that is spent at now, or nil.
+// that is spent at now, the holds of model calls in flight counted, or nil.
 func (c *Cost) overBudgetTx(tx ReadTx, bot string, thread ThreadID, now time.Time) error {
 	for _, b := range c.budgets(bot, thread, now) {
 		t, err := tx.UsageTotal(b.scope)
 		if err != nil {
 			return err
 		}
-		if b.spentShare(t) >= 1 {
-			return &BudgetError{Budget: b.name, Spent: c.spent(b, t), Owner: c.owner()}
+		h, err := readHolds(tx, b.scope, now)
+		if err != nil {
+			return err
+		}
+		if err := c.refusal(b, t, h.total()); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -192,9 +196,18 @@ func (bg *budgets) check(ctx context.Context, job *Job) error {
 // ModelCall is what an agent reports of one model call (Meter.RecordModelCall).
 type ModelCall struct {
 	// Call is the 1-based sequence of the call in its run, over every segment.
-	Call         int
+	Call int
+	// Profile and Provider are the llm profile that served the call and its
+	// API ("openai", "anthropic"); Model is the model asked for and Served the
+	// one the server said answered ("" when it did not say). KeyLabel is the label
+	// of the API key used ("" for a profile with one unlabelled key or none).
+	// Fallback: the profile is not the first of the bot's chain.
 	Profile      string
+	Provider     string
 	Model        string
+	Served       string
+	KeyLabel     string
+	Fallback     bool
 	InputTokens  int64
 	OutputTokens int64
 	CachedTokens int64
@@ -209,7 +222,12 @@ type ModelCall struct {
 // reports each call it made with RecordModelCall. Both honour ctx and are safe
 // for concurrent use.
 type Meter interface {
-	BeforeModelCall(ctx context.Context) error
+	// BeforeModelCall reserves est, the estimate of the run's model call
+	// number est.Call (tokens; priced by est.Model), against the budgets the
+	// run counts toward, or refuses it with a *BudgetError when the spend plus
+	// the reservations of calls in flight reaches a limit. The call's ledger
+	// entry (RecordModelCall, StepRecorder) settles the reservation.
+	BeforeModelCall(ctx context.Context, est ModelCall) error
 	// RecordModelCall stores the call in the ledger, priced, once per (run,
 	// call): recording it again changes nothing. The first call that takes a
 	// budget past its warning share posts one notice in the thread.
@@ -219,7 +237,9 @@ type Meter interface {
 var _ Meter = (*runEnv)(nil)
 
 // BeforeModelCall implements Meter.
-func (r *runEnv) BeforeModelCall(ctx context.Context) error { return r.e.budgets.check(ctx, r.job) }
+func (r *runEnv) BeforeModelCall(ctx context.Context, est ModelCall) error {
+	return r.e.budgets.reserve(ctx, r.job, est)
+}
 
 // RecordModelCall implements Meter.
 func (r *runEnv) RecordModelCall(ctx context.Context, c ModelCall) error {
@@ -232,10 +252,12 @@ func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 	e := r.e
 	cost := e.budgets.costs()
 	entry := UsageEntry{Key: UsageKey(r.job.Run.ID, c.Call), At: e.clock.Now(), Bot: r.job.Bot.Handle,
-		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Model: c.Model,
+		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Provider: c.Provider, Model: c.Model,
+		Served: c.Served, KeyLabel: c.KeyLabel, Fallback: c.Fallback,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens,
 		CacheWriteTokens: c.CacheWriteTokens}
-	entry.CostMicros = cost.Prices[c.Model].Cost(c.InputTokens, c.OutputTokens, c.CachedTokens)
+	price, _ := cost.Prices.For(c.Model)
+	entry.CostMicros = price.Cost(c.InputTokens, c.OutputTokens, c.CachedTokens, c.CacheWriteTokens)
 	if bs := r.job.Thread.Bindings; len(bs) > 0 {
 		entry.Platform = bs[0].Platform
 		if len(bs[0].Accounts) > 0 {
@@ -269,7 +291,10 @@ func (bg *budgets) recordTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
 		before[b.scope] = t
 	}
 	_, added, err := tx.PutUsage(entry)
-	if err != nil || !added {
+	if err != nil {
+		return w, err
+	}
+	if err := settleTx(tx, bs, entry); err != nil || !added {
 		return w, err
 	}
 	for _, b := range bs {

@@ -16,7 +16,7 @@ func meterCalls(h *harness, bot string, calls ...[3]int64) {
 	h.agent.reply[bot] = func(ctx context.Context, job *core.Job) (string, error) {
 		m := job.Env.(core.Meter)
 		for i, c := range calls {
-			if err := m.BeforeModelCall(ctx); err != nil {
+			if err := m.BeforeModelCall(ctx, core.ModelCall{Call: i + 1, Model: "gpt-test", InputTokens: 1}); err != nil {
 				return "", err
 			}
 			if err := m.RecordModelCall(ctx, core.ModelCall{Call: i + 1, Profile: "default", Model: "gpt-test",
@@ -136,7 +136,7 @@ func TestThreadBudgetStopsRunAtNextModelCall(t *testing.T) {
 	h.agent.reply["chief_of_staff"] = func(ctx context.Context, job *core.Job) (string, error) {
 		m := job.Env.(core.Meter)
 		for i := 1; i <= 3; i++ {
-			if err := m.BeforeModelCall(ctx); err != nil {
+			if err := m.BeforeModelCall(ctx, core.ModelCall{Call: i, Model: "gpt-test", InputTokens: 1}); err != nil {
 				stopErr = err
 				return "", err
 			}

@@ -88,6 +88,17 @@ type Options struct {
 	// own (BotProfile.Approvers, ToolApprovers); with none, only the person who
 	// asked for the work may approve (DESIGN.md §5).
 	Approvers []ActorID
+	// Owners may change policy and approve anything, their own requests included
+	// (ActorIDs, like Approvers); the dashboard's operator is one. People paired
+	// or added as owners at run time are stored (core/people.go) and count too.
+	Owners []ActorID
+	// SelfApprove lets the person who asked for the work approve its dangerous
+	// tool calls; default false: an approval needs someone else (an approver or
+	// an owner), and with nobody who could, the call is refused at once.
+	SelfApprove bool
+	// Policies are the configured channel policies by PolicyKey (core/policy.go);
+	// stored ones replace them channel by channel.
+	Policies map[string]ChannelPolicy
 	// ApprovalTimeout is how long a question waits before it expires (an expired
 	// approval is a rejection); default 24h.
 	ApprovalTimeout time.Duration
@@ -205,7 +216,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("core: at least one bot is required")
 	}
 	set, err := newSettings(Settings{Bots: opts.Bots, DefaultBot: opts.DefaultBot, Limits: opts.Limits,
-		Approvers: opts.Approvers, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
+		Approvers: opts.Approvers, Owners: opts.Owners, SelfApprove: opts.SelfApprove, Policies: opts.Policies, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
 	if err != nil {
 		return nil, err
 	}

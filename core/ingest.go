@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,8 +95,16 @@ func (rt *router) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	now := rt.e.clock.Now()
 	if !found {
 		t = Thread{Key: in.ThreadKey, Created: now}
-		if in.DefaultBot != "" && rt.e.cfg().knownBot(in.DefaultBot) {
-			t.DefaultBot = BotActorID(in.DefaultBot)
+		def := in.DefaultBot
+		if in.Account != "" {
+			d, err := loadPolicyTx(tx)
+			if err != nil {
+				return IngestResult{}, err
+			}
+			def = cmp.Or(rt.e.policyIn(&d, in.Account, rt.e.channelOf(in.Account, in.Conversation)).DefaultBot, def)
+		}
+		if def != "" && rt.e.cfg().knownBot(def) {
+			t.DefaultBot = BotActorID(def)
 		}
 		t.Title = firstLine(in.Text, 80)
 		if t, err = tx.PutThread(t); err != nil {

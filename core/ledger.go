@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -23,7 +24,19 @@ type UsageEntry struct {
 	Account  AccountID `json:"account,omitempty"`
 	Platform string    `json:"platform,omitempty"`
 	Profile  string    `json:"profile,omitempty"` // LLM provider profile
-	Model    string    `json:"model"`
+	// Provider is the profile's API ("openai", "anthropic"; "" in entries
+	// written before it was recorded).
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model"` // as asked for
+	// Served is the model the server said answered, when it said and it
+	// differs from Model.
+	Served string `json:"served,omitempty"`
+	// KeyLabel is the label of the API key that made the call, for a profile
+	// with labelled keys.
+	KeyLabel string `json:"key_label,omitempty"`
+	// Fallback: the call was served by a profile other than the first of the
+	// bot's chain.
+	Fallback bool `json:"fallback,omitempty"`
 	// InputTokens include CachedTokens and CacheWriteTokens (as the OpenAI API
 	// counts cached tokens; an Anthropic call's three input counts are summed).
 	InputTokens  int64 `json:"input_tokens"`
@@ -31,7 +44,7 @@ type UsageEntry struct {
 	// CachedTokens are input tokens read from the provider's prompt cache.
 	CachedTokens int64 `json:"cached_tokens,omitempty"`
 	// CacheWriteTokens are input tokens written to the provider's prompt cache
-	// (Anthropic's cache_creation_input_tokens); priced as input for now.
+	// (Anthropic's cache_creation_input_tokens), priced at Price.CacheWrite.
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	// CostMicros is the cost in millionths of the currency unit of the prices
 	// (Price.Cost); 0 for an unpriced model.
@@ -91,23 +104,23 @@ func GlobalDayScope(at time.Time) string { return "all:day:" + at.UTC().Format(t
 
 // Price is a model's list price in micro-units of the currency per million
 // tokens (cost control: config prices are per million tokens in the account's
-// currency unit; 1.25 is 1_250_000 here). Cached is the price of cached input
-// tokens; 0 charges them at Input.
+// currency unit; 1.25 is 1_250_000 here). Cached is the price of input tokens
+// read from a prompt cache and CacheWrite of those written to it; 0 charges
+// them at Input.
 type Price struct {
-	Input  int64 `json:"input"`
-	Output int64 `json:"output"`
-	Cached int64 `json:"cached_input"`
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	Cached     int64 `json:"cached_input"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
 }
 
 // Cost is the price of one call in micro-units of the currency, rounded to the
-// nearest micro-unit; input includes cached.
-func (p Price) Cost(input, output, cached int64) int64 {
+// nearest micro-unit; input includes cached (read) and cacheWrite tokens.
+func (p Price) Cost(input, output, cached, cacheWrite int64) int64 {
 	cached = min(max(cached, 0), input)
-	cachedPrice := p.Cached
-	if cachedPrice == 0 {
-		cachedPrice = p.Input
-	}
-	n := (input-cached)*p.Input + cached*cachedPrice + output*p.Output
+	cacheWrite = min(max(cacheWrite, 0), input-cached)
+	n := (input-cached-cacheWrite)*p.Input + cached*cmp.Or(p.Cached, p.Input) +
+		cacheWrite*cmp.Or(p.CacheWrite, p.Input) + output*p.Output
 	return (n + 500_000) / 1_000_000
 }
 

@@ -58,8 +58,16 @@ func (qs *questions) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) err
 		sum := sha256.Sum256(p.Args)
 		q.ArgsHash = hex.EncodeToString(sum[:])
 	}
+	refuse := false
+	if q.Kind == QuestionApproval {
+		ok, err := qs.approvableTx(tx, q)
+		if err != nil {
+			return err
+		}
+		refuse = !ok
+	}
 	for _, b := range t.Bindings {
-		if acct, ok := qs.e.router.pickAccount(b, r.Bot); ok {
+		if acct, ok := qs.e.router.pickAccount(b, r.Bot); ok && !refuse {
 			q.Posts = append(q.Posts, QuestionPost{Account: acct, Conversation: b.Conversation})
 		}
 	}
@@ -94,8 +102,21 @@ func (qs *questions) pauseTx(tx Tx, job *Job, r *Run, t *Thread, res Result) err
 		}
 	}
 	qs.e.activity(tx, Activity{Event: "question.asked", Summary: fmt.Sprintf("@%s asks (%s %d): %s", job.Bot.Handle, q.Kind, q.ID, firstLine(q.Text, 120)), Thread: t.ID, Actor: r.Bot, Run: r.ID})
-	return nil
+	if !refuse {
+		return nil
+	}
+	// Nobody could approve it: refused now, with a notice saying how to set
+	// someone up, rather than a prompt no click could answer.
+	if _, err := qs.decideTx(tx, q, QuestionAnswered, ChoiceReject, "refused: nobody may approve", SystemActor, noApproverName, ""); err != nil {
+		return err
+	}
+	_, err = qs.e.router.postTx(tx, t, postSpec{msg: systemNotice(r.ID, NoApproverNotice(job.Bot.Handle, q.Tool))})
+	return err
 }
+
+// noApproverName is who "rejected" an approval nobody could give, as the
+// decision and the model's tool result show it.
+const noApproverName = "openbot's approval policy (nobody else may approve it)"
 
 // newToken returns a fresh 12-character lowercase base32 token (60 random bits)
 // not used by any stored question.

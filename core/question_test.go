@@ -76,7 +76,9 @@ func approvalScript(h *harness) *int {
 func newQuestionHarness(t *testing.T, approvers ...core.ActorID) *harness {
 	h := newHarness(t, core.Limits{})
 	h.qad = &questionAdapter{recAdapter: h.ad, resolvedOne: make(chan struct{}, 16)}
-	h.opts = func(o *core.Options) { o.Approvers = approvers }
+	// These tests are about the mechanics of questions: the person who asks
+	// may approve (self_approve). Who may approve is core/people_test.go's.
+	h.opts = func(o *core.Options) { o.Approvers, o.SelfApprove = approvers, true }
 	return h
 }
 
@@ -255,7 +257,9 @@ func TestQuestionSurvivesRestart(t *testing.T) {
 
 func TestQuestionExpiryRejects(t *testing.T) {
 	h := newQuestionHarness(t, "console:you")
-	h.opts = func(o *core.Options) { o.ApprovalTimeout, o.ExpiryInterval = 50*time.Millisecond, 10*time.Millisecond }
+	h.opts = func(o *core.Options) {
+		o.ApprovalTimeout, o.ExpiryInterval, o.SelfApprove = 50*time.Millisecond, 10*time.Millisecond, true
+	}
 	ran := approvalScript(h)
 	h.start()
 	res := h.say("@engineer deploy please")
@@ -305,6 +309,7 @@ func TestAskHumanAnsweredByReply(t *testing.T) {
 
 func TestQuestionWithoutButtonsFallsBackToText(t *testing.T) {
 	h := newHarness(t, core.Limits{})
+	h.opts = func(o *core.Options) { o.SelfApprove = true }
 	approvalScript(h)
 	h.start()
 	h.say("@engineer deploy please")
@@ -334,7 +339,7 @@ func TestAnswerAfterDeadlineIsRefused(t *testing.T) {
 	h := newQuestionHarness(t, "console:you")
 	clock := &fakeClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	h.opts = func(o *core.Options) {
-		o.Approvers, o.Clock = []core.ActorID{"console:you"}, clock
+		o.Approvers, o.Clock, o.SelfApprove = []core.ActorID{"console:you"}, clock, true
 		o.ApprovalTimeout, o.ExpiryInterval = time.Hour, 24*time.Hour // the sweep never runs in time
 	}
 	ran := approvalScript(h)

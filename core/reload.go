@@ -15,6 +15,11 @@ type Settings struct {
 	DefaultBot string
 	Limits     Limits
 	Approvers  []ActorID
+	// Owners and SelfApprove are as in Options.
+	Owners      []ActorID
+	SelfApprove bool
+	// Policies are the configured channel policies by PolicyKey.
+	Policies map[string]ChannelPolicy
 	// ApprovalTimeout applies to questions asked after the reload; pending
 	// questions keep the deadline they were given.
 	ApprovalTimeout time.Duration
@@ -33,6 +38,9 @@ type settings struct {
 	defaultBot      string
 	limits          Limits
 	approvers       []ActorID
+	owners          []ActorID
+	selfApprove     bool
+	policies        map[string]ChannelPolicy
 	approvalTimeout time.Duration
 	cost            *Cost // nil: no prices, no budgets
 	alwaysReply     map[AccountID]bool
@@ -42,6 +50,7 @@ type settings struct {
 func newSettings(s Settings) (*settings, error) {
 	out := &settings{bots: map[string]BotProfile{}, limits: s.Limits.WithDefaults(),
 		approvers: append([]ActorID(nil), s.Approvers...), approvalTimeout: s.ApprovalTimeout,
+		owners: append([]ActorID(nil), s.Owners...), selfApprove: s.SelfApprove, policies: s.Policies,
 		cost: s.Cost, alwaysReply: map[AccountID]bool{}}
 	for _, a := range s.AlwaysReply {
 		out.alwaysReply[a] = true

@@ -414,6 +414,11 @@ func (s *scheduler) pickTx(tx Tx, bot BotProfile, busy func(ThreadID) bool) (*Jo
 // (seed §6) and the participants with their names.
 func (s *scheduler) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, triggers []Message) (*Job, error) {
 	set := s.e.cfg()
+	pol, err := s.e.threadPolicyTx(tx, t)
+	if err != nil {
+		return nil, err
+	}
+	bot = pol.apply(bot) // the channel's tools and instructions (core/policy.go)
 	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: slices.Clone(set.order), DefaultBot: set.threadDefault(&t)}
 	job.Scoped = job.DefaultBot != bot.Handle && len(set.botsIn(&t)) > 1
 	startedBy, err := startedByTx(tx, t)

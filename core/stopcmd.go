@@ -8,7 +8,7 @@ import (
 )
 
 // /stop in chat (DESIGN.md §10): a person stops the bots' work in the thread
-// they typed it in. Only an approver of that thread may: the approvers
+// they typed it in. Only an owner or an approver of that thread may: the approvers
 // configured for the bot, else the global approvers, else (none configured) the
 // people who asked for the work (the same rule as approving, core/approvers.go).
 // It is answered without a model call.
@@ -169,11 +169,23 @@ func hasQueued(tx ReadTx, bot ActorID, thread ThreadID) bool {
 // one of the people who asked for that work (the triggers of its runs and of
 // its queued items). An empty or bot actor fails closed.
 func (ct *control) mayStopTx(tx ReadTx, bot ActorID, thread ThreadID, runs []Run, actor ActorID) (bool, error) {
-	if actor == "" || strings.HasPrefix(string(actor), "bot:") {
+	if !human(actor) {
 		return false, nil
 	}
-	if approvers := ct.e.questions.approversFor(Question{Bot: bot, Kind: QuestionAsk}); approvers != nil {
-		return slices.Contains(approvers, actor), nil
+	d, err := loadPeopleTx(tx)
+	if err != nil {
+		return false, err
+	}
+	if ct.e.ownerIn(&d, actor) {
+		return true, nil
+	}
+	mine := d.identities(actor)
+	pol, err := ct.e.threadPolicyByIDTx(tx, thread)
+	if err != nil {
+		return false, err
+	}
+	if approvers := ct.e.questions.approversFor(Question{Bot: bot, Kind: QuestionAsk}, pol.Approvers); approvers != nil {
+		return anyIn(mine, approvers), nil
 	}
 	var ids []MessageID
 	for _, r := range runs {
@@ -196,5 +208,5 @@ func (ct *control) mayStopTx(tx ReadTx, bot ActorID, thread ThreadID, runs []Run
 	if err != nil {
 		return false, err
 	}
-	return slices.Contains(askers, actor), nil
+	return anyIn(mine, askers), nil
 }

@@ -45,11 +45,14 @@ type Actor struct {
 
 // BotProfile is a configured bot (seed §3 bot_profiles).
 type BotProfile struct {
-	Handle        string   `json:"handle"`
-	Name          string   `json:"name"`
-	Description   string   `json:"description"`
-	Instructions  string   `json:"instructions"`
-	LLM           string   `json:"llm"`   // provider profile name
+	Handle       string `json:"handle"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Instructions string `json:"instructions"`
+	LLM          string `json:"llm"` // provider profile name
+	// Fallbacks are the profiles asked, in order, when LLM's fails for a reason
+	// another may not share (rate limit, outage, timeout; agents/chain.go).
+	Fallbacks     []string `json:"fallbacks,omitempty"`
 	Model         string   `json:"model"` // overrides the profile's model when set
 	Tools         []string `json:"tools"`
 	ApprovalTools []string `json:"approval_tools"`
@@ -78,11 +81,23 @@ type BotProfile struct {
 	// approval of a tool they match (ToolMatches), the first entry with approvers
 	// overrides Approvers (DESIGN.md §5 "the approvers configured for that tool").
 	ToolApprovers []ToolApprovers `json:"tool_approvers,omitempty"`
+	// SelfApprove lets the person who asked for this bot's work approve its
+	// tool calls (Options.SelfApprove for one bot).
+	SelfApprove bool `json:"self_approve,omitempty"`
 	// Vision sends the images attached to the run's trigger messages to the
 	// model as image parts (core/files.go, agents/vision.go).
 	Vision bool `json:"vision,omitempty"`
 	// Fetch is the bot's http_fetch egress policy (core/egress.go).
 	Fetch FetchPolicy `json:"fetch,omitzero"`
+}
+
+// Chain is the bot's fallback chain: LLM, then Fallbacks; nil when LLM is
+// empty (the agent's default profile).
+func (b BotProfile) Chain() []string {
+	if b.LLM == "" {
+		return nil
+	}
+	return append([]string{b.LLM}, b.Fallbacks...)
 }
 
 // ToolApprovers is one approval_tools entry that names its own approvers: Tool is

@@ -36,6 +36,11 @@ type fsRig struct {
 	llm  *openaitest.Server
 	db   string
 	work string
+	// policy adjusts the engine's people options after the rig's default,
+	// which lets the asker approve (who may approve is people_feishu_e2e_test.go's).
+	policy func(*core.Options)
+	// dmPolicy is the app's dm_policy (default pairing, Alice on allow_users).
+	dmPolicy string
 }
 
 // fsModel asks for the shell when the newest message of the run asks to run it,
@@ -75,12 +80,15 @@ func newestTrigger(r openaitest.Request) string {
 
 func newFeishuRig(t *testing.T) *fsRig { return newFeishuRigMode(t, feishu.ModeWebhook) }
 
-func newFeishuRigMode(t *testing.T, mode string) *fsRig {
+func newFeishuRigMode(t *testing.T, mode string, setup ...func(*fsRig)) *fsRig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &fsRig{fsmRig: &fsmRig{fake: feishutest.New(t), mode: mode}, t: t, llm: openaitest.New(t),
 		db: filepath.Join(dir, "openbot.db"), work: filepath.Join(dir, "work")}
 	r.llm.Handle(fsModel)
+	for _, f := range setup {
+		f(r)
+	}
 	r.start()
 	return r
 }
@@ -93,8 +101,13 @@ func (r *fsRig) start() {
 		{Handle: "reviewer", Name: "Reviewer", Description: "reviews code"},
 	}
 	reg := builtins(r.t, tools.Options{WorkspaceRoot: r.work, SharedWorkspace: true}, "shell")
-	r.fsmRig = startFeishu(r.t, r.fake, r.db, r.mode, core.Options{Agent: llmAgent(r.t, r.llm, reg, core.Limits{}), Bots: team,
-		Approvers: []core.ActorID{feishu.ActorID(feishutest.AliceOpenID), feishu.ActorID(feishutest.BobOpenID)}})
+	eo := core.Options{Agent: llmAgent(r.t, r.llm, reg, core.Limits{}), Bots: team,
+		Approvers:   []core.ActorID{feishu.ActorID(feishutest.AliceOpenID), feishu.ActorID(feishutest.BobOpenID)},
+		SelfApprove: true}
+	if r.policy != nil {
+		r.policy(&eo)
+	}
+	r.fsmRig = startFeishu(r.t, r.fake, r.db, r.mode, eo, func(o *feishu.Options) { o.DMPolicy = r.dmPolicy })
 }
 
 // restart stops the process and starts a new one over the same files.

@@ -23,7 +23,7 @@ func startSlackFiles(t *testing.T, opts ...func(*fileRig)) (*fileRig, *slacktest
 	}
 	fake := slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"})
 	t.Cleanup(fake.Close)
-	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
+	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret, DMPolicy: "open",
 		APIURL: fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st), HTTPClient: r.hc})
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func TestResumeKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := openProc(t, os.Getenv(childDB), core.Options{Agent: ag, Bots: resumeTeam})
+	p := openProc(t, os.Getenv(childDB), core.Options{Agent: ag, Bots: resumeTeam, Owners: []core.ActorID{console.Human}})
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	con, err := console.New(console.Options{Engine: p.eng, In: pr, Out: os.Stdout})

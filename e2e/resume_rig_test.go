@@ -244,7 +244,7 @@ func (x *resumeRig) start(at func(stepView) (bool, bool)) {
 		}
 	}
 	e.proc = openProc(t, "", core.Options{Store: e.st, Agent: llmAgent(t, x.srv, reg, core.Limits{}), Bots: x.team, Limits: x.limits,
-		ShutdownGrace: x.grace})
+		ShutdownGrace: x.grace, Owners: []core.ActorID{console.Human}}) // as in openbot chat: the terminal's person is an owner
 	pr, pw := io.Pipe()
 	e.in = pw
 	con, err := console.New(console.Options{Engine: e.eng, In: pr, Out: x.out})

@@ -5,6 +5,7 @@ package e2e
 // server and the fake Slack, clicked through signed interactivity POSTs.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -91,6 +92,12 @@ type approvalRig struct {
 	// socket runs the Slack app in Socket Mode: events and clicks arrive as
 	// envelopes over the fake's websocket instead of signed POSTs.
 	socket bool
+	// policy adjusts the engine's people options after the rig's default,
+	// which lets the asker approve (these tests are about how approvals work;
+	// who may approve is people_slack_e2e_test.go's).
+	policy func(*core.Options)
+	// dmPolicy is the Slack account's dm_policy; default open.
+	dmPolicy string
 	// fetchHosts is the built-in tools' FetchAllowHosts (http_fetch is
 	// registered beside shell; a bot uses it only when its Tools name it).
 	fetchHosts []string
@@ -131,10 +138,14 @@ func startApproval(t *testing.T, botAppr, globalAppr []core.ActorID, opts ...fun
 // start runs a fresh engine, agent and Slack adapter over the store file.
 func (r *approvalRig) start(t *testing.T) {
 	t.Helper()
-	r.proc = openProc(t, r.db, core.Options{Agent: llmAgent(t, r.model, builtins(t, tools.Options{WorkspaceRoot: r.work, FetchAllowHosts: r.fetchHosts}, "shell", "http_fetch"), core.Limits{}),
-		Bots: r.team, Approvers: r.appr, ApprovalTimeout: r.expireAfter, ExpiryInterval: r.expireEvery})
+	eo := core.Options{Agent: llmAgent(t, r.model, builtins(t, tools.Options{WorkspaceRoot: r.work, FetchAllowHosts: r.fetchHosts}, "shell", "http_fetch"), core.Limits{}),
+		Bots: r.team, Approvers: r.appr, ApprovalTimeout: r.expireAfter, ExpiryInterval: r.expireEvery, SelfApprove: true}
+	if r.policy != nil {
+		r.policy(&eo)
+	}
+	r.proc = openProc(t, r.db, eo)
 	so := slack.Options{Name: "acme", Bot: "*", Mode: slack.ModeHTTP, BotToken: "xoxb-e2e", SigningSecret: slackSecret,
-		APIURL: r.fake.APIURL(), Bots: r.team, Engine: r.eng}
+		APIURL: r.fake.APIURL(), Bots: r.team, Engine: r.eng, DMPolicy: cmp.Or(r.dmPolicy, core.DMOpen)}
 	if r.socket {
 		so.Mode, so.AppToken, so.SigningSecret = slack.ModeSocket, "xapp-e2e", ""
 	}

@@ -39,7 +39,7 @@ func startSlack(t *testing.T, script map[string]func(*core.Job) string) *slackRi
 func (r *slackRig) open(t *testing.T) {
 	t.Helper()
 	r.proc = openProc(t, r.db, core.Options{Agent: r.agent})
-	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
+	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret, DMPolicy: core.DMOpen,
 		APIURL: r.fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st)})
 	if err != nil {
 		t.Fatal(err)

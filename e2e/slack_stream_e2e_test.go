@@ -19,7 +19,7 @@ func startSlackStream(t *testing.T, clock *stepClock, script streamScript) *slac
 	r := &slackRig{fake: slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"})}
 	t.Cleanup(r.fake.Close)
 	r.proc = openProc(t, "", core.Options{Agent: &streamAgent{script: script}, Clock: clock})
-	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret,
+	ad, err := slack.New(slack.Options{Name: "acme", Bot: "*", Mode: "http", BotToken: "xoxb-e2e", SigningSecret: slackSecret, DMPolicy: core.DMOpen,
 		APIURL: r.fake.APIURL(), Bots: e2eTeam, Engine: r.eng, State: slack.StoreState(r.st), Streaming: true})
 	if err != nil {
 		t.Fatal(err)

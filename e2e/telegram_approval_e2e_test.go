@@ -66,6 +66,11 @@ type tgApprovalRig struct {
 	clock  *stepClock
 	expiry time.Duration
 	ad     *telegram.Adapter
+	// policy adjusts the engine's people options after the rig's default,
+	// which lets the asker approve (who may approve is people_telegram_e2e_test.go's).
+	policy func(*core.Options)
+	// dmPolicy is the account's dm_policy; default open.
+	dmPolicy string
 }
 
 // startTelegramApproval starts the rig with the tgApprovalModel script; setup, when
@@ -98,7 +103,11 @@ func (r *tgApprovalRig) start() {
 	}
 	eo := core.Options{
 		Agent: llmAgent(t, r.llm, builtins(t, tools.Options{WorkspaceRoot: r.ws, SharedWorkspace: true}), core.Limits{}), Bots: team,
-		Approvers: []core.ActorID{telegram.HumanActor(tgAlice.ID), telegram.HumanActor(tgBob.ID)},
+		Approvers:   []core.ActorID{telegram.HumanActor(tgAlice.ID), telegram.HumanActor(tgBob.ID)},
+		SelfApprove: true,
+	}
+	if r.policy != nil {
+		r.policy(&eo)
 	}
 	if r.clock != nil {
 		eo.Clock, eo.ApprovalTimeout, eo.ExpiryInterval = r.clock, r.expiry, 20*time.Millisecond
@@ -109,7 +118,7 @@ func (r *tgApprovalRig) start() {
 			o.Mode, o.WebhookURL, o.SecretToken = telegram.ModeWebhook, "https://bots.example.invalid/telegram/engineer/webhook", tgSecret
 		}
 	}
-	r.tgRig = startTelegramWith(t, r.fake, r.dbPath, eo, more, telegram.Options{Name: "engineer", Bot: "engineer", Token: tgApprovalToken})
+	r.tgRig = startTelegramWith(t, r.fake, r.dbPath, eo, more, telegram.Options{Name: "engineer", Bot: "engineer", Token: tgApprovalToken, DMPolicy: r.dmPolicy})
 	r.ad = r.ads[0]
 	waitFor(t, "the Telegram adapter to start", func() bool { _, ok := r.ad.Self(); return ok })
 }

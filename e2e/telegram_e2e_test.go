@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -59,7 +60,7 @@ func startTelegramWith(t *testing.T, fake *telegramtest.Server, db string, opts 
 	r.proc = openProc(t, db, opts)
 	var ads []core.Adapter
 	for _, o := range accts {
-		o.APIEndpoint, o.DMPolicy, o.Bots, o.Engine, o.Cursors = fake.URL(), "open", r.eng.Bots(), r.eng, telegram.StoreCursors(r.st)
+		o.APIEndpoint, o.DMPolicy, o.Bots, o.Engine, o.Cursors = fake.URL(), cmp.Or(o.DMPolicy, telegram.DMOpen), r.eng.Bots(), r.eng, telegram.StoreCursors(r.st)
 		if more != nil {
 			more(r.proc, &o)
 		}

@@ -43,10 +43,12 @@ const (
 	ModeWebhook   = "webhook"   // events POSTed to the shared HTTP listener
 )
 
-// DM policies (DESIGN.md §9, as for Telegram).
+// DM policies: core's (core/pairing.go), as for Telegram.
 const (
-	DMAllowlist = "allowlist" // only AllowUsers may talk to the bots in p2p chats
-	DMOpen      = "open"      // anyone who can reach the app may
+	DMPairing   = core.DMPairing   // unknown people get a pairing code (the default)
+	DMAllowlist = core.DMAllowlist // only AllowUsers, owners and paired people in p2p chats
+	DMOpen      = core.DMOpen      // anyone who can reach the app may
+	DMDisabled  = core.DMDisabled  // nobody may
 )
 
 // DefaultBaseURL is the Feishu open platform; Lark tenants use LarkBaseURL.
@@ -76,7 +78,8 @@ type Options struct {
 	// AllowUsers are the open_ids (or user_ids) allowed in p2p chats under
 	// DMAllowlist.
 	AllowUsers []string
-	// DMPolicy is DMAllowlist (default) or DMOpen.
+	// DMPolicy is one of core.DMPolicies, default DMPairing; the engine
+	// decides (core.AdmitDM).
 	DMPolicy string
 	// Bots are the configured bots, so a text "@handle" in a group counts as a
 	// mention that may start a thread.
@@ -114,7 +117,7 @@ type Adapter struct {
 	mode       string
 	token      string
 	encryptKey string
-	dmOpen     bool
+	dmPolicy   string
 	allow      map[string]bool
 	bots       atomic.Pointer[[]core.BotProfile] // SetBots swaps it
 	engine     Engine
@@ -179,7 +182,7 @@ func New(opts Options) (*Adapter, error) {
 		return nil, errors.New("feishu: webhook mode needs VerificationToken or EncryptKey")
 	}
 	switch opts.DMPolicy {
-	case "", DMAllowlist, DMOpen:
+	case "", DMPairing, DMAllowlist, DMOpen, DMDisabled:
 	default:
 		return nil, fmt.Errorf("feishu: unknown dm policy %q", opts.DMPolicy)
 	}
@@ -201,7 +204,7 @@ func New(opts Options) (*Adapter, error) {
 		mode:           opts.Mode,
 		token:          opts.VerificationToken,
 		encryptKey:     opts.EncryptKey,
-		dmOpen:         opts.DMPolicy == DMOpen,
+		dmPolicy:       cmp.Or(opts.DMPolicy, DMPairing),
 		allow:          map[string]bool{},
 		engine:         opts.Engine,
 		cursors:        opts.Cursors,

@@ -64,3 +64,15 @@ func DialogKey(chat string) string { return "feishu:" + chat }
 
 // ActorID returns the human actor of a Feishu user: "feishu:<open_id>" (DESIGN.md §1).
 func ActorID(openID string) core.ActorID { return core.ActorID("feishu:" + openID) }
+
+var _ core.Channeler = (*Adapter)(nil)
+
+// ChannelOf implements core.Channeler: a conversation's channel is its chat,
+// whatever topic it is; a ref it cannot parse is its own.
+func (a *Adapter) ChannelOf(ref core.ConversationRef) string {
+	c, err := ParseConversation(ref)
+	if err != nil {
+		return string(ref)
+	}
+	return c.Chat
+}

@@ -157,11 +157,26 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		}
 	}
 	text, supported := messageText(m.MessageType, m.Content, m.Mentions, botID, a.botMentionText())
-	if p2p && !a.dmOpen && !a.allow[sender] && !a.allow[ev.Sender.SenderID.UserID] {
-		a.log.Warn("feishu dm refused: sender not on allow_users", "open_id", sender, "message_id", m.MessageID)
-		core.ReportInbound(a.engine, "feishu", core.InboundRefused)
-		a.queueNotice(m.MessageID, fmt.Sprintf("Sorry, you are not allowed to talk to this bot yet. Ask an admin to add your open_id %s to allow_users.", sender), false)
-		return nil
+	if p2p || native {
+		bare, _ := messageText(m.MessageType, m.Content, m.Mentions, botID, "")
+		if name, args, ok := core.ParseCommand(bare); ok && strings.HasPrefix(strings.TrimSpace(bare), "/") {
+			return a.handlePeopleCommand(ctx, ActorID(sender), m.ChatID, m.MessageID, p2p, name, args) // never ingested
+		}
+	}
+	if p2p {
+		ad, err := core.AdmitDM(ctx, a.engine, core.Admission{Account: a.account, Actor: ActorID(sender), Policy: a.dmPolicy,
+			Listed: a.allow[sender] || a.allow[ev.Sender.SenderID.UserID]})
+		if err != nil {
+			return fmt.Errorf("feishu: admit %s: %w", sender, err)
+		}
+		if !ad.Allow {
+			a.log.Warn("feishu dm refused", "open_id", sender, "message_id", m.MessageID, "dm_policy", a.dmPolicy)
+			core.ReportInbound(a.engine, "feishu", core.InboundRefused)
+			if ad.Reply != "" {
+				a.queueNotice(m.MessageID, ad.Reply, false)
+			}
+			return nil
+		}
 	}
 	atts, isFile := fileAttachments(m.MessageType, m.Content, m.MessageID) // files.go
 	if !supported && !isFile {
@@ -195,6 +210,18 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		mentioned := native || a.textMentionsBot(text)
 		if m.RootID == "" && !mentioned {
 			return nil // a top-level group message that is not for openbot
+		}
+		ad, err := core.AdmitGroup(ctx, a.engine, core.Admission{Account: a.account, Actor: ActorID(sender), Conversation: Conversation{Chat: m.ChatID}.Ref()})
+		if err != nil {
+			return fmt.Errorf("feishu: admit %s in %s: %w", sender, m.ChatID, err)
+		}
+		if !ad.Allow {
+			a.log.Warn("feishu message refused by the channel policy", "open_id", sender, "chat", m.ChatID, "message_id", m.MessageID)
+			core.ReportInbound(a.engine, "feishu", core.InboundRefused)
+			if ad.Reply != "" && mentioned {
+				a.queueNotice(m.MessageID, ad.Reply, inThread)
+			}
+			return nil
 		}
 		in.ThreadKey = ThreadKey(m.ChatID, m.MessageID, m.RootID)
 		root := cmp.Or(m.RootID, m.MessageID)
@@ -440,4 +467,22 @@ func postText(content string) (string, bool) {
 		lines = append(lines, b.String())
 	}
 	return strings.Join(lines, "\n"), true
+}
+
+// handlePeopleCommand answers /pair, /people and /revoke (core.Commander) with a
+// notice replying to the command; in a group only "@Bot /pair ..." reaches here.
+func (a *Adapter) handlePeopleCommand(ctx context.Context, actor core.ActorID, chat, messageID string, p2p bool, name, args string) error {
+	inThread := !p2p
+	c, ok := a.engine.(core.Commander)
+	if !ok {
+		a.queueNotice(messageID, "That command is not available here.", inThread)
+		return nil
+	}
+	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: actor, Account: a.account, Conversation: Conversation{Chat: chat}.Ref(), Direct: p2p})
+	if err != nil {
+		return fmt.Errorf("feishu: /%s: %w", name, err)
+	}
+	a.log.Info("feishu people command", "command", name, "open_id", actor)
+	a.queueNotice(messageID, reply, inThread)
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,10 @@ type Options struct {
 	// ids whose messages are ingested; others are ignored (logged at debug).
 	AllowChannels []string
 	AllowUsers    []string
+	// DMPolicy is one of core.DMPolicies, default core.DMPairing: who may write
+	// to the app in a DM, decided by the engine (core.AdmitDM). AllowUsers, when
+	// set, still refuses everyone else first.
+	DMPolicy string
 	// Bots are the configured bots: their handles make "@handle" a mention that can
 	// start a thread, and a Slack bot user whose name matches a bot becomes @handle.
 	Bots []core.BotProfile
@@ -124,14 +129,16 @@ type Adapter struct {
 	secret  string
 	allowCh map[string]bool
 	allowU  map[string]bool
-	bots    atomic.Pointer[map[string]core.BotProfile] // by lower-case handle; SetBots swaps it
-	icons   map[string]string
-	engine  Engine
-	state   State
-	log     *slog.Logger
-	clock   core.Clock
-	api     *slack.Client
-	apiOpts []slack.Option
+	// dmPolicy is Options.DMPolicy with its default.
+	dmPolicy string
+	bots     atomic.Pointer[map[string]core.BotProfile] // by lower-case handle; SetBots swaps it
+	icons    map[string]string
+	engine   Engine
+	state    State
+	log      *slog.Logger
+	clock    core.Clock
+	api      *slack.Client
+	apiOpts  []slack.Option
 
 	pace stream.Pace
 
@@ -189,6 +196,9 @@ func New(opts Options) (*Adapter, error) {
 	default:
 		return nil, fmt.Errorf("%w, got %q", ErrBadMode, opts.Mode)
 	}
+	if opts.DMPolicy != "" && !slices.Contains(core.DMPolicies, opts.DMPolicy) {
+		return nil, fmt.Errorf("slack: dm_policy %q is not one of %s", opts.DMPolicy, strings.Join(core.DMPolicies, ", "))
+	}
 	opts.Bot = cmp.Or(opts.Bot, "*")
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -207,6 +217,7 @@ func New(opts Options) (*Adapter, error) {
 		secret:   opts.SigningSecret,
 		allowCh:  set(opts.AllowChannels),
 		allowU:   set(opts.AllowUsers),
+		dmPolicy: cmp.Or(opts.DMPolicy, core.DMPairing),
 		icons:    opts.IconEmoji,
 		engine:   opts.Engine,
 		state:    opts.State,

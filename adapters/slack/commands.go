@@ -27,7 +27,7 @@ const (
 	replyNewStarted = "Started a new conversation with your message."
 	replyNewChannel = "In a channel every top-level message that mentions the app starts a new conversation, " +
 		"and a reply in its Slack thread continues it; /new is for direct messages."
-	replyUnknownCmd = "openbot knows /new (in a direct message it starts a new conversation), /stop (it stops the bots' work in the conversation) and /usage (spend and budgets)."
+	replyUnknownCmd = "openbot knows /new (in a direct message it starts a new conversation), /stop (it stops the bots' work in the conversation), /usage (spend and budgets) and /pair CODE (an owner lets a person in)."
 	replyNotAllowed = "Sorry, you are not allowed to talk to openbot here."
 )
 
@@ -57,6 +57,9 @@ func (a *Adapter) handleCommand(ctx context.Context, cmd slack.SlashCommand) (st
 	}
 	if strings.EqualFold(cmd.Command, "/usage") {
 		return a.usage(ctx, cmd), nil
+	}
+	if strings.EqualFold(cmd.Command, "/pair") {
+		return a.pairSlash(ctx, cmd)
 	}
 	if !strings.EqualFold(cmd.Command, "/new") {
 		a.refuse("unknown slash command", "command", cmd.Command)
@@ -181,4 +184,27 @@ func (a *Adapter) serveCommands(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(commandReply{ResponseType: "ephemeral", Text: reply})
+}
+
+// pairSlash handles the /pair slash command: an owner lets in the person a
+// pairing code was given to (core.Commander); the reply is private.
+func (a *Adapter) pairSlash(ctx context.Context, cmd slack.SlashCommand) (string, error) {
+	name, args, ok := core.ParseCommand("/pair " + cmd.Text)
+	if !ok {
+		return "Usage: /pair CODE, with the 8-character code the person was given.", nil
+	}
+	c, ok := a.engine.(core.Commander)
+	if !ok {
+		return "That command is not available here.", nil
+	}
+	team := cmd.TeamID
+	if team == "" {
+		id, err := a.identity(ctx)
+		if err != nil {
+			return "", err
+		}
+		team = id.Team
+	}
+	return c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(team, cmd.UserID),
+		ActorName: a.userName(ctx, cmd.UserID), Account: a.Account()})
 }

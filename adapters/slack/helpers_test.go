@@ -161,9 +161,10 @@ func newEnv(t *testing.T, mut func(*Options)) *env {
 			{Handle: "engineer", Name: "Engineer"},
 			{Handle: "chief_of_staff", Name: "Chief of Staff"},
 		},
-		Engine: eng,
-		Clock:  fixedClock{testNow},
-		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Engine:   eng,
+		DMPolicy: core.DMOpen, // the fake engine pairs nobody; core's tests and e2e cover pairing
+		Clock:    fixedClock{testNow},
+		Logger:   slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if mut != nil {
 		mut(&opts)

@@ -96,3 +96,15 @@ func isDMChannel(channel, channelType string) bool {
 	}
 	return strings.HasPrefix(channel, "D")
 }
+
+var _ core.Channeler = (*Adapter)(nil)
+
+// ChannelOf implements core.Channeler: a conversation's channel is
+// "<team>:<channel>", whatever thread it is; a ref it cannot parse is its own.
+func (a *Adapter) ChannelOf(ref core.ConversationRef) string {
+	c, err := ParseConversation(ref)
+	if err != nil {
+		return string(ref)
+	}
+	return c.Team + ":" + c.Channel
+}

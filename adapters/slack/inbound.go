@@ -107,6 +107,23 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	text, self, humans := a.normalize(ctx, m.Text, id.UserID)
 	dm := isDMChannel(m.Channel, m.ChannelType)
 	botMentioned := self || a.mentionsBot(text)
+	if name, args, ok := core.ParseCommand(text); ok && (dm || self) {
+		return a.handlePeopleCommand(ctx, m, dm, name, args) // never ingested, no model call
+	}
+	if dm {
+		ad, err := core.AdmitDM(ctx, a.engine, core.Admission{Account: a.Account(), Actor: HumanActor(m.Team, m.User),
+			Name: a.userName(ctx, m.User), Policy: a.dmPolicy, Listed: a.allowU[m.User]})
+		if err != nil {
+			return fmt.Errorf("slack admit %s: %w", m.User, err)
+		}
+		if !ad.Allow {
+			a.refuse("DM refused by dm_policy "+a.dmPolicy, "channel", m.Channel, "user", m.User)
+			if ad.Reply != "" {
+				a.confirm(ctx, m.Channel, ad.Reply)
+			}
+			return nil
+		}
+	}
 	if stopCommand(text) && (dm || botMentioned || strings.HasPrefix(strings.TrimSpace(text), "/")) {
 		return a.handleStop(ctx, m, dm, self) // see stop.go: never ingested, no model call
 	}
@@ -118,6 +135,20 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		// know yet: without a bot mention it starts nothing (DESIGN.md §3).
 		log.Debug("slack event ignored: top-level post without a bot mention")
 		return nil
+	}
+	if !dm {
+		ad, err := core.AdmitGroup(ctx, a.engine, core.Admission{Account: a.Account(), Actor: HumanActor(m.Team, m.User),
+			Name: a.userName(ctx, m.User), Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, false).Ref()})
+		if err != nil {
+			return fmt.Errorf("slack admit %s in %s: %w", m.User, m.Channel, err)
+		}
+		if !ad.Allow {
+			a.refuse("message refused by the channel policy", "channel", m.Channel, "user", m.User)
+			if ad.Reply != "" && botMentioned {
+				a.ephemeral(ctx, m.Channel, m.User, m.ThreadTS, ad.Reply)
+			}
+			return nil
+		}
 	}
 	in := core.Inbound{
 		Account:      a.Account(),

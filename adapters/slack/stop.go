@@ -126,3 +126,31 @@ func (s *stopSeen) forget(key string) {
 	defer s.mu.Unlock()
 	delete(s.seen, key)
 }
+
+// handlePeopleCommand answers /pair, /people and /revoke (core.Commander), typed
+// in a DM or with the app's mention, privately. Like /stop, a message Slack sends
+// twice (app_mention and message) is answered once.
+func (a *Adapter) handlePeopleCommand(ctx context.Context, m message, dm bool, name, args string) error {
+	key := DedupKey(m.Team, m.Channel, m.TS)
+	if !a.stops.first(key) {
+		return nil
+	}
+	c, ok := a.engine.(core.Commander)
+	if !ok {
+		a.ephemeral(ctx, m.Channel, m.User, m.ThreadTS, "That command is not available here.")
+		return nil
+	}
+	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(m.Team, m.User),
+		ActorName: a.userName(ctx, m.User), Account: a.Account(), Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, dm).Ref(), Direct: dm})
+	if err != nil {
+		a.stops.forget(key)
+		return fmt.Errorf("slack /%s in %s: %w", name, m.Channel, err)
+	}
+	a.log.Info("slack people command", "command", name, "channel", m.Channel, "user", m.User)
+	if dm {
+		a.confirm(ctx, m.Channel, reply)
+	} else {
+		a.ephemeral(ctx, m.Channel, m.User, m.ThreadTS, reply)
+	}
+	return nil
+}

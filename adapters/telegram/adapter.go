@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,10 +43,12 @@ const (
 	ModeWebhook = "webhook" // setWebhook plus POST /telegram/<name>/webhook
 )
 
-// DM policies (DESIGN.md §9).
+// DM policies: core's (core/pairing.go).
 const (
-	DMAllowlist = "allowlist" // only AllowUsers may DM the bot (the default)
-	DMOpen      = "open"      // anyone may
+	DMPairing   = core.DMPairing   // unknown people get a pairing code (the default)
+	DMAllowlist = core.DMAllowlist // only AllowUsers, owners and paired people may DM the bot
+	DMOpen      = core.DMOpen      // anyone may
+	DMDisabled  = core.DMDisabled  // nobody may
 )
 
 // DefaultPollTimeout is the getUpdates long-poll timeout when Options.PollTimeout is 0.
@@ -73,10 +76,11 @@ type Options struct {
 	// format string with two %s for token and method as telegram-bot-api takes it.
 	// Default "https://api.telegram.org/bot%s/%s".
 	APIEndpoint string
-	// AllowUsers may DM the bot under DMAllowlist: numeric user ids or usernames
-	// (with or without "@", case-insensitive).
+	// AllowUsers may DM the bot under DMPairing and DMAllowlist: numeric user
+	// ids or usernames (with or without "@", case-insensitive).
 	AllowUsers []string
-	// DMPolicy is DMAllowlist (default) or DMOpen. Group messages are not subject to it.
+	// DMPolicy is one of core.DMPolicies, default DMPairing; the engine decides
+	// (core.AdmitDM). Group messages are not subject to it.
 	DMPolicy string
 	// Bots is the team, listed by /help and used to check Bot.
 	Bots []core.BotProfile
@@ -117,8 +121,8 @@ type Adapter struct {
 	hookURL  string
 	secret   string
 	endpoint string
-	allow    map[string]bool // user ids and lowercased usernames
-	open     bool
+	allow    map[string]bool                   // user ids and lowercased usernames
+	policy   string                            // dm_policy
 	bots     atomic.Pointer[[]core.BotProfile] // SetBots swaps it
 	peers    *Peers
 	engine   Engine
@@ -199,9 +203,9 @@ func New(opts Options) (*Adapter, error) {
 	default:
 		bad("account %q: mode %q is not %q or %q", opts.Name, opts.Mode, ModePolling, ModeWebhook)
 	}
-	policy := cmp.Or(opts.DMPolicy, DMAllowlist)
-	if policy != DMAllowlist && policy != DMOpen {
-		bad("account %q: dm_policy %q is not %q or %q", opts.Name, opts.DMPolicy, DMAllowlist, DMOpen)
+	policy := cmp.Or(opts.DMPolicy, DMPairing)
+	if !slices.Contains(core.DMPolicies, policy) {
+		bad("account %q: dm_policy %q is not one of %s", opts.Name, opts.DMPolicy, strings.Join(core.DMPolicies, ", "))
 	}
 	if opts.PollTimeout < 0 {
 		bad("account %q: negative poll timeout", opts.Name)
@@ -221,7 +225,7 @@ func New(opts Options) (*Adapter, error) {
 		secret:     opts.SecretToken,
 		endpoint:   endpointFormat(opts.APIEndpoint),
 		allow:      map[string]bool{},
-		open:       policy == DMOpen,
+		policy:     policy,
 		peers:      opts.Peers,
 		engine:     opts.Engine,
 		cursors:    opts.Cursors,

@@ -119,10 +119,13 @@ func (a *Adapter) plainInbound(ctx context.Context, me tgbotapi.User, m *message
 	switch {
 	case d.ignore:
 		return nil, true, nil
-	case d.refuse, d.command != "":
+	case d.command != "":
 		// Every command goes through handleMessage, which answers /help, /start,
 		// /stop (and any later command) itself and handles /new's flag.
 		return nil, false, nil
+	}
+	if ok, err := a.admitted(ctx, m, d, conversationOf(m)); err != nil || !ok {
+		return nil, err == nil, err // refused and answered: nothing more to do
 	}
 	pending, err := a.pendingNew(ctx, conversationOf(m))
 	if err != nil || pending {

@@ -36,7 +36,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, u update) error {
 // decision is what an inbound message means for openbot.
 type decision struct {
 	ignore   bool     // not for us
-	refuse   bool     // DM from a user who is not allowed
+	dm       bool     // a private chat: the DM policy applies
 	command  string   // lowercased command name without "/" and "@bot", "" for none
 	mentions bool     // natively addressed to this account's bot
 	speaker  string   // on a "*" account, the bot whose message this replies to
@@ -109,9 +109,7 @@ func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
 		d.speaker = a.speakerOf(r.Text)
 	}
 	if private {
-		if !a.allowed(m.From) {
-			return decision{refuse: true}
-		}
+		d.dm = true
 		d.mentions = false // every DM is for this account; core routes it
 		return d
 	}
@@ -176,11 +174,8 @@ func isSelfMention(me tgbotapi.User, u16 []uint16, e tgbotapi.MessageEntity) boo
 	return false
 }
 
-// allowed applies the DM policy to a user.
-func (a *Adapter) allowed(u *tgbotapi.User) bool {
-	if a.open {
-		return true
-	}
+// listed reports whether a user is on allow_users.
+func (a *Adapter) listed(u *tgbotapi.User) bool {
 	if a.allow[strconv.FormatInt(u.ID, 10)] {
 		return true
 	}
@@ -256,20 +251,22 @@ func displayName(u *tgbotapi.User) string {
 	return strconv.FormatInt(u.ID, 10)
 }
 
-// handleMessage turns one message into an Inbound, a direct reply (/help, a DM
-// refusal) or nothing. Only Ingest errors are returned.
+// handleMessage turns one message into an Inbound, a direct reply (/help, a
+// people command, a DM refusal or pairing code) or nothing. Only store errors
+// are returned.
 func (a *Adapter) handleMessage(ctx context.Context, me tgbotapi.User, m *message) error {
 	d := a.classify(me, m)
 	conv := conversationOf(m)
+	if d.ignore {
+		return nil
+	}
+	if name, args, ok := core.ParseCommand(text(m)); ok && d.command != "" {
+		return a.handlePeopleCommand(ctx, m, conv, name, args) // never ingested, no model call
+	}
+	if ok, err := a.admitted(ctx, m, d, conv); err != nil || !ok {
+		return err
+	}
 	switch {
-	case d.ignore:
-		return nil
-	case d.refuse:
-		a.log.Warn("refused a DM from a user not on allow_users", "user", m.From.ID, "chat", m.Chat.ID)
-		core.ReportInbound(a.engine, "telegram", core.InboundRefused)
-		a.reply(ctx, conv, m.MessageID, fmt.Sprintf(
-			"Sorry, you are not allowed to talk to this bot. Your Telegram user id is %d; an admin can add it to allow_users.", m.From.ID))
-		return nil
 	case d.command == "help":
 		a.reply(ctx, conv, m.MessageID, a.helpText(conv))
 		return nil
@@ -417,4 +414,58 @@ func (a *Adapter) reply(ctx context.Context, conv Conversation, id int64, text s
 	if _, err := a.send(ctx, conv, text, "", id); err != nil {
 		a.log.Warn("direct reply failed", "chat", conv.Chat, "err", err)
 	}
+}
+
+// admitted applies the DM policy (private chats) or the channel policy
+// (groups) through the engine; a refusal is logged and counted, and answered
+// with the engine's reply when it has one. Only store errors are returned.
+func (a *Adapter) admitted(ctx context.Context, m *message, d decision, conv Conversation) (bool, error) {
+	if d.dm && a.policy == DMOpen {
+		return true, nil
+	}
+	adm := core.Admission{Account: a.account, Actor: HumanActor(m.From.ID), Name: displayName(m.From)}
+	var ad core.Admitted
+	var err error
+	if d.dm {
+		adm.Policy, adm.Listed = a.policy, a.listed(m.From)
+		ad, err = core.AdmitDM(ctx, a.engine, adm)
+	} else {
+		adm.Conversation = conv.Ref()
+		ad, err = core.AdmitGroup(ctx, a.engine, adm)
+	}
+	if err != nil {
+		return false, fmt.Errorf("telegram: admit %d in %d: %w", m.From.ID, m.Chat.ID, err)
+	}
+	if !ad.Allow {
+		a.log.Warn("refused a message by policy", "user", m.From.ID, "chat", m.Chat.ID, "dm", d.dm, "dm_policy", a.policy)
+		core.ReportInbound(a.engine, "telegram", core.InboundRefused)
+		if ad.Reply != "" {
+			a.reply(ctx, conv, m.MessageID, ad.Reply)
+		}
+	}
+	return ad.Allow, nil
+}
+
+// text returns a message's text or caption.
+func text(m *message) string {
+	t, _ := messageText(m)
+	return t
+}
+
+// handlePeopleCommand answers /pair, /people and /revoke (core.Commander) with a
+// plain reply; in a group only "/cmd@this_bot" reaches here.
+func (a *Adapter) handlePeopleCommand(ctx context.Context, m *message, conv Conversation, name, args string) error {
+	c, ok := a.engine.(core.Commander)
+	if !ok {
+		a.reply(ctx, conv, m.MessageID, "That command is not available here.")
+		return nil
+	}
+	reply, err := c.Command(ctx, core.Command{Name: name, Args: args, Actor: HumanActor(m.From.ID), ActorName: displayName(m.From),
+		Account: a.account, Conversation: conv.Ref(), Direct: conv.Chat > 0})
+	if err != nil {
+		return fmt.Errorf("telegram: /%s in %d: %w", name, conv.Chat, err)
+	}
+	a.log.Info("telegram people command", "command", name, "chat", conv.Chat, "user", m.From.ID)
+	a.reply(ctx, conv, m.MessageID, reply)
+	return nil
 }

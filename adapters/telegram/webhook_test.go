@@ -128,7 +128,7 @@ func TestNewValidates(t *testing.T) {
 		{"webhook bad secret", func(o *Options) {
 			o.Mode, o.WebhookURL, o.SecretToken = ModeWebhook, "https://x/telegram/main/webhook", "no spaces"
 		}},
-		{"bad dm policy", func(o *Options) { o.DMPolicy = "pairing" }},
+		{"bad dm policy", func(o *Options) { o.DMPolicy = "sometimes" }},
 	}
 	for _, tt := range tests {
 		o := e.options()

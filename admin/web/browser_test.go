@@ -16,6 +16,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
+	"openbot/config"
 	"openbot/core"
 )
 
@@ -182,6 +183,10 @@ func usageView(t *testing.T, ctx context.Context) {
 	cells := value(t, ctx, "the bot row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelector("tbody tr").querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
 	if cells["Bot"] != "eng" || cells["Model calls"] != "3" || cells["Cached"] != "400" {
 		t.Errorf("usage by bot = %v, want eng with 3 model calls and 400 cached tokens", cells)
+	}
+	model := value(t, ctx, "the model row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll("td[data-label='Profile/model']")[0].parentElement.querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
+	if model["Profile/model"] != "default/gpt-test" || model["Provider"] != "openai" || model["Model calls"] != "3" || model["Fallbacks"] != "0" {
+		t.Errorf("usage by model = %v, want default/gpt-test on openai with 3 model calls", model)
 	}
 	// 600 input at 2.00, 400 cached at 0.50 and 50 output at 8.00 per million
 	// tokens are 0.0018; the two other calls add their estimated tokens.
@@ -350,5 +355,62 @@ func TestApprovalShowsCommandInBrowser(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "approval-shell.png"), buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestOwnerApprovesWithShippedConfig: with config.example.yaml as shipped (no
+// approvers, no owners, only admin.token set), a chat person's tool call waits
+// for an approval they may not give themselves, and the dashboard's operator,
+// an owner by default, approves it in the browser.
+func TestOwnerApprovesWithShippedConfig(t *testing.T) {
+	cfg, err := config.Load("../../config.example.yaml", func(k string) (string, bool) {
+		v, ok := map[string]string{"OPENBOT_ADMIN_TOKEN": token, "OPENAI_API_KEY": "sk-test"}[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owners, approvers []core.ActorID
+	for _, id := range cfg.OwnerIDs() {
+		owners = append(owners, core.ActorID(id))
+	}
+	for _, id := range cfg.Approvers {
+		approvers = append(approvers, core.ActorID(id))
+	}
+	tm := startTeamAs(t, people{identity: core.ActorID(cfg.Admin.Identity), name: cfg.Admin.Name, owners: owners, approvers: approvers})
+	tm.llm.Enqueue(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"q":"disk"}`}}},
+		openaitest.Text("The disk is fine."),
+	)
+	tm.say(t, "dana", "Dana", "@eng check the disk")
+	qs, err := tm.eng.Questions(context.Background(), true)
+	if err != nil || len(qs) != 1 {
+		t.Fatalf("pending questions %+v, %v; want the approval waiting", qs, err)
+	}
+	if res, err := tm.eng.Answer(context.Background(), core.Answer{Question: qs[0].ID, Choice: core.ChoiceApprove, Actor: "console:Dana"}); err != nil || res.Outcome != core.AnswerForbidden {
+		t.Fatalf("the asker's own approval: %+v, %v; want forbidden", res, err)
+	}
+
+	ctx := browser(t)
+	run(t, ctx, "sign in and open the approvals",
+		chromedp.Navigate(tm.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), token),
+		chromedp.Submit(chromedp.CSS(`#token`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav a[data-nav="approvals"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="approvals"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.question button[data-answer="approve"]`)),
+		chromedp.Click(chromedp.CSS(`.question button[data-answer="approve"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`.question button[data-answer="approve"]`)),
+	)
+	var all []core.Question
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if all, _ = tm.eng.Questions(context.Background(), false); len(all) == 1 && all[0].Status != core.QuestionPending {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polls the store for the click's answer; not an ordering sleep
+	}
+	if len(all) != 1 || !all[0].Approved() || all[0].AnsweredBy != core.ActorID(config.DefaultOperator) {
+		t.Fatalf("questions %+v, want approved by the operator", all)
 	}
 }

@@ -50,6 +50,20 @@ type team struct {
 
 func startTeam(t *testing.T, more ...agents.Tool) *team {
 	t.Helper()
+	const ops core.ActorID = "console:ops"
+	return startTeamAs(t, people{identity: ops, name: "Operator", approvers: []core.ActorID{ops}}, more...)
+}
+
+// people are who the rig's engine and console API take as owners, approvers
+// and the console's identity.
+type people struct {
+	identity          core.ActorID
+	name              string
+	owners, approvers []core.ActorID
+}
+
+func startTeamAs(t *testing.T, pp people, more ...agents.Tool) *team {
+	t.Helper()
 	llm := openaitest.New(t)
 	reg := agents.NewRegistry()
 	tools := []string{"lookup"}
@@ -78,9 +92,9 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 		{Handle: "eng", Name: "Engineer", Model: "gpt-test", Tools: tools, ApprovalTools: tools},
 		{Handle: "pm", Name: "Product", Model: "gpt-test"},
 	}
-	const ops core.ActorID = "console:ops"
 	prices := &core.Cost{Prices: map[string]core.Price{"gpt-test": {Input: 2_000_000, Cached: 500_000, Output: 8_000_000}}}
-	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: bots, ShutdownGrace: 2 * time.Second, Approvers: []core.ActorID{ops}, Cost: prices})
+	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: bots, ShutdownGrace: 2 * time.Second,
+		Owners: pp.owners, Approvers: pp.approvers, Cost: prices})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +103,7 @@ func startTeam(t *testing.T, more ...agents.Tool) *team {
 	}
 	runtest.Start(t, eng.Run)
 	<-eng.Ready()
-	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: ops, IdentityName: "Operator", Notifier: n, Tick: 200 * time.Millisecond})
+	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: pp.identity, IdentityName: pp.name, Notifier: n, Tick: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -276,6 +276,7 @@ type Server struct {
 	handler  func(Request) Reply
 	requests []Request
 	nextID   int
+	models   []string // GET /v1/models (SetModels)
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -288,6 +289,7 @@ func New(t testing.TB) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.serveMessages)
+	mux.HandleFunc("GET /v1/models", s.serveModels)
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	s.srv.Start()
 	t.Cleanup(s.srv.Close)
@@ -303,6 +305,35 @@ func (s *Server) RequireKey(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.key = key
+}
+
+// SetModels makes GET /v1/models list ids in the API's shape (data of
+// {type: model, id, display_name}, has_more false); until it is called the
+// list is empty. The key RequireKey set is checked as for messages.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string(nil), ids...)
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	key, ids := s.key, s.models
+	s.mu.Unlock()
+	if key != "" && r.Header.Get("X-Api-Key") != key {
+		writeError(w, Reply{Status: http.StatusUnauthorized, ErrMessage: "invalid x-api-key"})
+		return
+	}
+	data := make([]map[string]any, 0, len(ids))
+	for _, id := range ids {
+		data = append(data, map[string]any{"type": "model", "id": id, "display_name": id, "created_at": "2025-01-01T00:00:00Z"})
+	}
+	first, last := "", ""
+	if len(ids) > 0 {
+		first, last = ids[0], ids[len(ids)-1]
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last})
 }
 
 // Enqueue appends replies; each request takes the oldest.

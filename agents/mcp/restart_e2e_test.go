@@ -57,7 +57,7 @@ func startStack(t *testing.T, dbPath string, model *openaitest.Server, server Se
 		RestartMin: time.Minute, RestartMax: time.Minute})
 	a := newTestAgent(t, model, s.reg)
 	s.eng, err = core.New(core.Options{Store: st, Agent: a, Bots: []core.BotProfile{countBot},
-		Approvers: []core.ActorID{"console:you"}, ShutdownGrace: 2 * time.Second})
+		Approvers: []core.ActorID{"console:you"}, SelfApprove: true, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,6 +173,7 @@ type Server struct {
 	requests []Request
 	nextID   int
 	models   []string
+	keys     []string // accepted Bearer keys (RequireKeys); nil accepts any
 
 	embedReqs []openai.EmbeddingRequestStrings
 	embedFn   func(string) []float32
@@ -205,7 +208,7 @@ func Start() (*Server, error) {
 	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.serveAudio)
-	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: s.authorize(mux), ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.conns.Add(1)
 		}
@@ -222,6 +225,30 @@ func (s *Server) Close() { s.srv.Close() }
 
 // URL is the base URL for go-openai's ClientConfig.BaseURL ("http://127.0.0.1:port/v1").
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// RequireKeys makes every endpoint answer 401 with OpenAI's
+// invalid_api_key error to a request whose "Authorization: Bearer <key>" is
+// not one of keys; no keys accepts any again. Refused requests are not
+// recorded.
+func (s *Server) RequireKeys(keys ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys = append([]string(nil), keys...)
+}
+
+func (s *Server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		keys := s.keys
+		s.mu.Unlock()
+		if len(keys) > 0 && !slices.Contains(keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) {
+			writeError(w, Reply{Status: http.StatusUnauthorized, ErrType: "invalid_request_error", ErrCode: "invalid_api_key",
+				ErrMessage: "Incorrect API key provided."})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // SetModels makes GET /v1/models list ids (the OpenAI list shape); until it is
 // called that endpoint answers 404, as servers that do not serve it do.

@@ -61,7 +61,12 @@ func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
 		if err != nil {
 			return nil, err
 		}
-		srv, err := admin.New(admin.Options{Store: st})
+		keeper, op, err := localPeople(cfg, st)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		srv, err := admin.New(admin.Options{Store: st, People: keeper, Identity: op, IdentityName: cfg.Admin.Name})
 		if err != nil {
 			st.Close()
 			return nil, err
@@ -73,7 +78,12 @@ func openAPI(ctx context.Context, cfg *config.Config) (*apiReader, error) {
 	}
 	st, err := bolt.Open(cfg.Store.Path, bolt.Options{Timeout: 300 * time.Millisecond})
 	if err == nil {
-		srv, err := admin.New(admin.Options{Store: st, StorePath: cfg.Store.Path})
+		keeper, op, err := localPeople(cfg, st)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		srv, err := admin.New(admin.Options{Store: st, StorePath: cfg.Store.Path, People: keeper, Identity: op, IdentityName: cfg.Admin.Name})
 		if err != nil {
 			st.Close()
 			return nil, err

@@ -43,6 +43,12 @@ func loadConfigChecked(path string, stderr io.Writer, lookupEnv config.LookupEnv
 				fmt.Fprintf(stderr, "%s: warning: %s\n", path, config.FieldError{Path: "llm." + prof + ".api_key", Msg: msg}.Error())
 			}
 		}
+		if cfg.Cost.Unpriced == config.UnpricedWarn {
+			// With cost.unpriced: refuse (the default) they are problems.
+			for _, e := range cfg.UnpricedBudgets() {
+				fmt.Fprintf(stderr, "%s: warning: %s\n", path, e.Error())
+			}
+		}
 		// Tool names are checked against the registry in the same report.
 		reg, rerr := newRegistry(cfg, slog.New(slog.DiscardHandler))
 		if rerr != nil {
@@ -105,8 +111,10 @@ func missingKey(cfg *config.Config) string {
 
 func missingKeyProfile(cfg *config.Config) (profile, msg string) {
 	for _, b := range cfg.Bots {
-		if p := cfg.LLM[b.LLM]; p.NeedsKey() {
-			return b.LLM, fmt.Sprintf("llm profile %q has no api_key for %s: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).", b.LLM, config.OpenAIBaseURL)
+		for _, name := range b.LLM {
+			if p := cfg.LLM[name]; p.NeedsKey() {
+				return name, fmt.Sprintf("llm profile %q has no api_key for %s: set OPENAI_API_KEY, or OPENAI_BASE_URL=http://localhost:11434/v1 for a local Ollama (which needs no key).", name, config.OpenAIBaseURL)
+			}
 		}
 	}
 	return "", ""

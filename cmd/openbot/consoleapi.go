@@ -14,6 +14,7 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier) (*admin.Serv
 		Store:        eng.Store(),
 		Answerer:     eng,
 		Controller:   eng,
+		People:       eng,
 		Bots:         eng.Bots(),
 		Identity:     core.ActorID(a.cfg.Admin.Identity),
 		IdentityName: a.cfg.Admin.Name,

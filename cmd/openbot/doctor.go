@@ -55,6 +55,9 @@ type doctor struct {
 	envPath string // the .env beside the config, where --fix puts a new admin token
 	// storeInUse: the store's lock is held (by a running openbot, most likely).
 	storeInUse bool
+	// storedOwners counts the owners stored at run time (openbot owner add,
+	// the first pairing), read by store when the file is free.
+	storedOwners int
 }
 
 func (d *doctor) add(status, name, detail, fix string) {
@@ -143,6 +146,7 @@ func (d *doctor) run(ctx context.Context) {
 	d.llms(ctx)
 	d.mcpServers(ctx)
 	d.store(ctx)
+	d.people()
 	d.listener()
 	d.sandbox(ctx)
 }

@@ -20,11 +20,26 @@ import (
 	"openbot/store/bolt"
 )
 
-// llms checks each LLM profile: reachable, the model listed by /models (where
-// the server has that endpoint), a one-token completion, and a request with a
-// tool definition (tool calling accepted). Every model a bot uses through the
-// profile is checked.
+// llms shows each bot's fallback chain, then checks each LLM profile:
+// reachable, every API key accepted, the model listed by the server's model
+// list (where it has one), a one-token completion, and a request with a tool
+// definition (tool calling accepted). Every model a bot's chain asks of the
+// profile is checked; OpenAI-compatible and Anthropic profiles alike.
 func (d *doctor) llms(ctx context.Context) {
+	for _, b := range d.cfg.Bots {
+		links := make([]string, 0, len(b.LLM))
+		for i, n := range b.LLM {
+			m := d.cfg.LLM[n].Model
+			if i == 0 {
+				m = cmp.Or(b.Model, m)
+			}
+			links = append(links, fmt.Sprintf("%s (%s, %s)", n, cmp.Or(d.cfg.LLM[n].Provider, config.ProviderOpenAI), m))
+		}
+		d.add(checkOK, "bot/"+b.Handle+" chain", strings.Join(links, " -> "), "")
+	}
+	for _, e := range d.cfg.UnpricedBudgets() { // cost.unpriced: warn; else the config did not load
+		d.add(checkWarn, "cost", e.Error(), "price the model under cost.prices or limit tokens beside the cost")
+	}
 	names := make([]string, 0, len(d.cfg.LLM))
 	for n := range d.cfg.LLM {
 		names = append(names, n)
@@ -34,8 +49,12 @@ func (d *doctor) llms(ctx context.Context) {
 		p := d.cfg.LLM[n]
 		models := []string{}
 		for _, b := range d.cfg.Bots {
-			m := cmp.Or(b.Model, p.Model)
-			if b.LLM == n && !slices.Contains(models, m) {
+			i := slices.Index(b.LLM, n)
+			m := p.Model
+			if i == 0 {
+				m = cmp.Or(b.Model, p.Model)
+			}
+			if i >= 0 && !slices.Contains(models, m) {
 				models = append(models, m)
 			}
 		}
@@ -52,47 +71,119 @@ type openAIError struct {
 	} `json:"error"`
 }
 
+// llmAPI is what doctor needs of a profile's wire protocol: where its model
+// list and chat endpoint are, how a key is sent, and the bodies of a
+// one-token request and of one offering a tool.
+type llmAPI struct {
+	list, chat string
+	auth       func(h http.Header, key string)
+	ask        func(model string, tool bool) map[string]any
+}
+
+func doctorAPI(p config.LLMProfile) llmAPI {
+	base := strings.TrimSuffix(p.BaseURL, "/")
+	if !p.OpenAICompatible() {
+		base = strings.TrimSuffix(base, "/v1")
+		return llmAPI{list: base + "/v1/models", chat: base + "/v1/messages",
+			auth: func(h http.Header, key string) {
+				h.Set("Anthropic-Version", "2023-06-01")
+				if key != "" {
+					h.Set("X-Api-Key", key)
+				}
+			},
+			ask: func(model string, tool bool) map[string]any {
+				req := map[string]any{"model": model, "max_tokens": 1,
+					"messages": []map[string]string{{"role": "user", "content": "Say OK."}}}
+				if tool {
+					req["max_tokens"] = 16
+					req["tools"] = []map[string]any{{"name": "doctor_ping", "description": "Answers pong.",
+						"input_schema": map[string]any{"type": "object", "properties": map[string]any{}}}}
+				}
+				return req
+			}}
+	}
+	return llmAPI{list: base + "/models", chat: base + "/chat/completions",
+		auth: func(h http.Header, key string) {
+			if key != "" {
+				h.Set("Authorization", "Bearer "+key)
+			}
+		},
+		ask: func(model string, tool bool) map[string]any {
+			req := map[string]any{"model": model, "max_tokens": 1,
+				"messages": []map[string]string{{"role": "user", "content": "Say OK."}}}
+			if tool {
+				req["max_tokens"] = 16
+				req["tools"] = []map[string]any{{"type": "function", "function": map[string]any{
+					"name": "doctor_ping", "description": "Answers pong.",
+					"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}}}
+			}
+			return req
+		}}
+}
+
 func (d *doctor) llm(ctx context.Context, name string, p config.LLMProfile, models []string) {
 	label := "llm/" + name
-	if !p.OpenAICompatible() {
-		// Issue 33 item 6: doctor learns each provider's API.
-		d.add(checkWarn, label, "not checked: doctor checks OpenAI-compatible profiles only so far (provider "+p.Provider+")",
-			"send the bot a message to try the profile")
-		return
-	}
 	if p.NeedsKey() {
 		d.add(checkFail, label, "no api_key for the public OpenAI API", "set OPENAI_API_KEY, or point base_url at a local server")
 		return
 	}
-	base := strings.TrimSuffix(p.BaseURL, "/")
-	h := http.Header{}
-	for k, v := range p.Headers {
-		h.Set(k, v)
+	api := doctorAPI(p)
+	keys := p.Keys()
+	if len(keys) == 0 {
+		keys = []config.LabelledKey{{}}
 	}
-	if p.APIKey != "" {
-		h.Set("Authorization", "Bearer "+p.APIKey)
-	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-		openAIError
-	}
-	resp, err := d.do(ctx, http.MethodGet, base+"/models", h, nil, &list)
-	if err != nil {
-		d.add(checkFail, label+" reachable", "no answer from base_url: "+netReason(err), "start the model server or correct llm."+name+".base_url")
-		return
-	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		d.add(checkFail, label+" reachable", fmt.Sprintf("the API key is refused (HTTP %d)", resp.StatusCode), "set a valid llm."+name+".api_key")
-		return
-	case resp.StatusCode == http.StatusOK && len(list.Data) > 0:
-		d.add(checkOK, label+" reachable", fmt.Sprintf("%d models served", len(list.Data)), "")
-		var ids []string
-		for _, m := range list.Data {
-			ids = append(ids, m.ID)
+	var (
+		h       http.Header // with the first key the server accepts
+		ids     []string
+		listed  bool
+		listMsg string
+	)
+	for _, k := range keys {
+		kh := http.Header{}
+		for hk, v := range p.Headers {
+			kh.Set(hk, v)
 		}
+		api.auth(kh, k.Value)
+		var list struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+			openAIError
+		}
+		resp, err := d.do(ctx, http.MethodGet, api.list, kh, nil, &list)
+		if err != nil {
+			d.add(checkFail, label+" reachable", "no answer from base_url: "+netReason(err), "start the model server or correct llm."+name+".base_url")
+			return
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			if k.Label == "" {
+				d.add(checkFail, label+" reachable", fmt.Sprintf("the API key is refused (HTTP %d)", resp.StatusCode), "set a valid llm."+name+".api_key")
+				return
+			}
+			d.add(checkFail, label+" key "+k.Label, fmt.Sprintf("refused (HTTP %d)", resp.StatusCode), "replace llm."+name+".api_keys."+k.Label)
+			continue
+		}
+		if k.Label != "" {
+			d.add(checkOK, label+" key "+k.Label, "accepted", "")
+		}
+		if h != nil {
+			continue
+		}
+		h = kh
+		if resp.StatusCode == http.StatusOK && len(list.Data) > 0 {
+			listed, listMsg = true, fmt.Sprintf("%d models served", len(list.Data))
+			for _, m := range list.Data {
+				ids = append(ids, m.ID)
+			}
+		} else {
+			listMsg = fmt.Sprintf("answers (no model list: HTTP %d)", resp.StatusCode)
+		}
+	}
+	if h == nil {
+		return // every key refused, each reported
+	}
+	d.add(checkOK, label+" reachable", listMsg, "")
+	if listed {
 		for _, m := range models {
 			if slices.Contains(ids, m) {
 				d.add(checkOK, label+" model "+m, "served", "")
@@ -100,31 +191,23 @@ func (d *doctor) llm(ctx context.Context, name string, p config.LLMProfile, mode
 				d.add(checkFail, label+" model "+m, "not in the server's model list", "use one of: "+shortList(ids, 8)+" (llm."+name+".model or the bot's model)")
 			}
 		}
-	default:
-		d.add(checkOK, label+" reachable", fmt.Sprintf("answers (no model list: HTTP %d)", resp.StatusCode), "")
 	}
 	for _, m := range models {
-		d.completion(ctx, label, name, base, h, m)
+		d.completion(ctx, label, name, api, h, m)
 	}
 }
 
 // completion asks model for one token, then once more with a tool offered.
-func (d *doctor) completion(ctx context.Context, label, profile, base string, h http.Header, model string) {
-	req := map[string]any{"model": model, "max_tokens": 1,
-		"messages": []map[string]string{{"role": "user", "content": "Say OK."}}}
+func (d *doctor) completion(ctx context.Context, label, profile string, api llmAPI, h http.Header, model string) {
 	var ans openAIError
-	resp, err := d.do(ctx, http.MethodPost, base+"/chat/completions", h, req, &ans)
+	resp, err := d.do(ctx, http.MethodPost, api.chat, h, api.ask(model, false), &ans)
 	if fail := llmFailure(resp, err, ans); fail != "" {
 		d.add(checkFail, label+" completion "+model, fail, "check llm."+profile+" (base_url, api_key, model) against the provider")
 		return
 	}
 	d.add(checkOK, label+" completion "+model, "a one-token answer came back", "")
-	req["max_tokens"] = 16
-	req["tools"] = []map[string]any{{"type": "function", "function": map[string]any{
-		"name": "doctor_ping", "description": "Answers pong.",
-		"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}}}
 	ans = openAIError{}
-	resp, err = d.do(ctx, http.MethodPost, base+"/chat/completions", h, req, &ans)
+	resp, err = d.do(ctx, http.MethodPost, api.chat, h, api.ask(model, true), &ans)
 	if fail := llmFailure(resp, err, ans); fail != "" {
 		d.add(checkFail, label+" tools "+model, "a request offering a tool was refused: "+fail,
 			"use a model and server with function calling (vLLM: --enable-auto-tool-choice; Ollama: a model tagged tools)")
@@ -268,6 +351,15 @@ func (d *doctor) store(ctx context.Context) {
 		return
 	}
 	defer st.Close()
+	if keeper, _, err := localPeople(d.cfg, st); err == nil {
+		if people, _, err := keeper.People(ctx); err == nil {
+			for _, p := range people {
+				if p.Role == core.RoleOwner {
+					d.storedOwners++
+				}
+			}
+		}
+	}
 	if err := st.Verify(ctx); err != nil {
 		d.add(checkFail, "store verify", err.Error(), "stop openbot and restore the file from a backup")
 	} else {

@@ -19,6 +19,7 @@ import (
 	"openbot/adapters/feishu/feishutest"
 	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents/anthropictest"
 	"openbot/agents/openaitest"
 	"openbot/config"
 	"openbot/core"
@@ -39,6 +40,8 @@ type doctorWorld struct {
 	llmURL       string
 	feishuSecret string
 	tgExtra      string // extra keys of the Telegram account (webhook mode)
+	// llmLines and botsLines, when set, replace the llm profiles and the bots.
+	llmLines, botsLines string
 }
 
 func newDoctorWorld(t *testing.T) *doctorWorld {
@@ -76,16 +79,24 @@ func (w *doctorWorld) config(t *testing.T) string {
 	if w.mcpCommand != "" {
 		mcpLine = `{name: tools, command: ` + w.mcpCommand + `}`
 	}
+	llm := `  default: {base_url: "` + w.llmURL + `", api_key: k, model: m}`
+	if w.llmLines != "" {
+		llm = w.llmLines
+	}
+	bots := "  - {handle: chief_of_staff}"
+	if w.botsLines != "" {
+		bots = w.botsLines
+	}
 	text := `
 llm:
-  default: {base_url: "` + w.llmURL + `", api_key: k, model: m}
+` + llm + `
 store: {path: ` + filepath.Join(w.dir, "data", "openbot.db") + `}
 workspace: ` + filepath.Join(w.dir, "ws") + `
 http: {listen: "127.0.0.1:0"}
 mcp_servers:
   - ` + mcpLine + `
 bots:
-  - {handle: chief_of_staff}
+` + bots + `
 slack:
   - name: acme
     bot: "*"
@@ -313,6 +324,37 @@ func TestDoctorListenerHeldByRunningOpenbot(t *testing.T) {
 				t.Errorf("http listener: %q, want %s\n%s", got, tc.want, out.String())
 			}
 		})
+	}
+}
+
+// TestDoctorChainsAndKeys: doctor shows each bot's chain, checks every
+// profile of it (an Anthropic one on its own API) and every labelled key,
+// naming a refused key by its label only.
+func TestDoctorChainsAndKeys(t *testing.T) {
+	w := newDoctorWorld(t)
+	w.llm.RequireKeys("sk-good-1234")
+	claude := anthropictest.New(t)
+	claude.RequireKey("sk-ant-good")
+	claude.SetModels("claude-test")
+	w.llmLines = `  default: {base_url: "` + w.llmURL + `", model: m, api_keys: {team_a: sk-good-1234, team_b: sk-revoked-99}}
+  claude: {provider: anthropic, base_url: "` + claude.URL() + `", api_key: sk-ant-good, model: claude-test}`
+	w.botsLines = "  - {handle: chief_of_staff, llm: [default, claude]}"
+	r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	got := checkStatuses(r.stdout)
+	for name, want := range map[string]string{
+		"bot/chief_of_staff chain": "OK", "llm/default key team_a": "OK", "llm/default key team_b": "FAIL",
+		"llm/default reachable": "OK", "llm/default tools m": "OK",
+		"llm/claude reachable": "OK", "llm/claude model claude-test": "OK", "llm/claude completion claude-test": "OK", "llm/claude tools claude-test": "OK",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: %q, want %s; stdout:\n%s", name, got[name], want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "default (openai, m) -> claude (anthropic, claude-test)") || strings.Contains(r.stdout, "sk-revoked-99") {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+	if reqs := claude.Requests(); len(reqs) != 2 || len(reqs[1].Body.Tools) != 1 {
+		t.Errorf("anthropic requests = %+v", reqs)
 	}
 }
 

@@ -14,12 +14,16 @@ import (
 // transcriber returns the voice-note transcription hook of the files section,
 // or nil when it is off.
 func transcriber(cfg *config.Config) (func(ctx context.Context, name string, audio io.Reader) (string, error), error) {
-	name := cfg.TranscriptionProfile()
-	if name == "" {
+	chain := cfg.TranscriptionChain()
+	if chain == nil {
 		return nil, nil
 	}
-	p := cfg.LLM[name]
-	return agents.NewTranscriber(agents.Provider{BaseURL: p.BaseURL, APIKey: p.APIKey, Headers: p.Headers}, cfg.Files.Transcription.Model, nil)
+	provs := providers(cfg)
+	out := make([]agents.TranscribeProfile, 0, len(chain))
+	for _, name := range chain {
+		out = append(out, agents.TranscribeProfile{Name: name, Provider: provs[name]})
+	}
+	return agents.NewTranscriber(out, cfg.Files.Transcription.Model, nil, cooldowns)
 }
 
 // fileLimits maps the files section onto the engine: inbound files go to the

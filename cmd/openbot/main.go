@@ -79,6 +79,8 @@ const usage = `usage:
   openbot cancel RUN | stop THREAD --bot B | pause BOT | resume BOT   steer the running server
   openbot usage [--by bot|thread|day] [--since WHEN]   tokens and cost from the usage ledger
   openbot memory list|show|rm|edit [ID] --bot B     see and fix a bot's memories
+  openbot people [revoke ID] | pair CODE | owner add ID [--name N]   who may talk to the bots
+  openbot policy [ACCOUNT CHANNEL [key=value ...]]  list or set channel policies (CHANNEL * is the account's default)
   openbot version
   openbot help COMMAND                              a command's flags (also: COMMAND --help)
 `
@@ -147,6 +149,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runUsage(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "memory":
 		return runMemory(ctx, args[1:], stdin, stdout, stderr, lookupEnv)
+	case "people", "pair", "owner", "policy":
+		return runPeople(ctx, args[0], args[1:], stdout, stderr, lookupEnv)
 	case "bench":
 		fmt.Fprint(errOut, benchMoved)
 		return exitUsage

@@ -444,7 +444,7 @@ func TestChatPipedExitsNonZeroWhenABudgetRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := "        daily: {cost: 5.00}       # per UTC day"
+	old := "        daily: {cost: 5.00, tokens: 2000000}     # per UTC day"
 	if !strings.Contains(string(data), old) {
 		t.Fatalf("config.example.yaml no longer contains %q", old)
 	}

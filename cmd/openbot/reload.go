@@ -64,6 +64,7 @@ type reloader struct {
 	reg      *agents.Registry
 	mcp      *mcpSet
 	mem      *agents.Memories // the bots' memory, kept across reloads
+	chat     bool             // openbot chat: the terminal's person is an owner
 	st       core.Store       // the ledger of the reloaded embeddings client
 	// accounts are the platform accounts: added, changed and removed at a reload,
 	// and given the new team (botSetter) so "@handle" of an added bot is a mention.
@@ -96,7 +97,7 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 		return nil, r.refused(fmt.Sprintf("%s: llm: %v", r.path, err))
 	}
 	set := core.Settings{Bots: botProfiles(cfg), DefaultBot: cfg.DefaultBot, Limits: coreLimits(cfg.Limits),
-		Approvers: actorIDs(cfg.Approvers), ApprovalTimeout: cfg.ApprovalTimeout,
+		Approvers: actorIDs(cfg.Approvers), Owners: owners(cfg, r.chat), SelfApprove: cfg.SelfApprove, Policies: cfg.CorePolicies(), ApprovalTimeout: cfg.ApprovalTimeout,
 		Cost: coreCost(cfg), AlwaysReply: alwaysReply(cfg)}
 	// The new agent first: a run picked with a new profile must find its LLM profile.
 	old := r.agent.cur.Swap(agent)
@@ -156,7 +157,8 @@ func appliedChanges(old, cfg *config.Config) []string {
 	if !reflect.DeepEqual(old.Limits, cfg.Limits) {
 		changes = append(changes, "limits changed")
 	}
-	if !slices.Equal(old.Approvers, cfg.Approvers) || old.ApprovalTimeout != cfg.ApprovalTimeout {
+	if !slices.Equal(old.Approvers, cfg.Approvers) || old.ApprovalTimeout != cfg.ApprovalTimeout ||
+		!slices.Equal(old.Owners, cfg.Owners) || old.SelfApprove != cfg.SelfApprove || !reflect.DeepEqual(old.Policies, cfg.Policies) {
 		changes = append(changes, "approvers changed")
 	}
 	if !reflect.DeepEqual(old.LLM, cfg.LLM) {

@@ -229,6 +229,9 @@ func (a *app) serve(ctx context.Context) int {
 		Logger:          log,
 		ShutdownGrace:   engineGrace,
 		Approvers:       actorIDs(a.cfg.Approvers),
+		Owners:          owners(a.cfg, a.chat),
+		SelfApprove:     a.cfg.SelfApprove,
+		Policies:        a.cfg.CorePolicies(),
 		ApprovalTimeout: a.cfg.ApprovalTimeout,
 		Observer:        observer(mtr),
 		Cost:            coreCost(a.cfg),
@@ -284,7 +287,7 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}
 	accts := newAccountSet(a, eng, hl, a.cfg, platform)
-	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, memLimit: a.memLimit, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, st: st, accounts: accts, cur: a.cfg}
+	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, memLimit: a.memLimit, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, st: st, accounts: accts, cur: a.cfg, chat: a.chat}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
 		fmt.Fprintln(a.stderr, "openbot: no channel is configured: add slack, telegram or feishu accounts to the config (their setup guides are linked from README.md), or use `openbot chat`")
@@ -613,7 +616,7 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 		ad, err := slack.New(slack.Options{
 			Name: s.Name, Bot: s.Bot, Mode: s.Mode,
 			AppToken: s.AppToken, BotToken: s.BotToken, SigningSecret: s.SigningSecret,
-			APIURL: s.APIURL, AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers,
+			APIURL: s.APIURL, AllowChannels: s.AllowChannels, AllowUsers: s.AllowUsers, DMPolicy: s.DMPolicy,
 			Bots: bots, Engine: eng, State: slack.StoreState(eng.Store()), Logger: a.log,
 			Streaming: s.Streaming.On(true),
 		})

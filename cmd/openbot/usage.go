@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -14,20 +15,22 @@ import (
 	"openbot/core"
 )
 
-// runUsage is `openbot usage [--by bot|thread|day] [--since WHEN]`: the usage
-// ledger (cost control) summed by bot, thread or UTC day, from the store or,
+// runUsage is `openbot usage [--by bot|thread|day|model] [--since WHEN]`: the
+// usage ledger (cost control) summed by bot, thread, UTC day or llm profile and
+// model (with the provider, the models that answered, the API key labels and
+// the calls a backup profile served), from the store or,
 // while serve holds it, from the running server's API (GET /api/v1/usage).
 // WHEN is an RFC 3339 time, a date (2026-12-01, UTC) or a Go duration back
 // from now (72h); default 30 days.
 func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs, cfgPath := configFlags("usage", stderr)
-	by := fs.String("by", "day", "sum by bot, thread or day (UTC)")
+	by := fs.String("by", "day", "sum by bot, thread, day (UTC) or model (llm profile/model)")
 	since := fs.String("since", "", "from when: RFC 3339 time, a date (2026-12-01) or a duration back from now (72h); default 30 days")
 	if code, done := parseFlags(fs, args, stderr); done {
 		return code
 	}
-	if *by != "bot" && *by != "thread" && *by != "day" {
-		fmt.Fprintf(stderr, "openbot usage: --by wants bot, thread or day, got %q\n", *by)
+	if *by != "bot" && *by != "thread" && *by != "day" && *by != "model" {
+		fmt.Fprintf(stderr, "openbot usage: --by wants bot, thread, day or model, got %q\n", *by)
 		return exitUsage
 	}
 	q := url.Values{"by": {*by}, "limit": {fmt.Sprint(admin.MaxLimit)}}
@@ -71,10 +74,20 @@ func printUsage(w io.Writer, by string, rows []admin.UsageRow, currency string) 
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s\tRUNS\tCALLS\tINPUT\tCACHED\tOUTPUT\tCOST\n", strings.ToUpper(by))
+	model := by == "model"
+	head := strings.ToUpper(by)
+	if model {
+		head = "PROFILE/MODEL\tPROVIDER\tSERVED BY\tKEYS\tFALLBACKS"
+	}
+	fmt.Fprintf(tw, "%s\tRUNS\tCALLS\tINPUT\tCACHED\tOUTPUT\tCOST\n", head)
 	var tot admin.UsageRow
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Key, r.Runs, r.ModelCalls, r.PromptTokens, r.CachedTokens, r.CompletionTokens,
+		key := r.Key
+		if model {
+			key = fmt.Sprintf("%s\t%s\t%s\t%s\t%d", r.Key, cmp.Or(r.Provider, "-"), cmp.Or(strings.Join(r.Served, ","), "-"),
+				cmp.Or(strings.Join(r.Keys, ","), "-"), r.Fallbacks)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", key, r.Runs, r.ModelCalls, r.PromptTokens, r.CachedTokens, r.CompletionTokens,
 			core.FormatMicros(r.CostMicros, currency))
 		tot.Runs += r.Runs
 		tot.ModelCalls += r.ModelCalls
@@ -83,7 +96,11 @@ func printUsage(w io.Writer, by string, rows []admin.UsageRow, currency string) 
 		tot.CompletionTokens += r.CompletionTokens
 		tot.CostMicros += r.CostMicros
 	}
-	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\t%d\t%s\n", tot.Runs, tot.ModelCalls, tot.PromptTokens, tot.CachedTokens, tot.CompletionTokens,
+	total := "total"
+	if model {
+		total = "total\t\t\t\t"
+	}
+	fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", total, tot.Runs, tot.ModelCalls, tot.PromptTokens, tot.CachedTokens, tot.CompletionTokens,
 		core.FormatMicros(tot.CostMicros, currency))
 	tw.Flush()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"openbot/adapters/console"
 	"strings"
 	"sync"
 	"time"
@@ -40,11 +41,8 @@ func coreLimits(l config.Limits) core.Limits {
 func coreCost(cfg *config.Config) *core.Cost {
 	c := cfg.Cost
 	out := &core.Cost{Currency: c.Currency, WarnAt: c.WarnAt, Owner: c.Owner,
-		Prices: map[string]core.Price{}, Bots: map[string]core.BotBudget{},
+		Prices: cfg.PriceTable(), Bots: map[string]core.BotBudget{},
 		Thread: coreLimit(c.Budgets.Thread), GlobalDaily: coreLimit(c.Budgets.GlobalDaily)}
-	for m, p := range c.Prices {
-		out.Prices[m] = core.Price{Input: config.Micros(p.Input), Output: config.Micros(p.Output), Cached: config.Micros(p.CachedInput)}
-	}
 	for h, b := range c.Budgets.Bots {
 		out.Bots[h] = core.BotBudget{Daily: coreLimit(b.Daily), Monthly: coreLimit(b.Monthly)}
 	}
@@ -86,7 +84,8 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Name:          b.Name,
 			Description:   b.Description,
 			Instructions:  b.Instructions,
-			LLM:           b.LLM,
+			LLM:           b.LLM.First(),
+			Fallbacks:     b.LLM[min(1, len(b.LLM)):],
 			Model:         b.Model,
 			Tools:         b.Tools,
 			ApprovalTools: config.ApprovalToolNames(b.ApprovalTools),
@@ -94,6 +93,7 @@ func botProfiles(cfg *config.Config) []core.BotProfile {
 			Memory:        b.Memory,
 			MaxModelCalls: b.MaxModelCalls,
 			Approvers:     actorIDs(b.Approvers),
+			SelfApprove:   b.SelfApprove,
 
 			MaxParallelThreads: b.MaxParallelThreads,
 			MaxTokensPerRun:    b.MaxTokensPerRun,
@@ -119,6 +119,16 @@ func toolApprovers(entries []config.ApprovalTool) []core.ToolApprovers {
 }
 
 // actorIDs converts configured approver ids.
+// owners are the configuration's owners (config.Config.OwnerIDs) and, in chat
+// mode, the person at openbot's own terminal.
+func owners(cfg *config.Config, chat bool) []core.ActorID {
+	out := actorIDs(cfg.OwnerIDs())
+	if chat {
+		out = append(out, console.Human)
+	}
+	return out
+}
+
 func actorIDs(ids []string) []core.ActorID {
 	out := make([]core.ActorID, 0, len(ids))
 	for _, id := range ids {
@@ -187,9 +197,10 @@ func checkTools(cfg *config.Config, reg *agents.Registry) config.Errors {
 // mem, when not nil, is the bots' memory (seed §9, cmd/openbot/memory.go).
 func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger, mem *agents.Memories) (*agents.Agent, error) {
 	for name, p := range cfg.LLM {
-		log.Info("llm profile", "name", name, "base_url", core.Redact(p.BaseURL), "model", p.Model, "api_key_set", p.APIKey != "")
+		log.Info("llm profile", "name", name, "base_url", core.Redact(p.BaseURL), "model", p.Model, "api_keys", len(p.Keys()))
 	}
 	opts := agents.Options{
+		Cooldowns:    cooldowns,
 		Providers:    providers(cfg),
 		Registry:     reg,
 		Limits:       coreLimits(cfg.Limits),
@@ -207,12 +218,22 @@ func newAgent(cfg *config.Config, reg *agents.Registry, log *slog.Logger, mem *a
 	return agents.New(opts)
 }
 
+// cooldowns is the process's memory of failed llm profiles and keys: every
+// agent (a reload builds a new one) shares it.
+var cooldowns = agents.NewCooldowns(nil)
+
 // providers maps the llm profiles onto agents providers.
 func providers(cfg *config.Config) map[string]agents.Provider {
 	out := make(map[string]agents.Provider, len(cfg.LLM))
 	for name, p := range cfg.LLM {
-		out[name] = agents.Provider{API: p.Provider, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
+		ap := agents.Provider{API: p.Provider, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
 			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
+		if len(p.APIKeys) > 0 {
+			for _, k := range p.Keys() {
+				ap.Keys = append(ap.Keys, agents.APIKey{Label: k.Label, Value: k.Value})
+			}
+		}
+		out[name] = ap
 	}
 	return out
 }

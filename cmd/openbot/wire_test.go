@@ -82,4 +82,21 @@ bots: [{handle: ops}, {handle: dev, llm: claude}]
 	if _, err := agents.New(agents.Options{Providers: ps}); err != nil {
 		t.Errorf("agents.New: %v", err)
 	}
+	// Labelled keys travel with their labels; a bot's chain becomes LLM and
+	// Fallbacks.
+	cfg, err = config.Parse([]byte(`
+llm:
+  default: {base_url: "http://127.0.0.1:1/v1", model: m, api_keys: {b: sk-bbbb, a: sk-aaaa}}
+  claude: {provider: anthropic, api_key: sk-ant-x, model: c}
+bots: [{handle: ops, llm: [default, claude]}]
+`), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := providers(cfg)["default"]; len(p.Keys) != 2 || p.Keys[0] != (agents.APIKey{Label: "a", Value: "sk-aaaa"}) || p.APIKey != "" {
+		t.Errorf("default = %+v", p)
+	}
+	if b := botProfiles(cfg)[0]; b.LLM != "default" || !slices.Equal(b.Fallbacks, []string{"claude"}) {
+		t.Errorf("bot = %+v", b)
+	}
 }

@@ -147,6 +147,8 @@ type concurrencyAgent struct {
 	// pause, when set and returning true, decides the whole result (questions).
 	pause   func(job *core.Job) (core.Result, bool)
 	resumed []string // decisions the resumed runs were handed, in order
+	// meter, when set, runs first in each run; its error ends the run.
+	meter func(ctx context.Context, job *core.Job) error
 }
 
 func newConcurrencyAgent() *concurrencyAgent {
@@ -163,7 +165,7 @@ func (a *concurrencyAgent) Execute(ctx context.Context, job *core.Job) (core.Res
 	a.inBot[job.Bot.Handle]++
 	a.maxBot[job.Bot.Handle] = max(a.maxBot[job.Bot.Handle], a.inBot[job.Bot.Handle])
 	block := a.block != nil && a.block(job)
-	pause := a.pause
+	pause, meter := a.pause, a.meter
 	if job.Resume != nil {
 		a.resumed = append(a.resumed, job.Resume.Decision())
 	}
@@ -179,6 +181,11 @@ func (a *concurrencyAgent) Execute(ctx context.Context, job *core.Job) (core.Res
 		a.inBot[job.Bot.Handle]--
 		a.mu.Unlock()
 	}()
+	if meter != nil {
+		if err := meter(ctx, job); err != nil {
+			return core.Result{}, err
+		}
+	}
 	if block {
 		<-ctx.Done()
 		a.mu.Lock()
@@ -216,6 +223,7 @@ func Run(t *testing.T, open func(t *testing.T) Opener) {
 	t.Run("AnswerEachMessageOnce", func(t *testing.T) { testAnswerEachMessageOnce(t, open(t)) })
 	t.Run("KilledMidRunIsRecovered", func(t *testing.T) { testKilledMidRunIsRecovered(t, open(t)) })
 	t.Run("FirstAnswerWins", func(t *testing.T) { testFirstAnswerWins(t, open(t)) })
+	t.Run("BudgetHoldsAcrossEngines", func(t *testing.T) { testBudgetHoldsAcrossEngines(t, open(t)) })
 	t.Run("CutOffProcessStopsBeforeTakeover", func(t *testing.T) { testCutOffProcessStopsBeforeTakeover(t, open(t)) })
 }
 
@@ -236,6 +244,8 @@ type recorder struct {
 	mu  sync.Mutex
 	got []core.Delivery
 	n   int
+	// notice, when set, is called with each delivery's text (under mu).
+	notice func(text string)
 }
 
 func (r *recorder) Account() core.AccountID { return "console/local" }
@@ -245,6 +255,9 @@ func (r *recorder) Deliver(ctx context.Context, d core.Delivery) (string, error)
 	defer r.mu.Unlock()
 	r.n++
 	r.got = append(r.got, d)
+	if r.notice != nil {
+		r.notice(d.Text)
+	}
 	return fmt.Sprintf("p%d", r.n), nil
 }
 
@@ -269,6 +282,12 @@ type sharedRig struct {
 
 func newSharedRig(t *testing.T, open Opener, n int, bots []core.BotProfile, ttl time.Duration) *sharedRig {
 	t.Helper()
+	return newSharedRigCost(t, open, n, bots, ttl, nil)
+}
+
+// newSharedRigCost is newSharedRig with cost control.
+func newSharedRigCost(t *testing.T, open Opener, n int, bots []core.BotProfile, ttl time.Duration, cost *core.Cost) *sharedRig {
+	t.Helper()
 	x := &sharedRig{t: t, agent: newConcurrencyAgent(), ad: &recorder{}}
 	var handles []core.Store
 	for i := range n {
@@ -279,8 +298,8 @@ func newSharedRig(t *testing.T, open Opener, n int, bots []core.BotProfile, ttl 
 		}
 		ds := &FaultStore{Store: st}
 		eng, err := core.New(core.Options{Store: ds, Agent: x.agent, Bots: bots, ShutdownGrace: 5 * time.Second,
-			Limits: core.Limits{MaxConcurrentRuns: 8}, Shared: true, ProcessID: fmt.Sprintf("p%d", i+1),
-			LeaseTTL: ttl, Hints: hints, SweepInterval: 200 * time.Millisecond,
+			Limits: core.Limits{MaxConcurrentRuns: 8}, Shared: true, SelfApprove: true, ProcessID: fmt.Sprintf("p%d", i+1),
+			LeaseTTL: ttl, Hints: hints, SweepInterval: 200 * time.Millisecond, Cost: cost,
 			Logger: slog.New(slog.NewTextHandler(testWriter{t, fmt.Sprintf("p%d", i+1)}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			t.Fatal(err)
@@ -662,5 +681,89 @@ func testCutOffProcessStopsBeforeTakeover(t *testing.T, open Opener) {
 	answers, _ := x.answers()
 	if answers != 1 {
 		t.Errorf("%d answers delivered, want 1", answers)
+	}
+}
+
+// testBudgetHoldsAcrossEngines: a bot's daily budget has one call left;
+// eight of its threads start at once on two engines, each asking its Meter
+// before its one model call. The call let through records nothing until every
+// other run was refused, so each of them sees only its hold: one call is made
+// (its hold counts toward the budget the others see), seven runs are refused
+// with the budget's notice (at their start or at their Meter), and the ledger
+// gets one entry.
+func testBudgetHoldsAcrossEngines(t *testing.T, open Opener) {
+	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", MaxParallelThreads: 8}}
+	cost := &core.Cost{Bots: map[string]core.BotBudget{"engineer": {Daily: core.Limit{Tokens: 100}}}}
+	x := newSharedRigCost(t, open, 2, bots, 2*time.Second, cost)
+	now := time.Now()
+	if err := x.store.Update(context.Background(), func(tx core.Tx) error {
+		_, _, err := tx.PutUsage(core.UsageEntry{Key: "earlier", At: now, Bot: "engineer", Model: "m", InputTokens: 80, OutputTokens: 10})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const threads = 8
+	var (
+		mu       sync.Mutex
+		passed   int
+		refused  []string
+		othersIn = make(chan struct{})
+	)
+	x.ad.mu.Lock()
+	x.ad.notice = func(text string) {
+		if !strings.Contains(text, "budget of @engineer is spent") {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if refused = append(refused, text); len(refused) == threads-1 {
+			close(othersIn)
+		}
+	}
+	x.ad.mu.Unlock()
+	x.agent.meter = func(ctx context.Context, job *core.Job) error {
+		m := job.Env.(core.Meter)
+		if err := m.BeforeModelCall(ctx, core.ModelCall{Call: 1, Model: "m", InputTokens: 15, OutputTokens: 5}); err != nil {
+			return err
+		}
+		mu.Lock()
+		passed++
+		mu.Unlock()
+		select {
+		case <-othersIn:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return m.RecordModelCall(ctx, core.ModelCall{Call: 1, Model: "m", InputTokens: 15, OutputTokens: 5})
+	}
+	for i := range threads {
+		x.say(i%2, fmt.Sprintf("b%d", i), "go")
+	}
+	select {
+	case <-othersIn:
+	case <-time.After(30 * time.Second):
+		mu.Lock()
+		t.Fatalf("%d runs let through, %d refused, of %d", passed, len(refused), threads)
+	}
+	x.idle(0)
+	x.idle(1)
+	mu.Lock()
+	defer mu.Unlock()
+	if passed != 1 {
+		t.Errorf("%d runs were let through to a model call, want 1", passed)
+	}
+	var entries []core.UsageEntry
+	x.view(func(tx core.ReadTx) error {
+		var err error
+		entries, err = tx.UsageEntries(0, 0)
+		return err
+	})
+	if len(entries) != 2 {
+		t.Errorf("ledger = %+v, want the earlier entry and one call", entries)
+	}
+	for _, r := range refused {
+		if !strings.Contains(r, "(110 of 100 tokens, calls in flight included)") {
+			t.Errorf("notice %q", r)
+		}
 	}
 }

@@ -116,28 +116,34 @@ function flash(text, bad) {
   el.hidden = false;
 }
 
+// confirming holds the steering buttons clicked once, by act and target, so a
+// live redraw between the two clicks keeps the question.
+const confirming = new Set();
+
 // steer is a button that changes the team: the first click asks to confirm
 // ("Really …?"), the second sends it; the result (or the refusal) shows in the
-// flash line, and the view redraws from the store.
-function steer(label, really, act, send) {
-  const b = h("button", { type: "button", class: "steer", "data-act": act }, label);
+// flash line, and the view redraws from the store. target names what it acts on.
+function steer(label, really, act, target, send) {
+  const key = act + ":" + target;
+  const sure = confirming.has(key);
+  const b = h("button", { type: "button", class: "steer" + (sure ? " danger" : ""), "data-act": act }, sure ? really : label);
   b.addEventListener("click", async (e) => {
     e.preventDefault();
     e.stopPropagation(); // inside a run's summary: no toggle
-    if (b.dataset.sure !== "yes") {
-      b.dataset.sure = "yes";
+    if (!confirming.has(key)) {
+      confirming.add(key);
       b.textContent = really;
       b.classList.add("danger");
       return;
     }
+    confirming.delete(key);
     b.disabled = true;
     try {
       flash(await send());
-      redraw();
     } catch (err) {
       flash("Not done: " + err.message, true);
-      b.disabled = false;
     }
+    redraw();
   });
   return b;
 }
@@ -172,9 +178,9 @@ views.team = {
         td("Runs today", num(b.runs_today)),
         td("Tokens today", num(tokens(b.usage_today))),
         td("", b.paused
-          ? steer("Resume", "Really resume @" + b.handle + "?", "resume", () =>
+          ? steer("Resume", "Really resume @" + b.handle + "?", "resume", b.handle, () =>
             api("/bots/" + encodeURIComponent(b.handle) + "/resume", { method: "POST" }).then(() => "@" + b.handle + " resumed"))
-          : steer("Pause", "Really pause @" + b.handle + "?", "pause", () =>
+          : steer("Pause", "Really pause @" + b.handle + "?", "pause", b.handle, () =>
             api("/bots/" + encodeURIComponent(b.handle) + "/pause", { method: "POST" }).then(() => "@" + b.handle + " paused: it starts no new run"))));
     });
     out.append(bots.items.length ? table(["Bot", "Now", "Queue", "Runs today", "Tokens today", ""], rows) : empty("No bots."));
@@ -261,7 +267,7 @@ views.thread = {
     if (bots.length) {
       out.append(h("p", { class: "meta" }, bots.map((p) => {
         const bot = p.id.slice(4);
-        return [steer("Stop @" + bot + " here", "Really stop @" + bot + " in this thread?", "stop", () =>
+        return [steer("Stop @" + bot + " here", "Really stop @" + bot + " in this thread?", "stop", bot + "@" + t.id, () =>
           api("/threads/" + Number(t.id) + "/stop", { method: "POST", body: { bot } })
             .then((r) => "stopped: " + (r.runs || []).length + " run(s) cancelled, " + (r.items || 0) + " queued item(s) dropped")), " "];
       })));
@@ -292,7 +298,7 @@ views.thread = {
         r.usage && r.usage.model_calls ? " · " + r.usage.model_calls + " model call" + (r.usage.model_calls === 1 ? "" : "s") : "",
         tokens(r.usage) ? " · " + num(tokens(r.usage)) + " tokens" : "",
         r.duration_ms ? " · " + dur(r.duration_ms) : "", " · ", when(r.started || r.created),
-        ended(r.status) ? "" : [" ", steer("Cancel run", "Really cancel run #" + r.id + "?", "cancel", () =>
+        ended(r.status) ? "" : [" ", steer("Cancel run", "Really cancel run #" + r.id + "?", "cancel", r.id, () =>
           api("/runs/" + Number(r.id) + "/cancel", { method: "POST" }).then((x) => "run #" + Number(x.id) + " " + x.status))]),
       r.error ? h("p", { class: "error small" }, r.error) : "",
       d ? timeline(d) : h("p", { class: "muted small" }, "Loading…"));
@@ -477,28 +483,36 @@ function cost(micros) {
 }
 
 // views.usage sums the usage ledger (one entry per model call, priced with
-// cost.prices) by bot and by UTC day over the API's default window, 30 days.
+// the shipped prices and cost.prices) by bot, by llm profile and model (with
+// the provider, the models that answered, the key labels and the calls a
+// backup profile served) and by UTC day over the API's default window, 30 days.
 views.usage = {
   title: "Usage",
   async render() {
-    const [byDay, byBot] = await Promise.all([api("/usage?by=day&limit=31"), api("/usage?by=bot&limit=100")]);
-    const rows = (items, label, link) => items.map((u) => h("tr", {},
+    const [byDay, byBot, byModel] = await Promise.all([api("/usage?by=day&limit=31"), api("/usage?by=bot&limit=100"), api("/usage?by=model&limit=100")]);
+    const rows = (items, label, link, extra) => items.map((u) => h("tr", {},
       td(label, h("span", { class: "lead" }, link ? link(u.key) : u.key)),
+      ...(extra ? extra(u) : []),
       h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
       h("td", { class: "num", "data-label": "Runs" }, num(u.runs)),
       h("td", { class: "num", "data-label": "Input tokens" }, num(u.prompt_tokens)),
       h("td", { class: "num", "data-label": "Cached" }, num(u.cached_tokens)),
       h("td", { class: "num", "data-label": "Output tokens" }, num(u.completion_tokens)),
       h("td", { class: "num", "data-label": "Cost" }, cost(u.cost_micros))));
-    const cols = (first) => [first, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
+    const cols = (first, ...more) => [first, ...more, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
+    const modelCells = (u) => [td("Provider", u.provider || "-"), td("Served by", (u.served || []).join(", ") || "-"),
+      td("Keys", (u.keys || []).join(", ") || "-"), h("td", { class: "num", "data-label": "Fallbacks" }, num(u.fallbacks || 0))];
     const total = byBot.items.reduce((t, u) => ({ calls: t.calls + (u.model_calls || 0), tokens: t.tokens + tokens(u), cost: t.cost + (u.cost_micros || 0) }),
       { calls: 0, tokens: 0, cost: 0 });
     return h("div", {}, h("h1", {}, "Usage"),
       h("p", { class: "muted" }, "Model calls recorded in the usage ledger in the last 30 days. Runs counts the runs that made them; " +
-        "input tokens include the cached ones; cost is priced with cost.prices, in their currency."),
+        "input tokens include the cached ones; cost is priced with the shipped prices and cost.prices, in their currency. " +
+        "Fallbacks counts the calls a backup profile of a bot's chain served."),
       h("p", { class: "usage-total" }, "Total: " + num(total.calls) + " model call" + (total.calls === 1 ? "" : "s") + ", " +
         num(total.tokens) + " tokens, cost " + cost(total.cost) + (byBot.next ? " (first 100 bots)" : "")),
       h("h2", {}, "By bot"), byBot.items.length ? table(cols("Bot"), rows(byBot.items, "Bot", handle)) : empty("No usage."),
+      h("h2", {}, "By model"), byModel.items.length ?
+        table(cols("Profile/model", "Provider", "Served by", "Keys", "Fallbacks#"), rows(byModel.items, "Profile/model", null, modelCells)) : empty("No usage."),
       h("h2", {}, "By day (UTC)"), byDay.items.length ? table(cols("Day"), rows(byDay.items, "Day")) : empty("No usage."));
   },
   interested: (type) => type === "run.finished",
@@ -595,6 +609,7 @@ function navigate() {
   if (current.name === "thread") views.thread.open = new Set();
   main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   document.getElementById("flash").hidden = true; // a result belongs to the page it was shown on
+  confirming.clear();
   redraw(true);
 }
 

@@ -1,0 +1,184 @@
+package core_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"openbot/core"
+)
+
+// in is a message in console conversation conv (its own thread and channel).
+func in(conv string) func(*core.Inbound) {
+	return func(i *core.Inbound) { i.ThreadKey, i.Conversation = "console:"+conv, core.ConversationRef(conv) }
+}
+
+// TestChannelPolicyToolsAndInstructions: a policy removing shell in one channel
+// leaves it in another; added tools and instructions reach the bot's job; the
+// stored policy survives a restart.
+func TestChannelPolicyToolsAndInstructions(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, nil)
+	h.opts = func(o *core.Options) {
+		o.Owners = []core.ActorID{"console:owner"}
+		o.Bots = slices.Clone(team)
+		o.Bots[1].Tools = []string{"shell", "workspace_read"}
+	}
+	h.start()
+	owner := core.By{Actor: "console:owner", Name: "Owner"}
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "random", core.ChannelPolicy{ToolsRemoved: []string{"shell"}, ToolsAdded: []string{"http_fetch"},
+		Instructions: "Be brief here."}, core.By{Actor: "console:you"}); err == nil {
+		t.Fatal("a non-owner set a policy")
+	}
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "random", core.ChannelPolicy{ToolsRemoved: []string{"shell"}, ToolsAdded: []string{"http_fetch"},
+		Instructions: "Be brief here.", Fetch: &core.FetchPolicy{Unlisted: core.FetchUnlistedRefuse}}, owner); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	h.start() // stored, so it survives
+	h.say("@engineer in ops", in("ops"))
+	h.say("@engineer in random", in("random"))
+	h.idle()
+	tools := map[string][]string{}
+	instr := map[string]string{}
+	fetch := map[string]string{}
+	for _, j := range h.agent.jobsFor("engineer") {
+		tools[j.Triggers[0].Text] = j.Bot.Tools
+		instr[j.Triggers[0].Text] = j.Bot.Instructions
+		fetch[j.Triggers[0].Text] = j.Bot.Fetch.Unlisted
+	}
+	if fetch["@engineer in random"] != core.FetchUnlistedRefuse || fetch["@engineer in ops"] != "" {
+		t.Errorf("fetch policies %q, want refuse only in random", fetch)
+	}
+	if got := tools["@engineer in ops"]; !slices.Equal(got, []string{"shell", "workspace_read"}) {
+		t.Errorf("tools in ops %v, want shell kept", got)
+	}
+	if got := tools["@engineer in random"]; !slices.Equal(got, []string{"workspace_read", "http_fetch"}) {
+		t.Errorf("tools in random %v, want shell removed and http_fetch added", got)
+	}
+	if !strings.HasSuffix(instr["@engineer in random"], "Be brief here.") || strings.Contains(instr["@engineer in ops"], "brief") {
+		t.Errorf("instructions %q", instr)
+	}
+	pols, _ := h.eng.Policies(ctx)
+	if p := pols["console/local random"]; p.SetBy != "console:owner" {
+		t.Errorf("stored %+v", pols)
+	}
+}
+
+// TestChannelMembersListed: in a members: listed channel a stranger gets no
+// entry and one notice at most; owners and listed people get in; a paired
+// person gets in only under members: paired.
+func TestChannelMembersListed(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, nil)
+	h.start()
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "ops", core.ChannelPolicy{Members: core.MembersListed, Listed: []core.ActorID{"console:ann"}},
+		core.By{Actor: "console:owner"}); err != nil {
+		t.Fatal(err)
+	}
+	adm := func(who core.ActorID, conv string) core.Admitted {
+		a, err := h.eng.Admit(ctx, core.Admission{Account: "console/local", Actor: who, Conversation: core.ConversationRef(conv)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if a := adm("console:eve", "ops"); a.Allow || a.Reply == "" {
+		t.Fatalf("stranger first: %+v, want a refusal with a notice", a)
+	}
+	if a := adm("console:eve", "ops"); a.Allow || a.Reply != "" {
+		t.Fatalf("stranger again: %+v, want silence", a)
+	}
+	for _, who := range []core.ActorID{"console:owner", "console:ann"} {
+		if a := adm(who, "ops"); !a.Allow {
+			t.Fatalf("%s refused", who)
+		}
+	}
+	if a := adm("console:eve", "random"); !a.Allow {
+		t.Fatal("another channel's default refused the stranger")
+	}
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "ops", core.ChannelPolicy{Mode: core.ModeDisabled}, core.By{Actor: "console:owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if a := adm("console:owner", "ops"); a.Allow || a.Reply != "" {
+		t.Fatalf("disabled channel: %+v, want silent refusal", a)
+	}
+}
+
+// TestPolicyCommand: /policy by an owner sets and shows; by anyone else, or
+// with a bad key or value, it is refused and changes nothing; it is audited.
+func TestPolicyCommand(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, nil)
+	h.start()
+	cmd := func(who core.ActorID, args string) string {
+		name, a, ok := core.ParseCommand("/policy " + args)
+		if !ok {
+			t.Fatalf("/policy %s does not parse", args)
+		}
+		r, err := h.eng.Command(ctx, core.Command{Name: name, Args: a, Actor: who, Account: "console/local", Conversation: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tt := range []struct{ who, args, want string }{
+		{"console:you", "tools_removed=shell", "Sorry, only an owner"},
+		{"console:owner", "tools_gone=shell", "unknown key"},
+		{"console:owner", "mode=sometimes", "mode \"sometimes\""},
+		{"console:owner", "default_bot=nobody", "not a configured bot"},
+	} {
+		if got := cmd(core.ActorID(tt.who), tt.args); !strings.Contains(got, tt.want) {
+			t.Fatalf("%s /policy %s = %q, want %q", tt.who, tt.args, got, tt.want)
+		}
+	}
+	if pols, _ := h.eng.Policies(ctx); len(pols) != 0 {
+		t.Fatalf("refusals stored %+v", pols)
+	}
+	if got := cmd("console:owner", "tools_removed=shell members=paired instructions=Keep it short."); !strings.Contains(got, "tools_removed=shell") || !strings.Contains(got, "instructions=Keep it short.") {
+		t.Fatalf("set: %q", got)
+	}
+	if got := cmd("console:owner", ""); !strings.Contains(got, "members=paired") {
+		t.Fatalf("show: %q", got)
+	}
+	if _, _, ok := core.ParseCommand("policy is a good word"); ok {
+		t.Fatal("a sentence parsed as /policy")
+	}
+	var found bool
+	_ = h.store.View(ctx, func(tx core.ReadTx) error {
+		as, err := tx.Activities(0, 0)
+		for _, a := range as {
+			found = found || (a.Event == "policy.set" && strings.Contains(a.Summary, "console/local ops"))
+		}
+		return err
+	})
+	if !found {
+		t.Fatal("no policy.set line in the activity log")
+	}
+}
+
+// TestChannelApprovers: a channel's approvers approve there instead of the
+// global ones.
+func TestChannelApprovers(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, []core.ActorID{"console:global"})
+	ran := approvalScript(h)
+	h.start()
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "main", core.ChannelPolicy{Approvers: []core.ActorID{"console:ops"}}, core.By{Actor: "console:owner"}); err != nil {
+		t.Fatal(err)
+	}
+	h.say("@engineer deploy please")
+	h.idle()
+	q := pendingQuestion(t, h)
+	if got := answer(t, h, q, "console:global"); got != core.AnswerForbidden {
+		t.Fatalf("global approver in a channel with its own: %q", got)
+	}
+	if got := answer(t, h, q, "console:ops"); got != core.AnswerAccepted {
+		t.Fatalf("channel approver: %q", got)
+	}
+	h.idle()
+	if *ran != 1 {
+		t.Fatalf("ran %d", *ran)
+	}
+}
