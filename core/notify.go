@@ -48,13 +48,18 @@ type Notifier interface {
 	// platform has threads), delivered through that conversation's lane.
 	// The same text to the same target again in one run posts nothing more
 	// and returns the same thread. ErrUnknownTarget for a target the bot may
-	// not use.
+	// not use; ErrChannelDisabled when the target channel's policy disables
+	// the bots.
 	Notify(ctx context.Context, target, text string) (ThreadID, error)
 }
 
 // ErrUnknownTarget is returned by Notify for a target that is not configured
 // or not open to the bot.
 var ErrUnknownTarget = errors.New("no such notify target for this bot")
+
+// ErrChannelDisabled is returned by Notify when the target's channel policy
+// has mode disabled: the bots take no part there.
+var ErrChannelDisabled = errors.New("the bots are disabled in that channel (channel policy)")
 
 var _ Notifier = (*runEnv)(nil)
 
@@ -89,9 +94,16 @@ func (r *runEnv) Notify(ctx context.Context, target, text string) (ThreadID, err
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
+		d, err := loadPolicyTx(tx)
+		if err != nil {
+			return err
+		}
+		if r.e.policyIn(&d, t.Account, r.e.channelOf(t.Account, t.Conversation)).Mode == ModeDisabled {
+			return ErrChannelDisabled
+		}
 		th := Thread{Key: key, Created: r.e.clock.Now(), DefaultBot: r.job.Bot.ID(), Title: firstLine(text, 80),
 			Bindings: []Binding{{Platform: t.Platform, Conversation: t.Conversation, Accounts: []AccountID{t.Account}}}}
-		th, err := tx.PutThread(th)
+		th, err = tx.PutThread(th)
 		if err != nil {
 			return err
 		}

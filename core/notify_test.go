@@ -12,14 +12,16 @@ import (
 // TestNotifyPostsIntoAnotherConversation: a bot's notify posts into the
 // configured conversation as a new thread (opened as a platform thread), not
 // into its own thread; the same call again posts nothing more; a target it may
-// not use is refused.
+// not use, or whose channel policy disables the bots, is refused.
 func TestNotifyPostsIntoAnotherConversation(t *testing.T) {
 	h := newHarness(t, core.Limits{})
 	h.opts = func(o *core.Options) {
 		o.Notify = []core.NotifyTarget{
 			{Name: "ops", Account: "console/local", Platform: "console", Conversation: "ops"},
 			{Name: "private", Account: "console/local", Platform: "console", Conversation: "secret", Bots: []string{"qa"}},
+			{Name: "quiet", Account: "console/local", Platform: "console", Conversation: "quiet"},
 		}
+		o.Policies = map[string]core.ChannelPolicy{core.PolicyKey("console/local", "quiet"): {Mode: core.ModeDisabled}}
 	}
 	var got []string
 	var threads []core.ThreadID
@@ -36,13 +38,16 @@ func TestNotifyPostsIntoAnotherConversation(t *testing.T) {
 		if _, err := n.Notify(ctx, "private", "x"); !errors.Is(err, core.ErrUnknownTarget) {
 			t.Errorf("a target for qa only: %v, want ErrUnknownTarget", err)
 		}
+		if _, err := n.Notify(ctx, "quiet", "x"); !errors.Is(err, core.ErrChannelDisabled) {
+			t.Errorf("a channel whose policy disables the bots: %v, want ErrChannelDisabled", err)
+		}
 		return "summary sent", nil
 	}
 	h.start2(openerAdapter{h.ad})
 	res := h.say("@engineer send the summary")
 	h.idle()
-	if strings.Join(got, ",") != "ops" {
-		t.Errorf("targets %v, want [ops]", got)
+	if strings.Join(got, ",") != "ops,quiet" {
+		t.Errorf("targets %v, want [ops quiet]", got)
 	}
 	if threads[0] == res.Thread || threads[0] != threads[1] {
 		t.Errorf("notify threads %v (the run's is %d), want one new thread for both calls", threads, res.Thread)

@@ -54,6 +54,9 @@ func notifyTool() agents.Tool {
 				}
 				return "", agents.NotRun(fmt.Errorf("unknown target %q; targets: %s", a.Target, strings.Join(names, ", ")))
 			}
+			if errors.Is(err, core.ErrChannelDisabled) {
+				return "", agents.NotRun(err)
+			}
 			if err != nil {
 				return "", fmt.Errorf("notify: %v", err)
 			}
