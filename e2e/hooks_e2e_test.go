@@ -28,6 +28,7 @@ import (
 const (
 	hookSecret   = "e2e-github-webhook-secret"
 	bearerSecret = "e2e-alerts-bearer-token"
+	sentrySecret = "e2e-sentry-client-secret"
 )
 
 type hooksRig struct {
@@ -45,6 +46,10 @@ func hookTriggers() []hooks.Trigger {
 			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: "T1", Channel: "C1"}.Ref(),
 			Thread: "github:{repository.full_name}#{pull_request.number}", Events: []string{"pull_request.opened", "pull_request.synchronize"},
 			Message: "Pull request #{pull_request.number} {action} in {repository.full_name}: {pull_request.title} ({pull_request.html_url})"},
+		{Name: "sentry", Kind: hooks.KindSentry, Secret: sentrySecret, Bot: "engineer",
+			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: "T1", Channel: "C4"}.Ref(),
+			Thread: "sentry:{data.issue.id}", Events: []string{"issue.created", "issue.unresolved"}, When: map[string]string{"data.issue.level": "error"},
+			Message: "Sentry {data.issue.shortId} ({data.issue.project.slug}): {data.issue.title}"},
 		{Name: "alerts", Kind: hooks.KindBearer, Secret: bearerSecret, Bot: "engineer",
 			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: "T1", Channel: "C2"}.Ref(),
 			RunsPer: 2, Per: time.Hour, MaxBody: 4096},
@@ -313,5 +318,50 @@ func TestHooksBurstOverRateLimit(t *testing.T) {
 	}
 	if n := strings.Count(r.logs.String(), "over its rate limit"); n != 3 {
 		t.Errorf("%d rate-limit WARN lines, want 3", n)
+	}
+}
+
+// TestHooksSentryIssueOpensASlackThread: Sentry's documented issue.created
+// payload, signed as Sentry signs it, opens a Slack thread and runs the bot;
+// a redelivery (same Request-ID) starts nothing.
+func TestHooksSentryIssueOpensASlackThread(t *testing.T) {
+	llm := openaitest.New(t)
+	llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("Investigating the ReferenceError") })
+	fake := slacktest.New(slacktest.Options{BotToken: "xoxb-e2e"})
+	t.Cleanup(fake.Close)
+	r := startHooks(t, "", fake.APIURL(), llm.URL(), t.TempDir())
+	body, err := os.ReadFile("testdata/sentry_issue_created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func() int {
+		req, _ := http.NewRequest(http.MethodPost, r.srv.URL+"/hooks/sentry", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Request-ID", "7b9c2f4e-0d1a-4c57-9a3e-2f6d8e1b5c90")
+		req.Header.Set("Sentry-Hook-Resource", "issue")
+		req.Header.Set("Sentry-Hook-Timestamp", strconv.FormatInt(time.Now().Unix(), 10))
+		req.Header.Set("Sentry-Hook-Signature", hooks.Sign(sentrySecret, body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send(); code != http.StatusAccepted {
+		t.Fatalf("status %d, want 202", code)
+	}
+	r.idle()
+	root := slackIn(fake, "C4", "Sentry FRONT-END-9 (front-end): ReferenceError: blooopy is not defined")
+	reply := slackIn(fake, "C4", "Investigating")
+	if len(root) != 1 || len(reply) != 1 || reply[0].ThreadTS != root[0].TS {
+		t.Fatalf("Slack has %+v; want the issue at the top of C4 and the reply under it", fake.Messages())
+	}
+	if code := send(); code != http.StatusAccepted {
+		t.Fatalf("redelivery: status %d", code)
+	}
+	r.idle()
+	if n := len(llm.Requests()); n != 1 {
+		t.Errorf("model calls %d, want 1", n)
 	}
 }
