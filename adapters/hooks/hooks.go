@@ -100,6 +100,7 @@ type Options struct {
 // Server serves POST /hooks/<name>. Create it with New; it is safe for
 // concurrent use and owns no goroutine.
 type Server struct {
+	mux      *http.ServeMux // for ServeHTTP
 	eng      Ingester
 	log      *slog.Logger
 	now      func() time.Time
@@ -144,8 +145,20 @@ func New(o Options) (*Server, error) {
 		t.Message = cmp.Or(t.Message, DefaultMessage)
 		s.triggers[t.Name] = &trigger{Trigger: t, lim: newLimiter(t.RunsPer, t.Per, t.MaxRunsPerDay)}
 	}
+	s.mux = http.NewServeMux()
+	s.Mount(s.mux)
 	return s, nil
 }
+
+// Platform names the hooks in metrics (openbot_inbound_messages_total).
+const Platform = "hooks"
+
+// Limits of what an event renders to: a longer thread key is replaced by its
+// hash; a longer message is cut.
+const (
+	maxThreadKey = 200
+	maxMessage   = 8000
+)
 
 // Prefix is the path every trigger is served under.
 const Prefix = "/hooks/"
@@ -160,17 +173,14 @@ func (s *Server) Mount(mux *http.ServeMux) {
 }
 
 // ServeHTTP serves the hooks alone (tests, fuzzing).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	mux := http.NewServeMux()
-	s.Mount(mux)
-	mux.ServeHTTP(w, r)
-}
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // refuse answers every refusal the same way (403, the same body), so a caller
 // learns nothing about which trigger names exist or what was wrong, and logs
 // one WARN line with the reason.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, name, why string, kv ...any) {
 	s.log.Warn("hook refused: "+why, append([]any{"trigger", name, "path", r.URL.Path, "remote", r.RemoteAddr}, kv...)...)
+	core.ReportInbound(s.eng, Platform, core.InboundRefused)
 	http.Error(w, "refused", http.StatusForbidden)
 }
 
@@ -196,6 +206,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var payload map[string]any
 	if err := dec.Decode(&payload); err != nil || payload == nil {
 		s.log.Warn("hook event dropped: the body is not a JSON object", "trigger", name)
+		core.ReportInbound(s.eng, Platform, core.InboundDropped)
 		http.Error(w, "the body is not a JSON object", http.StatusBadRequest)
 		return
 	}
@@ -283,7 +294,8 @@ func (t *trigger) filter(event string, payload any) string {
 
 // deliveryID is the sender's id of a delivery, the same on a redelivery:
 // X-GitHub-Delivery, Sentry's Request-ID, or an Idempotency-Key or
-// X-Request-Id header; else "" and the body's hash stands in.
+// X-Request-Id header; else "" and the body's hash stands in (always for the
+// hmac kind: the hash of its signed timestamp and body).
 func deliveryID(hdr http.Header) string {
 	for _, h := range []string{"X-GitHub-Delivery", "Request-ID", "Idempotency-Key", "X-Request-Id"} {
 		if v := strings.TrimSpace(hdr.Get(h)); v != "" && len(v) <= 200 {
@@ -295,20 +307,33 @@ func deliveryID(hdr http.Header) string {
 
 // inbound builds the message of an accepted event.
 func (t *trigger) inbound(hdr http.Header, body []byte, payload any, event string, now time.Time) core.Inbound {
-	sum := sha256.Sum256(body)
 	id := deliveryID(hdr)
-	if id == "" {
+	if t.Kind == KindHMAC || id == "" {
+		// The hmac kind signs its timestamp and body, not the id headers: a
+		// request replayed within the window with another id is still the same.
+		signed := body
+		if t.Kind == KindHMAC {
+			signed = append([]byte(hdr.Get("X-Signature-Timestamp")+"."), body...)
+		}
+		sum := sha256.Sum256(signed)
 		id = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	dedup := "hook:" + t.Name + ":" + id
 	vars := map[string]string{"event": event, "trigger": t.Name}
 	key, missing := render(t.Thread, payload, vars)
-	if t.Thread == "" || len(missing) > 0 {
+	switch {
+	case t.Thread == "" || len(missing) > 0:
 		key = dedup // its own thread
-	} else {
+	case len(key) > maxThreadKey:
+		sum := sha256.Sum256([]byte(key))
+		key = "hook:sha256:" + hex.EncodeToString(sum[:])
+	default:
 		key = "hook:" + key
 	}
 	text, _ := render(t.Message, payload, vars)
+	if r := []rune(text); len(r) > maxMessage {
+		text = string(r[:maxMessage-1]) + "…"
+	}
 	return core.Inbound{
 		Account: t.Account, Platform: t.Platform, Conversation: t.Conversation,
 		DedupKey: dedup, ThreadKey: key,

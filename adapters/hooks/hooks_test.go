@@ -372,3 +372,41 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHMACReplayWithAnotherID: a signed hmac request replayed within its
+// window with a different (unsigned) Idempotency-Key is still a duplicate.
+func TestHMACReplayWithAnotherID(t *testing.T) {
+	s, eng, _ := newTestServer(t, testTriggers())
+	body := []byte(`{"event":"deploy","service":"api"}`)
+	for _, id := range []string{"a", "b"} {
+		r := hmacRequest(body, now, hmacSecret)
+		r.Header.Set("Idempotency-Key", id)
+		if w := serve(s, r); w.Code != http.StatusAccepted {
+			t.Fatalf("status %d", w.Code)
+		}
+	}
+	if n := len(eng.inbounds()); n != 1 {
+		t.Errorf("%d stored, want the replay recognised", n)
+	}
+}
+
+// TestLongRenderings: a thread key over its limit is hashed, a long message cut.
+func TestLongRenderings(t *testing.T) {
+	tr := testTriggers()[3:] // alerts: bearer
+	tr[0].Thread, tr[0].Message, tr[0].RunsPer = "k:{long}", "{long}", 0
+	s, eng, _ := newTestServer(t, tr)
+	long := strings.Repeat("x", 20000)
+	r := httptest.NewRequest(http.MethodPost, "/hooks/alerts", strings.NewReader(`{"event":"e","long":"`+long+`"}`))
+	r.Header.Set("Authorization", "Bearer "+bearerToken)
+	if w := serve(s, r); w.Code != http.StatusAccepted {
+		t.Fatalf("status %d", w.Code)
+	}
+	for _, in := range eng.inbounds() {
+		if len(in.ThreadKey) > maxThreadKey+20 || !strings.HasPrefix(in.ThreadKey, "hook:sha256:") || len([]rune(in.Text)) > maxMessage+len([]rune(untrustedNote)) {
+			t.Errorf("thread key %d bytes, text %d runes", len(in.ThreadKey), len([]rune(in.Text)))
+		}
+	}
+	if len(eng.inbounds()) != 1 {
+		t.Errorf("%d stored, want 1", len(eng.inbounds()))
+	}
+}
