@@ -1,4 +1,4 @@
-# make          a stripped openbot binary in ./openbot, with its version set
+# make          a static, stripped openbot binary in ./openbot, with its version set
 # make test     the test suite, as CI runs it
 # make VERSION=1.2.3 OUT=/usr/local/bin/openbot   another version or place
 
@@ -7,7 +7,7 @@ OUT     ?= openbot
 
 .PHONY: build test
 build:
-	go build -ldflags "-s -w -X main.Version=$(VERSION)" -o $(OUT) ./cmd/openbot
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.Version=$(VERSION)" -o $(OUT) ./cmd/openbot
 
 test:
 	go vet ./...

@@ -68,8 +68,25 @@ type Options struct {
 	Tick, Heartbeat time.Duration
 	// MaxStreams bounds concurrent event streams (default 16); more get 503.
 	MaxStreams int
-	Clock      core.Clock
-	Logger     *slog.Logger
+	// Config, when set, serves GET /api/v1/config: the running configuration
+	// with every secret masked and the last reload's report, as JSON. Nil: 404.
+	Config func() any
+	// Reload, when set, serves POST /api/v1/reload: it re-reads the
+	// configuration file and applies it, returning its report (every changed
+	// key, applied or restart needed); an error is a refused file, answered
+	// 422 with its problems. Nil: 404.
+	Reload func(ctx context.Context) (any, error)
+	// Chat, when set, serves POST /api/v1/chat and GET
+	// /api/v1/threads/{id}/draft: the dashboard's "try a bot" (admin/chat.go).
+	Chat *Chat
+	// Cost, when set, gives the current prices' currency and budgets, for GET
+	// /api/v1/spend's budget bars; nil: no budgets, currency "USD".
+	Cost func() core.Cost
+	// Channels, when set, serves GET /api/v1/channels: each platform account's
+	// state, last traffic, rate limits and delivery backlog, as JSON. Nil: 404.
+	Channels func(ctx context.Context) (any, error)
+	Clock    core.Clock
+	Logger   *slog.Logger
 }
 
 // Defaults and limits of the API.
@@ -147,9 +164,12 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /api/v1/bots/{handle}/resume", s.pauseBot(false))
 	s.mux.HandleFunc("GET /api/v1/activity", s.activity)
 	s.mux.HandleFunc("GET /api/v1/usage", s.usage)
+	s.mux.HandleFunc("GET /api/v1/spend", s.spend) // admin/spend.go
 	s.mux.HandleFunc("GET /api/v1/schedules", s.schedules)
 	s.mux.HandleFunc("GET /api/v1/events", s.events)
 	s.memoryRoutes() // admin/memory.go
+	s.configRoutes() // admin/config.go
+	s.chatRoutes()   // admin/chat.go
 	s.peopleRoutes() // admin/people.go
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)

@@ -98,6 +98,8 @@ type RunDetail struct {
 	RunSummary
 	Timeline  []Step         `json:"timeline"`
 	Questions []QuestionView `json:"questions"`
+	// Currency names the unit of the model calls' cost_micros.
+	Currency string `json:"currency,omitempty"`
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
@@ -128,10 +130,27 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		d.Timeline = Fold(events, byID)
+		costs, err := runCosts(tx, run)
+		if err != nil {
+			return err
+		}
+		call := 0
+		for i := range d.Timeline {
+			if d.Timeline[i].Kind == "model_call" {
+				call++
+				if c, ok := costs[call]; ok {
+					d.Timeline[i].CostMicros = &c
+				}
+			}
+		}
 		return nil
 	}) {
 		if d.Questions == nil {
 			d.Questions = []QuestionView{}
+		}
+		d.Currency = "USD"
+		if s.opts.Cost != nil && s.opts.Cost().Currency != "" {
+			d.Currency = s.opts.Cost().Currency
 		}
 		writeJSON(w, http.StatusOK, d)
 	}

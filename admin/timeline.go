@@ -24,6 +24,9 @@ type Step struct {
 	ToolCalls        int    `json:"tool_calls,omitempty"`
 	FinishReason     string `json:"finish_reason,omitempty"`
 	Retries          int    `json:"retries,omitempty"`
+	// CostMicros is the model call's cost from the usage ledger, in micro-units
+	// of RunDetail.Currency; absent when the ledger has no entry for it.
+	CostMicros *int64 `json:"cost_micros,omitempty"`
 
 	// tool
 	Tool        string     `json:"tool,omitempty"`

@@ -27,8 +27,8 @@ const anthropicModelPath = "/v1/messages"
 // API key as x-api-key and reads nothing from the environment. Requests carry
 // prompt-cache breakpoints (cacheBreakpoints).
 type anthropicAPI struct {
-	name   string // the profile's name, for hints
-	client anthropic.Client
+	name     string // the profile's name, for hints
+	messages anthropic.MessageService
 }
 
 var _ ModelAPI = (*anthropicAPI)(nil)
@@ -50,7 +50,10 @@ func newAnthropicAPI(name string, p Provider, base *url.URL, hc *http.Client) *a
 	if p.APIKey != "" {
 		opts = append(opts, option.WithHeader("x-api-key", p.APIKey))
 	}
-	return &anthropicAPI{name: name, client: anthropic.NewClient(opts...)}
+	// Only the Messages service is kept: a whole anthropic.Client held here
+	// would make the linker keep every method of every other service's types
+	// (about 8 MB of binary).
+	return &anthropicAPI{name: name, messages: anthropic.NewClient(opts...).Messages}
 }
 
 // Chat implements ModelAPI: one streaming POST /v1/messages, read event by
@@ -58,7 +61,7 @@ func newAnthropicAPI(name string, p Provider, base *url.URL, hc *http.Client) *a
 // message_stop), whether or not req.Stream asks for it.
 func (a *anthropicAPI) Chat(ctx context.Context, req ChatRequest) (ChatAnswer, error) {
 	params, opts := anthropicParams(req)
-	stream := a.client.Messages.NewStreaming(ctx, params, opts...)
+	stream := a.messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var (
 		ans     ChatAnswer

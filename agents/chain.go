@@ -129,7 +129,7 @@ func fallbackReason(ctx, cctx context.Context, err error, si *streamInfo) (strin
 		case s == http.StatusNotFound:
 			return "HTTP 404: no such model or path", cmp.Or(after, missingCooldown)
 		case s == http.StatusUnauthorized || s == http.StatusForbidden:
-			return fmt.Sprintf("HTTP %d: key refused", s), refusedCooldown
+			return fmt.Sprintf("HTTP %d: key refused", s), missingCooldown
 		}
 		return "", 0
 	}

@@ -14,24 +14,6 @@ import (
 	"openbot/core"
 )
 
-// manualClock is a core.Clock tests move by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // chainBot is a bot whose chain is primary, then backup.
 var chainBot = core.BotProfile{Handle: "engineer", Name: "Engineer", LLM: "primary", Fallbacks: []string{"backup"}}
 
@@ -46,7 +28,7 @@ func TestFallbackOnRateLimit(t *testing.T) {
 	limited.Header = map[string]string{"Retry-After": "120"}
 	primary.Enqueue(limited, openaitest.Text("the primary again"))
 	backup.Enqueue(anthropictest.Text("the backup answers"), anthropictest.Text("the backup again"))
-	clock := &manualClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	clock := &setClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	rig := startTeamWith(t, Options{Cooldowns: NewCooldowns(clock), Providers: map[string]Provider{
 		"primary": {BaseURL: primary.URL(), APIKey: testKey, Model: "gpt-test"},
 		"backup":  {API: APIAnthropic, BaseURL: backup.URL(), APIKey: anthropicKey, Model: "claude-test"},
@@ -64,7 +46,7 @@ func TestFallbackOnRateLimit(t *testing.T) {
 	if n := len(primary.Requests()); n != 1 {
 		t.Errorf("the primary was asked during its cooldown: %d requests", n)
 	}
-	clock.add(121 * time.Second)
+	clock.set(clock.Now().Add(121 * time.Second))
 	if got := rig.say(t, "@engineer third"); got != "the primary again" {
 		t.Fatalf("third answer = %q", got)
 	}
@@ -370,7 +352,7 @@ func TestWholeChainCoolingDown(t *testing.T) {
 		limited.Header = map[string]string{"Retry-After": "600"}
 		s.Enqueue(limited, openaitest.Text("back again"))
 	}
-	clock := &manualClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	clock := &setClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	rig := startTeamWith(t, Options{Cooldowns: NewCooldowns(clock), Providers: map[string]Provider{
 		"primary": {BaseURL: primary.URL(), APIKey: testKey, Model: "m1"},
 		"backup":  {BaseURL: backup.URL(), APIKey: testKey, Model: "m2"},
@@ -387,8 +369,30 @@ func TestWholeChainCoolingDown(t *testing.T) {
 	if a, b := len(primary.Requests()), len(backup.Requests()); a != 1 || b != 1 {
 		t.Errorf("requests while cooling: %d and %d, want 1 each", a, b)
 	}
-	clock.add(10 * time.Minute)
+	clock.set(clock.Now().Add(10 * time.Minute))
 	if got := rig.say(t, "@engineer three"); got != "back again" {
 		t.Errorf("third = %q", got)
+	}
+}
+
+// TestAnthropicOverloadedMidStreamFallsBack: Anthropic's overloaded_error
+// event in the middle of a stream moves the call to the backup profile.
+func TestAnthropicOverloadedMidStreamFallsBack(t *testing.T) {
+	primary := anthropictest.New(t)
+	primary.Enqueue(anthropictest.Reply{Text: "I will start and then", StreamError: "overloaded_error"})
+	backup := openaitest.New(t)
+	backup.Enqueue(openaitest.Text("the backup's answer"))
+	rig := startTeam(t, map[string]Provider{
+		"primary": {API: APIAnthropic, BaseURL: primary.URL(), APIKey: anthropicKey, Model: "claude-test"},
+		"backup":  {BaseURL: backup.URL(), APIKey: testKey, Model: "m2"},
+	}, chainBot)
+	if got := rig.say(t, "@engineer hi"); got != "the backup's answer" {
+		t.Fatalf("answer = %q; log:\n%s", got, rig.logs.String())
+	}
+	if es := rig.ledger(t); len(es) != 1 || es[0].Profile != "backup" || !es[0].Fallback {
+		t.Errorf("ledger = %+v", es)
+	}
+	if n := len(primary.Requests()); n != 1 {
+		t.Errorf("the primary got %d requests, want 1", n)
 	}
 }

@@ -14,10 +14,14 @@ import (
 const (
 	// busyCooldown follows a 429, a 5xx, a timeout or a connection failure.
 	busyCooldown = 15 * time.Second
-	// missingCooldown follows a 404: the model or the path does not exist,
-	// which a few seconds do not change.
-	missingCooldown = 5 * time.Minute
-	// refusedCooldown sets aside a key the server refused (401, 403).
+	// missingCooldown follows a 404 (the model or the path does not exist)
+	// and a profile's refused key (401, 403), which seconds do not change:
+	// longer than a call waits for a profile (retryMaxWait), so a bot with no
+	// other profile hears so at once, and short enough that a fix outside
+	// openbot (a key re-enabled) is seen soon.
+	missingCooldown = 2 * time.Minute
+	// refusedCooldown sets aside one of several keys the server refused
+	// (401, 403): the others serve meanwhile.
 	refusedCooldown = 10 * time.Minute
 	// maxCooldown caps a server's Retry-After.
 	maxCooldown = time.Hour

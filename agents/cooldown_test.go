@@ -10,14 +10,14 @@ import (
 // cleared one ends at once, and the table never holds more than
 // maxCooldownEntries: the entry ending soonest gives way.
 func TestCooldowns(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	clock := &setClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	c := NewCooldowns(clock)
 	c.set("a", time.Minute, "HTTP 429")
 	c.set("a", time.Second, "HTTP 500")
 	if d, why := c.left("a"); d != time.Minute || why != "HTTP 429" {
 		t.Errorf("left = %s %q", d, why)
 	}
-	clock.add(time.Minute)
+	clock.set(clock.Now().Add(time.Minute))
 	if d, _ := c.left("a"); d != 0 {
 		t.Errorf("after its time: left %s", d)
 	}
@@ -46,7 +46,7 @@ func TestCooldowns(t *testing.T) {
 // TestKeyringSkipsCoolingKeys: keys rotate; one cooling down is skipped while
 // another is free, and when all cool the one back first is offered, not fresh.
 func TestKeyringSkipsCoolingKeys(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	clock := &setClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	k := newKeyring("p", []APIKey{{"a", "ka"}, {"b", "kb"}, {"c", "kc"}}, NewCooldowns(clock))
 	var got []string
 	for range 3 {

@@ -57,6 +57,8 @@ func TestChainErrors(t *testing.T) {
 		{"api_key with whitespace", "    base_url: http://127.0.0.1:11434/v1", "    base_url: http://127.0.0.1:11434/v1\n    api_key: \"sk-one two\"", "llm.primary.api_key", "contains whitespace"},
 		{"both key forms", "    api_keys:", "    api_key: sk-x-12345678\n    api_keys:", "llm.backup.api_keys", "set api_key or api_keys, not both"},
 		{"bad label", "team_a:", "Team A:", "llm.backup.api_keys.Team A", "label must match"},
+		{"empty transcription chain", "bots:", "files:\n  transcription: {llm: [], model: whisper-1}\nbots:", "files.transcription.llm", "must name at least one profile"},
+		{"unknown transcription profile", "bots:", "files:\n  transcription: {llm: [primary, spare], model: whisper-1}\nbots:", "files.transcription.llm[1]", `"spare" is not a profile in llm`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := strings.Replace(chainConfig, tc.from, tc.to, 1)

@@ -70,6 +70,9 @@ type Config struct {
 	Telegram []Telegram `yaml:"telegram"`
 	Feishu   []Feishu   `yaml:"feishu"`
 
+	// Alerts is where an account that stays down is reported (config.Alerts).
+	Alerts Alerts `yaml:"alerts"`
+
 	// Schedules post messages into threads on a timetable (config/schedule.go).
 	Schedules []Schedule `yaml:"schedules"`
 	// Triggers are authenticated inbound webhooks (POST /hooks/<name>) that
@@ -407,6 +410,27 @@ type Telegram struct {
 	// person, a message that addresses no bot wakes none; core/quiet.go) or
 	// ReplyAlways (the thread's default bot answers it).
 	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
+	// PollTimeout is getUpdates' long-poll timeout in polling mode, whole
+	// seconds from 1s to 50s; default 30s.
+	PollTimeout time.Duration `yaml:"poll_timeout"`
+	// Watchdog is how long a polling account may go without an answer from
+	// Telegram before it is reconnected (and, when it stays down, alerts are
+	// told); default twice PollTimeout. Webhook accounts are not watched.
+	Watchdog time.Duration `yaml:"watchdog"`
+}
+
+// DefaultPollTimeout is a polling Telegram account's default poll_timeout.
+const DefaultPollTimeout = 30 * time.Second
+
+// Alerts is where openbot tells its owners that an account stays down: a
+// conversation reached through another configured account.
+type Alerts struct {
+	// Account is a platform account id, "slack/ops" or "telegram/chief"; empty:
+	// the log and the dashboard only.
+	Account string `yaml:"account"`
+	// Conversation is the chat or channel on that account, as its threads
+	// name it: a Telegram chat id ("-1001234"), a Slack channel id ("C0123").
+	Conversation string `yaml:"conversation"`
 }
 
 // Feishu is one Feishu/Lark app (DESIGN.md §1 "Account").

@@ -102,6 +102,10 @@ func (c *Config) ApplyDefaults() {
 		t := &c.Telegram[i]
 		t.Mode = cmp.Or(t.Mode, "polling")
 		t.DMPolicy = cmp.Or(t.DMPolicy, core.DMPairing)
+		t.PollTimeout = cmp.Or(t.PollTimeout, DefaultPollTimeout)
+		if t.Mode == "polling" {
+			t.Watchdog = cmp.Or(t.Watchdog, 2*t.PollTimeout)
+		}
 	}
 	for i := range c.Feishu {
 		f := &c.Feishu[i]

@@ -39,7 +39,7 @@ func (c *Config) TranscriptionChain() Chain {
 	if t.Model == "" {
 		return nil
 	}
-	if len(t.LLM) > 0 {
+	if t.LLM != nil { // written, even as []: validation reports an empty one
 		return t.LLM
 	}
 	if _, ok := c.LLM["default"]; ok || len(c.LLM) != 1 {

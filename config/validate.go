@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 
 	"openbot/core"
@@ -325,6 +326,30 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		if a.ReplyToUnaddressed != "" {
 			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
 		}
+		if a.PollTimeout != 0 && (a.PollTimeout < time.Second || a.PollTimeout > 50*time.Second || a.PollTimeout%time.Second != 0) {
+			p.add(path+".poll_timeout", "must be whole seconds from 1s to 50s, got %s", a.PollTimeout)
+		}
+		if a.Watchdog < 0 || a.Watchdog != 0 && a.Watchdog < a.PollTimeout {
+			p.add(path+".watchdog", "must be at least poll_timeout (%s), got %s", a.PollTimeout, a.Watchdog)
+		}
+	}
+	if al := c.Alerts; al.Account != "" || al.Conversation != "" {
+		ids := map[string]bool{}
+		for _, a := range c.Slack {
+			ids["slack/"+a.Name] = true
+		}
+		for _, a := range c.Telegram {
+			ids["telegram/"+a.Name] = true
+		}
+		for _, a := range c.Feishu {
+			ids["feishu/"+a.Name] = true
+		}
+		if !ids[al.Account] {
+			p.add("alerts.account", "%q is not a configured slack, telegram or feishu account (\"slack/<name>\")", al.Account)
+		}
+		if al.Conversation == "" {
+			p.add("alerts.conversation", "must be set with alerts.account")
+		}
 	}
 	for i, a := range c.Feishu {
 		path := fmt.Sprintf("feishu[%d]", i)
@@ -406,17 +431,8 @@ func checkURL(p *problems, path, raw string, required bool) {
 }
 
 // validSecret reports whether s can be Telegram's webhook secret_token: 1 to 256
-// of A-Z a-z 0-9 _ - (a loop, not the regexp {1,256}, which compiles to a program
-// of 256 copies at every start).
+// of A-Z a-z 0-9 _ -.
 func validSecret(s string) bool {
-	if len(s) < 1 || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	const allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+	return len(s) >= 1 && len(s) <= 256 && strings.Trim(s, allowed) == ""
 }

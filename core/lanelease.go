@@ -149,7 +149,7 @@ func (l *lanes) renew(ctx context.Context) {
 		l.e.log.Warn("outbox lane lease lost or about to lapse; stopping the lane here", "account", k.account, "conversation", k.conv)
 		ln.until = time.Time{}
 		for _, id := range ln.queue {
-			delete(l.inflight, id)
+			l.done(id)
 		}
 		ln.queue = nil
 	}

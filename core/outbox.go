@@ -56,6 +56,7 @@ type lane struct {
 type lanes struct {
 	e        *Engine
 	kicked   chan struct{} // wakes the dispatcher; cap 1
+	drained  chan struct{} // told when inflight empties (waitIdle); cap 1
 	mu       sync.Mutex
 	m        map[laneKey]*lane
 	inflight map[OutboxID]bool
@@ -73,7 +74,7 @@ type lanes struct {
 }
 
 func newLanes(e *Engine) *lanes {
-	return &lanes{e: e, kicked: make(chan struct{}, 1), m: map[laneKey]*lane{}, inflight: map[OutboxID]bool{}, idle: laneIdle,
+	return &lanes{e: e, kicked: make(chan struct{}, 1), drained: make(chan struct{}, 1), m: map[laneKey]*lane{}, inflight: map[OutboxID]bool{}, idle: laneIdle,
 		busy: map[AccountID]int{}, ready: map[AccountID][]*lane{}}
 }
 
@@ -237,7 +238,7 @@ func (l *lanes) run(ctx context.Context, account AccountID, ln *lane) {
 		l.mu.Lock()
 		if len(ln.queue) == 0 || ctx.Err() != nil {
 			for _, id := range ln.queue {
-				delete(l.inflight, id)
+				l.done(id)
 			}
 			ln.queue, ln.running, ln.idleSince = nil, false, l.e.clock.Now()
 			ln = l.next(account)
@@ -252,7 +253,7 @@ func (l *lanes) run(ctx context.Context, account AccountID, ln *lane) {
 		l.mu.Unlock()
 		l.deliver(ctx, ln, id)
 		l.mu.Lock()
-		delete(l.inflight, id)
+		l.done(id)
 		if len(ln.queue) > 0 && len(l.ready[account]) > 0 {
 			// Lanes wait: take turns, one entry each, so a busy conversation
 			// does not hold one of the account's goroutines while others wait.
@@ -285,10 +286,24 @@ func (l *lanes) next(account AccountID) *lane {
 	return nil
 }
 
-// waitIdle waits up to d until nothing is in flight and nothing is pending.
+// done takes id out of flight (l.mu held) and tells waitIdle when nothing is left.
+func (l *lanes) done(id OutboxID) {
+	delete(l.inflight, id)
+	if len(l.inflight) == 0 {
+		select {
+		case l.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitIdle waits up to d until nothing is in flight and nothing is pending. It
+// looks again each time the entries in flight drain (the dispatcher it kicks
+// puts pending ones in flight), and at least every dispatchInterval.
 func (l *lanes) waitIdle(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
 		l.mu.Lock()
 		n := len(l.inflight)
 		l.mu.Unlock()
@@ -304,9 +319,13 @@ func (l *lanes) waitIdle(d time.Duration) bool {
 			}
 			l.kick()
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-l.drained:
+		case <-time.After(dispatchInterval):
+		case <-deadline.C:
+			return false
+		}
 	}
-	return false
 }
 
 // wait blocks until every lane goroutine has returned (after ctx is done).

@@ -90,3 +90,31 @@ func TestMakeBuildsAVersionedBinary(t *testing.T) {
 		t.Errorf("openbot version = %q, want the version given to make and the Go version", v)
 	}
 }
+
+// TestReadmeQuickStart: the README's quick start fits on one screen and shows
+// the two commands first (run, then test); each openbot command it shows is
+// one of those the cmd/openbot tests run as a newcomer would (chat with no
+// config: TestChatWithoutConfigRunsTheBuiltInExample; init and serve:
+// TestInitToAnswers).
+func TestReadmeQuickStart(t *testing.T) {
+	readme := readFile(t, "README.md")
+	i := strings.Index(readme, "## Quick start\n")
+	if i < 0 {
+		t.Fatal("README.md has no Quick start section")
+	}
+	section := readme[i:]
+	section = section[:strings.Index(section[3:], "\n## ")+3]
+	if n := strings.Count(section, "\n"); n > 40 {
+		t.Errorf("the quick start is %d lines; it must fit on one screen (40)", n)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1)
+	if len(blocks) < 2 || !strings.Contains(blocks[0][1], "go run ./cmd/openbot chat") || strings.TrimSpace(blocks[1][1]) != "go test -race ./..." {
+		t.Fatalf("the quick start's first two commands must run the product and the tests:\n%s", section)
+	}
+	tested := map[string]bool{"chat": true, "init": true, "serve": true}
+	for _, m := range regexp.MustCompile(`go run ./cmd/openbot (\S+)`).FindAllStringSubmatch(section, -1) {
+		if !tested[m[1]] {
+			t.Errorf("the quick start shows `openbot %s`, which no test runs as a newcomer would", m[1])
+		}
+	}
+}

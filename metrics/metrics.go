@@ -52,6 +52,8 @@ type Metrics struct {
 	answers       *prometheus.CounterVec
 	adminRefused  *prometheus.CounterVec
 	mcpState      *prometheus.GaugeVec
+	reconnects    *prometheus.CounterVec
+	channelDown   *prometheus.GaugeVec
 	commitTime    prometheus.Histogram
 	commitWrites  prometheus.Histogram
 }
@@ -98,6 +100,9 @@ func New(opts Options) *Metrics {
 		adminRefused:  counter("admin_token_refusals_total", "Refused admin tokens by door (login, bearer) and outcome (wrong_token, missing, throttled).", "door", "outcome"),
 		mcpState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "openbot", Name: "mcp_server_state",
 			Help: "1 for the current state of each MCP server (starting, running, failed, stopped), 0 for the others."}, []string{"server", "state"}),
+		reconnects: counter("channel_watchdog_reconnects_total", "Reconnects of a platform account the watchdog found silent for longer than its limit, by account.", "account"),
+		channelDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "openbot", Name: "channel_down",
+			Help: "1 while the watchdog finds a platform account silent for longer than its limit, else 0, by account."}, []string{"account"}),
 		commitTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "openbot", Name: "store_commit_duration_seconds",
 			Help:    "Time the store's single writer spent on one group commit, its fsyncs included (bbolt store only).",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}}),
@@ -107,7 +112,7 @@ func New(opts Options) *Metrics {
 	}
 	m.reg.MustRegister(m.inbound, m.ingest, m.runsStarted, m.runs, m.runDuration, m.modelCalls, m.modelErrors,
 		m.modelDuration, m.tokens, m.toolCalls, m.toolDuration, m.deliveries, m.retries, m.failures, m.answers,
-		m.adminRefused, m.mcpState, m.commitTime, m.commitWrites, m.gauge,
+		m.adminRefused, m.mcpState, m.reconnects, m.channelDown, m.commitTime, m.commitWrites, m.gauge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -202,6 +207,28 @@ func (m *Metrics) MCPState(server, state string) {
 		}
 		m.mcpState.WithLabelValues(server, s).Set(v)
 	}
+}
+
+// ChannelReconnect counts one watchdog reconnect of account ("telegram/chief").
+func (m *Metrics) ChannelReconnect(account string) {
+	m.reconnects.WithLabelValues(account).Inc()
+}
+
+// ChannelDown sets openbot_channel_down{account}: 1 while the watchdog finds
+// the account silent, 0 once it hears from it again.
+func (m *Metrics) ChannelDown(account string, down bool) {
+	v := 0.0
+	if down {
+		v = 1
+	}
+	m.channelDown.WithLabelValues(account).Set(v)
+}
+
+// ForgetChannel removes an account's watchdog series, for an account a
+// reload removed.
+func (m *Metrics) ForgetChannel(account string) {
+	m.reconnects.DeleteLabelValues(account)
+	m.channelDown.DeleteLabelValues(account)
 }
 
 // ForgetMCP removes a server's state series, for a server a reload removed.

@@ -28,6 +28,7 @@ import (
 	"openbot/adapters/internal/stream"
 	"openbot/core"
 	"openbot/internal/lru"
+	"openbot/internal/waitctx"
 )
 
 // Modes of ingress.
@@ -357,16 +358,7 @@ func (b *backoff) next() time.Duration {
 func (b *backoff) reset() { b.cur = 0 }
 
 // sleep waits d or until ctx is done; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return waitctx.Sleep(ctx, d) == nil }
 
 // slogPrinter lets slack-go's debug logger write to slog at debug level.
 type slogPrinter struct{ l *slog.Logger }

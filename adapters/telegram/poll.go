@@ -109,13 +109,21 @@ func (a *Adapter) poll(ctx context.Context) error {
 	}
 
 	bo := newBackoff()
+	a.pulse.Store(time.Now().UnixNano())
 	for ctx.Err() == nil {
 		a.ingress.MarkLive() // the first getUpdates is on its way: the account takes messages
-		res, err := a.call(ctx, "getUpdates", tgbotapi.Params{
+		cctx, abandon := context.WithCancel(ctx)
+		a.abandon.Store(&abandon)
+		res, err := a.call(cctx, "getUpdates", tgbotapi.Params{
 			"offset":          strconv.FormatInt(offset, 10),
 			"timeout":         strconv.Itoa(int(a.pollWait / time.Second)),
 			"allowed_updates": allowedUpdates,
 		}, a.pollWait+requestTimeout)
+		a.abandon.Store(nil)
+		abandon()
+		if err == nil {
+			a.pulse.Store(time.Now().UnixNano())
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -89,10 +89,17 @@ func (a *Adapter) call(ctx context.Context, method string, params tgbotapi.Param
 	if err != nil {
 		var te *tgbotapi.Error
 		if errors.As(err, &te) {
+			if te.RetryAfter > 0 {
+				a.limited.Add(1)
+				a.limitedFor.Add(int64(te.RetryAfter) * int64(time.Second))
+			}
 			return nil, &APIError{Method: method, Code: te.Code, Description: te.Message,
 				RetryAfterSeconds: te.RetryAfter, MigrateToChatID: te.MigrateToChatID}
 		}
 		return nil, a.redact(fmt.Errorf("telegram %s: %w", method, err))
+	}
+	if method == "sendMessage" || method == "editMessageText" || method == "sendDocument" || method == "sendPhoto" {
+		a.posted.Store(time.Now().UnixNano())
 	}
 	return resp.Result, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -168,21 +169,24 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 }
 
-// usageView checks the usage view shows the ledger: model calls, cached
-// tokens and cost (cost_micros as an amount), under a caption that says so.
+// usageView checks the usage view shows the ledger over the chosen range:
+// model calls, cached tokens and their share, cost with two decimals and the
+// currency (the exact amount on hover), a uPlot chart, @eng's budget bar, the
+// series by model from the API and its CSV export.
 func usageView(t *testing.T, ctx context.Context) {
 	t.Helper()
 	run(t, ctx, "open the usage view",
 		chromedp.Click(chromedp.CSS(`nav a[data-nav="usage"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`td[data-label="Cost"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.chart .uplot canvas`)),
 	)
 	caption := value(t, ctx, "caption", chromedp.Text(chromedp.CSS(`main p.muted`)))
 	if !strings.Contains(caption, "Model calls recorded in the usage ledger") {
 		t.Errorf("usage caption = %q", caption)
 	}
-	cells := value(t, ctx, "the bot row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelector("tbody tr").querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
-	if cells["Bot"] != "eng" || cells["Model calls"] != "3" || cells["Cached"] != "400" {
-		t.Errorf("usage by bot = %v, want eng with 3 model calls and 400 cached tokens", cells)
+	cells := value(t, ctx, "the bot row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelector("table.stack tbody tr").querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
+	if cells["Bot"] != "@eng" || cells["Model calls"] != "3" || cells["Cached"] != "400" || cells["Cache hits"] == "" {
+		t.Errorf("usage by bot = %v, want @eng with 3 model calls and 400 cached tokens", cells)
 	}
 	model := value(t, ctx, "the model row", chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll("td[data-label='Profile/model']")[0].parentElement.querySelectorAll("td")].map(c => [c.dataset.label, c.textContent]))`))
 	if model["Profile/model"] != "default/gpt-test" || model["Provider"] != "openai" || model["Model calls"] != "3" || model["Fallbacks"] != "0" {
@@ -190,8 +194,50 @@ func usageView(t *testing.T, ctx context.Context) {
 	}
 	// 600 input at 2.00, 400 cached at 0.50 and 50 output at 8.00 per million
 	// tokens are 0.0018; the two other calls add their estimated tokens.
-	if c := cells["Cost"]; !strings.HasPrefix(c, "0.00") || c == "0.00" || len(c) > 8 {
-		t.Errorf("usage cost = %q, want an amount above 0.0018 with at most 6 decimals", c)
+	twoDecimals := regexp.MustCompile(`^(< 0\.01|\d+\.\d\d) USD$`)
+	if c := cells["Cost"]; !twoDecimals.MatchString(c) || c == "0.00 USD" {
+		t.Errorf("usage cost = %q, want an amount above 0 with two decimals and the currency", c)
+	}
+	exact := value(t, ctx, "exact cost", chromedp.Evaluate[string](`document.querySelector('td[data-label="Cost"] .money').title`))
+	if !strings.HasPrefix(exact, "0.00") || !strings.HasSuffix(exact, " USD") {
+		t.Errorf("usage cost on hover = %q, want the exact amount", exact)
+	}
+	bar := value(t, ctx, "budget", chromedp.Text(chromedp.CSS(`.budget[data-budget="@eng today"]`)))
+	if !regexp.MustCompile(`^@eng: (< 0\.01|0\.\d\d) USD of 5\.00 USD today$`).MatchString(bar) {
+		t.Errorf("budget bar = %q", bar)
+	}
+	run(t, ctx, "by model, per hour",
+		chromedp.SetValue(chromedp.CSS(`select[data-control="by"]`), "model"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('select[data-control="by"]').dispatchEvent(new Event("change"))`),
+		chromedp.WaitVisible(chromedp.CSS(`th:first-child`)),
+	)
+	waitText(t, ctx, "table.stack tbody tr", "gpt-test")
+	var sp struct {
+		Currency string
+		Step     string
+		Series   []struct {
+			Key        string
+			CostMicros []int64 `json:"cost_micros"`
+		}
+	}
+	raw := value(t, ctx, "the spend API", chromedp.Evaluate[string](`fetch("/api/v1/spend?by=model&step=hour").then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err := json.Unmarshal([]byte(raw), &sp); err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.Series) != 1 || sp.Series[0].Key != "gpt-test" || sp.Step != "hour" || sp.Currency != "USD" {
+		t.Fatalf("spend by model per hour = %s", raw)
+	}
+	var sum int64
+	for _, c := range sp.Series[0].CostMicros {
+		sum += c
+	}
+	if sum < 1800 {
+		t.Errorf("spend of gpt-test = %d micros, want at least 1800", sum)
+	}
+	href := value(t, ctx, "csv link", chromedp.Evaluate[string](`document.querySelector('a[data-act="csv"]').getAttribute("href")`))
+	csv := value(t, ctx, "the CSV", chromedp.Evaluate[string](`fetch(`+quote(href)+`).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if !strings.HasPrefix(csv, "bucket_start_utc,model,tokens,cost,currency\n") || !strings.Contains(csv, ",gpt-test,") || !strings.Contains(csv, ",USD") {
+		t.Errorf("CSV export = %q", csv)
 	}
 }
 
@@ -233,7 +279,7 @@ func screenshots(t *testing.T, ctx context.Context, tm *team, dir string) {
 		w, h int64
 		mob  bool
 	}{{"laptop", 1280, 800, false}, {"phone", 390, 844, true}} {
-		for _, page := range []string{"", "threads", "threads/1", "approvals", "activity", "usage", "memory"} {
+		for _, page := range []string{"", "threads", "threads/1", "chat", "approvals", "activity", "usage", "memory"} {
 			name := strings.ReplaceAll(page, "/", "-")
 			if name == "" {
 				name = "team"

@@ -92,7 +92,8 @@ func startTeamAs(t *testing.T, pp people, more ...agents.Tool) *team {
 		{Handle: "eng", Name: "Engineer", Model: "gpt-test", Tools: tools, ApprovalTools: tools},
 		{Handle: "pm", Name: "Product", Model: "gpt-test"},
 	}
-	prices := &core.Cost{Prices: map[string]core.Price{"gpt-test": {Input: 2_000_000, Cached: 500_000, Output: 8_000_000}}}
+	prices := &core.Cost{Prices: map[string]core.Price{"gpt-test": {Input: 2_000_000, Cached: 500_000, Output: 8_000_000}},
+		Currency: "USD", Bots: map[string]core.BotBudget{"eng": {Daily: core.Limit{CostMicros: 5_000_000}}}}
 	eng, err := core.New(core.Options{Store: st, Agent: ag, Bots: bots, ShutdownGrace: 2 * time.Second,
 		Owners: pp.owners, Approvers: pp.approvers, Cost: prices})
 	if err != nil {
@@ -101,9 +102,14 @@ func startTeamAs(t *testing.T, pp people, more ...agents.Tool) *team {
 	if err := eng.AddAdapter(&sink{}); err != nil {
 		t.Fatal(err)
 	}
+	chat := admin.NewChat(eng)
+	if err := eng.AddAdapter(chat); err != nil {
+		t.Fatal(err)
+	}
 	runtest.Start(t, eng.Run)
 	<-eng.Ready()
-	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: pp.identity, IdentityName: pp.name, Notifier: n, Tick: 200 * time.Millisecond})
+	api, err := admin.New(admin.Options{Store: st, Answerer: eng, Controller: eng, Bots: eng.Bots(), Identity: pp.identity, IdentityName: pp.name, Notifier: n, Tick: 200 * time.Millisecond,
+		Cost: func() core.Cost { return *prices }, Chat: chat})
 	if err != nil {
 		t.Fatal(err)
 	}

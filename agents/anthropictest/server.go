@@ -26,6 +26,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"openbot/agents/internal/fakemodel"
+	"openbot/internal/waitctx"
 )
 
 // ToolCall is one tool_use block the fake model sends.
@@ -270,13 +273,12 @@ func (r Request) LastUserText() string {
 type Server struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	key      string // required x-api-key; "" accepts any
-	queue    []Reply
-	handler  func(Request) Reply
-	requests []Request
-	nextID   int
-	models   []string // GET /v1/models (SetModels)
+	fakemodel.Script[Request, Reply] // Enqueue, Handle, Requests, Forget
+
+	mu     sync.Mutex
+	key    string // required x-api-key; "" accepts any
+	nextID int
+	models []string // GET /v1/models (SetModels)
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -336,28 +338,6 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last})
 }
 
-// Enqueue appends replies; each request takes the oldest.
-func (s *Server) Enqueue(replies ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue = append(s.queue, replies...)
-}
-
-// Handle sets the function that answers when the queue is empty; it is called
-// without the server's lock held, possibly concurrently.
-func (s *Server) Handle(fn func(Request) Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.handler = fn
-}
-
-// Requests returns a copy of every request received so far, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -370,33 +350,16 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
 	key := s.key
-	var reply Reply
-	scripted := false
-	if len(s.queue) > 0 {
-		reply, s.queue = s.queue[0], s.queue[1:]
-		scripted = true
-	}
-	handler := s.handler
 	s.mu.Unlock()
 	if key != "" && r.Header.Get("X-Api-Key") != key {
+		s.Record(req)
 		writeError(w, Reply{Status: http.StatusUnauthorized, ErrMessage: "invalid x-api-key"})
 		return
 	}
-	switch {
-	case scripted:
-	case handler != nil:
-		reply = handler(req)
-	default:
-		reply = Text("echo: " + req.LastUserText())
-	}
-	if reply.Wait != nil {
-		select {
-		case <-reply.Wait:
-		case <-r.Context().Done():
-			return
-		}
+	reply := s.Next(req, func(req Request) Reply { return Text("echo: " + req.LastUserText()) })
+	if !waitctx.Closed(r.Context(), reply.Wait) {
+		return
 	}
 	for k, v := range reply.Header {
 		w.Header().Set(k, v)
@@ -472,9 +435,7 @@ func (s *Server) fill(r Reply, req Request, reqBytes int) Reply {
 func writeError(w http.ResponseWriter, r Reply) {
 	w.Header().Set("request-id", "req_fake")
 	if r.ErrBody != "" {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(r.Status)
-		_, _ = io.WriteString(w, r.ErrBody)
+		fakemodel.WriteBody(w, r.Status, r.ErrBody)
 		return
 	}
 	typ := r.ErrType
@@ -549,7 +510,7 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, r Reply
 	if r.Text != "" {
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": idx,
 			"content_block": map[string]any{"type": "text", "text": ""}})
-		for i, piece := range split(r.Text, 4) {
+		for i, piece := range fakemodel.Split(r.Text, 4) {
 			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
 				"delta": map[string]any{"type": "text_delta", "text": piece}})
 			if i > 0 {
@@ -559,12 +520,8 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, r Reply
 				send("error", errorBody(r.StreamError, "Overloaded"))
 				return
 			}
-			if r.StallMidStream != nil {
-				select {
-				case <-r.StallMidStream:
-				case <-ctx.Done():
-					return
-				}
+			if !waitctx.Closed(ctx, r.StallMidStream) {
+				return
 			}
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
@@ -575,7 +532,7 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, r Reply
 			"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
 		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
 			"delta": map[string]any{"type": "input_json_delta", "partial_json": ""}})
-		for _, piece := range split(c.Input, 3) {
+		for _, piece := range fakemodel.Split(c.Input, 3) {
 			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
 				"delta": map[string]any{"type": "input_json_delta", "partial_json": piece}})
 		}
@@ -591,20 +548,4 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, r Reply
 		return
 	}
 	send("message_stop", map[string]any{"type": "message_stop"})
-}
-
-// split cuts s into about n pieces on rune boundaries (none for "").
-func split(s string, n int) []string {
-	if s == "" {
-		return nil
-	}
-	runes := []rune(s)
-	size := max(1, (len(runes)+n-1)/n)
-	var out []string
-	for len(runes) > 0 {
-		k := min(size, len(runes))
-		out = append(out, string(runes[:k]))
-		runes = runes[k:]
-	}
-	return out
 }

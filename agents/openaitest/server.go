@@ -32,6 +32,9 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"openbot/agents/internal/fakemodel"
+	"openbot/internal/waitctx"
 )
 
 // ToolCall is one tool call the fake model makes.
@@ -167,13 +170,12 @@ type Server struct {
 	srv   *httptest.Server
 	conns atomic.Int64 // connections accepted
 
-	mu       sync.Mutex
-	queue    []Reply
-	handler  func(Request) Reply
-	requests []Request
-	nextID   int
-	models   []string
-	keys     []string // accepted Bearer keys (RequireKeys); nil accepts any
+	fakemodel.Script[Request, Reply] // Enqueue, Handle, Requests, Forget
+
+	mu     sync.Mutex
+	nextID int
+	models []string
+	keys   []string // accepted Bearer keys (RequireKeys); nil accepts any
 
 	embedReqs []openai.EmbeddingRequestStrings
 	embedFn   func(string) []float32
@@ -277,36 +279,6 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
 }
 
-// Enqueue appends replies to the queue; each request takes the oldest.
-func (s *Server) Enqueue(replies ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue = append(s.queue, replies...)
-}
-
-// Handle sets the function that answers requests when the queue is empty. It is
-// called without the server's lock held, possibly concurrently.
-func (s *Server) Handle(fn func(Request) Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.handler = fn
-}
-
-// Requests returns a copy of every request received so far, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
-// Forget drops the requests recorded so far, so a long load run (BenchmarkPlatform)
-// does not count the fake's record as the process's memory.
-func (s *Server) Forget() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = nil
-}
-
 // Echo is the default reply: "echo: " followed by the text of the last user message.
 func Echo(req Request) Reply { return Text("echo: " + LastUserText(req)) }
 
@@ -323,31 +295,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = json.Unmarshal(raw, &req.JSON)
-
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	var reply Reply
-	scripted := false
-	if len(s.queue) > 0 {
-		reply, s.queue = s.queue[0], s.queue[1:]
-		scripted = true
-	}
-	handler := s.handler
-	s.mu.Unlock()
-	if !scripted {
-		if handler != nil {
-			reply = handler(req)
-		} else {
-			reply = Echo(req)
-		}
-	}
-
-	if reply.Wait != nil {
-		select {
-		case <-reply.Wait:
-		case <-r.Context().Done():
-			return
-		}
+	reply := s.Next(req, Echo)
+	if !waitctx.Closed(r.Context(), reply.Wait) {
+		return
 	}
 	for k, v := range reply.Header {
 		w.Header().Set(k, v)
@@ -392,9 +342,7 @@ func (s *Server) fill(r Reply, reqBytes int) Reply {
 
 func writeError(w http.ResponseWriter, r Reply) {
 	if r.ErrBody != "" {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(r.Status)
-		_, _ = io.WriteString(w, r.ErrBody)
+		fakemodel.WriteBody(w, r.Status, r.ErrBody)
 		return
 	}
 	body := map[string]any{"error": map[string]any{
@@ -484,18 +432,14 @@ func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, req Req
 		}
 	}
 
-	pieces := split(r.Text, 4)
+	pieces := fakemodel.Split(r.Text, 4)
 	first := ""
 	if len(pieces) > 0 {
 		first, pieces = pieces[0], pieces[1:]
 	}
 	send(chunk(map[string]any{"role": "assistant", "content": first}, nil))
-	if r.StallMidStream != nil {
-		select {
-		case <-r.StallMidStream:
-		case <-ctx.Done():
-			return
-		}
+	if !waitctx.Closed(ctx, r.StallMidStream) {
+		return
 	}
 	for _, piece := range pieces {
 		send(chunk(map[string]any{"content": piece}, nil))
@@ -533,7 +477,7 @@ func toolDeltas(calls []ToolCall, interleave bool) []map[string]any {
 			"index": i, "id": c.ID, "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": ""},
 		})
-		for _, piece := range split(c.Arguments, 3) {
+		for _, piece := range fakemodel.Split(c.Arguments, 3) {
 			per[i] = append(per[i], map[string]any{"index": i, "function": map[string]any{"arguments": piece}})
 		}
 	}
@@ -556,22 +500,6 @@ func toolDeltas(calls []ToolCall, interleave bool) []map[string]any {
 			return out
 		}
 	}
-}
-
-// split cuts s into about n pieces on rune boundaries (none for the empty string).
-func split(s string, n int) []string {
-	if s == "" {
-		return nil
-	}
-	runes := []rune(s)
-	size := max(1, (len(runes)+n-1)/n)
-	var out []string
-	for len(runes) > 0 {
-		k := min(size, len(runes))
-		out = append(out, string(runes[:k]))
-		runes = runes[k:]
-	}
-	return out
 }
 
 // LastUserText returns the content of the last user message of req ("" if none).

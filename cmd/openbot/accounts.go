@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ type accountSet struct {
 	hl  *health
 
 	hooks atomic.Pointer[http.ServeMux] // webhook routes of the current accounts
+	live  sync.Map                      // account id: its running core.Adapter, for alerts
 	// Owned by the constructor until Run starts, then by Run's goroutine.
 	known map[string]bool // every platform account id of the current config, running or skipped
 }
@@ -122,6 +124,7 @@ func (s *accountSet) Run(ctx context.Context) error {
 }
 
 func (s *accountSet) start(ctx context.Context, ac *account) {
+	s.live.Store(ac.name, ac.val)
 	r, ok := ac.val.(core.Runner)
 	if !ok { // a webhook account: its routes are served from now on
 		s.hl.set(ac.name, "started")
@@ -147,10 +150,31 @@ func (s *accountSet) start(ctx context.Context, ac *account) {
 	})
 }
 
+// alert returns the watchdog's way to tell the owners: a notice posted
+// through the running account al.Account into al.Conversation; nil when no
+// alerts account is configured.
+func (s *accountSet) alert(al config.Alerts) func(ctx context.Context, text string) error {
+	if al.Account == "" {
+		return nil
+	}
+	return func(ctx context.Context, text string) error {
+		v, ok := s.live.Load(al.Account)
+		if !ok {
+			return fmt.Errorf("alerts.account %s is not running", al.Account)
+		}
+		_, err := v.(core.Adapter).Deliver(ctx, core.Delivery{Conversation: core.ConversationRef(al.Conversation),
+			Kind: core.KindNotice, Text: text})
+		return err
+	}
+}
+
 // applyConfig makes the running accounts match cfg and returns what changed.
 func (s *accountSet) applyConfig(ctx context.Context, cfg *config.Config) []string {
 	entries := accountEntries(cfg)
-	c := s.prune(entries, accountStopBound, func(id string) { s.eng.RemoveAdapter(core.AccountID(id)) })
+	c := s.prune(entries, accountStopBound, func(id string) {
+		s.live.Delete(id)
+		s.eng.RemoveAdapter(core.AccountID(id))
+	})
 	bots := botProfiles(cfg)
 	for _, ac := range s.members { // the unchanged ones
 		if bs, ok := ac.val.(botSetter); ok {

@@ -20,7 +20,8 @@ const testAdminToken = "admin-token-0123456789abcdef"
 // serveOnFreePort writes the example config listening on a free loopback port,
 // runs serve with env until /healthz is ready, and returns the config path, the
 // listener address, the log, and a stop function that waits for a clean exit.
-// Each edit changes the loaded config before serve starts.
+// Each edit changes the loaded config before serve starts (a reload reads the
+// file again, without them).
 func serveOnFreePort(t *testing.T, env map[string]string, edit ...func(*config.Config)) (path, addr string, logs *lockedBuffer, stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -42,7 +43,7 @@ func serveOnFreePort(t *testing.T, env map[string]string, edit ...func(*config.C
 		e(cfg)
 	}
 	logs = &lockedBuffer{}
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, log: testLogger(logs)}
+	a := &app{cfg: cfg, configPath: path, lookupEnv: envOf(env), stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, log: testLogger(logs)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- a.serve(ctx) }()

@@ -136,3 +136,17 @@ func leadingKB(rss string) int64 {
 	num, _, _ := strings.Cut(rss, " ")
 	return max(0, kB(num))
 }
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// ms is d in milliseconds, as figures are printed.
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// us is d in microseconds.
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"openbot/admin"
 	"openbot/core"
 )
@@ -9,7 +11,25 @@ import (
 // store; serve mounts it under /api/v1/ behind the admin bearer token
 // (web.Dashboard.Bearer). Answers go through the engine as admin.identity, and
 // so does steering.
-func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier) (*admin.Server, error) {
+// rl, when set, serves the running configuration and the reload.
+// hl and accts, when set, serve the channels' health.
+func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader, hl *health, accts *accountSet) (*admin.Server, error) {
+	var chans func(context.Context) (any, error)
+	if hl != nil && accts != nil {
+		chans = func(ctx context.Context) (any, error) { return channels(ctx, hl, accts, eng.Store()) }
+	}
+	var cfgView func() any
+	var reload func(context.Context) (any, error)
+	cost := func() core.Cost { return *coreCost(a.cfg) }
+	if rl != nil {
+		cfgView = rl.state
+		cost = func() core.Cost { return *coreCost(rl.config()) }
+		reload = func(ctx context.Context) (any, error) { return rl.reload(ctx) }
+	}
+	chat := admin.NewChat(eng) // the dashboard's chat, a console account of its own
+	if err := eng.AddAdapter(chat); err != nil {
+		return nil, err
+	}
 	return admin.New(admin.Options{
 		Store:        eng.Store(),
 		Answerer:     eng,
@@ -21,5 +41,10 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier) (*admin.Serv
 		StorePath:    a.cfg.Store.Path,
 		Notifier:     commits,
 		Logger:       a.log,
+		Config:       cfgView,
+		Reload:       reload,
+		Channels:     chans,
+		Cost:         cost,
+		Chat:         chat,
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 )
 
 // parseFlags parses args into fs for a command that takes nothing but flags.
@@ -54,14 +53,6 @@ func isHelp(arg string) bool { return arg == "help" || isHelpFlag(arg) }
 // isHelpFlag reports whether arg is the flag package's help flag.
 func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
-// plural is one when n is 1, else many.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // asksHelp reports whether args hold -h, -help or --help before a "--": the
 // command will print its flags and stop.
 func asksHelp(args []string) bool {
@@ -75,12 +66,6 @@ func asksHelp(args []string) bool {
 	}
 	return false
 }
-
-// ms is d in milliseconds, as figures are printed.
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// us is d in microseconds.
-func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 // flagSet reports whether the flag name was given on the command line.
 func flagSet(fs *flag.FlagSet, name string) bool {

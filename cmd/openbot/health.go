@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // health backs GET /healthz: 200 once the store is open, the engine has recovered
@@ -19,6 +21,8 @@ type health struct {
 	accounts map[string]string
 	ingress  map[string]<-chan struct{} // closed when the account's ingress is live
 	down     map[string]func() string   // why the live ingress is down now ("" when up)
+	pulses   map[string]*watched        // accounts the watchdog watches (watchdog.go)
+	dog      dogOptions
 }
 
 // ingressReadier is implemented by adapters that know when their ingress is live:
@@ -39,7 +43,8 @@ type ingressDowner interface {
 
 func newHealth(engineReady <-chan struct{}) *health {
 	return &health{engine: engineReady, accounts: map[string]string{}, ingress: map[string]<-chan struct{}{},
-		down: map[string]func() string{}}
+		down: map[string]func() string{}, pulses: map[string]*watched{},
+		dog: dogOptions{log: slog.New(slog.DiscardHandler), now: time.Now}}
 }
 
 // watch makes a started account read "connecting" (and /healthz 503) until
@@ -59,6 +64,9 @@ func (h *health) watch(account string, r ingressReadier) {
 // ingress is not live. h.mu is held.
 func (h *health) stateLocked(account string) string {
 	st := h.accounts[account]
+	if w := h.silentState(account); w != "" && st == "started" {
+		return w
+	}
 	if live, ok := h.ingress[account]; ok && st == "started" {
 		select {
 		case <-live:
@@ -142,4 +150,8 @@ func (h *health) remove(account string) {
 	delete(h.accounts, account)
 	delete(h.ingress, account)
 	delete(h.down, account)
+	if _, ok := h.pulses[account]; ok && h.dog.metrics != nil {
+		h.dog.metrics.ForgetChannel(account)
+	}
+	delete(h.pulses, account)
 }

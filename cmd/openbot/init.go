@@ -37,7 +37,8 @@ type initAnswers struct {
 	FeishuAppID, FeishuAppSecret, FeishuURL   string
 
 	// Owner is the platform id of the person who runs this openbot
-	// (telegram:123, slack:T…:U…, feishu:ou_…): they may approve tools.
+	// (telegram:123, slack:T…:U…, feishu:ou_…): config's owners. Empty: the
+	// first person whose pairing code is approved becomes the owner.
 	Owner string
 	// Systemd: write openbot.service next to the config.
 	Systemd bool
@@ -198,6 +199,9 @@ func (w *initWizard) run(ctx context.Context, a *initAnswers) error {
 		w.say("Wrote %s; install it with:\n  sudo cp %s /etc/systemd/system/ && sudo systemctl daemon-reload && sudo systemctl enable --now openbot", unit, unit)
 	}
 	w.say("\nStart it:\n  %s", startCommand(w.path, all))
+	if a.Owner == "" && w.existing == nil && (all["slack"] || all["telegram"] || all["feishu"]) {
+		w.say("Then DM the bot: it answers with a pairing code; `openbot pair CODE --config %s` (or the dashboard) makes you its owner.", w.path)
+	}
 	if w.existing == nil {
 		w.say("The dashboard is at http://%s/ (its token is OPENBOT_ADMIN_TOKEN in %s).", a.Listen, w.envPath)
 	}
@@ -444,17 +448,12 @@ admin:
   token: "${OPENBOT_ADMIN_TOKEN}"
 `, time.Now().UTC().Format(time.DateOnly), a.Provider, a.BaseURL, keyVar(a.Provider), a.Model, a.Listen)
 		if a.Owner != "" {
-			fmt.Fprintf(&b, "approvers: [%q]\n", a.Owner)
+			fmt.Fprintf(&b, "owners: [%q]\n", a.Owner)
 		}
 	}
 	opt := func(key, val string) {
 		if val != "" {
 			fmt.Fprintf(&b, "    %s: %s\n", key, val)
-		}
-	}
-	allow := func(platform string) {
-		if id, ok := strings.CutPrefix(a.Owner, platform+":"); ok {
-			fmt.Fprintf(&b, "    allow_users: [%q]\n", id)
 		}
 	}
 	for _, c := range add {
@@ -466,11 +465,9 @@ admin:
 		case "telegram":
 			b.WriteString("    bot: \"*\"\n    token: \"${TELEGRAM_BOT_TOKEN}\"\n")
 			opt("api_endpoint", a.TelegramAPI)
-			allow("telegram")
 		case "feishu":
 			fmt.Fprintf(&b, "    bot: \"*\"\n    app_id: %s\n    app_secret: \"${FEISHU_APP_SECRET}\"\n", a.FeishuAppID)
 			opt("base_url", a.FeishuURL)
-			allow("feishu")
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(w.path), 0o755); err != nil {

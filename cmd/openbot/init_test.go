@@ -77,6 +77,9 @@ func TestInitToAnswers(t *testing.T) {
 			t.Errorf("config.yaml holds the secret %q:\n%s", secret, cfgText)
 		}
 	}
+	if !strings.Contains(string(cfgText), `owners: ["telegram:4242"]`) {
+		t.Errorf("config.yaml does not make the --owner an owner:\n%s", cfgText)
+	}
 	if n := strings.Count(string(cfgText), "\n"); n > 60 {
 		t.Errorf("config.yaml is %d lines; want a short one", n)
 	}

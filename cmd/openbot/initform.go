@@ -130,7 +130,7 @@ func (f *initForm) owner(a *initAnswers) error {
 		return nil
 	}
 	return f.run(huh.NewInput().
-		Title("Your own id, so you may approve what the bots do (telegram:<user id>, slack:<team id>:<user id>, feishu:<open_id>; empty: none yet)").
+		Title("Your own id, to own the bots (telegram:<user id>, slack:<team id>:<user id>, feishu:<open_id>; empty: the first person you pair with a DM's code)").
 		Value(&a.Owner).Validate(func(s string) error {
 		if s = strings.TrimSpace(s); s != "" && !strings.HasPrefix(s, "telegram:") && !strings.HasPrefix(s, "slack:") && !strings.HasPrefix(s, "feishu:") {
 			return fmt.Errorf("%q does not start with telegram:, slack: or feishu:", s)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,10 +46,10 @@ type botSetter interface{ SetBots(bots []core.BotProfile) }
 // their tools and approvals, limits, approvers, LLM profiles, MCP servers and
 // platform accounts (accountSet). Runs in flight finish with the profile and agent
 // they started with. An invalid file is refused with every problem, and the
-// running configuration stays. Console accounts and the settings read once at
-// start (listener, store, admin token, workspace, sandbox, fetch_allow_hosts,
-// shell_network, shell_limits, schedules, retention) are not applied: the log says "restart to apply". Calls are
-// serialized.
+// running configuration stays. The settings read once at start (reloadRules:
+// listener, admin, metrics, store, console accounts, workspace, sandbox,
+// memory, files caps...) are not applied: the report names each changed one
+// "restart needed" and the log says "restart to apply". Calls are serialized.
 type reloader struct {
 	path      string
 	lookupEnv config.LookupEnv
@@ -70,16 +68,18 @@ type reloader struct {
 	// and given the new team (botSetter) so "@handle" of an added bot is a mention.
 	accounts *accountSet
 
-	mu  sync.Mutex
-	cur *config.Config
+	mu   sync.Mutex
+	cur  *config.Config
+	last *reloadReport // the last reload's, nil before one
 }
 
 // errReloadRefused wraps the problems of a configuration a reload refused.
 var errReloadRefused = errors.New("configuration refused; the running one is kept")
 
-// reload applies the configuration file and returns what changed, in words; on a
-// refused file the error lists every problem (wrapping errReloadRefused).
-func (r *reloader) reload(ctx context.Context) ([]string, error) {
+// reload applies the configuration file and reports every changed key (applied
+// or restart needed) and what it did; on a refused file the error lists every
+// problem (wrapping errReloadRefused).
+func (r *reloader) reload(ctx context.Context) (reloadReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, reloadTimeout)
@@ -87,14 +87,14 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 	var problems bytes.Buffer
 	cfg := loadConfig(r.path, &problems, r.lookupEnv)
 	if cfg == nil {
-		return nil, r.refused(strings.TrimSpace(problems.String()))
+		return reloadReport{}, r.refused(strings.TrimSpace(problems.String()))
 	}
 	if msg := missingKey(cfg); msg != "" {
-		return nil, r.refused(r.path + ": " + msg)
+		return reloadReport{}, r.refused(r.path + ": " + msg)
 	}
 	agent, err := newAgent(cfg, r.reg, r.log, r.mem)
 	if err != nil {
-		return nil, r.refused(fmt.Sprintf("%s: llm: %v", r.path, err))
+		return reloadReport{}, r.refused(fmt.Sprintf("%s: llm: %v", r.path, err))
 	}
 	set := core.Settings{Bots: botProfiles(cfg), DefaultBot: cfg.DefaultBot, Limits: coreLimits(cfg.Limits),
 		Approvers: actorIDs(cfg.Approvers), Owners: owners(cfg, r.chat), SelfApprove: cfg.SelfApprove, Policies: cfg.CorePolicies(), ApprovalTimeout: cfg.ApprovalTimeout,
@@ -103,7 +103,7 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 	old := r.agent.cur.Swap(agent)
 	if err := r.eng.Reload(ctx, set); err != nil {
 		r.agent.cur.Store(old)
-		return nil, r.refused(fmt.Sprintf("%s: %v", r.path, err))
+		return reloadReport{}, r.refused(fmt.Sprintf("%s: %v", r.path, err))
 	}
 	if r.mem != nil && cfg.Embeddings.On() {
 		// The message index and memory ranking embed with the new llm profiles.
@@ -116,132 +116,82 @@ func (r *reloader) reload(ctx context.Context) ([]string, error) {
 	if r.memLimit != nil && r.cur.Limits.MemoryLimitBytes != cfg.Limits.MemoryLimitBytes {
 		r.memLimit.apply(cfg.Limits)
 	}
-	changes := appliedChanges(r.cur, cfg)
+	rep := reloadReport{At: time.Now().UTC(), Changes: configChanges(r.cur, cfg)}
 	mc, err := r.mcp.Apply(ctx, cfg.MCPServers)
-	changes = append(changes, mc...)
+	rep.Done = append(rep.Done, mc...)
 	if err != nil {
 		r.log.Warn("mcp servers not reloaded", "err", err)
 	}
 	ac, err := r.accounts.Apply(ctx, cfg)
-	changes = append(changes, ac...)
+	rep.Done = append(rep.Done, ac...)
 	if err != nil {
 		r.log.Warn("accounts not reloaded", "err", err)
 	}
-	if !reflect.DeepEqual(r.cur.Console, cfg.Console) {
-		r.log.Warn("console accounts changed: restart to apply")
-		changes = append(changes, "console accounts changed: restart to apply")
-	}
-	if keys := restartKeys(r.cur, cfg); len(keys) > 0 {
+	if keys := rep.keys(keyRestart); len(keys) > 0 {
 		r.log.Warn("settings changed that apply at the next start: restart to apply", "keys", strings.Join(keys, ", "))
-		changes = append(changes, strings.Join(keys, ", ")+" changed: restart to apply")
 	}
 	r.cur = cfg
-	if len(changes) == 0 {
-		changes = []string{"nothing changed"}
+	r.last = &rep
+	r.log.Info("config reloaded", "path", r.path, "applied", strings.Join(rep.keys(keyApplied), ", "), "done", strings.Join(rep.Done, "; "))
+	return rep, nil
+}
+
+// reloadReport is what one reload did: every changed key with what it did
+// with it (applied, or restart needed), and what it did in words (bots,
+// accounts and MCP servers added, changed and removed).
+type reloadReport struct {
+	At      time.Time   `json:"at"`
+	Changes []keyChange `json:"changes"`
+	Done    []string    `json:"done"`
+}
+
+// keys names the changed keys with status.
+func (rep reloadReport) keys(status string) []string {
+	var out []string
+	for _, c := range rep.Changes {
+		if c.Status == status {
+			out = append(out, c.Key)
+		}
 	}
-	r.log.Info("config reloaded", "path", r.path, "changes", strings.Join(changes, "; "))
-	return changes, nil
+	return out
+}
+
+// lines is the report in words, one line each: "KEY: applied", "KEY:
+// restart needed", then what was done; "nothing changed" when nothing did.
+func (rep reloadReport) lines() []string {
+	var out []string
+	for _, c := range rep.Changes {
+		out = append(out, c.Key+": "+c.Status)
+	}
+	out = append(out, rep.Done...)
+	if len(out) == 0 {
+		out = []string{"nothing changed"}
+	}
+	return out
+}
+
+// config is the running configuration.
+func (r *reloader) config() *config.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// state is the running configuration with its secrets masked and the last
+// reload's report (nil before the first), for GET /api/v1/config.
+func (r *reloader) state() any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return struct {
+		Path       string        `json:"path"`
+		Config     []configEntry `json:"config"`
+		LastReload *reloadReport `json:"last_reload"`
+	}{r.path, configView(r.cur), r.last}
 }
 
 func (r *reloader) refused(problems string) error {
 	r.log.Error("config reload refused; the running configuration is kept", "problems", problems)
 	return fmt.Errorf("%w:\n%s", errReloadRefused, problems)
-}
-
-// appliedChanges names what the engine's Reload applied between two
-// configurations: bots, limits, approvers, LLM profiles, cost (prices and
-// budgets) and reply_to_unaddressed, so the reload answer and log never say
-// "nothing changed" about a change that took effect.
-func appliedChanges(old, cfg *config.Config) []string {
-	changes := botChanges(old, cfg)
-	if !reflect.DeepEqual(old.Limits, cfg.Limits) {
-		changes = append(changes, "limits changed")
-	}
-	if !slices.Equal(old.Approvers, cfg.Approvers) || old.ApprovalTimeout != cfg.ApprovalTimeout ||
-		!slices.Equal(old.Owners, cfg.Owners) || old.SelfApprove != cfg.SelfApprove || !reflect.DeepEqual(old.Policies, cfg.Policies) {
-		changes = append(changes, "approvers changed")
-	}
-	if !reflect.DeepEqual(old.LLM, cfg.LLM) {
-		changes = append(changes, "llm profiles changed")
-	}
-	if !reflect.DeepEqual(old.Cost, cfg.Cost) {
-		changes = append(changes, "cost (prices and budgets) changed")
-	}
-	if !slices.Equal(alwaysReply(old), alwaysReply(cfg)) {
-		changes = append(changes, "reply_to_unaddressed changed")
-	}
-	return changes
-}
-
-// botChanges names the bots added, removed and changed between two configurations.
-func botChanges(old, cfg *config.Config) []string {
-	was := map[string]config.Bot{}
-	for _, b := range old.Bots {
-		was[b.Handle] = b
-	}
-	var out []string
-	for _, b := range cfg.Bots {
-		o, ok := was[b.Handle]
-		switch {
-		case !ok:
-			out = append(out, "bot "+b.Handle+" added")
-		case !reflect.DeepEqual(o, b):
-			out = append(out, "bot "+b.Handle+" changed")
-		}
-		delete(was, b.Handle)
-	}
-	for _, b := range old.Bots {
-		if _, gone := was[b.Handle]; gone {
-			out = append(out, "bot "+b.Handle+" removed")
-		}
-	}
-	if old.DefaultBot != cfg.DefaultBot {
-		out = append(out, "default_bot changed")
-	}
-	return out
-}
-
-// restartKeys names the other changed keys that are read only at start
-// (including schedules and retention: the schedule runner and the pruner are
-// built once by serve).
-func restartKeys(old, cfg *config.Config) []string {
-	var out []string
-	add := func(key string, changed bool) {
-		if changed {
-			out = append(out, key)
-		}
-	}
-	add("http", !reflect.DeepEqual(old.HTTP, cfg.HTTP))
-	add("admin", old.Admin != cfg.Admin)
-	add("store", old.Store != cfg.Store)
-	add("workspace", old.Workspace != cfg.Workspace)
-	add("sandbox", old.Sandbox != cfg.Sandbox)
-	add("fetch_allow_hosts", !slices.Equal(old.FetchAllowHosts, cfg.FetchAllowHosts))
-	// The schedule runner and the pruner are built once at start.
-	add("schedules", !reflect.DeepEqual(old.Schedules, cfg.Schedules))
-	add("triggers", !reflect.DeepEqual(old.Triggers, cfg.Triggers))
-	add("notify", !reflect.DeepEqual(old.Notify, cfg.Notify))
-	add("retention", !reflect.DeepEqual(old.Retention, cfg.Retention))
-	net := func(c *config.Config) []string {
-		var hs []string
-		for _, b := range c.Bots {
-			if b.ShellNetwork {
-				hs = append(hs, b.Handle)
-			}
-		}
-		slices.Sort(hs)
-		return hs
-	}
-	add("bots[].shell_network", !slices.Equal(net(old), net(cfg)))
-	lims := func(c *config.Config) map[string]config.ShellLimits {
-		m := map[string]config.ShellLimits{"": c.ShellLimits}
-		for _, b := range c.Bots {
-			m[b.Handle] = b.ShellLimits
-		}
-		return m
-	}
-	add("shell_limits", !reflect.DeepEqual(lims(old), lims(cfg)))
-	return out
 }
 
 // reloadHandler is POST /admin/reload (behind web.Dashboard.Bearer): 200 with
@@ -250,14 +200,14 @@ func restartKeys(old, cfg *config.Config) []string {
 func reloadHandler(r *reloader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		changes, err := r.reload(req.Context())
+		rep, err := r.reload(req.Context())
 		if err != nil {
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			fmt.Fprintln(w, err)
 			return
 		}
 		fmt.Fprintln(w, "reloaded")
-		for _, c := range changes {
+		for _, c := range rep.lines() {
 			fmt.Fprintln(w, c)
 		}
 	})

@@ -28,6 +28,7 @@ import (
 	"openbot/agents/tools"
 	"openbot/config"
 	"openbot/core"
+	"openbot/internal/waitctx"
 	"openbot/store/bolt"
 )
 
@@ -287,6 +288,7 @@ func (a *app) serve(ctx context.Context) int {
 		}
 	}
 	accts := newAccountSet(a, eng, hl, a.cfg, platform)
+	hl.dog = dogOptions{log: log, metrics: mtr, alert: accts.alert(a.cfg.Alerts), now: time.Now}
 	rl := &reloader{path: a.configPath, lookupEnv: a.lookupEnv, memLimit: a.memLimit, log: log, eng: eng, agent: swap, reg: reg, mcp: mcps, mem: mem, st: st, accounts: accts, cur: a.cfg, chat: a.chat}
 	if len(accounts) == 0 {
 		log.Warn("no channel is configured")
@@ -308,7 +310,7 @@ func (a *app) serve(ctx context.Context) int {
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", dash.Bearer(approvalsHandler(eng, a.cfg.Store.Path, log)))
 	mux.Handle("POST /admin/reload", dash.Bearer(reloadHandler(rl)))
-	api, err := a.consoleAPI(eng, commits)
+	api, err := a.consoleAPI(eng, commits, rl, hl, accts)
 	if err != nil {
 		return a.fail("admin api", err)
 	}
@@ -451,6 +453,7 @@ func (a *app) serve(ctx context.Context) int {
 		defer intake.Done()
 		return accts.Run(gctx)
 	})
+	g.Go(func() error { return hl.watchdog(gctx) }) // stops with ctx; an alert within alertTimeout
 	intake.Add(1)
 	g.Go(func() error { // schedules are intake: they stop before the engine does
 		defer intake.Done()
@@ -533,12 +536,7 @@ func waitCtx(ctx context.Context, wait func()) bool {
 		wait()
 		close(done)
 	}()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return waitctx.Closed(ctx, done)
 }
 
 // adapters builds one adapter per configured account that can run now and records
@@ -644,10 +642,13 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 			WebhookURL: t.WebhookURL, SecretToken: t.SecretToken, APIEndpoint: t.APIEndpoint,
 			AllowUsers: t.AllowUsers, DMPolicy: t.DMPolicy,
 			Bots: bots, Peers: a.telegramPeers(), Engine: eng, Cursors: telegram.StoreCursors(eng.Store()), Logger: a.log,
-			Streaming: t.Streaming.On(true),
+			Streaming: t.Streaming.On(true), PollTimeout: t.PollTimeout,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("telegram[%d]: %w", i, err)
+		}
+		if t.Mode != "webhook" && t.Watchdog > 0 {
+			hl.pulse(acc, ad, t.Watchdog)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)

@@ -1,6 +1,7 @@
-// Package waitctx holds the two waits every long-lived goroutine of openbot
-// makes: a pause that ends early when its context does, and a periodic task
-// that stops with its context (every goroutine has an owner and a bounded
+// Package waitctx holds the waits every long-lived goroutine of openbot
+// makes: a pause that ends early when its context does, a wait for a channel
+// to close that ends early the same way, and a periodic task that stops with
+// its context (every goroutine has an owner and a bounded
 // shutdown, STYLE.md).
 package waitctx
 
@@ -37,5 +38,19 @@ func Every(ctx context.Context, d time.Duration, fn func()) {
 		case <-t.C:
 			fn()
 		}
+	}
+}
+
+// Closed waits until ch is closed (at once for a nil ch) or ctx is done; it
+// reports whether ch was closed first.
+func Closed(ctx context.Context, ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

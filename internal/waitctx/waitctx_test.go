@@ -34,3 +34,19 @@ func TestEveryStopsWithContext(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestClosed(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	open := make(chan struct{})
+	if Closed(done, open) {
+		t.Error("Closed(done ctx, open channel) = true, want false")
+	}
+	if !Closed(done, nil) {
+		t.Error("Closed(ctx, nil) = false, want true")
+	}
+	close(open)
+	if !Closed(context.Background(), open) {
+		t.Error("Closed(ctx, closed channel) = false, want true")
+	}
+}

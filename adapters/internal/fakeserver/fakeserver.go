@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+
+	"openbot/internal/waitctx"
 )
 
 // Changes wakes every waiter when the fake's record changes (a call, a message,
@@ -94,15 +96,7 @@ func (h *Holds) Wait(ctx context.Context, key string) bool {
 	h.mu.Lock()
 	ch := h.m[key]
 	h.mu.Unlock()
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return waitctx.Closed(ctx, ch)
 }
 
 // WriteJSON answers with status and v as JSON.

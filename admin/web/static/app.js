@@ -158,8 +158,9 @@ const views = {};
 views.team = {
   title: "Team",
   async render() {
-    const [bots, runs, pending] = await Promise.all([
+    const [bots, runs, pending, chans] = await Promise.all([
       api("/bots"), api("/runs?limit=10"), api("/questions?status=pending&limit=100"),
+      api("/channels").catch(() => null), // not served by every API
     ]);
     const out = h("div", {}, h("h1", {}, "Team"));
     if (pending.items.length) {
@@ -184,12 +185,39 @@ views.team = {
             api("/bots/" + encodeURIComponent(b.handle) + "/pause", { method: "POST" }).then(() => "@" + b.handle + " paused: it starts no new run"))));
     });
     out.append(bots.items.length ? table(["Bot", "Now", "Queue", "Runs today", "Tokens today", ""], rows) : empty("No bots."));
+    if (chans && chans.items.length) {
+      out.append(h("h2", {}, "Channels"), channelsTable(chans.items));
+    }
     out.append(h("h2", {}, "Recent runs"));
     out.append(runs.items.length ? runsTable(runs.items) : empty("No runs yet."));
     return out;
   },
   interested: (type) => type !== "message.posted",
+  poll: true, // the channels' state changes without a store event
 };
+
+// ago is the age of a timestamp in seconds, minutes or hours ("—" when unknown).
+function ago(t) {
+  const d = new Date(t);
+  if (!t || isNaN(d) || d.getFullYear() < 2000) return h("span", { class: "muted" }, "—");
+  const s = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
+  const text = s < 120 ? s + " s ago" : s < 7200 ? Math.round(s / 60) + " min ago" : Math.round(s / 3600) + " h ago";
+  return h("time", { datetime: d.toISOString(), title: d.toLocaleString() }, text);
+}
+
+// channelsTable shows each account's state, its last traffic each way, the
+// platform's rate limits and the undelivered messages of its delivery lane.
+function channelsTable(items) {
+  return table(["Account", "State", "Last in", "Last out", "Rate limited#", "Backlog#"], items.map((c) =>
+    h("tr", { "data-account": c.account, class: c.state === "failing" ? "error" : c.state === "reconnecting" ? "warn" : "" },
+      td("Account", h("span", { class: "lead mono" }, c.account),
+        c.watchdog_ms ? h("div", { class: "small muted" }, "watchdog after " + dur(c.watchdog_ms) + " of silence") : ""),
+      td("State", h("span", { class: "status channel-" + c.state }, c.state), c.detail ? h("div", { class: "small" + (c.state === "failing" ? " error" : "") }, c.detail) : ""),
+      td("Last in", ago(c.last_in)),
+      td("Last out", ago(c.last_out)),
+      h("td", { class: "num", "data-label": "Rate limited" }, c.rate_limited ? num(c.rate_limited) + " × (" + dur(c.rate_limit_wait_ms) + ")" : "0"),
+      h("td", { class: "num", "data-label": "Backlog" }, num(c.backlog)))));
+}
 
 function runsTable(items) {
   return table(["Run", "Bot", "Thread", "Status", "Tokens#", "Took#", "Started"], items.map((r) =>
@@ -289,7 +317,9 @@ views.thread = {
       }
     }
     for (const q of questions.filter((q) => !this.runs.has(q.run))) feed.append(questionCard(q, true));
+    if (drafting.thread === Number(t.id)) feed.append(draftBox());
     out.append(items.length ? feed : empty("No messages."));
+    out.append(composer(Number(t.id)));
     return out;
   },
   run(r, d) {
@@ -321,6 +351,83 @@ views.thread = {
   },
 };
 
+// ---- try a bot: the composer, the reply being written ---------------------
+
+// drafting is the thread whose reply the page follows while a bot writes it
+// (GET /threads/ID/draft every 300 ms, shown in #draft), until the reply is
+// stored or 10 minutes pass.
+const drafting = { thread: 0, until: 0, seen: false, text: "", bot: "" };
+const composing = { text: "", focus: false }; // kept across live redraws
+
+function follow(thread) {
+  Object.assign(drafting, { thread: Number(thread), until: Date.now() + 600000, seen: false, text: "", bot: "" });
+}
+
+function draftBox() {
+  return h("div", { id: "draft", class: "msg bot draft", "aria-live": "polite", hidden: !drafting.text },
+    h("div", {}, h("span", { class: "who" }, drafting.bot ? "@" + drafting.bot : "The bot"), " ", h("span", { class: "meta" }, "is writing…")),
+    h("div", { class: "text" }, drafting.text));
+}
+
+setInterval(async () => {
+  if (!drafting.thread) return;
+  if (Date.now() > drafting.until) { drafting.thread = 0; return; }
+  try {
+    const d = await api("/threads/" + drafting.thread + "/draft");
+    if (d.text) Object.assign(drafting, { seen: true, text: d.text, bot: d.bot || "" });
+    else if (drafting.seen) { drafting.thread = 0; drafting.text = ""; redraw(); return; } // the reply is stored
+    const box = document.getElementById("draft");
+    if (box) box.replaceWith(draftBox());
+  } catch (e) { /* the next tick tries again */ }
+}, 300);
+
+// composer is the message box under a thread (thread) or on the new chat page
+// (0, with bots to choose from); Ctrl+Enter sends too.
+function composer(thread, bots) {
+  const status = h("p", { class: "small", role: "status" });
+  const area = h("textarea", { rows: 3, "aria-label": "Message", placeholder: thread ? "Write to the bots here, @handle to address one" : "What should the bot do?",
+    oninput: () => { composing.text = area.value; },
+    onfocus: () => { composing.focus = true; }, onblur: () => { composing.focus = false; } });
+  area.value = composing.text;
+  if (composing.focus) requestAnimationFrame(() => area.focus());
+  const pick = bots ? h("select", { "aria-label": "Bot", "data-control": "bot" }, bots.map((b) => h("option", { value: b.handle }, "@" + b.handle + (b.name ? " — " + b.name : "")))) : null;
+  const send = h("button", { type: "submit", class: "primary", "data-act": "send" }, "Send");
+  const form = h("form", { class: "composer", "aria-label": thread ? "Write in this thread" : "Start a thread",
+    onsubmit: async (e) => {
+      e.preventDefault();
+      const text = area.value.trim();
+      if (!text) return;
+      send.disabled = true;
+      status.className = "small";
+      status.textContent = "Sending…";
+      try {
+        const r = await api("/chat", { method: "POST", body: thread ? { thread, text } : { bot: pick.value, text } });
+        composing.text = "";
+        area.value = "";
+        status.textContent = r.woken.length ? "Sent to @" + r.woken.join(", @") + "." : "Sent; no bot was woken: address one with @handle.";
+        follow(r.thread);
+        if (!thread) location.hash = "#/threads/" + Number(r.thread);
+        else redraw();
+      } catch (err) {
+        status.className = "small error";
+        status.textContent = "Not sent: " + err.message;
+      } finally { send.disabled = false; }
+    } }, pick ? h("label", {}, "To ", pick) : "", area, h("div", { class: "actions" }, send, h("span", { class: "muted small" }, " Ctrl+Enter sends")), status);
+  area.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); } });
+  return form;
+}
+
+views.chat = {
+  title: "New chat",
+  async render() {
+    const bots = await api("/bots");
+    return h("div", {}, h("h1", {}, "New chat"),
+      h("p", { class: "muted" }, "Try a bot: your message starts a thread on the dashboard's console account, as the terminal's do, and the reply shows here as it is written."),
+      bots.items.length ? composer(0, bots.items) : empty("No bots."));
+  },
+  interested: () => false,
+};
+
 function message(m, names) {
   const bot = (m.sender || "").startsWith("bot:");
   return h("div", { class: "msg" + (bot ? " bot" : ""), "data-message": m.id },
@@ -328,7 +435,32 @@ function message(m, names) {
       bot ? h("span", { class: "muted" }, " " + handle(m.sender)) : "",
       m.kind ? h("span", { class: "status" }, m.kind.replace("_", " ")) : "",
       " ", h("span", { class: "meta" }, when(m.created))),
-    h("div", { class: "text" }, m.text));
+    h("div", { class: "text" }, wrapped(m.text)));
+}
+
+// wrapped shows text with its <untrusted source="..."> wrappers (tool output,
+// fetched pages) as labelled blocks instead of raw tags; the content stays text.
+function wrapped(text) {
+  const re = /<untrusted source="([^"]*)">([\s\S]*?)<\/untrusted>/g;
+  const out = [];
+  let last = 0, m;
+  while ((m = re.exec(text || "")) !== null) {
+    if (m.index > last) out.push(text.slice(last, m.index));
+    out.push(h("div", { class: "untrusted", role: "note" },
+      h("div", { class: "untrusted-label" }, "Untrusted content from " + m[1]), h("div", { class: "untrusted-text" }, m[2])));
+    last = re.lastIndex;
+  }
+  if (last === 0) return text;
+  out.push(text.slice(last));
+  return out;
+}
+
+// clock is a step's time of day, seconds included, the date on hover.
+function clock(t) {
+  const d = new Date(t);
+  if (!t || isNaN(d) || d.getFullYear() < 2000) return "";
+  return h("time", { class: "clock", datetime: d.toISOString(), title: d.toLocaleString() },
+    d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" }));
 }
 
 function timeline(d) {
@@ -337,21 +469,22 @@ function timeline(d) {
   return h("ol", { class: "timeline" }, steps.map((s) => {
     switch (s.kind) {
       case "model_call":
-        return h("li", { "data-kind": "model_call" }, h("span", { class: "kind" }, "Model call"), " ",
+        return h("li", { "data-kind": "model_call" }, clock(s.at), " ", h("span", { class: "kind" }, "Model call"), " ",
           h("span", { class: "meta" }, [s.model, num(s.prompt_tokens) + " in / " + num(s.completion_tokens) + " out",
             dur(s.duration_ms), s.tool_calls ? s.tool_calls + " tool call" + (s.tool_calls === 1 ? "" : "s") : "",
             s.retries ? s.retries + " retries" : "", s.finish_reason].filter(Boolean).join(" · ")),
+          s.cost_micros !== undefined ? [" · ", h("span", { class: "cost" }, money(s.cost_micros, d.currency || ""))] : "",
           s.error ? h("div", { class: "error small" }, s.error) : "");
       case "tool":
-        return h("li", { "data-kind": "tool", "data-tool": s.tool },
+        return h("li", { "data-kind": "tool", "data-tool": s.tool }, clock(s.at), " ",
           h("span", { class: "kind" }, "Tool "), h("code", {}, s.tool), " ",
           h("span", { class: "meta" }, [dur(s.duration_ms), s.done ? "" : s.not_run ? "not run: " + s.not_run : "no result yet"].filter(Boolean).join(" · ")),
           h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(s.args)),
           s.done ? [h("div", { class: "label" }, "Result" + (s.result_bytes ? " (" + num(s.result_bytes) + " bytes)" : "")),
-            h("pre", { class: "result" + (s.error ? " error" : "") }, s.result)] : "");
+            h("pre", { class: "result" + (s.error ? " error" : "") }, wrapped(s.result))] : "");
       case "status": {
         const q = s.question;
-        return h("li", { "data-kind": "status", "data-tool": q && q.tool ? q.tool : null }, h("span", { class: "kind" }, "Status "), badge(s.status),
+        return h("li", { "data-kind": "status", "data-tool": q && q.tool ? q.tool : null }, clock(s.at), " ", h("span", { class: "kind" }, "Status "), badge(s.status),
           q && q.tool ? [h("div", {}, "Asks approval to run ", h("code", {}, q.tool), q.decision ? h("span", { class: "meta" }, " — " + q.decision) : ""),
             ...approvalDetails(q)] : "",
           q && !q.tool ? h("div", { class: "small" }, "Asks: " + q.text, q.decision ? " — " + q.decision : "") : "",
@@ -381,6 +514,23 @@ function approvalDetails(q) {
       : q.args ? [h("div", { class: "label" }, "Arguments"), h("pre", { class: "args" }, pretty(q.args)), long(pretty(q.args))] : "",
     q.reach ? h("div", { class: "meta reach" }, "Reach: " + q.reach) : "",
   ].flat(Infinity);
+}
+
+// asker says who asked for the work a question is about and where: their
+// names from the thread's people, the thread and its platforms.
+const threadInfo = new Map();
+function asker(q) {
+  const ids = q.askers || [];
+  const el = h("div", { class: "meta asker" }, ids.length ? "Asked for by " + ids.join(", ") : "");
+  if (!threadInfo.has(q.thread)) threadInfo.set(q.thread, api("/threads/" + Number(q.thread)).catch(() => null));
+  threadInfo.get(q.thread).then((t) => {
+    if (!t) return;
+    const names = {};
+    for (const p of t.people || []) names[p.id] = p.name;
+    el.replaceChildren(ids.length ? "Asked for by " + ids.map((id) => names[id] ? names[id] + " (" + id + ")" : id).join(", ") + " · " : "",
+      "in ", threadLink(t.id, t.title || t.key), (t.platforms || []).length ? " on " + t.platforms.join(", ") : "");
+  });
+  return el;
 }
 
 // questionCard shows a question with its answer controls.
@@ -418,7 +568,8 @@ function questionCard(q, inThread) {
     h("h3", {}, handle(q.bot), q.kind === "approval" ? " asks to run " : " asks", q.tool ? h("code", {}, q.tool) : ""),
     q.text && q.kind !== "approval" ? h("p", {}, q.text) : "",
     q.kind === "approval" ? approvalDetails(q) : "",
-    h("div", { class: "meta" }, inThread ? "" : ["in ", threadLink(q.thread), " · "], "asked ", when(q.created),
+    asker(q),
+    h("div", { class: "meta" }, "asked ", when(q.created),
       q.expires && new Date(q.expires).getFullYear() > 2000 ? [" · expires ", when(q.expires)] : ""),
     actions, status);
 }
@@ -482,41 +633,112 @@ function cost(micros) {
   return sign + Math.floor(m / 1e6).toLocaleString() + "." + frac;
 }
 
-// views.usage sums the usage ledger (one entry per model call, priced with
-// the shipped prices and cost.prices) by bot, by llm profile and model (with
-// the provider, the models that answered, the key labels and the calls a
-// backup profile served) and by UTC day over the API's default window, 30 days.
+// money renders micro-units as an amount with two decimals and the currency;
+// a spend below a cent shows as "< 0.01", the exact amount on hover (cost).
+function money(micros, currency) {
+  const m = micros || 0;
+  const text = m > 0 && m < 5000 ? "< 0.01" : (m / 1e6).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  return h("span", { class: "money", title: cost(m) + " " + currency }, text + " " + currency);
+}
+
+const palette = ["#2457c5", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285", "#c2255c", "#5c940d", "#364fc7", "#a61e4d", "#495057", "#087f5b", "#868e96"];
+
+// views.usage charts the usage ledger (one entry per model call, priced with
+// cost.prices) over a chosen range, per day or hour (UTC), by bot, model,
+// thread or channel, with today's budgets, the totals and a CSV export; then by llm profile and
+// model with the provider, the models that answered, the key labels and the
+// calls a backup profile served (GET /usage?by=model, the last 30 days).
 views.usage = {
   title: "Usage",
+  state: null,
   async render() {
-    const [byDay, byBot, byModel] = await Promise.all([api("/usage?by=day&limit=31"), api("/usage?by=bot&limit=100"), api("/usage?by=model&limit=100")]);
-    const rows = (items, label, link, extra) => items.map((u) => h("tr", {},
-      td(label, h("span", { class: "lead" }, link ? link(u.key) : u.key)),
-      ...(extra ? extra(u) : []),
+    const day = 86400000;
+    const iso = (t) => new Date(t).toISOString().slice(0, 10);
+    const st = this.state || (this.state = { from: iso(Date.now() - 6 * day), to: iso(Date.now()), step: "day", by: "bot" });
+    const params = "since=" + st.from + "T00:00:00Z&until=" + new Date(Date.parse(st.to + "T00:00:00Z") + day).toISOString().replace(/\.\d+Z$/, "Z") +
+      "&step=" + st.step + "&by=" + st.by;
+    const [sp, byModel] = await Promise.all([api("/spend?" + params), api("/usage?by=model&limit=100")]);
+    const cur = sp.currency;
+    const set = (k) => (e) => { st[k] = e.target.value; redraw(); };
+    const sel = (k, label, opts) => h("label", {}, label + " ", h("select", { "data-control": k, onchange: set(k) },
+      opts.map(([v, t]) => h("option", { value: v, selected: st[k] === v }, t))));
+    const out = h("div", {}, h("h1", {}, "Usage"),
+      h("form", { class: "bar spend-controls", onsubmit: (e) => e.preventDefault() },
+        h("label", {}, "From ", h("input", { type: "date", value: st.from, max: st.to, "data-control": "from", onchange: set("from") })),
+        h("label", {}, "to ", h("input", { type: "date", value: st.to, min: st.from, "data-control": "to", onchange: set("to") })),
+        sel("step", "per", [["day", "day"], ["hour", "hour"]]),
+        sel("by", "by", [["bot", "bot"], ["model", "model"], ["thread", "thread"], ["channel", "channel"]]),
+        h("a", { class: "button", href: "/api/v1/spend?" + params + "&format=csv", download: "", "data-act": "csv" }, "Download CSV")));
+    if (sp.budgets.length) {
+      out.append(h("h2", {}, "Budgets today (UTC)"), h("div", { class: "budgets" }, sp.budgets.map((b) => {
+        const limit = b.limit_micros || b.limit_tokens, spent = b.limit_micros ? b.spent_micros : b.spent_tokens;
+        const words = b.limit_micros ? [money(b.spent_micros, cur), " of ", money(b.limit_micros, cur)]
+          : [num(b.spent_tokens) + " of " + num(b.limit_tokens) + " tokens"];
+        return h("div", { class: "budget", "data-budget": b.name },
+          h("div", {}, h("b", {}, b.name.replace(/ today$/, "")), ": ", words, " today"),
+          h("meter", { min: 0, max: limit, value: Math.min(spent, limit), low: limit * 0.8, high: limit * 0.95, optimum: 0, "aria-label": b.name + " budget used" }));
+      })));
+    }
+    const total = sp.totals.reduce((t, u) => ({ calls: t.calls + u.model_calls, prompt: t.prompt + u.prompt_tokens, cached: t.cached + u.cached_tokens,
+      out: t.out + u.completion_tokens, cost: t.cost + u.cost_micros }), { calls: 0, prompt: 0, cached: 0, out: 0, cost: 0 });
+    const share = (c, p) => p ? Math.round(100 * c / p) + "%" : "—";
+    out.append(h("p", { class: "usage-total" }, "Total: ", money(total.cost, cur), " for " + num(total.calls) + " model call" + (total.calls === 1 ? "" : "s") + ", " +
+      num(total.prompt + total.out) + " tokens; cache hits " + share(total.cached, total.prompt) + " of input."));
+    out.append(h("h2", {}, "Cost per " + st.step + " by " + st.by + " (" + cur + ")"));
+    out.append(sp.series.length ? spendChart(sp) : empty("No model calls in this range."));
+    const first = st.by[0].toUpperCase() + st.by.slice(1);
+    out.append(h("p", { class: "muted" }, "Model calls recorded in the usage ledger, priced with cost.prices. Input tokens include the cached ones; " +
+      "cache hits are their share."));
+    out.append(sp.totals.length ? table([first, "Model calls#", "Input tokens#", "Cached#", "Cache hits#", "Output tokens#", "Cost#"], sp.totals.map((u) => h("tr", {},
+      td(first, h("span", { class: "lead" }, st.by === "bot" ? handle("bot:" + u.label) : st.by === "thread" ? threadLink(u.key, u.label) : u.label)),
       h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
-      h("td", { class: "num", "data-label": "Runs" }, num(u.runs)),
       h("td", { class: "num", "data-label": "Input tokens" }, num(u.prompt_tokens)),
       h("td", { class: "num", "data-label": "Cached" }, num(u.cached_tokens)),
+      h("td", { class: "num", "data-label": "Cache hits" }, share(u.cached_tokens, u.prompt_tokens)),
       h("td", { class: "num", "data-label": "Output tokens" }, num(u.completion_tokens)),
-      h("td", { class: "num", "data-label": "Cost" }, cost(u.cost_micros))));
-    const cols = (first, ...more) => [first, ...more, "Model calls#", "Runs#", "Input tokens#", "Cached#", "Output tokens#", "Cost#"];
+      h("td", { class: "num", "data-label": "Cost" }, money(u.cost_micros, cur))))) : "");
     const modelCells = (u) => [td("Provider", u.provider || "-"), td("Served by", (u.served || []).join(", ") || "-"),
       td("Keys", (u.keys || []).join(", ") || "-"), h("td", { class: "num", "data-label": "Fallbacks" }, num(u.fallbacks || 0))];
-    const total = byBot.items.reduce((t, u) => ({ calls: t.calls + (u.model_calls || 0), tokens: t.tokens + tokens(u), cost: t.cost + (u.cost_micros || 0) }),
-      { calls: 0, tokens: 0, cost: 0 });
-    return h("div", {}, h("h1", {}, "Usage"),
-      h("p", { class: "muted" }, "Model calls recorded in the usage ledger in the last 30 days. Runs counts the runs that made them; " +
-        "input tokens include the cached ones; cost is priced with the shipped prices and cost.prices, in their currency. " +
-        "Fallbacks counts the calls a backup profile of a bot's chain served."),
-      h("p", { class: "usage-total" }, "Total: " + num(total.calls) + " model call" + (total.calls === 1 ? "" : "s") + ", " +
-        num(total.tokens) + " tokens, cost " + cost(total.cost) + (byBot.next ? " (first 100 bots)" : "")),
-      h("h2", {}, "By bot"), byBot.items.length ? table(cols("Bot"), rows(byBot.items, "Bot", handle)) : empty("No usage."),
-      h("h2", {}, "By model"), byModel.items.length ?
-        table(cols("Profile/model", "Provider", "Served by", "Keys", "Fallbacks#"), rows(byModel.items, "Profile/model", null, modelCells)) : empty("No usage."),
-      h("h2", {}, "By day (UTC)"), byDay.items.length ? table(cols("Day"), rows(byDay.items, "Day")) : empty("No usage."));
+    out.append(h("h2", {}, "Providers, keys and fallbacks (last 30 days)"),
+      h("p", { class: "muted" }, "Fallbacks counts the calls a backup profile of a bot's chain served."),
+      byModel.items.length ? table(["Profile/model", "Provider", "Served by", "Keys", "Fallbacks#", "Model calls#", "Cost#"], byModel.items.map((u) => h("tr", { "data-model": u.key },
+        td("Profile/model", h("span", { class: "lead" }, u.key)), ...modelCells(u),
+        h("td", { class: "num", "data-label": "Model calls" }, num(u.model_calls)),
+        h("td", { class: "num", "data-label": "Cost" }, money(u.cost_micros, cur))))) : empty("No usage."));
+    return out;
   },
   interested: (type) => type === "run.finished",
 };
+
+// spendChart draws the series of GET /api/v1/spend with uPlot (vendored,
+// served from the binary), UTC on the time axis; its legend lists the values
+// under the cursor.
+function spendChart(sp) {
+  const el = h("div", { class: "chart", role: "img", "aria-label": "Cost per " + sp.step + " by " + sp.by + ": " +
+    sp.totals.slice(0, 5).map((t) => t.label + " " + (t.cost_micros / 1e6).toFixed(2)).join(", ") + " " + sp.currency });
+  if (typeof uPlot === "undefined") return el;
+  const width = Math.max(280, Math.min(main.clientWidth - 8, 1060));
+  // One series: a bar per bucket; more: lines, which do not hide each other.
+  const bars = sp.series.length === 1 && uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.7, 48] }) : undefined;
+  const stamp = (v) => new Date(v * 1000).toISOString().replace("T", " ").slice(5, sp.step === "day" ? 10 : 16);
+  const half = (sp.step === "day" ? 86400 : 3600) / 2;
+  const every = Math.max(1, Math.ceil(sp.buckets.length / (width / (sp.step === "day" ? 56 : 96))));
+  const decimals = (vals) => Math.min(6, Math.max(2, vals.length > 1 ? Math.ceil(-Math.log10(Math.abs(vals[1] - vals[0]) || 1)) : 2));
+  const data = [sp.buckets, ...sp.series.map((s) => s.cost_micros.map((m) => m / 1e6))];
+  new uPlot({
+    width, height: 260, tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
+    scales: { x: { time: true, range: () => [sp.buckets[0] - half, sp.buckets[sp.buckets.length - 1] + half] },
+      y: { range: (u, lo, hi) => [0, hi > 0 ? hi * 1.1 : 0.01] } },
+    series: [{ value: (u, v) => v == null ? "—" : stamp(v) + " UTC" }, ...sp.series.map((s, i) => ({
+      label: s.label, stroke: palette[i % palette.length], fill: palette[i % palette.length] + "33", width: 2,
+      paths: bars, points: { show: !bars, size: 5 },
+      value: (u, v) => v == null ? "—" : v.toFixed(v > 0 && v < 0.01 ? 4 : 2),
+    }))],
+    axes: [{ values: (u, vals) => vals.map(stamp), splits: () => sp.buckets.filter((_, i) => i % every === 0) },
+      { values: (u, vals) => { const d = decimals(vals); return vals.map((v) => v.toFixed(d)); }, size: 64 }],
+  }, data, el);
+  return el;
+}
 
 // views.memory lists one bot's memories with where each came from,
 // and edits or deletes one through PUT and DELETE /api/v1/memories/{id}. While
@@ -568,6 +790,60 @@ views.memory = {
   interested(type) { return !this.editing && type === "activity"; },
 };
 
+// views.config shows the running configuration (secrets masked by the
+// server) and the last reload's report; the Reload button re-reads the file
+// and shows every changed key, applied or needing a restart.
+views.config = {
+  title: "Config",
+  async render() {
+    const c = await api("/config");
+    const out = h("div", {}, h("h1", {}, "Config"),
+      h("p", { class: "muted" }, "The running configuration, read from ", h("span", { class: "mono" }, c.path),
+        ". Secrets are masked. Edit the file, then reload: every changed key is applied or named as needing a restart."));
+    const status = h("div", { class: "reload-report", role: "status" });
+    const btn = h("button", { type: "button", class: "primary", "data-act": "reload", onclick: async () => {
+      btn.disabled = true;
+      status.replaceChildren(h("p", { class: "muted" }, "Reloading…"));
+      try {
+        const rep = await api("/reload", { method: "POST" });
+        flash(reloadSummary(rep));
+        redraw();
+      } catch (e) {
+        flash("Not reloaded: the running configuration is kept.", true);
+        status.replaceChildren(h("pre", { class: "error" }, e.message));
+        btn.disabled = false;
+      }
+    } }, "Reload the config file");
+    out.append(h("div", { class: "bar" }, btn), status);
+    if (c.last_reload) status.replaceChildren(reloadReport(c.last_reload));
+    out.append(h("h2", {}, "Running configuration"));
+    out.append(table(["Key", "Value"], (c.config || []).map((e) => h("tr", { "data-key": e.key },
+      td("Key", h("span", { class: "mono" }, e.key)),
+      td("Value", e.value.includes("\n") ? h("pre", { class: "args" }, e.value) : h("span", { class: "mono" }, e.value))))));
+    return out;
+  },
+  interested: () => false,
+};
+
+function reloadSummary(rep) {
+  const ch = rep.changes || [];
+  const restart = ch.filter((c) => c.status !== "applied").length;
+  if (!ch.length && !(rep.done || []).length) return "Reloaded: nothing changed.";
+  return "Reloaded: " + (ch.length - restart) + " key(s) applied, " + restart + " need(s) a restart.";
+}
+
+// reloadReport lists every key a reload found changed with what it did.
+function reloadReport(rep) {
+  const ch = rep.changes || [], done = rep.done || [];
+  return h("section", { class: "card", "aria-label": "Last reload" },
+    h("h2", {}, "Last reload ", h("span", { class: "meta" }, when(rep.at))),
+    ch.length ? table(["Changed key", "Result"], ch.map((c) => h("tr", { "data-key": c.key, class: c.status === "applied" ? "" : "warn" },
+      td("Changed key", h("span", { class: "mono" }, c.key)),
+      td("Result", h("span", { class: "status " + (c.status === "applied" ? "applied" : "restart") }, c.status))))) : "",
+    done.length ? h("ul", { class: "small" }, done.map((d) => h("li", {}, d))) : "",
+    !ch.length && !done.length ? h("p", {}, "Nothing changed.") : "");
+}
+
 // ---- routing and live updates ----------------------------------------------
 
 let current = null; // {view, args}
@@ -607,6 +883,7 @@ function navigate() {
   current = parse();
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.nav === (current.name === "thread" ? "threads" : current.name));
   if (current.name === "thread") views.thread.open = new Set();
+  Object.assign(composing, { text: "", focus: false }); // a new page, an empty box
   main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   document.getElementById("flash").hidden = true; // a result belongs to the page it was shown on
   confirming.clear();
@@ -624,6 +901,9 @@ async function refreshPending() {
 
 function onEvent(type, data) {
   if (type.startsWith("question.")) refreshPending();
+  if (type === "message.posted" && data && Number(data.thread) === drafting.thread && String(data.sender || "").startsWith("bot:")) {
+    Object.assign(drafting, { thread: 0, text: "" }); // the reply is stored: the feed shows it
+  }
   if (!current || !current.view.interested.call(current.view, type, data, current.args[0])) return;
   clearTimeout(timer);
   timer = setTimeout(() => redraw(), 250);
@@ -649,6 +929,9 @@ function live() {
     });
   }
 }
+
+// Views with poll set redraw every 5 s (what they show has no event).
+setInterval(() => { if (current && current.view.poll && !document.hidden) redraw(); }, 5000);
 
 window.addEventListener("hashchange", navigate);
 navigate();

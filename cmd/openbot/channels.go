@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"openbot/core"
+)
+
+// channelState is one account as the dashboard's Team page shows it (GET
+// /api/v1/channels).
+type channelState struct {
+	Account string `json:"account"`
+	// State is connected, connecting, reconnecting, standby, failing, skipped
+	// or pending; Detail says more: the last error, the process holding the
+	// ingress, why it was skipped.
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
+	// LastIn is when the platform last answered the ingress (a polling
+	// Telegram account), LastOut when it last accepted a post; absent where
+	// the adapter does not tell.
+	LastIn  *time.Time `json:"last_in,omitempty"`
+	LastOut *time.Time `json:"last_out,omitempty"`
+	// RateLimited counts the platform's 429 answers since the account
+	// started, RateLimitWaitMS the waits they asked for together.
+	RateLimited     int64 `json:"rate_limited"`
+	RateLimitWaitMS int64 `json:"rate_limit_wait_ms"`
+	// Backlog is the account's undelivered outbox entries (its delivery
+	// lane), counted up to gaugeScan.
+	Backlog int `json:"backlog"`
+	// WatchdogMS is the watchdog's silence limit; 0 when it does not watch.
+	WatchdogMS int64 `json:"watchdog_ms,omitempty"`
+}
+
+// gaugeScan bounds the outbox entries one channels answer counts.
+const gaugeScan = 100000
+
+// The optional adapter methods the channels answer reads.
+type (
+	lastPoster  interface{ LastPost() time.Time }
+	rateLimiter interface {
+		RateLimited() (answers int64, asked time.Duration)
+	}
+)
+
+// channels lists every account health knows, sorted, with its state, the
+// running adapter's figures (accts) and its outbox backlog (st).
+func channels(ctx context.Context, hl *health, accts *accountSet, st core.Store) ([]channelState, error) {
+	backlog := map[core.AccountID]int{}
+	err := st.View(ctx, func(tx core.ReadTx) error {
+		var after core.OutboxID
+		for n := 0; n < gaugeScan; {
+			page, err := tx.PendingOutbox(after, 1000)
+			if err != nil {
+				return err
+			}
+			for _, o := range page {
+				backlog[o.Account]++
+			}
+			n += len(page)
+			if len(page) < 1000 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	hl.mu.Lock()
+	out := make([]channelState, 0, len(hl.accounts))
+	for name := range hl.accounts {
+		c := channelState{Account: name, Backlog: backlog[core.AccountID(name)]}
+		c.State, c.Detail = stateWords(hl.stateLocked(name))
+		if w := hl.pulses[name]; w != nil {
+			c.WatchdogMS = w.limit.Milliseconds()
+			if t := w.p.Pulse(); !t.IsZero() {
+				c.LastIn = &t
+			}
+		}
+		out = append(out, c)
+	}
+	hl.mu.Unlock()
+	for i := range out {
+		v, ok := accts.live.Load(out[i].Account)
+		if !ok {
+			continue
+		}
+		if p, ok := v.(lastPoster); ok {
+			if t := p.LastPost(); !t.IsZero() {
+				out[i].LastOut = &t
+			}
+		}
+		if r, ok := v.(rateLimiter); ok {
+			n, d := r.RateLimited()
+			out[i].RateLimited, out[i].RateLimitWaitMS = n, d.Milliseconds()
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Account < out[j].Account })
+	return out, nil
+}
+
+// stateWords turns a health state into the dashboard's word and its detail.
+func stateWords(s string) (state, detail string) {
+	switch {
+	case s == "started":
+		return "connected", ""
+	case strings.HasPrefix(s, "reconnecting: "):
+		return "reconnecting", strings.TrimPrefix(s, "reconnecting: ")
+	case strings.HasPrefix(s, "connecting: ingress down: "):
+		return "reconnecting", strings.TrimPrefix(s, "connecting: ingress down: ")
+	case strings.HasPrefix(s, "connecting: "):
+		return "connecting", strings.TrimPrefix(s, "connecting: ")
+	case strings.HasPrefix(s, "standby"):
+		return "standby", strings.Trim(strings.TrimPrefix(s, "standby"), " ()")
+	case strings.HasPrefix(s, "failed: "):
+		return "failing", strings.TrimPrefix(s, "failed: ")
+	case strings.HasPrefix(s, "skipped: "):
+		return "skipped", strings.TrimPrefix(s, "skipped: ")
+	}
+	return s, ""
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"openbot/metrics"
+)
+
+// pulser is implemented by adapters whose ingress shows signs of life (a
+// polling Telegram account): Pulse is when the platform last answered,
+// Reconnect drops the connection so it is made again at once.
+type pulser interface {
+	Pulse() time.Time
+	Reconnect()
+}
+
+// watched is one account the watchdog watches. h.mu guards it.
+type watched struct {
+	p     pulser
+	limit time.Duration // silence longer than this is a stall
+	down  time.Time     // when the watchdog found it silent; zero while it is up
+	tried time.Time     // the last reconnect
+	told  bool          // the owners were told it stays down
+}
+
+// dogOptions wire the watchdog: its log, its metrics (nil: none) and alert,
+// which tells the owners on another account (nil: the log and the dashboard
+// only). Set before health.watchdog runs.
+type dogOptions struct {
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	alert   func(ctx context.Context, text string) error
+	now     func() time.Time
+}
+
+// Bounds of the watchdog's tick: a quarter of the shortest limit, within these.
+const (
+	minDogTick = 50 * time.Millisecond
+	maxDogTick = 5 * time.Second
+	// alertTimeout bounds telling the owners.
+	alertTimeout = 30 * time.Second
+)
+
+// pulse has the watchdog watch account: silent for longer than limit (no
+// answer from its platform), it is shown "reconnecting", logged, counted in
+// openbot_channel_watchdog_reconnects_total and reconnected (again each limit
+// while it stays silent); silent for longer than twice limit after that, the
+// owners are told through alerts.account, and told again when it is back.
+func (h *health) pulse(account string, p pulser, limit time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pulses[account] = &watched{p: p, limit: limit}
+}
+
+// watchdog checks the watched accounts until ctx is done.
+func (h *health) watchdog(ctx context.Context) error {
+	for {
+		h.mu.Lock()
+		tick := maxDogTick
+		for _, w := range h.pulses {
+			tick = min(tick, w.limit/4)
+		}
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(max(tick, minDogTick)):
+		}
+		h.checkPulses(ctx)
+	}
+}
+
+// checkPulses is one pass of the watchdog.
+func (h *health) checkPulses(ctx context.Context) {
+	o := h.dog
+	now := o.now()
+	var alerts []string
+	h.mu.Lock()
+	for name, w := range h.pulses {
+		silent := now.Sub(w.p.Pulse())
+		switch {
+		case silent <= w.limit && !w.down.IsZero():
+			o.log.Info("account is back: its platform answers again", "account", name, "down_for", now.Sub(w.down).Round(time.Second).String())
+			if w.told {
+				alerts = append(alerts, fmt.Sprintf("openbot: %s is back after %s.", name, now.Sub(w.down).Round(time.Second)))
+			}
+			w.down, w.tried, w.told = time.Time{}, time.Time{}, false
+			if o.metrics != nil {
+				o.metrics.ChannelDown(name, false)
+			}
+		case silent > w.limit && (w.tried.IsZero() || now.Sub(w.tried) > w.limit):
+			if w.down.IsZero() {
+				w.down = now
+			}
+			w.tried = now
+			o.log.Warn("account silent for longer than its watchdog limit: reconnecting", "account", name,
+				"silent", silent.Round(time.Millisecond).String(), "limit", w.limit.String())
+			if o.metrics != nil {
+				o.metrics.ChannelReconnect(name)
+				o.metrics.ChannelDown(name, true)
+			}
+			w.p.Reconnect()
+		}
+		if !w.down.IsZero() && !w.told && now.Sub(w.down) > 2*w.limit {
+			w.told = true
+			o.log.Error("account stays down after reconnecting", "account", name, "silent", silent.Round(time.Second).String())
+			alerts = append(alerts, fmt.Sprintf("openbot: %s has heard nothing from its platform for %s; reconnecting has not helped. Its state is on the dashboard's Team page and /healthz.",
+				name, silent.Round(time.Second)))
+		}
+	}
+	h.mu.Unlock()
+	for _, text := range alerts {
+		if o.alert == nil {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, alertTimeout)
+		if err := o.alert(actx, text); err != nil {
+			o.log.Warn("alert not delivered", "err", err)
+		}
+		cancel()
+	}
+}
+
+// silentState is account's state while the watchdog finds it silent, or "".
+// h.mu is held.
+func (h *health) silentState(account string) string {
+	w := h.pulses[account]
+	if w == nil || w.down.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("reconnecting: no answer from the platform for %s", h.dog.now().Sub(w.p.Pulse()).Round(time.Second))
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"openbot/adapters/telegram/telegramtest"
+	"openbot/agents/openaitest"
+	"openbot/config"
+	"openbot/internal/browsertest"
+)
+
+// get returns the body of GET url.
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestWatchdogReconnectsSilentTelegram: a real serve with a polling Telegram
+// account whose fake Bot API stops answering getUpdates (the calls hang). Within
+// two poll timeouts /healthz shows the account "reconnecting", the reconnect
+// metric and the down gauge fire, and a new getUpdates is sent; still silent,
+// the owners are told in the alerts conversation on another account. When the
+// API answers again, the account is back, and the owners are told that too.
+func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
+	llm := openaitest.New(t)
+	const chief, ops = "111:CHIEF", "222:OPS"
+	fake := telegramtest.NewServer(telegramtest.Bot{Token: chief, ID: 900000001, Username: "chief_bot"},
+		telegramtest.Bot{Token: ops, ID: 900000002, Username: "ops_bot"})
+	defer fake.Close()
+	const poll = 2 * time.Second
+	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
+		c.Metrics.Enabled = true
+		c.Telegram = []config.Telegram{
+			{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: fake.Endpoint(), Mode: "polling", DMPolicy: "allowlist",
+				PollTimeout: poll, Watchdog: 3 * time.Second},
+			{Name: "ops", Bot: "chief_of_staff", Token: ops, APIEndpoint: fake.Endpoint(), Mode: "polling", DMPolicy: "allowlist",
+				PollTimeout: poll, Watchdog: time.Hour},
+		}
+		c.Alerts = config.Alerts{Account: "telegram/ops", Conversation: "555"}
+	})
+	defer stop()
+	base := "http://" + addr
+	waitUntil(t, "the account to poll", func() bool { return strings.Contains(getBody(t, base+"/healthz"), "telegram/chief: started") })
+	before := len(fake.Calls("getUpdates"))
+
+	release := fake.Hold("getUpdates")
+	defer release()
+	held := time.Now()
+	waitUntil(t, "reconnecting on /healthz", func() bool {
+		return strings.Contains(getBody(t, base+"/healthz"), "telegram/chief: reconnecting: no answer from the platform")
+	})
+	if took := time.Since(held); took > 2*poll {
+		t.Errorf("reconnecting shown %s after polling stalled, want within two poll timeouts (%s)", took, 2*poll)
+	}
+	m := getBody(t, base+"/metrics")
+	for _, want := range []string{`openbot_channel_watchdog_reconnects_total{account="telegram/chief"} 1`, `openbot_channel_down{account="telegram/chief"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(m, `openbot_channel_down{account="telegram/ops"} 1`) {
+		t.Error("the ops account, within its limit, is reported down")
+	}
+	waitUntil(t, "a new getUpdates after the reconnect", func() bool { return len(fake.Calls("getUpdates")) > before+1 })
+
+	told := func(want string) func() bool {
+		return func() bool {
+			for _, msg := range fake.Messages(ops) {
+				if msg.Chat == 555 && strings.Contains(msg.Text, want) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	waitUntil(t, "the owners told in the alerts conversation", told("telegram/chief has heard nothing from its platform"))
+	if !strings.Contains(logs.String(), "reconnecting") {
+		t.Error("the log does not say the account was reconnected")
+	}
+
+	// The dashboard's Team page shows it, from GET /api/v1/channels.
+	ctx := browsertest.Browser(t)
+	browsertest.SignIn(t, ctx, base, testAdminToken)
+	browsertest.Run(t, ctx, "the channels on the team page",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="team"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-account="telegram/chief"]`)))
+	browsertest.WaitText(t, ctx, `tr[data-account="telegram/chief"] td[data-label="State"]`, "reconnecting")
+	browsertest.WaitText(t, ctx, `tr[data-account="telegram/ops"] td[data-label="State"]`, "connected")
+	var chans struct {
+		Items []channelState `json:"items"`
+	}
+	raw := browsertest.Value(t, ctx, "the channels API", chromedp.Evaluate[string](`fetch("/api/v1/channels").then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err := json.Unmarshal([]byte(raw), &chans); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chans.Items {
+		if c.Account == "telegram/chief" && (c.State != "reconnecting" || c.LastIn == nil || time.Since(*c.LastIn) < 3*time.Second || c.WatchdogMS != 3000) {
+			t.Errorf("channels API: %+v, want reconnecting, silent past its 3s watchdog", c)
+		}
+	}
+	browsertest.Screenshots(t, ctx, "team-channels")
+
+	release()
+	waitUntil(t, "the account back", func() bool { return strings.Contains(getBody(t, base+"/healthz"), "telegram/chief: started") })
+	waitUntil(t, "the owners told it is back", told("telegram/chief is back"))
+	if m := getBody(t, base+"/metrics"); !strings.Contains(m, `openbot_channel_down{account="telegram/chief"} 0`) {
+		t.Error("openbot_channel_down stays 1 after the account is back")
+	}
+}
