@@ -121,8 +121,7 @@ type Options struct {
 	// Files configures inbound attachments: where they are saved, size caps
 	// and the download queue (core/files.go).
 	Files FileLimits
-	// Notify are the conversations a bot's notify tool may post into, outside
-	// the thread it works in (core/notify.go).
+	// Notify are the conversations bots' notify tool posts into (core/notify.go).
 	Notify []NotifyTarget
 
 	// Shared says other openbot processes use the same store (PostgreSQL,
@@ -217,10 +216,12 @@ func New(opts Options) (*Engine, error) {
 	}
 	set, err := newSettings(Settings{Bots: opts.Bots, DefaultBot: opts.DefaultBot, Limits: opts.Limits,
 		Approvers: opts.Approvers, Owners: opts.Owners, SelfApprove: opts.SelfApprove, Policies: opts.Policies, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
-	if err != nil {
+	notify, nerr := notifyTargets(opts.Notify)
+	if err := errors.Join(err, nerr); err != nil {
 		return nil, err
 	}
 	e := &Engine{
+		notify:   notify,
 		store:    opts.Store,
 		log:      opts.Logger,
 		clock:    opts.Clock,
@@ -251,9 +252,6 @@ func New(opts Options) (*Engine, error) {
 	e.control = &control{e: e}
 	e.budgets = &budgets{e: e}
 	e.files = newFileQueue(e, opts.Files)
-	if e.notify, err = notifyTargets(opts.Notify); err != nil {
-		return nil, err
-	}
 	e.cluster = newCluster(e, opts)
 	return e, nil
 }
