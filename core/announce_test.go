@@ -125,3 +125,17 @@ func TestInlineAttachmentIsSaved(t *testing.T) {
 		t.Errorf("%d runs, want 1 after the file was saved", len(jobs))
 	}
 }
+
+// TestPersonAnsweringAnEventIsAnswered: a trigger is not a person, so one
+// person writing in a thread a trigger opened, addressing nobody, is answered
+// (the quiet threads rule counts people only).
+func TestPersonAnsweringAnEventIsAnswered(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	h.start2(openerAdapter{h.ad})
+	first := h.announce("pr3", "PR opened")
+	h.idle()
+	res := h.say("what changed?", func(in *core.Inbound) { in.Thread = first.Thread; in.ThreadKey = "" })
+	if len(res.Woken) != 1 || res.Woken[0] != "engineer" {
+		t.Errorf("a person's unaddressed message woke %v, want engineer", res.Woken)
+	}
+}

@@ -43,15 +43,15 @@ type hooksRig struct {
 func hookTriggers() []hooks.Trigger {
 	return []hooks.Trigger{
 		{Name: "github", Kind: hooks.KindGitHub, Secret: hookSecret, Bot: "engineer",
-			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: "T1", Channel: "C1"}.Ref(),
+			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: slacktest.DefaultTeam, Channel: "C1"}.Ref(),
 			Thread: "github:{repository.full_name}#{pull_request.number}", Events: []string{"pull_request.opened", "pull_request.synchronize"},
 			Message: "Pull request #{pull_request.number} {action} in {repository.full_name}: {pull_request.title} ({pull_request.html_url})"},
 		{Name: "sentry", Kind: hooks.KindSentry, Secret: sentrySecret, Bot: "engineer",
-			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: "T1", Channel: "C4"}.Ref(),
+			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: slacktest.DefaultTeam, Channel: "C4"}.Ref(),
 			Thread: "sentry:{data.issue.id}", Events: []string{"issue.created", "issue.unresolved"}, When: map[string]string{"data.issue.level": "error"},
 			Message: "Sentry {data.issue.shortId} ({data.issue.project.slug}): {data.issue.title}"},
 		{Name: "alerts", Kind: hooks.KindBearer, Secret: bearerSecret, Bot: "engineer",
-			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: "T1", Channel: "C2"}.Ref(),
+			Account: "slack/acme", Platform: "slack", Conversation: slack.Conversation{Team: slacktest.DefaultTeam, Channel: "C2"}.Ref(),
 			RunsPer: 2, Per: time.Hour, MaxBody: 4096},
 	}
 }
@@ -197,13 +197,26 @@ func TestHooksGitHubPullRequestOpensASlackThread(t *testing.T) {
 		}
 	}
 
+	// A person answering in the Slack thread, addressing nobody, reaches the
+	// bot in the same openbot thread.
+	if code := slackPost(t, r.hook.URL+"/slack/acme/events", slackEvent(t, "message", "C1", "channel", "U0ALICE", "1767300100.000001", root, "what changed in it?")); code != http.StatusOK {
+		t.Fatalf("Slack reply: status %d", code)
+	}
+	r.idle()
+	if replies := slackIn(fake, "C1", "Looking at PR"); len(replies) != 3 || replies[2].ThreadTS != root {
+		t.Errorf("bot replies %+v, want a third one in the thread, to the person", replies)
+	}
+	if got := r.threadOf("what changed in it?"); got != ev.Thread {
+		t.Errorf("the person's reply is in thread %d, want the PR's thread %d", got, ev.Thread)
+	}
+
 	before := len(fake.Messages())
 	if code := r.github(t, "github_pull_request_synchronize.json", "d-sync"); code != http.StatusAccepted {
 		t.Fatalf("redelivery: status %d, want 202", code)
 	}
 	r.idle()
-	if n := len(llm.Requests()); n != 2 {
-		t.Errorf("model calls after the redelivery %d, want 2", n)
+	if n := len(llm.Requests()); n != 3 {
+		t.Errorf("model calls after the redelivery %d, want 3", n)
 	}
 	if n := len(fake.Messages()); n != before {
 		t.Errorf("the redelivery posted %d more messages", n-before)
@@ -243,7 +256,7 @@ func TestHooksRefusalsStartNoRun(t *testing.T) {
 	// The hmac kind's window: an alert trigger signed with a stale timestamp.
 	hs, err := hooks.New(hooks.Options{Engine: r.eng, Logger: slog.New(slog.NewTextHandler(r.logs, nil)), Triggers: []hooks.Trigger{{
 		Name: "deploys", Kind: hooks.KindHMAC, Secret: hookSecret, Bot: "engineer", Account: "slack/acme", Platform: "slack",
-		Conversation: slack.Conversation{Team: "T1", Channel: "C3"}.Ref()}}})
+		Conversation: slack.Conversation{Team: slacktest.DefaultTeam, Channel: "C3"}.Ref()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
