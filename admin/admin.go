@@ -56,6 +56,11 @@ type Options struct {
 	// Bots are the configured bots (Engine.Bots), listed by GET /api/v1/bots;
 	// empty: the profiles stored in the store.
 	Bots []core.BotProfile
+	// FixedPrompt estimates a bot's fixed prompt in tokens (instructions and
+	// tool schemas, agents.Agent.FixedPromptTokens), shown with each bot; nil
+	// shows none. Above FixedPromptWarn tokens (when positive) it is flagged.
+	FixedPrompt     func(core.BotProfile) int
+	FixedPromptWarn int
 	// StorePath is reported by GET /api/v1/ so a CLI can check it reached the
 	// server of its own store.
 	StorePath string

@@ -36,6 +36,11 @@ type BotView struct {
 	// Paused is set while the bot is paused (it starts no run; its mailbox
 	// keeps filling), with who paused it and when.
 	Paused *core.PauseInfo `json:"paused,omitempty"`
+	// FixedPromptTokens is the bot's fixed prompt (instructions and tool
+	// schemas) in tokens, sent with every model call; 0 when not known.
+	// FixedPromptLarge says it is above the configured warning size.
+	FixedPromptTokens int  `json:"fixed_prompt_tokens,omitempty"`
+	FixedPromptLarge  bool `json:"fixed_prompt_large,omitempty"`
 }
 
 // bots is GET /api/v1/bots: ordered by handle, paged by ?cursor= (the last
@@ -67,8 +72,13 @@ func (s *Server) bots(w http.ResponseWriter, r *http.Request) {
 				next = out[len(out)-1].Handle
 				break
 			}
-			out = append(out, BotView{Handle: b.Handle, Name: b.Name, LLM: b.LLM, Fallbacks: b.Fallbacks, Model: b.Model, Status: BotIdle,
-				Working: []core.ThreadID{}, Parked: []core.ThreadID{}, Current: []RunSummary{}})
+			v := BotView{Handle: b.Handle, Name: b.Name, LLM: b.LLM, Fallbacks: b.Fallbacks, Model: b.Model, Status: BotIdle,
+				Working: []core.ThreadID{}, Parked: []core.ThreadID{}, Current: []RunSummary{}}
+			if s.opts.FixedPrompt != nil {
+				v.FixedPromptTokens = s.opts.FixedPrompt(b)
+				v.FixedPromptLarge = s.opts.FixedPromptWarn > 0 && v.FixedPromptTokens > s.opts.FixedPromptWarn
+			}
+			out = append(out, v)
 		}
 		for i := range out {
 			views[core.BotActorID(out[i].Handle)] = &out[i]

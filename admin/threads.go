@@ -197,11 +197,13 @@ type MessageView struct {
 	Run        core.RunID       `json:"run,omitempty"`
 	Origin     *core.Origin     `json:"origin,omitempty"`
 	Created    time.Time        `json:"created"`
+	// Covers is, on a summary (Kind "summary"), the newest message it stands for.
+	Covers core.MessageID `json:"covers,omitempty"`
 }
 
 func messageView(m core.Message) MessageView {
 	return MessageView{ID: m.ID, Thread: m.Thread, Sender: m.Sender, SenderName: m.SenderName, Text: capText(m.Text, textCap),
-		Mentions: m.Mentions, Kind: m.Kind, Hop: m.Hop, Run: m.Run, Origin: m.Origin, Created: m.Created}
+		Mentions: m.Mentions, Kind: m.Kind, Hop: m.Hop, Run: m.Run, Origin: m.Origin, Created: m.Created, Covers: m.Covers}
 }
 
 func (s *Server) thread(w http.ResponseWriter, r *http.Request) {

@@ -73,7 +73,24 @@ type Provider struct {
 	// retries run out the run fails with a notice saying the model stopped
 	// responding. Zero takes Options.IdleTimeout.
 	IdleTimeout time.Duration
+	// ContextWindow is the model's context window in tokens (estimated at
+	// bytes/4). When set, every request is fitted to it before it is sent
+	// (fit.go), and the thread's history gets HistoryShare of it; 0 is
+	// unknown: history takes core.Limits.HistoryTokenBudget and a request is
+	// shortened only after the server says it is too long.
+	ContextWindow int
+	// HistoryShare is the share of ContextWindow (0 < share <= 1) for the
+	// fixed prompt (instructions, tool schemas) and the thread's history
+	// together; when the history passes it, older messages are summarised
+	// (compact.go). 0 takes DefaultHistoryShare.
+	HistoryShare float64
+	// CompactWith names the provider profile whose model summarises threads
+	// for bots on this profile (a cheaper one); "" uses the bot's own model.
+	CompactWith string
 }
+
+// DefaultHistoryShare is Provider.HistoryShare when zero.
+const DefaultHistoryShare = 0.5
 
 // MemoryRecaller is the hook for a bot's long-term memory (seed §6 item 4, §9):
 // Recall returns up to limit memories of the bot most relevant to query (the
@@ -357,11 +374,23 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 			return core.Result{Usage: r.segmentUsage()}, err
 		}
 	default:
-		v, err := unroll(ctx, job, a.opts.Limits)
+		in := promptInput{job: job, tools: tools, unavailable: unavailable}
+		lim := a.opts.Limits
+		lim.HistoryTokenBudget = historyBudget(r.pc.prov, lim, estimateTokens(
+			[]openai.ChatCompletionMessage{{Content: systemPrompt(in)}}, toolDefs(tools)))
+		v, err := unroll(ctx, job, lim)
 		if err != nil {
 			return core.Result{}, fmt.Errorf("unroll thread: %w", err)
 		}
-		in := promptInput{job: job, view: v, tools: tools, unavailable: unavailable}
+		// Compaction comes before the run's first checkpoint: a run killed
+		// during it starts again from the beginning and finds the summary
+		// stored, or none (compact.go).
+		force := isCompactCommand(job)
+		v, said, err := r.maybeCompact(ctx, v, lim, force)
+		if force || err != nil {
+			return core.Result{Reply: said, Usage: r.segmentUsage()}, err
+		}
+		in.view = v
 		for _, t := range tools {
 			if t.Name() == "todo_write" {
 				in.hasTodo = true

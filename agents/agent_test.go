@@ -25,7 +25,20 @@ func systemText(t *testing.T, r openaitest.Request) string {
 	if len(r.Body.Messages) == 0 || r.Body.Messages[0].Role != "system" {
 		t.Fatalf("first message is not the system prompt: %+v", r.Body.Messages)
 	}
-	return r.Body.Messages[0].Content
+	return promptText(r)
+}
+
+// promptText is the text of a request's prompt that the bot's rules and the
+// turn's context are in: the system prompt and the newest user message
+// (turnContext).
+func promptText(r openaitest.Request) string {
+	var parts []string
+	for _, m := range r.Body.Messages {
+		if m.Role == "system" {
+			parts = append(parts, m.Content)
+		}
+	}
+	return strings.Join(append(parts, openaitest.LastUserText(r)), "\n")
 }
 
 func TestStreamingTextReply(t *testing.T) {
@@ -527,9 +540,12 @@ func TestModelErrorNamesStatus(t *testing.T) {
 	}
 }
 
-func TestContextLengthRetriesOnceWithTrimmedHistory(t *testing.T) {
+// TestContextLengthShrinksUntilItFits: each context-length error makes the
+// next request shorter (older history goes first, the trigger stays) and the
+// run goes on; the prompt then says older messages are not shown.
+func TestContextLengthShrinksUntilItFits(t *testing.T) {
 	srv := openaitest.New(t)
-	srv.Enqueue(openaitest.ContextLengthError(), openaitest.Text("short answer"))
+	srv.Enqueue(openaitest.ContextLengthError(), openaitest.ContextLengthError(), openaitest.Text("short answer"))
 	env := &fakeEnv{}
 	for i := range 10 {
 		env.add(alice, "Alice", fmt.Sprintf("old message %d", i))
@@ -540,34 +556,69 @@ func TestContextLengthRetriesOnceWithTrimmedHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Reply != "short answer" || res.Usage.ModelCalls != 2 {
+	if res.Reply != "short answer" || res.Usage.ModelCalls != 3 {
 		t.Errorf("result = %+v", res)
 	}
 	reqs := srv.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("requests = %d, want 2", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("requests = %d, want 3", len(reqs))
 	}
-	first, second := len(reqs[0].Body.Messages), len(reqs[1].Body.Messages)
-	if second >= first {
-		t.Errorf("retry sent %d messages, first try %d: history not trimmed", second, first)
+	for i := 1; i < 3; i++ {
+		if len(reqs[i].Raw) >= len(reqs[i-1].Raw) {
+			t.Errorf("request %d has %d bytes after one of %d: not shortened", i, len(reqs[i].Raw), len(reqs[i-1].Raw))
+		}
 	}
-	raw := string(reqs[1].Raw)
+	raw := string(reqs[2].Raw)
 	if !strings.Contains(raw, "final question") || strings.Contains(raw, "old message 0") {
 		t.Errorf("retry should keep the trigger and drop the oldest messages")
 	}
-	if !strings.Contains(systemText(t, reqs[1]), "older messages of this thread are not shown") {
+	if !strings.Contains(systemText(t, reqs[2]), "older messages of this thread are not shown") {
 		t.Error("retry prompt does not mention the cut messages")
 	}
 
-	// A second context-length error is not retried again.
-	srv.Enqueue(openaitest.ContextLengthError(), openaitest.ContextLengthError(), openaitest.Text("never"))
+	// A server that keeps refusing gets shorter requests until nothing more
+	// can go, then the run ends with an error that says so.
+	srv.Forget()
+	srv.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.ContextLengthError() })
 	_, err = execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
 	var me *ModelError
-	if !errors.As(err, &me) || !me.ContextLength() {
-		t.Fatalf("err = %v, want the context length error", err)
+	if !errors.As(err, &me) || !me.ContextLength() || !strings.Contains(me.Notice(), "too long for the model's context window") {
+		t.Fatalf("err = %v, want the request-too-long error", err)
 	}
-	if n := len(srv.Requests()); n != 4 {
-		t.Errorf("requests = %d, want 2+2", n)
+	reqs = srv.Requests()
+	if len(reqs) < 3 || len(reqs) > 12 {
+		t.Errorf("requests = %d, want a few, each shorter", len(reqs))
+	}
+	for i := 1; i < len(reqs); i++ {
+		if len(reqs[i].Raw) >= len(reqs[i-1].Raw) {
+			t.Errorf("request %d is not shorter than the one before", i)
+		}
+	}
+}
+
+// TestContextWindowFitsBeforeSending: with the profile's context window set,
+// an oversize request is never sent: the history is cut to fit first.
+func TestContextWindowFitsBeforeSending(t *testing.T) {
+	srv := openaitest.New(t)
+	env := &fakeEnv{}
+	for i := range 40 {
+		env.add(alice, "Alice", fmt.Sprintf("old message %d %s", i, strings.Repeat("x", 2000)))
+	}
+	trig := env.add(alice, "Alice", "final question")
+	a := newAgent(t, srv, nil, func(o *Options) {
+		p := o.Providers["default"]
+		p.ContextWindow = 8000
+		o.Providers["default"] = p
+	})
+	if _, err := execute(t, a, newJob(env, chief, false, trig)); err != nil {
+		t.Fatal(err)
+	}
+	req := srv.Requests()[0]
+	if n := len(req.Raw) / 4; n > 8000-1000 {
+		t.Errorf("request of %d tokens for a window of 8000", n)
+	}
+	if !strings.Contains(string(req.Raw), "final question") {
+		t.Error("the trigger was cut")
 	}
 }
 

@@ -215,7 +215,7 @@ func anthropicParams(req ChatRequest) (anthropic.MessageNewParams, []option.Requ
 		}
 		p.OutputConfig.Effort = anthropic.OutputConfigEffort(e)
 	}
-	cacheBreakpoints(&p)
+	cacheBreakpoints(&p, req.Messages[:min(max(req.StableEnd, 0), len(req.Messages))])
 	var opts []option.RequestOption
 	if req.Temperature != nil {
 		opts = append(opts, option.WithJSONSet("temperature", *req.Temperature))
@@ -225,16 +225,19 @@ func anthropicParams(req ChatRequest) (anthropic.MessageNewParams, []option.Requ
 
 // cacheBreakpoints marks the ends of the request's stable prefix with
 // cache_control {type: ephemeral} (DESIGN.md §6: stable first, so the cache
-// hits), three of the four the API allows:
+// hits), the four the API allows:
 //
 //  1. the last system block, which caches the tools and the system prompt
 //     (the API's prefix order is tools, system, messages); the last tool when
 //     there is no system prompt;
-//  2. the message before the newest turn (the model's previous answer): the
+//  2. the end of the thread's stable history (stable, ChatRequest.StableEnd:
+//     the request's leading messages that the thread's next run sends again
+//     byte for byte), which that run reads;
+//  3. the message before the newest turn (the model's previous answer): the
 //     previous call wrote the cache up to there or further, so this call reads it;
-//  3. the newest turn, the last message, which the next call (after tool
+//  4. the newest turn, the last message, which the next call (after tool
 //     results, or the thread's next run) reads in turn.
-func cacheBreakpoints(p *anthropic.MessageNewParams) {
+func cacheBreakpoints(p *anthropic.MessageNewParams, stable []openai.ChatCompletionMessage) {
 	cc := anthropic.NewCacheControlEphemeralParam()
 	switch {
 	case len(p.System) > 0:
@@ -242,12 +245,8 @@ func cacheBreakpoints(p *anthropic.MessageNewParams) {
 	case len(p.Tools) > 0 && p.Tools[len(p.Tools)-1].OfTool != nil:
 		p.Tools[len(p.Tools)-1].OfTool.CacheControl = cc
 	}
-	for i := max(len(p.Messages)-2, 0); i < len(p.Messages); i++ {
-		blocks := messageBlocks(p.Messages[i])
-		if len(blocks) == 0 {
-			continue
-		}
-		switch b := blocks[len(blocks)-1]; {
+	mark := func(b anthropic.ContentBlockParamUnion) {
+		switch {
 		case b.OfText != nil:
 			b.OfText.CacheControl = cc
 		case b.OfImage != nil:
@@ -256,6 +255,21 @@ func cacheBreakpoints(p *anthropic.MessageNewParams) {
 			b.OfToolUse.CacheControl = cc
 		case b.OfToolResult != nil:
 			b.OfToolResult.CacheControl = cc
+		}
+	}
+	// The stable messages translate to the same leading turns; the last of
+	// them may be joined with the next message of its role into one turn, so
+	// the mark goes on the block where the stable part ends.
+	if _, head := anthropicMessages(stable); len(head) > 0 && len(head) <= len(p.Messages)-2 {
+		if n := len(messageBlocks(head[len(head)-1])); n > 0 {
+			if blocks := messageBlocks(p.Messages[len(head)-1]); len(blocks) >= n {
+				mark(blocks[n-1])
+			}
+		}
+	}
+	for i := max(len(p.Messages)-2, 0); i < len(p.Messages); i++ {
+		if blocks := messageBlocks(p.Messages[i]); len(blocks) > 0 {
+			mark(blocks[len(blocks)-1])
 		}
 	}
 }

@@ -47,7 +47,8 @@ func chat(t *testing.T, a *Agent, req ChatRequest) (ChatAnswer, error) {
 // Messages API blocks: the system prompt, user text, an image as base64, the
 // model's text and tool calls as tool_use, tool results joined into one user
 // turn after them; tools with their schema; max_tokens defaulted; temperature
-// and effort passed; three cache breakpoints at the end of the stable prefix.
+// and effort passed; four cache breakpoints: the system prompt, the end of the
+// thread's stable history, and the last two turns.
 func TestAnthropicRequestTranslation(t *testing.T) {
 	srv := anthropictest.New(t)
 	srv.RequireKey(anthropicKey)
@@ -74,6 +75,7 @@ func TestAnthropicRequestTranslation(t *testing.T) {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`)}}},
 		Temperature:     &temp,
 		ReasoningEffort: "minimal",
+		StableEnd:       3, // the system prompt and the earlier exchange
 	}
 	if _, err := chat(t, a, req); err != nil {
 		t.Fatal(err)
@@ -124,7 +126,7 @@ func TestAnthropicRequestTranslation(t *testing.T) {
 		schema["properties"].(map[string]any)["key"] == nil {
 		t.Errorf("input_schema = %s", b.Tools[0].InputSchema)
 	}
-	wantBP := []string{"system[0]", "messages[3].content[2]", "messages[4].content[1]"}
+	wantBP := []string{"system[0]", "messages[1].content[0]", "messages[3].content[2]", "messages[4].content[1]"}
 	if bp := got.Breakpoints(); !slices.Equal(bp, wantBP) {
 		t.Errorf("cache breakpoints = %v, want %v", bp, wantBP)
 	}

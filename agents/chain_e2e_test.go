@@ -103,7 +103,7 @@ func TestChainDownOneNotice(t *testing.T) {
 
 // TestContextLengthIsNoFallback: a prompt too long for the first profile is
 // not sent to the backup (a smaller window is no cure): with nothing to trim,
-// the thread hears the first profile's error.
+// the thread hears that the request is too long.
 func TestContextLengthIsNoFallback(t *testing.T) {
 	primary := openaitest.New(t)
 	backup := openaitest.New(t)
@@ -112,7 +112,7 @@ func TestContextLengthIsNoFallback(t *testing.T) {
 		"primary": {BaseURL: primary.URL(), APIKey: testKey, Model: "m1"},
 		"backup":  {BaseURL: backup.URL(), APIKey: testKey, Model: "m2"},
 	}, chainBot)
-	if got := rig.say(t, "@engineer hello"); !strings.Contains(got, "HTTP 400: This model's maximum context length") {
+	if got := rig.say(t, "@engineer hello"); !strings.Contains(got, "too long for the model's context window") {
 		t.Fatalf("answer = %q", got)
 	}
 	if n := len(backup.Requests()); n != 0 {

@@ -209,3 +209,25 @@ func TestStalledModelNotice(t *testing.T) {
 		t.Errorf("requests = %d, want %d", n, 1+DefaultModelRetries)
 	}
 }
+
+// TestContextLengthForeverEndsInOneNotice: a server that answers every request
+// with a context-length error gets shorter requests until nothing more can
+// go (here: at once, the thread is one message), then the thread gets one notice that says the request is too
+// long; no loop, no second notice.
+func TestContextLengthForeverEndsInOneNotice(t *testing.T) {
+	srv := openaitest.New(t)
+	srv.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.ContextLengthError() })
+	got := runToFailure(t, Provider{BaseURL: srv.URL(), Model: "m"})
+	if !strings.Contains(got.notice, "too long for the model's context window") {
+		t.Errorf("notice = %q", got.notice)
+	}
+	reqs := srv.Requests()
+	if len(reqs) > 10 {
+		t.Errorf("requests = %d, want a few shorter retries", len(reqs))
+	}
+	for i := 1; i < len(reqs); i++ {
+		if len(reqs[i].Raw) >= len(reqs[i-1].Raw) {
+			t.Errorf("request %d is not shorter than the one before (%d >= %d bytes)", i, len(reqs[i].Raw), len(reqs[i-1].Raw))
+		}
+	}
+}

@@ -95,7 +95,7 @@ func TestEndToEnd(t *testing.T) {
 	if engReq == nil {
 		t.Fatal("engineer never called the model")
 	}
-	if sys := engReq.Body.Messages[0].Content; !strings.Contains(sys, "1 other message exists but is not shown") {
+	if sys := promptText(*engReq); !strings.Contains(sys, "1 other message exists but is not shown") {
 		t.Errorf("engineer prompt not scoped:\n%s", sys)
 	}
 	if raw := string(engReq.Raw); strings.Contains(raw, "we need a parser") || !strings.Contains(raw, "(new)") {

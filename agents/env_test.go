@@ -86,3 +86,38 @@ func execute(t *testing.T, a *Agent, job *core.Job) (core.Result, error) {
 	defer cancel()
 	return a.Execute(ctx, job)
 }
+
+// sumEnv is a fakeEnv that stores summaries (core.Summarizer) as bot's
+// messages of kind summary, once per covers as core does.
+type sumEnv struct {
+	*fakeEnv
+	bot core.ActorID
+}
+
+var _ core.Summarizer = sumEnv{}
+
+func (e sumEnv) PutSummary(_ context.Context, text string, covers core.MessageID) (core.Message, error) {
+	e.Mu.Lock()
+	defer e.Mu.Unlock()
+	for _, m := range e.Msgs {
+		if m.Kind == core.KindSummary && m.Sender == e.bot && m.Covers == covers {
+			return m, nil
+		}
+	}
+	m := core.Message{ID: core.MessageID(len(e.Msgs) + 1), Thread: 1, Sender: e.bot, Text: text, Kind: core.KindSummary, Covers: covers}
+	e.Msgs = append(e.Msgs, m)
+	return m, nil
+}
+
+// summaries returns the summary messages of the thread.
+func (e *fakeEnv) summaries() []core.Message {
+	e.Mu.Lock()
+	defer e.Mu.Unlock()
+	var out []core.Message
+	for _, m := range e.Msgs {
+		if m.Kind == core.KindSummary {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -31,6 +31,13 @@ type view struct {
 	// older counts messages older than the cut that were not shown (for a scoped
 	// bot: not examined, so addressed to it or not).
 	older int
+	// summary is the bot's newest summary of the thread (KindSummary), shown
+	// first; nil when it has none. covered counts the messages it stands for.
+	summary *core.Message
+	covered int
+	// cut: the budget or the message cap left older messages out (besides
+	// those the summary covers): the history has passed its share.
+	cut bool
 }
 
 // notShown is every message of the thread the model does not see.
@@ -53,9 +60,12 @@ func unroll(ctx context.Context, job *core.Job, lim core.Limits) (*view, error) 
 	budget := lim.HistoryTokenBudget * 4
 	used := 0
 	picked := map[core.MessageID]bool{}
-	var sel []core.Message // newest first
+	var sel []core.Message          // newest first
+	pos := map[core.MessageID]int{} // place in the thread, 1 the oldest
 	before := core.MessageID(0)
 	scanned := 0
+	cut := 0       // place of the newest message left out for the budget
+	summaries := 0 // summary messages seen
 scan:
 	for scanned < historyScanLimit {
 		page, err := job.Env.MessagesBefore(ctx, before, historyPage)
@@ -66,21 +76,46 @@ scan:
 			scanned++
 			before = m.ID
 			trig := v.triggers[m.ID]
+			if m.Kind == core.KindSummary {
+				// A summary is not part of the conversation; the bot's
+				// newest one stands for the messages it covers.
+				if v.summary == nil && m.Sender == job.Bot.ID() {
+					v.summary = &m
+					used += messageCost(m)
+				}
+				summaries++
+				continue
+			}
+			if v.summary != nil && m.ID <= v.summary.Covers && !trig {
+				v.covered = total - scanned + 1 - summaries
+				break scan
+			}
 			if job.Scoped && !trig && !addressedTo(m, job.Bot) {
 				v.other++
 				continue
 			}
 			cost := messageCost(m)
 			if !trig && (len(sel) >= lim.HistoryMaxMessages || used+cost > budget) {
+				cut = total - scanned + 1
+				v.cut = true
 				break scan
 			}
 			sel = append(sel, m)
 			picked[m.ID] = true
+			pos[m.ID] = total - scanned + 1
 			used += cost
 		}
 		if len(page) < historyPage {
 			break
 		}
+	}
+	// The oldest message shown moves in blocks, so the history's leading bytes
+	// stay the same from run to run until it next jumps (the prompt cache).
+	if block := max(1, min(lim.HistoryMaxMessages/4, len(sel)/2)); cut > 0 {
+		start := (cut+block-1)/block*block + 1
+		sel = slices.DeleteFunc(sel, func(m core.Message) bool {
+			return !v.triggers[m.ID] && pos[m.ID] < start
+		})
 	}
 	// Triggers are shown even when the scan did not reach them.
 	for _, m := range job.Triggers {
@@ -90,8 +125,16 @@ scan:
 		}
 	}
 	slices.SortFunc(sel, func(a, b core.Message) int { return cmp.Compare(a.ID, b.ID) })
+	// History never starts with the bot's own reply (strict chat templates
+	// reject it): the summary goes first, else leading replies go.
+	v.older = max(0, total-len(sel)-v.other-v.covered-summaries)
+	if v.summary == nil && v.older > 0 {
+		for len(sel) > 0 && sel[0].Sender == job.Bot.ID() && !v.triggers[sel[0].ID] {
+			sel = sel[1:]
+			v.older++
+		}
+	}
 	v.shown = sel
-	v.older = max(0, total-len(sel)-v.other)
 	return v, nil
 }
 
@@ -142,6 +185,10 @@ func render(v *view, bot core.BotProfile, maxChars int) []openai.ChatCompletionM
 			out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: strings.Join(buf, "\n\n")})
 			buf = nil
 		}
+	}
+	if v.summary != nil {
+		buf = append(buf, fmt.Sprintf("[system]: Your summary of this thread up to message #%d (read_history pages through those messages word for word):\n%s",
+			v.summary.Covers, v.summary.Text))
 	}
 	for _, m := range v.shown {
 		text := m.Text

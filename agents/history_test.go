@@ -173,8 +173,8 @@ func TestTrimKeepsToolCallsWithResults(t *testing.T) {
 		r.transcript = append(r.transcript,
 			assistantCall(id), toolResult(id), toolResult(id+"b"))
 	}
-	if !r.trim() {
-		t.Fatal("trim did nothing")
+	if !r.shrink() {
+		t.Fatal("shrink did nothing")
 	}
 	if len(r.transcript) != 6 || r.transcript[0].Role != "assistant" {
 		t.Fatalf("transcript after trim = %+v", r.transcript)
@@ -276,5 +276,36 @@ func TestTriggerBeforeOwnLastReply(t *testing.T) {
 	last := ms[len(ms)-1]
 	if last.Role != "user" || strings.Contains(last.Content, "nothing new") || !strings.Contains(last.Content, "what is the ETA?") {
 		t.Fatalf("last message = %s %q, want the unanswered trigger repeated", last.Role, last.Content)
+	}
+}
+
+// TestHistoryAdvancesInBlocks: as a thread grows past the budget, the oldest
+// message shown jumps by blocks instead of moving one message per turn, and
+// the history never starts with the bot's own reply.
+func TestHistoryAdvancesInBlocks(t *testing.T) {
+	env := &fakeEnv{}
+	lim := core.Limits{HistoryTokenBudget: 24000, HistoryMaxMessages: 40}
+	var firsts []core.MessageID
+	for turn := range 100 {
+		trig := env.add(alice, "Alice", fmt.Sprint("question ", turn))
+		v, err := unroll(context.Background(), newJob(env, chief, false, trig), lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.shown[0].Sender == chief.ID() {
+			t.Fatalf("turn %d: history starts with the bot's own reply #%d", turn, v.shown[0].ID)
+		}
+		if len(firsts) == 0 || firsts[len(firsts)-1] != v.shown[0].ID {
+			firsts = append(firsts, v.shown[0].ID)
+		}
+		env.add(chief.ID(), "Chief", fmt.Sprint("answer ", turn))
+	}
+	if len(firsts) < 3 {
+		t.Fatalf("the history never advanced: %v", firsts)
+	}
+	for i := 1; i < len(firsts); i++ {
+		if d := firsts[i] - firsts[i-1]; d < 10 {
+			t.Errorf("the oldest message shown moved by %d (%v), want blocks of 10", d, firsts)
+		}
 	}
 }

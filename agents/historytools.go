@@ -167,7 +167,11 @@ func recallMessages(ctx context.Context, ix *MessageIndex, call ToolCall) (strin
 		if err != nil {
 			return "", fmt.Errorf("read messages: %w", err)
 		}
-		all = append(all, page...)
+		for _, m := range page {
+			if m.Kind != core.KindSummary { // a bot's summary is not a message of the thread
+				all = append(all, m)
+			}
+		}
 		if len(page) < 200 {
 			break
 		}

@@ -44,7 +44,9 @@ type run struct {
 	pending    *pendingTurn                   // tool calls of the last turn not all resolved
 	usage      core.Usage                     // cumulative over the run's segments
 	base       core.Usage                     // usage before this Execute call
-	trimmed    bool                           // the one context-length retry was used
+	// ceiling caps the input tokens of this run's requests after the server
+	// refused one as too long (0: none).
+	ceiling int
 	// mu guards pending and checkpoints while tool calls run concurrently.
 	mu sync.Mutex
 	// down says why, by tool source, a source the bot selects is not available
@@ -76,12 +78,20 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if r.usage.ModelCalls >= r.max {
 			return "", nil, fmt.Errorf("%w: the run made %d model calls without finishing", ErrModelCallLimit, r.max)
 		}
-		msgs := r.messages()
+		r.editIfLarge()
+		limit := inputLimit(r.pc.prov, r.job.Bot)
+		if r.ceiling > 0 && (limit == 0 || r.ceiling < limit) {
+			limit = r.ceiling
+		}
+		msgs, stable, ok := r.fit(limit, defs)
+		if !ok {
+			return "", nil, r.tooLong(estimateTokens(msgs, defs))
+		}
 		if err := r.beforeCall(ctx, msgs, defs); err != nil {
 			return "", nil, err
 		}
 		start := r.agent.opts.Clock.Now()
-		t, retries, err := r.callModel(ctx, msgs, defs)
+		t, retries, err := r.callModel(ctx, msgs, stable, defs)
 		dur := r.agent.opts.Clock.Now().Sub(start)
 		r.usage.ModelCalls++
 		r.usage.PromptTokens += t.Usage.InputTokens
@@ -118,13 +128,18 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 		if err != nil {
 			r.recordStep(ctx, t.Usage, ev, false)
 			var me *ModelError
-			if errors.As(err, &me) && me.ContextLength() && !r.trimmed {
-				r.trimmed = true
-				if r.trim() {
-					r.agent.log.Info("context length exceeded; retrying with trimmed history",
-						"bot", r.job.Bot.Handle, "run", r.job.Run.ID)
-					continue
+			if errors.As(err, &me) && me.ContextLength() {
+				// The server counts differently: shorten the request by one
+				// step, and from now on keep this run's requests that short.
+				size := estimateTokens(msgs, defs)
+				if !r.shrink() {
+					return "", nil, r.tooLong(size)
 				}
+				shorter, _ := r.messages()
+				r.ceiling = estimateTokens(shorter, defs)
+				r.agent.log.Info("context length exceeded; retrying with a shorter request",
+					"bot", r.job.Bot.Handle, "run", r.job.Run.ID, "tokens", size, "ceiling", r.ceiling)
+				continue
 			}
 			return "", nil, err
 		}
@@ -170,47 +185,24 @@ func (r *run) promptMessages() []openai.ChatCompletionMessage {
 		return r.prompt
 	}
 	hist := render(r.in.view, r.job.Bot, r.agent.opts.Limits.HistoryTokenBudget*4)
+	if tc := turnContext(r.in); tc != "" {
+		// render ends with a user message: the newest turn.
+		last := &hist[len(hist)-1]
+		last.Content = tc + "\n" + last.Content
+	}
 	out := make([]openai.ChatCompletionMessage, 0, 1+len(hist))
 	out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(r.in)})
 	return append(out, hist...)
 }
 
-// messages is the full request: system prompt, unrolled history, transcript.
-func (r *run) messages() []openai.ChatCompletionMessage {
+// messages is the full request: system prompt, unrolled history, transcript;
+// and how many leading messages are stable (ChatRequest.StableEnd): all but
+// the newest turn of the prompt, which carries turnContext.
+func (r *run) messages() ([]openai.ChatCompletionMessage, int) {
 	p := r.promptMessages()
 	out := make([]openai.ChatCompletionMessage, 0, len(p)+len(r.transcript))
 	out = append(out, withImages(p, len(p)-1, r.images())...) // vision.go; never checkpointed
-	return append(out, r.transcript...)
-}
-
-// trim shrinks the request after a context-length error: it halves the unrolled
-// history (for a resumed run, the restored one), else drops the older half of
-// this run's tool exchanges (an assistant message with tool calls always goes
-// together with its tool results).
-func (r *run) trim() bool {
-	if r.prompt != nil {
-		// system, history..., and the last history message is kept.
-		if hist := len(r.prompt) - 2; hist >= 2 {
-			drop := hist / 2
-			r.prompt = append(r.prompt[:1:1], r.prompt[1+drop:]...)
-			return true
-		}
-	} else if r.in.view.trim() {
-		return true
-	}
-	// Units: indexes where an assistant message starts.
-	var starts []int
-	for i, m := range r.transcript {
-		if m.Role == openai.ChatMessageRoleAssistant {
-			starts = append(starts, i)
-		}
-	}
-	if len(starts) < 2 {
-		return false
-	}
-	cut := starts[len(starts)/2]
-	r.transcript = r.transcript[cut:]
-	return true
+	return append(out, r.transcript...), len(p) - 1
 }
 
 // callModel makes one streaming model call and returns the answer and how
@@ -225,7 +217,7 @@ func (r *run) trim() bool {
 // replaced, not posted twice). When every profile failed the error names each.
 // A stream cut short (ChatAnswer.Incomplete), an answer cut off at the token
 // limit, a filtered answer and an empty answer are *ModelErrors that say so.
-func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (ChatAnswer, int, error) {
+func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage, stable int, defs []openai.Tool) (ChatAnswer, int, error) {
 	links, err := r.agent.usable(ctx, r.links)
 	if err != nil {
 		return ChatAnswer{}, 0, err
@@ -237,7 +229,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 	for i, l := range links {
 		r.pc, r.model, r.fallback = l.pc, l.model, l.pc != r.links[0].pc
 		last := i == len(links)-1
-		t, n, why, err := r.callLink(ctx, msgs, defs, last)
+		t, n, why, err := r.callLink(ctx, msgs, stable, defs, last)
 		retries += n
 		if err == nil {
 			l.pc.cd.clear(l.pc.id)
@@ -265,7 +257,7 @@ func (r *run) callModel(ctx context.Context, msgs []openai.ChatCompletionMessage
 // from the start while the retry budget lasts, which only the chain's last
 // usable profile has. why is fallbackReason's when the call failed, and the
 // profile is then cooling down.
-func (r *run) callLink(ctx context.Context, msgs []openai.ChatCompletionMessage, defs []openai.Tool, last bool) (ChatAnswer, int, string, error) {
+func (r *run) callLink(ctx context.Context, msgs []openai.ChatCompletionMessage, stable int, defs []openai.Tool, last bool) (ChatAnswer, int, string, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.pc.prov.RequestTimeout)
 	defer cancel()
 	limit := 0
@@ -274,7 +266,7 @@ func (r *run) callLink(ctx context.Context, msgs []openai.ChatCompletionMessage,
 	}
 	si := &streamInfo{bo: newBackoff(r.agent.opts.retryInitial), limit: &limit}
 	cctx = withStreamInfo(cctx, si)
-	req := ChatRequest{Model: r.model, Messages: msgs, Tools: defs, Stream: true}
+	req := ChatRequest{Model: r.model, Messages: msgs, StableEnd: stable, Tools: defs, Stream: true}
 	modelParams(&req, r.job.Bot)
 	for {
 		var content strings.Builder

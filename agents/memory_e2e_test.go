@@ -19,7 +19,7 @@ const (
 
 // memoryPrompt returns the memory section of a request's system prompt.
 func memoryPrompt(r openaitest.Request) string {
-	sys := r.Body.Messages[0].Content
+	sys := promptText(r)
 	i := strings.Index(sys, "# Your own notes")
 	if i < 0 {
 		return ""
@@ -300,7 +300,7 @@ func TestMemoryOffBot(t *testing.T) {
 	if tools := req.ToolNames(); contains(tools, agents.ManageMemoryName) || contains(tools, agents.SearchMemoryName) {
 		t.Errorf("memory tools offered to a bot with memory off: %v", tools)
 	}
-	if strings.Contains(req.Body.Messages[0].Content, unrelated) {
+	if strings.Contains(promptText(req), unrelated) {
 		t.Error("memories in the prompt of a bot with memory off")
 	}
 	if n := len(r.pending()); n != 0 {

@@ -159,3 +159,15 @@ func reflections(srv *openaitest.Server) []openaitest.Request {
 	}
 	return out
 }
+
+// promptText is the text of a request's prompt that the bot's rules and the
+// turn's context are in: the system prompt and the newest user message.
+func promptText(r openaitest.Request) string {
+	var parts []string
+	for _, m := range r.Body.Messages {
+		if m.Role == "system" {
+			parts = append(parts, m.Content)
+		}
+	}
+	return strings.Join(append(parts, openaitest.LastUserText(r)), "\n")
+}

@@ -39,7 +39,7 @@ func TestInvariant10MemoryScope(t *testing.T) {
 	if qaReq == nil {
 		t.Fatal("no run of @qa")
 	}
-	if strings.Contains(qaReq.Body.Messages[0].Content, "Engineer-only note") {
+	if strings.Contains(promptText(*qaReq), "Engineer-only note") {
 		t.Error("@engineer's memory reached @qa's prompt")
 	}
 	for _, tool := range qaReq.Body.Tools {

@@ -52,7 +52,12 @@ type ChatRequest struct {
 	// first (DESIGN.md §6), so a protocol with explicit prompt caching marks
 	// its end (anthropic.go).
 	Messages []openai.ChatCompletionMessage
-	Tools    []openai.Tool
+	// StableEnd is how many leading Messages (the system prompt and the
+	// thread's stable history) stay byte-identical from run to run of the
+	// thread, until the history next advances by a block or a summary; 0 says
+	// nothing is known. A protocol with explicit prompt caching marks it.
+	StableEnd int
+	Tools     []openai.Tool
 	// MaxTokens, Temperature and ReasoningEffort are the bot's parameters;
 	// zero values send nothing (a protocol that requires max_tokens sends its
 	// default). A protocol without an equivalent ignores them.

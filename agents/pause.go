@@ -52,7 +52,7 @@ type checkpointData struct {
 	Pending     *pendingTurn                   `json:"pending,omitempty"`
 	Usage       core.Usage                     `json:"usage"`
 	ModelCalls  int                            `json:"model_calls"`
-	Trimmed     bool                           `json:"trimmed,omitempty"`
+	Ceiling     int                            `json:"ceiling,omitempty"` // run.ceiling
 	At          time.Time                      `json:"at,omitzero"`
 	Unresumable string                         `json:"unresumable,omitempty"`
 }
@@ -88,7 +88,7 @@ func (r *run) snapshot() (json.RawMessage, error) {
 	}
 	cp := checkpointData{Version: checkpointVersion, Model: r.model, History: ids, Prompt: r.promptMessages(),
 		Transcript: r.transcript, Pending: r.pending, Usage: r.usage, ModelCalls: r.usage.ModelCalls,
-		Trimmed: r.trimmed, At: r.agent.opts.Clock.Now()}
+		Ceiling: r.ceiling, At: r.agent.opts.Clock.Now()}
 	return json.Marshal(cp)
 }
 
@@ -160,7 +160,7 @@ func (r *run) restore(raw json.RawMessage, restart bool) (time.Time, error) {
 	r.pending = cp.Pending
 	r.usage = cp.Usage
 	r.base = cp.Usage
-	r.trimmed = cp.Trimmed
+	r.ceiling = cp.Ceiling
 	return cp.At, nil
 }
 

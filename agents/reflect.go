@@ -270,11 +270,7 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 	if err != nil {
 		return err
 	}
-	req := ChatRequest{Messages: []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: reflectInstruction(bot, related)},
-		{Role: openai.ChatMessageRoleUser, Content: transcript},
-	}}
-	resp, sv, err := agent.chat(ctx, chain, req)
+	resp, sv, err := chatFitted(ctx, agent, chain, bot, reflectInstruction(bot, related), "", transcript)
 	if err != nil {
 		return fmt.Errorf("reflection model call for @%s: %s", bot.Handle, core.Redact(err.Error()))
 	}
@@ -373,15 +369,7 @@ func batchText(batch []core.PendingReflection) string {
 	for _, p := range batch {
 		fmt.Fprintf(&b, "## Run %d\n\n%s\n", p.Run, untrusted("transcript", runText(p)))
 	}
-	s := b.String()
-	if len(s) > reflectMaxChars {
-		cut := len(s) - reflectMaxChars
-		for cut < len(s) && !isRuneStart(s[cut]) {
-			cut++
-		}
-		s = "[... earlier part cut]\n" + s[cut:]
-	}
-	return s
+	return keepNewest(b.String(), reflectMaxChars)
 }
 
 // runText renders one run: the thread messages it was shown, its tool calls and

@@ -215,6 +215,10 @@ type Limits struct {
 	// MinMemoryLimitBytes (config/memlimit.go). GOMEMLIMIT in the environment
 	// takes precedence over it.
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
+	// FixedPromptWarnTokens: doctor and the dashboard warn about a bot whose
+	// fixed prompt (instructions and tool schemas, MCP tools included), sent
+	// with every model call, is larger than this many tokens; default 8000.
+	FixedPromptWarnTokens int `yaml:"fixed_prompt_warn_tokens"`
 }
 
 // LLMProfile is one model provider: an OpenAI-compatible server (OpenAI, Azure,
@@ -252,6 +256,18 @@ type LLMProfile struct {
 	// Vision: the model reads images, so bots on this profile get the images
 	// of their trigger messages as image parts unless the bot says otherwise.
 	Vision bool `yaml:"vision"`
+	// ContextWindow is the model's context window in tokens; every request
+	// is fitted to it before it is sent. 0 or absent: unknown (history takes
+	// limits.history_token_budget, and a request is shortened only after the
+	// server says it is too long).
+	ContextWindow int `yaml:"context_window"`
+	// HistoryShare is the share of context_window (above 0, at most 1) for
+	// the fixed prompt and the thread's history; past it the oldest part of
+	// the history is summarised. 0 or absent: 0.5.
+	HistoryShare float64 `yaml:"history_share"`
+	// CompactWith names the llm profile whose model writes those summaries
+	// (a cheaper one); absent: the bot's own model.
+	CompactWith string `yaml:"compact_with"`
 }
 
 // OpenAIBaseURL is the public OpenAI API, the example's default base_url.

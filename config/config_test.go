@@ -44,7 +44,7 @@ func parseErrs(t *testing.T, text string) Errors {
 
 func TestDefaults(t *testing.T) {
 	cfg := parseOK(t, minimal, nil)
-	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute, 0, 0}
+	want := Limits{4, 20, 40, 24000, 80, 10 * time.Minute, 0, 0, 8000}
 	if cfg.Limits != want {
 		t.Errorf("limits = %+v, want %+v", cfg.Limits, want)
 	}
@@ -271,6 +271,9 @@ func TestValidationRulesBotsAndLLM(t *testing.T) {
 		{"approval empty", "llm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a, approval_tools: ['']}]", "bots[0].approval_tools[0]", "must not be empty"},
 		{"negative request timeout", "llm: {default: {base_url: 'http://h/v1', model: m, request_timeout: -1s}}\nbots: [{handle: a}]", "llm.default.request_timeout", "must not be negative"},
 		{"negative idle timeout", "llm: {default: {base_url: 'http://h/v1', model: m, stream_idle_timeout: -1s}}\nbots: [{handle: a}]", "llm.default.stream_idle_timeout", "must not be negative"},
+		{"tiny context window", "llm: {default: {base_url: 'http://h/v1', model: m, context_window: 100}}\nbots: [{handle: a}]", "llm.default.context_window", "at least 1024"},
+		{"history share above 1", "llm: {default: {base_url: 'http://h/v1', model: m, history_share: 1.5}}\nbots: [{handle: a}]", "llm.default.history_share", "at most 1"},
+		{"unknown compaction profile", "llm: {default: {base_url: 'http://h/v1', model: m, compact_with: cheap}}\nbots: [{handle: a}]", "llm.default.compact_with", "not configured"},
 		{"short admin token", "admin: {token: abc}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.token", "at least 16 characters"},
 		{"blank admin token", "admin: {token: '                '}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.token", "whitespace"},
 		{"admin token with a space", "admin: {token: 'abcdefgh ijklmnopq'}\nllm: {default: {base_url: 'http://h/v1', model: m}}\nbots: [{handle: a}]", "admin.token", "whitespace"},

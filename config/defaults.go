@@ -19,6 +19,8 @@ const (
 	DefaultRunTimeout          = core.DefaultRunTimeout
 	DefaultApprovalTimeout     = core.DefaultApprovalTimeout
 	DefaultMCPReadyTimeout     = 30 * time.Second
+	// DefaultFixedPromptWarnTokens is limits.fixed_prompt_warn_tokens.
+	DefaultFixedPromptWarnTokens = 8000
 )
 
 // DefaultApprovalTools returns a bot's approval_tools when the key is absent: a
@@ -48,6 +50,7 @@ func (c *Config) ApplyDefaults() {
 	setInt(&l.MaxModelCallsPerRun, DefaultMaxModelCallsPerRun)
 	setInt(&l.HistoryTokenBudget, DefaultHistoryTokenBudget)
 	setInt(&l.HistoryMaxMessages, DefaultHistoryMaxMessages)
+	setInt(&l.FixedPromptWarnTokens, DefaultFixedPromptWarnTokens)
 	l.RunTimeout = cmp.Or(l.RunTimeout, DefaultRunTimeout)
 	c.ApprovalTimeout = cmp.Or(c.ApprovalTimeout, DefaultApprovalTimeout)
 	c.MCPReadyTimeout = cmp.Or(c.MCPReadyTimeout, DefaultMCPReadyTimeout)

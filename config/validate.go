@@ -124,6 +124,7 @@ func (c *Config) validateLimits(p *problems) {
 		{"max_model_calls_per_run", l.MaxModelCallsPerRun},
 		{"history_token_budget", l.HistoryTokenBudget},
 		{"history_max_messages", l.HistoryMaxMessages},
+		{"fixed_prompt_warn_tokens", l.FixedPromptWarnTokens},
 	} {
 		if f.v <= 0 {
 			p.add("limits."+f.name, "must be positive, got %d", f.v)
@@ -173,6 +174,17 @@ func (c *Config) validateLLM(p *problems) {
 		}
 		if prof.StreamIdleTimeout < 0 {
 			p.add(path+".stream_idle_timeout", "must not be negative, got %s", prof.StreamIdleTimeout)
+		}
+		if prof.ContextWindow < 0 || (prof.ContextWindow > 0 && prof.ContextWindow < 1024) {
+			p.add(path+".context_window", "must be at least 1024 tokens, or 0 for unknown, got %d", prof.ContextWindow)
+		}
+		if prof.HistoryShare < 0 || prof.HistoryShare > 1 {
+			p.add(path+".history_share", "must be above 0 and at most 1 (0 or absent: 0.5), got %g", prof.HistoryShare)
+		}
+		if prof.CompactWith != "" {
+			if _, ok := c.LLM[prof.CompactWith]; !ok {
+				p.add(path+".compact_with", "names llm profile %q, which is not configured", prof.CompactWith)
+			}
 		}
 	}
 }

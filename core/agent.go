@@ -117,6 +117,16 @@ type Noticer interface {
 	Notice(ctx context.Context, text string) error
 }
 
+// Summarizer is an optional capability of the RunEnv core provides:
+// PutSummary stores the run's bot's summary of its thread up to and including
+// message covers, as a KindSummary message sent by the bot (never posted,
+// never routed) and returns it. Storing the same bot's summary for the same
+// covers again returns the first one unchanged, so a run restarted after a
+// crash never makes two. It honours ctx.
+type Summarizer interface {
+	PutSummary(ctx context.Context, text string, covers MessageID) (Message, error)
+}
+
 // OutcomeRecorder is an optional capability of the RunEnv core provides:
 // RecordOutcome stores on question q what became of the call people approved
 // (Question.Outcome: "ran", or "not run: <why>"), as soon as it is known, so the

@@ -1,8 +1,10 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -25,7 +27,32 @@ var (
 	_ OutcomeRecorder  = (*runEnv)(nil)
 	_ TextStreamer     = (*runEnv)(nil)
 	_ CheckpointHolder = (*runEnv)(nil)
+	_ Summarizer       = (*runEnv)(nil)
 )
+
+// PutSummary implements Summarizer: one transaction, deduplicated by a seen
+// key of thread, bot and covers.
+func (r *runEnv) PutSummary(ctx context.Context, text string, covers MessageID) (Message, error) {
+	key := fmt.Sprintf("summary:%d:%s:%d", r.job.Thread.ID, r.job.Bot.ID(), covers)
+	var out Message
+	err := r.e.store.Update(ctx, func(tx Tx) error {
+		if id, err := tx.Seen(key); err == nil {
+			out, err = tx.Message(id)
+			return err
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		m, err := tx.PutMessage(Message{Thread: r.job.Thread.ID, Sender: r.job.Bot.ID(),
+			SenderName: cmp.Or(r.job.Bot.Name, r.job.Bot.Handle), Text: text, Run: r.job.Run.ID,
+			Kind: KindSummary, Covers: covers, Created: r.e.clock.Now()})
+		if err != nil {
+			return err
+		}
+		out = m
+		return tx.MarkSeen(key, m.ID)
+	})
+	return out, err
+}
 
 // StreamText implements TextStreamer (core/stream.go).
 func (r *runEnv) StreamText(text string) { r.stream.StreamText(text) }

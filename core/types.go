@@ -182,6 +182,11 @@ const (
 	KindNotice      MessageKind = "notice"       // system notice: failures, restarts
 	KindHopLimit    MessageKind = "hop_limit"    // seed §4.3
 	KindHandoffHeld MessageKind = "handoff_held" // seed §4.1
+	// KindSummary is a bot's summary of the older part of a thread
+	// (Summarizer): stored, shown in the dashboard and `openbot thread`, never
+	// posted to a platform, never routed; only the bot that wrote it reads it
+	// as history.
+	KindSummary MessageKind = "summary"
 )
 
 // Origin is where an inbound human message came from; the outbox never echoes a
@@ -209,6 +214,9 @@ type Message struct {
 	// Attachments are a person's files (saved into the workspace by the
 	// download queue) or a bot's file to post (core/files.go).
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Covers is, on a KindSummary message, the newest message the summary
+	// stands for: it covers the thread up to and including it.
+	Covers MessageID `json:"covers,omitempty"`
 }
 
 // ItemKind is the kind of an inbox item (seed §1).

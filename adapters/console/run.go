@@ -24,6 +24,7 @@ const threadsShown = 50
 const help = `commands:
   /new              the next message starts a new thread
   /stop             stop the bots' work in this thread (approvers, or who asked for it)
+  /compact          summarise the older part of this thread for its bot now
   /threads          list console threads (* marks the current one)
   /switch N         send following messages to thread N
   /approve [N]      approve question N (default: the only approval waiting in this thread)
@@ -176,6 +177,8 @@ func (a *Adapter) handle(ctx context.Context, text string) (quit bool) {
 		a.notice("your next message starts a new thread")
 	case "/stop":
 		a.stop(ctx)
+	case "/compact":
+		a.send(ctx, text) // the thread's bot compacts when a message is only /compact
 	case "/threads":
 		a.listThreads(ctx)
 	case "/approve", "/reject", "/answer":

@@ -68,10 +68,10 @@ func (a *Adapter) helpText(p2p bool) string {
 	b.WriteString(core.TeamRoster(a.roster()))
 	if p2p {
 		b.WriteString("\nEvery message here is answered. Write @handle to ask a specific bot. " +
-			"/new starts a new conversation; /stop stops the bots' work in it; /help shows this.")
+			"/new starts a new conversation; /stop stops the bots' work in it; /compact summarises its older part for the bots now; /help shows this.")
 	} else {
 		b.WriteString("\nIn a group, mention me to start a conversation; replies in its thread continue it. " +
-			"Write @handle to ask a specific bot. Mention me with /new to start a new conversation in this thread, with /stop to stop the bots' work in it; /help shows this.")
+			"Write @handle to ask a specific bot. Mention me with /new to start a new conversation in this thread, with /stop to stop the bots' work in it, with /compact to summarise its older part for the bots now; /help shows this.")
 	}
 	return b.String()
 }

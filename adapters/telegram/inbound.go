@@ -403,7 +403,8 @@ func (a *Adapter) helpText(conv Conversation) string {
 	}
 	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me. " +
 		"Write @handle to ask a specific bot. " + newCmd + " starts a new conversation; " +
-		strings.Replace(newCmd, "/new", "/stop", 1) + " stops the bots' work in it; /usage shows spend and budgets.")
+		strings.Replace(newCmd, "/new", "/stop", 1) + " stops the bots' work in it; " +
+		strings.Replace(newCmd, "/new", "/compact", 1) + " summarises its older part for the bots now; /usage shows spend and budgets.")
 	return b.String()
 }
 

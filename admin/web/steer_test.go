@@ -25,6 +25,14 @@ func signIn(t *testing.T, ctx context.Context, tm *team) {
 	)
 }
 
+// click clicks the element sel selects, found and clicked in one script step.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[any](`document.querySelector(` + quote(sel) + `).click()`)(ctx, t)
+		return err
+	})
+}
+
 // view reads the store.
 func (tm *team) view(t *testing.T, f func(tx core.ReadTx) error) {
 	t.Helper()
@@ -44,13 +52,15 @@ func TestDashboardSteers(t *testing.T) {
 
 	ctx := browser(t)
 	signIn(t, ctx, tm)
-	pmRow := `tbody tr:nth-child(2)` // bots are sorted: eng, pm
+	pmRow := `tr[data-bot="pm"]`
+	// The pages redraw live (the team page every few seconds), so a button is
+	// clicked in one step by script, not found and then clicked.
 	run(t, ctx, "pause @pm from the team page",
 		chromedp.Click(chromedp.CSS(`nav a[data-nav="team"]`)),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button[data-act="pause"]`)),
-		chromedp.Click(chromedp.CSS(pmRow+` button[data-act="pause"]`)),
+		click(pmRow+` button[data-act="pause"]`),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button.danger[data-act="pause"]`)), // "Really pause @pm?"
-		chromedp.Click(chromedp.CSS(pmRow+` button[data-act="pause"]`)),
+		click(pmRow+` button[data-act="pause"]`),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button[data-act="resume"]`)),
 	)
 	waitText(t, ctx, "#flash", "@pm paused")
@@ -85,9 +95,9 @@ func TestDashboardSteers(t *testing.T) {
 	run(t, ctx, "stop @pm in the thread",
 		chromedp.Navigate(tm.url+"/#/threads/"+itoa(release)),
 		chromedp.WaitVisible(chromedp.CSS(`button[data-act="stop"]`)),
-		chromedp.Click(chromedp.CSS(`button[data-act="stop"]`)),
+		click(`button[data-act="stop"]`),
 		chromedp.WaitVisible(chromedp.CSS(`button.danger[data-act="stop"]`)),
-		chromedp.Click(chromedp.CSS(`button[data-act="stop"]`)),
+		click(`button[data-act="stop"]`),
 	)
 	waitText(t, ctx, "#flash", "1 queued item(s) dropped")
 	tm.view(t, func(tx core.ReadTx) error {
@@ -103,9 +113,9 @@ func TestDashboardSteers(t *testing.T) {
 	run(t, ctx, "cancel the waiting run",
 		chromedp.Navigate(tm.url+"/#/threads/"+itoa(ops)),
 		chromedp.WaitVisible(chromedp.CSS(`details.run button[data-act="cancel"]`)),
-		chromedp.Click(chromedp.CSS(`details.run button[data-act="cancel"]`)),
+		click(`details.run button[data-act="cancel"]`),
 		chromedp.WaitVisible(chromedp.CSS(`details.run button.danger[data-act="cancel"]`)),
-		chromedp.Click(chromedp.CSS(`details.run button[data-act="cancel"]`)),
+		click(`details.run button[data-act="cancel"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(`details.run button[data-act="cancel"]`)),
 	)
 	tm.view(t, func(tx core.ReadTx) error {

@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+
+	"openbot/agents"
 )
 
 // ProbeResult is what Probe learned about one server.
 type ProbeResult struct {
 	// Tools are the names the model would see ("<server>__<tool>"), sorted as listed.
 	Tools []string
+	// Listed are the tools themselves, with their schemas (for the size of a
+	// bot's fixed prompt).
+	Listed []agents.Tool
 	// Reason says in words why the server could not start (as ServerStatus.Reason);
 	// empty on success.
 	Reason string
@@ -46,6 +51,7 @@ func Probe(ctx context.Context, cfg ServerConfig, opts Options) ProbeResult {
 	out := ProbeResult{}
 	for _, t := range s.tools {
 		out.Tools = append(out.Tools, t.Name())
+		out.Listed = append(out.Listed, t)
 	}
 	return out
 }

@@ -13,7 +13,8 @@ import (
 // so does steering.
 // rl, when set, serves the running configuration and the reload.
 // hl and accts, when set, serve the channels' health.
-func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader, hl *health, accts *accountSet) (*admin.Server, error) {
+// fixed, when set, is a bot's fixed prompt size in tokens (agents.Agent.FixedPromptTokens).
+func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader, hl *health, accts *accountSet, fixed func(core.BotProfile) int) (*admin.Server, error) {
 	var chans func(context.Context) (any, error)
 	if hl != nil && accts != nil {
 		chans = func(ctx context.Context) (any, error) { return channels(ctx, hl, accts, eng.Store()) }
@@ -31,20 +32,22 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 		return nil, err
 	}
 	return admin.New(admin.Options{
-		Store:        eng.Store(),
-		Answerer:     eng,
-		Controller:   eng,
-		People:       eng,
-		Bots:         eng.Bots(),
-		Identity:     core.ActorID(a.cfg.Admin.Identity),
-		IdentityName: a.cfg.Admin.Name,
-		StorePath:    a.cfg.Store.Path,
-		Notifier:     commits,
-		Logger:       a.log,
-		Config:       cfgView,
-		Reload:       reload,
-		Channels:     chans,
-		Cost:         cost,
-		Chat:         chat,
+		Store:           eng.Store(),
+		Answerer:        eng,
+		Controller:      eng,
+		People:          eng,
+		Bots:            eng.Bots(),
+		Identity:        core.ActorID(a.cfg.Admin.Identity),
+		IdentityName:    a.cfg.Admin.Name,
+		StorePath:       a.cfg.Store.Path,
+		Notifier:        commits,
+		Logger:          a.log,
+		Config:          cfgView,
+		Reload:          reload,
+		Channels:        chans,
+		Cost:            cost,
+		Chat:            chat,
+		FixedPrompt:     fixed,
+		FixedPromptWarn: a.cfg.Limits.FixedPromptWarnTokens,
 	})
 }

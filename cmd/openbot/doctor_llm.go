@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"openbot/agents"
 	"openbot/agents/mcp"
 	"openbot/agents/tools"
 	"openbot/config"
@@ -252,6 +254,8 @@ func downloads(command string) bool {
 }
 
 func (d *doctor) mcpServers(ctx context.Context) {
+	listed := map[string][]agents.Tool{}
+	defer func() { d.fixedPrompts(listed) }()
 	for _, s := range d.cfg.MCPServers {
 		bound := d.timeout
 		if downloads(s.Command) && !d.timeoutSet {
@@ -269,6 +273,7 @@ func (d *doctor) mcpServers(ctx context.Context) {
 			continue
 		}
 		d.add(checkOK, label, fmt.Sprintf("started, %d tools (%s)", len(r.Tools), shortList(r.Tools, 5)), "")
+		listed[s.Name] = r.Listed
 	}
 	for _, s := range d.cfg.MCPServers {
 		d.mcpScope(s)
@@ -394,5 +399,39 @@ func (d *doctor) sandbox(ctx context.Context) {
 			}
 			d.add(st, "sandbox: "+g.Name, g.Note, "")
 		}
+	}
+}
+
+// fixedPrompts reports each bot's fixed prompt: its instructions, rules and
+// roster and the schemas of the tools it selects (the MCP servers' as they
+// listed them), sent with every model call; above
+// limits.fixed_prompt_warn_tokens it warns.
+func (d *doctor) fixedPrompts(mcpTools map[string][]agents.Tool) {
+	reg, err := newRegistry(d.cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		for server, tools := range mcpTools {
+			if err = reg.SetSource(server, tools); err != nil {
+				break
+			}
+		}
+	}
+	var a *agents.Agent
+	if err == nil {
+		a, err = newAgent(d.cfg, reg, slog.New(slog.DiscardHandler), nil)
+	}
+	if err != nil {
+		d.add(checkWarn, "prompt size", "not measured: "+err.Error(), "")
+		return
+	}
+	roster := botProfiles(d.cfg)
+	for _, b := range roster {
+		n := a.FixedPromptTokens(b, roster)
+		label := "bot/" + b.Handle + " fixed prompt"
+		if limit := d.cfg.Limits.FixedPromptWarnTokens; n > limit {
+			d.add(checkWarn, label, fmt.Sprintf("about %d tokens of instructions and tool schemas ride on every model call (above %d)", n, limit),
+				"select fewer tools in bots[].tools (an MCP server's single tools as <server>__<tool> instead of the whole server), or shorten the instructions")
+			continue
+		}
+		d.add(checkOK, label, fmt.Sprintf("about %d tokens of instructions and tool schemas on every model call", n), "")
 	}
 }

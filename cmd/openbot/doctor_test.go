@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -459,5 +460,39 @@ func TestDoctorFix(t *testing.T) {
 	got = checkStatuses(r.stdout)
 	if got["telegram/tg webhook"] != "OK" || got["admin token"] != "OK" {
 		t.Errorf("after --fix: webhook %q, admin token %q; want OK:\n%s", got["telegram/tg webhook"], got["admin token"], r.stdout)
+	}
+}
+
+// Doctor reports each bot's fixed prompt in tokens, the schemas of the MCP
+// tools it selects included, and warns above limits.fixed_prompt_warn_tokens.
+func TestDoctorFixedPromptSize(t *testing.T) {
+	w := newDoctorWorld(t)
+	path := w.config(t)
+	tokens := func(out string) int {
+		t.Helper()
+		m := regexp.MustCompile(`bot/chief_of_staff fixed prompt: about (\d+) tokens`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no fixed prompt line:\n%s", out)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	r := runFor(t, []string{"doctor", "--config", path}, strings.NewReader(""), w.env)
+	if got := checkStatuses(r.stdout)["bot/chief_of_staff fixed prompt"]; got != "OK" {
+		t.Fatalf("fixed prompt check %q, want OK:\n%s", got, r.stdout)
+	}
+	without := tokens(r.stdout)
+	data, _ := os.ReadFile(path)
+	text := strings.Replace(string(data), "{handle: chief_of_staff}", "{handle: chief_of_staff, tools: [tools]}", 1) +
+		"limits: {fixed_prompt_warn_tokens: 100}\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runFor(t, []string{"doctor", "--config", path}, strings.NewReader(""), w.env)
+	if got := checkStatuses(r.stdout)["bot/chief_of_staff fixed prompt"]; got != "WARN" || !strings.Contains(r.stdout, "<server>__<tool>") {
+		t.Errorf("fixed prompt check %q, want WARN with the fix:\n%s", got, r.stdout)
+	}
+	if with := tokens(r.stdout); with <= without {
+		t.Errorf("fixed prompt with the MCP server's tool = %d tokens, without %d: its schema is not counted", with, without)
 	}
 }

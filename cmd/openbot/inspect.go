@@ -31,7 +31,7 @@ const (
 	followRetries = 30
 )
 
-// runInspect is `openbot threads|runs|run|activity`: it parses the command's
+// runInspect is `openbot threads|thread|runs|run|activity`: it parses the command's
 // flags, reads the API (in process or through the running server) and prints.
 func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
 	fs, cfgPath := configFlags(cmd, stderr)
@@ -61,6 +61,18 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 		str("status", "only runs with this status (running, waiting_human, completed, failed...)")
 		path = func() (string, error) { return "/api/v1/runs", nil }
 		print = printRuns
+	case "thread":
+		path = func() (string, error) {
+			if fs.NArg() != 1 {
+				return "", errors.New("usage: openbot thread ID [--limit N] [--config FILE]")
+			}
+			id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
+			if err != nil || id == 0 {
+				return "", fmt.Errorf("thread id %q: want a thread number", fs.Arg(0))
+			}
+			return fmt.Sprintf("/api/v1/threads/%d/messages", id), nil
+		}
+		print = printThreadMessages
 	case "run":
 		path = func() (string, error) {
 			if fs.NArg() != 1 {
@@ -88,7 +100,7 @@ func runInspect(ctx context.Context, cmd string, args []string, stdout, stderr i
 	if err := parseInterspersed(fs, args); err != nil {
 		return flagExit(err)
 	}
-	if cmd != "run" && fs.NArg() > 0 {
+	if cmd != "run" && cmd != "thread" && fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "openbot %s: unexpected argument %q\n", cmd, fs.Arg(0))
 		return exitUsage
 	}
@@ -168,6 +180,33 @@ func printThreads(ctx context.Context, r *apiReader, path string, w io.Writer) e
 			t.PendingQuestions, strings.Join(who, " "), firstRunes(title, 50))
 	}
 	tw.Flush()
+	more(w, p.Next)
+	return nil
+}
+
+// printThreadMessages prints a thread's messages, oldest first: a bot's
+// summary of the thread (never posted to the platform) is marked with what it
+// covers.
+func printThreadMessages(ctx context.Context, r *apiReader, path string, w io.Writer) error {
+	var p admin.Page[admin.MessageView]
+	if err := r.get(ctx, path, &p); err != nil {
+		return err
+	}
+	if len(p.Items) == 0 {
+		fmt.Fprintln(w, "no messages")
+		return nil
+	}
+	for _, m := range p.Items {
+		who := cmp.Or(m.SenderName, strings.Replace(string(m.Sender), "bot:", "@", 1))
+		kind := ""
+		switch {
+		case m.Kind == core.KindSummary:
+			kind = fmt.Sprintf(" [summary of #1-#%d, not posted]", m.Covers)
+		case m.Kind != "":
+			kind = " [" + string(m.Kind) + "]"
+		}
+		fmt.Fprintf(w, "#%d %s %s%s: %s\n", m.ID, ago(m.Created), who, kind, strings.Join(strings.Fields(m.Text), " "))
+	}
 	more(w, p.Next)
 	return nil
 }

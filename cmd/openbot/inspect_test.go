@@ -245,7 +245,7 @@ func TestInspectCommands(t *testing.T) {
 		"runs":     {"completed", "engineer", "42+7", "waiting_human"},
 		"run":      {"run 1 of @engineer in thread 1: completed", "model gpt-x: 42+7 tokens", `tool shell {"command":"df -h"} -> /dev/sda1 40%`},
 		"activity": {"run.completed thread 1 run 1: @engineer completed run 1"},
-		"usage":    {"BOT", "engineer  1     1      42", "0.000123 USD", "total"},
+		"usage":    {"BOT", "engineer  1     1      42", "0.000123 USD", "%)", "total"},
 	}
 	args := func(cmd string) []string {
 		a := []string{cmd, "--config", path}

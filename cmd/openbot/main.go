@@ -15,7 +15,7 @@
 //	openbot schedules --config FILE      the scheduled messages, their next and last slots
 //	openbot triggers --config FILE       the inbound webhooks and their last deliveries
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
-//	openbot threads | runs [--thread N] | run ID | activity [--follow]
+//	openbot threads | thread ID | runs [--thread N] | run ID | activity [--follow]
 //	                                     the console's reads for a terminal
 //	openbot version
 //	openbot help COMMAND                 a command's flags (also COMMAND --help)
@@ -73,6 +73,7 @@ const usage = `usage:
   openbot triggers --config FILE                    list the inbound webhooks and their last deliveries
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
   openbot threads [--platform P] [--bot B] [--pending] [--q TEXT]   threads, newest first
+  openbot thread ID [--limit N]                     a thread's messages, bots' summaries marked
   openbot runs [--thread N] [--bot B] [--status S]  runs, newest first
   openbot run ID                                    a run's timeline: model calls, tools, questions
   openbot activity [--follow] [--kind K] [--level L] [--bot B] [--thread N]  the activity log
@@ -141,7 +142,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runTriggers(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "approvals":
 		return runApprovals(ctx, args[1:], stdout, stderr, lookupEnv)
-	case "threads", "runs", "run", "activity":
+	case "threads", "thread", "runs", "run", "activity":
 		return runInspect(ctx, args[0], args[1:], stdout, stderr, lookupEnv)
 	case "cancel", "stop", "pause", "resume":
 		return runSteer(ctx, args[0], args[1:], stdout, stderr, lookupEnv)

@@ -31,9 +31,10 @@ func TestChatMemoryTrulyWorks(t *testing.T) {
 	var found bool
 	for _, r := range llm.Requests() {
 		if strings.Contains(openaitest.LastUserText(r), "post the status update") {
-			found = strings.Contains(r.Body.Messages[0].Content, note)
+			// Recalled memories are part of the turn's context, in the newest turn.
+			found = strings.Contains(openaitest.LastUserText(r), note)
 			if !found {
-				t.Errorf("the engineer's prompt lacks its memory:\n%s", r.Body.Messages[0].Content)
+				t.Errorf("the engineer's prompt lacks its memory:\n%s", openaitest.LastUserText(r))
 			}
 		}
 	}

@@ -310,7 +310,7 @@ func (a *app) serve(ctx context.Context) int {
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", dash.Bearer(approvalsHandler(eng, a.cfg.Store.Path, log)))
 	mux.Handle("POST /admin/reload", dash.Bearer(reloadHandler(rl)))
-	api, err := a.consoleAPI(eng, commits, rl, hl, accts)
+	api, err := a.consoleAPI(eng, commits, rl, hl, accts, func(b core.BotProfile) int { return swap.cur.Load().FixedPromptTokens(b, eng.Bots()) })
 	if err != nil {
 		return a.fail("admin api", err)
 	}

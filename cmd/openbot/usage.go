@@ -87,7 +87,7 @@ func printUsage(w io.Writer, by string, rows []admin.UsageRow, currency string) 
 			key = fmt.Sprintf("%s\t%s\t%s\t%s\t%d", r.Key, cmp.Or(r.Provider, "-"), cmp.Or(strings.Join(r.Served, ","), "-"),
 				cmp.Or(strings.Join(r.Keys, ","), "-"), r.Fallbacks)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", key, r.Runs, r.ModelCalls, r.PromptTokens, r.CachedTokens, r.CompletionTokens,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\n", key, r.Runs, r.ModelCalls, r.PromptTokens, cached(r), r.CompletionTokens,
 			core.FormatMicros(r.CostMicros, currency))
 		tot.Runs += r.Runs
 		tot.ModelCalls += r.ModelCalls
@@ -100,7 +100,7 @@ func printUsage(w io.Writer, by string, rows []admin.UsageRow, currency string) 
 	if model {
 		total = "total\t\t\t\t"
 	}
-	fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", total, tot.Runs, tot.ModelCalls, tot.PromptTokens, tot.CachedTokens, tot.CompletionTokens,
+	fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\n", total, tot.Runs, tot.ModelCalls, tot.PromptTokens, cached(tot), tot.CompletionTokens,
 		core.FormatMicros(tot.CostMicros, currency))
 	tw.Flush()
 }
@@ -118,4 +118,13 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time, a date (2026-12-01) or a duration (72h)", s)
+}
+
+// cached is a row's cached input tokens with their share of its input (the
+// prompt cache's hit share): "1200 (40%)".
+func cached(r admin.UsageRow) string {
+	if r.PromptTokens <= 0 {
+		return fmt.Sprint(r.CachedTokens)
+	}
+	return fmt.Sprintf("%d (%d%%)", r.CachedTokens, r.CachedTokens*100/r.PromptTokens)
 }

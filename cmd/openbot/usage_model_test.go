@@ -18,8 +18,8 @@ func TestPrintUsageByModel(t *testing.T) {
 	}, "USD")
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "PROFILE/MODEL") || !strings.Contains(lines[0], "FALLBACKS") ||
-		strings.Join(strings.Fields(lines[1]), " ") != "main/gpt-4o openai - team_a,team_b 0 2 3 100 0 10 0.0005 USD" ||
-		strings.Join(strings.Fields(lines[2]), " ") != "spare/claude-sonnet-4-5 anthropic claude-sonnet-4-5-20250929 - 1 1 1 50 0 5 0.00 USD" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "main/gpt-4o openai - team_a,team_b 0 2 3 100 0 (0%) 10 0.0005 USD" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "spare/claude-sonnet-4-5 anthropic claude-sonnet-4-5-20250929 - 1 1 1 50 0 (0%) 5 0.00 USD" ||
 		!strings.HasPrefix(lines[3], "total") || !strings.HasSuffix(lines[3], "0.0005 USD") {
 		t.Errorf("output:\n%s", out.String())
 	}

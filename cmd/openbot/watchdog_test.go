@@ -40,12 +40,12 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 	fake := telegramtest.NewServer(telegramtest.Bot{Token: chief, ID: 900000001, Username: "chief_bot"},
 		telegramtest.Bot{Token: ops, ID: 900000002, Username: "ops_bot"})
 	defer fake.Close()
-	const poll = 2 * time.Second
+	const poll = 4 * time.Second
 	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
 		c.Metrics.Enabled = true
 		c.Telegram = []config.Telegram{
 			{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: fake.Endpoint(), Mode: "polling", DMPolicy: "allowlist",
-				PollTimeout: poll, Watchdog: 3 * time.Second},
+				PollTimeout: poll, Watchdog: 5 * time.Second},
 			{Name: "ops", Bot: "chief_of_staff", Token: ops, APIEndpoint: fake.Endpoint(), Mode: "polling", DMPolicy: "allowlist",
 				PollTimeout: poll, Watchdog: time.Hour},
 		}
@@ -107,8 +107,8 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range chans.Items {
-		if c.Account == "telegram/chief" && (c.State != "reconnecting" || c.LastIn == nil || time.Since(*c.LastIn) < 3*time.Second || c.WatchdogMS != 3000) {
-			t.Errorf("channels API: %+v, want reconnecting, silent past its 3s watchdog", c)
+		if c.Account == "telegram/chief" && (c.State != "reconnecting" || c.LastIn == nil || time.Since(*c.LastIn) < 5*time.Second || c.WatchdogMS != 5000) {
+			t.Errorf("channels API: %+v, want reconnecting, silent past its 5s watchdog", c)
 		}
 	}
 	browsertest.Screenshots(t, ctx, "team-channels")

@@ -227,7 +227,8 @@ func providers(cfg *config.Config) map[string]agents.Provider {
 	out := make(map[string]agents.Provider, len(cfg.LLM))
 	for name, p := range cfg.LLM {
 		ap := agents.Provider{API: p.Provider, BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Headers: p.Headers,
-			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout}
+			RequestTimeout: p.RequestTimeout, IdleTimeout: p.StreamIdleTimeout,
+			ContextWindow: p.ContextWindow, HistoryShare: p.HistoryShare, CompactWith: p.CompactWith}
 		if len(p.APIKeys) > 0 {
 			for _, k := range p.Keys() {
 				ap.Keys = append(ap.Keys, agents.APIKey{Label: k.Label, Value: k.Value})

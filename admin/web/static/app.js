@@ -171,9 +171,11 @@ views.team = {
       const where = [];
       for (const t of b.working_threads || []) where.push(h("div", { class: "small" }, "working in ", threadLink(t)));
       for (const t of b.parked_threads || []) where.push(h("div", { class: "small" }, "waiting in ", threadLink(t)));
-      return h("tr", {},
+      return h("tr", { "data-bot": b.handle },
         td("Bot", h("div", { class: "lead" }, h("b", {}, b.name || b.handle), " ", h("span", { class: "muted" }, "@" + b.handle)),
-          b.model ? h("div", { class: "small muted" }, b.model) : ""),
+          b.model ? h("div", { class: "small muted" }, b.model) : "",
+          b.fixed_prompt_tokens ? h("div", { class: b.fixed_prompt_large ? "small question" : "small muted", "data-fixed-prompt": "" },
+            "fixed prompt " + num(b.fixed_prompt_tokens) + " tokens" + (b.fixed_prompt_large ? " (large: every call sends it)" : "")) : ""),
         td("Now", badge(b.paused ? "paused" : b.status), where),
         td("Queue", num(b.queue_depth)),
         td("Runs today", num(b.runs_today)),
@@ -186,14 +188,13 @@ views.team = {
     });
     out.append(bots.items.length ? table(["Bot", "Now", "Queue", "Runs today", "Tokens today", ""], rows) : empty("No bots."));
     if (chans && chans.items.length) {
-      out.append(h("h2", {}, "Channels"), channelsTable(chans.items));
+      out.append(h("section", { id: "channels", "aria-label": "Channels" }, h("h2", {}, "Channels"), channelsTable(chans.items)));
     }
     out.append(h("h2", {}, "Recent runs"));
     out.append(runs.items.length ? runsTable(runs.items) : empty("No runs yet."));
     return out;
   },
   interested: (type) => type !== "message.posted",
-  poll: true, // the channels' state changes without a store event
 };
 
 // ago is the age of a timestamp in seconds, minutes or hours ("—" when unknown).
@@ -930,8 +931,17 @@ function live() {
   }
 }
 
-// Views with poll set redraw every 5 s (what they show has no event).
-setInterval(() => { if (current && current.view.poll && !document.hidden) redraw(); }, 5000);
+// The Team page's channels change without a store event: their table alone
+// is redrawn every 5 s (it holds no control, so no focus is lost).
+setInterval(async () => {
+  const sec = document.getElementById("channels");
+  if (!sec || document.hidden) return;
+  try {
+    const chans = await api("/channels");
+    const old = sec.querySelector("table");
+    if (old && document.contains(old)) old.replaceWith(channelsTable(chans.items));
+  } catch (e) { /* the next tick tries again */ }
+}, 5000);
 
 window.addEventListener("hashchange", navigate);
 navigate();
