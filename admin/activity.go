@@ -13,7 +13,8 @@ import (
 
 // activity is GET /api/v1/activity, the activity log, filtered by ?kind= (an
 // event such as "run.failed", or a family such as "run"), ?level=, ?bot=,
-// ?thread=, ?since= and ?until= (RFC 3339).
+// ?thread=, ?actor= (an actor id, such as "trigger:github"), ?since= and
+// ?until= (RFC 3339).
 //
 // Paging: by default newest first, ?cursor= the Seq of the last line seen
 // (Next "" at the start of the log). With ?after=N it reads forward, oldest
@@ -23,7 +24,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	forward := q.r.URL.Query().Has("after")
 	after, cursor := q.uint("after"), q.uint("cursor")
-	kind, level, bot := q.str("kind"), q.str("level"), q.bot("bot")
+	kind, level, bot, actor := q.str("kind"), q.str("level"), q.bot("bot"), core.ActorID(q.str("actor"))
 	thread := core.ThreadID(q.uint("thread"))
 	since, until := q.time("since"), q.time("until")
 	if !q.ok(w) {
@@ -32,7 +33,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	keep := func(a core.Activity) bool {
 		lvl := cmp.Or(a.Level, "info")
 		return (kind == "" || a.Event == kind || strings.HasPrefix(a.Event, kind+".")) &&
-			(level == "" || lvl == level) && (bot == "" || a.Actor == bot) && (thread == 0 || a.Thread == thread) &&
+			(level == "" || lvl == level) && (bot == "" || a.Actor == bot) && (actor == "" || a.Actor == actor) && (thread == 0 || a.Thread == thread) &&
 			(since.IsZero() || !a.At.Before(since)) && (until.IsZero() || a.At.Before(until))
 	}
 	var out []core.Activity

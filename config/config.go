@@ -75,6 +75,11 @@ type Config struct {
 
 	// Schedules post messages into threads on a timetable (config/schedule.go).
 	Schedules []Schedule `yaml:"schedules"`
+	// Triggers are authenticated inbound webhooks (POST /hooks/<name>) that
+	// post events into threads for a bot (config/trigger.go).
+	Triggers []Trigger `yaml:"triggers"`
+	// Notify are the conversations bots may post into with the notify tool.
+	Notify []NotifyTarget `yaml:"notify"`
 
 	// Cost prices model calls and sets budgets (config/cost.go).
 	Cost Cost `yaml:"cost"`

@@ -379,8 +379,8 @@ approval_timeout: 2h
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Bots[0].ApprovalTools; len(got) != 2 || got[0].Tool != "shell" || got[1].Tool != "schedule" {
-		t.Errorf("default approval_tools = %v, want [shell schedule]", got)
+	if got := c.Bots[0].ApprovalTools; len(got) != 3 || got[0].Tool != "shell" || got[1].Tool != "schedule" || got[2].Tool != "notify" {
+		t.Errorf("default approval_tools = %v, want [shell schedule notify]", got)
 	}
 	if got := c.Bots[1].ApprovalTools; got == nil || len(got) != 0 {
 		t.Errorf("explicit empty approval_tools = %#v, want an empty list kept", got)

@@ -24,11 +24,11 @@ const (
 )
 
 // DefaultApprovalTools returns a bot's approval_tools when the key is absent: a
-// person approves every shell command and every schedule tool call (a recurring
-// message the bot would send on its own, DESIGN.md §10 "schedules") by default
-// (DESIGN.md §5).
+// person approves every shell command, every schedule tool call (a recurring
+// message the bot would send on its own, DESIGN.md §10 "schedules") and every
+// notify call (a post into another conversation) by default (DESIGN.md §5).
 func DefaultApprovalTools() []ApprovalTool {
-	return []ApprovalTool{{Tool: "shell"}, {Tool: "schedule"}}
+	return []ApprovalTool{{Tool: "shell"}, {Tool: "schedule"}, {Tool: "notify"}}
 }
 
 // ApplyDefaults fills every empty field that has a default; it never overwrites a
@@ -55,6 +55,8 @@ func (c *Config) ApplyDefaults() {
 	c.ApprovalTimeout = cmp.Or(c.ApprovalTimeout, DefaultApprovalTimeout)
 	c.MCPReadyTimeout = cmp.Or(c.MCPReadyTimeout, DefaultMCPReadyTimeout)
 	c.applyScheduleDefaults()
+	c.applyTriggerDefaults()
+	c.applyNotifyDefaults()
 	c.Cost.Currency = cmp.Or(c.Cost.Currency, DefaultCurrency)
 
 	for name, p := range c.LLM {

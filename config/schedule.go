@@ -43,6 +43,11 @@ type Schedule struct {
 	// Grace is how late a slot missed while openbot was down may still fire at
 	// start; older ones are recorded as skipped. Default 1h, at most 24h.
 	Grace time.Duration `yaml:"grace"`
+	// OnlyIf is the slot's preflight: "always" (default) fires every slot;
+	// "new_messages" only when a person or a trigger posted since the last
+	// slot, "new_events" only when a trigger did. A slot with nothing new is
+	// skipped with no model call and logged as skipped.
+	OnlyIf string `yaml:"only_if"`
 }
 
 // Values of Schedule.Thread, and the grace bounds.
@@ -59,6 +64,7 @@ func (c *Config) applyScheduleDefaults() {
 		s.TimeZone = cmp.Or(s.TimeZone, "UTC")
 		s.Thread = cmp.Or(s.Thread, ScheduleNewThread)
 		s.Grace = cmp.Or(s.Grace, DefaultScheduleGrace)
+		s.OnlyIf = cmp.Or(s.OnlyIf, core.OnlyIfAlways)
 	}
 }
 
@@ -89,6 +95,7 @@ func (c *Config) validateSchedules(p *problems, handles map[string]bool) {
 			p.add(path+".prompt", "must be set")
 		}
 		checkEnum(p, path+".thread", s.Thread, ScheduleNewThread, ScheduleStandingThread)
+		checkEnum(p, path+".only_if", s.OnlyIf, core.OnlyIfAlways, core.OnlyIfNewMessages, core.OnlyIfNewEvents)
 		if s.Grace < 0 || s.Grace > MaxScheduleGrace {
 			p.add(path+".grace", "must be between 0 and %s, got %s", MaxScheduleGrace, s.Grace)
 		}
@@ -97,6 +104,13 @@ func (c *Config) validateSchedules(p *problems, handles map[string]bool) {
 }
 
 func (c *Config) checkScheduleTarget(p *problems, path string, s Schedule) {
+	c.checkTarget(p, path, "channel", s)
+}
+
+// checkTarget checks a target conversation (a schedule's, or a trigger's
+// post_to with the channel named by channelKey): a configured account, a channel
+// of the right shape, a team for Slack, a topic only for Telegram.
+func (c *Config) checkTarget(p *problems, path, channelKey string, s Schedule) {
 	kind, name, _ := strings.Cut(s.Account, "/")
 	known := false
 	switch kind {
@@ -112,7 +126,7 @@ func (c *Config) checkScheduleTarget(p *problems, path string, s Schedule) {
 			known = known || a.Name == name
 		}
 		if _, err := strconv.ParseInt(s.Channel, 10, 64); err != nil && s.Channel != "" {
-			p.add(path+".channel", "%q is not a Telegram chat id (a number)", s.Channel)
+			p.add(path+"."+channelKey, "%q is not a Telegram chat id (a number)", s.Channel)
 		}
 	case "feishu":
 		for _, a := range c.Feishu {
@@ -128,7 +142,7 @@ func (c *Config) checkScheduleTarget(p *problems, path string, s Schedule) {
 		p.add(path+".account", "%q is not a configured account (kind/name, e.g. slack/acme)", s.Account)
 	}
 	if kind != "console" && s.Channel == "" {
-		p.add(path+".channel", "must be set (the channel or chat id to post in)")
+		p.add(path+"."+channelKey, "must be set (the channel or chat id to post in)")
 	}
 	if kind != "telegram" && s.Topic != 0 {
 		p.add(path+".topic", "is for Telegram forum topics only")

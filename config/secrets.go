@@ -41,6 +41,9 @@ func (c *Config) Secrets() []string {
 	for _, t := range c.Telegram {
 		add(t.Token, t.SecretToken)
 	}
+	for _, t := range c.Triggers {
+		add(t.Secret)
+	}
 	for _, f := range c.Feishu {
 		add(f.AppSecret, f.VerificationToken, f.EncryptKey)
 	}

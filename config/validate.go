@@ -106,6 +106,8 @@ func (c *Config) Validate() error {
 	c.validateChannels(&p, handles)
 	c.validatePolicies(&p, handles)
 	c.validateSchedules(&p, handles)
+	c.validateTriggers(&p, handles)
+	c.validateNotify(&p, handles)
 	c.validateCost(&p, handles)
 	c.validateMemory(&p)
 	return p.err()

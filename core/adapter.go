@@ -218,9 +218,31 @@ type Inbound struct {
 	DefaultBot string
 	// Received is when the platform says the message was sent.
 	Received time.Time
-	// Attachments are the files on the message, with Ref set for FileFetcher;
-	// they are downloaded after the message is stored (core/files.go).
+	// Attachments are the files on the message, with Ref set for FileFetcher
+	// (or Data for content that came with the message); they are downloaded
+	// after the message is stored (core/files.go).
 	Attachments []Attachment
+	// Announce marks a message that did not come from its conversation (an
+	// inbound webhook's event, posted into Conversation): it has no platform
+	// origin, so it is delivered to every binding of its thread, Conversation
+	// included; it binds Conversation only when it starts the thread, and that
+	// first delivery opens a platform thread where the adapter can (ThreadOpener).
+	Announce bool
+	// WakeNobody stores and delivers the message but wakes no bot (an event
+	// over its trigger's rate limit).
+	WakeNobody bool
+}
+
+// ThreadOpener is implemented by adapters whose conversations hold threads
+// under a message (Slack): when the first message of a thread started by an
+// Announce inbound was posted at the top level of conv with platform id root,
+// OpenThread returns the conversation of the platform thread under it and its
+// platform thread key (Inbound.ThreadKey format), and core moves the binding
+// there, so the rest of the thread is posted under that message and people's
+// replies in it join the thread. ok is false when conv is a thread already or
+// the platform has none. It does no I/O.
+type ThreadOpener interface {
+	OpenThread(conv ConversationRef, root string) (thread ConversationRef, threadKey string, ok bool)
 }
 
 // Answer is a person's answer to a question: a button click (Choice is the index

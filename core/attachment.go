@@ -36,6 +36,11 @@ type Attachment struct {
 	// Transcript is the text of a saved voice note or audio file when
 	// FileLimits.Transcribe is set (optional).
 	Transcript string `json:"transcript,omitempty"`
+	// Data is the content of a file that came with the message itself (an
+	// inbound webhook's raw payload) instead of a platform reference: stored
+	// with the message at ingest, written to the workspace by the download
+	// queue like a fetched file, and dropped once saved.
+	Data []byte `json:"data,omitempty"`
 }
 
 // Pending reports whether an inbound attachment still waits for its download.

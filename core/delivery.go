@@ -261,6 +261,11 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 			if err := l.rememberPlatformID(tx, cur, pid); err != nil {
 				return err
 			}
+			if cur.Opens {
+				if err := l.openThreadTx(tx, cur, pid); err != nil {
+					return err
+				}
+			}
 		}
 		cur.Attempts++
 		_, err = tx.PutOutbox(cur)
@@ -273,6 +278,65 @@ func (l *lanes) settle(ctx context.Context, o OutboxEntry, pid string, derr erro
 	if failed {
 		l.e.log.Error("delivery failed for good", "account", o.Account, "outbox", o.ID, "err", Redact(derr.Error()))
 	}
+}
+
+// openThreadTx moves the binding that entry o, the first message of a thread
+// started from outside its conversation, was delivered to into the platform
+// thread under that message (ThreadOpener), binds the platform thread's key to
+// the thread, and moves the thread's entries still pending in the old
+// conversation along (each lane reads its entry when its turn comes, so they
+// are posted in the platform thread, in order).
+func (l *lanes) openThreadTx(tx Tx, o OutboxEntry, pid string) error {
+	ad, ok := l.e.adapter(o.Account)
+	if !ok || pid == "" {
+		return nil
+	}
+	op, ok := ad.(ThreadOpener)
+	if !ok {
+		return nil
+	}
+	conv, key, ok := op.OpenThread(o.Conversation, pid)
+	if !ok {
+		return nil
+	}
+	t, err := tx.Thread(o.Thread)
+	if err != nil {
+		return err
+	}
+	for i := range t.Bindings {
+		if t.Bindings[i].Conversation == o.Conversation {
+			t.Bindings[i].Conversation = conv
+		}
+	}
+	if _, err := tx.PutThread(t); err != nil {
+		return err
+	}
+	if key != "" {
+		if err := tx.BindThreadKey(key, t.ID); err != nil {
+			return err
+		}
+	}
+	const page = 256
+	for after := o.ID; ; {
+		pend, err := tx.PendingOutbox(after, page)
+		if err != nil {
+			return err
+		}
+		for _, p := range pend {
+			if p.Thread == o.Thread && p.Conversation == o.Conversation {
+				p.Conversation = conv
+				if _, err := tx.PutOutbox(p); err != nil {
+					return err
+				}
+			}
+		}
+		if len(pend) < page {
+			break
+		}
+		after = pend[len(pend)-1].ID
+	}
+	l.e.activity(tx, Activity{Event: "thread.opened", Summary: fmt.Sprintf("thread opened under its first message in %s", o.Account), Thread: o.Thread, Message: o.Message})
+	return nil
 }
 
 // rememberPlatformID records the platform identity of a delivered message or

@@ -121,6 +121,8 @@ type Options struct {
 	// Files configures inbound attachments: where they are saved, size caps
 	// and the download queue (core/files.go).
 	Files FileLimits
+	// Notify are the conversations bots' notify tool posts into (core/notify.go).
+	Notify []NotifyTarget
 
 	// Shared says other openbot processes use the same store (PostgreSQL,
 	// DESIGN.md §7): running runs, outbox lanes and long-lived ingress are then
@@ -173,6 +175,7 @@ type Engine struct {
 	clock    Clock
 	grace    time.Duration
 	observer Observer // nil: NopObserver (Observe)
+	notify   map[string]NotifyTarget
 
 	// cur is the current settings (bots, default bot, limits, approvers, cost);
 	// Reload swaps it, reloadMu orders Reload calls.
@@ -213,10 +216,12 @@ func New(opts Options) (*Engine, error) {
 	}
 	set, err := newSettings(Settings{Bots: opts.Bots, DefaultBot: opts.DefaultBot, Limits: opts.Limits,
 		Approvers: opts.Approvers, Owners: opts.Owners, SelfApprove: opts.SelfApprove, Policies: opts.Policies, ApprovalTimeout: opts.ApprovalTimeout, Cost: opts.Cost, AlwaysReply: opts.AlwaysReply})
-	if err != nil {
+	notify, nerr := notifyTargets(opts.Notify)
+	if err := errors.Join(err, nerr); err != nil {
 		return nil, err
 	}
 	e := &Engine{
+		notify:   notify,
 		store:    opts.Store,
 		log:      opts.Logger,
 		clock:    opts.Clock,

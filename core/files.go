@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -212,13 +213,17 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 			continue
 		}
 		a.Name = SafeFileName(a.Name, "file") // made safe at ingest already; a file name, never a path
-		if ferr == nil && dir == nil && dirErr == nil {
+		src, serr := ff, ferr
+		if a.Data != nil && q.lim.Dir != nil {
+			src, serr = inlineFile{}, nil // came with the message: nothing to download
+		}
+		if serr == nil && dir == nil && dirErr == nil {
 			dir, dirErr = q.openInbox(m)
 		}
-		err := cmp.Or(ferr, dirErr)
+		err := cmp.Or(serr, dirErr)
 		var n int64
 		if err == nil {
-			n, err = q.fetch(ctx, ff, dir.root, *a, left)
+			n, err = q.fetch(ctx, src, dir.root, *a, left)
 		}
 		if ctx.Err() != nil {
 			return // stays pending; offered again after the restart
@@ -233,12 +238,15 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 			a.Error = "download failed: " + Redact(err.Error())
 			q.e.log.Warn("attachment download failed", "message", m.ID, "name", a.Name, "err", Redact(err.Error()))
 		default:
-			a.Path, a.Size, a.Ref = path.Join("inbox", dir.name, a.Name), n, ""
+			a.Path, a.Size, a.Ref, a.Data = path.Join("inbox", dir.name, a.Name), n, "", nil
 			used += n
 			a.Transcript = q.transcribe(ctx, m, dir.root, *a)
 		}
 	}
 	for i, a := range out {
+		if a.Error != "" {
+			out[i].Data = nil // not saved: the content goes no further
+		}
 		if m.Attachments[i].Pending() && a.Error != "" {
 			unsaved = append(unsaved, fmt.Sprintf("%s (%s)", a.Name, ForPeople(a.Error)))
 		}
@@ -275,6 +283,13 @@ func (q *fileQueue) download(ctx context.Context, id MessageID) {
 		q.e.sched.wake(b.Handle)
 	}
 	q.e.lanes.kick()
+}
+
+// inlineFile "fetches" an attachment that carries its content (Attachment.Data).
+type inlineFile struct{}
+
+func (inlineFile) FetchFile(_ context.Context, a Attachment) (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(a.Data)), nil
 }
 
 // fetcher returns the FileFetcher that downloads m's attachments.

@@ -116,7 +116,11 @@ func (rt *router) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 			return IngestResult{}, err
 		}
 	}
-	t.Bindings, _ = addBinding(t.Bindings, in.Platform, in.Conversation, in.Account)
+	if !found || !in.Announce {
+		// An announced event joins its thread wherever the thread is bound now
+		// (a platform thread its first message opened), adding nothing.
+		t.Bindings, _ = addBinding(t.Bindings, in.Platform, in.Conversation, in.Account)
+	}
 
 	// Actor upsert: created on first sight, name kept current.
 	a, err := tx.Actor(in.SenderID)
@@ -145,12 +149,17 @@ func (rt *router) ingestTx(tx Tx, in Inbound) (IngestResult, error) {
 	if err != nil {
 		return IngestResult{}, err
 	}
+	origin := &Origin{Account: in.Account, Conversation: in.Conversation, PlatformID: in.PlatformID}
+	if in.Announce {
+		origin = nil // posted into its conversation, not taken from it
+	}
 	p, err := rt.postTx(tx, &t, postSpec{
 		msg: Message{
 			Sender: in.SenderID, SenderName: name, Text: in.Text, Created: now,
-			Origin:      &Origin{Account: in.Account, Conversation: in.Conversation, PlatformID: in.PlatformID},
-			Attachments: inboundAttachments(in.Attachments),
+			Origin: origin, Attachments: inboundAttachments(in.Attachments),
 		},
+		wakeNobody:     in.WakeNobody,
+		opens:          in.Announce && !found,
 		native:         in.Mentions,
 		mentionsHumans: in.MentionsHumans,
 		answered:       answered,
@@ -243,7 +252,9 @@ func (rt *router) duplicateTx(tx Tx, in Inbound, mid MessageID) (IngestResult, e
 	}
 	res := IngestResult{Thread: t.ID, Message: mid, Duplicate: true}
 	var changed bool
-	t.Bindings, changed = addBinding(t.Bindings, in.Platform, in.Conversation, in.Account)
+	if !in.Announce { // an announced event came from no conversation
+		t.Bindings, changed = addBinding(t.Bindings, in.Platform, in.Conversation, in.Account)
+	}
 	var extra []string
 	for _, h := range in.Mentions {
 		h = strings.ToLower(h)

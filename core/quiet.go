@@ -35,10 +35,10 @@ func (s *settings) quiet(t *Thread, m Message) bool {
 }
 
 // isHuman reports whether an actor id is a person: not a bot, not the system,
-// not a schedule.
+// not a schedule, not a trigger (an inbound webhook).
 func isHuman(id ActorID) bool {
 	s := string(id)
-	return s != "" && !strings.HasPrefix(s, "bot:") && !strings.HasPrefix(s, "schedule:")
+	return s != "" && !strings.HasPrefix(s, "bot:") && !strings.HasPrefix(s, "schedule:") && !strings.HasPrefix(s, "trigger:")
 }
 
 // repliesToBotTx reports whether the platform message key replied to (Inbound.

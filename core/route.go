@@ -104,6 +104,11 @@ type postSpec struct {
 	// streamed into; outboxTx moves each onto its entry and deletes the key, so
 	// what is left was not taken by any entry (core/stream.go).
 	streamed map[laneKey][]string
+	// wakeNobody: the message is stored and delivered but wakes no bot.
+	wakeNobody bool
+	// opens: the message starts its thread from outside its conversation
+	// (Inbound.Announce); its entries open a platform thread when delivered.
+	opens bool
 }
 
 // systemNotice is a notice from the system in the thread (it wakes nobody,
@@ -156,8 +161,8 @@ func (rt *router) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 	var targets []string
 	hopLimited := false
 	switch {
-	case isSystem:
-		// A message from the system wakes nobody.
+	case isSystem || spec.wakeNobody:
+		// A message from the system wakes nobody; nor one told to.
 	case isBot:
 		for _, h := range mentions {
 			if h != senderHandle {
@@ -358,7 +363,7 @@ func (rt *router) outboxTx(tx Tx, t *Thread, m Message, spec postSpec) error {
 		_, err := tx.PutOutbox(OutboxEntry{
 			Account: acct, Conversation: b.Conversation, Thread: t.ID, Message: m.ID,
 			ReplyTo: replyTo[b.Conversation], Status: OutboxPending, Created: rt.e.clock.Now(),
-			Streamed: streamed, Op: messageOp(m),
+			Streamed: streamed, Op: messageOp(m), Opens: spec.opens,
 		})
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +44,20 @@ type Schedule struct {
 	// every firing goes into (a bot-made schedule's own thread).
 	Thread    ThreadID
 	ThreadKey string
+	// OnlyIf is the preflight of each slot: OnlyIfAlways ("" too) fires every
+	// slot; OnlyIfNewMessages fires only when a person or a trigger posted a
+	// message since the last slot, OnlyIfNewEvents only when a trigger did
+	// (anywhere in the store). A slot with nothing new is skipped, with no
+	// message and no model call, and logged as skipped.
+	OnlyIf string
 }
+
+// Values of Schedule.OnlyIf.
+const (
+	OnlyIfAlways      = "always"
+	OnlyIfNewMessages = "new_messages"
+	OnlyIfNewEvents   = "new_events"
+)
 
 // ScheduleOptions configures a ScheduleRunner.
 type ScheduleOptions struct {
@@ -95,6 +109,8 @@ func NewScheduleRunner(opts ScheduleOptions) (*ScheduleRunner, error) {
 			return nil, fmt.Errorf("schedule %s: no target conversation", s.Name)
 		case s.Grace < 0 || s.Grace > MinDedupRetention:
 			return nil, fmt.Errorf("schedule %s: grace %s is not within 0 and %s", s.Name, s.Grace, MinDedupRetention)
+		case s.OnlyIf != "" && s.OnlyIf != OnlyIfAlways && s.OnlyIf != OnlyIfNewMessages && s.OnlyIf != OnlyIfNewEvents:
+			return nil, fmt.Errorf("schedule %s: only_if %q is not always, new_messages or new_events", s.Name, s.OnlyIf)
 		}
 		seen[s.Name] = true
 	}
@@ -210,16 +226,66 @@ func (r *ScheduleRunner) tickOne(ctx context.Context, s Schedule, now time.Time)
 			}
 			r.log.Warn("schedule slot skipped", "schedule", s.Name, "slot", slot, "late", late)
 		} else {
-			if err := r.fire(ctx, s, slot); err != nil {
+			fresh, err := r.anythingNew(ctx, s, last)
+			if err != nil {
 				return time.Time{}, err
 			}
-			if err := r.advance(ctx, s, slot, nil); err != nil {
+			var skip *Activity
+			if fresh {
+				if err := r.fire(ctx, s, slot); err != nil {
+					return time.Time{}, err
+				}
+			} else {
+				skip = &Activity{Event: "schedule_skipped", Actor: ScheduleActor(s.Name), At: now,
+					Summary: fmt.Sprintf("schedule %s: slot %s skipped: nothing new since %s (only_if: %s)", s.Name, slot.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339), s.OnlyIf)}
+				r.log.Info("schedule slot skipped: nothing new", "schedule", s.Name, "slot", slot, "only_if", s.OnlyIf)
+			}
+			if err := r.advance(ctx, s, slot, skip); err != nil {
 				return time.Time{}, err
 			}
 		}
+		last = slot
 		slot = s.Next(slot)
 	}
 	return slot, nil
+}
+
+// maxPreflightLines bounds the activity lines one preflight reads; past it the
+// slot fires (so much happened that something is new).
+const maxPreflightLines = 4096
+
+// anythingNew is s's preflight (Schedule.OnlyIf): whether a message it waits
+// for was ingested after since, read newest first from the activity log.
+func (r *ScheduleRunner) anythingNew(ctx context.Context, s Schedule, since time.Time) (bool, error) {
+	if s.OnlyIf == "" || s.OnlyIf == OnlyIfAlways {
+		return true, nil
+	}
+	found := false
+	err := r.opts.Engine.Store().View(ctx, func(tx ReadTx) error {
+		before, read := uint64(0), 0
+		for read < maxPreflightLines {
+			page, err := tx.ActivitiesBefore(before, 256)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			for _, a := range page {
+				if !a.At.After(since) {
+					return nil
+				}
+				from := string(a.Actor)
+				if a.Event == "message.ingested" && !strings.HasPrefix(from, "schedule:") &&
+					(s.OnlyIf == OnlyIfNewMessages || strings.HasPrefix(from, "trigger:")) {
+					found = true
+					return nil
+				}
+			}
+			read += len(page)
+			before = page[len(page)-1].Seq
+		}
+		found = true // too much to read: something is new
+		return nil
+	})
+	return found, err
 }
 
 // fire ingests the slot's message. Its dedup key is the slot, so a slot fired

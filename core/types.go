@@ -384,6 +384,10 @@ type OutboxEntry struct {
 	// into through this account in this conversation (Delivery.Streamed): the
 	// delivery edits them instead of posting anew (DESIGN.md §6).
 	Streamed []string `json:"streamed,omitempty"`
+	// Opens marks the first message of a thread started from outside its
+	// conversation (Inbound.Announce): once delivered, the thread's binding
+	// moves into the platform thread under it (ThreadOpener).
+	Opens bool `json:"opens,omitempty"`
 }
 
 // Activity is one line of the diagnostic timeline (seed §3 activity_log). Its IDs are

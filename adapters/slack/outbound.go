@@ -144,6 +144,21 @@ func (a *Adapter) MessageKey(ref core.ConversationRef, platformID string) string
 	return DedupKey(c.Team, c.Channel, platformID)
 }
 
+var _ core.ThreadOpener = (*Adapter)(nil)
+
+// OpenThread is the Slack thread under a message posted at the top level of a
+// conversation (core.ThreadOpener): "<team>:<channel>:<root ts>" with the
+// thread key a person's reply in it carries. ok is false for a ref that names a
+// thread already, or that this adapter did not build.
+func (a *Adapter) OpenThread(ref core.ConversationRef, root string) (core.ConversationRef, string, bool) {
+	c, err := ParseConversation(ref)
+	if err != nil || c.ThreadTS != "" || root == "" {
+		return "", "", false
+	}
+	c.ThreadTS = root
+	return c.Ref(), ThreadKey(c.Team, c.Channel, root, root, false), true
+}
+
 // senderOptions shows the speaking bot's name when this app is not that bot.
 func (a *Adapter) senderOptions(s core.Sender) []slack.MsgOption {
 	switch {

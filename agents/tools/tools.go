@@ -1,6 +1,6 @@
 // Package tools is openbot's built-in toolbox (DESIGN.md §6): the
 // workspace-jailed file tools (workspace_read, workspace_write, workspace_list,
-// workspace_search), shell, http_fetch, todo_write, post_message, schedule and send_file. Each is an
+// workspace_search), shell, http_fetch, todo_write, post_message, schedule, send_file and notify. Each is an
 // agents.Tool; Builtins returns them all for the agents Registry.
 //
 // Every tool is safe for concurrent use (parallel tool calls) and honours the
@@ -167,6 +167,7 @@ func Builtins(opts Options) ([]agents.Tool, error) {
 		postMessageTool(),
 		scheduleTool(),
 		sendFileTool(ws),
+		notifyTool(),
 	}, nil
 }
 

@@ -13,6 +13,7 @@
 //	openbot store compact --config FILE  rewrite the store file offline to give freed space back
 //	openbot store migrate --from bolt:PATH --to postgres:DSN  copy a bbolt store into PostgreSQL
 //	openbot schedules --config FILE      the scheduled messages, their next and last slots
+//	openbot triggers --config FILE       the inbound webhooks and their last deliveries
 //	openbot approvals list [--pending]   every question and decision (who, when, what)
 //	openbot threads | thread ID | runs [--thread N] | run ID | activity [--follow]
 //	                                     the console's reads for a terminal
@@ -69,6 +70,7 @@ const usage = `usage:
   openbot store compact --config FILE               shrink the store file (openbot stopped)
   openbot store migrate --from bolt:PATH --to postgres:DSN  copy the store into PostgreSQL (openbot stopped)
   openbot schedules --config FILE                   list the scheduled messages
+  openbot triggers --config FILE                    list the inbound webhooks and their last deliveries
   openbot approvals list [--pending] --config FILE  the audit of questions and decisions
   openbot threads [--platform P] [--bot B] [--pending] [--q TEXT]   threads, newest first
   openbot thread ID [--limit N]                     a thread's messages, bots' summaries marked
@@ -136,6 +138,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runStore(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "schedules":
 		return runSchedules(ctx, args[1:], stdout, stderr, lookupEnv)
+	case "triggers":
+		return runTriggers(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "approvals":
 		return runApprovals(ctx, args[1:], stdout, stderr, lookupEnv)
 	case "threads", "thread", "runs", "run", "activity":

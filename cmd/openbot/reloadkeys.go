@@ -38,6 +38,8 @@ var reloadRules = map[string]string{
 	"retention": keyRestart, "workspace": keyRestart, "sandbox": keyRestart,
 	"shell_limits": keyRestart, "fetch_allow_hosts": keyRestart, "console": keyRestart,
 	"schedules": keyRestart, "memory": keyRestart, "alerts": keyRestart,
+	// The hooks server and the engine's notify targets are built at start.
+	"triggers": keyRestart, "notify": keyRestart,
 	"bots[].shell_network": keyRestart, "bots[].shell_limits": keyRestart,
 	// The engine's files caps and the transcriber are built at start; the
 	// image caps are the agent's, which a reload swaps.

@@ -34,30 +34,35 @@ func coreSchedules(cfg *config.Config) ([]core.Schedule, error) {
 			return nil, fmt.Errorf("schedules[%d]: %w", i, err)
 		}
 		cs := core.Schedule{Name: s.Name, Next: next, Bot: s.Bot, Prompt: s.Prompt,
-			Standing: s.Thread == config.ScheduleStandingThread, Grace: s.Grace}
-		kind, name, _ := strings.Cut(s.Account, "/")
-		switch kind {
-		case "slack":
-			cs.Account, cs.Platform = slack.AccountID(name), "slack"
-			cs.Conversation = slack.Conversation{Team: s.Team, Channel: s.Channel}.Ref()
-		case "telegram":
-			chat, err := strconv.ParseInt(s.Channel, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("schedules[%d].channel: %q is not a chat id", i, s.Channel)
-			}
-			cs.Account, cs.Platform = telegram.AccountID(name), telegram.Platform
-			cs.Conversation = telegram.Conversation{Chat: chat, Topic: s.Topic}.Ref()
-		case "feishu":
-			cs.Account, cs.Platform = core.AccountID("feishu/"+name), feishu.Platform
-			cs.Conversation = feishu.Conversation{Chat: s.Channel}.Ref()
-		case "console":
-			cs.Account, cs.Platform, cs.Conversation = core.AccountID("console/"+name), console.Platform, console.Conversation
-		default:
-			return nil, fmt.Errorf("schedules[%d].account: %q is not kind/name", i, s.Account)
+			Standing: s.Thread == config.ScheduleStandingThread, Grace: s.Grace, OnlyIf: s.OnlyIf}
+		cs.Account, cs.Platform, cs.Conversation, err = targetConversation(s.Account, s.Channel, s.Team, s.Topic)
+		if err != nil {
+			return nil, fmt.Errorf("schedules[%d]: %w", i, err)
 		}
 		out = append(out, cs)
 	}
 	return out, nil
+}
+
+// targetConversation builds the account, platform and conversation of a
+// configured target ("kind/name" and a channel) with the adapter's own id codec.
+func targetConversation(account, channel, team string, topic int64) (core.AccountID, string, core.ConversationRef, error) {
+	kind, name, _ := strings.Cut(account, "/")
+	switch kind {
+	case "slack":
+		return slack.AccountID(name), "slack", slack.Conversation{Team: team, Channel: channel}.Ref(), nil
+	case "telegram":
+		chat, err := strconv.ParseInt(channel, 10, 64)
+		if err != nil {
+			return "", "", "", fmt.Errorf("%q is not a chat id", channel)
+		}
+		return telegram.AccountID(name), telegram.Platform, telegram.Conversation{Chat: chat, Topic: topic}.Ref(), nil
+	case "feishu":
+		return core.AccountID("feishu/" + name), feishu.Platform, feishu.Conversation{Chat: channel}.Ref(), nil
+	case "console":
+		return core.AccountID("console/" + name), console.Platform, console.Conversation, nil
+	}
+	return "", "", "", fmt.Errorf("account %q is not kind/name", account)
 }
 
 // newScheduleRunner builds the runner serve starts once the engine is ready

@@ -240,6 +240,9 @@ func (a *app) serve(ctx context.Context) int {
 		Reflections:     refl,
 		Files:           files,
 	}
+	if engOpts.Notify, err = notifyTargets(a.cfg); err != nil {
+		return a.fail("notify", err)
+	}
 	engineShared(&engOpts, a.cfg, st)
 	eng, err := core.New(engOpts)
 	if err != nil {
@@ -262,6 +265,10 @@ func (a *app) serve(ctx context.Context) int {
 	sched, err := newScheduleRunner(a.cfg, eng, log)
 	if err != nil {
 		return a.fail("schedules", err)
+	}
+	hks, err := newHooks(a.cfg, eng, log)
+	if err != nil {
+		return a.fail("triggers", err)
 	}
 	hl := newHealth(eng.Ready())
 	accounts, con, err := a.adapters(eng, hl)
@@ -320,6 +327,8 @@ func (a *app) serve(ctx context.Context) int {
 			hl.watch(string(ad.Account()), r)
 		}
 	}
+	// Inbound webhooks of the triggers (POST /hooks/<name>).
+	hks.Mount(mux)
 	// Platform webhook routes follow the accounts a reload adds or removes.
 	mux.Handle("/", accts)
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)

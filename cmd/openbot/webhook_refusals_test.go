@@ -13,6 +13,7 @@ import (
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
+	"openbot/adapters/hooks"
 	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
@@ -30,6 +31,7 @@ func TestWebhookRefusalsLogOneWarnEach(t *testing.T) {
 		slackSecret = "slack-signing-secret-0123"
 		tgToken     = "123456:TEST"
 		tgSecret    = "tg_webhook_secret_0123"
+		hookSecret  = "hook-secret-0123456789"
 	)
 	sl := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test"})
 	defer sl.Close()
@@ -66,7 +68,20 @@ feishu:
     app_secret: ` + feishutest.AppSecret + `
     verification_token: ` + feishutest.VerificationToken + `
     encrypt_key: ` + feishutest.EncryptKey + `
-    base_url: ` + fs.URL() + "\n"
+    base_url: ` + fs.URL() + `
+triggers:
+  - name: gh
+    kind: github
+    secret: ` + hookSecret + `
+    bot: chief_of_staff
+    post_to: {account: slack/sl, conversation: C1, team: T1}
+  - name: signed
+    kind: hmac
+    secret: ` + hookSecret + `
+    bot: chief_of_staff
+    post_to: {account: slack/sl, conversation: C1, team: T1}
+    max_body_bytes: 4096
+` + "\n"
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +143,10 @@ feishu:
 			t.Fatal(err)
 		}
 		return req
+	}
+	hmacSigned := func(body string, at time.Time) *http.Request {
+		ts := strconv.FormatInt(at.Unix(), 10)
+		return post("/hooks/signed", body, "X-Signature-Timestamp", ts, "X-Signature", "sha256="+hooks.Sign(hookSecret, []byte(ts+"."+body)))
 	}
 	v2 := func(eventType string) []byte {
 		b, _ := json.Marshal(map[string]any{"schema": "2.0",
@@ -196,6 +215,18 @@ feishu:
 		{"feishu: card of an unknown shape", func() *http.Request { return feishuSigned("/feishu/fs/card", v2("something.else")) }},
 		{"feishu: wrong method", func() *http.Request { return get("/feishu/fs/events") }},
 		{"feishu: unknown account", func() *http.Request { return post("/feishu/nobody/events", `{}`) }},
+
+		{"hooks: unknown trigger", func() *http.Request { return post("/hooks/nobody", `{}`) }},
+		{"hooks: unsigned", func() *http.Request {
+			return post("/hooks/gh", `{"action":"opened"}`, "X-GitHub-Event", "pull_request")
+		}},
+		{"hooks: bad signature", func() *http.Request {
+			return post("/hooks/gh", `{"action":"opened"}`, "X-GitHub-Event", "pull_request", "X-Hub-Signature-256", "sha256="+hooks.Sign("wrong", []byte(`{"action":"opened"}`)))
+		}},
+		{"hooks: expired timestamp", func() *http.Request { return hmacSigned(`{"event":"x"}`, now.Add(-time.Hour)) }},
+		{"hooks: too large", func() *http.Request { return hmacSigned(`{"pad":"`+strings.Repeat("x", 5000)+`"}`, now) }},
+		{"hooks: not JSON", func() *http.Request { return hmacSigned(`{nope`, now) }},
+		{"hooks: wrong method", func() *http.Request { return get("/hooks/gh") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,6 +247,9 @@ feishu:
 	}
 	if n := len(llm.Requests()); n != 0 {
 		t.Errorf("the model was called %d times, want none", n)
+	}
+	if strings.Contains(logs.String(), hookSecret) {
+		t.Error("a trigger secret is in the log")
 	}
 	if bytes.Contains([]byte(logs.String()), []byte(slackSecret)) || strings.Contains(logs.String(), feishutest.EncryptKey) {
 		t.Error("a secret is in the log")
