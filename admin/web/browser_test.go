@@ -279,7 +279,7 @@ func screenshots(t *testing.T, ctx context.Context, tm *team, dir string) {
 		w, h int64
 		mob  bool
 	}{{"laptop", 1280, 800, false}, {"phone", 390, 844, true}} {
-		for _, page := range []string{"", "threads", "threads/1", "chat", "approvals", "activity", "usage", "memory"} {
+		for _, page := range []string{"", "threads", "threads/1", "chat", "approvals", "activity", "usage", "memory", "people"} {
 			name := strings.ReplaceAll(page, "/", "-")
 			if name == "" {
 				name = "team"
