@@ -26,6 +26,10 @@ type Policy struct {
 	Instructions string   `yaml:"instructions"`
 	// Fetch, when set, replaces the bots' fetch keys in this channel.
 	Fetch *Fetch `yaml:"fetch"`
+	// Budget limits all runs in threads that started in this channel per UTC
+	// day (tokens and/or cost in cost.currency units); under channel "*" each
+	// channel of the account gets its own. Absent or zero: no limit.
+	Budget Budget `yaml:"budget"`
 }
 
 // Core is the policy as core takes it.
@@ -38,7 +42,8 @@ func (p Policy) Core() core.ChannelPolicy {
 		return out
 	}
 	out := core.ChannelPolicy{Mode: p.Mode, Members: p.Members, Listed: ids(p.Listed), DefaultBot: p.DefaultBot,
-		ToolsRemoved: p.ToolsRemoved, ToolsAdded: p.ToolsAdded, Approvers: ids(p.Approvers), Instructions: p.Instructions}
+		ToolsRemoved: p.ToolsRemoved, ToolsAdded: p.ToolsAdded, Approvers: ids(p.Approvers), Instructions: p.Instructions,
+		Budget: core.Limit{Tokens: p.Budget.Tokens, CostMicros: Micros(p.Budget.Cost)}}
 	if p.Fetch != nil {
 		out.Fetch = &core.FetchPolicy{AllowDomains: p.Fetch.AllowDomains, Unlisted: p.Fetch.Unlisted}
 	}
@@ -82,6 +87,13 @@ func (c *Config) validatePolicies(p *problems, handles map[string]bool) {
 		} else {
 			seen[k] = true
 		}
+		if pol.Budget.Tokens < 0 {
+			p.add(path+".budget.tokens", "must not be negative, got %d", pol.Budget.Tokens)
+		}
+		if pol.Budget.Cost < 0 {
+			p.add(path+".budget.cost", "must not be negative, got %g", pol.Budget.Cost)
+		}
+		pol.Budget = Budget{} // reported above, with its field
 		if err := pol.Core().Check(func(h string) bool { return handles[h] }); err != nil {
 			p.add(path, "%v", err)
 		}

@@ -49,3 +49,40 @@ policies:
 		}
 	}
 }
+
+// TestPolicyBudget: a policy's budget loads in micro-units; a negative one is
+// an error naming its field.
+func TestPolicyBudget(t *testing.T) {
+	ok := minimal + `
+telegram:
+  - name: main
+    bot: engineer
+    token: "1:x"
+policies:
+  - account: telegram/main
+    channel: "-100123"
+    budget: {tokens: 50000, cost: 2.5}
+`
+	p := parseOK(t, ok, nil).CorePolicies()[core.PolicyKey("telegram/main", "-100123")]
+	if p.Budget != (core.Limit{Tokens: 50000, CostMicros: 2_500_000}) {
+		t.Errorf("budget = %+v", p.Budget)
+	}
+	bad := minimal + `
+telegram:
+  - name: main
+    bot: engineer
+    token: "1:x"
+policies:
+  - account: telegram/main
+    channel: "*"
+    budget: {tokens: -1, cost: -2}
+`
+	var got []string
+	for _, e := range parseErrs(t, bad) {
+		got = append(got, e.Path+": "+e.Msg)
+	}
+	want := []string{"policies[0].budget.tokens: must not be negative, got -1", "policies[0].budget.cost: must not be negative, got -2"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors %q, want %q", got, want)
+	}
+}

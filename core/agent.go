@@ -47,7 +47,8 @@ type Job struct {
 	// startedBy maps a conversation to the platform id of the newest human message
 	// in it, which a hand-off's reply answers when its own trigger has no origin.
 	startedBy map[ConversationRef]string
-	observer  Observer // the engine's, for the agent's metrics (Job.Observer)
+	observer  Observer      // the engine's, for the agent's metrics (Job.Observer)
+	channel   channelBudget // where the thread started, and its daily budget
 }
 
 // Result is what an agent run produced. With Pause set the run waits for a person

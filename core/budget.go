@@ -10,8 +10,8 @@ import (
 // Limit is one budget: at most Tokens tokens (input plus output) and at most
 // CostMicros micro-units of the currency; a zero field sets no limit.
 type Limit struct {
-	Tokens     int64
-	CostMicros int64
+	Tokens     int64 `json:"tokens,omitempty"`
+	CostMicros int64 `json:"cost_micros,omitempty"`
 }
 
 func (l Limit) set() bool { return l.Tokens > 0 || l.CostMicros > 0 }
@@ -73,14 +73,27 @@ type budget struct {
 	limit Limit
 }
 
-// budgets are the limits a run of bot in thread counts toward at now.
-func (c *Cost) budgets(bot string, thread ThreadID, now time.Time) []budget {
+// channelBudget is the channel a job's thread started in (its first
+// binding's, Channeler) and that channel's daily budget (ChannelPolicy.Budget),
+// fixed when the run starts. The zero value is no channel and no budget.
+type channelBudget struct {
+	acct    AccountID
+	channel string
+	limit   Limit
+}
+
+// budgets are the limits a run of bot in thread, started in channel ch,
+// counts toward at now.
+func (c *Cost) budgets(bot string, thread ThreadID, ch channelBudget, now time.Time) []budget {
 	bb := c.botBudget(bot)
 	all := []budget{
 		{"the daily budget of @" + bot, BotDayScope(bot, now), bb.Daily},
 		{"the monthly budget of @" + bot, BotMonthScope(bot, now), bb.Monthly},
 		{"the budget of this thread", ThreadScope(thread), c.Thread},
 		{"the daily budget of all bots", GlobalDayScope(now), c.GlobalDaily},
+	}
+	if ch.channel != "" {
+		all = append(all, budget{"the channel budget for today", ChannelDayScope(ch.acct, ch.channel, now), ch.limit})
 	}
 	out := all[:0]
 	for _, b := range all {
@@ -145,9 +158,10 @@ func (c *Cost) spent(b budget, t UsageTotal) string {
 }
 
 // overBudgetTx returns a *BudgetError for the first budget of bot in thread
-// that is spent at now, the holds of model calls in flight counted, or nil.
-func (c *Cost) overBudgetTx(tx ReadTx, bot string, thread ThreadID, now time.Time) error {
-	for _, b := range c.budgets(bot, thread, now) {
+// (started in channel ch) that is spent at now, the holds of model calls in
+// flight counted, or nil.
+func (c *Cost) overBudgetTx(tx ReadTx, bot string, thread ThreadID, ch channelBudget, now time.Time) error {
+	for _, b := range c.budgets(bot, thread, ch, now) {
 		t, err := tx.UsageTotal(b.scope)
 		if err != nil {
 			return err
@@ -180,7 +194,7 @@ func (bg *budgets) costs() *Cost {
 	return &Cost{}
 }
 
-// check returns a *BudgetError when job's bot or thread has spent a
+// check returns a *BudgetError when job's bot, thread or channel has spent a
 // budget: a new run is refused with it (execute), a run in flight stops at its
 // next model call (runEnv.BeforeModelCall).
 func (bg *budgets) check(ctx context.Context, job *Job) error {
@@ -189,7 +203,7 @@ func (bg *budgets) check(ctx context.Context, job *Job) error {
 		return nil
 	}
 	return bg.e.store.View(ctx, func(tx ReadTx) error {
-		return c.overBudgetTx(tx, job.Bot.Handle, job.Thread.ID, bg.e.clock.Now())
+		return c.overBudgetTx(tx, job.Bot.Handle, job.Thread.ID, job.channel, bg.e.clock.Now())
 	})
 }
 
@@ -252,7 +266,7 @@ func (r *runEnv) usageEntry(c ModelCall) UsageEntry {
 	e := r.e
 	cost := e.budgets.costs()
 	entry := UsageEntry{Key: UsageKey(r.job.Run.ID, c.Call), At: e.clock.Now(), Bot: r.job.Bot.Handle,
-		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Profile: c.Profile, Provider: c.Provider, Model: c.Model,
+		Thread: r.job.Thread.ID, Run: r.job.Run.ID, Channel: r.job.channel.channel, Profile: c.Profile, Provider: c.Provider, Model: c.Model,
 		Served: c.Served, KeyLabel: c.KeyLabel, Fallback: c.Fallback,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CachedTokens: c.CachedTokens,
 		CacheWriteTokens: c.CacheWriteTokens}
@@ -276,13 +290,13 @@ type budgetWarnings struct {
 
 // recordTx puts entry in the ledger inside tx, once per key, and posts a
 // notice in the thread for each budget it takes past its warning share for the
-// first time in the budget's period. It captures nothing outside its result, so
-// a re-run by Batch decides afresh.
-func (bg *budgets) recordTx(tx Tx, entry UsageEntry) (budgetWarnings, error) {
+// first time in the budget's period; ch is the channel of the entry's run. It
+// captures nothing outside its result, so a re-run by Batch decides afresh.
+func (bg *budgets) recordTx(tx Tx, entry UsageEntry, ch channelBudget) (budgetWarnings, error) {
 	var w budgetWarnings
 	cost := bg.costs()
 	before := map[string]UsageTotal{}
-	bs := cost.budgets(entry.Bot, entry.Thread, entry.At)
+	bs := cost.budgets(entry.Bot, entry.Thread, ch, entry.At)
 	for _, b := range bs {
 		t, err := tx.UsageTotal(b.scope)
 		if err != nil {

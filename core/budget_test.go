@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,5 +226,51 @@ func TestBudgetAppliesAfterReload(t *testing.T) {
 	}
 	if got := noticesWith(h.messages(res.Thread), "the daily budget of @chief_of_staff is spent (15 of 15 tokens)"); len(got) != 1 {
 		t.Errorf("refusal notices = %q", got)
+	}
+}
+
+// TestChannelDailyBudgetRefused: a daily channel budget set under the
+// account's default gives each channel its own; once one channel's is spent,
+// the next run there (in another thread too) is refused with a notice naming
+// it, while another channel of the same account still runs.
+func TestChannelDailyBudgetRefused(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, nil)
+	h.opts = func(o *core.Options) {
+		o.Owners = []core.ActorID{"console:owner"}
+		o.Cost = &core.Cost{Owner: "@alice"}
+	}
+	meterCalls(h, "chief_of_staff", [3]int64{120, 30, 0})
+	h.start()
+	if _, err := h.eng.SetPolicy(ctx, "console/local", core.AccountDefault, core.ChannelPolicy{Budget: core.Limit{Tokens: 100}},
+		core.By{Actor: "console:owner"}); err != nil {
+		t.Fatal(err)
+	}
+	h.say("first", in("ops"))
+	h.idle()
+	res := h.say("second", func(i *core.Inbound) { i.ThreadKey, i.Conversation = "console:ops-2", "ops" })
+	h.idle()
+	other := h.say("third", in("random"))
+	h.idle()
+	ran := map[string]bool{}
+	for _, j := range h.agent.jobsFor("chief_of_staff") {
+		ran[j.Triggers[0].Text] = true
+	}
+	if !ran["first"] || ran["second"] || !ran["third"] {
+		t.Fatalf("runs %v, want first and third (second refused by the channel budget)", ran)
+	}
+	got := noticesWith(h.messages(res.Thread), "is spent")
+	if len(got) != 1 || !strings.Contains(got[0], "the channel budget for today is spent (150 of 100 tokens). @alice can raise it.") {
+		t.Errorf("refusal notices = %q", got)
+	}
+	if got := noticesWith(h.messages(other.Thread), "is spent"); len(got) != 0 {
+		t.Errorf("the other channel got %q", got)
+	}
+	var chans []string
+	for _, e := range h.ledger() {
+		chans = append(chans, e.Channel)
+	}
+	if !slices.Equal(chans, []string{"ops", "random"}) {
+		t.Errorf("ledger channels %q, want ops and random", chans)
 	}
 }

@@ -23,7 +23,10 @@ type UsageEntry struct {
 	// Account and Platform are those the thread's first binding came in through.
 	Account  AccountID `json:"account,omitempty"`
 	Platform string    `json:"platform,omitempty"`
-	Profile  string    `json:"profile,omitempty"` // LLM provider profile
+	// Channel is the channel of that binding (Channeler), whose daily total
+	// a channel budget counts ("" in entries written before it was recorded).
+	Channel string `json:"channel,omitempty"`
+	Profile string `json:"profile,omitempty"` // LLM provider profile
 	// Provider is the profile's API ("openai", "anthropic"; "" in entries
 	// written before it was recorded).
 	Provider string `json:"provider,omitempty"`
@@ -74,7 +77,8 @@ func (t UsageTotal) Add(e UsageEntry) UsageTotal {
 // keeps beside the ledger (Tx.PutUsage) so a budget check reads a few keys, not
 // the ledger. Days and months are UTC. An entry of no bot (an embedding of
 // the message index) counts toward no bot scope, one of no thread toward no
-// thread scope; every entry counts toward the global day.
+// thread scope, one of no channel toward no channel scope; every entry counts
+// toward the global day.
 func (e UsageEntry) Scopes() []string {
 	var out []string
 	if e.Bot != "" {
@@ -82,6 +86,9 @@ func (e UsageEntry) Scopes() []string {
 	}
 	if e.Thread != 0 {
 		out = append(out, ThreadScope(e.Thread))
+	}
+	if e.Account != "" && e.Channel != "" {
+		out = append(out, ChannelDayScope(e.Account, e.Channel, e.At))
 	}
 	return append(out, GlobalDayScope(e.At))
 }
@@ -98,6 +105,12 @@ func BotMonthScope(bot string, at time.Time) string {
 
 // ThreadScope names a thread's total over its whole life.
 func ThreadScope(t ThreadID) string { return fmt.Sprintf("thread:%d", t) }
+
+// ChannelDayScope names the total of channel of acct (PolicyKey) for the UTC
+// day of at.
+func ChannelDayScope(acct AccountID, channel string, at time.Time) string {
+	return "channel:" + PolicyKey(acct, channel) + ":day:" + at.UTC().Format(time.DateOnly)
+}
 
 // GlobalDayScope names the total of every bot for the UTC day of at.
 func GlobalDayScope(at time.Time) string { return "all:day:" + at.UTC().Format(time.DateOnly) }

@@ -135,7 +135,7 @@ func (e *Engine) policyCommand(ctx context.Context, c Command, by By) (string, e
 		if err != nil {
 			return "", err
 		}
-		return "Policy here: " + p.Summary() + ". Change it with /policy key=value ... (mode, members, listed, default_bot, tools_removed, tools_added, approvers, instructions).", nil
+		return "Policy here: " + p.Summary() + ". Change it with /policy key=value ... (mode, members, listed, default_bot, tools_removed, tools_added, approvers, budget_tokens, budget_cost, instructions).", nil
 	}
 	p, err := ParsePolicy(c.Args)
 	if err != nil {

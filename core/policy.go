@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,6 +56,10 @@ type ChannelPolicy struct {
 	// Fetch, when set, replaces the bots' http_fetch egress keys here
 	// (FetchPolicyFor).
 	Fetch *FetchPolicy `json:"fetch,omitempty"`
+	// Budget limits the tokens and cost of all runs in threads that started in
+	// this channel per UTC day (cost control); zero fields set no limit. Under
+	// the account's default it gives each channel its own such budget.
+	Budget Limit `json:"budget,omitzero"`
 	// SetBy and Set say who stored it and when (stored policies only).
 	SetBy ActorID   `json:"set_by,omitempty"`
 	Set   time.Time `json:"set,omitempty"`
@@ -286,11 +292,12 @@ func (e *Engine) Policies(ctx context.Context) (map[string]ChannelPolicy, error)
 	return d.Channels, err
 }
 
-// ErrBadPolicy: a policy names an unknown mode, member rule or bot.
+// ErrBadPolicy: a policy names an unknown mode, member rule or bot, or sets a
+// negative budget.
 var ErrBadPolicy = errors.New("bad policy")
 
-// Check reports a policy's unknown mode, member rule or bot (knownBot), wrapping
-// ErrBadPolicy with a text a person can act on.
+// Check reports a policy's unknown mode, member rule or bot (knownBot) and a
+// negative budget, wrapping ErrBadPolicy with a text a person can act on.
 func (p ChannelPolicy) Check(knownBot func(string) bool) error {
 	switch {
 	case p.Mode != "" && p.Mode != ModeMentionOnly && p.Mode != ModeDisabled:
@@ -299,6 +306,10 @@ func (p ChannelPolicy) Check(knownBot func(string) bool) error {
 		return fmt.Errorf("%w: members %q is not %s, %s or %s", ErrBadPolicy, p.Members, MembersEveryone, MembersPaired, MembersListed)
 	case p.DefaultBot != "" && knownBot != nil && !knownBot(p.DefaultBot):
 		return fmt.Errorf("%w: default_bot %q is not a configured bot", ErrBadPolicy, p.DefaultBot)
+	case p.Budget.Tokens < 0:
+		return fmt.Errorf("%w: budget_tokens must not be negative, got %d", ErrBadPolicy, p.Budget.Tokens)
+	case p.Budget.CostMicros < 0:
+		return fmt.Errorf("%w: budget_cost must not be negative, got %s", ErrBadPolicy, FormatMicros(p.Budget.CostMicros, ""))
 	}
 	return nil
 }
@@ -318,6 +329,12 @@ func (p ChannelPolicy) Summary() string {
 	add("tools_removed", strings.Join(p.ToolsRemoved, ","))
 	add("tools_added", strings.Join(p.ToolsAdded, ","))
 	add("approvers", strings.Join(actorStrings(p.Approvers), ","))
+	if p.Budget.Tokens > 0 {
+		add("budget_tokens", strconv.FormatInt(p.Budget.Tokens, 10))
+	}
+	if p.Budget.CostMicros > 0 {
+		add("budget_cost", FormatMicros(p.Budget.CostMicros, ""))
+	}
 	add("instructions", p.Instructions)
 	if len(parts) == 0 {
 		return "default (mention_only, everyone)"
@@ -327,7 +344,9 @@ func (p ChannelPolicy) Summary() string {
 
 // ParsePolicy reads "key=value ..." as /policy and the CLI take it: mode,
 // members, listed, default_bot, tools_removed, tools_added, approvers (lists
-// comma-separated), and instructions, which takes the rest of the line.
+// comma-separated), budget_tokens (tokens per UTC day), budget_cost (currency
+// units per UTC day, such as 5.50), and instructions, which takes the rest of
+// the line.
 func ParsePolicy(text string) (ChannelPolicy, error) {
 	var p ChannelPolicy
 	rest := strings.TrimSpace(text)
@@ -369,11 +388,23 @@ func ParsePolicy(text string) (ChannelPolicy, error) {
 			p.ToolsAdded = list()
 		case "approvers":
 			p.Approvers = ids()
+		case "budget_tokens":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return p, fmt.Errorf("%w: budget_tokens %q is not a whole number of tokens", ErrBadPolicy, v)
+			}
+			p.Budget.Tokens = n
+		case "budget_cost":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || math.IsInf(f, 0) || f > 1e12 {
+				return p, fmt.Errorf("%w: budget_cost %q is not an amount such as 5.50", ErrBadPolicy, v)
+			}
+			p.Budget.CostMicros = int64(math.Round(f * 1e6))
 		case "instructions":
 			p.Instructions = strings.TrimSpace(v + " " + rest)
 			rest = ""
 		default:
-			return p, fmt.Errorf("%w: unknown key %q (mode, members, listed, default_bot, tools_removed, tools_added, approvers, instructions)", ErrBadPolicy, k)
+			return p, fmt.Errorf("%w: unknown key %q (mode, members, listed, default_bot, tools_removed, tools_added, approvers, budget_tokens, budget_cost, instructions)", ErrBadPolicy, k)
 		}
 		rest = strings.TrimSpace(rest)
 	}

@@ -128,6 +128,8 @@ func TestPolicyCommand(t *testing.T) {
 		{"console:owner", "tools_gone=shell", "unknown key"},
 		{"console:owner", "mode=sometimes", "mode \"sometimes\""},
 		{"console:owner", "default_bot=nobody", "not a configured bot"},
+		{"console:owner", "budget_tokens=-5", "budget_tokens \"-5\" is not a whole number"},
+		{"console:owner", "budget_cost=lots", "budget_cost \"lots\" is not an amount"},
 	} {
 		if got := cmd(core.ActorID(tt.who), tt.args); !strings.Contains(got, tt.want) {
 			t.Fatalf("%s /policy %s = %q, want %q", tt.who, tt.args, got, tt.want)
@@ -141,6 +143,12 @@ func TestPolicyCommand(t *testing.T) {
 	}
 	if got := cmd("console:owner", ""); !strings.Contains(got, "members=paired") {
 		t.Fatalf("show: %q", got)
+	}
+	if got := cmd("console:owner", "budget_tokens=50000 budget_cost=2.5"); !strings.Contains(got, "budget_tokens=50000 budget_cost=2.50") {
+		t.Fatalf("budget: %q", got)
+	}
+	if p, _ := h.eng.Policy(ctx, "console/local", "ops"); p.Budget != (core.Limit{Tokens: 50000, CostMicros: 2_500_000}) {
+		t.Fatalf("stored budget %+v", p.Budget)
 	}
 	if _, _, ok := core.ParseCommand("policy is a good word"); ok {
 		t.Fatal("a sentence parsed as /policy")

@@ -79,7 +79,7 @@ func (bg *budgets) reserve(ctx context.Context, job *Job, est ModelCall) error {
 		return nil
 	}
 	now := bg.e.clock.Now()
-	bs := c.budgets(job.Bot.Handle, job.Thread.ID, now)
+	bs := c.budgets(job.Bot.Handle, job.Thread.ID, job.channel, now)
 	if len(bs) == 0 {
 		return nil
 	}

@@ -421,6 +421,10 @@ func (s *scheduler) newJobTx(tx ReadTx, bot BotProfile, run Run, t Thread, trigg
 	bot = pol.apply(bot) // the channel's tools and instructions (core/policy.go)
 	job := &Job{Run: run, Bot: bot, Thread: t, Triggers: triggers, Roster: slices.Clone(set.order), DefaultBot: set.threadDefault(&t)}
 	job.Scoped = job.DefaultBot != bot.Handle && len(set.botsIn(&t)) > 1
+	if len(t.Bindings) > 0 && len(t.Bindings[0].Accounts) > 0 {
+		acct := t.Bindings[0].Accounts[0]
+		job.channel = channelBudget{acct: acct, channel: s.e.channelOf(acct, t.Bindings[0].Conversation), limit: pol.Budget}
+	}
 	startedBy, err := startedByTx(tx, t)
 	if err != nil {
 		return nil, err

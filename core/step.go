@@ -121,7 +121,7 @@ func (ps preparedStep) recordTx(tx Tx) (budgetWarnings, error) {
 	var w budgetWarnings
 	if ps.call {
 		var err error
-		if w, err = ps.r.e.budgets.recordTx(tx, ps.entry); err != nil {
+		if w, err = ps.r.e.budgets.recordTx(tx, ps.entry, ps.r.job.channel); err != nil {
 			return w, err
 		}
 	}
