@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,56 +18,15 @@ import (
 	"openbot/agents/tools"
 	"openbot/config"
 	"openbot/core"
+	"openbot/internal/browsertest"
 )
 
-// chromium returns the path of a Chromium to drive. Missing: the test fails
-// when CI=true (CI installs it: .ci/run) and is skipped otherwise.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed; CI must have it (apt-get install -y chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install -y chromium)")
-	return ""
-}
+// The browser helpers are internal/browsertest's, under this package's short names.
+var browser = browsertest.Browser
 
-// browser starts a headless Chromium with a fresh profile; the context ends it
-// at cleanup. Every step of a test is bounded by the context's generous limit.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 800),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	// The first call starts the browser, which lives as long as that call's
-	// context: start it here, so steps can have shorter limits of their own.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
-
-// value runs one action and returns its value.
 func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
+	return browsertest.Value(t, ctx, what, a)
 }
 
 // viewport sets the page's size; mobile emulates a phone (touch, mobile
@@ -80,18 +38,7 @@ func viewport(w, h int64, mobile bool) chromedp.Action[chromedp.Void] {
 	return chromedp.EmulateViewport(w, h)
 }
 
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(sctx, actions...); err != nil {
-		page, err2 := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
-		if err2 != nil {
-			page = err2.Error()
-		}
-		t.Fatalf("%s: %v; the page:\n%s", what, err, page)
-	}
-}
+var run, waitText = browsertest.Run, browsertest.WaitText
 
 // TestDashboardInBrowser drives the dashboard in headless Chromium over a real
 // engine: @eng asks to run the "lookup" tool, which needs approval. The
@@ -239,28 +186,6 @@ func usageView(t *testing.T, ctx context.Context) {
 	if !strings.HasPrefix(csv, "bucket_start_utc,model,tokens,cost,currency\n") || !strings.Contains(csv, ",gpt-test,") || !strings.Contains(csv, ",USD") {
 		t.Errorf("CSV export = %q", csv)
 	}
-}
-
-// waitText waits until the text of sel holds want (bounded by ctx).
-func waitText(t *testing.T, ctx context.Context, sel, want string) {
-	t.Helper()
-	js := `(document.querySelector(` + quote(sel) + `)||{}).textContent||""`
-	var got string
-	for ctx.Err() == nil {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			break
-		}
-		got = v
-		if strings.Contains(got, want) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	t.Fatalf("%s never showed %q; last text:\n%s", sel, want, got)
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }

@@ -11,18 +11,13 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/browsertest"
 )
 
 // signIn opens the dashboard and signs in with the admin token.
 func signIn(t *testing.T, ctx context.Context, tm *team) {
 	t.Helper()
-	run(t, ctx, "sign in",
-		chromedp.Navigate(tm.url+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`#token`)),
-		chromedp.SendKeys(chromedp.CSS(`#token`), token),
-		chromedp.Submit(chromedp.CSS(`#token`)),
-		chromedp.WaitVisible(chromedp.CSS(`nav a[data-nav="threads"]`)),
-	)
+	browsertest.SignIn(t, ctx, tm.url, token)
 }
 
 // click clicks the element sel selects, found and clicked in one script step.
