@@ -111,6 +111,7 @@ type Options struct {
 // methods are safe for concurrent use.
 type Adapter struct {
 	ingress    ingress.State // IngressReady, IngressDown (live.go)
+	pulse      atomic.Int64  // Pulse, in Unix nanoseconds (live.go)
 	name       string
 	account    core.AccountID
 	bot        string

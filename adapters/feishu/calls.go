@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkcontact "github.com/larksuite/oapi-sdk-go/v3/service/contact/v3"
@@ -45,6 +46,7 @@ func (c *apiClient) createMessage(ctx context.Context, idType, receiveID, msgTyp
 		}
 		return r.ApiResp, r.CodeError, nil
 	})
+	c.sent(err)
 	return out, err
 }
 
@@ -67,6 +69,7 @@ func (c *apiClient) replyMessage(ctx context.Context, messageID, msgType, conten
 		}
 		return r.ApiResp, r.CodeError, nil
 	})
+	c.sent(err)
 	return out, err
 }
 
@@ -76,13 +79,23 @@ func (c *apiClient) replyMessage(ctx context.Context, messageID, msgType, conten
 func (c *apiClient) patchCard(ctx context.Context, messageID, cardJSON string) error {
 	req := larkim.NewPatchMessageReqBuilder().MessageId(messageID).
 		Body(larkim.NewPatchMessageReqBodyBuilder().Content(cardJSON).Build()).Build()
-	return c.do(ctx, "im.message.patch", func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.ApiResp, larkcore.CodeError, error) {
+	err := c.do(ctx, "im.message.patch", func(ctx context.Context, tok larkcore.RequestOptionFunc) (*larkcore.ApiResp, larkcore.CodeError, error) {
 		r, err := c.im.Message.Patch(ctx, req, tok)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
 		}
 		return r.ApiResp, r.CodeError, nil
 	})
+	c.sent(err)
+	return err
+}
+
+// sent records a post or edit the platform accepted (err == nil), for
+// Adapter.LastPost.
+func (c *apiClient) sent(err error) {
+	if err == nil {
+		c.posted.Store(time.Now().UnixNano())
+	}
 }
 
 // deleteMessage recalls a message this app sent.

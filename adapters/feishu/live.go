@@ -1,5 +1,7 @@
 package feishu
 
+import "time"
+
 // IngressReady returns a channel that is closed once the account takes events
 // (DESIGN.md §9, the /healthz readiness check): with a long connection when the first
 // websocket is established, in webhook mode when MountHTTP mounted its routes.
@@ -12,3 +14,22 @@ func (a *Adapter) IngressReady() <-chan struct{} { return a.ingress.Ready() }
 // success (DESIGN.md §9). An HTTP-mode account is never down. Safe for
 // concurrent use.
 func (a *Adapter) IngressDown() string { return a.ingress.Down() }
+
+// Pulse is when the long connection last brought a frame (an event, a card
+// click, or the pong to the ping sent every PingInterval, 120 s unless the
+// server says otherwise), or when it was established before that; the zero
+// time in webhook mode or before Run connects. Safe for concurrent use.
+func (a *Adapter) Pulse() time.Time { return unixTime(a.pulse.Load()) }
+
+// LastPost is when Feishu last accepted a message this account sent (create
+// or reply) or a card it patched; the zero time before the first. Safe for
+// concurrent use.
+func (a *Adapter) LastPost() time.Time { return unixTime(a.api.posted.Load()) }
+
+// unixTime is n Unix nanoseconds, or the zero time for 0.
+func unixTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}

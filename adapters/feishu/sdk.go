@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
@@ -55,6 +56,8 @@ type apiClient struct {
 	sdk     *larkcore.Config // EnableTokenCache off: the token is ours (see above)
 	im      *larkim.V1
 	contact *larkcontact.V3
+
+	posted atomic.Int64 // when a message create, reply or card patch last succeeded, in Unix nanoseconds
 
 	mu      sync.Mutex // guards token, expires; held while fetching so one fetch runs
 	token   string

@@ -166,6 +166,7 @@ func (a *Adapter) session(ctx context.Context, cfg *ClientConfig) (connected boo
 		return false, fmt.Errorf("feishu: dialing %s: %w", redact(u), err)
 	}
 	conn.SetReadLimit(wsReadLimit)
+	a.pulse.Store(time.Now().UnixNano())
 	a.log.Info("feishu long connection up", "url", redact(u))
 	a.ingress.SetDown("")
 	a.ingress.MarkLive()
@@ -274,6 +275,7 @@ func (s *wsSession) readLoop(ctx context.Context, cfg *ClientConfig) error {
 		if err != nil {
 			return err
 		}
+		s.a.pulse.Store(time.Now().UnixNano())
 		if typ != websocket.MessageBinary {
 			s.a.log.Debug("feishu text websocket message ignored")
 			continue

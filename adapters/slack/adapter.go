@@ -147,7 +147,9 @@ type Adapter struct {
 	progress *lru.Cache[core.OutboxID, progress] // parts of a split reply already posted
 	working  *working
 	bg       *background
-	stops    stopSeen // plain-text /stop and /usage messages handled lately (stop.go, usage.go)
+	stops    stopSeen     // plain-text /stop and /usage messages handled lately (stop.go, usage.go)
+	pulse    atomic.Int64 // Pulse, in Unix nanoseconds (live.go)
+	posted   atomic.Int64 // LastPost, in Unix nanoseconds (live.go)
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded

@@ -157,7 +157,9 @@ func (a *Adapter) confirm(ctx context.Context, channel, text string) {
 		opts := append([]slack.MsgOption{slack.MsgOptionText(text, false)}, a.senderOptions(core.Sender{Actor: core.SystemActor, Name: "system"})...)
 		if _, _, err := a.api.PostMessageContext(ctx, channel, opts...); err != nil {
 			a.log.Warn("slack confirmation failed", "channel", channel, "err", err)
+			return
 		}
+		a.sent()
 	})
 }
 

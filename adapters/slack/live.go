@@ -1,5 +1,15 @@
 package slack
 
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
 // IngressReady returns a channel that is closed once the account takes events
 // (DESIGN.md §9, the /healthz readiness check): in socket mode when Slack sent
 // hello on the first connection, in http mode when MountHTTP mounted its routes.
@@ -12,3 +22,58 @@ func (a *Adapter) IngressReady() <-chan struct{} { return a.ingress.Ready() }
 // success (DESIGN.md §9). An HTTP-mode account is never down. Safe for
 // concurrent use.
 func (a *Adapter) IngressDown() string { return a.ingress.Down() }
+
+// Pulse is when the Socket Mode websocket last brought anything (an envelope,
+// hello, disconnect or Slack's websocket ping, which comes every few seconds
+// while the connection is healthy), or when it was dialled before that; the
+// zero time in http mode or before Run connects. Safe for concurrent use.
+func (a *Adapter) Pulse() time.Time { return unixTime(a.pulse.Load()) }
+
+// LastPost is when Slack last accepted a chat.postMessage or chat.update this
+// account sent; the zero time before the first. Safe for concurrent use.
+func (a *Adapter) LastPost() time.Time { return unixTime(a.posted.Load()) }
+
+// sent records that Slack accepted a post or an edit, for LastPost.
+func (a *Adapter) sent() { a.posted.Store(time.Now().UnixNano()) }
+
+// unixTime is n Unix nanoseconds, or the zero time for 0.
+func unixTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// pulseDialer is the Socket Mode websocket dialer (slack-go's defaults) whose
+// connections record in a.pulse the time of every read that brings bytes: any
+// frame, ping frames included, which slack-go handles without telling.
+func (a *Adapter) pulseDialer() *websocket.Dialer {
+	var d net.Dialer
+	return &websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: 45 * time.Second,
+		WriteBufferSize:  32 << 10,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			a.pulse.Store(time.Now().UnixNano())
+			return pulseConn{Conn: c, pulse: &a.pulse}, nil
+		},
+	}
+}
+
+// pulseConn stores the time of each read that returned bytes in pulse.
+type pulseConn struct {
+	net.Conn
+	pulse *atomic.Int64
+}
+
+func (c pulseConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.pulse.Store(time.Now().UnixNano())
+	}
+	return n, err
+}

@@ -121,6 +121,7 @@ func (a *Adapter) Deliver(ctx context.Context, d core.Delivery) (string, error) 
 			a.log.Warn("slack post failed", "channel", conv.Channel, "chunk", i+1, "of", len(chunks), "err", err)
 			return "", derr
 		}
+		a.sent()
 		if i == 0 {
 			pr.firstTS = ts
 		}

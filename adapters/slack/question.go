@@ -109,6 +109,7 @@ func (a *Adapter) PostQuestion(ctx context.Context, d core.QuestionDelivery) (st
 			a.log.Warn("slack question post failed", "channel", conv.Channel, "question", d.Question.ID, "part", i+1, "of", len(msgs), "err", err)
 			return "", mapError(err)
 		}
+		a.sent()
 		pr.posted = i + 1
 	}
 	a.progress.Delete(d.Outbox)
@@ -140,6 +141,7 @@ func (a *Adapter) ResolveQuestion(ctx context.Context, d core.QuestionDelivery) 
 		a.log.Warn("slack question update failed", "channel", conv.Channel, "ts", d.PlatformID, "question", d.Question.ID, "err", err)
 		return mapError(err)
 	}
+	a.sent()
 	return nil
 }
 

@@ -65,7 +65,7 @@ func (a *Adapter) runSocketLoop(ctx context.Context) error {
 // redelivery. Envelopes still queued when the socket goes away are not acked
 // either, for the same reason.
 func (a *Adapter) runSocket(ctx context.Context) error {
-	smc := socketmode.New(a.api, socketmode.OptionLog(slogPrinter{a.log}))
+	smc := socketmode.New(a.api, socketmode.OptionLog(slogPrinter{a.log}), socketmode.OptionDialer(a.pulseDialer()))
 	sockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

@@ -87,6 +87,7 @@ func (a *Adapter) post(ctx context.Context, conv Conversation, text string, send
 	if err != nil {
 		return "", mapError(err)
 	}
+	a.sent()
 	return ts, nil
 }
 
@@ -98,6 +99,7 @@ func (a *Adapter) update(ctx context.Context, conv Conversation, ts, text string
 	if err != nil {
 		return mapError(err)
 	}
+	a.sent()
 	return nil
 }
 

@@ -19,8 +19,9 @@ type channelState struct {
 	State  string `json:"state"`
 	Detail string `json:"detail,omitempty"`
 	// LastIn is when the platform last answered the ingress (a polling
-	// Telegram account), LastOut when it last accepted a post; absent where
-	// the adapter does not tell.
+	// Telegram account, a Slack Socket Mode or Feishu long connection),
+	// LastOut when it last accepted a post; absent where the adapter does not
+	// tell (webhook and http modes have no LastIn).
 	LastIn  *time.Time `json:"last_in,omitempty"`
 	LastOut *time.Time `json:"last_out,omitempty"`
 	// RateLimited counts the platform's 429 answers since the account
@@ -40,6 +41,7 @@ const gaugeScan = 100000
 // The optional adapter methods the channels answer reads.
 type (
 	lastPoster  interface{ LastPost() time.Time }
+	pulseTeller interface{ Pulse() time.Time }
 	rateLimiter interface {
 		RateLimited() (answers int64, asked time.Duration)
 	}
@@ -88,6 +90,11 @@ func channels(ctx context.Context, hl *health, accts *accountSet, st core.Store)
 		v, ok := accts.live.Load(out[i].Account)
 		if !ok {
 			continue
+		}
+		if p, ok := v.(pulseTeller); ok && out[i].LastIn == nil {
+			if t := p.Pulse(); !t.IsZero() {
+				out[i].LastIn = &t
+			}
 		}
 		if p, ok := v.(lastPoster); ok {
 			if t := p.LastPost(); !t.IsZero() {
