@@ -240,6 +240,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 		if d.Runs, _, err = listRuns(tx, 0, 100, func(run core.Run) bool { return run.Thread == t.ID }, s.opts.Clock.Now()); err != nil {
 			return err
 		}
+		d.Runs = nonNil(d.Runs) // a thread no run has touched: [] for clients, not null
 		d.MessagesPage, err = messagesPage(tx, t.ID, 0, DefaultLimit)
 		return err
 	})

@@ -68,6 +68,18 @@ func (c *Config) applyScheduleDefaults() {
 	}
 }
 
+// checkUniqueName reports a name that is not made of a-z, 0-9, _ and - or
+// that seen already holds, at field; it adds the name to seen.
+func checkUniqueName(p *problems, seen map[string]bool, field, name string) {
+	switch {
+	case !nameRe.MatchString(name):
+		p.add(field, "%q must be made of a-z, 0-9, _ and -", name)
+	case seen[name]:
+		p.add(field, "%q is used twice", name)
+	}
+	seen[name] = true
+}
+
 // validateSchedules checks each schedule: unique name, a cron expression and
 // time zone that parse, a known bot, a configured account with a channel of the
 // right shape, a prompt, the thread mode and the grace bounds.
@@ -75,13 +87,7 @@ func (c *Config) validateSchedules(p *problems, handles map[string]bool) {
 	seen := map[string]bool{}
 	for i, s := range c.Schedules {
 		path := fmt.Sprintf("schedules[%d]", i)
-		switch {
-		case !nameRe.MatchString(s.Name):
-			p.add(path+".name", "%q must be made of a-z, 0-9, _ and -", s.Name)
-		case seen[s.Name]:
-			p.add(path+".name", "%q is used twice", s.Name)
-		}
-		seen[s.Name] = true
+		checkUniqueName(p, seen, path+".name", s.Name)
 		if _, err := time.LoadLocation(s.TimeZone); err != nil {
 			p.add(path+".time_zone", "unknown time zone %q (an IANA name such as Europe/Berlin)", s.TimeZone)
 		}

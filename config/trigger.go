@@ -132,13 +132,7 @@ func (c *Config) validateTriggers(p *problems, handles map[string]bool) {
 	seen := map[string]bool{}
 	for i, t := range c.Triggers {
 		path := fmt.Sprintf("triggers[%d]", i)
-		switch {
-		case !nameRe.MatchString(t.Name):
-			p.add(path+".name", "%q must be made of a-z, 0-9, _ and -", t.Name)
-		case seen[t.Name]:
-			p.add(path+".name", "%q is used twice", t.Name)
-		}
-		seen[t.Name] = true
+		checkUniqueName(p, seen, path+".name", t.Name)
 		checkEnum(p, path+".kind", t.Kind, TriggerGitHub, TriggerSentry, TriggerHMAC, TriggerBearer)
 		if len(t.Secret) < minTriggerSecret {
 			p.add(path+".secret", "must be set, at least %d characters (use ${ENV})", minTriggerSecret)
@@ -203,13 +197,7 @@ func (c *Config) validateNotify(p *problems, handles map[string]bool) {
 	seen := map[string]bool{}
 	for i, n := range c.Notify {
 		path := fmt.Sprintf("notify[%d]", i)
-		switch {
-		case !nameRe.MatchString(n.Name):
-			p.add(path+".name", "%q must be made of a-z, 0-9, _ and -", n.Name)
-		case seen[n.Name]:
-			p.add(path+".name", "%q is used twice", n.Name)
-		}
-		seen[n.Name] = true
+		checkUniqueName(p, seen, path+".name", n.Name)
 		for j, b := range n.Bots {
 			if !handles[b] {
 				p.add(fmt.Sprintf("%s.bots[%d]", path, j), "%q is not a configured bot", b)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -249,7 +250,7 @@ func (w *initWizard) model(ctx context.Context, a *initAnswers, secrets map[stri
 				return err
 			}
 		}
-		a.Provider = strings.ToLower(cmpOr(a.Provider, "openai"))
+		a.Provider = strings.ToLower(cmp.Or(a.Provider, "openai"))
 		if a.Provider != "openai" && a.Provider != "anthropic" {
 			return fmt.Errorf("--provider: %q is not openai or anthropic", a.Provider)
 		}
@@ -282,13 +283,6 @@ func keyVar(provider string) string {
 		return "ANTHROPIC_API_KEY"
 	}
 	return "OPENAI_API_KEY"
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // channel walks through one channel: how to create its app, its tokens, a live

@@ -280,7 +280,6 @@ views.thread = {
       msgs = msgs.concat(p.items);
       next = p.next;
     }
-    t.runs = t.runs || []; // a thread no run has touched yet
     this.runs = new Set(t.runs.map((r) => r.id));
     const details = {};
     await Promise.all(t.runs.filter((r) => this.open.has(r.id)).map(async (r) => { details[r.id] = await api("/runs/" + r.id); }));
