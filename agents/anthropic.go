@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -408,13 +409,13 @@ func parseDataURL(u string) (typ, data string, ok bool) {
 // badToolID matches what the API does not accept in a tool_use id: ids made by
 // another provider (a profile changed mid-thread) are mended the same way in
 // the call and its result.
-var badToolID = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+var badToolID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_-]`) })
 
 func toolUseID(id string) string {
 	if id == "" {
 		return "call"
 	}
-	return badToolID.ReplaceAllString(id, "_")
+	return badToolID().ReplaceAllString(id, "_")
 }
 
 // toolInput is a call's arguments as the JSON object tool_use requires; text

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Fetch is a bot's egress policy for http_fetch (per bot `fetch`). A GET or
@@ -24,7 +25,9 @@ type Fetch struct {
 }
 
 // domainRe is a DNS name: labels of letters, digits and "-", dot-separated.
-var domainRe = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var domainRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+})
 
 // validate adds a problem for each bad key under path: unlisted is read, ask
 // or refuse; each allow_domains entry is a domain name or an IP address (no
@@ -38,7 +41,7 @@ func (f Fetch) validate(p *problems, path string) {
 		switch low := strings.ToLower(strings.TrimSuffix(d, ".")); {
 		case strings.HasPrefix(low, "*."):
 			p.add(at, "%q: write %q; a domain covers its subdomains", d, low[2:])
-		case domainRe.MatchString(low):
+		case domainRe().MatchString(low):
 		default:
 			if _, err := netip.ParseAddr(low); err != nil {
 				p.add(at, "%q is not a domain name like example.com (no scheme, port or path)", d)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -84,7 +85,7 @@ const (
 	minTriggerSecret   = 16
 )
 
-var placeholderRe = regexp.MustCompile(`\{[A-Za-z0-9_.\-]+\}`)
+var placeholderRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{[A-Za-z0-9_.\-]+\}`) })
 
 func (c *Config) applyTriggerDefaults() {
 	for i := range c.Triggers {
@@ -141,7 +142,7 @@ func (c *Config) validateTriggers(p *problems, handles map[string]bool) {
 			p.add(path+".bot", "%q is not a configured bot", t.Bot)
 		}
 		for key, tmpl := range map[string]string{"thread": t.Thread, "message": t.Message} {
-			if strings.ContainsAny(placeholderRe.ReplaceAllString(tmpl, ""), "{}") {
+			if strings.ContainsAny(placeholderRe().ReplaceAllString(tmpl, ""), "{}") {
 				p.add(path+"."+key, "%q has a brace that is not a {field.path} placeholder", tmpl)
 			}
 		}

@@ -6,15 +6,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // placeholderRe finds "{a.b.c}" in a template: a dotted path of payload
 // fields; "{event}" and "{trigger}" name the event and the trigger.
-var placeholderRe = regexp.MustCompile(`\{([A-Za-z0-9_.\-]+)\}`)
+var placeholderRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([A-Za-z0-9_.\-]+)\}`) })
 
 // CheckTemplate reports a template whose braces do not all form placeholders.
 func CheckTemplate(s string) error {
-	rest := placeholderRe.ReplaceAllString(s, "")
+	rest := placeholderRe().ReplaceAllString(s, "")
 	if strings.ContainsAny(rest, "{}") {
 		return fmt.Errorf("%q has a brace that is not a {field.path} placeholder", s)
 	}
@@ -63,7 +64,7 @@ func field(payload any, path string) (string, bool) {
 // mentions no bot. It reports the placeholders that had no value (rendered as "").
 func render(tmpl string, payload any, vars map[string]string) (string, []string) {
 	var missing []string
-	out := placeholderRe.ReplaceAllStringFunc(tmpl, func(ph string) string {
+	out := placeholderRe().ReplaceAllStringFunc(tmpl, func(ph string) string {
 		path := ph[1 : len(ph)-1]
 		if v, ok := vars[path]; ok {
 			return v

@@ -154,7 +154,7 @@ var (
 	_ core.WebhookMounter = (*Adapter)(nil)
 )
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) })
 
 // validSecret reports whether s can be Telegram's webhook secret_token: 1 to 256
 // of A-Z a-z 0-9 _ -.
@@ -168,7 +168,7 @@ func validSecret(s string) bool {
 func New(opts Options) (*Adapter, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("telegram: "+format, args...)) }
-	if !nameRe.MatchString(opts.Name) {
+	if !nameRe().MatchString(opts.Name) {
 		bad("account name %q must be non-empty letters, digits, '_', '.' or '-'", opts.Name)
 	}
 	if opts.Token == "" {

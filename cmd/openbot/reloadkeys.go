@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"openbot/config"
@@ -185,7 +186,9 @@ type configEntry struct {
 // secretKey matches the keys whose values are credentials, or maps of them
 // (by their ending: "bot_token", "GITHUB_TOKEN", "api_keys", "headers"; not
 // "max_tokens").
-var secretKey = regexp.MustCompile(`(?i)(api[_-]?keys?|token|secret|passw(or)?d|pwd|credentials?|dsn|encrypt_key|authorization|headers)$`)
+var secretKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(api[_-]?keys?|token|secret|passw(or)?d|pwd|credentials?|dsn|encrypt_key|authorization|headers)$`)
+})
 
 // masked is what a secret shows as.
 const masked = "••••••••"
@@ -261,7 +264,7 @@ func configView(cfg *config.Config) []configEntry {
 				}
 			}
 			for _, seg := range strings.FieldsFunc(key, func(r rune) bool { return r == '.' || r == '[' || r == ']' }) {
-				if secretKey.MatchString(seg) { // the key, or a map of them (api_keys, headers)
+				if secretKey().MatchString(seg) { // the key, or a map of them (api_keys, headers)
 					s = masked
 				}
 			}
