@@ -76,9 +76,9 @@ func TestShellLimits(t *testing.T) {
 		}
 		// Many files, each under the file size limit: the watcher stops it.
 		t.Run("workspace files", func(t *testing.T) {
-			_, err := sh("i=0; while :; do head -c 1M /dev/zero > f$i; i=$((i+1)); done")
+			got, err := sh("i=0; while :; do head -c 1M /dev/zero > f$i; i=$((i+1)); done")
 			if err == nil || !strings.Contains(err.Error(), "limit reached: the workspace quota (16 MiB) was passed; the command was stopped") {
-				t.Fatalf("err = %v; want the quota named", err)
+				t.Fatalf("err = %v; want the quota named (result: %q)", err, got)
 			}
 			// It stops within one check of the quota.
 			if size := dirSize(filepath.Join(root, "thread-7")); size > small.WorkspaceBytes+overshoot {
