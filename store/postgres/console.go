@@ -59,26 +59,16 @@ func (r *readTx) RunEventsSince(after uint64, limit int) ([]core.LoggedRunEvent,
 	return out, nil
 }
 
-// Heads reads the counters: each is the last ID assigned in a committed
-// transaction.
+// Heads returns the newest activity Seq, message ID and run event position
+// this transaction sees.
 func (r *readTx) Heads() (core.LogHeads, error) {
-	var h core.LogHeads
 	var act, msg, ev int64
 	err := r.tx.QueryRow(r.ctx, `SELECT
-		coalesce((SELECT value FROM counters WHERE name = 'activity'), 0),
-		coalesce((SELECT value FROM counters WHERE name = 'messages'), 0),
-		coalesce((SELECT value FROM counters WHERE name = 'run_event_log'), 0)`).Scan(&act, &msg, &ev)
+		coalesce((SELECT max(seq) FROM activity), 0),
+		coalesce((SELECT max(id) FROM messages), 0),
+		coalesce((SELECT max(pos) FROM run_events), 0)`).Scan(&act, &msg, &ev)
 	if err != nil {
-		return h, fmt.Errorf("heads: %w", err)
-	}
-	if v, ok := r.ids.head("activity"); ok {
-		act = v
-	}
-	if v, ok := r.ids.head("messages"); ok {
-		msg = v
-	}
-	if v, ok := r.ids.head("run_event_log"); ok {
-		ev = v
+		return core.LogHeads{}, fmt.Errorf("heads: %w", err)
 	}
 	return core.LogHeads{Activity: uint64(act), Message: core.MessageID(msg), RunEvent: uint64(ev)}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -124,12 +125,18 @@ func (c *committer) runGroup() {
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(group[0].ctx), groupTimeout)
 	err := c.s.write(ctx, func(w *writeTx) error {
+		for _, g := range group { // a run again starts clean
+			g.err, g.panicked = nil, nil
+		}
 		if len(group) == 1 { // alone: no savepoint needed, a failure rolls back the transaction
 			g := group[0]
 			if g.err = g.ctx.Err(); g.err != nil {
 				return errCallFailed
 			}
 			g.err, g.panicked = guarded(g.fn, w)
+			if retryable(g.err) != "" {
+				return g.err // the group runs again
+			}
 			if g.err != nil || g.panicked != nil {
 				return errCallFailed
 			}
@@ -162,7 +169,8 @@ func (c *committer) runGroup() {
 }
 
 // runOne runs g's fn inside a savepoint; a failing or panicking fn is rolled
-// back to it. The error returned is the database's, and fails the whole group.
+// back to it. The error returned is the database's, or g's when another run
+// may cure it (retryable); it fails the whole group, which write runs again.
 func runOne(ctx context.Context, w *writeTx, g *call) error {
 	if err := g.ctx.Err(); err != nil {
 		g.err = err
@@ -173,10 +181,14 @@ func runOne(ctx context.Context, w *writeTx, g *call) error {
 	}
 	// The group's context, not the caller's: a caller giving up mid-call must
 	// not abort the connection its neighbours' writes share.
-	ids := w.ids.snapshot()
-	g.err, g.panicked = guarded(g.fn, &writeTx{readTx{ctx: ctx, tx: w.tx, ids: w.ids}})
+	locked := maps.Clone(w.locked)
+	g.err, g.panicked = guarded(g.fn, &writeTx{readTx: readTx{ctx: ctx, tx: w.tx}, locked: w.locked})
+	if retryable(g.err) != "" {
+		return g.err // lost a race or the connection: the whole group runs again
+	}
 	if g.err != nil || g.panicked != nil {
-		w.ids.restore(ids)
+		clear(w.locked)
+		maps.Copy(w.locked, locked) // the savepoint gave back the thread locks the call took
 		_, err := w.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT batch_call`)
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 type readTx struct {
 	ctx context.Context
 	tx  pgx.Tx
-	ids *idCache // write transactions only: the counters assigned so far
 }
 
 var _ core.ReadTx = (*readTx)(nil)
