@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,6 +22,16 @@ import (
 
 // maxGroup bounds how many Batch calls share one commit.
 const maxGroup = 1000
+
+// maxLeaders bounds the groups of one store in flight at once.
+var maxLeaders = envInt("OPENBOT_PG_GROUPS", 1)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
 
 // groupTimeout bounds one group's transaction; it does not end with any single
 // caller's context, since the others' writes share it.
@@ -40,7 +52,7 @@ type committer struct {
 	s       *Store
 	mu      sync.Mutex
 	queue   []*call
-	leading bool
+	leaders int // groups in flight, at most maxLeaders
 	closed  bool
 }
 
@@ -57,9 +69,10 @@ func (c *committer) submit(ctx context.Context, fn func(core.Tx) error) error {
 		return fmt.Errorf("store postgres %s: %w", c.s.where, ErrClosed)
 	}
 	c.queue = append(c.queue, me)
-	lead := !c.leading
+	lead := c.leaders < maxLeaders
 	if lead {
-		c.leading, me.promoted = true, true
+		c.leaders++
+		me.promoted = true
 	}
 	c.mu.Unlock()
 	if !lead {
@@ -112,7 +125,7 @@ func (c *committer) runGroup() {
 	c.mu.Lock()
 	n := min(len(c.queue), maxGroup)
 	if n == 0 { // closed meanwhile: every queued call was answered
-		c.leading = false
+		c.leaders--
 		c.mu.Unlock()
 		return
 	}
@@ -158,14 +171,17 @@ func (c *committer) runGroup() {
 	}
 
 	c.mu.Lock()
-	if len(c.queue) > 0 && !c.closed {
-		next := c.queue[0]
-		next.promoted = true
-		next.lead <- struct{}{}
-	} else {
-		c.leading = false
+	defer c.mu.Unlock()
+	if !c.closed {
+		for _, next := range c.queue {
+			if !next.promoted { // another group's end may have promoted the first already
+				next.promoted = true
+				next.lead <- struct{}{}
+				return
+			}
+		}
 	}
-	c.mu.Unlock()
+	c.leaders--
 }
 
 // runOne runs g's fn inside a savepoint; a failing or panicking fn is rolled

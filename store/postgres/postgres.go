@@ -156,6 +156,9 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
+	if maxLeaders == 0 {
+		return s.write(ctx, func(w *writeTx) error { return fn(w) })
+	}
 	return s.group.submit(ctx, fn)
 }
 
