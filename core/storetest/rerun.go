@@ -18,8 +18,10 @@ const RerunEnv = "OPENBOT_TEST_RERUN"
 // callback that is safe to run more than once (it resets what it captures at
 // its start and has no effect outside the transaction) behaves the same on the
 // wrapper as on s. When the first run fails, its error is returned and fn does
-// not run again.
-func Rerun(s core.Store) core.Store { return rerunStore{s} }
+// not run again. between, when not nil, is called after the first run and
+// before the second, on the caller's goroutine: it stands for the transaction
+// whose commit made the store run fn again, which the second run sees.
+func Rerun(s core.Store, between func()) core.Store { return rerunStore{s, between} }
 
 // RerunFromEnv is Rerun(s) when RerunEnv is set, s otherwise: the switch that
 // runs a package's engine tests on callbacks that run twice.
@@ -27,10 +29,13 @@ func RerunFromEnv(s core.Store) core.Store {
 	if os.Getenv(RerunEnv) == "" {
 		return s
 	}
-	return Rerun(s)
+	return Rerun(s, nil)
 }
 
-type rerunStore struct{ core.Store }
+type rerunStore struct {
+	core.Store
+	between func()
+}
 
 // errDiscard rolls the first run back.
 var errDiscard = errors.New("storetest: first run discarded")
@@ -44,10 +49,13 @@ func (s rerunStore) discarded(ctx context.Context, fn func(core.Tx) error) error
 		}
 		return errDiscard
 	})
-	if errors.Is(err, errDiscard) {
-		return nil
+	if !errors.Is(err, errDiscard) {
+		return err
 	}
-	return err
+	if s.between != nil {
+		s.between()
+	}
+	return nil
 }
 
 func (s rerunStore) Update(ctx context.Context, fn func(core.Tx) error) error {
