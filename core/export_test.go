@@ -51,3 +51,12 @@ func OnStreamPass(f func(seq uint64)) { streamPassHook = f }
 func TakeLease(ctx context.Context, e *Engine, key string) (until time.Time, holder string, err error) {
 	return e.cluster.takeLease(ctx, key)
 }
+
+// PickBusy is Pick by a worker that runs the bot in thread busy (tests only).
+func PickBusy(ctx context.Context, e *Engine, handle string, k int, busy ThreadID) ([]*Job, error) {
+	bot, ok := e.bot(handle)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return e.sched.pick(ctx, bot, func(t ThreadID) bool { return t == busy }, k)
+}
