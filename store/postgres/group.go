@@ -198,7 +198,7 @@ func runOne(ctx context.Context, w *writeTx, g *call) error {
 	// The group's context, not the caller's: a caller giving up mid-call must
 	// not abort the connection its neighbours' writes share.
 	locked := maps.Clone(w.locked)
-	g.err, g.panicked = guarded(g.fn, &writeTx{readTx: readTx{ctx: ctx, tx: w.tx}, locked: w.locked})
+	g.err, g.panicked = guarded(g.fn, &writeTx{readTx: readTx{ctx: ctx, tx: w.tx}, locked: w.locked, marked: w.marked})
 	if retryable(g.err) != "" {
 		return g.err // lost a race or the connection: the whole group runs again
 	}

@@ -163,12 +163,14 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 }
 
 // Retries of a write transaction (write): the pause before attempt n+1 is
-// random up to retryBase<<n, at most retryMaxPause; after retryBudget the
-// last error is returned.
+// random up to retryBase<<n, at most retryMaxConflictPause after a lost race
+// and retryMaxPause after a connection failure or timeout; after retryBudget
+// the last error is returned.
 const (
-	retryBase     = 2 * time.Millisecond
-	retryMaxPause = time.Second
-	retryBudget   = 30 * time.Second
+	retryBase             = 2 * time.Millisecond
+	retryMaxConflictPause = 20 * time.Millisecond
+	retryMaxPause         = time.Second
+	retryBudget           = 30 * time.Second
 )
 
 // write runs fn in a read-write transaction and commits when fn returns nil.
@@ -193,7 +195,11 @@ func (s *Store) write(ctx context.Context, fn func(*writeTx) error) error {
 			level = slog.LevelWarn
 		}
 		s.log.Log(ctx, level, "store write retried", "where", s.where, "why", why, "attempt", attempt, "err", err)
-		pause := time.Duration(rand.Int64N(int64(min(retryBase<<min(attempt, 20), retryMaxPause)) + 1))
+		ceiling := retryMaxPause
+		if why == "conflict" { // the winner has committed or rolled back: try again soon
+			ceiling = retryMaxConflictPause
+		}
+		pause := time.Duration(rand.Int64N(int64(min(retryBase<<min(attempt, 20), ceiling)) + 1))
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -213,7 +219,7 @@ func (s *Store) attempt(ctx context.Context, fn func(*writeTx) error) (err error
 		return s.wrap("begin write", ctx, err), false
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	w := &writeTx{readTx: readTx{ctx: ctx, tx: tx}, locked: map[uint64]bool{}}
+	w := &writeTx{readTx: readTx{ctx: ctx, tx: tx}, locked: map[uint64]bool{}, marked: map[string]bool{}}
 	if err := fn(w); err != nil {
 		return err, false
 	}

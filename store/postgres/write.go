@@ -19,6 +19,7 @@ import (
 type writeTx struct {
 	readTx
 	locked map[uint64]bool // threads whose lock row this transaction holds (lockThread)
+	marked map[string]bool // followed kinds of ID this transaction drew (nextID)
 }
 
 var _ core.Tx = (*writeTx)(nil)
