@@ -1,0 +1,60 @@
+package e2e
+
+// End-to-end tests of channel mode open: in a channel whose policy says open
+// the bots answer messages that mention none of them, on each platform, through
+// the real engine, agents, store and adapter against the platform's fake; bots'
+// messages are never answered.
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"openbot/adapters/slack/slacktest"
+	"openbot/core"
+)
+
+// TestSlackOpenChannel: after an owner's /policy mode=open, a top-level post
+// that mentions no bot starts a thread the channel's default bot answers, and
+// another person's unaddressed reply in it is answered too; the same post in a
+// mention_only channel, another app's bot_message and this app's own message
+// start nothing.
+func TestSlackOpenChannel(t *testing.T) {
+	r := slackPeopleRig(t, []core.ActorID{slackActor(slackAlice)}, nil)
+	self := "<@" + slacktest.DefaultBotUser + "> "
+	r.post(t, "C0TEST001", slackAlice, "1767226000.000100", "", self+"/policy mode=open default_bot=engineer")
+	if notes := r.ephemerals(t, slackAlice, 1); len(notes) != 1 || !strings.Contains(notes[0], "mode=open") {
+		t.Fatalf("alice's /policy: %q", notes)
+	}
+	const root = "1767226001.000100"
+	r.post(t, "C0TEST001", slackCarol, root, "", "the build is red, any idea?")
+	r.idle()
+	if !r.replied(root, "engineer: nothing to run here") {
+		t.Fatal("no reply in the open channel's new thread")
+	}
+	r.post(t, "C0TEST001", slackBob, "1767226002.000100", root, "I see it too")
+	r.idle()
+	if n := len(engineerRequests(r.model)); n != 2 {
+		t.Fatalf("the engineer ran %d times, want 2 (the post and the second person's reply)", n)
+	}
+
+	r.post(t, "C0TEST002", slackCarol, "1767226003.000100", "", "the build is red, any idea?")
+	for _, ev := range []map[string]any{
+		// events_api_bot_message_subtype.json: another app's bot posts.
+		{"type": "message", "subtype": "bot_message", "text": "Build #1287 on main failed (3 tests)", "ts": "1767226004.000500",
+			"username": "ci-notifier", "bot_id": "B0OTHERBOT", "channel": "C0TEST001", "event_ts": "1767226004.000500", "channel_type": "channel"},
+		// events_api_message_from_own_bot.json: this app's own reply, top level.
+		{"user": slacktest.DefaultBotUser, "type": "message", "ts": "1767226005.000300", "bot_id": "B0TESTBOT", "app_id": slacktest.DefaultAppID,
+			"text": "Looking at the build now.", "team": slacktest.DefaultTeam, "channel": "C0TEST001", "event_ts": "1767226005.000300", "channel_type": "channel"},
+	} {
+		body, _ := json.Marshal(map[string]any{"token": "TESTverificationTOKEN000", "team_id": slacktest.DefaultTeam, "api_app_id": slacktest.DefaultAppID,
+			"type": "event_callback", "event_id": "Ev" + ev["ts"].(string), "event_time": 1767226004, "event": ev})
+		if code := slackPost(t, r.hook.URL+"/slack/acme/events", body); code != 200 {
+			t.Fatalf("events POST = %d", code)
+		}
+	}
+	r.idle()
+	if n := len(r.model.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want 2: a mention_only channel's post or a bot's message was answered", n)
+	}
+}
