@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"openbot/adapters/slack/slacktest"
+	"openbot/adapters/telegram"
 	"openbot/core"
 )
 
@@ -56,5 +57,34 @@ func TestSlackOpenChannel(t *testing.T) {
 	r.idle()
 	if n := len(r.model.Requests()); n != 2 {
 		t.Fatalf("%d model requests, want 2: a mention_only channel's post or a bot's message was answered", n)
+	}
+}
+
+// TestTelegramOpenGroup: after an owner's /policy mode=open, a group message
+// that addresses no bot gets a reply, and so does another person's after it
+// (the group's dialog has two people now); the same message in a mention_only
+// group and a bot's message in the open group get none.
+func TestTelegramOpenGroup(t *testing.T) {
+	const other = -1001000000088
+	r := tgPeopleRig(t, telegram.HumanActor(tgAlice.ID))
+	r.push(tgGroup(501, tgApprovalGroup, tgAlice, "/policy@engineer_bot mode=open"))
+	if texts := r.sentTexts(tgApprovalGroup); len(texts) != 1 || !strings.Contains(texts[0], "mode=open") {
+		t.Fatalf("alice's /policy answered %q", texts)
+	}
+	r.push(tgGroup(502, tgApprovalGroup, tgCarol, "ping, anyone around?"))
+	r.idle()
+	r.push(tgGroup(503, tgApprovalGroup, tgBob, "ping, me too"))
+	r.idle()
+	if texts := r.sentTexts(tgApprovalGroup); len(texts) != 3 || texts[1] != "pong" || texts[2] != "pong" {
+		t.Fatalf("open group texts %q, want the /policy answer and two replies", texts)
+	}
+	r.push(tgGroup(504, other, tgCarol, "ping, anyone around?"))
+	bot, _ := json.Marshal(map[string]any{"message": map[string]any{"message_id": 505, "date": 1767225660, "text": "ping from a bot",
+		"from": map[string]any{"id": 777, "is_bot": true, "first_name": "CI", "username": "ci_bot"},
+		"chat": map[string]any{"id": tgApprovalGroup, "type": "supergroup"}}})
+	r.push(bot)
+	r.idle()
+	if n := len(r.llm.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want 2: a mention_only group's message or a bot's was answered", n)
 	}
 }
