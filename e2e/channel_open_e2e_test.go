@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"openbot/adapters/feishu"
+	"openbot/adapters/feishu/feishutest"
 	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram"
 	"openbot/core"
@@ -86,5 +88,32 @@ func TestTelegramOpenGroup(t *testing.T) {
 	r.idle()
 	if n := len(r.llm.Requests()); n != 2 {
 		t.Fatalf("%d model requests, want 2: a mention_only group's message or a bot's was answered", n)
+	}
+}
+
+// TestFeishuOpenGroup: after an owner's /policy mode=open, a top-level group
+// message that mentions no bot (the shape of Feishu's "group_no_mention" event,
+// delivered to apps with im:message.group_msg) starts a topic the bot answers,
+// and another person's unaddressed message in that topic is answered too; the
+// same in a mention_only group, and an app's message in the open group, get
+// nothing.
+func TestFeishuOpenGroup(t *testing.T) {
+	const other = "oc_0ther0000000000000000000000000000"
+	r := fsPeopleRig(t, feishu.ActorID(feishutest.AliceOpenID))
+	r.fsGroup("om_open_01", feishutest.GroupChat, feishutest.AliceOpenID, "/policy mode=open")
+	if got := r.waitMessage("alice's answer", func(m feishutest.Message) bool { return m.ReplyTo == "om_open_01" }).Text(); !strings.Contains(got, "mode=open") {
+		t.Fatalf("alice's /policy answered %q", got)
+	}
+	r.event(feishutest.MessageEvent{MessageID: "om_open_02", ChatID: feishutest.GroupChat, Sender: feishutest.BobOpenID, Text: "lunch at noon?"})
+	r.idle()
+	r.waitMessage("the answer in the new topic", func(m feishutest.Message) bool { return m.ReplyTo == "om_open_02" && m.Text() == "noted" })
+	r.event(feishutest.MessageEvent{MessageID: "om_open_03", ChatID: feishutest.GroupChat, Sender: fsCarolOpenID, Text: "count me in",
+		RootID: "om_open_02", ParentID: "om_open_02"})
+	r.idle()
+	r.event(feishutest.MessageEvent{MessageID: "om_open_04", ChatID: other, Sender: feishutest.BobOpenID, Text: "lunch at noon?"})
+	r.event(feishutest.MessageEvent{MessageID: "om_open_05", ChatID: feishutest.GroupChat, Sender: "ou_0ther0bot000000000000000000000", SenderType: "app", Text: "deploy finished"})
+	r.idle()
+	if n := len(r.llm.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want 2 (the new topic and the second person's message in it)", n)
 	}
 }
