@@ -17,7 +17,7 @@ import (
 var slackScopes = []string{
 	"app_mentions:read", "commands", "channels:history", "groups:history", "im:history",
 	"mpim:history", "chat:write", "chat:write.customize", "users:read", "reactions:write",
-	"files:read", "files:write",
+	"files:read", "files:write", "im:write",
 }
 
 const slackAPI = "https://slack.com/api/"
