@@ -404,7 +404,7 @@ func (a *Adapter) helpText(conv Conversation) string {
 	if me, ok := a.Self(); ok && conv.Chat < 0 {
 		newCmd = "/new@" + me.UserName // a bare /new in a group may be for any bot
 	}
-	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me. " +
+	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me (where the group is open, any message is answered). " +
 		"Write @handle to ask a specific bot. " + newCmd + " starts a new conversation; " +
 		strings.Replace(newCmd, "/new", "/stop", 1) + " stops the bots' work in it; " +
 		strings.Replace(newCmd, "/new", "/compact", 1) + " summarises its older part for the bots now; /usage shows spend and budgets.")
