@@ -9,8 +9,9 @@ import (
 	"openbot/core"
 )
 
-// directTimeout bounds the message DirectConversation sends.
-const directTimeout = 10 * time.Second
+// directTimeout bounds the message DirectConversation sends. It is short because
+// /handoff is answered while the platform waits for the event's answer (3 s).
+const directTimeout = 2 * time.Second
 
 // directGreeting is the line DirectConversation sends to a person's DM.
 const directGreeting = "A conversation was handed off to this chat: it goes on here."

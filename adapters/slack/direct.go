@@ -11,8 +11,9 @@ import (
 	"openbot/core"
 )
 
-// directTimeout bounds one conversations.open call.
-const directTimeout = 10 * time.Second
+// directTimeout bounds one conversations.open call. It is short because
+// /handoff is answered while the platform waits for the event's answer (3 s).
+const directTimeout = 2 * time.Second
 
 var _ core.DirectOpener = (*Adapter)(nil)
 
