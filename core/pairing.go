@@ -77,9 +77,10 @@ type Admission struct {
 	// Listed is true when the adapter found the person on the account's
 	// allow_users.
 	Listed bool
-	// Unaddressed, for a message in a group, says it names no bot (no native
-	// mention, no @handle, no reply to a bot): it is for the bots only where
-	// the channel is open (Admitted.Open), and elsewhere is told nothing.
+	// Unaddressed, for a message in a group, says the adapter found it
+	// addressed to no bot (no native mention or @handle of one; on Telegram no
+	// reply to its bot either): it is for the bots only where the channel is
+	// open (Admitted.Open), and elsewhere is told nothing.
 	Unaddressed bool
 }
 
