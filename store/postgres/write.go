@@ -117,20 +117,21 @@ func (w *writeTx) PutThread(t core.Thread) (core.Thread, error) {
 		`UPDATE threads SET data = $2 WHERE id = $1`, t, int64(t.ID))
 }
 
-func (w *writeTx) threadExists(id core.ThreadID) error {
-	return w.exists(fmt.Sprintf("thread %d", id), `SELECT 1 FROM threads WHERE id = $1`, int64(id))
-}
 
 // BindThreadKey fails with ErrNotFound when the thread does not exist.
 func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
 	if err := check.ThreadKey(key); err != nil {
 		return err
 	}
-	if err := w.threadExists(id); err != nil {
-		return err
-	}
-	return w.exec("bind thread key", `INSERT INTO thread_keys (key, thread) VALUES ($1, $2)
+	tag, err := w.tx.Exec(w.ctx, `INSERT INTO thread_keys (key, thread) SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM threads WHERE id = $2)
 		ON CONFLICT (key) DO UPDATE SET thread = EXCLUDED.thread`, key, int64(id))
+	if err != nil {
+		return fmt.Errorf("bind thread key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("thread %d: %w", id, core.ErrNotFound)
+	}
+	return nil
 }
 
 // PutMessage stores a message; Thread must be non-zero.
