@@ -62,10 +62,8 @@ func (w *writeTx) lockThread(id uint64) error {
 	if id == 0 || w.locked[id] {
 		return nil
 	}
-	if _, err := w.tx.Exec(w.ctx, `INSERT INTO thread_locks (thread, n) VALUES ($1, 1)
-		ON CONFLICT (thread) DO UPDATE SET n = thread_locks.n + 1`, int64(id)); err != nil {
-		return fmt.Errorf("lock thread %d: %w", id, err)
-	}
+	w.tx.later(fmt.Sprintf("lock thread %d", id), `INSERT INTO thread_locks (thread, n) VALUES ($1, 1)
+		ON CONFLICT (thread) DO UPDATE SET n = thread_locks.n + 1`, int64(id))
 	w.locked[id] = true
 	return nil
 }

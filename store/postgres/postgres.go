@@ -64,7 +64,6 @@ type Options struct {
 type Store struct {
 	pool   *pgxpool.Pool
 	log    *slog.Logger
-	group  *committer
 	closed atomic.Bool
 	where  string // host/database for messages, no password
 
@@ -114,7 +113,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	log.Info("store opened", "driver", "postgres", "where", where, "schema", SchemaVersion(), "from_schema", from)
 	s := &Store{pool: pool, log: log, where: where, channel: hintChannel(schema)}
-	s.group = newCommitter(s)
 	return s, nil
 }
 
@@ -130,7 +128,7 @@ func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 		return s.wrap("begin read", ctx, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(&readTx{ctx: ctx, tx: tx}); err != nil {
+	if err := fn(&readTx{ctx: ctx, tx: &pipe{Tx: tx}}); err != nil {
 		return err
 	}
 	return nil
@@ -148,18 +146,12 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 	return s.write(ctx, func(w *writeTx) error { return fn(w) })
 }
 
-// Batch is Update with group commit (DESIGN.md §7): concurrent callers share one
-// transaction and one commit, without a timer (group.go). fn may run more than
-// once; only the last run's writes land. A failing fn's error goes to its caller
-// only.
+// Batch is Update: on PostgreSQL concurrent write transactions run at once
+// and their commits share the server's WAL flushes, so there is nothing to
+// group here (a group in one transaction would make every call of it run
+// again when one of them loses a race).
 func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	if maxLeaders == 0 {
-		return s.write(ctx, func(w *writeTx) error { return fn(w) })
-	}
-	return s.group.submit(ctx, fn)
+	return s.Update(ctx, fn)
 }
 
 // Retries of a write transaction (write): the pause before attempt n+1 is
@@ -219,8 +211,11 @@ func (s *Store) attempt(ctx context.Context, fn func(*writeTx) error) (err error
 		return s.wrap("begin write", ctx, err), false
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	w := &writeTx{readTx: readTx{ctx: ctx, tx: tx}, locked: map[uint64]bool{}, marked: map[string]bool{}}
+	w := &writeTx{readTx: readTx{ctx: ctx, tx: &pipe{Tx: tx}}, locked: map[uint64]bool{}, marked: map[string]bool{}}
 	if err := fn(w); err != nil {
+		return err, false
+	}
+	if err := w.tx.flush(ctx); err != nil {
 		return err, false
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -265,14 +260,12 @@ func retryable(err error) string {
 	return ""
 }
 
-// Close answers queued Batch calls with ErrClosed, waits for transactions in
-// flight and closes the pool. Later calls fail with ErrClosed; a second Close
+// Close waits for transactions in flight and closes the pool. Later calls fail with ErrClosed; a second Close
 // returns nil.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.group.close()
 	s.pool.Close()
 	return nil
 }

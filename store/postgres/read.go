@@ -15,7 +15,7 @@ import (
 // decoded from the row into fresh memory, so it outlives the transaction.
 type readTx struct {
 	ctx context.Context
-	tx  pgx.Tx
+	tx  *pipe
 }
 
 var _ core.ReadTx = (*readTx)(nil)

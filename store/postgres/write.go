@@ -31,10 +31,10 @@ func jsonDecode(data []byte, v any, what string) error {
 	return nil
 }
 
+// exec queues a write whose result is not read (pipe.later): its error, if
+// any, comes with a later statement.
 func (w *writeTx) exec(what, sql string, args ...any) error {
-	if _, err := w.tx.Exec(w.ctx, sql, args...); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
+	w.tx.later(what, sql, args...)
 	return nil
 }
 
@@ -56,11 +56,11 @@ func (w *writeTx) save(what string, fresh bool, insert, update string, v any, ar
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", what, err)
 	}
-	sql := insert
-	if !fresh {
-		sql = update
+	if fresh { // an insert of a new ID: nothing to read back
+		w.tx.later(what, insert, append(args, data)...)
+		return nil
 	}
-	tag, err := w.tx.Exec(w.ctx, sql, append(args, data)...)
+	tag, err := w.tx.Exec(w.ctx, update, append(args, data)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -116,7 +116,6 @@ func (w *writeTx) PutThread(t core.Thread) (core.Thread, error) {
 	return t, w.save(fmt.Sprintf("thread %d", t.ID), fresh, `INSERT INTO threads (id, data) VALUES ($1, $2)`,
 		`UPDATE threads SET data = $2 WHERE id = $1`, t, int64(t.ID))
 }
-
 
 // BindThreadKey fails with ErrNotFound when the thread does not exist.
 func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
