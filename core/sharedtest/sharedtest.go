@@ -225,6 +225,7 @@ func Run(t *testing.T, open func(t *testing.T) Opener) {
 	t.Run("FirstAnswerWins", func(t *testing.T) { testFirstAnswerWins(t, open(t)) })
 	t.Run("BudgetHoldsAcrossEngines", func(t *testing.T) { testBudgetHoldsAcrossEngines(t, open(t)) })
 	t.Run("CutOffProcessStopsBeforeTakeover", func(t *testing.T) { testCutOffProcessStopsBeforeTakeover(t, open(t)) })
+	t.Run("FairShare", func(t *testing.T) { testFairShare(t, open(t)) })
 }
 
 // testWriter sends an engine's log lines to the test's log.
@@ -412,20 +413,7 @@ func testAnswerEachMessageOnce(t *testing.T, open Opener) {
 	if maxBot["chief_of_staff"] > 3 || maxBot["engineer"] > 2 {
 		t.Errorf("max_parallel_threads broken across engines: %v (limits 3 and 2)", maxBot)
 	}
-	delivered := map[core.MessageID]int{}
-	for _, d := range x.ad.deliveries() {
-		var run int
-		var ids string
-		if _, err := fmt.Sscanf(d.Text, "run %d answers %s", &run, &ids); err != nil {
-			continue
-		}
-		for _, id := range strings.Split(ids, ",") {
-			var n uint64
-			if _, err := fmt.Sscan(id, &n); err == nil {
-				delivered[core.MessageID(n)]++
-			}
-		}
-	}
+	delivered := x.deliveredByMessage()
 	owners := map[string]int{}
 	x.view(func(tx core.ReadTx) error {
 		ms, err := tx.MessagesSince(0, 0)
