@@ -179,7 +179,10 @@ func LeasesSurviveLongTransaction(t *testing.T, open Opener, long LongWrite) {
 				return
 			case <-time.After(5 * time.Millisecond): // load pacing, not ordering
 			}
-			x.say(i%2, fmt.Sprintf("load%d", i%40), fmt.Sprintf("load %d", i))
+			if err := x.tell(context.Background(), i%2, fmt.Sprintf("load%d", i%40), fmt.Sprintf("load %d", i)); err != nil {
+				t.Error(err)
+				return
+			}
 			sent.Add(1)
 		}
 	}()

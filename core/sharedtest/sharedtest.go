@@ -346,13 +346,21 @@ func (x *sharedRig) stop(i int) {
 // say ingests a message into conversation conv through engine i.
 func (x *sharedRig) say(i int, conv, text string) {
 	x.t.Helper()
+	if err := x.tell(context.Background(), i, conv, text); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// tell is say returning the error, for goroutines other than the test's.
+func (x *sharedRig) tell(ctx context.Context, i int, conv, text string) error {
 	n := x.seq.Add(1)
 	in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", n),
 		ThreadKey: "console:" + conv, Conversation: core.ConversationRef(conv), PlatformID: fmt.Sprintf("in%d", n),
 		SenderID: "console:you", SenderName: "you", Text: text, StartThread: true}
-	if _, err := x.engines[i].Ingest(context.Background(), in); err != nil {
-		x.t.Fatalf("ingest through engine %d: %v", i, err)
+	if _, err := x.engines[i].Ingest(ctx, in); err != nil {
+		return fmt.Errorf("ingest through engine %d: %w", i, err)
 	}
+	return nil
 }
 
 // idle waits until every live engine sees nothing in flight.
