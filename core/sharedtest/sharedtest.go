@@ -226,6 +226,7 @@ func Run(t *testing.T, open func(t *testing.T) Opener) {
 	t.Run("BudgetHoldsAcrossEngines", func(t *testing.T) { testBudgetHoldsAcrossEngines(t, open(t)) })
 	t.Run("CutOffProcessStopsBeforeTakeover", func(t *testing.T) { testCutOffProcessStopsBeforeTakeover(t, open(t)) })
 	t.Run("FairShare", func(t *testing.T) { testFairShare(t, open(t)) })
+	t.Run("LeasesRenewUnderLoad", func(t *testing.T) { testLeasesRenewUnderLoad(t, open(t)) })
 }
 
 // testWriter sends an engine's log lines to the test's log.
