@@ -41,7 +41,6 @@ func TestShared(t *testing.T) {
 // it ("take write lock: timeout"), and the first engine loses its lease and
 // stops its run. Remove the skip with that lock.
 func TestLeasesSurviveLongTransaction(t *testing.T) {
-	t.Skip("fails while every write transaction takes the schema-wide advisory lock: the long transaction blocks every lease renewal")
 	dsn := pgtest.DSN(t)
 	open := func(t *testing.T) (core.Store, core.Hinter) {
 		s, err := postgres.Open(t.Context(), dsn, postgres.Options{})
