@@ -26,6 +26,14 @@ func (a *Adapter) Pulse() time.Time { return unixTime(a.pulse.Load()) }
 // concurrent use.
 func (a *Adapter) LastPost() time.Time { return unixTime(a.api.posted.Load()) }
 
+// RateLimited counts the answers that refused this account's Open API calls
+// for frequency since it started (HTTP 429 or code 99991400, and the per-chat
+// limit 230020), retried ones included, and the waits (x-ogw-ratelimit-reset)
+// they asked for together. Safe for concurrent use.
+func (a *Adapter) RateLimited() (answers int64, asked time.Duration) {
+	return a.api.limited.Load(), time.Duration(a.api.limitedFor.Load())
+}
+
 // unixTime is n Unix nanoseconds, or the zero time for 0.
 func unixTime(n int64) time.Time {
 	if n == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,13 @@ func (a *Adapter) Pulse() time.Time { return unixTime(a.pulse.Load()) }
 // LastPost is when Slack last accepted a chat.postMessage or chat.update this
 // account sent; the zero time before the first. Safe for concurrent use.
 func (a *Adapter) LastPost() time.Time { return unixTime(a.posted.Load()) }
+
+// RateLimited counts the HTTP 429 answers Slack gave this account's Web API
+// calls since it started (apps.connections.open included) and the waits
+// (Retry-After) they asked for together. Safe for concurrent use.
+func (a *Adapter) RateLimited() (answers int64, asked time.Duration) {
+	return a.limited.Load(), time.Duration(a.limitedFor.Load())
+}
 
 // sent records that Slack accepted a post or an edit, for LastPost.
 func (a *Adapter) sent() { a.posted.Store(time.Now().UnixNano()) }
@@ -76,4 +84,25 @@ func (c pulseConn) Read(b []byte) (int, error) {
 		c.pulse.Store(time.Now().UnixNano())
 	}
 	return n, err
+}
+
+// limitCounter is the Web API's HTTP client: every call slack-go makes goes
+// through its Do, so it sees every rate limit in one place. Slack's rate limit
+// is an HTTP 429 with Retry-After in whole seconds, which slack-go returns as a
+// *slack.RateLimitedError (a StatusCodeError when the header is missing); each
+// adds one to limited and its Retry-After to limitedFor.
+type limitCounter struct {
+	c                   *http.Client
+	limited, limitedFor *atomic.Int64
+}
+
+func (l limitCounter) Do(req *http.Request) (*http.Response, error) {
+	res, err := l.c.Do(req)
+	if err == nil && res.StatusCode == http.StatusTooManyRequests {
+		l.limited.Add(1)
+		if s, err := strconv.ParseInt(res.Header.Get("Retry-After"), 10, 64); err == nil && s > 0 {
+			l.limitedFor.Add(s * int64(time.Second))
+		}
+	}
+	return res, err
 }

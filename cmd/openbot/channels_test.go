@@ -19,26 +19,31 @@ import (
 )
 
 // Every platform adapter tells the channels answer when its platform last
-// spoke to it and last accepted a post.
+// spoke to it, last accepted a post and rate-limited it.
 var (
 	_ interface {
 		pulseTeller
 		lastPoster
+		rateLimiter
 	} = (*slack.Adapter)(nil)
 	_ interface {
 		pulseTeller
 		lastPoster
+		rateLimiter
 	} = (*feishu.Adapter)(nil)
 	_ interface {
 		pulseTeller
 		lastPoster
+		rateLimiter
 	} = (*telegram.Adapter)(nil)
 )
 
 // TestChannelsShowSlackAndFeishuInAndOut: a real serve with a Socket Mode
-// Slack account and a long-connection Feishu account; once each has taken a
-// mention and posted the answer, GET /api/v1/channels shows both accounts'
-// last in and last out.
+// Slack account and a long-connection Feishu account; each platform answers
+// the first post of the reply with its rate limit (Slack: 429 with
+// Retry-After: 1; Feishu: 429, code 99991400, x-ogw-ratelimit-reset: 0). Once
+// each has taken a mention and posted the answer, GET /api/v1/channels shows
+// both accounts' last in and last out and the one rate limit with its wait.
 func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 	llm := openaitest.New(t)
 	llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("On it.") })
@@ -61,6 +66,8 @@ func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 	if err := fs.WaitConnections(ctx, 1); err != nil {
 		t.Fatalf("no long connection: %v\n%s", err, logs.String())
 	}
+	sl.FailNext("chat.postMessage", http.StatusTooManyRequests, "", time.Second)
+	fs.RateLimitNext("/open-apis/im/v1/messages", 0)
 	frame, err := os.ReadFile("../../adapters/slack/testdata/fixtures/socket_mode_events_api_app_mention.json")
 	if err != nil {
 		t.Fatal(err)
@@ -101,12 +108,18 @@ func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 			got[c.Account] = c
 		}
 		for _, acc := range []string{"slack/acme", "feishu/acme"} {
-			if c := got[acc]; c.LastIn == nil || c.LastOut == nil {
+			if c := got[acc]; c.LastIn == nil || c.LastOut == nil || c.RateLimited == 0 {
 				return false
 			}
 		}
 		return true
 	})
+	if c := got["slack/acme"]; c.RateLimited != 1 || c.RateLimitWaitMS != 1000 {
+		t.Errorf("slack/acme rate limited %d times for %d ms, want once for 1000 ms", c.RateLimited, c.RateLimitWaitMS)
+	}
+	if c := got["feishu/acme"]; c.RateLimited != 1 || c.RateLimitWaitMS != 0 {
+		t.Errorf("feishu/acme rate limited %d times for %d ms, want once for 0 ms", c.RateLimited, c.RateLimitWaitMS)
+	}
 	for _, acc := range []string{"slack/acme", "feishu/acme"} {
 		c := got[acc]
 		if d := time.Since(*c.LastIn); d < 0 || d > 30*time.Second {
