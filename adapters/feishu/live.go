@@ -17,9 +17,20 @@ func (a *Adapter) IngressDown() string { return a.ingress.Down() }
 
 // Pulse is when the long connection last brought a frame (an event, a card
 // click, or the pong to the ping sent every PingInterval, 120 s unless the
-// server says otherwise), or when it was established before that; the zero
-// time in webhook mode or before Run connects. Safe for concurrent use.
+// server says otherwise), or when it was established or Run started before
+// that; the zero time in webhook mode or before Run. Safe for concurrent use.
 func (a *Adapter) Pulse() time.Time { return unixTime(a.pulse.Load()) }
+
+// Reconnect ends the long connection of the moment, if any: a new one is made
+// after the wait the server's ClientConfig asks for after a drop, as after a
+// dropped connection; events not yet acked are redelivered. The adapter itself
+// gives a connection up only after three ping periods without a pong; this is
+// for a watchdog that sees the pulse stall sooner. Safe for concurrent use.
+func (a *Adapter) Reconnect() {
+	if c := a.abandon.Load(); c != nil {
+		(*c)()
+	}
+}
 
 // LastPost is when Feishu last accepted a message this account sent (create
 // or reply) or a card it patched; the zero time before the first. Safe for

@@ -121,3 +121,33 @@ func TestRateLimitedCountsEveryLimit(t *testing.T) {
 		t.Errorf("RateLimited() = %d, %s after the endpoint was limited, want 3, 31s", n, w)
 	}
 }
+
+// TestReconnectReplacesASilentConnection: a long connection that went quiet
+// without closing (the fake answers its pings no more) brings no pulse;
+// Reconnect ends it and a new connection takes events again and moves the pulse
+// on.
+func TestReconnectReplacesASilentConnection(t *testing.T) {
+	h := newHarness(t, func(o *feishu.Options) { o.Mode = feishu.ModeWebsocket; o.EncryptKey = "" })
+	h.a.Reconnect() // before Run: nothing to end
+	h.run()
+	ctx := ctxT(t)
+	if err := h.srv.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.srv.Silence()
+	silent := h.a.Pulse()
+	h.a.Reconnect()
+	if err := h.srv.WaitConnections(ctx, 2); err != nil {
+		t.Fatalf("no new connection after Reconnect: %v", err)
+	}
+	id, err := h.srv.PushEvent(ctx, compact(t, fixture(t, "event_v2_im_message_receive_group_at_bot.json")), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.srv.WaitAck(ctx, id); err != nil {
+		t.Fatalf("the new connection acks nothing: %v", err)
+	}
+	if !h.a.Pulse().After(silent) {
+		t.Errorf("pulse %v after the new connection, want after %v", h.a.Pulse(), silent)
+	}
+}

@@ -152,6 +152,8 @@ type Adapter struct {
 	posted   atomic.Int64 // LastPost, in Unix nanoseconds (live.go)
 	// limited and limitedFor are RateLimited's answers and waits (nanoseconds).
 	limited, limitedFor atomic.Int64
+	// abandon ends the Socket Mode connection of the moment (Reconnect).
+	abandon atomic.Pointer[context.CancelFunc]
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded

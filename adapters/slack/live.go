@@ -26,9 +26,21 @@ func (a *Adapter) IngressDown() string { return a.ingress.Down() }
 
 // Pulse is when the Socket Mode websocket last brought anything (an envelope,
 // hello, disconnect or Slack's websocket ping, which comes every few seconds
-// while the connection is healthy), or when it was dialled before that; the
-// zero time in http mode or before Run connects. Safe for concurrent use.
+// while the connection is healthy), or when it was dialled or Run started
+// before that; the zero time in http mode or before Run. Safe for concurrent
+// use.
 func (a *Adapter) Pulse() time.Time { return unixTime(a.pulse.Load()) }
+
+// Reconnect ends the Socket Mode connection of the moment, if any: a new one is
+// dialled after the usual backoff, as after a dropped connection; envelopes
+// not yet acked are redelivered by Slack. slack-go itself redials a connection
+// that brings no ping for 30 s; this is for a watchdog that sees the pulse stall
+// for longer, whatever the cause. Safe for concurrent use.
+func (a *Adapter) Reconnect() {
+	if c := a.abandon.Load(); c != nil {
+		(*c)()
+	}
+}
 
 // LastPost is when Slack last accepted a chat.postMessage or chat.update this
 // account sent; the zero time before the first. Safe for concurrent use.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"openbot/adapters/slack/slacktest"
 )
 
 // TestPulseFollowsTheSocket: no pulse before Run or in http mode; once Socket
@@ -116,5 +118,36 @@ func TestRateLimitedCountsEvery429(t *testing.T) {
 	}
 	if n, d := e.a.RateLimited(); n != 3 || d != 3*time.Second {
 		t.Errorf("RateLimited() = %d, %s after apps.connections.open was limited, want 3, 3s", n, d)
+	}
+}
+
+// TestReconnectReplacesASilentSocket: a websocket that went quiet without
+// closing (the fake sends nothing more on it) brings no pulse; Reconnect ends
+// it and a new connection takes envelopes again and moves the pulse on.
+func TestReconnectReplacesASilentSocket(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Mode = ModeSocket; o.SigningSecret = "" })
+	e.a.Reconnect() // before Run: nothing to end
+	runAdapter(t, e.a)
+	ctx := waitCtx(t)
+	select {
+	case <-e.a.IngressReady():
+	case <-ctx.Done():
+		t.Fatal("socket mode never said hello")
+	}
+	e.slack.Silence()
+	silent := e.a.Pulse()
+	e.a.Reconnect()
+	if err := e.slack.Wait(ctx, func(s *slacktest.Server) bool { open, total := s.Connections(); return open == 1 && total == 2 }); err != nil {
+		open, total := e.slack.Connections()
+		t.Fatalf("after Reconnect %d open of %d connections, want the silent one closed and a new one: %v", open, total, err)
+	}
+	if err := e.slack.Push(ctx, fixture(t, "socket_mode_events_api_app_mention.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000001"); err != nil {
+		t.Fatalf("the new connection acks nothing: %v", err)
+	}
+	if !e.a.Pulse().After(silent) {
+		t.Errorf("pulse %v after the new connection, want after %v", e.a.Pulse(), silent)
 	}
 }

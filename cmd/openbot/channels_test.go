@@ -43,7 +43,8 @@ var (
 // the first post of the reply with its rate limit (Slack: 429 with
 // Retry-After: 1; Feishu: 429, code 99991400, x-ogw-ratelimit-reset: 0). Once
 // each has taken a mention and posted the answer, GET /api/v1/channels shows
-// both accounts' last in and last out and the one rate limit with its wait.
+// both accounts' last in and last out, the one rate limit with its wait and
+// the watchdog's limit.
 func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 	llm := openaitest.New(t)
 	llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("On it.") })
@@ -52,9 +53,9 @@ func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 	fs := feishutest.New(t)
 	defer fs.Close()
 	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
-		c.Slack = []config.Slack{{Name: "acme", Bot: "*", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL()}}
+		c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(), Watchdog: time.Minute}}
 		c.Feishu = []config.Feishu{{Name: "acme", Bot: "chief_of_staff", Mode: "websocket", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
-			VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey, BaseURL: fs.URL()}}
+			VerificationToken: feishutest.VerificationToken, EncryptKey: feishutest.EncryptKey, BaseURL: fs.URL(), Watchdog: 2 * time.Minute}}
 	})
 	defer stop()
 
@@ -125,8 +126,8 @@ func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 		if d := time.Since(*c.LastIn); d < 0 || d > 30*time.Second {
 			t.Errorf("%s last in %s ago", acc, d)
 		}
-		if c.WatchdogMS != 0 {
-			t.Errorf("%s watched by the watchdog: %+v", acc, c)
-		}
+	}
+	if s, f := got["slack/acme"].WatchdogMS, got["feishu/acme"].WatchdogMS; s != 60000 || f != 120000 {
+		t.Errorf("watchdog limits: slack %d ms, feishu %d ms, want 60000 and 120000", s, f)
 	}
 }

@@ -621,6 +621,9 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 		if err != nil {
 			return nil, fmt.Errorf("slack[%d]: %w", i, err)
 		}
+		if s.Mode == "socket" && s.Watchdog > 0 {
+			hl.pulse(acc, ad, s.Watchdog)
+		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
@@ -681,6 +684,9 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("feishu[%d]: %w", i, err)
+		}
+		if f.Mode == "websocket" && f.Watchdog > 0 {
+			hl.pulse(acc, ad, f.Watchdog)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)

@@ -10,7 +10,8 @@ import (
 )
 
 // pulser is implemented by adapters whose ingress shows signs of life (a
-// polling Telegram account): Pulse is when the platform last answered,
+// polling Telegram account, a Slack Socket Mode or Feishu long connection):
+// Pulse is when the platform last answered (zero before the ingress started),
 // Reconnect drops the connection so it is made again at once.
 type pulser interface {
 	Pulse() time.Time
@@ -80,7 +81,11 @@ func (h *health) checkPulses(ctx context.Context) {
 	var alerts []string
 	h.mu.Lock()
 	for name, w := range h.pulses {
-		silent := now.Sub(w.p.Pulse())
+		pulse := w.p.Pulse()
+		if pulse.IsZero() || h.accounts[name] != "started" {
+			continue // not polling here (yet): pending, standing by, stopped
+		}
+		silent := now.Sub(pulse)
 		switch {
 		case silent <= w.limit && !w.down.IsZero():
 			o.log.Info("account is back: its platform answers again", "account", name, "down_for", now.Sub(w.down).Round(time.Second).String())
