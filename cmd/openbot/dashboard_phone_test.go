@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -50,6 +51,14 @@ func TestDashboardFitsAPhone(t *testing.T) {
 	}
 
 	b := browsertest.Browser(t)
+	browsertest.Run(t, b, "the sign-in page on a phone",
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.Navigate("http://"+addr+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	if why := phoneMisfit(t, b); why != "" {
+		t.Errorf("the sign-in page %s", why)
+	}
+	browsertest.Screenshots(t, b, "phone-fit-login")
 	browsertest.SignIn(t, b, "http://"+addr, testAdminToken)
 	browsertest.Run(t, b, "the thread list",
 		chromedp.Navigate("http://"+addr+"/#/threads"),
@@ -75,29 +84,41 @@ func TestDashboardFitsAPhone(t *testing.T) {
 			if strings.HasPrefix(page, "threads/") {
 				browsertest.WaitText(t, b, ".feed", "checklist has 3 items")
 			}
-			fit := browsertest.Value(t, b, "the widths of #/"+page, chromedp.Evaluate[struct {
-				Scroll, Inner int
-				Wide          []string
-			}](`(() => {
-			const w = 390, wide = [];
-			const clipped = (e) => { // inside a box that scrolls or clips its own overflow
-				for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
-					if (getComputedStyle(p).overflowX !== "visible") return true;
-				}
-				return false;
-			};
-			for (const e of document.querySelectorAll("body *")) {
-				const r = e.getBoundingClientRect();
-				if (r.width && r.right > w + 0.5 && !clipped(e)) wide.push(e.tagName.toLowerCase() + (e.className ? "." + String(e.className).replace(/ /g, ".") : "") + " " + Math.round(r.left) + ".." + Math.round(r.right) + " " + JSON.stringify((e.textContent || "").slice(0, 40)));
-			}
-			const nav = document.querySelector("header nav");
-			if (nav.scrollWidth > nav.clientWidth) wide.push("the menu scrolls sideways: " + nav.scrollWidth + " px in " + nav.clientWidth);
-			return {Scroll: document.scrollingElement.scrollWidth, Inner: innerWidth, Wide: wide.slice(0, 12)};
-		})()`))
-			if fit.Inner != 390 || fit.Scroll > fit.Inner || len(fit.Wide) > 0 {
-				t.Errorf("mobile %v: #/%s is %d px wide on a %d px screen (want at most 390); sticking out:\n%s", mobile, page, fit.Scroll, fit.Inner, strings.Join(fit.Wide, "\n"))
+			if why := phoneMisfit(t, b); why != "" {
+				t.Errorf("mobile %v: #/%s %s", mobile, page, why)
 			}
 			browsertest.Screenshots(t, b, "phone-fit-"+strings.ReplaceAll(cmp.Or(page, "team"), "/", "-"))
 		}
 	}
+}
+
+// phoneMisfit says how the page open in b is wider than a 390 px screen, naming
+// what sticks out, or "" when it fits: its scrolling width, and every element
+// past the screen's right edge that no box of its own scrolls or clips, and a
+// menu that scrolls sideways.
+func phoneMisfit(t *testing.T, b context.Context) string {
+	t.Helper()
+	fit := browsertest.Value(t, b, "the widths", chromedp.Evaluate[struct {
+		Scroll, Inner int
+		Wide          []string
+	}](`(() => {
+		const w = 390, wide = [];
+		const clipped = (e) => { // inside a box that scrolls or clips its own overflow
+			for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+				if (getComputedStyle(p).overflowX !== "visible") return true;
+			}
+			return false;
+		};
+		for (const e of document.querySelectorAll("body *")) {
+			const r = e.getBoundingClientRect();
+			if (r.width && r.right > w + 0.5 && !clipped(e)) wide.push(e.tagName.toLowerCase() + (e.className ? "." + String(e.className).replace(/ /g, ".") : "") + " " + Math.round(r.left) + ".." + Math.round(r.right) + " " + JSON.stringify((e.textContent || "").slice(0, 40)));
+		}
+		const nav = document.querySelector("header nav");
+		if (nav && nav.scrollWidth > nav.clientWidth) wide.push("the menu scrolls sideways: " + nav.scrollWidth + " px in " + nav.clientWidth);
+		return {Scroll: document.scrollingElement.scrollWidth, Inner: innerWidth, Wide: wide.slice(0, 12)};
+	})()`))
+	if fit.Inner == 390 && fit.Scroll <= fit.Inner && len(fit.Wide) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("is %d px wide on a %d px screen (want at most 390); sticking out:\n%s", fit.Scroll, fit.Inner, strings.Join(fit.Wide, "\n"))
 }
