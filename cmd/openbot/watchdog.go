@@ -83,7 +83,13 @@ func (h *health) checkPulses(ctx context.Context) {
 	for name, w := range h.pulses {
 		pulse := w.p.Pulse()
 		if pulse.IsZero() || h.accounts[name] != "started" {
-			continue // not polling here (yet): pending, standing by, stopped
+			// Not polling here (yet): pending, standing by, stopped. Silence
+			// found before does not count against it once it runs again.
+			if !w.down.IsZero() && o.metrics != nil {
+				o.metrics.ChannelDown(name, false)
+			}
+			w.down, w.tried, w.told = time.Time{}, time.Time{}, false
+			continue
 		}
 		silent := now.Sub(pulse)
 		switch {

@@ -153,11 +153,21 @@ func TestWatchdogWatchesOnlyARunningIngress(t *testing.T) {
 		t.Errorf("reconnects: standby %d, pending %d, started %d; want 0, 0, 1", standby.reconnects, pending.reconnects, started.reconnects)
 	}
 	hl.mu.Lock()
-	defer hl.mu.Unlock()
 	for acc, want := range map[string]string{"slack/standby": "standby", "feishu/pending": "pending", "slack/started": "reconnecting: no answer from the platform for 1h0m0s"} {
 		if got := hl.stateLocked(acc); !strings.HasPrefix(got, want) {
 			t.Errorf("%s shows %q, want %q", acc, got, want)
 		}
+	}
+	hl.mu.Unlock()
+
+	// Silent and then standing by (another process took the ingress): no
+	// longer down here, and not reconnected.
+	hl.set("slack/started", standbyState("p2"))
+	hl.checkPulses(t.Context())
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	if got := hl.stateLocked("slack/started"); !strings.HasPrefix(got, "standby") || started.reconnects != 1 || !hl.pulses["slack/started"].down.IsZero() {
+		t.Errorf("a silent account that stands by: %q, %d reconnects, down since %v; want standby, 1, never", got, started.reconnects, hl.pulses["slack/started"].down)
 	}
 }
 
