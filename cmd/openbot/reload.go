@@ -86,6 +86,8 @@ const maxReloadSummary = 500
 // activity log gets a line naming by and the report's summary or the first
 // problem.
 func (r *reloader) reload(ctx context.Context, by core.By) (reloadReport, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	rep, err := r.apply(ctx)
 	who := cmp.Or(by.Name, string(by.Actor), "an operator")
 	a := core.Activity{Event: "config.reloaded", Level: "info", Actor: by.Actor, At: time.Now(),
@@ -95,16 +97,17 @@ func (r *reloader) reload(ctx context.Context, by core.By) (reloadReport, error)
 		a.Event, a.Level = "config.reload_refused", "warn"
 		a.Summary = firstRunes("config reload by "+who+" refused, the running configuration is kept: "+strings.Join(strings.Fields(problems), " "), maxReloadSummary)
 	}
-	if werr := r.eng.Store().Update(ctx, func(tx core.Tx) error { return tx.AppendActivity(a) }); werr != nil {
+	// Recorded even when the asker has gone: the reload happened.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reloadTimeout)
+	defer cancel()
+	if werr := r.eng.Store().Update(actx, func(tx core.Tx) error { return tx.AppendActivity(a) }); werr != nil {
 		r.log.Warn("the reload is not in the activity log", "err", werr)
 	}
 	return rep, err
 }
 
-// apply is reload without the activity line.
+// apply is reload without the activity line; r.mu is held.
 func (r *reloader) apply(ctx context.Context) (reloadReport, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, reloadTimeout)
 	defer cancel()
 	var problems bytes.Buffer
