@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"openbot/config"
+	"openbot/core"
 )
 
 // slackScopes are the bot token scopes docs/slack-app-manifest.yaml asks for
@@ -16,7 +17,7 @@ import (
 var slackScopes = []string{
 	"app_mentions:read", "commands", "channels:history", "groups:history", "im:history",
 	"mpim:history", "chat:write", "chat:write.customize", "users:read", "reactions:write",
-	"files:read", "files:write",
+	"files:read", "files:write", "im:write",
 }
 
 const slackAPI = "https://slack.com/api/"
@@ -148,10 +149,15 @@ func (d *doctor) telegram(ctx context.Context, i int, t config.Telegram) {
 		return
 	}
 	d.add(checkOK, name+" getMe", fmt.Sprintf("@%s (id %d)", me.Result.Username, me.Result.ID), "")
-	if me.Result.ReadsGroups {
+	switch open := openChannels(d.cfg, name); {
+	case me.Result.ReadsGroups:
 		d.add(checkOK, name+" privacy", "privacy mode is off: the bot sees every group message", "")
-	} else {
-		d.add(checkOK, name+" privacy", "privacy mode is on: in groups the bot sees only messages that mention it, reply to it or are commands (enough for openbot; /setprivacy in @BotFather to change)", "")
+	case len(open) > 0:
+		d.add(checkWarn, name+" privacy", "privacy mode is on, so in the open channels "+strings.Join(open, ", ")+
+			" the bot sees only messages that mention it, reply to it or are commands, and answers no others",
+			"in @BotFather: /setprivacy, pick the bot, Disable; then remove the bot from those groups and add it again (Telegram applies the change when a bot joins), or make it a group admin")
+	default:
+		d.add(checkOK, name+" privacy", "privacy mode is on: in groups the bot sees only messages that mention it, reply to it or are commands (enough for openbot unless a channel policy says mode: open; /setprivacy in @BotFather to change)", "")
 	}
 
 	var hook tgAnswer[struct {
@@ -186,6 +192,19 @@ func (d *doctor) telegram(ctx context.Context, i int, t config.Telegram) {
 	default:
 		d.add(checkOK, name+" webhook", "matches mode "+modeOr(t.Mode, "polling"), "")
 	}
+}
+
+// openChannels are the channels of account acct ("telegram/tg") whose
+// configured policy says mode: open ("*" for the account's default). Policies
+// set at run time (/policy) are in the store, not seen here.
+func openChannels(cfg *config.Config, acct string) []string {
+	var out []string
+	for _, p := range cfg.Policies {
+		if p.Account == acct && p.Mode == core.ModeOpen {
+			out = append(out, p.Channel)
+		}
+	}
+	return out
 }
 
 // fixTelegramWebhook makes Telegram's webhook match the configured mode

@@ -41,6 +41,7 @@ type doctorWorld struct {
 	llmURL       string
 	feishuSecret string
 	tgExtra      string // extra keys of the Telegram account (webhook mode)
+	extra        string // extra top-level keys (policies)
 	// llmLines and botsLines, when set, replace the llm profiles and the bots.
 	llmLines, botsLines string
 }
@@ -116,7 +117,7 @@ feishu:
     app_id: ` + feishutest.AppID + `
     app_secret: ` + w.feishuSecret + `
     base_url: ` + w.feishu.URL() + `
-`
+` + w.extra
 	path := filepath.Join(w.dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -494,5 +495,22 @@ func TestDoctorFixedPromptSize(t *testing.T) {
 	}
 	if with := tokens(r.stdout); with <= without {
 		t.Errorf("fixed prompt with the MCP server's tool = %d tokens, without %d: its schema is not counted", with, without)
+	}
+}
+
+// A channel policy with mode: open on a Telegram account whose bot has privacy
+// mode on is a WARN that says how to turn it off; with privacy mode off
+// (getMe's can_read_all_group_messages) it is OK.
+func TestDoctorTelegramPrivacyOpenChannel(t *testing.T) {
+	for _, reads := range []bool{false, true} {
+		w := newDoctorWorld(t)
+		w.telegram = telegramtest.NewServer(telegramtest.Bot{Token: "123:tg", ID: 123, Username: "openbot_bot", ReadsGroups: reads})
+		t.Cleanup(w.telegram.Close)
+		w.extra = "policies:\n  - {account: telegram/tg, channel: \"-1001234567890\", mode: open}\n"
+		r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+		got, want := checkStatuses(r.stdout)["telegram/tg privacy"], map[bool]string{false: "WARN", true: "OK"}[reads]
+		if got != want || (!reads && !strings.Contains(r.stdout, "/setprivacy")) {
+			t.Errorf("privacy off %v: %q, want %s; stdout:\n%s", reads, got, want, r.stdout)
+		}
 	}
 }
