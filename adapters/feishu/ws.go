@@ -167,16 +167,16 @@ func (a *Adapter) session(ctx context.Context, cfg *ClientConfig) (connected boo
 		return false, fmt.Errorf("feishu: dialing %s: %w", redact(u), err)
 	}
 	conn.SetReadLimit(wsReadLimit)
+	sctx, abandon := context.WithCancel(ctx) // Reconnect ends the session from here on
+	defer abandon()
+	a.abandon.Store(&abandon)
+	defer a.abandon.CompareAndSwap(&abandon, nil)
 	a.pulse.Store(time.Now().UnixNano())
 	a.log.Info("feishu long connection up", "url", redact(u))
 	a.ingress.SetDown("")
 	a.ingress.MarkLive()
 	s := &wsSession{a: a, conn: conn, service: int32(sid), frags: map[string]*fragSet{}, pingEvery: make(chan time.Duration, 1),
 		work: keyed.New(wsParallel)}
-	sctx, abandon := context.WithCancel(ctx)
-	defer abandon()
-	a.abandon.Store(&abandon)
-	defer a.abandon.CompareAndSwap(&abandon, nil)
 	err = s.run(sctx, time.Duration(cfg.PingInterval)*time.Second, cfg)
 	a.ingress.SetDown("long connection down; reconnecting")
 	return true, err
