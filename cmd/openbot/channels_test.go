@@ -43,8 +43,8 @@ var (
 // the first post of the reply with its rate limit (Slack: 429 with
 // Retry-After: 1; Feishu: 429, code 99991400, x-ogw-ratelimit-reset: 0). Once
 // each has taken a mention and posted the answer, GET /api/v1/channels shows
-// both accounts' last in and last out, the one rate limit with its wait and
-// the watchdog's limit.
+// both accounts' last in and last out, the one rate limit with its wait, the
+// watchdog's limit, and this process holding their ingress.
 func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 	llm := openaitest.New(t)
 	llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("On it.") })
@@ -125,6 +125,10 @@ func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 		c := got[acc]
 		if d := time.Since(*c.LastIn); d < 0 || d > 30*time.Second {
 			t.Errorf("%s last in %s ago", acc, d)
+		}
+		// One process on bbolt: it holds every long-lived ingress, with no lease.
+		if g := c.Ingress; g == nil || !g.ThisProcess || g.Process == "" || g.Since == nil || time.Since(*g.Since) < 0 || g.Until != nil {
+			t.Errorf("%s ingress %+v, want this process since it started, no lease", acc, g)
 		}
 	}
 	if s, f := got["slack/acme"].WatchdogMS, got["feishu/acme"].WatchdogMS; s != 60000 || f != 120000 {

@@ -71,10 +71,15 @@ func (d *doctor) slack(ctx context.Context, i int, s config.Slack) {
 				missing = append(missing, sc)
 			}
 		}
-		if len(missing) > 0 {
+		switch {
+		case len(missing) == 1 && missing[0] == "im:write":
+			// Only /handoff needs it; apps installed from an older manifest lack it.
+			d.add(checkWarn, name+" scopes", "missing im:write: /handoff cannot open a DM with a person",
+				"add it under OAuth & Permissions and reinstall the app")
+		case len(missing) > 0:
 			d.add(checkFail, name+" scopes", "missing "+strings.Join(missing, ", "),
 				"add them under OAuth & Permissions (docs/slack-app-manifest.yaml lists each one's use) and reinstall the app")
-		} else {
+		default:
 			d.add(checkOK, name+" scopes", fmt.Sprintf("all %d scopes of the manifest granted", len(slackScopes)), "")
 		}
 	}

@@ -514,3 +514,20 @@ func TestDoctorTelegramPrivacyOpenChannel(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorSlackWithoutIMWrite: an app installed from a manifest older than
+// /handoff lacks im:write; doctor warns (only /handoff needs it) and passes.
+func TestDoctorSlackWithoutIMWrite(t *testing.T) {
+	w := newDoctorWorld(t)
+	w.slack.Close()
+	w.slack = slacktest.New(slacktest.Options{BotToken: "xoxb-good", AppToken: "xapp-good",
+		Scopes: slices.DeleteFunc(slices.Clone(slackScopes), func(s string) bool { return s == "im:write" })})
+	t.Cleanup(w.slack.Close)
+	r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	if got := checkStatuses(r.stdout)["slack/acme scopes"]; got != "WARN" {
+		t.Fatalf("slack/acme scopes: %q, want WARN; stdout:\n%s", got, r.stdout)
+	}
+	if r.code == exitFail || !strings.Contains(r.stdout, "missing im:write: /handoff") {
+		t.Errorf("exit %d, want no failure and the warning naming /handoff:\n%s", r.code, r.stdout)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -124,50 +125,59 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 	}
 }
 
-// fakePulser is an ingress whose pulse the test sets; it counts Reconnect.
+// fakePulser is a pulser whose platform last answered at pulse (zero: never),
+// counting Reconnect calls.
 type fakePulser struct {
 	pulse      time.Time
 	reconnects int
 }
 
-func (f *fakePulser) Pulse() time.Time { return f.pulse }
-func (f *fakePulser) Reconnect()       { f.reconnects++ }
+func (p *fakePulser) Pulse() time.Time { return p.pulse }
+func (p *fakePulser) Reconnect()       { p.reconnects++ }
 
-// TestWatchdogWatchesOnlyARunningIngress: the watchdog reconnects only an
-// account whose ingress runs in this process: not one standing by while
-// another process holds its ingress (its pulse is stale), nor one whose
-// ingress has not started (no pulse yet).
-func TestWatchdogWatchesOnlyARunningIngress(t *testing.T) {
-	now := time.Unix(1767225600, 0)
-	hl := newHealth(nil)
-	hl.dog.now = func() time.Time { return now }
-	standby, pending, started := &fakePulser{pulse: now.Add(-time.Hour)}, &fakePulser{}, &fakePulser{pulse: now.Add(-time.Hour)}
-	hl.pulse("slack/standby", standby, time.Minute)
-	hl.set("slack/standby", standbyState("p2"))
-	hl.pulse("feishu/pending", pending, time.Minute)
-	hl.set("feishu/pending", "pending")
-	hl.pulse("slack/started", started, time.Minute)
-	hl.set("slack/started", "started")
-	hl.checkPulses(t.Context())
-	if standby.reconnects != 0 || pending.reconnects != 0 || started.reconnects != 1 {
-		t.Errorf("reconnects: standby %d, pending %d, started %d; want 0, 0, 1", standby.reconnects, pending.reconnects, started.reconnects)
+// TestWatchdogOnlyWatchesIngressRunningHere: an account whose ingress another
+// process holds (standby) has never heard its platform here; the watchdog
+// leaves it alone however long that lasts, and tells no one. Once this process
+// takes the ingress, silence counts from then, not from the zero pulse: no
+// reconnect within the limit, one after it while still silent, none once the
+// platform answered.
+func TestWatchdogOnlyWatchesIngressRunningHere(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	h := newHealth(nil)
+	var alerts []string
+	h.dog = dogOptions{log: testLogger(&lockedBuffer{}), now: func() time.Time { return now },
+		alert: func(_ context.Context, text string) error { alerts = append(alerts, text); return nil }}
+	p := &fakePulser{}
+	const limit = time.Minute
+	h.pulse("telegram/chief", p, limit)
+	h.set("telegram/chief", leasingState)
+	h.set("telegram/chief", standbyState("proc-a#1"))
+	for range 5 {
+		now = now.Add(limit)
+		h.checkPulses(t.Context())
 	}
-	hl.mu.Lock()
-	for acc, want := range map[string]string{"slack/standby": "standby", "feishu/pending": "pending", "slack/started": "reconnecting: no answer from the platform for 1h0m0s"} {
-		if got := hl.stateLocked(acc); !strings.HasPrefix(got, want) {
-			t.Errorf("%s shows %q, want %q", acc, got, want)
-		}
+	if p.reconnects != 0 || len(alerts) != 0 {
+		t.Errorf("standby: %d reconnects, alerts %q; want none", p.reconnects, alerts)
 	}
-	hl.mu.Unlock()
-
-	// Silent and then standing by (another process took the ingress): no
-	// longer down here, and not reconnected.
-	hl.set("slack/started", standbyState("p2"))
-	hl.checkPulses(t.Context())
-	hl.mu.Lock()
-	defer hl.mu.Unlock()
-	if got := hl.stateLocked("slack/started"); !strings.HasPrefix(got, "standby") || started.reconnects != 1 || !hl.pulses["slack/started"].down.IsZero() {
-		t.Errorf("a silent account that stands by: %q, %d reconnects, down since %v; want standby, 1, never", got, started.reconnects, hl.pulses["slack/started"].down)
+	h.set("telegram/chief", "started") // the ingress taken over
+	now = now.Add(limit / 2)
+	h.checkPulses(t.Context())
+	if p.reconnects != 0 {
+		t.Errorf("taken over %s ago, no answer yet: %d reconnects, want none within the %s limit", limit/2, p.reconnects, limit)
+	}
+	now = now.Add(limit)
+	h.checkPulses(t.Context())
+	if p.reconnects != 1 {
+		t.Errorf("taken over %s ago, silent since: %d reconnects, want 1", 3*limit/2, p.reconnects)
+	}
+	p.pulse = now
+	now = now.Add(time.Second)
+	h.checkPulses(t.Context())
+	h.mu.Lock()
+	state := h.stateLocked("telegram/chief")
+	h.mu.Unlock()
+	if p.reconnects != 1 || state != "started" {
+		t.Errorf("answered: %d reconnects, state %q; want 1 and started", p.reconnects, state)
 	}
 }
 
