@@ -294,7 +294,11 @@ func testSettleRacesCancel(t *testing.T, open Opener) {
 		mu.Lock()
 		release[job.Run.ID] = ch
 		mu.Unlock()
-		started <- job.Run
+		select {
+		case started <- job.Run:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		select {
 		case <-ch:
 			return nil
