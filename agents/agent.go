@@ -76,9 +76,10 @@ type Provider struct {
 	IdleTimeout time.Duration
 	// ContextWindow is the model's context window in tokens (estimated at
 	// bytes/4). When set, every request is fitted to it before it is sent
-	// (fit.go), and the thread's history gets HistoryShare of it; 0 is
-	// unknown: history takes core.Limits.HistoryTokenBudget and a request is
-	// shortened only after the server says it is too long.
+	// (fit.go), and the thread's history gets HistoryShare of it; 0 is read
+	// once from the server's model info (window.go), and where it does not
+	// say, unknown: history takes core.Limits.HistoryTokenBudget and a request
+	// is shortened only after the server says it is too long.
 	ContextWindow int
 	// HistoryShare is the share of ContextWindow (0 < share <= 1) for the
 	// fixed prompt (instructions, tool schemas) and the thread's history
