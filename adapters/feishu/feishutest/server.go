@@ -151,6 +151,7 @@ type Server struct {
 	config      feishu.ClientConfig
 	endpointErr *Failure
 	conns       []*websocket.Conn
+	silent      map[*websocket.Conn]bool // Silence: no pongs
 	connCount   int
 	pings       int
 	acks        []Ack
@@ -182,6 +183,7 @@ func New(tb interface {
 		tokens:  map[string]bool{},
 		uuids:   map[string]string{},
 		threads: map[string]string{},
+		silent:  map[*websocket.Conn]bool{},
 		config:  feishu.ClientConfig{ReconnectCount: -1, ReconnectInterval: 0, ReconnectNonce: 0, PingInterval: 60},
 	}
 	mux := http.NewServeMux()
