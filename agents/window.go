@@ -149,7 +149,7 @@ var errNoModelInfo = errors.New("not served")
 func getJSON(ctx context.Context, hc *http.Client, rawURL string, p Provider, v any) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("bad base URL")
+		return errors.New("bad base URL")
 	}
 	u.RawQuery = "" // the transport adds the base URL's query
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -187,7 +187,8 @@ func getJSON(ctx context.Context, hc *http.Client, rawURL string, p Provider, v 
 // unwrapURLError drops the URL (which may hold a key in its query) from a
 // client error.
 func unwrapURLError(err error) error {
-	if ue, ok := err.(*url.Error); ok {
+	var ue *url.Error
+	if errors.As(err, &ue) {
 		return ue.Err
 	}
 	return err
