@@ -14,7 +14,8 @@ import (
 )
 
 // TestPeoplePageSetsAChannelPolicy: the operator (an owner) sets a channel's
-// policy from the form on the People page; the table and the API show it and
+// policy from the form on the People page (what is typed survives a live
+// redraw, focus included); the table and the API show it and
 // the activity log has it. Edit fills the form from the row; a bad value (a
 // bot that is not configured) shows the API's refusal under the form and
 // changes nothing; a good change is stored; Remove, after a confirming second
@@ -29,11 +30,24 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 	const where = "slack/acme T1:C1"
 	row := `tr[data-policy="` + where + `"]`
 	in := func(name string) string { return `#policy [name="` + name + `"]` }
-	run(t, bctx, "fill in the policy form",
+	run(t, bctx, "start filling in the policy form",
 		chromedp.Click(chromedp.CSS(`nav a[data-nav="people"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#policy`)),
 		chromedp.SendKeys(chromedp.CSS(in("account")), "slack/acme"),
-		chromedp.SendKeys(chromedp.CSS(in("channel")), "T1:C1"),
+		chromedp.SendKeys(chromedp.CSS(in("channel")), "T1:"),
+	)
+	// A live redraw (an unknown DM asks to be let in) keeps what is typed and
+	// where.
+	if _, err := tm.eng.Admit(ctx, core.Admission{Account: "telegram/main", Actor: "telegram:777", Name: "Mia"}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, bctx, "the page redraws", chromedp.WaitVisible(chromedp.CSS(`tr[data-code]`)))
+	if got := value(t, bctx, "the form after a redraw", chromedp.Evaluate[string](
+		`document.querySelector('#policy [name="account"]').value + " " + document.activeElement.name`)); got != "slack/acme channel" {
+		t.Errorf("after a live redraw the form has account and focus %q, want %q", got, "slack/acme channel")
+	}
+	run(t, bctx, "fill in the rest",
+		chromedp.SendKeys(chromedp.CSS(in("channel")), "C1"),
 		chromedp.SetValue(chromedp.CSS(in("mode")), "open"),
 		chromedp.SetValue(chromedp.CSS(in("members")), "listed"),
 		chromedp.SendKeys(chromedp.CSS(in("listed")), "telegram:777, slack:T1:U9"),
