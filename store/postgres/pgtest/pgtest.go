@@ -81,6 +81,22 @@ func DSN(t testing.TB) string {
 	return dsn
 }
 
+// Own starts a cluster of t's own, stopped and removed when t ends, for a
+// test that restarts it (Restart) or otherwise disturbs the server. Without a
+// cluster it skips t, or fails it when CI=true, as DSN does.
+func Own(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL cannot be started and CI=true: %v", err)
+		}
+		t.Skipf("PostgreSQL tests skipped: no server could be started (%v); set CI=true to make this a failure", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
 // Start initialises and starts a cluster in a new temporary directory.
 func Start() (*Server, error) {
 	bin, err := findBin()
@@ -115,13 +131,32 @@ func Start() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", s.port, dir)
-	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	if err := s.start(); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %w: %s %s", err, out, log)
+		return nil, err
 	}
 	return s, nil
+}
+
+func (s *Server) start() error {
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", s.port, s.dir)
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %w: %s %s", err, out, log)
+	}
+	return nil
+}
+
+// Restart stops the cluster in fast mode (every session is ended and its
+// open transaction rolled back), leaves it down for down, and starts it again
+// on the same port and data, as an operator's restart or a failover does; it
+// returns once the server accepts connections again.
+func (s *Server) Restart(down time.Duration) error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "-t", "60", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop: %w: %s", err, out)
+	}
+	time.Sleep(down) // the outage itself
+	return s.start()
 }
 
 // Stop stops the cluster at once and removes its directory.
