@@ -2,9 +2,11 @@ package e2e
 
 // Database faults under load, end to end: the real binary (`openbot serve` on
 // PostgreSQL, the rig of cluster_test.go) answers a stream of Telegram
-// messages while the database is restarted under it. The store retries what
-// the outage broke and says so in the log; no message is lost or answered
-// twice, and the process keeps answering once the database is back.
+// messages while the database misbehaves under it: it restarts, it ends
+// connections inside write transactions, its statements time out on locked
+// tables. The process retries what failed and says so in the log at WARN; no
+// message is lost or answered twice, nothing is left unfinished in the store,
+// and the process keeps answering once the fault is over.
 
 import (
 	"context"
@@ -15,20 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"openbot/store/postgres/pgtest"
 )
 
-// TestDatabaseRestartMidLoad restarts PostgreSQL (pg_ctl stop -m fast, two
-// seconds down, start) while one process ingests and runs messages: runs in
-// flight, updates arriving during the outage. Every message is answered
-// exactly once, a WARN names what failed and that it is retried, and messages
-// sent after the restart are answered too (nothing wedged).
-func TestDatabaseRestartMidLoad(t *testing.T) {
-	srv := pgtest.Own(t)
-	dsn, err := srv.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+// faultUnderLoad runs one process on dsn and sends 10 messages, then 10 more
+// while fault runs, then 5 once it returned, each in its own chat, paced at
+// 10 a second so runs are in flight throughout. It fails t unless every
+// message is answered exactly once, the store is left idle, and the log has a
+// WARN line that says something failed and is retried.
+func faultUnderLoad(t *testing.T, dsn string, fault func(ctx context.Context) error) {
 	x := newSoakRig(t, soakConfig{maxRuns: 8}, func() time.Duration {
 		return time.Duration(100+rand.IntN(300)) * time.Millisecond
 	})
@@ -37,36 +36,38 @@ func TestDatabaseRestartMidLoad(t *testing.T) {
 	const before, during, after = 10, 10, 5
 	for i := range before {
 		x.send(i)
-		time.Sleep(100 * time.Millisecond) // load pacing: runs are in flight when the database goes away
+		time.Sleep(100 * time.Millisecond) // load pacing: runs are in flight when the fault starts
 	}
-	restarted := make(chan error, 1)
-	go func() { restarted <- srv.Restart(2 * time.Second) }() // joined below
+	fctx, fcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer fcancel()
+	faulted := make(chan error, 1)
+	go func() { faulted <- fault(fctx) }() // joined below
 	for i := before; i < before+during; i++ {
 		x.send(i)
-		time.Sleep(100 * time.Millisecond) // load pacing: messages arrive during the outage
+		time.Sleep(100 * time.Millisecond) // load pacing: messages arrive during the fault
 	}
-	if err := <-restarted; err != nil {
-		t.Fatalf("restarting the database: %v", err)
+	if err := <-faulted; err != nil {
+		t.Fatalf("the fault: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if !x.waitSettled(ctx, before+during) {
-		t.Fatalf("messages sent around the restart were not all answered: %s\n%s", x.tally(x.outcomes(before+during)), c.logs())
+		t.Fatalf("messages sent around the fault were not all answered: %s\n%s", x.tally(x.outcomes(before+during)), c.logs())
 	}
 	for i := before + during; i < before+during+after; i++ {
 		x.send(i)
 	}
 	n := before + during + after
 	if !x.waitSettled(ctx, n) {
-		t.Fatalf("the process stopped answering after the restart: %s\n%s", x.tally(x.outcomes(n)), c.logs())
+		t.Fatalf("the process stopped answering after the fault: %s\n%s", x.tally(x.outcomes(n)), c.logs())
 	}
 	if busy := waitClusterIdle(ctx, t, dsn); busy != "" {
 		t.Errorf("work left unfinished in the store: %s", busy)
 	}
 	s := x.tally(x.outcomes(n))
-	t.Logf("database restart mid-load: %s", s)
-	if s.Answered != n {
-		t.Errorf("database restart: %s; want all %d answered exactly once, none only with a notice", s, n)
+	t.Logf("%s", s)
+	if s.Answered != n || s.NoticeToo != 0 {
+		t.Errorf("%s; want all %d answered exactly once, none with a notice", s, n)
 	}
 	full, _ := os.ReadFile(filepath.Join(x.dir, "serve-p1.log"))
 	warns := retryWarnings(string(full))
@@ -75,6 +76,9 @@ func TestDatabaseRestartMidLoad(t *testing.T) {
 	}
 	if len(warns) == 0 {
 		t.Errorf("no WARN line says a database call failed and is retried\n%s", c.logs())
+	}
+	if t.Failed() {
+		t.Logf("serve log:\n%s", c.logs())
 	}
 }
 
@@ -87,4 +91,82 @@ func retryWarnings(log string) []string {
 		}
 	}
 	return out
+}
+
+// TestDatabaseRestartMidLoad restarts PostgreSQL (pg_ctl stop -m fast, two
+// seconds down, start) while one process ingests and runs messages.
+func TestDatabaseRestartMidLoad(t *testing.T) {
+	srv := pgtest.Own(t)
+	dsn, err := srv.NewSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	faultUnderLoad(t, dsn, func(context.Context) error { return srv.Restart(2 * time.Second) })
+}
+
+// TestConnectionDroppedMidLoad ends, for two seconds, every connection of the
+// process that is inside a write transaction (pg_terminate_backend of the
+// backends of its application_name holding a transaction id), as a proxy or
+// an administrator may.
+func TestConnectionDroppedMidLoad(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const app = "openbot-e2e-dropped"
+	faultUnderLoad(t, dsn+"&application_name="+app, func(ctx context.Context) error {
+		admin, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer admin.Close(context.Background())
+		ended := 0
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end) || ended == 0; {
+			var n int
+			err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE application_name = $1 AND backend_xid IS NOT NULL`, app).Scan(&n)
+			if err != nil {
+				return err
+			}
+			ended += n
+			time.Sleep(5 * time.Millisecond) // sampling pg_stat_activity: it has nothing to wait on
+		}
+		t.Logf("ended %d connections inside a write transaction", ended)
+		return nil
+	})
+}
+
+// TestStatementTimeoutMidLoad gives the process's sessions a 100 ms
+// statement_timeout and, three times, holds EXCLUSIVE locks on the tables
+// of runs and inbox items for 400 ms (reads go on, writes wait), so writes
+// are cancelled by the server.
+//
+// It is skipped unless OPENBOT_PG_FAULTS is set while the store's write path
+// does not retry a statement the server cancelled (SQLSTATE 57014): today the
+// settle, pick and checkpoint that hit the timeout fail at ERROR ("settling
+// run failed ... canceling statement due to statement timeout") and the runs
+// are recovered only when their claims lapse. Delete the skip when it does.
+func TestStatementTimeoutMidLoad(t *testing.T) {
+	if os.Getenv("OPENBOT_PG_FAULTS") == "" {
+		t.Skip("the store's write path does not retry a timed-out statement yet; set OPENBOT_PG_FAULTS=1 to run")
+	}
+	dsn := pgtest.DSN(t)
+	faultUnderLoad(t, dsn+"&statement_timeout=100", func(ctx context.Context) error {
+		admin, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer admin.Close(context.Background())
+		for range 3 {
+			err := pgx.BeginFunc(ctx, admin, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `LOCK TABLE runs, items IN EXCLUSIVE MODE`); err != nil {
+					return err
+				}
+				time.Sleep(400 * time.Millisecond) // the lock is the fault: held this long
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			time.Sleep(200 * time.Millisecond) // between faults, work goes on
+		}
+		return nil
+	})
 }
