@@ -82,15 +82,15 @@ func TestClusterSoak(t *testing.T) {
 func runClusterSoak(t *testing.T, p clusterSoakParams) {
 	dsn := pgtest.DSN(t)
 	began := time.Now()
-	led := newLedger(t)
+	lat := func() time.Duration { return time.Duration(100+rand.IntN(400)) * time.Millisecond }
+	led := newLedger(t, lat)
 	sl := newSlackChat(t)
 	fs := newFeishuChat(t)
 	x := newSoakRig(t, soakConfig{maxRuns: 8, streaming: true, tools: []string{"ledger"},
 		calls: func(n string) []openaitest.ToolCall {
 			return []openaitest.ToolCall{openaitest.Call("ledger__charge", fmt.Sprintf(`{"ref":"soak-%s"}`, n))}
 		},
-		extra: sl.config() + fs.config() + led.config()},
-		func() time.Duration { return time.Duration(100+rand.IntN(400)) * time.Millisecond })
+		extra: sl.config() + fs.config() + led.config()}, lat)
 	x.addChat(sl)
 	x.addChat(fs)
 	c := newCluster(t, x, dsn)
@@ -141,7 +141,7 @@ func runClusterSoak(t *testing.T, p clusterSoakParams) {
 	took := time.Since(began)
 	outs := x.outcomes(p.messages)
 	s := x.tally(outs)
-	charged, twice := led.counts(p.messages)
+	charged, cut, twice := led.counts(p.messages)
 	shown := 0
 	for i, o := range outs {
 		if (o.answers != 1 || o.notices > 0) && shown < 20 {
@@ -149,8 +149,8 @@ func runClusterSoak(t *testing.T, p clusterSoakParams) {
 			t.Logf("cluster soak: message %d: conversation holds %q", i, x.chat(i))
 		}
 	}
-	t.Logf("cluster soak: %s; %d kills; %d ledger charges, %d charged twice; redelivered by the platform: %d on Slack, %d on Feishu; wall time %s",
-		s, kills, charged, len(twice), sl.redelivered.Load(), fs.redelivered.Load(), took.Round(time.Second))
+	t.Logf("cluster soak: %s; %d kills; ledger: %d messages charged, %d calls cut by a kill, %d charged twice; redelivered by the platform: %d on Slack, %d on Feishu; wall time %s",
+		s, kills, charged, cut, len(twice), sl.redelivered.Load(), fs.redelivered.Load(), took.Round(time.Second))
 	if unacked > 0 {
 		t.Errorf("%d messages were never acknowledged by any process", unacked)
 	}
@@ -220,16 +220,19 @@ func waitClusterIdle(ctx context.Context, t *testing.T, dsn string) string {
 }
 
 // ledger is a fake MCP server (streamable HTTP on 127.0.0.1) with one tool,
-// charge, that counts its calls per ref. The config names it without
+// charge, that counts its calls per ref as they start, then answers after
+// latency, so kills land in the middle of calls. The config names it without
 // idempotent: its calls are not safe to repeat.
 type ledger struct {
-	url string
-	mu  sync.Mutex
-	n   map[string]int
+	url     string
+	latency func() time.Duration
+	mu      sync.Mutex
+	n       map[string]int
+	cut     int // calls whose client went away before the answer
 }
 
-func newLedger(t *testing.T) *ledger {
-	l := &ledger{n: map[string]int{}}
+func newLedger(t *testing.T, latency func() time.Duration) *ledger {
+	l := &ledger{n: map[string]int{}, latency: latency}
 	s := server.NewMCPServer("soak-ledger", "1", server.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("charge", mcp.WithDescription("Charge the account once for ref; never safe to repeat."),
 		mcp.WithString("ref", mcp.Required(), mcp.Description("what the charge is for"))),
@@ -238,6 +241,13 @@ func newLedger(t *testing.T) *ledger {
 			l.mu.Lock()
 			l.n[ref]++
 			l.mu.Unlock()
+			select {
+			case <-time.After(l.latency()):
+			case <-ctx.Done():
+				l.mu.Lock()
+				l.cut++
+				l.mu.Unlock()
+			}
 			return mcp.NewToolResultText("charged " + ref), nil
 		})
 	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
@@ -250,11 +260,12 @@ func (l *ledger) config() string {
 	return fmt.Sprintf("mcp_servers:\n  - name: ledger\n    url: %s\n", l.url)
 }
 
-// counts returns how many of messages [0, n) were charged, and the refs
-// charged more than once.
-func (l *ledger) counts(n int) (charged int, twice []string) {
+// counts returns how many of messages [0, n) were charged, how many calls a
+// kill cut, and the refs charged more than once.
+func (l *ledger) counts(n int) (charged, cut int, twice []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	cut = l.cut
 	for i := range n {
 		ref := fmt.Sprintf("soak-%d", i)
 		if l.n[ref] > 0 {
@@ -264,7 +275,7 @@ func (l *ledger) counts(n int) (charged int, twice []string) {
 			twice = append(twice, fmt.Sprintf("%s (%d times)", ref, l.n[ref]))
 		}
 	}
-	return charged, twice
+	return charged, cut, twice
 }
 
 // pusher delivers events as a platform with at-least-once delivery does: it
