@@ -76,7 +76,7 @@ func TestClusterSoak(t *testing.T) {
 	}
 	runClusterSoak(t, clusterSoakParams{messages: envInt(t, "OPENBOT_SOAK_MESSAGES", 3000), rate: float64(envInt(t, "OPENBOT_SOAK_RATE", 6)),
 		minGap: 10 * time.Second, maxGap: 20 * time.Second,
-		seed: uint64(envInt(t, "OPENBOT_SOAK_SEED", int(time.Now().UnixNano()))), drain: 5 * time.Minute})
+		seed: uint64(envInt(t, "OPENBOT_SOAK_SEED", int(time.Now().UnixNano()))), drain: 10 * time.Minute})
 }
 
 func runClusterSoak(t *testing.T, p clusterSoakParams) {
@@ -125,6 +125,9 @@ func runClusterSoak(t *testing.T, p clusterSoakParams) {
 		victim := ids[rng.IntN(len(ids))]
 		c.signal(victim, syscall.SIGKILL)
 		kills++
+		if kills%5 == 1 {
+			t.Logf("kill %d (%s) at %s: %s", kills, victim, at.Round(time.Second), x.tally(x.outcomes(p.messages)))
+		}
 		time.Sleep(time.Duration(rng.Int64N(int64(200 * time.Millisecond)))) // a random downtime, as a supervisor's restart has
 		c.start(victim)
 	}
@@ -136,18 +139,26 @@ func runClusterSoak(t *testing.T, p clusterSoakParams) {
 	// A duplicate shows only after a lapsed claim is taken over (the lease TTL),
 	// and no event says "none will come": wait for the store to go idle, then
 	// two TTLs more.
-	busy := waitClusterIdle(ctx, t, dsn)
+	ictx, icancel := context.WithTimeout(context.Background(), time.Minute)
+	defer icancel()
+	busy := waitClusterIdle(ictx, t, dsn)
 	time.Sleep(2 * clusterLeaseTTL)
 	took := time.Since(began)
 	outs := x.outcomes(p.messages)
 	s := x.tally(outs)
 	charged, cut, twice := led.counts(p.messages)
-	shown := 0
+	shown, lost := 0, map[string]int{}
 	for i, o := range outs {
 		if (o.answers != 1 || o.notices > 0) && shown < 20 {
 			shown++
 			t.Logf("cluster soak: message %d: conversation holds %q", i, x.chat(i))
 		}
+		if o.answers == 0 && o.notices == 0 {
+			lost[[]string{"telegram", "slack", "feishu"}[i%3]]++
+		}
+	}
+	if len(lost) > 0 {
+		t.Logf("cluster soak: unanswered by platform: %v", lost)
 	}
 	t.Logf("cluster soak: %s; %d kills; ledger: %d messages charged, %d calls cut by a kill, %d charged twice; redelivered by the platform: %d on Slack, %d on Feishu; wall time %s",
 		s, kills, charged, cut, len(twice), sl.redelivered.Load(), fs.redelivered.Load(), took.Round(time.Second))
@@ -175,7 +186,7 @@ func waitClusterIdle(ctx context.Context, t *testing.T, dsn string) string {
 	t.Helper()
 	st, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 2})
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Sprintf("unknown: %v", err)
 	}
 	defer st.Close()
 	for {
@@ -206,7 +217,7 @@ func waitClusterIdle(ctx context.Context, t *testing.T, dsn string) string {
 			return err
 		})
 		if err != nil && ctx.Err() == nil {
-			t.Fatalf("reading the shared store: %v", err)
+			return fmt.Sprintf("unknown: reading the shared store: %v", err)
 		}
 		if err == nil && len(left) == 0 {
 			return ""
