@@ -12,6 +12,7 @@ import (
 
 	"openbot/agents/anthropictest"
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -58,7 +59,7 @@ func startTeamWith(t *testing.T, opts Options, bot core.BotProfile, ad ...core.A
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.st.Close() })
-	r.eng, err = core.New(core.Options{Store: r.st, Agent: agent, Bots: []core.BotProfile{bot}, Logger: log, ShutdownGrace: 2 * time.Second})
+	r.eng, err = core.New(core.Options{Store: storetest.RerunFromEnv(r.st), Agent: agent, Bots: []core.BotProfile{bot}, Logger: log, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

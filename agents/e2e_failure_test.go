@@ -13,6 +13,7 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/internal/runtest"
 	"openbot/store/bolt"
 )
@@ -72,7 +73,7 @@ func runToFailure(t *testing.T, prov Provider) failedRun {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: []core.BotProfile{{Handle: "chief_of_staff"}},
+	eng, err := core.New(core.Options{Store: storetest.RerunFromEnv(st), Agent: agent, Bots: []core.BotProfile{{Handle: "chief_of_staff"}},
 		Logger: log, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // ledger returns every usage-ledger entry of st.
@@ -34,8 +35,8 @@ func TestEmbeddingCallsInLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	emb := base.WithLedger(st, map[string]core.Price{"e": {Input: 2_000_000}}, &memClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, nil)
-	mem, err := agents.NewMemories(agents.MemoryOptions{Store: st, Embedder: emb})
+	emb := base.WithLedger(storetest.RerunFromEnv(st), map[string]core.Price{"e": {Input: 2_000_000}}, &memClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, nil)
+	mem, err := agents.NewMemories(agents.MemoryOptions{Store: storetest.RerunFromEnv(st), Embedder: emb})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -259,7 +259,7 @@ func (m *Memories) Apply(ctx context.Context, who MemoryChange, ops []MemoryOp) 
 	var out []core.Memory
 	err := m.store.Update(ctx, func(tx core.Tx) error {
 		var err error
-		out, err = m.applyTx(tx, who, ops, vecs, false)
+		out, err = m.applyTx(tx, who, ops, vecs, nil)
 		return err
 	})
 	return out, err
@@ -294,17 +294,18 @@ func (m *Memories) embedOps(ctx context.Context, bot string, ops []MemoryOp) map
 	return out
 }
 
-// applyTx applies ops inside tx. With lenient, an op that cannot apply (an ID
-// that is not the bot's, empty text) is skipped and logged instead of failing
-// the lot: what reflection wants, since the model may name a memory deleted
-// meanwhile.
-func (m *Memories) applyTx(tx core.Tx, who MemoryChange, ops []MemoryOp, vecs map[string][]float32, lenient bool) ([]core.Memory, error) {
+// applyTx applies ops inside tx. With skipped set (lenient), an op that cannot
+// apply (an ID that is not the bot's, empty text) is skipped and its error
+// appended to *skipped, for the caller to log once tx committed, instead of
+// failing the lot: what reflection wants, since the model may name a memory
+// deleted meanwhile.
+func (m *Memories) applyTx(tx core.Tx, who MemoryChange, ops []MemoryOp, vecs map[string][]float32, skipped *[]error) ([]core.Memory, error) {
 	now := m.clock.Now()
 	var out []core.Memory
 	for _, op := range ops {
 		mem, err := m.applyOne(tx, who, op, vecs, now)
-		if err != nil && lenient && errors.Is(err, ErrMemory) {
-			m.log.Warn("memory change skipped", "bot", who.Bot, "source", who.Source, "run", who.Run, "err", err)
+		if err != nil && skipped != nil && errors.Is(err, ErrMemory) {
+			*skipped = append(*skipped, err)
 			continue
 		}
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -62,7 +63,7 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 		path = filepath.Join(t.TempDir(), "openbot.db")
 	}
 	st := openStore(t, path)
-	mo := agents.MemoryOptions{Store: st}
+	mo := agents.MemoryOptions{Store: storetest.RerunFromEnv(st)}
 	if embeddings {
 		var err error
 		if mo.Embedder, err = newAgent(t, srv, agents.Options{}).Embedder("default", "embed-m"); err != nil {
@@ -78,7 +79,7 @@ func newMemRig(t *testing.T, srv *openaitest.Server, path string, embeddings boo
 	asked, fire := make(chan time.Duration, 16), make(chan time.Time)
 	cur := &atomic.Pointer[agents.Agent]{}
 	cur.Store(agent)
-	refl, err := agents.NewReflector(agents.ReflectorOptions{Store: st, Agent: agent, Current: cur.Load, Memories: mem, Clock: clock,
+	refl, err := agents.NewReflector(agents.ReflectorOptions{Store: storetest.RerunFromEnv(st), Agent: agent, Current: cur.Load, Memories: mem, Clock: clock,
 		Prices: map[string]core.Price{"m": {Input: 1_000_000, Output: 2_000_000}},
 		After:  func(d time.Duration) <-chan time.Time { asked <- d; return fire }})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -49,7 +50,7 @@ func indexRig(t *testing.T) (*bolt.Store, *agents.MessageIndex, core.ThreadID, f
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := agents.NewMessageIndex(agents.MessageIndexOptions{Store: st, Embedder: emb})
+	ix, err := agents.NewMessageIndex(agents.MessageIndexOptions{Store: storetest.RerunFromEnv(st), Embedder: emb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestMessageIndexRun(t *testing.T) {
 	emb, _ := newAgent(t, srv, agents.Options{}).Embedder("default", "e")
 	waits := make(chan struct{})
 	commit := make(chan struct{})
-	ix, err := agents.NewMessageIndex(agents.MessageIndexOptions{Store: st, Embedder: emb,
+	ix, err := agents.NewMessageIndex(agents.MessageIndexOptions{Store: storetest.RerunFromEnv(st), Embedder: emb,
 		Wake: func() <-chan struct{} { waits <- struct{}{}; return commit }})
 	if err != nil {
 		t.Fatal(err)

@@ -293,11 +293,13 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 	}
 	vecs := r.opts.Memories.embedOps(ctx, bot.Handle, ops)
 	who := MemoryChange{Bot: bot.Handle, Source: core.MemorySourceReflection, Run: last.Run, Thread: k.thread}
-	return r.opts.Store.Update(ctx, func(tx core.Tx) error {
+	var skipped []error
+	err = r.opts.Store.Update(ctx, func(tx core.Tx) error {
+		skipped = nil // fn may run again: the last run's are the ones committed
 		if _, _, err := tx.PutUsage(entry); err != nil {
 			return err
 		}
-		if _, err := r.opts.Memories.applyTx(tx, who, ops, vecs, true); err != nil {
+		if _, err := r.opts.Memories.applyTx(tx, who, ops, vecs, &skipped); err != nil {
 			return err
 		}
 		for _, p := range batch {
@@ -307,6 +309,13 @@ func (r *Reflector) reflect(ctx context.Context, k reflectKey, batch []core.Pend
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, serr := range skipped {
+		r.log.Warn("memory change skipped", "bot", who.Bot, "source", who.Source, "run", who.Run, "err", serr)
+	}
+	return nil
 }
 
 // drop removes a batch that needs no reflection.

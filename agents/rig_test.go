@@ -8,6 +8,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/internal/runtest"
 	"openbot/store/bolt"
 )
@@ -62,7 +63,7 @@ func runEngine(t *testing.T, path string, opts core.Options) (*engineRun, *bolt.
 // runStore is runEngine over an open store; stop closes it.
 func runStore(t *testing.T, st *bolt.Store, opts core.Options) (*core.Engine, *recAdapter, func()) {
 	t.Helper()
-	opts.Store = st
+	opts.Store = storetest.RerunFromEnv(st)
 	if opts.ShutdownGrace == 0 {
 		opts.ShutdownGrace = 2 * time.Second
 	}

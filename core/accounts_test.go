@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -22,7 +23,7 @@ func TestOwnAccountAndFallback(t *testing.T) {
 	}
 	defer st.Close()
 	agent := &scriptAgent{reply: map[string]func(context.Context, *core.Job) (string, error){}}
-	eng, err := core.New(core.Options{Store: st, Agent: agent, Bots: team, ShutdownGrace: 2 * time.Second})
+	eng, err := core.New(core.Options{Store: storetest.RerunFromEnv(st), Agent: agent, Bots: team, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

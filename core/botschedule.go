@@ -163,10 +163,12 @@ func (r *runEnv) CreateSchedule(ctx context.Context, spec BotScheduleSpec) (BotS
 		return BotSchedule{}, false, errors.New("no account can post into this thread's conversation")
 	}
 	now := r.e.clock.Now()
-	s := BotSchedule{Name: spec.Name, Bot: r.job.Bot.Handle, Cron: spec.Cron, TimeZone: spec.TimeZone, Prompt: spec.Prompt,
+	want := BotSchedule{Name: spec.Name, Bot: r.job.Bot.Handle, Cron: spec.Cron, TimeZone: spec.TimeZone, Prompt: spec.Prompt,
 		Standing: spec.Standing, Thread: t.ID, ThreadKey: t.Key, Account: acct, Platform: b.Platform, Conversation: b.Conversation, Created: now}
+	var s BotSchedule
 	existed := false
 	err = r.e.store.Update(ctx, func(tx Tx) error {
+		s, existed = want, false // fn may run again: the last run decides
 		all, err := BotSchedules(tx)
 		if err != nil {
 			return err
@@ -222,6 +224,7 @@ func (r *runEnv) Schedules(ctx context.Context) ([]BotSchedule, error) {
 func (r *runEnv) DeleteSchedule(ctx context.Context, name string) (bool, error) {
 	found := false
 	err := r.e.store.Update(ctx, func(tx Tx) error {
+		found = false // fn may run again: the last run decides
 		all, err := BotSchedules(tx)
 		if err != nil {
 			return err

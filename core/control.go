@@ -73,7 +73,7 @@ func (ct *control) cancelRun(ctx context.Context, id RunID, by By) (Run, error) 
 	var out Run
 	var woken []string
 	err := ct.e.store.Update(ctx, func(tx Tx) error {
-		woken = nil
+		out, woken = Run{}, nil
 		r, err := tx.Run(id)
 		if err != nil {
 			return err

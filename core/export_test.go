@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // LaneStats reports the engine's delivery lanes (tests only): how many exist, how
 // many have a goroutine delivering, and how many outbox IDs their buffers can hold
@@ -42,3 +45,18 @@ func OnStreamStop(f func()) { streamStopHook = f }
 // targets with the seq (1 for the first text, counting each change) of the text
 // it looked at (tests only, before the engine starts); nil removes it.
 func OnStreamPass(f func(seq uint64)) { streamPassHook = f }
+
+// TakeLease takes or renews key for the engine's process, as HoldLease does
+// (tests only); holder is the other process's id when it holds the lease.
+func TakeLease(ctx context.Context, e *Engine, key string) (until time.Time, holder string, err error) {
+	return e.cluster.takeLease(ctx, key)
+}
+
+// PickBusy is Pick by a worker that runs the bot in thread busy (tests only).
+func PickBusy(ctx context.Context, e *Engine, handle string, k int, busy ThreadID) ([]*Job, error) {
+	bot, ok := e.bot(handle)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return e.sched.pick(ctx, bot, func(t ThreadID) bool { return t == busy }, k)
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -167,7 +168,7 @@ func (h *harness) start2(custom core.Adapter) {
 		h.t.Fatal(err)
 	}
 	h.store = st
-	o := core.Options{Store: st, Agent: h.agent, Bots: team, Limits: h.limits, ShutdownGrace: 2 * time.Second}
+	o := core.Options{Store: storetest.RerunFromEnv(st), Agent: h.agent, Bots: team, Limits: h.limits, ShutdownGrace: 2 * time.Second}
 	if h.opts != nil {
 		h.opts(&o)
 	}

@@ -147,6 +147,7 @@ func (c *cluster) runLeased(ctx context.Context, key string, until time.Time, fn
 // process's id when it holds the lease.
 func (c *cluster) takeLease(ctx context.Context, key string) (until time.Time, holder string, err error) {
 	err = c.e.store.Update(ctx, func(tx Tx) error {
+		until, holder = time.Time{}, "" // fn may run again: the last run decides
 		l, err := TakeLeaseTx(tx, key, c.incarnation, c.e.clock.Now(), c.leaseTTL)
 		if errors.Is(err, ErrLeaseHeld) {
 			holder = l.Owner

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -48,7 +49,7 @@ func leaseStoreFor(t *testing.T) core.Store {
 
 func leaseEngine(t *testing.T, st core.Store, shared bool, id string, ttl time.Duration) *core.Engine {
 	t.Helper()
-	eng, err := core.New(core.Options{Store: st, Agent: &scriptAgent{}, Bots: team,
+	eng, err := core.New(core.Options{Store: storetest.RerunFromEnv(st), Agent: &scriptAgent{}, Bots: team,
 		Shared: shared, ProcessID: id, LeaseTTL: ttl})
 	if err != nil {
 		t.Fatal(err)

@@ -28,23 +28,24 @@ func (t seenTx) MarkSeen(key string, m core.MessageID) error {
 	return t.Tx.MarkSeen(key, m)
 }
 
-func (s *countingStore) count(fn func(core.Tx) error) func(core.Tx) error {
-	return func(tx core.Tx) error {
-		marked := false
-		err := fn(seenTx{tx, &marked})
-		if marked && err == nil {
-			s.writes.Add(1)
-		}
-		return err
+// count runs a write through write with fn seeing a seenTx, and counts it
+// when it committed after a MarkSeen: one per call, however many times the
+// store ran fn (a store that retries a transaction runs it again).
+func (s *countingStore) count(write func(func(core.Tx) error) error, fn func(core.Tx) error) error {
+	marked := false
+	err := write(func(tx core.Tx) error { return fn(seenTx{tx, &marked}) })
+	if marked && err == nil {
+		s.writes.Add(1)
 	}
+	return err
 }
 
 func (s *countingStore) Update(ctx context.Context, fn func(core.Tx) error) error {
-	return s.Store.Update(ctx, s.count(fn))
+	return s.count(func(fn func(core.Tx) error) error { return s.Store.Update(ctx, fn) }, fn)
 }
 
 func (s *countingStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
-	return s.Store.Batch(ctx, s.count(fn))
+	return s.count(func(fn func(core.Tx) error) error { return s.Store.Batch(ctx, fn) }, fn)
 }
 
 func batchInbound(conv, n int) core.Inbound {

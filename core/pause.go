@@ -39,6 +39,21 @@ func PausedTx(tx ReadTx, handle string) (info PauseInfo, ok bool, err error) {
 	return info, true, nil
 }
 
+// botLockCursor is bot handle's lock row (lockBotTx).
+func botLockCursor(handle string) string { return "core/botlock/" + handle }
+
+// lockBotTx writes bot handle's lock row inside tx. A pick decides on the bot
+// as a whole (whether it is paused, how many threads it runs against its
+// max_parallel_threads, in every process when shared) but writes only rows of
+// the threads it picks, and a pause writes only the pause: in a store that runs
+// write transactions at once under snapshot isolation, two picks in different
+// threads, or a pick and a pause, would each miss the other's write. Both
+// writing this row makes the later one conflict and run again on a fresh
+// snapshot. Where write transactions run one at a time it changes nothing.
+func lockBotTx(tx Tx, handle string, now time.Time) error {
+	return tx.SetCursor(botLockCursor(handle), now.UTC().Format(time.RFC3339Nano))
+}
+
 // PauseBot pauses bot handle on behalf of by; pausing a paused bot changes
 // nothing. Errors: ErrUnknownBot, else store failures.
 func (e *Engine) PauseBot(ctx context.Context, handle string, by By) error {
@@ -68,6 +83,9 @@ func (ct *control) setPaused(ctx context.Context, handle string, by By, on bool)
 			v, event, verb = string(mustJSON(PauseInfo{By: by.Actor, Name: by.name(), At: ct.e.clock.Now()})), "bot.paused", "paused"
 		}
 		if err := tx.SetCursor(PausedCursor(handle), v); err != nil {
+			return err
+		}
+		if err := lockBotTx(tx, handle, ct.e.clock.Now()); err != nil {
 			return err
 		}
 		summary := fmt.Sprintf("@%s %s by %s", handle, verb, by.name())

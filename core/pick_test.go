@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -42,7 +43,7 @@ func TestPickStartsManyRunsInOneCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ws := &writeCounter{Store: st}
+	ws := &writeCounter{Store: storetest.RerunFromEnv(st)}
 	eng, err := core.New(core.Options{Store: ws, Agent: &scriptAgent{}, Bots: team})
 	if err != nil {
 		t.Fatal(err)

@@ -332,16 +332,22 @@ func (qs *questions) expire(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, q := range due {
+		decided := false
 		err := qs.e.store.Update(ctx, func(tx Tx) error {
+			decided = false // fn may run again: the last run decides
 			cur, err := tx.Question(q.ID)
 			if err != nil || cur.Status != QuestionPending {
 				return err
 			}
 			_, err = qs.decideTx(tx, cur, QuestionExpired, ChoiceReject, "expired", SystemActor, "expiry", "")
+			decided = err == nil
 			return err
 		})
 		if err != nil {
 			return n, err
+		}
+		if !decided {
+			continue // answered meanwhile, or expired by another process
 		}
 		n++
 		qs.e.Observe().Answer("expired")

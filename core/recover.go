@@ -37,7 +37,8 @@ func (rn *runner) recover(ctx context.Context) error {
 		_, err := rn.e.cluster.recoverLapsed(ctx)
 		return err
 	}
-	return rn.e.store.Update(ctx, func(tx Tx) error {
+	var rc recovered
+	err := rn.e.store.Update(ctx, func(tx Tx) error {
 		var rs []Run
 		for _, st := range []RunStatus{RunRunning, RunQueued} {
 			more, err := tx.RunsByStatus(st)
@@ -46,16 +47,33 @@ func (rn *runner) recover(ctx context.Context) error {
 			}
 			rs = append(rs, more...)
 		}
-		return rn.recoverRunsTx(tx, rs, true, "recovered after restart")
+		var err error
+		rc, err = rn.recoverRunsTx(tx, rs, true)
+		return err
 	})
+	if err == nil {
+		rc.log(rn.e, "recovered after restart")
+	}
+	return err
+}
+
+// recovered counts what recoverRunsTx repaired, logged once its transaction
+// committed (the store may run the transaction more than once).
+type recovered struct{ resumed, failedRuns, failedItems int }
+
+// log reports rc at WARN when anything was repaired; what names the occasion.
+func (rc recovered) log(e *Engine, what string) {
+	if rc.resumed > 0 || rc.failedRuns > 0 || rc.failedItems > 0 {
+		e.log.Warn(what, "resumed_runs", rc.resumed, "failed_runs", rc.failedRuns, "failed_items", rc.failedItems)
+	}
 }
 
 // recoverRunsTx repairs rs (running or queued runs whose process is gone) as
 // recover describes. With orphans, every processing item that no resumed run
 // keeps fails too (the whole store was in flight); without, only the items of
-// the runs in rs are touched (other processes' runs go on). what names the
-// occasion in the log.
-func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) error {
+// the runs in rs are touched (other processes' runs go on). It returns what it
+// repaired, for the caller to log once tx committed.
+func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool) (recovered, error) {
 	var stale, resumed []Run
 	for _, r := range rs {
 		switch {
@@ -73,7 +91,7 @@ func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) erro
 	keep := map[ItemID]bool{}
 	for _, r := range resumed {
 		if err := rn.queueRestartTx(tx, r); err != nil {
-			return err
+			return recovered{}, err
 		}
 		for _, id := range r.Items {
 			keep[id] = true
@@ -84,37 +102,37 @@ func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) erro
 		r.Status, r.Error, r.Ended, r.Checkpoint = RunFailed, "server restarted", now, nil
 		r.Owner, r.LeaseUntil = "", time.Time{}
 		if _, err := tx.PutRun(r); err != nil {
-			return err
+			return recovered{}, err
 		}
 		if err := statusEventTx(tx, r.ID, now, map[string]any{"status": RunFailed, "error": r.Error}); err != nil {
-			return err
+			return recovered{}, err
 		}
 		t, err := tx.Thread(r.Thread)
 		if err != nil {
-			return fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
+			return recovered{}, fmt.Errorf("run %d: thread %d: %w", r.ID, r.Thread, err)
 		}
 		handle := strings.TrimPrefix(string(r.Bot), "bot:")
 		notice := systemNotice(r.ID, fmt.Sprintf("@%s's work here was interrupted because openbot restarted. Send a message to start again.", handle))
 		if _, err := rn.e.router.postTx(tx, &t, postSpec{msg: notice}); err != nil {
-			return err
+			return recovered{}, err
 		}
 		rn.e.activity(tx, Activity{Event: "run.recovered", Level: "warn", Summary: notice.Text, Thread: r.Thread, Actor: r.Bot, Run: r.ID})
 		if err := rn.e.questions.interruptedApprovalTx(tx, r); err != nil {
-			return err
+			return recovered{}, err
 		}
 	}
 	var items []InboxItem
 	if orphans {
 		var err error
 		if items, err = tx.ItemsByStatus(ItemProcessing); err != nil {
-			return err
+			return recovered{}, err
 		}
 	} else {
 		for _, r := range stale {
 			for _, id := range r.Items {
 				it, err := tx.Item(id)
 				if err != nil {
-					return err
+					return recovered{}, err
 				}
 				if it.Status == ItemProcessing {
 					items = append(items, it)
@@ -129,19 +147,16 @@ func (rn *runner) recoverRunsTx(tx Tx, rs []Run, orphans bool, what string) erro
 		}
 		it.Status = ItemFailed
 		if _, err := tx.PutItem(it); err != nil {
-			return err
+			return recovered{}, err
 		}
 		failed++
 	}
 	for _, r := range stale {
 		if _, err := rn.e.router.releaseHoldsTx(tx, r.Bot, r.Thread); err != nil {
-			return err
+			return recovered{}, err
 		}
 	}
-	if len(stale) > 0 || len(resumed) > 0 || failed > 0 {
-		rn.e.log.Warn(what, "resumed_runs", len(resumed), "failed_runs", len(stale), "failed_items", failed)
-	}
-	return nil
+	return recovered{resumed: len(resumed), failedRuns: len(stale), failedItems: failed}, nil
 }
 
 // queueRestartTx makes a run a restart interrupted queued with one queued

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -22,7 +23,7 @@ func TestRestartRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := core.New(core.Options{Store: st, Agent: h.agent, Bots: team})
+	eng, err := core.New(core.Options{Store: storetest.RerunFromEnv(st), Agent: h.agent, Bots: team})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func leftRunning(t *testing.T, h *harness, checkpoint []byte) (a core.IngestResu
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := core.New(core.Options{Store: st, Agent: h.agent, Bots: team})
+	eng, err := core.New(core.Options{Store: storetest.RerunFromEnv(st), Agent: h.agent, Bots: team})
 	if err != nil {
 		t.Fatal(err)
 	}

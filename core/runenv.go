@@ -115,6 +115,7 @@ func (r *runEnv) Checkpoint(ctx context.Context, transcript json.RawMessage) err
 	if err == nil {
 		r.dropHeld()
 	}
+	r.stopIfLost(err)
 	return err
 }
 
@@ -178,6 +179,7 @@ func (r *runEnv) storeHeld(ctx context.Context) error {
 	if err == nil {
 		r.dropHeld() // stored, or a step's is: it is not needed again
 	}
+	r.stopIfLost(err)
 	return err // on failure it stays held, for shutdown or the reflection
 }
 
@@ -200,21 +202,29 @@ func putCheckpointTx(tx Tx, run Run, transcript json.RawMessage) error {
 }
 
 // checkpointable reads the run inside tx and says why it takes no checkpoint:
-// it is not running, or another process claimed it (then it is stopped here,
-// errLeaseLost). It writes nothing.
+// it is not running, or another process claimed it (errLeaseLost: the caller
+// stops the run here with stopIfLost once tx ended). It writes nothing.
 func (r *runEnv) checkpointable(tx Tx) (Run, error) {
 	run, err := tx.Run(r.job.Run.ID)
 	if err != nil {
 		return run, err
 	}
 	if !r.e.cluster.ownsRun(run) {
-		r.e.runner.inflight.cancelWith(run.ID, errLeaseLost) // another process has it: stop here
 		return run, fmt.Errorf("run %d: %w", run.ID, errLeaseLost)
 	}
 	if run.Status != RunRunning {
 		return run, fmt.Errorf("run %d is %s, not running", run.ID, run.Status)
 	}
 	return run, nil
+}
+
+// stopIfLost stops the run here when err says another process claimed it
+// (checkpointable), after the transaction that found it out: the store may run
+// a transaction more than once, so its callback has no effects of its own.
+func (r *runEnv) stopIfLost(err error) {
+	if errors.Is(err, errLeaseLost) {
+		r.e.runner.inflight.cancelWith(r.job.Run.ID, errLeaseLost) // another process has it: stop here
+	}
 }
 
 // Post posts a progress message from the bot mid-run, routed like a reply.

@@ -299,13 +299,19 @@ func (s *scheduler) pick(ctx context.Context, bot BotProfile, busy func(ThreadID
 		busyOrTaken := func(t ThreadID) bool { return taken[t] || busyAny(t) }
 		for len(jobs) < limit {
 			job, err := s.pickTx(tx, bot, busyOrTaken)
-			if err != nil || job == nil {
+			if err != nil {
 				return err
+			}
+			if job == nil {
+				break
 			}
 			jobs = append(jobs, job)
 			taken[job.Thread.ID] = true
 		}
-		return nil
+		if len(jobs) == 0 {
+			return nil
+		}
+		return lockBotTx(tx, bot.Handle, s.e.clock.Now()) // picks of one bot, and its pause, conflict
 	})
 	if err != nil {
 		return nil, err

@@ -320,6 +320,7 @@ func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var bots []string
+	var rc recovered
 	err := c.e.store.Update(ctx, func(tx Tx) error {
 		rs, err := lapsed(tx)
 		if err != nil {
@@ -329,11 +330,13 @@ func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 		for _, r := range rs {
 			bots = append(bots, strings.TrimPrefix(string(r.Bot), "bot:"))
 		}
-		return c.e.runner.recoverRunsTx(tx, rs, false, "took over the work of a process whose claims lapsed")
+		rc, err = c.e.runner.recoverRunsTx(tx, rs, false)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
+	rc.log(c.e, "took over the work of a process whose claims lapsed")
 	c.e.nudge(bots)
 	return n, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"openbot/core"
 	"openbot/core/sharedtest"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -23,7 +24,7 @@ func TestShared(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = st.Close() })
 		bus := &sharedtest.HintBus{}
-		return func(t *testing.T) (core.Store, core.Hinter) { return nopClose{st}, bus }
+		return func(t *testing.T) (core.Store, core.Hinter) { return nopClose{storetest.RerunFromEnv(st)}, bus }
 	})
 }
 
@@ -42,7 +43,7 @@ func TestSharedProcessIDMustBeUnique(t *testing.T) {
 	}
 	defer st.Close()
 	newEngine := func() *core.Engine {
-		e, err := core.New(core.Options{Store: nopClose{st}, Agent: nopAgent{}, Bots: team, Shared: true,
+		e, err := core.New(core.Options{Store: nopClose{storetest.RerunFromEnv(st)}, Agent: nopAgent{}, Bots: team, Shared: true,
 			ProcessID: "web-1", LeaseTTL: 300 * time.Millisecond, SweepInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +94,7 @@ func TestSharedProcessIDTakenWhileCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ss := &sharedtest.FaultStore{Store: st}
+	ss := &sharedtest.FaultStore{Store: storetest.RerunFromEnv(st)}
 	newEngine := func(s core.Store) *core.Engine {
 		e, err := core.New(core.Options{Store: s, Agent: nopAgent{}, Bots: team, Shared: true,
 			ProcessID: "web-1", LeaseTTL: 300 * time.Millisecond, SweepInterval: 50 * time.Millisecond})

@@ -77,6 +77,7 @@ func (r *runEnv) RecordStep(ctx context.Context, s Step) error {
 		return err
 	}
 	ps.announce(w)
+	r.stopIfLost(cpErr)
 	if cpErr != nil {
 		return errors.Join(fmt.Errorf("checkpoint: %w", cpErr), evErr)
 	}

@@ -12,6 +12,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/store/bolt"
 )
 
@@ -56,7 +57,7 @@ func startStack(t *testing.T, dbPath string, model *openaitest.Server, server Se
 	m := NewManager(Options{Servers: []ServerConfig{server}, Registry: s.reg, CallTimeout: 10 * time.Second,
 		RestartMin: time.Minute, RestartMax: time.Minute})
 	a := newTestAgent(t, model, s.reg)
-	s.eng, err = core.New(core.Options{Store: st, Agent: a, Bots: []core.BotProfile{countBot},
+	s.eng, err = core.New(core.Options{Store: storetest.RerunFromEnv(st), Agent: a, Bots: []core.BotProfile{countBot},
 		Approvers: []core.ActorID{"console:you"}, SelfApprove: true, ShutdownGrace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,130 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"openbot/core"
+	"openbot/core/storetest"
+	"openbot/store/bolt"
+)
+
+// A store that runs write transactions concurrently (snapshot isolation) rolls
+// a transaction back on a conflict and runs its callback again on a fresh
+// snapshot. storetest.Rerun stands for that on bbolt: every callback runs
+// twice, the first run's writes discarded.
+
+// TestRerunDiscardsTheFirstRun: the wrapper runs fn twice and keeps the
+// second run's writes only; a failing first run is not run again.
+func TestRerunDiscardsTheFirstRun(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	between := 0
+	rs := storetest.Rerun(st, func() { between++ })
+	ctx := context.Background()
+	for i, write := range []func(context.Context, func(core.Tx) error) error{rs.Update, rs.Batch} {
+		runs := 0
+		err := write(ctx, func(tx core.Tx) error {
+			runs++
+			_, err := tx.PutThread(core.Thread{Key: "k", Created: time.Now()})
+			return err
+		})
+		if err != nil || runs != 2 {
+			t.Fatalf("write: err %v, fn ran %d times, want 2", err, runs)
+		}
+		var n int
+		if err := st.View(ctx, func(tx core.ReadTx) error {
+			ts, err := tx.Threads(0)
+			n = len(ts)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != i+1 {
+			t.Errorf("after %d writes %d threads are stored: the first run's write was kept", i+1, n)
+		}
+	}
+	if between != 2 {
+		t.Errorf("between ran %d times, want 2", between)
+	}
+	runs := 0
+	boom := errors.New("boom")
+	if err := rs.Update(ctx, func(core.Tx) error { runs++; return boom }); !errors.Is(err, boom) || runs != 1 {
+		t.Errorf("failing fn: err %v after %d runs, want boom after 1", err, runs)
+	}
+}
+
+// TestEngineUnderRerun runs a representative set of the engine's tests on a
+// store whose write callbacks all run twice (OPENBOT_TEST_RERUN runs them all
+// so): ingest, pick, settle, hand-offs, questions, cancel, budgets, restart.
+func TestEngineUnderRerun(t *testing.T) {
+	t.Setenv(storetest.RerunEnv, "1")
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"Reply", TestHumanMessageGetsDefaultBotReply},
+		{"Coalesce", TestMessagesWhileBusyCoalesceIntoOneRun},
+		{"HeldHandoff", TestHeldHandoffDeliveredAfterQueuedMail},
+		{"Duplicate", TestDuplicateDeliveryStoredOnce},
+		{"IngestBatch", TestIngestBatchOneTransaction},
+		{"Approval", TestApprovalApprovedRunsOnceAndResolves},
+		{"AnswerByReply", TestAskHumanAnsweredByReply},
+		{"QuestionExpiry", TestQuestionExpiryRejects},
+		{"CancelWaiting", TestCancelWaitingRun},
+		{"BudgetWarning", TestBudgetWarningPostedOnce},
+		{"Restart", TestRestartRecovery},
+		{"Shared", TestShared},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+// TestTakeLeaseRetryDecidesAfresh: when the store runs the lease's
+// transaction again after another process dropped the lease, the second run
+// takes it, and the caller is told so, not that the other process holds it.
+func TestTakeLeaseRetryDecidesAfresh(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	key := core.LeaseKeyIngress("telegram/chief")
+	if err := st.Update(ctx, func(tx core.Tx) error {
+		return tx.PutLease(core.Lease{Key: key, Owner: "other#1", Until: time.Now().Add(time.Hour)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dropped := false
+	rs := storetest.Rerun(st, func() {
+		if dropped {
+			return
+		}
+		dropped = true // the other process lets go between the two runs
+		if err := st.Update(ctx, func(tx core.Tx) error { return tx.DeleteLease(key) }); err != nil {
+			t.Error(err)
+		}
+	})
+	eng, err := core.New(core.Options{Store: rs, Agent: &scriptAgent{}, Bots: team, Shared: true, ProcessID: "web-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until, holder, err := core.TakeLease(ctx, eng, key)
+	if err != nil || holder != "" || until.IsZero() {
+		t.Fatalf("TakeLease = until %v, holder %q, err %v; want it taken", until, holder, err)
+	}
+	var l core.Lease
+	if err := st.View(ctx, func(tx core.ReadTx) error { l, err = tx.Lease(key); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if l.Owner != eng.ClaimOwner() {
+		t.Errorf("stored lease owner %q, want %q", l.Owner, eng.ClaimOwner())
+	}
+}
