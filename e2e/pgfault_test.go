@@ -26,15 +26,24 @@ import (
 // while fault runs, then 5 once it returned, each in its own chat, paced at
 // 10 a second so runs are in flight throughout. It fails t unless every
 // message is answered exactly once, the store is left idle, and the log has a
-// WARN line that says something failed and is retried.
-func faultUnderLoad(t *testing.T, dsn string, fault func(ctx context.Context) error) {
+// WARN line that says something failed and is retried; with strict, also if
+// the log has any ERROR line (a failure retried is a WARN; an ERROR is work
+// that gave up and waits for its claim to lapse, if anything brings it back),
+// else it only shows them.
+func faultUnderLoad(t *testing.T, dsn string, strict bool, fault func(ctx context.Context) error) {
 	x := newSoakRig(t, soakConfig{maxRuns: 8}, func() time.Duration {
 		return time.Duration(100+rand.IntN(300)) * time.Millisecond
 	})
 	c := newCluster(t, x, dsn)
 	c.start("p1")
 	const before, during, after = 10, 10, 5
-	for i := range before {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	x.send(0)
+	if !x.waitSettled(ctx, 1) { // the process is up and its schema migrated before the fault
+		t.Fatalf("the first message was not answered\n%s", c.logs())
+	}
+	for i := 1; i < before; i++ {
 		x.send(i)
 		time.Sleep(100 * time.Millisecond) // load pacing: runs are in flight when the fault starts
 	}
@@ -49,8 +58,6 @@ func faultUnderLoad(t *testing.T, dsn string, fault func(ctx context.Context) er
 	if err := <-faulted; err != nil {
 		t.Fatalf("the fault: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	if !x.waitSettled(ctx, before+during) {
 		t.Fatalf("messages sent around the fault were not all answered: %s\n%s", x.tally(x.outcomes(before+during)), c.logs())
 	}
@@ -77,8 +84,33 @@ func faultUnderLoad(t *testing.T, dsn string, fault func(ctx context.Context) er
 	if len(warns) == 0 {
 		t.Errorf("no WARN line says a database call failed and is retried\n%s", c.logs())
 	}
+	var errs []string
+	for _, l := range strings.Split(string(full), "\n") {
+		if strings.Contains(l, "level=ERROR") {
+			errs = append(errs, l)
+		}
+	}
+	for _, l := range errs[:min(len(errs), 5)] {
+		if strict {
+			t.Errorf("serve logged an ERROR: %s", l)
+		} else {
+			t.Logf("serve logged an ERROR: %s", l)
+		}
+	}
+	if len(errs) > 5 {
+		t.Logf("... %d ERROR lines in all", len(errs))
+	}
 	if t.Failed() {
 		t.Logf("serve log:\n%s", c.logs())
+	}
+}
+
+// skipUntilWriteRetry skips t unless OPENBOT_PG_FAULTS is set, while the
+// store's write path (store/postgres) has no retry loop. Delete it when the
+// retry lands.
+func skipUntilWriteRetry(t *testing.T) {
+	if os.Getenv("OPENBOT_PG_FAULTS") == "" {
+		t.Skip("the store's write path does not retry yet; set OPENBOT_PG_FAULTS=1 to run")
 	}
 }
 
@@ -101,17 +133,26 @@ func TestDatabaseRestartMidLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	faultUnderLoad(t, dsn, func(context.Context) error { return srv.Restart(2 * time.Second) })
+	faultUnderLoad(t, dsn, false, func(context.Context) error { return srv.Restart(2 * time.Second) })
 }
 
 // TestConnectionDroppedMidLoad ends, for two seconds, every connection of the
 // process that is inside a write transaction (pg_terminate_backend of the
 // backends of its application_name holding a transaction id), as a proxy or
-// an administrator may.
+// an administrator may. The database stays up, so every failed write can be
+// retried at once: no ERROR may be logged.
+//
+// It is skipped unless OPENBOT_PG_FAULTS is set while the store's write path
+// does not retry a transaction whose connection was lost (SQLSTATE 57P01,
+// "conn closed"): today a settle or a pick that loses its connection fails at
+// ERROR ("settling run failed ... terminating connection due to administrator
+// command (SQLSTATE 57P01)") and its run is recovered only when its claim
+// lapses. Nothing is lost either way. Delete the skip when it does.
 func TestConnectionDroppedMidLoad(t *testing.T) {
+	skipUntilWriteRetry(t)
 	dsn := pgtest.DSN(t)
 	const app = "openbot-e2e-dropped"
-	faultUnderLoad(t, dsn+"&application_name="+app, func(ctx context.Context) error {
+	faultUnderLoad(t, dsn+"&application_name="+app, true, func(ctx context.Context) error {
 		admin, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			return err
@@ -136,7 +177,7 @@ func TestConnectionDroppedMidLoad(t *testing.T) {
 // TestStatementTimeoutMidLoad gives the process's sessions a 100 ms
 // statement_timeout and, three times, holds EXCLUSIVE locks on the tables
 // of runs and inbox items for 400 ms (reads go on, writes wait), so writes
-// are cancelled by the server.
+// are cancelled by the server and retried; no ERROR may be logged.
 //
 // It is skipped unless OPENBOT_PG_FAULTS is set while the store's write path
 // does not retry a statement the server cancelled (SQLSTATE 57014): today the
@@ -144,11 +185,9 @@ func TestConnectionDroppedMidLoad(t *testing.T) {
 // run failed ... canceling statement due to statement timeout") and the runs
 // are recovered only when their claims lapse. Delete the skip when it does.
 func TestStatementTimeoutMidLoad(t *testing.T) {
-	if os.Getenv("OPENBOT_PG_FAULTS") == "" {
-		t.Skip("the store's write path does not retry a timed-out statement yet; set OPENBOT_PG_FAULTS=1 to run")
-	}
+	skipUntilWriteRetry(t)
 	dsn := pgtest.DSN(t)
-	faultUnderLoad(t, dsn+"&statement_timeout=100", func(ctx context.Context) error {
+	faultUnderLoad(t, dsn+"&statement_timeout=100", true, func(ctx context.Context) error {
 		admin, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			return err
