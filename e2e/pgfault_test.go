@@ -71,10 +71,16 @@ func faultUnderLoad(t *testing.T, dsn string, strict bool, fault func(ctx contex
 	if busy := waitClusterIdle(ctx, t, dsn); busy != "" {
 		t.Errorf("work left unfinished in the store: %s", busy)
 	}
-	s := x.tally(x.outcomes(n))
+	outs := x.outcomes(n)
+	s := x.tally(outs)
 	t.Logf("%s", s)
 	if s.Answered != n || s.NoticeToo != 0 {
 		t.Errorf("%s; want all %d answered exactly once, none with a notice", s, n)
+		for i, o := range outs {
+			if o.answers != 1 || o.notices > 0 {
+				t.Logf("message %d: chat holds %q", i, x.chat(i))
+			}
+		}
 	}
 	full, _ := os.ReadFile(filepath.Join(x.dir, "serve-p1.log"))
 	warns := retryWarnings(string(full))
