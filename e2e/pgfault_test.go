@@ -134,6 +134,9 @@ func retryWarnings(log string) []string {
 // TestDatabaseRestartMidLoad restarts PostgreSQL (pg_ctl stop -m fast, two
 // seconds down, start) while one process ingests and runs messages.
 func TestDatabaseRestartMidLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a database of its own and runs the openbot binary")
+	}
 	srv := pgtest.Own(t)
 	dsn, err := srv.NewSchema(t.Context())
 	if err != nil {
