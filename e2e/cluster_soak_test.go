@@ -80,6 +80,9 @@ func TestClusterSoak(t *testing.T) {
 }
 
 func runClusterSoak(t *testing.T, p clusterSoakParams) {
+	if testing.Short() {
+		t.Skip("the cluster soak runs the openbot binary three times")
+	}
 	dsn := pgtest.DSN(t)
 	began := time.Now()
 	lat := func() time.Duration { return time.Duration(100+rand.IntN(400)) * time.Millisecond }
