@@ -293,8 +293,8 @@ func (l *ledger) counts(n int) (charged, cut int, twice []string) {
 }
 
 // pusher delivers events as a platform with at-least-once delivery does: it
-// pushes each until a process acknowledges it, pushing it again after
-// redeliverAfter without an ack. Its goroutines are owned by the test and
+// pushes each until a process acknowledges it as handled, pushing it again
+// after redeliverAfter without such an ack. Its goroutines are owned by the test and
 // joined by waitAcked or the cleanup.
 type pusher struct {
 	wg          sync.WaitGroup
@@ -469,7 +469,11 @@ func (c *feishuChat) send(n int) {
 		}
 		return c.fake.PushEvent(ctx, ev, 1)
 	}, func(ctx context.Context, id string) error {
-		_, err := c.fake.WaitAck(ctx, id)
+		ack, err := c.fake.WaitAck(ctx, id)
+		if err == nil && ack.Code != 200 {
+			<-ctx.Done() // code 500 asks for a redelivery: Feishu sends it again later
+			return fmt.Errorf("acked with code %d", ack.Code)
+		}
 		return err
 	})
 }
