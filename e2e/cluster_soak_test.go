@@ -158,6 +158,9 @@ func runClusterSoak(t *testing.T, p clusterSoakParams) {
 		}
 		if o.answers == 0 && o.notices == 0 {
 			lost[[]string{"telegram", "slack", "feishu"}[i%3]]++
+			if lost[[]string{"telegram", "slack", "feishu"}[i%3]] <= 3 {
+				t.Logf("cluster soak: message %d: the calls about its conversation: %q", i, x.chatOf(i).history(i))
+			}
 		}
 	}
 	if len(lost) > 0 {
@@ -424,6 +427,16 @@ func (c *slackChat) posts() map[int][]string {
 	return out
 }
 
+func (c *slackChat) history(n int) []string {
+	var out []string
+	for _, call := range c.fake.Calls() {
+		if call.Form.Get("channel") == slackSoakChannel(n) {
+			out = append(out, fmt.Sprintf("%s %s ts=%s %q", call.At.Format("15:04:05.000"), call.Method, call.Form.Get("ts"), call.Form.Get("text")))
+		}
+	}
+	return out
+}
+
 func (c *slackChat) accepted(n int, want string) time.Time {
 	for _, call := range c.fake.Calls() {
 		if (call.Method == "chat.postMessage" || call.Method == "chat.update") &&
@@ -496,6 +509,16 @@ func (c *feishuChat) posts() map[int][]string {
 	for _, m := range c.fake.Messages() {
 		if n, ok := c.soakIndex(m); ok {
 			out[n] = append(out[n], m.Content)
+		}
+	}
+	return out
+}
+
+func (c *feishuChat) history(n int) []string {
+	var out []string
+	for _, call := range c.fake.Calls() {
+		if strings.Contains(call.Path, feishuSoakMsg(n)) || strings.Contains(string(call.Body), feishuSoakChat(n)) {
+			out = append(out, fmt.Sprintf("%s %s %s %s", call.At.Format("15:04:05.000"), call.Method, call.Path, call.Body))
 		}
 	}
 	return out

@@ -96,6 +96,9 @@ type soakChat interface {
 	// (a post or an edit) whose text holds want in message n's
 	// conversation; zero when none did.
 	accepted(n int, want string) time.Time
+	// history lists the bot's calls to the platform about message n's
+	// conversation, oldest first, for a failure's report.
+	history(n int) []string
 }
 
 // newSoakRig builds the openbot binary, starts the fakes and writes the config;
@@ -336,6 +339,16 @@ func (c tgChat) posts() map[int][]string {
 	for _, m := range c.x.tg.Messages(soakToken) {
 		i := int(m.Chat - soakUser0)
 		out[i] = append(out[i], m.Text)
+	}
+	return out
+}
+
+func (c tgChat) history(n int) []string {
+	var out []string
+	for _, call := range c.x.tg.Calls() {
+		if call.Params["chat_id"] == fmt.Sprint(soakUser0+n) {
+			out = append(out, fmt.Sprintf("%s %s message_id=%s %q", call.At.Format("15:04:05.000"), call.Method, call.Params["message_id"], call.Params["text"]))
+		}
 	}
 	return out
 }
