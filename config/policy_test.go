@@ -22,10 +22,11 @@ policies:
     channel: "-100123"
     tools_removed: [shell]
     approvers: ["telegram:2"]
+    mode: open
 `
 	cfg := parseOK(t, ok, nil)
 	pols := cfg.CorePolicies()
-	if p := pols[core.PolicyKey("telegram/main", "-100123")]; len(p.ToolsRemoved) != 1 || p.Approvers[0] != "telegram:2" {
+	if p := pols[core.PolicyKey("telegram/main", "-100123")]; len(p.ToolsRemoved) != 1 || p.Approvers[0] != "telegram:2" || p.Mode != core.ModeOpen {
 		t.Errorf("policies = %+v", pols)
 	}
 	if p := pols[core.PolicyKey("telegram/main", "*")]; p.Members != core.MembersPaired {
@@ -37,13 +38,16 @@ policies:
     channel: ""
     members: some
     approvers: ["bob"]
+  - account: slack/none
+    channel: C1
+    mode: opne
 `
 	var got []string
 	for _, e := range parseErrs(t, bad) {
 		got = append(got, e.Path+": "+e.Msg)
 	}
 	all := strings.Join(got, "\n")
-	for _, want := range []string{"policies[0].account", "policies[0].channel", "members \"some\"", "policies[0].approvers[0]"} {
+	for _, want := range []string{"policies[0].account", "policies[0].channel", "members \"some\"", "policies[0].approvers[0]", "policies[1]: bad policy: mode \"opne\" is not mention_only, open or disabled"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("errors %s\nwant one about %s", all, want)
 		}

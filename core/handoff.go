@@ -55,13 +55,26 @@ func (e *Engine) handoff(ctx context.Context, c Command) (string, error) {
 	case target == "":
 		return fmt.Sprintf("You have no %s account linked: send /link in a DM to the bots here, then /link CODE from %s.", platform, platform), nil
 	}
-	acct, opener := e.directOpener(platform)
-	if opener == nil {
+	accts := e.directOpeners(platform)
+	if len(accts) == 0 {
 		return fmt.Sprintf("Sorry, openbot cannot open a DM on %s.", platform), nil
 	}
-	ref, key, err := opener.DirectConversation(ctx, target)
-	if err != nil {
-		e.log.Warn("handoff: no DM", "platform", platform, "actor", target, "err", err)
+	var acct AccountID
+	var ref ConversationRef
+	var key string
+	for _, id := range accts { // the first account that reaches the person
+		ad, _ := e.adapter(id)
+		o, ok := ad.(DirectOpener)
+		if !ok {
+			continue // removed by a reload meanwhile
+		}
+		if ref, key, err = o.DirectConversation(ctx, target); err == nil {
+			acct = id
+			break
+		}
+		e.log.Warn("handoff: no DM", "account", id, "actor", target, "err", err)
+	}
+	if acct == "" {
 		return fmt.Sprintf("Sorry, the bots cannot reach you on %s: start a DM with the bot there first.", platform), nil
 	}
 	var woken []string
@@ -93,9 +106,8 @@ func cmpName(c Command) string {
 	return string(c.Actor)
 }
 
-// directOpener is the first account (by id) of platform whose adapter opens
-// DMs.
-func (e *Engine) directOpener(platform string) (AccountID, DirectOpener) {
+// directOpeners are the accounts of platform whose adapters open DMs, by id.
+func (e *Engine) directOpeners(platform string) []AccountID {
 	e.mu.Lock()
 	ids := make([]AccountID, 0, len(e.adapters))
 	for id := range e.adapters {
@@ -105,12 +117,12 @@ func (e *Engine) directOpener(platform string) (AccountID, DirectOpener) {
 	}
 	e.mu.Unlock()
 	slices.Sort(ids)
-	for _, id := range ids {
-		if ad, ok := e.adapter(id); ok {
-			if o, ok := ad.(DirectOpener); ok {
-				return id, o
-			}
+	return slices.DeleteFunc(ids, func(id AccountID) bool {
+		ad, ok := e.adapter(id)
+		if !ok {
+			return true
 		}
-	}
-	return "", nil
+		_, ok = ad.(DirectOpener)
+		return !ok
+	})
 }

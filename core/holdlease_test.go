@@ -207,3 +207,34 @@ func TestHoldLeaseUnsharedRunsFn(t *testing.T) {
 		t.Errorf("HoldLease unshared: ran %v, err %v; want fn run and its error", ran, err)
 	}
 }
+
+// TestLeaseSince: a lease records when its owner took it; renewals keep that
+// time, and another owner taking the lapsed lease starts a new one.
+func TestLeaseSince(t *testing.T) {
+	st := leaseStoreFor(t)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	take := func(owner string, now time.Time) core.Lease {
+		t.Helper()
+		var l core.Lease
+		if err := st.Update(t.Context(), func(tx core.Tx) (err error) {
+			l, err = core.TakeLeaseTx(tx, "ingress/telegram/chief", owner, now, 10*time.Second)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	take("a#1", t0)
+	if l := take("a#1", t0.Add(5*time.Second)); !l.Since.Equal(t0) || !l.Until.Equal(t0.Add(15*time.Second)) {
+		t.Errorf("renewed: %+v, want since %s", l, t0)
+	}
+	later := t0.Add(time.Minute)
+	take("b#1", later)
+	var got core.Lease
+	if err := st.View(t.Context(), func(tx core.ReadTx) (err error) { got, err = tx.Lease("ingress/telegram/chief"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got.Owner != "b#1" || !got.Since.Equal(later) {
+		t.Errorf("taken over: %+v, want b#1 since %s", got, later)
+	}
+}

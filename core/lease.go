@@ -32,11 +32,13 @@ const DefaultLeaseTTL = 15 * time.Second
 
 // Lease is a claim on a named resource by one process until Until (DESIGN.md
 // §7). Key names the resource (LeaseKeyLane, LeaseKeyIngress); Owner is the
-// process id (Options.ProcessID).
+// process id (Options.ProcessID). Since is when Owner took it (renewals keep
+// it); zero on a lease written before it was recorded.
 type Lease struct {
 	Key   string    `json:"key"`
 	Owner string    `json:"owner"`
 	Until time.Time `json:"until"`
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Live reports whether the lease is held at now.
@@ -78,7 +80,10 @@ func TakeLeaseTx(tx Tx, key, owner string, now time.Time, ttl time.Duration) (Le
 	if err == nil && cur.Owner != owner && cur.Live(now) {
 		return cur, fmt.Errorf("%s: %w (%s until %s)", key, ErrLeaseHeld, cur.Owner, cur.Until.Format(time.RFC3339))
 	}
-	l := Lease{Key: key, Owner: owner, Until: now.Add(ttl)}
+	l := Lease{Key: key, Owner: owner, Until: now.Add(ttl), Since: now}
+	if err == nil && cur.Owner == owner && !cur.Since.IsZero() {
+		l.Since = cur.Since // a renewal
+	}
 	return l, tx.PutLease(l)
 }
 

@@ -77,6 +77,11 @@ type Admission struct {
 	// Listed is true when the adapter found the person on the account's
 	// allow_users.
 	Listed bool
+	// Unaddressed, for a message in a group, says the adapter found it
+	// addressed to no bot (no native mention or @handle of one; on Telegram no
+	// reply to its bot either): it is for the bots only where the channel is
+	// open (Admitted.Open), and elsewhere is told nothing.
+	Unaddressed bool
 }
 
 // Admitted is Admit's decision.
@@ -85,6 +90,11 @@ type Admitted struct {
 	// Reply is a short plain text for the person when Allow is false (their
 	// pairing code, or why not); "" says nothing.
 	Reply string
+	// Open, for a message in a group, says the channel's mode is open: a
+	// message that addresses no bot is for the bots too, and may start a
+	// thread (Inbound.StartThread). An adapter drops an unaddressed message
+	// when it is false.
+	Open bool
 }
 
 // Refusals of people commands; their Error texts are safe to show the person.

@@ -24,7 +24,12 @@ import (
 // Channel modes and member rules.
 const (
 	ModeMentionOnly = "mention_only" // the default: the bots answer when addressed
-	ModeDisabled    = "disabled"     // the bots take no message in the channel
+	// ModeOpen: every person's message in the channel is for the bots, mentioned
+	// or not (the channel's default bot, or a thread's only bot, answers), and
+	// the quiet threads rule does not hold there. A message that mentions only
+	// people still wakes no bot; bots' messages are never answered.
+	ModeOpen     = "open"
+	ModeDisabled = "disabled" // the bots take no message in the channel
 
 	MembersEveryone = "everyone" // the default: anyone in the channel
 	MembersPaired   = "paired"   // owners and stored people (paired), and Listed
@@ -164,6 +169,17 @@ func (e *Engine) threadPolicyByIDTx(tx ReadTx, id ThreadID) (ChannelPolicy, erro
 	return e.threadPolicyTx(tx, t)
 }
 
+// openOriginTx reports whether the channel a person's message came from (o)
+// has mode open, where the quiet threads rule does not hold. A message with no
+// origin, or a policy that cannot be read, counts as not open.
+func (e *Engine) openOriginTx(tx ReadTx, o *Origin) bool {
+	if o == nil {
+		return false
+	}
+	d, err := loadPolicyTx(tx)
+	return err == nil && e.policyIn(&d, o.Account, e.channelOf(o.Account, o.Conversation)).Mode == ModeOpen
+}
+
 // apply returns b as it works under p: tools removed and added, instructions
 // extended.
 func (p ChannelPolicy) apply(b BotProfile) BotProfile {
@@ -186,21 +202,27 @@ func (p ChannelPolicy) apply(b BotProfile) BotProfile {
 
 // admitGroup decides a message in a channel (Admission.Conversation set):
 // disabled channels take nothing, silently; a person who is not a member gets
-// one polite notice per channel, then silence.
+// one polite notice per channel, then silence. An unaddressed message
+// (Admission.Unaddressed) in a channel that is not open gets no notice. It
+// reads in one View and writes only to remember a notice, so the chatter an
+// adapter sees in a channel costs no commit.
 func (e *Engine) admitGroup(ctx context.Context, a Admission) (Admitted, error) {
 	channel := e.channelOf(a.Account, a.Conversation)
+	mark := PolicyKey(a.Account, channel) + "|" + string(a.Actor)
 	var out Admitted
-	err := e.store.Update(ctx, func(tx Tx) error {
-		out = Admitted{}
+	notice := false
+	err := e.store.View(ctx, func(tx ReadTx) error {
+		out, notice = Admitted{}, false
 		d, err := loadPolicyTx(tx)
 		if err != nil {
 			return err
 		}
 		p := e.policyIn(&d, a.Account, channel)
-		if p.Mode == ModeDisabled {
+		out.Open = p.Mode == ModeOpen
+		switch {
+		case p.Mode == ModeDisabled:
 			return nil
-		}
-		if p.Members == "" || p.Members == MembersEveryone {
+		case p.Members == "" || p.Members == MembersEveryone:
 			out.Allow = true
 			return nil
 		}
@@ -213,11 +235,19 @@ func (e *Engine) admitGroup(ctx context.Context, a Admission) (Admitted, error) 
 		case e.ownerIn(&people, a.Actor), anyIn(ids, p.Listed),
 			p.Members == MembersPaired && people.find(a.Actor) >= 0:
 			out.Allow = true
-			return nil
+		case !a.Unaddressed || out.Open:
+			notice = !slices.Contains(d.Noticed, mark)
 		}
-		mark := PolicyKey(a.Account, channel) + "|" + string(a.Actor)
-		if slices.Contains(d.Noticed, mark) {
-			return nil
+		return nil
+	})
+	if err != nil || !notice {
+		return out, err
+	}
+	err = e.store.Update(ctx, func(tx Tx) error {
+		out.Reply = ""
+		d, err := loadPolicyTx(tx)
+		if err != nil || slices.Contains(d.Noticed, mark) {
+			return err
 		}
 		d.Noticed = append(d.Noticed, mark)
 		if n := len(d.Noticed); n > maxNoticed {
@@ -300,8 +330,8 @@ var ErrBadPolicy = errors.New("bad policy")
 // negative budget, wrapping ErrBadPolicy with a text a person can act on.
 func (p ChannelPolicy) Check(knownBot func(string) bool) error {
 	switch {
-	case p.Mode != "" && p.Mode != ModeMentionOnly && p.Mode != ModeDisabled:
-		return fmt.Errorf("%w: mode %q is not %s or %s", ErrBadPolicy, p.Mode, ModeMentionOnly, ModeDisabled)
+	case p.Mode != "" && p.Mode != ModeMentionOnly && p.Mode != ModeOpen && p.Mode != ModeDisabled:
+		return fmt.Errorf("%w: mode %q is not %s, %s or %s", ErrBadPolicy, p.Mode, ModeMentionOnly, ModeOpen, ModeDisabled)
 	case p.Members != "" && p.Members != MembersEveryone && p.Members != MembersPaired && p.Members != MembersListed:
 		return fmt.Errorf("%w: members %q is not %s, %s or %s", ErrBadPolicy, p.Members, MembersEveryone, MembersPaired, MembersListed)
 	case p.DefaultBot != "" && knownBot != nil && !knownBot(p.DefaultBot):

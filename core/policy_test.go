@@ -208,3 +208,69 @@ func TestChannelDefaultBot(t *testing.T) {
 	}
 	h.idle()
 }
+
+// TestChannelModeOpen: in an open channel an unaddressed message is admitted
+// with Open set, and where two people talk it still wakes the default bot
+// (the quiet threads rule does not hold there), while the same talk in a
+// mention_only channel wakes nobody; a message naming only a person wakes no
+// bot even there. An unaddressed non-member gets no notice in a mention_only
+// channel and one in an open channel.
+func TestChannelModeOpen(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, nil)
+	h.start()
+	owner := core.By{Actor: "console:owner"}
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "lobby", core.ChannelPolicy{Mode: core.ModeOpen}, owner); err != nil {
+		t.Fatal(err)
+	}
+	adm := func(who core.ActorID, conv string) core.Admitted {
+		a, err := h.eng.Admit(ctx, core.Admission{Account: "console/local", Actor: who, Conversation: core.ConversationRef(conv), Unaddressed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if a := adm("console:eve", "lobby"); !a.Allow || !a.Open {
+		t.Fatalf("open channel: %+v, want allowed and open", a)
+	}
+	if a := adm("console:eve", "ops"); !a.Allow || a.Open {
+		t.Fatalf("mention_only channel: %+v, want allowed and not open", a)
+	}
+
+	as := func(who core.ActorID, conv string) func(*core.Inbound) {
+		return func(i *core.Inbound) {
+			in(conv)(i)
+			i.SenderID, i.SenderName = who, string(who)
+		}
+	}
+	for _, conv := range []string{"lobby", "ops"} {
+		h.say("@engineer hello", as("console:ann", conv))
+		h.idle()
+		if res := h.say("what do you all think?", as("console:bob", conv)); (len(res.Woken) == 1) != (conv == "lobby") {
+			t.Fatalf("%s: an unaddressed message among two people woke %v", conv, res.Woken)
+		}
+		h.idle()
+	}
+	if res := h.say("@ann over to you", as("console:bob", "lobby"), func(i *core.Inbound) { i.MentionsHumans = true }); len(res.Woken) != 0 {
+		t.Fatalf("a message naming a person woke %v in the open channel", res.Woken)
+	}
+
+	for _, conv := range []string{"lobby", "ops"} {
+		if _, err := h.eng.SetPolicy(ctx, "console/local", conv, core.ChannelPolicy{Mode: map[string]string{"lobby": core.ModeOpen, "ops": ""}[conv],
+			Members: core.MembersListed}, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := adm("console:eve", "ops"); a.Allow || a.Reply != "" {
+		t.Fatalf("unaddressed non-member in a mention_only channel: %+v, want a silent refusal", a)
+	}
+	if a, err := h.eng.Admit(ctx, core.Admission{Account: "console/local", Actor: "console:eve", Conversation: "ops"}); err != nil || a.Reply == "" {
+		t.Fatalf("addressed non-member after an unaddressed one: %+v %v, want the notice", a, err)
+	}
+	if a := adm("console:eve", "lobby"); a.Allow || a.Reply == "" || !a.Open {
+		t.Fatalf("unaddressed non-member in an open channel: %+v, want the notice", a)
+	}
+	if a := adm("console:eve", "lobby"); a.Allow || a.Reply != "" {
+		t.Fatalf("again: %+v, want silence", a)
+	}
+}

@@ -8,8 +8,8 @@ import "strings"
 // An unaddressed human message (no bot mentioned, no person mentioned, not an
 // answer to a question, not a platform reply to a bot's message) in a thread that has more than one human participant,
 // the sender included, wakes no bot, unless the account it came through says
-// reply_to_unaddressed: always. With one human the seed's rule holds: the
-// thread's only bot, else its default bot, answers. That covers direct messages
+// reply_to_unaddressed: always or the channel it came from is open (ModeOpen).
+// With one human the seed's rule holds: the thread's only bot, else its default bot, answers. That covers direct messages
 // (one person), a 1:1 with a bot inside a channel (exactly one human and one
 // bot) and a person talking to the team.
 

@@ -179,7 +179,7 @@ func (rt *router) postTx(tx Tx, t *Thread, spec postSpec) (posted, error) {
 				targets = append(targets, h)
 			}
 		}
-		if len(mentions) == 0 && !spec.mentionsHumans && spec.answered == "" && (spec.repliesToBot || !set.quiet(t, m)) {
+		if len(mentions) == 0 && !spec.mentionsHumans && spec.answered == "" && (spec.repliesToBot || !set.quiet(t, m) || rt.e.openOriginTx(tx, m.Origin)) {
 			if bots := set.botsIn(t); len(bots) == 1 {
 				targets = bots
 			} else {

@@ -122,13 +122,19 @@ func (c *cluster) running(ctx context.Context) (map[string]int, error) {
 func (c *cluster) logs() string {
 	var b strings.Builder
 	for _, id := range []string{"p1", "p2", "p3"} {
-		data, _ := os.ReadFile(filepath.Join(c.x.dir, "serve-"+id+".log"))
+		data := c.log(id)
 		if len(data) > 6000 {
 			data = data[len(data)-6000:]
 		}
 		fmt.Fprintf(&b, "---- %s\n%s\n", id, data)
 	}
 	return b.String()
+}
+
+// log returns process id's whole output.
+func (c *cluster) log(id string) string {
+	data, _ := os.ReadFile(filepath.Join(c.x.dir, "serve-"+id+".log"))
+	return string(data)
 }
 
 // TestClusterKillOneProcess: three processes on one database answer a stream

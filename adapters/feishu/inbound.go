@@ -212,17 +212,18 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		in.StartThread = true
 	} else {
 		mentioned := native || a.textMentionsBot(text)
-		if m.RootID == "" && !mentioned {
-			return nil // a top-level group message that is not for openbot
-		}
-		ad, err := core.AdmitGroup(ctx, a.engine, core.Admission{Account: a.account, Actor: ActorID(sender), Conversation: Conversation{Chat: m.ChatID}.Ref()})
+		ad, err := core.AdmitGroup(ctx, a.engine, core.Admission{Account: a.account, Actor: ActorID(sender),
+			Conversation: Conversation{Chat: m.ChatID}.Ref(), Unaddressed: !mentioned})
 		if err != nil {
 			return fmt.Errorf("feishu: admit %s in %s: %w", sender, m.ChatID, err)
+		}
+		if m.RootID == "" && !mentioned && !ad.Open {
+			return nil // a top-level group message that is not for openbot: the group is not open
 		}
 		if !ad.Allow {
 			a.log.Warn("feishu message refused by the channel policy", "open_id", sender, "chat", m.ChatID, "message_id", m.MessageID)
 			core.ReportInbound(a.engine, "feishu", core.InboundRefused)
-			if ad.Reply != "" && mentioned {
+			if ad.Reply != "" {
 				a.queueNotice(m.MessageID, ad.Reply, inThread)
 			}
 			return nil
@@ -230,7 +231,7 @@ func (a *Adapter) handleMessage(ctx context.Context, ev *messageEvent) error {
 		in.ThreadKey = ThreadKey(m.ChatID, m.MessageID, m.RootID)
 		root := cmp.Or(m.RootID, m.MessageID)
 		conv = Conversation{Chat: m.ChatID, Root: root}
-		in.StartThread = mentioned
+		in.StartThread = mentioned || ad.Open // in an open group any message may start a thread
 		in.MentionsHumans = !mentioned && len(m.Mentions) > 0
 	}
 	in.Conversation = conv.Ref()

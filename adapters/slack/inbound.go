@@ -130,25 +130,28 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 	if bot, ok := a.plainUsage(text, dm, self); ok {
 		return a.handleUsage(ctx, m, dm, bot) // see usage.go: never ingested, no model call
 	}
-	if !dm && m.ThreadTS == "" && !botMentioned {
-		// A top-level channel post roots a thread of its own, which openbot cannot
-		// know yet: without a bot mention it starts nothing (DESIGN.md §3).
-		log.Debug("slack event ignored: top-level post without a bot mention")
-		return nil
-	}
+	open := false
 	if !dm {
 		ad, err := core.AdmitGroup(ctx, a.engine, core.Admission{Account: a.Account(), Actor: HumanActor(m.Team, m.User),
-			Name: a.userName(ctx, m.User), Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, false).Ref()})
+			Conversation: ReplyConversation(m.Team, m.Channel, m.TS, m.ThreadTS, false).Ref(), Unaddressed: !botMentioned})
 		if err != nil {
 			return fmt.Errorf("slack admit %s in %s: %w", m.User, m.Channel, err)
 		}
+		if m.ThreadTS == "" && !botMentioned && !ad.Open {
+			// A top-level channel post roots a thread of its own, which openbot cannot
+			// know yet: without a bot mention it starts nothing, unless the channel's
+			// policy is open (DESIGN.md §3).
+			log.Debug("slack event ignored: top-level post without a bot mention")
+			return nil
+		}
 		if !ad.Allow {
 			a.refuse("message refused by the channel policy", "channel", m.Channel, "user", m.User)
-			if ad.Reply != "" && botMentioned {
+			if ad.Reply != "" {
 				a.ephemeral(ctx, m.Channel, m.User, m.ThreadTS, ad.Reply)
 			}
 			return nil
 		}
+		open = ad.Open
 	}
 	in := core.Inbound{
 		Account:      a.Account(),
@@ -173,7 +176,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m message) error {
 		// copy of the message from waking the default bot (DESIGN.md §3 Mentions).
 		in.Mentions = []string{a.bot}
 	}
-	in.StartThread = dm || botMentioned
+	in.StartThread = dm || botMentioned || open // in an open channel any message may start a thread
 	in.MentionsHumans = humans && !botMentioned
 	if m.ThreadTS != "" && m.ThreadTS != m.TS {
 		if err := a.joinBotParent(ctx, &in, m, dm, botMentioned || humans); err != nil {

@@ -42,6 +42,9 @@ type decision struct {
 	speaker  string   // on a "*" account, the bot whose message this replies to
 	humans   bool     // mentions someone who is neither this bot nor a team account
 	peers    []string // handles of the team's other bot accounts it mentions
+	// unaddressed: a group message that does not address this account's bot;
+	// it is for the bots only where the channel's policy is open.
+	unaddressed bool
 }
 
 // speakerOf returns, for a "*" account, the handle of the bot whose name heads one
@@ -64,8 +67,10 @@ func (a *Adapter) speakerOf(text string) string {
 // chat (subject to the DM policy); in groups only a `mention` entity equal to this
 // bot's @username (case-insensitive, whole entity), a `text_mention` of its user id,
 // a reply to one of its messages (not the forum-topic creation message), or a
-// command addressed to it (/cmd@this_bot). /cmd@other_bot and bare /cmd in a group
-// are ignored, as is every message from a bot and every message without text.
+// command addressed to it (/cmd@this_bot); any other group message is marked
+// unaddressed, for the bots only where the channel is open (admitted). /cmd@other_bot
+// and bare /cmd in a group are ignored, as is every message from a bot and every
+// message without text.
 func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
 	text, ents := messageText(m)
 	if m.From == nil || m.From.IsBot || (text == "" && !hasFiles(m)) {
@@ -113,9 +118,7 @@ func (a *Adapter) classify(me tgbotapi.User, m *message) decision {
 		d.mentions = false // every DM is for this account; core routes it
 		return d
 	}
-	if !d.mentions {
-		return decision{ignore: true}
-	}
+	d.unaddressed = !d.mentions
 	return d
 }
 
@@ -401,7 +404,7 @@ func (a *Adapter) helpText(conv Conversation) string {
 	if me, ok := a.Self(); ok && conv.Chat < 0 {
 		newCmd = "/new@" + me.UserName // a bare /new in a group may be for any bot
 	}
-	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me. " +
+	b.WriteString("\nIn a private chat every message is answered; in a group, mention me or reply to me (where the group is open, any message is answered). " +
 		"Write @handle to ask a specific bot. " + newCmd + " starts a new conversation; " +
 		strings.Replace(newCmd, "/new", "/stop", 1) + " stops the bots' work in it; " +
 		strings.Replace(newCmd, "/new", "/compact", 1) + " summarises its older part for the bots now; /usage shows spend and budgets.")
@@ -431,11 +434,14 @@ func (a *Adapter) admitted(ctx context.Context, m *message, d decision, conv Con
 		adm.Policy, adm.Listed = a.policy, a.listed(m.From)
 		ad, err = core.AdmitDM(ctx, a.engine, adm)
 	} else {
-		adm.Conversation = conv.Ref()
+		adm.Conversation, adm.Unaddressed = conv.Ref(), d.unaddressed
 		ad, err = core.AdmitGroup(ctx, a.engine, adm)
 	}
 	if err != nil {
 		return false, fmt.Errorf("telegram: admit %d in %d: %w", m.From.ID, m.Chat.ID, err)
+	}
+	if d.unaddressed && !ad.Open {
+		return false, nil // group chatter that is not for the bots: the channel is not open
 	}
 	if !ad.Allow {
 		a.log.Warn("refused a message by policy", "user", m.From.ID, "chat", m.Chat.ID, "dm", d.dm, "dm_policy", a.policy)

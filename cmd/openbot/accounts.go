@@ -27,6 +27,10 @@ type accountSet struct {
 
 	hooks atomic.Pointer[http.ServeMux] // webhook routes of the current accounts
 	live  sync.Map                      // account id: its running core.Adapter, for alerts
+	// ingressSince maps the account id of a long-lived ingress this process
+	// runs on an unshared store to when it started (a shared store's lease
+	// says it instead), for the channels answer.
+	ingressSince sync.Map
 	// Owned by the constructor until Run starts, then by Run's goroutine.
 	known map[string]bool // every platform account id of the current config, running or skipped
 }

@@ -16,8 +16,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +34,7 @@ var (
 	benchDuration = flag.Duration("duration", 10*time.Second, "BenchmarkPlatform: how long to send messages")
 	benchBurst    = flag.Int("burst", 5000, "BenchmarkPlatform/telegram: updates in the polling throughput measurement (0: skip it)")
 	benchDSN      = flag.String("dsn", "", "BenchmarkPostgres: DSN of a scratch database (it creates schemas openbot_bench_<pid>_* in it and drops them at the end)")
-	benchProcs    = flag.Int("processes", 3, "BenchmarkPostgres: engines sharing the database in the shared measurement (beside 1)")
+	benchProcs    = flag.Int("processes", 3, "BenchmarkPostgres: the shared measurement runs 1, 2, ... up to this many engines sharing the database")
 	benchParallel = flag.Int("max-parallel", 64, "BenchmarkPlatform (not go test's -parallel): the bench bot's max_parallel_threads (1: one thread at a time)")
 	benchSettle   = flag.Duration("settle", 0, "BenchmarkPlatform: after the run, wait this long and print the RSS again (0: skip)")
 	benchHeap     = flag.String("heap-profile", "", "BenchmarkPlatform: write a pprof heap profile to this file when the last message reached the model")
@@ -107,8 +107,8 @@ func BenchmarkPlatform(b *testing.B) {
 	}
 }
 
-// BenchmarkPostgres measures PostgreSQL beside bbolt (runPGBench); it needs
-// -dsn, a scratch database.
+// BenchmarkPostgres measures PostgreSQL beside bbolt, 1 to -processes engines
+// sharing the database (runPGBench); it needs -dsn, a scratch database.
 func BenchmarkPostgres(b *testing.B) {
 	if *benchDSN == "" {
 		b.Skip("needs -dsn: a scratch PostgreSQL database")
@@ -117,15 +117,22 @@ func BenchmarkPostgres(b *testing.B) {
 		b.Fatalf("-processes %d: want at least 1", *benchProcs)
 	}
 	for range b.N {
-		dir := scratchDir(b)
-		ingest, err := ingestRate(b.Context(), filepath.Join(dir, "ingest.db"), *benchMessages, *benchWorkers)
+		pb := &pgBench{dsn: *benchDSN, n: *benchMessages, workers: *benchWorkers, queued: *benchQueued, processes: *benchProcs,
+			paced: *benchPaced, rate: *benchRate, dir: scratchDir(b)}
+		rows, err := runPGBench(b.Context(), pb, os.Stdout)
 		if err != nil {
 			b.Fatal(err)
 		}
-		pb := &pgBench{dsn: *benchDSN, n: *benchMessages, workers: *benchWorkers, queued: *benchQueued, processes: *benchProcs,
-			paced: *benchPaced, rate: *benchRate, dir: dir, bboltIngest: ingest}
-		if err := runPGBench(b.Context(), pb, os.Stdout); err != nil {
-			b.Fatal(err)
+		for i, f := range rows {
+			name := "bbolt"
+			if i > 0 {
+				name = fmt.Sprintf("pg%d", i)
+			}
+			b.ReportMetric(f.ingest, name+"-ingest-msgs/s")
+			if f.answered > 0 {
+				b.ReportMetric(ms(f.p50), name+"-p50-ms")
+				b.ReportMetric(ms(f.p99), name+"-p99-ms")
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
 	"openbot/core"
@@ -16,29 +17,30 @@ import (
 	"openbot/store/postgres"
 )
 
-// pgBench is what `openbot bench --dsn` measures on PostgreSQL, side by side
-// with bbolt (DESIGN.md §7, seed G8).
+// pgBench is what BenchmarkPostgres measures on PostgreSQL, side by side with
+// bbolt (DESIGN.md §7, seed G8).
 type pgBench struct {
 	dsn         string
 	n, workers  int
 	queued      int // queued items of the large pick measurement
-	processes   int // engines sharing the database in the shared measurement
+	processes   int // the shared measurement runs 1..processes engines sharing the database
 	paced, rate int
 	dir         string
-	bboltIngest float64 // messages/s of the same load on bbolt, for the ratio
 
 	prefix string                        // scratch schemas are <prefix>_<what>
 	drops  []func(context.Context) error // drop the scratch schemas
 }
 
-// runPGBench prints, each in a scratch schema of the database that it drops at
-// the end: Ingest throughput on one store handle (the load of the bbolt
-// figure); the cost of a pick with 100 queued items, and with b.queued behind as
-// many done ones (aim: flat); and for 1 and for b.processes engines sharing the
-// database (each with its own store handle, Options.Shared, hints through the
-// store), Ingest throughput and the event -> model request latency of paced
-// messages, beside the same on bbolt with one engine.
-func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
+// runPGBench prints, each PostgreSQL measurement in a scratch schema of the
+// database that it drops at the end: the cost of a pick with 100 queued items,
+// and with b.queued behind as many done ones (aim: flat); then one table of
+// the shared measurement (sharedFigures) for bbolt with one engine and for
+// 1..b.processes engines sharing the database (each with its own store handle,
+// Options.Shared, hints through the store): Ingest throughput at b.workers
+// writers and the event -> model request latency of paced messages at b.rate,
+// each beside its ratio to one PostgreSQL engine and to bbolt. It returns the
+// table's rows, bbolt's first.
+func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (rows []sharedResult, err error) {
 	b.prefix = fmt.Sprintf("openbot_bench_%d", os.Getpid())
 	defer func() {
 		for _, drop := range b.drops {
@@ -47,29 +49,14 @@ func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
 			}
 		}
 	}()
-	dsn, err := b.scratch(ctx, "ingest")
-	if err != nil {
-		return err
-	}
-	pst, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 16})
-	if err != nil {
-		return err
-	}
-	pg, err := ingestRateOn(ctx, pst, b.n, b.workers)
-	_ = pst.Close()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "core Ingest, PostgreSQL: %8.0f messages/s  (same load; %.2f of bbolt's)\n", pg, pg/b.bboltIngest)
-
 	for i, total := range []int{100, b.queued} {
 		dsn, err := b.scratch(ctx, fmt.Sprintf("pick%d_%d", i, total))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		st, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 4})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		history := 0
 		if total > 100 {
@@ -78,7 +65,7 @@ func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
 		next, whole, batch, err := pickCostOn(ctx, st, total, history)
 		_ = st.Close()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintf(stdout, "pick, PostgreSQL, %6d queued over 1000 threads, %6d done before: next item %6.1f µs; with its thread's %d queued items %7.1f µs\n",
 			total, history, us(next), batch, us(whole))
@@ -86,48 +73,45 @@ func runPGBench(ctx context.Context, b *pgBench, stdout io.Writer) (err error) {
 
 	bst, err := bolt.Open(filepath.Join(b.dir, "shared.db"), bolt.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f, err := sharedFigures(ctx, []core.Store{bst}, false, b)
 	_ = bst.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	printShared(stdout, "bbolt, 1 engine:          ", f, b)
-	counts := []int{1}
-	if b.processes > 1 {
-		counts = append(counts, b.processes)
-	}
-	for _, procs := range counts {
-		if err := b.sharedOnPG(ctx, procs, stdout); err != nil {
-			return err
+	f.label = "bbolt, 1 engine"
+	rows = append(rows, f)
+	for procs := 1; procs <= b.processes; procs++ {
+		f, err := b.sharedOnPG(ctx, procs)
+		if err != nil {
+			return nil, err
 		}
+		rows = append(rows, f)
 	}
-	return nil
+	printShared(stdout, rows, b)
+	return rows, nil
 }
 
 // sharedOnPG is sharedFigures for procs engines, each with its own store
 // handle on one scratch schema.
-func (b *pgBench) sharedOnPG(ctx context.Context, procs int, stdout io.Writer) error {
+func (b *pgBench) sharedOnPG(ctx context.Context, procs int) (sharedResult, error) {
 	dsn, err := b.scratch(ctx, "shared"+strconv.Itoa(procs))
 	if err != nil {
-		return err
+		return sharedResult{}, err
 	}
 	stores := make([]core.Store, procs)
 	for i := range stores {
 		st, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: 16})
 		if err != nil {
-			return err
+			return sharedResult{}, err
 		}
 		defer st.Close()
 		stores[i] = st
 	}
 	f, err := sharedFigures(ctx, stores, true, b)
-	if err != nil {
-		return err
-	}
-	printShared(stdout, fmt.Sprintf("PostgreSQL, %d engine(s):  ", procs), f, b)
-	return nil
+	f.label = fmt.Sprintf("PostgreSQL, %d %s", procs, plural(procs, "engine", "engines"))
+	return f, err
 }
 
 // scratch creates the scratch schema <prefix>_<what> and returns its DSN.
@@ -140,13 +124,39 @@ func (b *pgBench) scratch(ctx context.Context, what string) (string, error) {
 	return dsn, nil
 }
 
-func printShared(w io.Writer, label string, f sharedResult, b *pgBench) {
-	fmt.Fprintf(w, "%s Ingest %7.0f messages/s (%d writers); event -> model request p50 %7.2f ms, p99 %7.2f ms (%d/%d at %d msg/s)\n",
-		label, f.ingest, b.workers, ms(f.p50), ms(f.p99), f.answered, b.paced, b.rate)
+// printShared prints rows (bbolt's first, then PostgreSQL's from one engine up)
+// as one table: each figure, then its ratio to one PostgreSQL engine's and to
+// bbolt's (throughput: higher is better; latency: lower is better).
+func printShared(w io.Writer, rows []sharedResult, b *pgBench) {
+	fmt.Fprintf(w, "Ingest with %d writers; event -> model request of %d messages at %d msg/s:\n", b.workers, b.paced, b.rate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tingest msg/s\t×1 engine\t×bbolt\tp50 ms\tp99 ms\tp50/p99 ×1 engine\tp50/p99 ×bbolt\treached\t")
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	bb := rows[0]
+	var one sharedResult // PostgreSQL's first row
+	if len(rows) > 1 {
+		one = rows[1]
+	}
+	for i, f := range rows {
+		vsOne, latOne := "-", "-"
+		if i > 0 {
+			vsOne = ratio(f.ingest, one.ingest)
+			latOne = ratio(ms(f.p50), ms(one.p50)) + "/" + ratio(ms(f.p99), ms(one.p99))
+		}
+		fmt.Fprintf(tw, "%-21s\t%.0f\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t%d/%d\t\n", f.label, f.ingest, vsOne, ratio(f.ingest, bb.ingest),
+			ms(f.p50), ms(f.p99), latOne, ratio(ms(f.p50), ms(bb.p50))+"/"+ratio(ms(f.p99), ms(bb.p99)), f.answered, b.paced)
+	}
+	_ = tw.Flush()
 }
 
 // sharedResult are the figures of one sharedFigures measurement.
 type sharedResult struct {
+	label    string  // what ran: "bbolt, 1 engine", "PostgreSQL, 3 engines"
 	ingest   float64 // Ingest messages/s, engines not running
 	p50, p99 time.Duration
 	answered int // paced messages that reached the model

@@ -35,28 +35,38 @@ func TestBenchIngest(t *testing.T) {
 }
 
 // TestBenchPostgres runs BenchmarkPostgres's measurement small against a throwaway
-// cluster: the PostgreSQL figures are printed, for one engine and for two
-// sharing the database, every paced message reached the model, and the
-// scratch schemas are gone afterwards.
+// cluster: the pick costs and one table with bbolt and 1 and 2 engines sharing
+// the database are printed, every paced message reached the model in each,
+// and the scratch schemas are gone afterwards.
 func TestBenchPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	var out bytes.Buffer
-	b := &pgBench{dsn: dsn, n: 200, workers: 8, queued: 2000, paced: 20, rate: 100, processes: 2, dir: t.TempDir(), bboltIngest: 1000}
-	if err := runPGBench(t.Context(), b, &out); err != nil {
+	b := &pgBench{dsn: dsn, n: 200, workers: 8, queued: 2000, paced: 20, rate: 100, processes: 2, dir: t.TempDir()}
+	rows, err := runPGBench(t.Context(), b, &out)
+	if err != nil {
 		t.Fatalf("%v\nstdout: %s", err, out.String())
 	}
 	t.Logf("output:\n%s", out.String())
-	for _, want := range []string{"core Ingest, PostgreSQL:", "pick, PostgreSQL,    100 queued", "pick, PostgreSQL,   2000 queued",
-		"bbolt, 1 engine:", "PostgreSQL, 1 engine(s):", "PostgreSQL, 2 engine(s):", "(20/20 at 100 msg/s)"} {
+	for _, want := range []string{"pick, PostgreSQL,    100 queued", "pick, PostgreSQL,   2000 queued",
+		"Ingest with 8 writers; event -> model request of 20 messages at 100 msg/s:", "ingest msg/s  ×1 engine  ×bbolt",
+		"bbolt, 1 engine", "PostgreSQL, 1 engine ", "PostgreSQL, 2 engines"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if n := strings.Count(out.String(), "(20/20 at 100 msg/s)"); n != 3 {
-		t.Errorf("%d of 3 shared measurements had every message reach the model:\n%s", n, out.String())
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want bbolt, 1 and 2 engines", len(rows))
+	}
+	for _, f := range rows {
+		if f.answered != 20 || f.ingest <= 0 || f.p50 <= 0 || f.p99 < f.p50 {
+			t.Errorf("%s: %+v, want every message answered and figures", f.label, f)
+		}
+	}
+	if n := strings.Count(out.String(), " 20/20"); n != 3 {
+		t.Errorf("%d of 3 rows show every message reaching the model:\n%s", n, out.String())
 	}
 	// A scratch schema of the same name can be made again: the bench dropped it.
-	for _, what := range []string{"ingest", "pick0_100", "pick1_2000", "shared1", "shared2"} {
+	for _, what := range []string{"pick0_100", "pick1_2000", "shared1", "shared2"} {
 		_, drop, err := postgres.ScratchSchema(t.Context(), dsn, fmt.Sprintf("openbot_bench_%d_%s", os.Getpid(), what))
 		if err != nil {
 			t.Errorf("scratch schema %s left behind: %v", what, err)

@@ -33,6 +33,28 @@ type channelState struct {
 	Backlog int `json:"backlog"`
 	// WatchdogMS is the watchdog's silence limit; 0 when it does not watch.
 	WatchdogMS int64 `json:"watchdog_ms,omitempty"`
+	// Ingress is the process running the account's long-lived ingress (Slack
+	// Socket Mode, Telegram polling, Feishu long connection); absent for
+	// webhook modes and while no process holds it.
+	Ingress *ingressHolder `json:"ingress,omitempty"`
+}
+
+// ingressHolder is the process holding an account's ingress: on a shared
+// store, the owner of its ingress lease (ingresslease.go); otherwise this
+// process, since the account started.
+type ingressHolder struct {
+	// Process is the holder's process id (store.process_id, by default
+	// <host>-<pid>-<random>).
+	Process string `json:"process"`
+	// ThisProcess is true when the holder is the process answering (this start
+	// of it: a previous start under the same id is another holder).
+	ThisProcess bool `json:"this_process"`
+	// Since is when the holder took the ingress; absent when not recorded.
+	Since *time.Time `json:"since,omitempty"`
+	// Until is when the lease expires unless renewed (renewed every third of
+	// store.lease_ttl; past when the holder stopped renewing); absent on an
+	// unshared store, which has no lease.
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // gaugeScan bounds the outbox entries one channels answer counts.
@@ -51,7 +73,17 @@ type (
 // running adapter's figures (accts) and its outbox backlog (st).
 func channels(ctx context.Context, hl *health, accts *accountSet, st core.Store) ([]channelState, error) {
 	backlog := map[core.AccountID]int{}
+	leases := map[string]core.Lease{}
 	err := st.View(ctx, func(tx core.ReadTx) error {
+		if accts.eng.Shared() {
+			ls, err := tx.Leases(core.LeaseKeyIngress(""))
+			if err != nil {
+				return err
+			}
+			for _, l := range ls {
+				leases[l.Key] = l
+			}
+		}
 		var after core.OutboxID
 		for n := 0; n < gaugeScan; {
 			page, err := tx.PendingOutbox(after, 1000)
@@ -106,8 +138,30 @@ func channels(ctx context.Context, hl *health, accts *accountSet, st core.Store)
 			out[i].RateLimited, out[i].RateLimitWaitMS = n, d.Milliseconds()
 		}
 	}
+	for i := range out {
+		out[i].Ingress = ingressOf(out[i].Account, accts, leases)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Account < out[j].Account })
 	return out, nil
+}
+
+// ingressOf is who holds account's ingress: the owner of its lease in leases
+// (a shared store), or this process while it runs the account's long-lived
+// ingress (accountSet.ingressSince); nil when neither.
+func ingressOf(account string, accts *accountSet, leases map[string]core.Lease) *ingressHolder {
+	if l, ok := leases[core.LeaseKeyIngress(core.AccountID(account))]; ok {
+		proc, _, _ := strings.Cut(l.Owner, "#") // ClaimOwner is "<process id>#<per-start part>"
+		h := &ingressHolder{Process: proc, ThisProcess: l.Owner == accts.eng.ClaimOwner(), Until: &l.Until}
+		if !l.Since.IsZero() {
+			h.Since = &l.Since
+		}
+		return h
+	}
+	if v, ok := accts.ingressSince.Load(account); ok {
+		since := v.(time.Time)
+		return &ingressHolder{Process: accts.eng.ProcessID(), ThisProcess: true, Since: &since}
+	}
+	return nil
 }
 
 // stateWords turns a health state into the dashboard's word and its detail.

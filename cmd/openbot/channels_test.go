@@ -38,7 +38,7 @@ var (
 // TestChannelsShowSlackAndFeishuInAndOut: a real serve with a Socket Mode
 // Slack account and a long-connection Feishu account; once each has taken a
 // mention and posted the answer, GET /api/v1/channels shows both accounts'
-// last in and last out.
+// last in and last out, and this process holding their ingress.
 func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 	llm := openaitest.New(t)
 	llm.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("On it.") })
@@ -114,6 +114,10 @@ func TestChannelsShowSlackAndFeishuInAndOut(t *testing.T) {
 		}
 		if c.WatchdogMS != 0 {
 			t.Errorf("%s watched by the watchdog: %+v", acc, c)
+		}
+		// One process on bbolt: it holds every long-lived ingress, with no lease.
+		if g := c.Ingress; g == nil || !g.ThisProcess || g.Process == "" || g.Since == nil || time.Since(*g.Since) < 0 || g.Until != nil {
+			t.Errorf("%s ingress %+v, want this process since it started, no lease", acc, g)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"openbot/config"
+	"openbot/core"
 )
 
 // slackScopes are the bot token scopes docs/slack-app-manifest.yaml asks for
@@ -16,7 +17,7 @@ import (
 var slackScopes = []string{
 	"app_mentions:read", "commands", "channels:history", "groups:history", "im:history",
 	"mpim:history", "chat:write", "chat:write.customize", "users:read", "reactions:write",
-	"files:read", "files:write",
+	"files:read", "files:write", "im:write",
 }
 
 const slackAPI = "https://slack.com/api/"
@@ -70,10 +71,15 @@ func (d *doctor) slack(ctx context.Context, i int, s config.Slack) {
 				missing = append(missing, sc)
 			}
 		}
-		if len(missing) > 0 {
+		switch {
+		case len(missing) == 1 && missing[0] == "im:write":
+			// Only /handoff needs it; apps installed from an older manifest lack it.
+			d.add(checkWarn, name+" scopes", "missing im:write: /handoff cannot open a DM with a person",
+				"add it under OAuth & Permissions and reinstall the app")
+		case len(missing) > 0:
 			d.add(checkFail, name+" scopes", "missing "+strings.Join(missing, ", "),
 				"add them under OAuth & Permissions (docs/slack-app-manifest.yaml lists each one's use) and reinstall the app")
-		} else {
+		default:
 			d.add(checkOK, name+" scopes", fmt.Sprintf("all %d scopes of the manifest granted", len(slackScopes)), "")
 		}
 	}
@@ -148,10 +154,15 @@ func (d *doctor) telegram(ctx context.Context, i int, t config.Telegram) {
 		return
 	}
 	d.add(checkOK, name+" getMe", fmt.Sprintf("@%s (id %d)", me.Result.Username, me.Result.ID), "")
-	if me.Result.ReadsGroups {
+	switch open := openChannels(d.cfg, name); {
+	case me.Result.ReadsGroups:
 		d.add(checkOK, name+" privacy", "privacy mode is off: the bot sees every group message", "")
-	} else {
-		d.add(checkOK, name+" privacy", "privacy mode is on: in groups the bot sees only messages that mention it, reply to it or are commands (enough for openbot; /setprivacy in @BotFather to change)", "")
+	case len(open) > 0:
+		d.add(checkWarn, name+" privacy", "privacy mode is on, so in the open channels "+strings.Join(open, ", ")+
+			" the bot sees only messages that mention it, reply to it or are commands, and answers no others",
+			"in @BotFather: /setprivacy, pick the bot, Disable; then remove the bot from those groups and add it again (Telegram applies the change when a bot joins), or make it a group admin")
+	default:
+		d.add(checkOK, name+" privacy", "privacy mode is on: in groups the bot sees only messages that mention it, reply to it or are commands (enough for openbot unless a channel policy says mode: open; /setprivacy in @BotFather to change)", "")
 	}
 
 	var hook tgAnswer[struct {
@@ -186,6 +197,19 @@ func (d *doctor) telegram(ctx context.Context, i int, t config.Telegram) {
 	default:
 		d.add(checkOK, name+" webhook", "matches mode "+modeOr(t.Mode, "polling"), "")
 	}
+}
+
+// openChannels are the channels of account acct ("telegram/tg") whose
+// configured policy says mode: open ("*" for the account's default). Policies
+// set at run time (/policy) are in the store, not seen here.
+func openChannels(cfg *config.Config, acct string) []string {
+	var out []string
+	for _, p := range cfg.Policies {
+		if p.Account == acct && p.Mode == core.ModeOpen {
+			out = append(out, p.Channel)
+		}
+	}
+	return out
 }
 
 // fixTelegramWebhook makes Telegram's webhook match the configured mode

@@ -41,6 +41,7 @@ type doctorWorld struct {
 	llmURL       string
 	feishuSecret string
 	tgExtra      string // extra keys of the Telegram account (webhook mode)
+	extra        string // extra top-level keys (policies)
 	// llmLines and botsLines, when set, replace the llm profiles and the bots.
 	llmLines, botsLines string
 }
@@ -116,7 +117,7 @@ feishu:
     app_id: ` + feishutest.AppID + `
     app_secret: ` + w.feishuSecret + `
     base_url: ` + w.feishu.URL() + `
-`
+` + w.extra
 	path := filepath.Join(w.dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -494,5 +495,39 @@ func TestDoctorFixedPromptSize(t *testing.T) {
 	}
 	if with := tokens(r.stdout); with <= without {
 		t.Errorf("fixed prompt with the MCP server's tool = %d tokens, without %d: its schema is not counted", with, without)
+	}
+}
+
+// A channel policy with mode: open on a Telegram account whose bot has privacy
+// mode on is a WARN that says how to turn it off; with privacy mode off
+// (getMe's can_read_all_group_messages) it is OK.
+func TestDoctorTelegramPrivacyOpenChannel(t *testing.T) {
+	for _, reads := range []bool{false, true} {
+		w := newDoctorWorld(t)
+		w.telegram = telegramtest.NewServer(telegramtest.Bot{Token: "123:tg", ID: 123, Username: "openbot_bot", ReadsGroups: reads})
+		t.Cleanup(w.telegram.Close)
+		w.extra = "policies:\n  - {account: telegram/tg, channel: \"-1001234567890\", mode: open}\n"
+		r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+		got, want := checkStatuses(r.stdout)["telegram/tg privacy"], map[bool]string{false: "WARN", true: "OK"}[reads]
+		if got != want || (!reads && !strings.Contains(r.stdout, "/setprivacy")) {
+			t.Errorf("privacy off %v: %q, want %s; stdout:\n%s", reads, got, want, r.stdout)
+		}
+	}
+}
+
+// TestDoctorSlackWithoutIMWrite: an app installed from a manifest older than
+// /handoff lacks im:write; doctor warns (only /handoff needs it) and passes.
+func TestDoctorSlackWithoutIMWrite(t *testing.T) {
+	w := newDoctorWorld(t)
+	w.slack.Close()
+	w.slack = slacktest.New(slacktest.Options{BotToken: "xoxb-good", AppToken: "xapp-good",
+		Scopes: slices.DeleteFunc(slices.Clone(slackScopes), func(s string) bool { return s == "im:write" })})
+	t.Cleanup(w.slack.Close)
+	r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+	if got := checkStatuses(r.stdout)["slack/acme scopes"]; got != "WARN" {
+		t.Fatalf("slack/acme scopes: %q, want WARN; stdout:\n%s", got, r.stdout)
+	}
+	if r.code == exitFail || !strings.Contains(r.stdout, "missing im:write: /handoff") {
+		t.Errorf("exit %d, want no failure and the warning naming /handoff:\n%s", r.code, r.stdout)
 	}
 }

@@ -89,6 +89,9 @@ func (h *health) stateLocked(account string) string {
 func (h *health) set(account, state string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if w := h.pulses[account]; w != nil && state == "started" && h.accounts[account] != "started" {
+		w.since = h.dog.now() // the watchdog counts silence from here at most
+	}
 	h.accounts[account] = state
 }
 

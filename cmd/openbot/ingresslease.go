@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"time"
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/slack"
@@ -67,9 +68,19 @@ func longLivedIngress(cfg any) bool {
 // r.Run held under the account's ingress lease, showing "standby" on /healthz
 // while another process holds it, "started" while this one runs it, and
 // leasingState (not ready) in between, such as while the store is unreachable.
+// Unshared, a long-lived ingress runs in this process alone, which
+// s.ingressSince records while it runs.
 func (s *accountSet) leasedRun(ac *account, r core.Runner) (run func(context.Context) error, leased bool) {
-	if !s.eng.Shared() || !longLivedIngress(ac.cfg) {
+	if !longLivedIngress(ac.cfg) {
 		return r.Run, false
+	}
+	if !s.eng.Shared() {
+		return func(ctx context.Context) error {
+			since := time.Now()
+			s.ingressSince.Store(ac.name, since)
+			defer s.ingressSince.CompareAndDelete(ac.name, since) // not a restarted run's
+			return r.Run(ctx)
+		}, false
 	}
 	key := core.LeaseKeyIngress(core.AccountID(ac.name))
 	return func(ctx context.Context) error {

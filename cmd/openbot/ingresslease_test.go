@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/internal/browsertest"
 	"openbot/store/postgres/pgtest"
 )
 
@@ -40,7 +45,7 @@ func serveSharedPG(t *testing.T, dsn, proc string, tg *telegramtest.Server, toke
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"TELEGRAM_TOKEN": token, "DATABASE_URL": dsn, "OPENAI_BASE_URL": llm.URL()}
+	env := map[string]string{"TELEGRAM_TOKEN": token, "DATABASE_URL": dsn, "OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}
 	cfg, err := config.Load(path, envOf(env))
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +97,78 @@ func TestServeSharedPostgresIngressLease(t *testing.T) {
 	if _, err := tg.WaitCalls(ctx, "getUpdates", polls+1); err != nil {
 		t.Fatalf("no getUpdates after the takeover: %v", err)
 	}
+}
+
+// getChannels returns GET /api/v1/channels of the serve at addr by account.
+func getChannels(t *testing.T, addr string) map[string]channelState {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/channels", nil)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var chans struct {
+		Items []channelState `json:"items"`
+	}
+	if err := json.Unmarshal(b, &chans); err != nil {
+		t.Fatalf("channels answer %d %s: %v", resp.StatusCode, b, err)
+	}
+	out := map[string]channelState{}
+	for _, c := range chans.Items {
+		out[c.Account] = c
+	}
+	return out
+}
+
+// TestChannelsShowIngressHolder: two serve processes on one PostgreSQL
+// database; the channels answer of each names proc-a as the holder of the
+// Telegram poller, since when and until when its lease lasts, marked "this
+// process" on proc-a only, and so does the dashboard's Team page. When proc-a
+// stops, proc-b's answer and page show proc-b holding it.
+func TestChannelsShowIngressHolder(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const token = "123456:HOLDER"
+	tg := telegramtest.NewServer(telegramtest.Bot{Token: token, ID: 900000003, Username: "openbot_holder_bot"})
+	defer tg.Close()
+	addrA, stopA := serveSharedPG(t, dsn, "proc-a", tg, token)
+	waitHealthState(t, addrA, "telegram/chief: started")
+	addrB, _ := serveSharedPG(t, dsn, "proc-b", tg, token)
+	waitHealthState(t, addrB, "telegram/chief: standby (ingress held by proc-a)")
+
+	for addr, this := range map[string]bool{addrA: true, addrB: false} {
+		g := getChannels(t, addr)["telegram/chief"].Ingress
+		if g == nil || g.Process != "proc-a" || g.ThisProcess != this || g.Since == nil || g.Until == nil {
+			t.Fatalf("channels of %s: ingress %+v, want proc-a, this process %v, since and until", addr, g, this)
+		}
+		if now := time.Now(); g.Since.After(now) || !g.Until.After(*g.Since) || g.Until.Sub(now) > 3*time.Second {
+			t.Errorf("ingress since %s until %s, want taken before now and expiring within the 3s lease", g.Since, g.Until)
+		}
+	}
+
+	ctx := browsertest.Browser(t)
+	cell := `tr[data-account="telegram/chief"] td[data-label="Ingress"]`
+	browsertest.SignIn(t, ctx, "http://"+addrB, testAdminToken)
+	browsertest.Run(t, ctx, "the channels on proc-b's team page",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="team"]`)),
+		chromedp.WaitVisible(chromedp.CSS(cell)))
+	browsertest.WaitText(t, ctx, cell, "proc-a")
+	browsertest.WaitText(t, ctx, cell, "lease expires in")
+	if text := browsertest.Value(t, ctx, "the ingress cell", chromedp.Text(chromedp.CSS(cell))); strings.Contains(text, "this process") {
+		t.Errorf("proc-b's page marks proc-a's ingress as its own: %q", text)
+	}
+	browsertest.Screenshots(t, ctx, "channels-ingress-standby")
+
+	stopA()
+	waitHealthState(t, addrB, "telegram/chief: started")
+	if g := getChannels(t, addrB)["telegram/chief"].Ingress; g == nil || g.Process != "proc-b" || !g.ThisProcess {
+		t.Errorf("after the takeover, proc-b's channels: ingress %+v, want proc-b, this process", g)
+	}
+	browsertest.WaitText(t, ctx, cell, "proc-b") // the table redraws itself every 5 s
+	browsertest.WaitText(t, ctx, cell, "this process")
+	browsertest.Screenshots(t, ctx, "channels-ingress-holder")
 }
 
 // TestHealthStandbyIsReady: an account whose ingress another process holds

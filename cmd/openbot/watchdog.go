@@ -22,6 +22,7 @@ type watched struct {
 	p     pulser
 	limit time.Duration // silence longer than this is a stall
 	down  time.Time     // when the watchdog found it silent; zero while it is up
+	since time.Time     // when its ingress last started running here (silence counts from then at most)
 	tried time.Time     // the last reconnect
 	told  bool          // the owners were told it stays down
 }
@@ -52,7 +53,19 @@ const (
 func (h *health) pulse(account string, p pulser, limit time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.pulses[account] = &watched{p: p, limit: limit}
+	h.pulses[account] = &watched{p: p, limit: limit, since: h.dog.now()}
+}
+
+// silent is how long w's platform has not answered at now: since its last
+// answer, or since its ingress started here when that came later (a fresh
+// start, or an ingress taken over from another process, has not had its first
+// answer yet).
+func (w *watched) silent(now time.Time) time.Duration {
+	from := w.p.Pulse()
+	if w.since.After(from) {
+		from = w.since
+	}
+	return now.Sub(from)
 }
 
 // watchdog checks the watched accounts until ctx is done.
@@ -80,7 +93,19 @@ func (h *health) checkPulses(ctx context.Context) {
 	var alerts []string
 	h.mu.Lock()
 	for name, w := range h.pulses {
-		silent := now.Sub(w.p.Pulse())
+		if h.accounts[name] != "started" {
+			// Its ingress does not run here (another process holds it, the
+			// lease is being taken, it failed): nothing to hear, nothing to
+			// reconnect, and not down for this process.
+			if !w.down.IsZero() {
+				w.down, w.tried, w.told = time.Time{}, time.Time{}, false
+				if o.metrics != nil {
+					o.metrics.ChannelDown(name, false)
+				}
+			}
+			continue
+		}
+		silent := w.silent(now)
 		switch {
 		case silent <= w.limit && !w.down.IsZero():
 			o.log.Info("account is back: its platform answers again", "account", name, "down_for", now.Sub(w.down).Round(time.Second).String())
@@ -131,5 +156,5 @@ func (h *health) silentState(account string) string {
 	if w == nil || w.down.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf("reconnecting: no answer from the platform for %s", h.dog.now().Sub(w.p.Pulse()).Round(time.Second))
+	return fmt.Sprintf("reconnecting: no answer from the platform for %s", w.silent(h.dog.now()).Round(time.Second))
 }

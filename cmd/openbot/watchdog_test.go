@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -118,5 +119,61 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 	waitUntil(t, "the owners told it is back", told("telegram/chief is back"))
 	if m := getBody(t, base+"/metrics"); !strings.Contains(m, `openbot_channel_down{account="telegram/chief"} 0`) {
 		t.Error("openbot_channel_down stays 1 after the account is back")
+	}
+}
+
+// fakePulser is a pulser whose platform last answered at pulse (zero: never),
+// counting Reconnect calls.
+type fakePulser struct {
+	pulse      time.Time
+	reconnects int
+}
+
+func (p *fakePulser) Pulse() time.Time { return p.pulse }
+func (p *fakePulser) Reconnect()       { p.reconnects++ }
+
+// TestWatchdogOnlyWatchesIngressRunningHere: an account whose ingress another
+// process holds (standby) has never heard its platform here; the watchdog
+// leaves it alone however long that lasts, and tells no one. Once this process
+// takes the ingress, silence counts from then, not from the zero pulse: no
+// reconnect within the limit, one after it while still silent, none once the
+// platform answered.
+func TestWatchdogOnlyWatchesIngressRunningHere(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	h := newHealth(nil)
+	var alerts []string
+	h.dog = dogOptions{log: testLogger(&lockedBuffer{}), now: func() time.Time { return now },
+		alert: func(_ context.Context, text string) error { alerts = append(alerts, text); return nil }}
+	p := &fakePulser{}
+	const limit = time.Minute
+	h.pulse("telegram/chief", p, limit)
+	h.set("telegram/chief", leasingState)
+	h.set("telegram/chief", standbyState("proc-a#1"))
+	for range 5 {
+		now = now.Add(limit)
+		h.checkPulses(t.Context())
+	}
+	if p.reconnects != 0 || len(alerts) != 0 {
+		t.Errorf("standby: %d reconnects, alerts %q; want none", p.reconnects, alerts)
+	}
+	h.set("telegram/chief", "started") // the ingress taken over
+	now = now.Add(limit / 2)
+	h.checkPulses(t.Context())
+	if p.reconnects != 0 {
+		t.Errorf("taken over %s ago, no answer yet: %d reconnects, want none within the %s limit", limit/2, p.reconnects, limit)
+	}
+	now = now.Add(limit)
+	h.checkPulses(t.Context())
+	if p.reconnects != 1 {
+		t.Errorf("taken over %s ago, silent since: %d reconnects, want 1", 3*limit/2, p.reconnects)
+	}
+	p.pulse = now
+	now = now.Add(time.Second)
+	h.checkPulses(t.Context())
+	h.mu.Lock()
+	state := h.stateLocked("telegram/chief")
+	h.mu.Unlock()
+	if p.reconnects != 1 || state != "started" {
+		t.Errorf("answered: %d reconnects, state %q; want 1 and started", p.reconnects, state)
 	}
 }

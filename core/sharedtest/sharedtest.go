@@ -225,6 +225,8 @@ func Run(t *testing.T, open func(t *testing.T) Opener) {
 	t.Run("FirstAnswerWins", func(t *testing.T) { testFirstAnswerWins(t, open(t)) })
 	t.Run("BudgetHoldsAcrossEngines", func(t *testing.T) { testBudgetHoldsAcrossEngines(t, open(t)) })
 	t.Run("CutOffProcessStopsBeforeTakeover", func(t *testing.T) { testCutOffProcessStopsBeforeTakeover(t, open(t)) })
+	t.Run("FairShare", func(t *testing.T) { testFairShare(t, open(t)) })
+	t.Run("LeasesRenewUnderLoad", func(t *testing.T) { testLeasesRenewUnderLoad(t, open(t)) })
 }
 
 // testWriter sends an engine's log lines to the test's log.
@@ -345,13 +347,21 @@ func (x *sharedRig) stop(i int) {
 // say ingests a message into conversation conv through engine i.
 func (x *sharedRig) say(i int, conv, text string) {
 	x.t.Helper()
+	if err := x.tell(context.Background(), i, conv, text); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// tell is say returning the error, for goroutines other than the test's.
+func (x *sharedRig) tell(ctx context.Context, i int, conv, text string) error {
 	n := x.seq.Add(1)
 	in := core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", n),
 		ThreadKey: "console:" + conv, Conversation: core.ConversationRef(conv), PlatformID: fmt.Sprintf("in%d", n),
 		SenderID: "console:you", SenderName: "you", Text: text, StartThread: true}
-	if _, err := x.engines[i].Ingest(context.Background(), in); err != nil {
-		x.t.Fatalf("ingest through engine %d: %v", i, err)
+	if _, err := x.engines[i].Ingest(ctx, in); err != nil {
+		return fmt.Errorf("ingest through engine %d: %w", i, err)
 	}
+	return nil
 }
 
 // idle waits until every live engine sees nothing in flight.
@@ -412,20 +422,7 @@ func testAnswerEachMessageOnce(t *testing.T, open Opener) {
 	if maxBot["chief_of_staff"] > 3 || maxBot["engineer"] > 2 {
 		t.Errorf("max_parallel_threads broken across engines: %v (limits 3 and 2)", maxBot)
 	}
-	delivered := map[core.MessageID]int{}
-	for _, d := range x.ad.deliveries() {
-		var run int
-		var ids string
-		if _, err := fmt.Sscanf(d.Text, "run %d answers %s", &run, &ids); err != nil {
-			continue
-		}
-		for _, id := range strings.Split(ids, ",") {
-			var n uint64
-			if _, err := fmt.Sscan(id, &n); err == nil {
-				delivered[core.MessageID(n)]++
-			}
-		}
-	}
+	delivered := x.deliveredByMessage()
 	owners := map[string]int{}
 	x.view(func(tx core.ReadTx) error {
 		ms, err := tx.MessagesSince(0, 0)

@@ -24,19 +24,33 @@ func (r *readTx) RunsBefore(beforeID core.RunID, limit int) ([]core.Run, error) 
 }
 
 func (r *readTx) ActivitiesBefore(beforeSeq uint64, limit int) ([]core.Activity, error) {
+	h, err := r.horizon("activity")
+	if err != nil {
+		return nil, err
+	}
 	return list[core.Activity](r, "activities",
-		`SELECT data FROM activity WHERE seq < $1 ORDER BY seq DESC LIMIT $2`, before(beforeSeq), lim(limit))
+		`SELECT data FROM activity WHERE seq < least($1::bigint, $3::bigint) ORDER BY seq DESC LIMIT $2`, before(beforeSeq), lim(limit), h)
 }
 
+// MessagesSince returns only messages below the horizon: none it passes
+// commits later.
 func (r *readTx) MessagesSince(after core.MessageID, limit int) ([]core.Message, error) {
+	h, err := r.horizon("messages")
+	if err != nil {
+		return nil, err
+	}
 	return list[core.Message](r, "messages",
-		`SELECT data FROM messages WHERE id > $1 ORDER BY id LIMIT $2`, int64(after), lim(limit))
+		`SELECT data FROM messages WHERE id > $1 AND id < $3 ORDER BY id LIMIT $2`, int64(after), lim(limit), h)
 }
 
-// RunEventsSince reads run_events by pos, the store-wide order of appends;
-// pruned events are simply absent.
+// RunEventsSince reads run_events by pos, the store-wide order of appends,
+// below the horizon; pruned events are simply absent.
 func (r *readTx) RunEventsSince(after uint64, limit int) ([]core.LoggedRunEvent, error) {
-	rows, err := r.tx.Query(r.ctx, `SELECT pos, data FROM run_events WHERE pos > $1 ORDER BY pos LIMIT $2`, int64(after), lim(limit))
+	h, err := r.horizon("run_event_log")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.tx.Query(r.ctx, `SELECT pos, data FROM run_events WHERE pos > $1 AND pos < $3 ORDER BY pos LIMIT $2`, int64(after), lim(limit), h)
 	if err != nil {
 		return nil, fmt.Errorf("run events: %w", err)
 	}
@@ -59,26 +73,29 @@ func (r *readTx) RunEventsSince(after uint64, limit int) ([]core.LoggedRunEvent,
 	return out, nil
 }
 
-// Heads reads the counters: each is the last ID assigned in a committed
-// transaction.
+// Heads returns the newest activity Seq, message ID and run event position
+// this transaction sees, below each one's horizon: a stream that starts there
+// misses nothing that commits later.
 func (r *readTx) Heads() (core.LogHeads, error) {
-	var h core.LogHeads
 	var act, msg, ev int64
-	err := r.tx.QueryRow(r.ctx, `SELECT
-		coalesce((SELECT value FROM counters WHERE name = 'activity'), 0),
-		coalesce((SELECT value FROM counters WHERE name = 'messages'), 0),
-		coalesce((SELECT value FROM counters WHERE name = 'run_event_log'), 0)`).Scan(&act, &msg, &ev)
+	ha, err := r.horizon("activity")
 	if err != nil {
-		return h, fmt.Errorf("heads: %w", err)
+		return core.LogHeads{}, err
 	}
-	if v, ok := r.ids.head("activity"); ok {
-		act = v
+	hm, err := r.horizon("messages")
+	if err != nil {
+		return core.LogHeads{}, err
 	}
-	if v, ok := r.ids.head("messages"); ok {
-		msg = v
+	he, err := r.horizon("run_event_log")
+	if err != nil {
+		return core.LogHeads{}, err
 	}
-	if v, ok := r.ids.head("run_event_log"); ok {
-		ev = v
+	err = r.tx.QueryRow(r.ctx, `SELECT
+		coalesce((SELECT max(seq) FROM activity WHERE seq < $1), 0),
+		coalesce((SELECT max(id) FROM messages WHERE id < $2), 0),
+		coalesce((SELECT max(pos) FROM run_events WHERE pos < $3), 0)`, ha, hm, he).Scan(&act, &msg, &ev)
+	if err != nil {
+		return core.LogHeads{}, fmt.Errorf("heads: %w", err)
 	}
 	return core.LogHeads{Activity: uint64(act), Message: core.MessageID(msg), RunEvent: uint64(ev)}, nil
 }
@@ -110,7 +127,12 @@ func (r *readTx) UsageTotal(scope string) (core.UsageTotal, error) {
 	return t, err
 }
 
+// UsageEntries returns only entries below the horizon.
 func (r *readTx) UsageEntries(after uint64, limit int) ([]core.UsageEntry, error) {
+	h, err := r.horizon("usage")
+	if err != nil {
+		return nil, err
+	}
 	return list[core.UsageEntry](r, "usage entries",
-		`SELECT data FROM usage WHERE seq > $1 ORDER BY seq LIMIT $2`, int64(after), lim(limit))
+		`SELECT data FROM usage WHERE seq > $1 AND seq < $3 ORDER BY seq LIMIT $2`, int64(after), lim(limit), h)
 }

@@ -15,7 +15,7 @@ import (
 const importBatch = 500
 
 // Import copies a record stream (package dump) into this store in ONE
-// transaction, keeping every ID, then sets the ID counters, so the copy assigns
+// transaction, keeping every ID, then sets the ID sequences, so the copy assigns
 // the next IDs its source would have. The store must be empty (a fresh
 // database): otherwise Import fails and writes nothing. source calls emit once
 // per record and returns the source's ID counters; an error from source or from
@@ -25,7 +25,7 @@ func (s *Store) Import(ctx context.Context, source func(emit func(dump.Record) e
 		return err
 	}
 	return s.write(ctx, func(w *writeTx) error {
-		for _, kind := range append([]string{"counters"}, dump.AllKinds...) {
+		for _, kind := range dump.AllKinds {
 			var has bool
 			if err := w.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+pgx.Identifier{kind}.Sanitize()+`)`).Scan(&has); err != nil {
 				return fmt.Errorf("import: check %s: %w", kind, err)
@@ -64,7 +64,7 @@ func (s *Store) Import(ctx context.Context, source func(emit func(dump.Record) e
 			if v == 0 {
 				continue
 			}
-			if _, err := w.tx.Exec(ctx, `INSERT INTO counters (name, value) VALUES ($1, $2)`, name, int64(v)); err != nil {
+			if _, err := w.tx.Exec(ctx, `SELECT setval(('ids_' || $1)::regclass, $2)`, name, int64(v)); err != nil {
 				return fmt.Errorf("import: counter %s: %w", name, err)
 			}
 		}

@@ -24,12 +24,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// lock class ids of the advisory locks (the second key is hashtext of the schema,
-// so stores in different schemas of one database do not contend).
-const (
-	lockClassWrite   = 0x0b07 // every write transaction (pg_advisory_xact_lock)
-	lockClassMigrate = 0x0b08 // schema migrations (pg_advisory_lock)
-)
+// lockClassMigrate is the first key of the session advisory lock migrations
+// take (the second key is hashtext of the schema, so stores in different
+// schemas of one database do not contend).
+const lockClassMigrate = 0x0b08
 
 // migration is one embedded SQL file.
 type migration struct {

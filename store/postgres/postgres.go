@@ -2,26 +2,36 @@
 // the system of record for more than one openbot process sharing one database.
 //
 // Records are the JSON of the core types in json columns, beside the columns
-// their indexes need (migrations/*.sql documents the layout). IDs come from a
-// counters table written in the same transaction, so they are gapless from 1 and
-// a rolled-back write assigns nothing, as with bbolt.
+// their indexes need (migrations/*.sql documents the layout). IDs come from
+// one sequence per kind, so a rolled-back write leaves a gap.
 //
-// Every write transaction (Update, Batch) first takes a transaction-scoped
-// advisory lock, so writes are serialized across all processes sharing the
-// database: the engine's read-then-write logic keeps the single-writer meaning
-// DESIGN.md §7 gives it. Reads (View) run in REPEATABLE READ read-only
-// transactions and never wait for writers. Only this package imports pgx.
+// No lock spans the schema: write transactions (Update, Batch) of any number
+// of processes run at once, at REPEATABLE READ. What they must not do at once
+// they cannot: a write of a thread's records first takes the thread's lock row
+// (lockThread), deduplication keys and tokens are unique constraints, and a
+// transaction that loses a race (a serialization failure, a deadlock, a unique
+// violation) or its connection before commit is rolled back and run again on
+// a fresh snapshot (write). So each transaction behaves as if it ran alone,
+// which is what the engine's read-then-write logic needs. Reads (View) run in
+// REPEATABLE READ read-only transactions and never wait for writers. Only this
+// package imports pgx.
 package postgres
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"openbot/core"
@@ -38,8 +48,8 @@ const DefaultConnectTimeout = 30 * time.Second
 type Options struct {
 	// Logger receives open and migration events; nil discards them.
 	Logger *slog.Logger
-	// MaxConns bounds the connection pool; 0 means 8. One connection serves
-	// the writer, the rest readers.
+	// MaxConns bounds the connection pool, shared by readers and writers;
+	// 0 means 8.
 	MaxConns int32
 	// ConnectTimeout bounds connecting and migrating in Open; 0 means
 	// DefaultConnectTimeout.
@@ -54,8 +64,6 @@ type Options struct {
 type Store struct {
 	pool   *pgxpool.Pool
 	log    *slog.Logger
-	writer chan struct{} // one in-process writer at a time (capacity 1)
-	group  *committer
 	closed atomic.Bool
 	where  string // host/database for messages, no password
 
@@ -104,8 +112,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store postgres %s: current schema: %w", where, err)
 	}
 	log.Info("store opened", "driver", "postgres", "where", where, "schema", SchemaVersion(), "from_schema", from)
-	s := &Store{pool: pool, log: log, writer: make(chan struct{}, 1), where: where, channel: hintChannel(schema)}
-	s.group = newCommitter(s)
+	s := &Store{pool: pool, log: log, where: where, channel: hintChannel(schema)}
 	return s, nil
 }
 
@@ -121,16 +128,17 @@ func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 		return s.wrap("begin read", ctx, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(&readTx{ctx: ctx, tx: tx}); err != nil {
+	if err := fn(&readTx{ctx: ctx, tx: &pipe{Tx: tx}}); err != nil {
 		return err
 	}
 	return nil
 }
 
 // Update runs fn in one read-write transaction and commits when fn returns nil;
-// when fn returns an error nothing is written and that error is returned. Write
-// transactions are serialized within the process and, by an advisory lock,
-// across every process on the database; Update waits for its turn until ctx ends.
+// when fn returns an error nothing is written and that error is returned. fn
+// may run more than once: when the transaction loses a race with another
+// writer or its connection before commit, it is rolled back and run again
+// (write), and only the last run's writes land.
 func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
@@ -138,61 +146,126 @@ func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
 	return s.write(ctx, func(w *writeTx) error { return fn(w) })
 }
 
-// Batch is Update with group commit (DESIGN.md §7): concurrent callers share one
-// transaction and one commit, without a timer (group.go). fn may run more than
-// once; only the last run's writes land. A failing fn's error goes to its caller
-// only.
+// Batch is Update: on PostgreSQL concurrent write transactions run at once
+// and their commits share the server's WAL flushes, so there is nothing to
+// group here (a group in one transaction would make every call of it run
+// again when one of them loses a race).
 func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	return s.group.submit(ctx, fn)
+	return s.Update(ctx, fn)
 }
 
-// write takes the in-process writer slot, begins a transaction, takes the
-// cross-process write lock and runs fn; it commits when fn returns nil.
+// Retries of a write transaction (write): the pause before attempt n+1 is
+// random up to retryBase<<n, at most retryMaxConflictPause after a lost race
+// and retryMaxPause after a connection failure or timeout; after retryBudget
+// the last error is returned.
+const (
+	retryBase             = 2 * time.Millisecond
+	retryMaxConflictPause = 20 * time.Millisecond
+	retryMaxPause         = time.Second
+	retryBudget           = 30 * time.Second
+)
+
+// write runs fn in a read-write transaction and commits when fn returns nil.
+// A transaction that failed for a reason another run can cure (retryable) is
+// rolled back and run again after a short random pause, until it commits,
+// fails otherwise, ctx ends or retryBudget has passed. A commit whose outcome
+// is unknown (the connection broke while COMMIT was in flight) is not run
+// again: its error is returned.
 func (s *Store) write(ctx context.Context, fn func(*writeTx) error) error {
-	select {
-	case s.writer <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err, committing := s.attempt(ctx, fn)
+		why := retryable(err)
+		if why == "" || committing && why != "conflict" || ctx.Err() != nil || time.Since(start) > retryBudget {
+			if why != "" && attempt > 1 {
+				s.log.Warn("store write failed after retries", "where", s.where, "attempts", attempt, "err", err)
+			}
+			return err
+		}
+		level := slog.LevelDebug
+		if why != "conflict" || attempt >= 5 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(ctx, level, "store write retried", "where", s.where, "why", why, "attempt", attempt, "err", err)
+		ceiling := retryMaxPause
+		if why == "conflict" { // the winner has committed or rolled back: try again soon
+			ceiling = retryMaxConflictPause
+		}
+		pause := time.Duration(rand.Int64N(int64(min(retryBase<<min(attempt, 20), ceiling)) + 1))
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return err
+		}
 	}
-	defer func() { <-s.writer }()
+}
+
+// attempt is one run of write; committing is true when fn succeeded and the
+// error came from COMMIT.
+func (s *Store) attempt(ctx context.Context, fn func(*writeTx) error) (err error, committing bool) {
 	if err := s.begin(ctx); err != nil {
-		return err
+		return err, false
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
-		return s.wrap("begin write", ctx, err)
+		return s.wrap("begin write", ctx, err), false
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))`, lockClassWrite); err != nil {
-		return s.wrap("take write lock", ctx, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	w := &writeTx{readTx{ctx: ctx, tx: tx, ids: &idCache{}}}
+	w := &writeTx{readTx: readTx{ctx: ctx, tx: &pipe{Tx: tx}}, locked: map[uint64]bool{}, marked: map[string]bool{}}
 	if err := fn(w); err != nil {
-		return err
+		return err, false
 	}
-	if err := w.ids.flush(ctx, tx); err != nil {
-		return s.wrap("commit", ctx, err)
+	if err := w.tx.flush(ctx); err != nil {
+		return err, false
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return s.wrap("commit", ctx, err)
+		return s.wrap("commit", ctx, err), true
 	}
-	return nil
+	return nil, false
 }
 
-// Close answers queued Batch calls with ErrClosed, waits for transactions in
-// flight and closes the pool. Later calls fail with ErrClosed; a second Close
+// retryable says why running a failed write transaction again may succeed:
+// "conflict" when it lost a race with another writer (serialization failure,
+// deadlock, unique violation, or a statement run after one of those in the
+// aborted transaction), "connection" when the connection broke or the server
+// is restarting, "timeout" when a statement hit statement_timeout; "" when it
+// would fail the same way (bad input, a missing record, a canceled ctx).
+func retryable(err error) string {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrClosed) {
+		return ""
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch {
+		case pg.Code == "40001", pg.Code == "40P01", pg.Code == "23505", pg.Code == "25P02":
+			return "conflict"
+		case pg.Code == "57014":
+			return "timeout"
+		case strings.HasPrefix(pg.Code, "08"), pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03":
+			return "connection"
+		}
+		return ""
+	}
+	if errors.Is(err, pgx.ErrTxCommitRollback) {
+		return "conflict" // fn ignored a failed statement; the commit rolled back
+	}
+	var ne net.Error
+	if pgconn.SafeToRetry(err) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) {
+		return "connection"
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return "connection"
+	}
+	return ""
+}
+
+// Close waits for transactions in flight and closes the pool. Later calls fail with ErrClosed; a second Close
 // returns nil.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.group.close()
 	s.pool.Close()
 	return nil
 }

@@ -37,23 +37,26 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestMigrateFromOlderSchema writes records on schema version 1 (no usage
-// ledger), reopens with the newest binary: the ledger tables appear, the records
-// are kept and the recorded version is the newest.
+// TestMigrateFromOlderSchema writes a thread as a version 1 binary did (its
+// row and the ID counter), reopens with the newest binary: the ledger tables
+// appear, the record is kept, the next thread ID follows the old counter and
+// the recorded version is the newest.
 func TestMigrateFromOlderSchema(t *testing.T) {
-	if postgres.SchemaVersion() < 2 {
-		t.Fatalf("SchemaVersion = %d, want at least 2 embedded migrations", postgres.SchemaVersion())
+	if postgres.SchemaVersion() < 6 {
+		t.Fatalf("SchemaVersion = %d, want at least 6 embedded migrations", postgres.SchemaVersion())
 	}
 	old, dsn := open(t, postgres.Options{SchemaVersion: 1})
-	var th core.Thread
-	err := old.Update(t.Context(), func(tx core.Tx) error {
-		var err error
-		th, err = tx.PutThread(core.Thread{Key: "k"})
-		return err
-	})
+	conn, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, err = conn.Exec(t.Context(), `INSERT INTO threads (id, data) VALUES (7, '{"id":7,"key":"k"}');
+		INSERT INTO counters (name, value) VALUES ('threads', 7)`)
+	_ = conn.Close(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := core.Thread{ID: 7}
 	if err := old.View(t.Context(), func(tx core.ReadTx) error { _, err := tx.UsageEntries(0, 0); return err }); err == nil {
 		t.Fatal("version 1 schema has a usage table; the test does not test an upgrade")
 	}
@@ -67,6 +70,13 @@ func TestMigrateFromOlderSchema(t *testing.T) {
 	err = s.Update(t.Context(), func(tx core.Tx) error {
 		if _, err := tx.Thread(th.ID); err != nil {
 			return err
+		}
+		next, err := tx.PutThread(core.Thread{Key: "k2"})
+		if err != nil {
+			return err
+		}
+		if next.ID != 8 {
+			t.Errorf("next thread ID after upgrade = %d, want 8 (after the old counter)", next.ID)
 		}
 		_, added, err := tx.PutUsage(core.UsageEntry{Key: "r1/c1"})
 		if !added {
@@ -184,7 +194,13 @@ func TestBatchAloneFailsAndPanics(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if th.ID != 1 {
-		t.Errorf("thread ID after two rolled-back calls = %d, want 1", th.ID)
+	if err := s.View(t.Context(), func(tx core.ReadTx) error {
+		all, err := tx.Threads(0)
+		if len(all) != 1 || all[0].ID != th.ID {
+			t.Errorf("threads after two rolled-back calls = %+v, want only %d", all, th.ID)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,8 +15,7 @@ import (
 // decoded from the row into fresh memory, so it outlives the transaction.
 type readTx struct {
 	ctx context.Context
-	tx  pgx.Tx
-	ids *idCache // write transactions only: the counters assigned so far
+	tx  *pipe
 }
 
 var _ core.ReadTx = (*readTx)(nil)
@@ -283,9 +282,15 @@ func (r *readTx) Todo(bot core.ActorID, thread core.ThreadID) ([]core.TodoItem, 
 	return items, err
 }
 
+// Activities returns only lines below the horizon: none it passes commits
+// later.
 func (r *readTx) Activities(after uint64, limit int) ([]core.Activity, error) {
+	h, err := r.horizon("activity")
+	if err != nil {
+		return nil, err
+	}
 	return list[core.Activity](r, "activities",
-		`SELECT data FROM activity WHERE seq > $1 ORDER BY seq LIMIT $2`, int64(after), lim(limit))
+		`SELECT data FROM activity WHERE seq > $1 AND seq < $3 ORDER BY seq LIMIT $2`, int64(after), lim(limit), h)
 }
 
 // Cursor returns "" and no error for an unset name.

@@ -18,6 +18,8 @@ import (
 // leaves the transaction usable, as with bbolt.
 type writeTx struct {
 	readTx
+	locked map[uint64]bool // threads whose lock row this transaction holds (lockThread)
+	marked map[string]bool // followed kinds of ID this transaction drew (nextID)
 }
 
 var _ core.Tx = (*writeTx)(nil)
@@ -29,10 +31,10 @@ func jsonDecode(data []byte, v any, what string) error {
 	return nil
 }
 
+// exec queues a write whose result is not read (pipe.later): its error, if
+// any, comes with a later statement.
 func (w *writeTx) exec(what, sql string, args ...any) error {
-	if _, err := w.tx.Exec(w.ctx, sql, args...); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
+	w.tx.later(what, sql, args...)
 	return nil
 }
 
@@ -54,11 +56,11 @@ func (w *writeTx) save(what string, fresh bool, insert, update string, v any, ar
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", what, err)
 	}
-	sql := insert
-	if !fresh {
-		sql = update
+	if fresh { // an insert of a new ID: nothing to read back
+		w.tx.later(what, insert, append(args, data)...)
+		return nil
 	}
-	tag, err := w.tx.Exec(w.ctx, sql, append(args, data)...)
+	tag, err := w.tx.Exec(w.ctx, update, append(args, data)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -66,11 +68,6 @@ func (w *writeTx) save(what string, fresh bool, insert, update string, v any, ar
 		return fmt.Errorf("%s: %w", what, core.ErrNotFound)
 	}
 	return nil
-}
-
-// nextID assigns the next value of a counter, in this transaction.
-func (w *writeTx) nextID(name string) (uint64, error) {
-	return w.ids.next(w.ctx, w.tx, name)
 }
 
 // exists returns core.ErrNotFound wrapped with what when sql finds no row.
@@ -113,13 +110,11 @@ func (w *writeTx) PutThread(t core.Thread) (core.Thread, error) {
 			return t, err
 		}
 		t.ID = core.ThreadID(id)
+	} else if err := w.lockThread(uint64(t.ID)); err != nil {
+		return t, err
 	}
 	return t, w.save(fmt.Sprintf("thread %d", t.ID), fresh, `INSERT INTO threads (id, data) VALUES ($1, $2)`,
 		`UPDATE threads SET data = $2 WHERE id = $1`, t, int64(t.ID))
-}
-
-func (w *writeTx) threadExists(id core.ThreadID) error {
-	return w.exists(fmt.Sprintf("thread %d", id), `SELECT 1 FROM threads WHERE id = $1`, int64(id))
 }
 
 // BindThreadKey fails with ErrNotFound when the thread does not exist.
@@ -127,16 +122,23 @@ func (w *writeTx) BindThreadKey(key string, id core.ThreadID) error {
 	if err := check.ThreadKey(key); err != nil {
 		return err
 	}
-	if err := w.threadExists(id); err != nil {
-		return err
-	}
-	return w.exec("bind thread key", `INSERT INTO thread_keys (key, thread) VALUES ($1, $2)
+	tag, err := w.tx.Exec(w.ctx, `INSERT INTO thread_keys (key, thread) SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM threads WHERE id = $2)
 		ON CONFLICT (key) DO UPDATE SET thread = EXCLUDED.thread`, key, int64(id))
+	if err != nil {
+		return fmt.Errorf("bind thread key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("thread %d: %w", id, core.ErrNotFound)
+	}
+	return nil
 }
 
 // PutMessage stores a message; Thread must be non-zero.
 func (w *writeTx) PutMessage(m core.Message) (core.Message, error) {
 	if err := check.Message(m); err != nil {
+		return m, err
+	}
+	if err := w.lockThread(uint64(m.Thread)); err != nil {
 		return m, err
 	}
 	fresh := m.ID == 0
@@ -157,6 +159,9 @@ func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
 	if err := check.Item(it); err != nil {
 		return it, err
 	}
+	if err := w.lockThread(uint64(it.Thread)); err != nil {
+		return it, err
+	}
 	fresh := it.ID == 0
 	if fresh {
 		id, err := w.nextID("items")
@@ -171,12 +176,21 @@ func (w *writeTx) PutItem(it core.InboxItem) (core.InboxItem, error) {
 		it, int64(it.ID), string(it.Actor), int64(it.Thread), string(it.Status))
 }
 
-// PutRun stores a run. Bot, Thread and Status must be set.
+// PutRun stores a run. Bot, Thread and Status must be set. It takes the
+// thread's lock row unless it updates a run that is running.
 func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 	if err := check.Run(r); err != nil {
 		return r, err
 	}
 	fresh := r.ID == 0
+	// A running run's own writes (its step checkpoints, its renewed claim)
+	// change only the run, and conflict on its row; creating a run and every
+	// change of status are the thread's business.
+	if fresh || r.Status != core.RunRunning {
+		if err := w.lockThread(uint64(r.Thread)); err != nil {
+			return r, err
+		}
+	}
 	if fresh {
 		id, err := w.nextID("runs")
 		if err != nil {
@@ -189,7 +203,9 @@ func (w *writeTx) PutRun(r core.Run) (core.Run, error) {
 }
 
 // AppendRunEvent sets Seq to one past the run's last event and Pos (the
-// store-wide order) to the next run_event_log counter. The run must exist.
+// store-wide order) to the next value of ids_run_event_log. The run must
+// exist. Two appends to one run at once conflict on (run, seq) and the later
+// transaction runs again.
 func (w *writeTx) AppendRunEvent(e core.RunEvent) (core.RunEvent, error) {
 	var seq int64
 	err := w.tx.QueryRow(w.ctx, `SELECT (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run = $1)
@@ -215,6 +231,9 @@ func (w *writeTx) PutOutbox(o core.OutboxEntry) (core.OutboxEntry, error) {
 	if err := check.Outbox(o); err != nil {
 		return o, err
 	}
+	if err := w.lockThread(uint64(o.Thread)); err != nil {
+		return o, err
+	}
 	fresh := o.ID == 0
 	if fresh {
 		id, err := w.nextID("outbox")
@@ -238,6 +257,9 @@ func (w *writeTx) MarkSeen(key string, m core.MessageID) error {
 // PutTodo replaces the list; an empty list deletes it (Todo then returns nil).
 func (w *writeTx) PutTodo(bot core.ActorID, thread core.ThreadID, items []core.TodoItem) error {
 	if err := check.TodoBot(bot); err != nil {
+		return err
+	}
+	if err := w.lockThread(uint64(thread)); err != nil {
 		return err
 	}
 	if len(items) == 0 {
@@ -273,6 +295,9 @@ func (w *writeTx) SetCursor(name, value string) error {
 // stored question's Token cannot change.
 func (w *writeTx) PutQuestion(q core.Question) (core.Question, error) {
 	if err := check.Question(q); err != nil {
+		return q, err
+	}
+	if err := w.lockThread(uint64(q.Thread)); err != nil {
 		return q, err
 	}
 	if q.ID == 0 {

@@ -34,11 +34,13 @@ type MessageEvent struct {
 	ParentID  string
 	ThreadID  string
 	Sender    string // open_id, default AliceOpenID
-	MsgType   string // default "text"
-	Text      string // for text messages, with @_user_N placeholders
-	Content   string // overrides the content JSON string (post, image, ...)
-	Mentions  []Mention
-	Token     string // default VerificationToken
+	// SenderType is "user" (default) or "app", for a message a bot sent.
+	SenderType string
+	MsgType    string // default "text"
+	Text       string // for text messages, with @_user_N placeholders
+	Content    string // overrides the content JSON string (post, image, ...)
+	Mentions   []Mention
+	Token      string // default VerificationToken
 }
 
 // JSON returns the v2 event envelope, as webhook mode POSTs it (before encryption)
@@ -81,7 +83,7 @@ func (e MessageEvent) JSON() []byte {
 		"header": map[string]any{"event_id": e.EventID, "token": e.Token, "create_time": ms,
 			"event_type": "im.message.receive_v1", "tenant_key": "1a2b3c4d5e6f7a8b", "app_id": AppID},
 		"event": map[string]any{
-			"sender":  map[string]any{"sender_id": map[string]string{"open_id": e.Sender}, "sender_type": "user", "tenant_key": "1a2b3c4d5e6f7a8b"},
+			"sender":  map[string]any{"sender_id": map[string]string{"open_id": e.Sender}, "sender_type": cmp.Or(e.SenderType, "user"), "tenant_key": "1a2b3c4d5e6f7a8b"},
 			"message": msg,
 		},
 	})

@@ -3,7 +3,8 @@
 // protocol, so the adapter's real client code runs against it. It serves
 //
 //   - POST /open-apis/auth/v3/tenant_access_token/internal
-//   - POST /open-apis/im/v1/messages?receive_id_type=...   (create)
+//   - POST /open-apis/im/v1/messages?receive_id_type=...   (create; to an open_id it
+//     answers the person's p2p chat, P2PChatOf)
 //   - POST /open-apis/im/v1/messages/:id/reply
 //   - PATCH /open-apis/im/v1/messages/:id                  (card update, recorded)
 //   - DELETE /open-apis/im/v1/messages/:id                 (recall)
@@ -57,6 +58,16 @@ const (
 	P2PChat           = "oc_ca92fff76249e5680de3669b4880557c"
 	ServiceID         = 33554678
 )
+
+// P2PChatOf is the chat_id of the p2p chat between the app and the person with
+// openID, as the fake answers a message sent to the person (receive_id_type
+// open_id): P2PChat for Alice, "oc_p2p_" and the open_id's rest for others.
+func P2PChatOf(openID string) string {
+	if openID == AliceOpenID {
+		return P2PChat
+	}
+	return "oc_p2p_" + strings.TrimPrefix(openID, "ou_")
+}
 
 // Call is one recorded HTTP request.
 type Call struct {
@@ -387,7 +398,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, m Message) {
 	}
 	s.msgSeq++
 	m.ID = fmt.Sprintf("om_fake%025d", s.msgSeq)
-	data := map[string]any{"message_id": m.ID, "msg_type": m.MsgType, "chat_id": m.ReceiveID}
+	chat := m.ReceiveID
+	if m.IDType == "open_id" {
+		chat = P2PChatOf(m.ReceiveID) // Feishu answers the person's chat with the app
+	}
+	data := map[string]any{"message_id": m.ID, "msg_type": m.MsgType, "chat_id": chat}
 	if m.Kind == "reply" {
 		data["parent_id"] = m.ReplyTo
 		data["root_id"] = m.ReplyTo

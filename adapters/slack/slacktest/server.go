@@ -2,7 +2,7 @@
 // the real slack-go client talks to through slack.OptionAPIURL(s.APIURL()). It
 // answers the Web API methods openbot uses (auth.test, chat.postMessage, chat.update,
 // chat.delete, chat.postEphemeral, users.info, reactions.add, reactions.remove,
-// apps.connections.open, and the file download and external upload flow of
+// conversations.open, apps.connections.open, and the file download and external upload flow of
 // files.go), runs a Socket Mode websocket endpoint that says hello and
 // can push envelopes (events and block_actions clicks, see Click), records every
 // call and every ack, refuses a message beyond Slack's limits as Slack does
@@ -22,6 +22,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"openbot/adapters/internal/fakeserver"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,9 @@ type User struct {
 	RealName    string
 	DisplayName string
 	IsBot       bool
+	// DM is the DM channel conversations.open answers for this user; default
+	// "D" and the user id without its leading "U".
+	DM string
 }
 
 // Message is a message as the fake holds it now: posted with chat.postMessage,
@@ -128,6 +132,7 @@ type Server struct {
 	msgs     []*Message // posted and not deleted, in post order
 	acks     []Ack
 	users    map[string]User
+	opened   map[string]bool // DM channels conversations.open answered
 	fail     map[string][]failure
 	seq      int
 	conns    []*wsConn
@@ -546,8 +551,50 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}})
 	case "reactions.add", "reactions.remove":
 		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
+	case "conversations.open":
+		s.conversationsOpen(w, call.Form)
 	default:
 		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "unknown_method"})
+	}
+}
+
+// conversationsOpen answers conversations.open for one user (users=U…): the
+// DM channel with the app's bot user, "D" and the user id without its "U" (or
+// User.DM), {"ok":true,"channel":{"id":…}} as Slack answers without return_im,
+// with "already_open" after the first time. Slack's refusals: missing_scope
+// (when Scopes lack im:write), user_not_found, cannot_dm_bot; more than one
+// user (a group DM) is not faked and answers not_implemented.
+func (s *Server) conversationsOpen(w http.ResponseWriter, form url.Values) {
+	if s.opts.Scopes != nil && !slices.Contains(s.opts.Scopes, "im:write") {
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "missing_scope", "needed": "im:write",
+			"provided": strings.Join(s.opts.Scopes, ",")})
+		return
+	}
+	users := strings.Split(form.Get("users"), ",")
+	if len(users) != 1 || form.Get("channel") != "" {
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "not_implemented"})
+		return
+	}
+	s.mu.Lock()
+	u, ok := s.users[users[0]]
+	dm := cmp.Or(u.DM, "D"+strings.TrimPrefix(u.ID, "U"))
+	open := s.opened[dm]
+	if ok && !u.IsBot {
+		if s.opened == nil {
+			s.opened = map[string]bool{}
+		}
+		s.opened[dm] = true
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "user_not_found"})
+	case u.IsBot:
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": false, "error": "cannot_dm_bot"})
+	case open:
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "no_op": true, "already_open": true, "channel": map[string]any{"id": dm}})
+	default:
+		fakeserver.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "channel": map[string]any{"id": dm}})
 	}
 }
 

@@ -89,3 +89,38 @@ func TestWaitHonoursContext(t *testing.T) {
 		t.Error("Push without a client succeeded")
 	}
 }
+
+// TestConversationsOpen: the DM channel of a person, already_open the second
+// time, and Slack's refusals for a bot user and a token without im:write.
+func TestConversationsOpen(t *testing.T) {
+	s := New(Options{BotToken: "xoxb-1"})
+	defer s.Close()
+	s.AddUser(User{ID: "U1", Name: "alice"})
+	s.AddUser(User{ID: "U2", Name: "ci", IsBot: true})
+	api := slack.New("xoxb-1", slack.OptionAPIURL(s.APIURL()))
+	ctx := t.Context()
+	open := func(api *slack.Client, user string) (string, bool, error) {
+		ch, _, already, err := api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+		if ch == nil {
+			return "", already, err
+		}
+		return ch.ID, already, err
+	}
+	if id, already, err := open(api, "U1"); err != nil || id != "D1" || already {
+		t.Fatalf("first open = %q %v %v", id, already, err)
+	}
+	if id, already, err := open(api, "U1"); err != nil || id != "D1" || !already {
+		t.Fatalf("second open = %q %v %v", id, already, err)
+	}
+	for user, want := range map[string]string{"U2": "cannot_dm_bot", "U404": "user_not_found"} {
+		if _, _, err := open(api, user); err == nil || err.Error() != want {
+			t.Errorf("open %s: %v, want %s", user, err, want)
+		}
+	}
+	scoped := New(Options{BotToken: "xoxb-1", Scopes: []string{"chat:write"}})
+	defer scoped.Close()
+	scoped.AddUser(User{ID: "U1", Name: "alice"})
+	if _, _, err := open(slack.New("xoxb-1", slack.OptionAPIURL(scoped.APIURL())), "U1"); err == nil || err.Error() != "missing_scope" {
+		t.Errorf("without im:write: %v, want missing_scope", err)
+	}
+}

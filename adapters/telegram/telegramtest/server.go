@@ -37,6 +37,9 @@ type Bot struct {
 	ID       int64
 	Username string
 	Name     string // first_name; defaults to Username
+	// ReadsGroups is getMe's can_read_all_group_messages: privacy mode off
+	// (@BotFather /setprivacy), so the bot sees every group message.
+	ReadsGroups bool
 }
 
 // Call is one recorded request.
@@ -397,7 +400,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "getMe":
 		s.ok(w, map[string]any{"id": b.ID, "is_bot": true, "first_name": b.Name, "username": b.Username,
-			"can_join_groups": true, "can_read_all_group_messages": false, "supports_inline_queries": false})
+			"can_join_groups": true, "can_read_all_group_messages": b.ReadsGroups, "supports_inline_queries": false})
 	case "getUpdates":
 		s.getUpdates(w, r, b, params)
 	case "sendMessage", "editMessageText", "editMessageReplyMarkup":

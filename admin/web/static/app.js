@@ -207,14 +207,41 @@ function ago(t) {
   return h("time", { datetime: d.toISOString(), title: d.toLocaleString() }, text);
 }
 
-// channelsTable shows each account's state, its last traffic each way, the
-// platform's rate limits and the undelivered messages of its delivery lane.
+// secs is a near timestamp to the second, past or future ("9 s ago", "in 9 s",
+// minutes and hours further out), the absolute time on hover; the table's own
+// 5 s redraw keeps it current.
+function secs(t) {
+  const d = new Date(t);
+  const s = Math.round((d.getTime() - Date.now()) / 1000), a = Math.abs(s);
+  const v = a < 120 ? a + " s" : a < 7200 ? Math.round(a / 60) + " min" : Math.round(a / 3600) + " h";
+  return h("span", { title: d.toLocaleString() }, s > 0 ? "in " + v : v + " ago");
+}
+
+// ingressCell names the process holding the account's long-lived ingress
+// (marked when it is this one), since when, and when its lease expires unless
+// renewed; "—" for webhook modes and while no process holds it.
+function ingressCell(g) {
+  if (!g) return td("Ingress", h("span", { class: "muted" }, "—"));
+  const lapsed = g.until && new Date(g.until).getTime() <= Date.now();
+  const facts = [];
+  if (g.since) facts.push(["taken ", secs(g.since)]);
+  if (g.until) facts.push(lapsed ? ["lease lapsed ", secs(g.until)] : ["lease expires ", secs(g.until)]);
+  return td("Ingress",
+    h("div", {}, h("span", { class: "mono", "data-process": g.process }, g.process),
+      g.this_process ? [" ", h("span", { class: "status ingress-this" }, "this process")] : ""),
+    facts.length ? h("div", { class: "small" + (lapsed ? " error" : " muted") }, facts.flatMap((f, i) => i ? [" · ", ...f] : f)) : "");
+}
+
+// channelsTable shows each account's state, the process holding its ingress,
+// its last traffic each way, the platform's rate limits and the undelivered
+// messages of its delivery lane.
 function channelsTable(items) {
-  return table(["Account", "State", "Last in", "Last out", "Rate limited#", "Backlog#"], items.map((c) =>
+  return table(["Account", "State", "Ingress", "Last in", "Last out", "Rate limited#", "Backlog#"], items.map((c) =>
     h("tr", { "data-account": c.account, class: c.state === "failing" ? "error" : c.state === "reconnecting" ? "warn" : "" },
       td("Account", h("span", { class: "lead mono" }, c.account),
         c.watchdog_ms ? h("div", { class: "small muted" }, "watchdog after " + dur(c.watchdog_ms) + " of silence") : ""),
       td("State", h("span", { class: "status channel-" + c.state }, c.state), c.detail ? h("div", { class: "small" + (c.state === "failing" ? " error" : "") }, c.detail) : ""),
+      ingressCell(c.ingress),
       td("Last in", ago(c.last_in)),
       td("Last out", ago(c.last_out)),
       h("td", { class: "num", "data-label": "Rate limited" }, c.rate_limited ? num(c.rate_limited) + " × (" + dur(c.rate_limit_wait_ms) + ")" : "0"),
