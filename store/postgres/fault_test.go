@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,16 +19,6 @@ import (
 // Faults inside a write transaction, on a real server: the store retries the
 // whole transaction on a new connection, logs a WARN saying what failed and
 // that it retries, writes each record once, and keeps working afterwards.
-
-// skipUntilWriteRetry skips t unless OPENBOT_PG_FAULTS is set, while the
-// write path (postgres.go write, group.go) has no retry loop: a dropped
-// connection or a timed-out statement fails the write with the server's
-// error. Delete it when the retry lands.
-func skipUntilWriteRetry(t *testing.T) {
-	if os.Getenv("OPENBOT_PG_FAULTS") == "" {
-		t.Skip("the write path does not retry yet; set OPENBOT_PG_FAULTS=1 to run")
-	}
-}
 
 // writeFn is Update or Batch of a store.
 type writeFn func(*postgres.Store) func(context.Context, func(core.Tx) error) error
@@ -101,7 +90,6 @@ func retryWarned(t *testing.T, log *runtest.Buffer, want string) {
 // that transaction, as a proxy or an administrator may). The write is retried
 // on another connection and commits once; the caller gets no error.
 func TestWriteConnectionDropped(t *testing.T) {
-	skipUntilWriteRetry(t)
 	for _, w := range writers {
 		t.Run(w.name, func(t *testing.T) {
 			app := "openbot-fault-" + strings.ToLower(w.name)
@@ -176,7 +164,6 @@ func terminateIdleInTx(t *testing.T, admin *pgx.Conn, app string) int {
 // writes, and its statement is cancelled by the server. The store retries,
 // logs a WARN naming the timeout, and commits once the lock is released.
 func TestWriteStatementTimeout(t *testing.T) {
-	skipUntilWriteRetry(t)
 	for _, w := range writers {
 		t.Run(w.name, func(t *testing.T) {
 			dsn := pgtest.DSN(t)
