@@ -111,15 +111,6 @@ func faultUnderLoad(t *testing.T, dsn string, strict bool, fault func(ctx contex
 	}
 }
 
-// skipUntilWriteRetry skips t unless OPENBOT_PG_FAULTS is set, while the
-// store's write path (store/postgres) has no retry loop. Delete it when the
-// retry lands.
-func skipUntilWriteRetry(t *testing.T) {
-	if os.Getenv("OPENBOT_PG_FAULTS") == "" {
-		t.Skip("the store's write path does not retry yet; set OPENBOT_PG_FAULTS=1 to run")
-	}
-}
-
 // retryWarnings returns the WARN lines of log that say something is retried.
 func retryWarnings(log string) []string {
 	var out []string
@@ -150,15 +141,7 @@ func TestDatabaseRestartMidLoad(t *testing.T) {
 // backends of its application_name holding a transaction id), as a proxy or
 // an administrator may. The database stays up, so every failed write can be
 // retried at once: no ERROR may be logged.
-//
-// It is skipped unless OPENBOT_PG_FAULTS is set while the store's write path
-// does not retry a transaction whose connection was lost (SQLSTATE 57P01,
-// "conn closed"): today a settle or a pick that loses its connection fails at
-// ERROR ("settling run failed ... terminating connection due to administrator
-// command (SQLSTATE 57P01)") and its run is recovered only when its claim
-// lapses. Nothing is lost either way. Delete the skip when it does.
 func TestConnectionDroppedMidLoad(t *testing.T) {
-	skipUntilWriteRetry(t)
 	dsn := pgtest.DSN(t)
 	const app = "openbot-e2e-dropped"
 	faultUnderLoad(t, dsn+"&application_name="+app, true, func(ctx context.Context) error {
@@ -187,14 +170,7 @@ func TestConnectionDroppedMidLoad(t *testing.T) {
 // statement_timeout and, three times, holds EXCLUSIVE locks on the tables
 // of runs and inbox items for 400 ms (reads go on, writes wait), so writes
 // are cancelled by the server and retried; no ERROR may be logged.
-//
-// It is skipped unless OPENBOT_PG_FAULTS is set while the store's write path
-// does not retry a statement the server cancelled (SQLSTATE 57014): today the
-// settle, pick and checkpoint that hit the timeout fail at ERROR ("settling
-// run failed ... canceling statement due to statement timeout") and the runs
-// are recovered only when their claims lapse. Delete the skip when it does.
 func TestStatementTimeoutMidLoad(t *testing.T) {
-	skipUntilWriteRetry(t)
 	dsn := pgtest.DSN(t)
 	faultUnderLoad(t, dsn+"&statement_timeout=100", true, func(ctx context.Context) error {
 		admin, err := pgx.Connect(ctx, dsn)
