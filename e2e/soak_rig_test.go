@@ -109,7 +109,7 @@ func newSoakRig(t testing.TB, c soakConfig, latency func() time.Duration) *soakR
 		t.Skip("the kill soak builds and runs the openbot binary")
 	}
 	dir := t.TempDir()
-	x := &soakRig{t: t, dir: dir, bin: buildOpenbot(t, dir), latency: latency, conf: c, nextMsg: 1, heldOne: make(chan struct{}, 1)}
+	x := &soakRig{t: t, dir: dir, bin: buildOpenbot(t), latency: latency, conf: c, nextMsg: 1, heldOne: make(chan struct{}, 1)}
 	x.tg = telegramtest.NewServer(telegramtest.Bot{Token: soakToken, ID: soakBotID, Username: "openbot_soak_bot", Name: "Soak"})
 	t.Cleanup(x.tg.Close)
 	x.chats = []soakChat{tgChat{x}}
