@@ -77,10 +77,11 @@ type Options struct {
 	// with every secret masked and the last reload's report, as JSON. Nil: 404.
 	Config func() any
 	// Reload, when set, serves POST /api/v1/reload: it re-reads the
-	// configuration file and applies it, returning its report (every changed
+	// configuration file and applies it on behalf of by (the console's
+	// identity, for the activity log), returning its report (every changed
 	// key, applied or restart needed); an error is a refused file, answered
 	// 422 with its problems. Nil: 404.
-	Reload func(ctx context.Context) (any, error)
+	Reload func(ctx context.Context, by core.By) (any, error)
 	// Chat, when set, serves POST /api/v1/chat and GET
 	// /api/v1/threads/{id}/draft: the dashboard's "try a bot" (admin/chat.go).
 	Chat *Chat

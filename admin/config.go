@@ -26,9 +26,9 @@ func (s *Server) configRoutes() {
 
 // reload is POST /api/v1/reload: 200 with the reload's report, or 422 with
 // every problem of a refused configuration (the running one is kept). The
-// activity log's "config reloaded" line is the reloader's.
+// reloader writes the activity log's line, naming the console's identity.
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.opts.Reload(r.Context())
+	rep, err := s.opts.Reload(r.Context(), s.by())
 	if err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return

@@ -23,13 +23,17 @@ type Controller interface {
 // ConsoleActor is recorded as who steered when no admin identity is configured.
 const ConsoleActor core.ActorID = "admin:console"
 
-// by is the identity the console steers as: the configured admin identity, else
-// ConsoleActor ("the operator console"), through AdminAccount.
-func (s *Server) by() core.By {
-	if s.opts.Identity == "" {
+// by is the identity the console steers as (ConsoleBy).
+func (s *Server) by() core.By { return ConsoleBy(s.opts.Identity, s.opts.IdentityName) }
+
+// ConsoleBy is who acts through the console and the admin token: identity
+// (admin.identity) named name, else ConsoleActor ("the operator console"),
+// through AdminAccount.
+func ConsoleBy(identity core.ActorID, name string) core.By {
+	if identity == "" {
 		return core.By{Actor: ConsoleActor, Name: "the operator console", Via: AdminAccount}
 	}
-	return core.By{Actor: s.opts.Identity, Name: s.opts.IdentityName, Via: AdminAccount}
+	return core.By{Actor: identity, Name: name, Via: AdminAccount}
 }
 
 // controller answers 503 when no engine steers this server.

@@ -403,7 +403,24 @@ type Slack struct {
 	// person, a message that addresses no bot wakes none; core/quiet.go) or
 	// ReplyAlways (the thread's default bot answers it).
 	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
+	// Watchdog is how long a Socket Mode account may go without a frame from
+	// Slack (it pings the websocket well within 30 s) before it is
+	// reconnected (and, when it stays down, alerts are told); at least
+	// MinSlackWatchdog, default DefaultSlackWatchdog. HTTP-mode accounts are
+	// not watched.
+	Watchdog time.Duration `yaml:"watchdog"`
 }
+
+// Channel watchdogs' defaults and least values: Slack pings a Socket Mode
+// websocket well within 30 s and slack-go redials one without a ping for 30 s;
+// Feishu answers the long connection's ping every PingInterval (120 s unless it
+// says otherwise), so a shorter limit would reconnect a healthy connection.
+const (
+	DefaultSlackWatchdog  = 2 * time.Minute
+	MinSlackWatchdog      = 30 * time.Second
+	DefaultFeishuWatchdog = 5 * time.Minute
+	MinFeishuWatchdog     = 3 * time.Minute
+)
 
 // Telegram is one Telegram bot token (DESIGN.md §1 "Account").
 type Telegram struct {
@@ -469,6 +486,13 @@ type Feishu struct {
 	// person, a message that addresses no bot wakes none; core/quiet.go) or
 	// ReplyAlways (the thread's default bot answers it).
 	ReplyToUnaddressed string `yaml:"reply_to_unaddressed"`
+	// Watchdog is how long a long-connection account may go without a frame
+	// from Feishu (the pong to its ping comes every PingInterval, 120 s unless
+	// the server says otherwise, so keep it above that) before it is
+	// reconnected (and, when it stays down, alerts are told); at least
+	// MinFeishuWatchdog, default DefaultFeishuWatchdog. Webhook accounts are
+	// not watched.
+	Watchdog time.Duration `yaml:"watchdog"`
 }
 
 // Switch is an on/off setting written "on" or "off" ("true"/"false" are

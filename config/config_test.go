@@ -95,13 +95,13 @@ limits: {max_bot_hops: 3, run_timeout: 90s}
 	if cfg.Console[0].Name != "local" || !cfg.Console[0].On() || cfg.Console[1].On() {
 		t.Errorf("console = %+v", cfg.Console)
 	}
-	if cfg.Slack[0].Mode != "socket" || cfg.Slack[0].DMPolicy != "pairing" {
-		t.Errorf("slack mode = %q", cfg.Slack[0].Mode)
+	if cfg.Slack[0].Mode != "socket" || cfg.Slack[0].DMPolicy != "pairing" || cfg.Slack[0].Watchdog != DefaultSlackWatchdog {
+		t.Errorf("slack = %+v", cfg.Slack[0])
 	}
 	if cfg.Telegram[0].Mode != "polling" || cfg.Telegram[0].DMPolicy != "pairing" {
 		t.Errorf("telegram = %+v", cfg.Telegram[0])
 	}
-	if f := cfg.Feishu[0]; f.Mode != "websocket" || f.DMPolicy != "pairing" || f.BaseURL != FeishuBaseURL {
+	if f := cfg.Feishu[0]; f.Mode != "websocket" || f.DMPolicy != "pairing" || f.BaseURL != FeishuBaseURL || f.Watchdog != DefaultFeishuWatchdog {
 		t.Errorf("feishu = %+v", f)
 	}
 }
@@ -230,6 +230,8 @@ bots:
 		{"feishu dm_policy", `feishu: [{name: f, bot: "*", dm_policy: x}]`, "feishu[0].dm_policy", "not one of"},
 		{"feishu base_url", `feishu: [{name: f, bot: "*", base_url: "open.feishu.cn"}]`, "feishu[0].base_url", "not an http(s) URL"},
 		{"feishu bot", `feishu: [{name: f, bot: ""}]`, "feishu[0].bot", "must be set"},
+		{"slack watchdog", `slack: [{name: s, bot: "*", watchdog: 10s}]`, "slack[0].watchdog", "at least 30s"},
+		{"feishu watchdog", `feishu: [{name: f, bot: "*", watchdog: 2m}]`, "feishu[0].watchdog", "at least 3m0s"},
 		{"slack streaming", `slack: [{name: s, bot: "*", streaming: sometimes}]`, "slack[0].streaming", `"sometimes" is not one of`},
 		{"telegram streaming", `telegram: [{name: t, bot: "*", streaming: 1}]`, "telegram[0].streaming", "not one of"},
 		{"feishu streaming", `feishu: [{name: f, bot: "*", streaming: yes}]`, "feishu[0].streaming", "not one of"},

@@ -100,6 +100,9 @@ func (c *Config) ApplyDefaults() {
 			c.Slack[i].Mode = "socket"
 		}
 		c.Slack[i].DMPolicy = cmp.Or(c.Slack[i].DMPolicy, core.DMPairing)
+		if c.Slack[i].Mode == "socket" {
+			c.Slack[i].Watchdog = cmp.Or(c.Slack[i].Watchdog, DefaultSlackWatchdog)
+		}
 	}
 	for i := range c.Telegram {
 		t := &c.Telegram[i]
@@ -115,6 +118,9 @@ func (c *Config) ApplyDefaults() {
 		f.Mode = cmp.Or(f.Mode, "websocket")
 		f.DMPolicy = cmp.Or(f.DMPolicy, core.DMPairing)
 		f.BaseURL = cmp.Or(f.BaseURL, FeishuBaseURL)
+		if f.Mode == "websocket" {
+			f.Watchdog = cmp.Or(f.Watchdog, DefaultFeishuWatchdog)
+		}
 	}
 }
 

@@ -320,6 +320,7 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		if a.ReplyToUnaddressed != "" {
 			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
 		}
+		checkWatchdog(p, path+".watchdog", a.Watchdog, MinSlackWatchdog)
 	}
 	for i, a := range c.Telegram {
 		path := fmt.Sprintf("telegram[%d]", i)
@@ -374,6 +375,15 @@ func (c *Config) validateChannels(p *problems, handles map[string]bool) {
 		if a.ReplyToUnaddressed != "" {
 			checkEnum(p, path+".reply_to_unaddressed", a.ReplyToUnaddressed, ReplyAuto, ReplyAlways)
 		}
+		checkWatchdog(p, path+".watchdog", a.Watchdog, MinFeishuWatchdog)
+	}
+}
+
+// checkWatchdog checks a Slack or Feishu account's watchdog: unset (0) or at
+// least least.
+func checkWatchdog(p *problems, path string, d, least time.Duration) {
+	if d < 0 || d != 0 && d < least {
+		p.add(path, "must be at least %s, got %s", least, d)
 	}
 }
 

@@ -135,6 +135,8 @@ type Adapter struct {
 	// reconnectFloor is the smallest wait between long-connection attempts, so a
 	// server that says "0 s" never makes a hot loop.
 	reconnectFloor time.Duration
+	// abandon ends the long connection of the moment (Reconnect, live.go).
+	abandon atomic.Pointer[context.CancelFunc]
 
 	mu        sync.Mutex // guards botOpenID
 	botOpenID string

@@ -58,6 +58,10 @@ type apiClient struct {
 	contact *larkcontact.V3
 
 	posted atomic.Int64 // when a message create, reply or card patch last succeeded, in Unix nanoseconds
+	// limited counts the answers that refused a call for frequency
+	// (APIError.RateLimited), limitedFor sums the waits they asked for
+	// (x-ogw-ratelimit-reset), in nanoseconds.
+	limited, limitedFor atomic.Int64
 
 	mu      sync.Mutex // guards token, expires; held while fetching so one fetch runs
 	token   string
@@ -156,12 +160,15 @@ func resetHeader(h http.Header) (time.Duration, bool) {
 }
 
 // apiError maps one SDK outcome onto nil, *APIError (a core.DeliveryError) or a
-// wrapped transport error. resp is the SDK's raw answer, ce its decoded {code, msg}.
-func apiError(op string, resp *larkcore.ApiResp, ce larkcore.CodeError, err error) error {
+// wrapped transport error, and counts a rate limit (RateLimited); every call
+// the client makes ends here. resp is the SDK's raw answer, ce its decoded
+// {code, msg}.
+func (c *apiClient) apiError(op string, resp *larkcore.ApiResp, ce larkcore.CodeError, err error) error {
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) {
 			ae.Op = op
+			c.countLimit(ae)
 			return ae
 		}
 		return fmt.Errorf("feishu: %s: %w", op, err)
@@ -177,7 +184,16 @@ func apiError(op string, resp *larkcore.ApiResp, ce larkcore.CodeError, err erro
 		e.LogID = ce.Err.LogID
 	}
 	e.retryAfter, e.waitGiven = resetHeader(resp.Header)
+	c.countLimit(e)
 	return e
+}
+
+// countLimit adds e to RateLimited's figures when it is a rate limit.
+func (c *apiClient) countLimit(e *APIError) {
+	if e.RateLimited() {
+		c.limited.Add(1)
+		c.limitedFor.Add(int64(e.retryAfter))
+	}
 }
 
 // tenantToken returns a cached tenant_access_token, fetching a new one through the
@@ -203,7 +219,7 @@ func (c *apiClient) tenantToken(ctx context.Context, stale string) (string, erro
 			tr.Code, tr.Msg = -1, "non-JSON response"
 		}
 	}
-	if err := apiError(op, resp, tr.CodeError, err); err != nil {
+	if err := c.apiError(op, resp, tr.CodeError, err); err != nil {
 		return "", err
 	}
 	if tr.TenantAccessToken == "" {
@@ -238,7 +254,7 @@ func (c *apiClient) do(ctx context.Context, op string, send sendFunc) error {
 			return err
 		}
 		resp, ce, err := send(ctx, larkcore.WithTenantAccessToken(tok))
-		err = apiError(op, resp, ce, err)
+		err = c.apiError(op, resp, ce, err)
 		var ae *APIError
 		switch {
 		case err == nil:
@@ -294,7 +310,7 @@ func (c *apiClient) doJSONHeaders(ctx context.Context, op, path string, hdr map[
 		h.Set(k, v)
 	}
 	resp, ce, err := c.raw(ctx, http.MethodPost, path, nil, body, nil, larkcore.WithHeaders(h))
-	if err := apiError(op, resp, ce, err); err != nil {
+	if err := c.apiError(op, resp, ce, err); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(resp.RawBody, out); err != nil {

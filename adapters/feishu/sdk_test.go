@@ -102,6 +102,19 @@ func TestSDKRateLimitWaitsHeaderReset(t *testing.T) {
 	if !errors.As(err, &de) || de.Permanent() || de.RetryAfter() != 30*time.Second {
 		t.Errorf("long limit: %v, want temporary with RetryAfter 30s", err)
 	}
+	// A gateway's 429 page that is not JSON counts as well.
+	f.script = append(f.script, func(w http.ResponseWriter) {
+		w.Header().Set("x-ogw-ratelimit-reset", "60")
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte("<html>too many requests</html>"))
+	})
+	if _, err := c.createMessage(context.Background(), "chat_id", "oc_1", "text", `{"text":"hi"}`, ""); !errors.As(err, &de) || de.RetryAfter() != time.Minute {
+		t.Errorf("a 429 page: %v, want temporary with RetryAfter 60s", err)
+	}
+	if n, d := c.limited.Load(), time.Duration(c.limitedFor.Load()); n != 3 || d != 92*time.Second {
+		t.Errorf("counted %d rate limits asking %s, want 3 asking 92s (2s + 30s + 60s)", n, d)
+	}
 }
 
 // TestSDKErrorsMapToDeliveryError maps typed SDK answers onto core.DeliveryError.

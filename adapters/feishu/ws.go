@@ -54,8 +54,9 @@ const (
 // after a connection drops it waits a random 0..ReconnectNonce s, after a failed
 // attempt it backs off (doubling from 1 s up to ReconnectInterval, plus jitter).
 // Client errors stop it with an error; ReconnectCount >= 0 bounds consecutive
-// failures.
+// failures. Pulse starts from when it is called.
 func (a *Adapter) runLongConnection(ctx context.Context) error {
+	a.pulse.Store(time.Now().UnixNano())
 	cfg := defaultClientConfig
 	failures := 0
 	for {
@@ -166,13 +167,17 @@ func (a *Adapter) session(ctx context.Context, cfg *ClientConfig) (connected boo
 		return false, fmt.Errorf("feishu: dialing %s: %w", redact(u), err)
 	}
 	conn.SetReadLimit(wsReadLimit)
+	sctx, abandon := context.WithCancel(ctx) // Reconnect ends the session from here on
+	defer abandon()
+	a.abandon.Store(&abandon)
+	defer a.abandon.CompareAndSwap(&abandon, nil)
 	a.pulse.Store(time.Now().UnixNano())
 	a.log.Info("feishu long connection up", "url", redact(u))
 	a.ingress.SetDown("")
 	a.ingress.MarkLive()
 	s := &wsSession{a: a, conn: conn, service: int32(sid), frags: map[string]*fragSet{}, pingEvery: make(chan time.Duration, 1),
 		work: keyed.New(wsParallel)}
-	err = s.run(ctx, time.Duration(cfg.PingInterval)*time.Second, cfg)
+	err = s.run(sctx, time.Duration(cfg.PingInterval)*time.Second, cfg)
 	a.ingress.SetDown("long connection down; reconnecting")
 	return true, err
 }

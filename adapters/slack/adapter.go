@@ -150,6 +150,10 @@ type Adapter struct {
 	stops    stopSeen     // plain-text /stop and /usage messages handled lately (stop.go, usage.go)
 	pulse    atomic.Int64 // Pulse, in Unix nanoseconds (live.go)
 	posted   atomic.Int64 // LastPost, in Unix nanoseconds (live.go)
+	// limited and limitedFor are RateLimited's answers and waits (nanoseconds).
+	limited, limitedFor atomic.Int64
+	// abandon ends the Socket Mode connection of the moment (Reconnect).
+	abandon atomic.Pointer[context.CancelFunc]
 
 	idMu sync.Mutex
 	id   *identity // nil until auth.test succeeded
@@ -237,7 +241,7 @@ func New(opts Options) (*Adapter, error) {
 	a.pace = stream.NewPace(opts.Streaming, opts.StreamInterval, DefaultStreamInterval)
 	a.SetBots(opts.Bots)
 	a.apiOpts = []slack.Option{
-		slack.OptionHTTPClient(opts.HTTPClient),
+		slack.OptionHTTPClient(limitCounter{c: opts.HTTPClient, limited: &a.limited, limitedFor: &a.limitedFor}),
 		slack.OptionAppLevelToken(opts.AppToken),
 		slack.OptionLog(slogPrinter{a.log}),
 	}

@@ -27,8 +27,9 @@ const (
 // runSocketLoop keeps a Socket Mode connection up until ctx is done, reconnecting
 // with backoff (1 s doubling to 2 min, reset after a connection that lasted a
 // minute). It returns nil when ctx is done and the error when the app token is
-// refused for good.
+// refused for good. Pulse starts from when it is called.
 func (a *Adapter) runSocketLoop(ctx context.Context) error {
+	a.pulse.Store(time.Now().UnixNano())
 	bo := newBackoff(time.Second, 2*time.Minute)
 	for {
 		start := time.Now()
@@ -68,6 +69,8 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 	smc := socketmode.New(a.api, socketmode.OptionLog(slogPrinter{a.log}), socketmode.OptionDialer(a.pulseDialer()))
 	sockCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	a.abandon.Store(&cancel)
+	defer a.abandon.CompareAndSwap(&cancel, nil)
 
 	queue := make(chan socketmode.Event, socketQueue)
 	var (

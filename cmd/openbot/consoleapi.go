@@ -20,12 +20,12 @@ func (a *app) consoleAPI(eng *core.Engine, commits *admin.Notifier, rl *reloader
 		chans = func(ctx context.Context) (any, error) { return channels(ctx, hl, accts, eng.Store()) }
 	}
 	var cfgView func() any
-	var reload func(context.Context) (any, error)
+	var reload func(context.Context, core.By) (any, error)
 	cost := func() core.Cost { return *coreCost(a.cfg) }
 	if rl != nil {
 		cfgView = rl.state
 		cost = func() core.Cost { return *coreCost(rl.config()) }
-		reload = func(ctx context.Context) (any, error) { return rl.reload(ctx) }
+		reload = func(ctx context.Context, by core.By) (any, error) { return rl.reload(ctx, by) }
 	}
 	chat := admin.NewChat(eng) // the dashboard's chat, a console account of its own
 	if err := eng.AddAdapter(chat); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"openbot/agents/openaitest"
+	"openbot/core"
 	"openbot/internal/browsertest"
 )
 
@@ -19,7 +21,9 @@ import (
 // after the file changed, reports every changed key with what was done:
 // limits and mcp_ready_timeout applied, metrics, files and memory keys as
 // needing a restart. The API then serves the new values and the last report,
-// and /metrics stays off until the restart, as the report says.
+// and /metrics stays off until the restart, as the report says. The reload is
+// in the activity log, stored with the console's identity and the report's
+// summary, and so is a later reload of a broken file, refused.
 func TestDashboardConfigAndReload(t *testing.T) {
 	const apiKey = "sk-test-secret-0123456789"
 	llm := openaitest.New(t)
@@ -116,4 +120,47 @@ func TestDashboardConfigAndReload(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics after a reload that turned it on = %d, want 404 until the restart the report asks for", resp.StatusCode)
 	}
+
+	// The activity log: the line is stored with who reloaded and what changed,
+	// and the Activity page shows it.
+	const summary = "config reloaded by operator: applied limits.max_bot_hops, mcp_ready_timeout; restart needed for metrics.enabled, memory.reflection_delay, files.max_file_bytes"
+	lines := reloadActivity(t, ctx)
+	if len(lines) != 1 || lines[0].Event != "config.reloaded" || lines[0].Actor != "console:operator" || lines[0].Level != "info" || lines[0].Summary != summary {
+		t.Errorf("the activity log's config lines: %+v, want one config.reloaded by console:operator saying %q", lines, summary)
+	}
+	browsertest.Run(t, ctx, "open the activity page",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="activity"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`main table`)))
+	browsertest.WaitText(t, ctx, "main table", summary)
+	browsertest.Screenshots(t, ctx, "activity-reload")
+
+	// A broken file: the reload is refused, and that is in the log too.
+	if err := os.WriteFile(path, []byte(strings.Replace(text, "max_bot_hops: 7", "max_bot_hops: lots", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Run(t, ctx, "reload a broken file",
+		chromedp.Click(chromedp.CSS(`nav a[data-nav="config"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-act="reload"]`)),
+		chromedp.Click(chromedp.CSS(`button[data-act="reload"]`)))
+	browsertest.WaitText(t, ctx, "#flash", "Not reloaded")
+	browsertest.WaitText(t, ctx, "main pre.error", "max_bot_hops")
+	lines = reloadActivity(t, ctx)
+	if len(lines) != 2 || lines[0].Event != "config.reload_refused" || lines[0].Actor != "console:operator" || lines[0].Level != "warn" ||
+		!strings.HasPrefix(lines[0].Summary, "config reload by operator refused, the running configuration is kept: ") || !strings.Contains(lines[0].Summary, "max_bot_hops") {
+		t.Errorf("the activity log's config lines after a refused reload: %+v", lines)
+	}
+}
+
+// reloadActivity is the activity log's config lines, newest first, from the
+// API the page uses.
+func reloadActivity(t *testing.T, ctx context.Context) []core.Activity {
+	t.Helper()
+	raw := browsertest.Value(t, ctx, "the activity API", chromedp.Evaluate[string](`fetch("/api/v1/activity?kind=config").then(r => r.text())`, chromedp.EvalAwaitPromise))
+	var page struct {
+		Items []core.Activity `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(raw), &page); err != nil {
+		t.Fatalf("activity answer %s: %v", raw, err)
+	}
+	return page.Items
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,12 +77,37 @@ type reloader struct {
 // errReloadRefused wraps the problems of a configuration a reload refused.
 var errReloadRefused = errors.New("configuration refused; the running one is kept")
 
-// reload applies the configuration file and reports every changed key (applied
-// or restart needed) and what it did; on a refused file the error lists every
-// problem (wrapping errReloadRefused).
-func (r *reloader) reload(ctx context.Context) (reloadReport, error) {
+// maxReloadSummary bounds the activity log's line about a reload, in runes.
+const maxReloadSummary = 500
+
+// reload applies the configuration file on behalf of by and reports every
+// changed key (applied or restart needed) and what it did; on a refused file the
+// error lists every problem (wrapping errReloadRefused). Either way the
+// activity log gets a line naming by and the report's summary or the first
+// problem.
+func (r *reloader) reload(ctx context.Context, by core.By) (reloadReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	rep, err := r.apply(ctx)
+	who := cmp.Or(by.Name, string(by.Actor), "an operator")
+	a := core.Activity{Event: "config.reloaded", Level: "info", Actor: by.Actor, At: time.Now(),
+		Summary: firstRunes("config reloaded by "+who+": "+rep.summary(), maxReloadSummary)}
+	if err != nil {
+		_, problems, _ := strings.Cut(err.Error(), "\n")
+		a.Event, a.Level = "config.reload_refused", "warn"
+		a.Summary = firstRunes("config reload by "+who+" refused, the running configuration is kept: "+strings.Join(strings.Fields(problems), " "), maxReloadSummary)
+	}
+	// Recorded even when the asker has gone: the reload happened.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reloadTimeout)
+	defer cancel()
+	if werr := r.eng.Store().Update(actx, func(tx core.Tx) error { return tx.AppendActivity(a) }); werr != nil {
+		r.log.Warn("the reload is not in the activity log", "err", werr)
+	}
+	return rep, err
+}
+
+// apply is reload without the activity line; r.mu is held.
+func (r *reloader) apply(ctx context.Context) (reloadReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, reloadTimeout)
 	defer cancel()
 	var problems bytes.Buffer
@@ -170,6 +196,24 @@ func (rep reloadReport) lines() []string {
 	return out
 }
 
+// summary is the report in one line, for the activity log: the keys applied,
+// those that need a restart, then what was done; "nothing changed" when
+// nothing did.
+func (rep reloadReport) summary() string {
+	var parts []string
+	if keys := rep.keys(keyApplied); len(keys) > 0 {
+		parts = append(parts, "applied "+strings.Join(keys, ", "))
+	}
+	if keys := rep.keys(keyRestart); len(keys) > 0 {
+		parts = append(parts, "restart needed for "+strings.Join(keys, ", "))
+	}
+	parts = append(parts, rep.Done...)
+	if len(parts) == 0 {
+		return "nothing changed"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // config is the running configuration.
 func (r *reloader) config() *config.Config {
 	r.mu.Lock()
@@ -194,13 +238,13 @@ func (r *reloader) refused(problems string) error {
 	return fmt.Errorf("%w:\n%s", errReloadRefused, problems)
 }
 
-// reloadHandler is POST /admin/reload (behind web.Dashboard.Bearer): 200 with
-// the changes, one per line, or 422 with every problem of a refused
-// configuration.
-func reloadHandler(r *reloader) http.Handler {
+// reloadHandler is POST /admin/reload (behind web.Dashboard.Bearer), a reload
+// on behalf of by: 200 with the changes, one per line, or 422 with every
+// problem of a refused configuration.
+func reloadHandler(r *reloader, by core.By) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		rep, err := r.reload(req.Context())
+		rep, err := r.reload(req.Context(), by)
 		if err != nil {
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			fmt.Fprintln(w, err)

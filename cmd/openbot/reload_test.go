@@ -185,4 +185,14 @@ func TestReloadWhileRunInFlight(t *testing.T) {
 	if got = strings.ReplaceAll(got, notice, ""); got != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", got, want)
 	}
+
+	// Every reload is in the activity log with who asked for it: the admin
+	// identity for `openbot reload` and POST /admin/reload, SIGHUP for the signal.
+	reloadConfig(t, dir, "  - {handle: chief_of_staff, instructions: INSTR-NEW}\n")
+	r = runFor(t, []string{"activity", "--kind", "config", "--config", path}, strings.NewReader(""), env)
+	for _, line := range []string{"config reloaded by operator: applied bots", "config reload by SIGHUP refused", "config reload by operator refused"} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("openbot activity --kind config lacks %q:\n%s%s", line, r.stdout, r.stderr)
+		}
+	}
 }

@@ -309,7 +309,7 @@ func (a *app) serve(ctx context.Context) int {
 	}
 	// Admin endpoints: the bearer token or nothing (DESIGN.md §9).
 	mux.Handle("GET /approvals", dash.Bearer(approvalsHandler(eng, a.cfg.Store.Path, log)))
-	mux.Handle("POST /admin/reload", dash.Bearer(reloadHandler(rl)))
+	mux.Handle("POST /admin/reload", dash.Bearer(reloadHandler(rl, admin.ConsoleBy(core.ActorID(a.cfg.Admin.Identity), a.cfg.Admin.Name))))
 	api, err := a.consoleAPI(eng, commits, rl, hl, accts, func(b core.BotProfile) int { return swap.cur.Load().FixedPromptTokens(b, eng.Bots()) })
 	if err != nil {
 		return a.fail("admin api", err)
@@ -399,7 +399,7 @@ func (a *app) serve(ctx context.Context) int {
 				case <-gctx.Done():
 					return nil
 				}
-				if _, err := rl.reload(gctx); err != nil && a.chat && say != nil {
+				if _, err := rl.reload(gctx, core.By{Name: "SIGHUP"}); err != nil && a.chat && say != nil {
 					say("The configuration was not reloaded (details in openbot.log); the running one is kept.")
 				}
 			}
@@ -621,6 +621,9 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 		if err != nil {
 			return nil, fmt.Errorf("slack[%d]: %w", i, err)
 		}
+		if s.Mode == "socket" && s.Watchdog > 0 {
+			hl.pulse(acc, ad, s.Watchdog)
+		}
 		hl.set(acc, "pending")
 		out = append(out, ad)
 	}
@@ -681,6 +684,9 @@ func (a *app) platformAdapters(cfg *config.Config, eng *core.Engine, hl *health,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("feishu[%d]: %w", i, err)
+		}
+		if f.Mode == "websocket" && f.Watchdog > 0 {
+			hl.pulse(acc, ad, f.Watchdog)
 		}
 		hl.set(acc, "pending")
 		out = append(out, ad)

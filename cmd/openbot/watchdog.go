@@ -10,8 +10,9 @@ import (
 )
 
 // pulser is implemented by adapters whose ingress shows signs of life (a
-// polling Telegram account): Pulse is when the platform last answered,
-// Reconnect drops the connection so it is made again at once.
+// polling Telegram account, a Slack Socket Mode or Feishu long connection):
+// Pulse is when the platform last answered, Reconnect drops the connection so
+// it is made again at once.
 type pulser interface {
 	Pulse() time.Time
 	Reconnect()

@@ -11,6 +11,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"openbot/adapters/feishu"
+	"openbot/adapters/feishu/feishutest"
+	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
 	"openbot/config"
@@ -175,5 +178,68 @@ func TestWatchdogOnlyWatchesIngressRunningHere(t *testing.T) {
 	h.mu.Unlock()
 	if p.reconnects != 1 || state != "started" {
 		t.Errorf("answered: %d reconnects, state %q; want 1 and started", p.reconnects, state)
+	}
+}
+
+// TestWatchdogReconnectsSilentSlackAndFeishu: a real serve with a Socket Mode
+// Slack account and a long-connection Feishu account whose fakes let the open
+// websocket go quiet without closing it, as a connection whose network path
+// died does (no more pings from Slack, no more pongs from Feishu). Past each
+// account's watchdog limit, well before slack-go's own 30 s ping deadline and
+// the Feishu adapter's three ping periods, /healthz shows it "reconnecting",
+// the reconnect metric fires and the watchdog restarts the ingress: a new
+// websocket is dialled, its frames bring the account back, and the log and
+// the down gauge say so.
+func TestWatchdogReconnectsSilentSlackAndFeishu(t *testing.T) {
+	llm := openaitest.New(t)
+	sl := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test", PingInterval: 200 * time.Millisecond})
+	defer sl.Close()
+	fs := feishutest.New(t)
+	defer fs.Close()
+	fs.SetClientConfig(feishu.ClientConfig{ReconnectCount: -1, PingInterval: 1})
+	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
+		c.Metrics.Enabled = true
+		c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(),
+			Watchdog: 2 * time.Second}} // a reconnect waits 1 s (the adapter's backoff) before it dials
+		c.Feishu = []config.Feishu{{Name: "acme", Bot: "chief_of_staff", Mode: "websocket", AppID: feishutest.AppID, AppSecret: feishutest.AppSecret,
+			VerificationToken: feishutest.VerificationToken, BaseURL: fs.URL(), Watchdog: 2 * time.Second}}
+	})
+	defer stop()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	base := "http://" + addr
+	for _, acc := range []string{"slack/acme", "feishu/acme"} {
+		waitUntil(t, acc+" connected", func() bool { return strings.Contains(getBody(t, base+"/healthz"), acc+": started") })
+	}
+
+	sl.Silence()
+	fs.Silence()
+	for _, acc := range []string{"slack/acme", "feishu/acme"} {
+		waitUntil(t, acc+" reconnecting on /healthz", func() bool {
+			return strings.Contains(getBody(t, base+"/healthz"), acc+": reconnecting: no answer from the platform")
+		})
+	}
+	waitUntil(t, "a new Socket Mode connection", func() bool { open, total := sl.Connections(); return open == 1 && total == 2 })
+	waitUntil(t, "a new long connection", func() bool { return fs.Connections() == 2 })
+	for _, acc := range []string{"slack/acme", "feishu/acme"} {
+		waitUntil(t, acc+" back", func() bool {
+			return strings.Contains(getBody(t, base+"/metrics"), `openbot_channel_down{account="`+acc+`"} 0`)
+		})
+		if m := getBody(t, base+"/metrics"); !strings.Contains(m, `openbot_channel_watchdog_reconnects_total{account="`+acc+`"} 1`) {
+			t.Errorf("/metrics lacks one watchdog reconnect of %s:\n%s\n%s", acc, m, logs.String())
+		}
+	}
+	for _, want := range []string{`account silent for longer than its watchdog limit: reconnecting" account=slack/acme`,
+		`account silent for longer than its watchdog limit: reconnecting" account=feishu/acme`,
+		`"account is back: its platform answers again" account=slack/acme`, `"account is back: its platform answers again" account=feishu/acme`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s", want)
+		}
+	}
+	if strings.Contains(logs.String(), "ping timeout") || strings.Contains(logs.String(), "no pong for 3 ping intervals") {
+		t.Error("the adapters' own dead-connection checks fired: the watchdog was not first")
 	}
 }

@@ -49,7 +49,7 @@ type Options struct {
 	// Logger receives open and migration events; nil discards them.
 	Logger *slog.Logger
 	// MaxConns bounds the connection pool, shared by readers and writers;
-	// 0 means 8.
+	// 0 means the DSN's pool_max_conns, else 8.
 	MaxConns int32
 	// ConnectTimeout bounds connecting and migrating in Open; 0 means
 	// DefaultConnectTimeout.
@@ -86,7 +86,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store postgres: parse dsn: %w", err)
 	}
-	cfg.MaxConns = 8
+	if !strings.Contains(dsn, "pool_max_conns") { // the DSN's own setting wins
+		cfg.MaxConns = 8
+	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}

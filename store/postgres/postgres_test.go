@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -202,5 +203,29 @@ func TestBatchAloneFailsAndPanics(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPoolSize: the pool holds 8 connections unless the DSN's pool_max_conns
+// or Options.MaxConns says otherwise (Options first).
+func TestPoolSize(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	for _, tc := range []struct {
+		dsn  string
+		opt  int32
+		want int32
+	}{{dsn, 0, 8}, {dsn + sep + "pool_max_conns=3", 0, 3}, {dsn + sep + "pool_max_conns=3", 5, 5}} {
+		s, err := postgres.Open(t.Context(), tc.dsn, postgres.Options{MaxConns: tc.opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := postgres.MaxConns(s); got != tc.want {
+			t.Errorf("Open(%q, MaxConns %d): pool of %d, want %d", tc.dsn, tc.opt, got, tc.want)
+		}
+		_ = s.Close()
 	}
 }

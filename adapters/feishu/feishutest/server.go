@@ -153,6 +153,7 @@ type Server struct {
 	config      feishu.ClientConfig
 	endpointErr *Failure
 	conns       []*websocket.Conn
+	silent      map[*websocket.Conn]bool // Silence: no pongs
 	connCount   int
 	pings       int
 	acks        []Ack
@@ -184,6 +185,7 @@ func New(tb interface {
 		tokens:  map[string]bool{},
 		uuids:   map[string]string{},
 		threads: map[string]string{},
+		silent:  map[*websocket.Conn]bool{},
 		config:  feishu.ClientConfig{ReconnectCount: -1, ReconnectInterval: 0, ReconnectNonce: 0, PingInterval: 60},
 	}
 	mux := http.NewServeMux()

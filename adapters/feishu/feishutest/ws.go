@@ -77,6 +77,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
+		delete(s.silent, c)
 		s.changes.Notify()
 		s.mu.Unlock()
 		c.CloseNow()
@@ -97,6 +98,10 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case f.Method == feishu.FrameControl && f.Header("type") == "ping":
 			s.mu.Lock()
+			if s.silent[c] {
+				s.mu.Unlock()
+				continue
+			}
 			s.pings++
 			cfg := s.config
 			s.changes.Notify()
@@ -173,6 +178,17 @@ func (s *Server) DropConnections() {
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.CloseNow()
+	}
+}
+
+// Silence makes every open long connection go quiet without closing it, as one
+// whose network path died silently does: its pings get no pong (and are not
+// counted). Connections made later behave as usual.
+func (s *Server) Silence() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		s.silent[c] = true
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -147,6 +148,7 @@ type wsConn struct {
 	c       *websocket.Conn
 	writeMu sync.Mutex
 	done    chan struct{}
+	quiet   atomic.Bool // Silence: sends nothing more
 }
 
 // New starts a fake Slack on 127.0.0.1. Close it when done (t.Cleanup(s.Close)).
@@ -202,6 +204,17 @@ func (s *Server) DropConnections() {
 	for _, c := range conns {
 		_ = c.c.Close()
 		<-c.done
+	}
+}
+
+// Silence makes every open websocket go quiet without closing it, as one whose
+// network path died silently does: no more pings, and Push passes it over.
+// Connections made later behave as usual.
+func (s *Server) Silence() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.quiet.Store(true)
 	}
 }
 
@@ -315,12 +328,16 @@ func (s *Server) Push(ctx context.Context, frame []byte) error {
 		return err
 	}
 	s.mu.Lock()
-	if len(s.conns) == 0 {
-		s.mu.Unlock()
+	var c *wsConn
+	for i := len(s.conns) - 1; i >= 0 && c == nil; i-- {
+		if !s.conns[i].quiet.Load() {
+			c = s.conns[i]
+		}
+	}
+	s.mu.Unlock()
+	if c == nil {
 		return errors.New("slacktest: client went away")
 	}
-	c := s.conns[len(s.conns)-1]
-	s.mu.Unlock()
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if dl, ok := ctx.Deadline(); ok {
@@ -386,6 +403,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			case <-stopPing:
 				return
 			case <-t.C:
+				if wc.quiet.Load() {
+					continue
+				}
 				if c.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(time.Second)) != nil {
 					return
 				}
