@@ -228,3 +228,44 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Session is one connection of a test's own to the server, for SQL the test
+// runs beside the code under test (ending its backends, holding locks), so
+// the test needs no driver of its own.
+type Session struct{ conn *pgx.Conn }
+
+// Connect opens a Session on dsn (as its user: the cluster's superuser for
+// DSN and NewSchema).
+func Connect(ctx context.Context, dsn string) (*Session, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{conn: conn}, nil
+}
+
+// Int runs query, which returns one integer, and returns it.
+func (s *Session) Int(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.conn.QueryRow(ctx, query, args...).Scan(&n)
+	return n, err
+}
+
+// Hold runs stmt (a LOCK TABLE, say) in a transaction it keeps open for d,
+// then commits it.
+func (s *Session) Hold(ctx context.Context, stmt string, d time.Duration) error {
+	return pgx.BeginFunc(ctx, s.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return err
+		}
+		select {
+		case <-time.After(d): // holding is the point
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// Close closes the connection.
+func (s *Session) Close() { _ = s.conn.Close(context.Background()) }
