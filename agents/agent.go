@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -75,9 +76,10 @@ type Provider struct {
 	IdleTimeout time.Duration
 	// ContextWindow is the model's context window in tokens (estimated at
 	// bytes/4). When set, every request is fitted to it before it is sent
-	// (fit.go), and the thread's history gets HistoryShare of it; 0 is
-	// unknown: history takes core.Limits.HistoryTokenBudget and a request is
-	// shortened only after the server says it is too long.
+	// (fit.go), and the thread's history gets HistoryShare of it; 0 is read
+	// once from the server's model info (window.go), and where it does not
+	// say, unknown: history takes core.Limits.HistoryTokenBudget and a request
+	// is shortened only after the server says it is too long.
 	ContextWindow int
 	// HistoryShare is the share of ContextWindow (0 < share <= 1) for the
 	// fixed prompt (instructions, tool schemas) and the thread's history
@@ -180,6 +182,15 @@ type providerClient struct {
 	// label is the label of the profile's only key ("" without one); a
 	// profile with several keys reports the one used (streamInfo.keyLabel).
 	label string
+	// hc is the client model calls go through (tr as its transport), log
+	// the agent's logger.
+	hc  *http.Client
+	log *slog.Logger
+	// windowOnce guards served and windowSource, the context window read
+	// from the server and where the one in use came from (window.go).
+	windowOnce   sync.Once
+	served       int
+	windowSource string
 }
 
 var _ core.Agent = (*Agent)(nil)
@@ -264,7 +275,7 @@ func New(opts Options) (*Agent, error) {
 			return nil, err
 		}
 		a.clients[name] = &providerClient{name: name, prov: p, api: api, client: client, tr: tr,
-			id: "profile:" + name + "|" + p.BaseURL, cd: opts.Cooldowns, label: label}
+			id: "profile:" + name + "|" + p.BaseURL, cd: opts.Cooldowns, label: label, hc: &c, log: opts.Logger}
 	}
 	return a, nil
 }
@@ -376,7 +387,7 @@ func (a *Agent) Execute(ctx context.Context, job *core.Job) (core.Result, error)
 	default:
 		in := promptInput{job: job, tools: tools, unavailable: unavailable}
 		lim := a.opts.Limits
-		lim.HistoryTokenBudget = historyBudget(r.pc.prov, lim, estimateTokens(
+		lim.HistoryTokenBudget = historyBudget(r.pc, lim, estimateTokens(
 			[]openai.ChatCompletionMessage{{Content: systemPrompt(in)}}, toolDefs(tools)))
 		v, err := unroll(ctx, job, lim)
 		if err != nil {

@@ -328,7 +328,8 @@ func TestAnthropicKeysRotate(t *testing.T) {
 	srv.RequireKey("sk-ant-good-0001")
 	srv.Handle(func(anthropictest.Request) anthropictest.Reply { return anthropictest.Text("hello from claude") })
 	rig := startTeam(t, map[string]Provider{"default": {API: APIAnthropic, BaseURL: srv.URL(), Model: "claude-test",
-		Keys: []APIKey{{Label: "old", Value: "sk-ant-revoked-01"}, {Label: "new", Value: "sk-ant-good-0001"}}}},
+		// A configured window: no model-info read takes the first key.
+		ContextWindow: 200000, Keys: []APIKey{{Label: "old", Value: "sk-ant-revoked-01"}, {Label: "new", Value: "sk-ant-good-0001"}}}},
 		core.BotProfile{Handle: "engineer"})
 	if got := rig.say(t, "@engineer hi"); got != "hello from claude" {
 		t.Fatalf("answer = %q", got)

@@ -123,7 +123,7 @@ scan:
 	chain := r.compactionChain()
 	system := compactInstruction(r.job.Bot, keepTokens)
 	room := compactChunkChars
-	if limit := inputLimit(chain[0].pc.prov, r.job.Bot); limit > 0 {
+	if limit := inputLimit(chain[0].pc, r.job.Bot); limit > 0 {
 		// Room for the summary so far: as long as its instruction allows.
 		room = max((limit-estimateTokens([]openai.ChatCompletionMessage{{Content: system}}, nil)-compactWords(keepTokens)*2)*4-512, minFitChars)
 	}

@@ -53,30 +53,32 @@ func estimateTokens(msgs []openai.ChatCompletionMessage, defs []openai.Tool) int
 // inputLimit is how many input tokens a request of the bot may have: the
 // profile's context window less room for the answer (the bot's max_tokens,
 // else an eighth of the window up to 4096); 0 when the window is unknown.
-func inputLimit(p Provider, bot core.BotProfile) int {
-	if p.ContextWindow <= 0 {
+func inputLimit(pc *providerClient, bot core.BotProfile) int {
+	w := pc.contextWindow()
+	if w <= 0 {
 		return 0
 	}
-	reserve := min(4096, p.ContextWindow/8)
+	reserve := min(4096, w/8)
 	if bot.MaxTokens > 0 {
 		reserve = bot.MaxTokens
 	}
-	return max(p.ContextWindow-reserve, p.ContextWindow/4)
+	return max(w-reserve, w/4)
 }
 
 // historyBudget is the token budget of the thread's history for a request
 // whose fixed part (system prompt, tool schemas) is fixed tokens: the
 // profile's share of its window less the fixed part, at least 1000; the
 // configured limit when the window is unknown.
-func historyBudget(p Provider, lim core.Limits, fixed int) int {
-	if p.ContextWindow <= 0 {
+func historyBudget(pc *providerClient, lim core.Limits, fixed int) int {
+	w := pc.contextWindow()
+	if w <= 0 {
 		return lim.HistoryTokenBudget
 	}
-	share := p.HistoryShare
+	share := pc.prov.HistoryShare
 	if share <= 0 || share > 1 {
 		share = DefaultHistoryShare
 	}
-	return max(int(float64(p.ContextWindow)*share)-fixed, 1000)
+	return max(int(float64(w)*share)-fixed, 1000)
 }
 
 // fit shrinks the request until its estimate is at most limit tokens
@@ -97,8 +99,8 @@ func (r *run) fit(limit int, defs []openai.Tool) (msgs []openai.ChatCompletionMe
 // tooLong is the error of a request that does not fit even after shrinking.
 func (r *run) tooLong(tokens int) error {
 	window := "its context window"
-	if w := r.pc.prov.ContextWindow; w > 0 {
-		window = fmt.Sprintf("its context window (%d tokens, context_window of llm profile %q)", w, r.pc.name)
+	if w := r.pc.contextWindow(); w > 0 {
+		window = fmt.Sprintf("its context window (%d tokens, %s of llm profile %q)", w, windowOrigin(r.pc), r.pc.name)
 	}
 	msg := fmt.Sprintf("the request does not fit the model's context window even with older history and tool results left out (about %d tokens)", tokens)
 	return &ModelError{Provider: r.pc.name, Code: "context_length_exceeded", Message: msg,
@@ -190,7 +192,7 @@ func (r *run) editToolResults(keep int) bool {
 // trigger: a quarter of the context window, else editTriggerTokens.
 func (r *run) editIfLarge() {
 	trigger := editTriggerTokens
-	if w := r.pc.prov.ContextWindow; w > 0 {
+	if w := r.pc.contextWindow(); w > 0 {
 		trigger = w / 4
 	}
 	n := 0
@@ -227,7 +229,7 @@ const minFitChars = 2000
 // profile, and each context-length error cuts it in half again, down to
 // minFitChars; head is never cut.
 func chatFitted(ctx context.Context, a *Agent, chain []link, bot core.BotProfile, system, head, text string) (ChatAnswer, served, error) {
-	if limit := inputLimit(chain[0].pc.prov, bot); limit > 0 {
+	if limit := inputLimit(chain[0].pc, bot); limit > 0 {
 		room := (limit-estimateTokens([]openai.ChatCompletionMessage{{Content: system}, {Content: head}}, nil))*4 - 64
 		text = keepNewest(text, max(room, minFitChars))
 	}

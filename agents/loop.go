@@ -79,7 +79,7 @@ func (r *run) loop(ctx context.Context) (string, *core.Pause, error) {
 			return "", nil, fmt.Errorf("%w: the run made %d model calls without finishing", ErrModelCallLimit, r.max)
 		}
 		r.editIfLarge()
-		limit := inputLimit(r.pc.prov, r.job.Bot)
+		limit := inputLimit(r.pc, r.job.Bot)
 		if r.ceiling > 0 && (limit == 0 || r.ceiling < limit) {
 			limit = r.ceiling
 		}

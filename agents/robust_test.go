@@ -222,7 +222,7 @@ func TestRetryNetworkError(t *testing.T) {
 	trig := env.add(alice, "Alice", "hi")
 	a := newAgent(t, srv, nil, func(o *Options) {
 		o.sleep = w.sleep
-		o.Providers["default"] = Provider{BaseURL: front.URL + "/v1", Model: "fake-model"}
+		o.Providers["default"] = Provider{BaseURL: front.URL + "/v1", Model: "fake-model", ContextWindow: 32000} // no model-list read first
 	})
 	res, err := execute(t, a, newJob(env, chief, false, trig))
 	if err != nil {

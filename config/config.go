@@ -257,9 +257,10 @@ type LLMProfile struct {
 	// of their trigger messages as image parts unless the bot says otherwise.
 	Vision bool `yaml:"vision"`
 	// ContextWindow is the model's context window in tokens; every request
-	// is fitted to it before it is sent. 0 or absent: unknown (history takes
-	// limits.history_token_budget, and a request is shortened only after the
-	// server says it is too long).
+	// is fitted to it before it is sent. 0 or absent: read once from the
+	// server's model info where it says it (agents/window.go), else unknown
+	// (history takes limits.history_token_budget, and a request is shortened
+	// only after the server says it is too long).
 	ContextWindow int `yaml:"context_window"`
 	// HistoryShare is the share of context_window (above 0, at most 1) for
 	// the fixed prompt and the thread's history; past it the oldest part of

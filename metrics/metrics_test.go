@@ -432,7 +432,10 @@ func TestQuestionGaugesAndAnswers(t *testing.T) {
 	if _, err := r.eng.Ingest(ctx, inbound("console:1", "please ask me")); err != nil {
 		t.Fatal(err)
 	}
-	fams := r.waitFor(t, hs.URL, "openbot_questions_pending", 1, "bot=chief_of_staff", "kind=ask")
+	r.waitFor(t, hs.URL, "openbot_questions_pending", 1, "bot=chief_of_staff", "kind=ask")
+	// The run's end is counted once its pause has committed, a moment after
+	// the question shows.
+	fams := r.waitFor(t, hs.URL, "openbot_runs_total", 1, "bot=chief_of_staff", "status=waiting_human")
 	for _, c := range []struct {
 		name   string
 		labels []string

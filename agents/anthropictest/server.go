@@ -279,6 +279,8 @@ type Server struct {
 	key    string // required x-api-key; "" accepts any
 	nextID int
 	models []string // GET /v1/models (SetModels)
+	// inputTokens: max_input_tokens by model id (SetMaxInputTokens).
+	inputTokens map[string]int
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -292,6 +294,7 @@ func New(t testing.TB) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.serveMessages)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /v1/models/{id}", s.serveModel)
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
 	s.srv.Start()
 	t.Cleanup(s.srv.Close)
@@ -316,6 +319,39 @@ func (s *Server) SetModels(ids ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.models = append([]string(nil), ids...)
+}
+
+// SetMaxInputTokens makes GET /v1/models/{id} answer the model's info in the
+// API's shape with max_input_tokens n (0 leaves the field out); a model
+// without it answers 404 not_found_error.
+func (s *Server) SetMaxInputTokens(id string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inputTokens == nil {
+		s.inputTokens = map[string]int{}
+	}
+	s.inputTokens[id] = n
+}
+
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	key := s.key
+	n, ok := s.inputTokens[r.PathValue("id")]
+	s.mu.Unlock()
+	if key != "" && r.Header.Get("X-Api-Key") != key {
+		writeError(w, Reply{Status: http.StatusUnauthorized, ErrMessage: "invalid x-api-key"})
+		return
+	}
+	if !ok {
+		writeError(w, Reply{Status: http.StatusNotFound, ErrMessage: "model: " + r.PathValue("id")})
+		return
+	}
+	m := map[string]any{"type": "model", "id": r.PathValue("id"), "display_name": r.PathValue("id"), "created_at": "2025-01-01T00:00:00Z"}
+	if n > 0 {
+		m["max_input_tokens"], m["max_tokens"] = n, 64000
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(m)
 }
 
 func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {

@@ -175,7 +175,10 @@ type Server struct {
 	mu     sync.Mutex
 	nextID int
 	models []string
-	keys   []string // accepted Bearer keys (RequireKeys); nil accepts any
+	// entries and props: SetModelEntries, SetProps.
+	entries []map[string]any
+	props   map[string]any
+	keys    []string // accepted Bearer keys (RequireKeys); nil accepts any
 
 	embedReqs []openai.EmbeddingRequestStrings
 	embedFn   func(string) []float32
@@ -207,6 +210,7 @@ func Start() (*Server, error) {
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("POST /chat/completions", s.serveChat)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /props", s.serveProps)
 	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /embeddings", s.serveEmbeddings)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.serveAudio)
@@ -263,17 +267,49 @@ func (s *Server) SetModels(ids ...string) {
 	}
 }
 
-func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+// SetModelEntries makes GET /v1/models list entries as they are: a
+// server's own fields beside "id", such as vLLM's max_model_len,
+// OpenRouter's context_length and top_provider, llama.cpp's meta. It
+// replaces SetModels' list.
+func (s *Server) SetModelEntries(entries ...map[string]any) {
 	s.mu.Lock()
-	ids := s.models
+	defer s.mu.Unlock()
+	s.entries = append([]map[string]any{}, entries...)
+}
+
+// SetProps makes GET /props (llama.cpp's server properties, at the root,
+// not under /v1) answer props; until it is called that endpoint answers 404.
+func (s *Server) SetProps(props map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.props = props
+}
+
+func (s *Server) serveProps(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	props := s.props
 	s.mu.Unlock()
-	if ids == nil {
+	if props == nil {
 		http.NotFound(w, r)
 		return
 	}
-	data := make([]map[string]any, 0, len(ids))
-	for _, id := range ids {
-		data = append(data, map[string]any{"id": id, "object": "model", "owned_by": "openaitest"})
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(props)
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ids, data := s.models, s.entries
+	s.mu.Unlock()
+	if ids == nil && data == nil {
+		http.NotFound(w, r)
+		return
+	}
+	if data == nil {
+		data = make([]map[string]any, 0, len(ids))
+		for _, id := range ids {
+			data = append(data, map[string]any{"id": id, "object": "model", "owned_by": "openaitest"})
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})

@@ -185,6 +185,7 @@ func (d *doctor) llm(ctx context.Context, name string, p config.LLMProfile, mode
 		return // every key refused, each reported
 	}
 	d.add(checkOK, label+" reachable", listMsg, "")
+	d.contextWindow(name)
 	if listed {
 		for _, m := range models {
 			if slices.Contains(ids, m) {
@@ -196,6 +197,29 @@ func (d *doctor) llm(ctx context.Context, name string, p config.LLMProfile, mode
 	}
 	for _, m := range models {
 		d.completion(ctx, label, name, api, h, m)
+	}
+}
+
+// contextWindow reports the context window requests on profile name are
+// fitted to and where it came from: the profile's context_window, the
+// server's model list (read as serve reads it), or unknown.
+func (d *doctor) contextWindow(name string) {
+	label := "llm/" + name + " context window"
+	a, err := agents.New(agents.Options{Providers: map[string]agents.Provider{name: providers(d.cfg)[name]},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		d.add(checkWarn, label, "not read: "+err.Error(), "")
+		return
+	}
+	switch n, src := a.ContextWindow(name); src {
+	case agents.WindowConfig:
+		d.add(checkOK, label, fmt.Sprintf("%d tokens, from llm.%s.context_window", n, name), "")
+	case agents.WindowDefault:
+		d.add(checkOK, label, fmt.Sprintf("unknown (the server does not say it): history is capped at limits.history_token_budget (%d tokens), "+
+			"and a request is shortened only after the server says it is too long; set llm.%s.context_window to fit every request before it is sent",
+			coreLimits(d.cfg.Limits).WithDefaults().HistoryTokenBudget, name), "")
+	default:
+		d.add(checkOK, label, fmt.Sprintf("%d tokens, from the %s", n, src), "")
 	}
 }
 

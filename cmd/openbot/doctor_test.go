@@ -531,3 +531,33 @@ func TestDoctorSlackWithoutIMWrite(t *testing.T) {
 		t.Errorf("exit %d, want no failure and the warning naming /handoff:\n%s", r.code, r.stdout)
 	}
 }
+
+// TestDoctorContextWindow: doctor says the window each profile's requests
+// are fitted to and where it came from: the config, the server's model
+// list, or unknown.
+func TestDoctorContextWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(w *doctorWorld)
+		say   string
+	}{
+		{"server", func(w *doctorWorld) {
+			w.llm.SetModelEntries(map[string]any{"id": "m", "object": "model", "owned_by": "vllm", "max_model_len": 32768})
+		}, "32768 tokens, from the server (max_model_len)"},
+		{"config", func(w *doctorWorld) {
+			w.llm.SetModelEntries(map[string]any{"id": "m", "object": "model", "owned_by": "vllm", "max_model_len": 32768})
+			w.llmLines = `  default: {base_url: "` + w.llmURL + `", api_key: k, model: m, context_window: 16000}`
+		}, "16000 tokens, from llm.default.context_window"},
+		{"unknown", func(*doctorWorld) {}, "unknown (the server does not say it)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newDoctorWorld(t)
+			tc.setup(w)
+			r := runFor(t, []string{"doctor", "--config", w.config(t)}, strings.NewReader(""), w.env)
+			line := regexp.MustCompile(`(?m)^OK +llm/default context window: (.*)$`).FindStringSubmatch(r.stdout)
+			if line == nil || !strings.Contains(line[1], tc.say) {
+				t.Errorf("want an OK line saying %q; stdout:\n%s", tc.say, r.stdout)
+			}
+		})
+	}
+}

@@ -227,6 +227,9 @@ func Run(t *testing.T, open func(t *testing.T) Opener) {
 	t.Run("CutOffProcessStopsBeforeTakeover", func(t *testing.T) { testCutOffProcessStopsBeforeTakeover(t, open(t)) })
 	t.Run("FairShare", func(t *testing.T) { testFairShare(t, open(t)) })
 	t.Run("LeasesRenewUnderLoad", func(t *testing.T) { testLeasesRenewUnderLoad(t, open(t)) })
+	t.Run("SameMessageAtOnce", func(t *testing.T) { testSameMessageAtOnce(t, open(t)) })
+	t.Run("PickSameQueueAtOnce", func(t *testing.T) { testPickSameQueueAtOnce(t, open(t)) })
+	t.Run("SettleRacesCancel", func(t *testing.T) { testSettleRacesCancel(t, open(t)) })
 }
 
 // testWriter sends an engine's log lines to the test's log.
