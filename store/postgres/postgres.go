@@ -183,7 +183,7 @@ func (s *Store) write(ctx context.Context, fn func(*writeTx) error) error {
 	return s.retry(ctx, "write", func() (error, bool) {
 		err, committing := s.attempt(ctx, fn)
 		var pg *pgconn.PgError
-		return err, !committing || errors.As(err, &pg) || pgconn.SafeToRetry(err)
+		return err, !committing || errors.As(err, &pg) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err)
 	})
 }
 
