@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"openbot/core"
@@ -33,13 +34,14 @@ type watched struct {
 }
 
 // dogOptions wire the watchdog: its log, its metrics (nil: none) and alert,
-// which tells the owners on an account other than those in down, the accounts
-// found silent now (nil: the log and the dashboard only); an error says they
-// were not told. Set before health.watchdog runs.
+// which tells the owners on an account other than those in avoid (the
+// accounts found silent now and the one the text is about; nil: the log and
+// the dashboard only); an error says they were not told. Set before
+// health.watchdog runs.
 type dogOptions struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	alert   func(ctx context.Context, text string, down []core.AccountID) error
+	alert   func(ctx context.Context, text string, avoid []core.AccountID) error
 	now     func() time.Time
 }
 
@@ -98,8 +100,9 @@ func (h *health) checkPulses(ctx context.Context) {
 	o := h.dog
 	now := o.now()
 	type alert struct {
-		w    *watched
-		text string
+		w     *watched       // nil for "back"
+		about core.AccountID // the account it is about, avoided as the silent ones are
+		text  string
 	}
 	var alerts []alert
 	var down []core.AccountID
@@ -122,7 +125,7 @@ func (h *health) checkPulses(ctx context.Context) {
 		case silent <= w.limit && !w.down.IsZero():
 			o.log.Info("account is back: its platform answers again", "account", name, "down_for", now.Sub(w.down).Round(time.Second).String())
 			if w.reached {
-				alerts = append(alerts, alert{text: fmt.Sprintf("openbot: %s is back after %s.", name, now.Sub(w.down).Round(time.Second))})
+				alerts = append(alerts, alert{about: core.AccountID(name), text: fmt.Sprintf("openbot: %s is back after %s.", name, now.Sub(w.down).Round(time.Second))})
 			}
 			w.down, w.tried, w.told, w.reached = time.Time{}, time.Time{}, false, false
 			if o.metrics != nil {
@@ -144,7 +147,7 @@ func (h *health) checkPulses(ctx context.Context) {
 		if !w.down.IsZero() && !w.told && now.Sub(w.down) > 2*w.limit {
 			w.told = true
 			o.log.Error("account stays down after reconnecting", "account", name, "silent", silent.Round(time.Second).String())
-			alerts = append(alerts, alert{w: w, text: fmt.Sprintf("openbot: %s has heard nothing from its platform for %s; reconnecting has not helped. Its state is on the dashboard's Team page and /healthz.",
+			alerts = append(alerts, alert{w: w, about: core.AccountID(name), text: fmt.Sprintf("openbot: %s has heard nothing from its platform for %s; reconnecting has not helped. Its state is on the dashboard's Team page and /healthz.",
 				name, silent.Round(time.Second))})
 		}
 		if !w.down.IsZero() {
@@ -157,7 +160,8 @@ func (h *health) checkPulses(ctx context.Context) {
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, alertTimeout)
-		err := o.alert(actx, a.text, down)
+		// "Back" goes the way "down" went: not through the account it is about.
+		err := o.alert(actx, a.text, append(slices.Clip(down), a.about))
 		cancel()
 		if err != nil {
 			// Once per outage: the owners not told it is down are not told it is back.

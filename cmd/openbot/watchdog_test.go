@@ -147,7 +147,10 @@ func TestWatchdogOnlyWatchesIngressRunningHere(t *testing.T) {
 	h := newHealth(nil)
 	var alerts []string
 	h.dog = dogOptions{log: testLogger(&lockedBuffer{}), now: func() time.Time { return now },
-		alert: func(_ context.Context, text string, _ []core.AccountID) error { alerts = append(alerts, text); return nil }}
+		alert: func(_ context.Context, text string, _ []core.AccountID) error {
+			alerts = append(alerts, text)
+			return nil
+		}}
 	p := &fakePulser{}
 	const limit = time.Minute
 	h.pulse("telegram/chief", p, limit)
@@ -326,7 +329,9 @@ func TestWatchdogWarnsWhenNoOwnerReachable(t *testing.T) {
 	const warn = "no owner could be told in a DM on another account"
 	waitUntil(t, "the WARN", func() bool { return strings.Contains(logs.String(), warn) })
 	release()
-	waitUntil(t, "the account back", func() bool { return strings.Contains(logs.String(), `"account is back: its platform answers again" account=telegram/chief`) })
+	waitUntil(t, "the account back", func() bool {
+		return strings.Contains(logs.String(), `"account is back: its platform answers again" account=telegram/chief`)
+	})
 	if n := strings.Count(logs.String(), warn); n != 1 {
 		t.Errorf("%d WARNs that no owner was told, want one for the outage:\n%s", n, logs.String())
 	}
