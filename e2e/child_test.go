@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,19 +13,41 @@ import (
 // The real openbot binary as a child process, for the tests that kill it
 // (soak_rig_test.go, cluster_test.go, ingress_failover_e2e_test.go).
 
-// buildOpenbot builds the openbot binary into dir and returns its path; it
-// skips t when there is no go tool.
-func buildOpenbot(t testing.TB, dir string) string {
+// built is the openbot binary the package's tests share: built once by the
+// first test that asks, removed by TestMain.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+// buildOpenbot returns the path of the openbot binary, building it on first
+// use; it skips t when there is no go tool.
+func buildOpenbot(t testing.TB) string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool to build the openbot binary:", err)
 	}
-	bin := filepath.Join(dir, "openbot")
-	if out, err := exec.Command(gobin, "build", "-o", bin, "openbot/cmd/openbot").CombinedOutput(); err != nil {
-		t.Fatalf("go build openbot/cmd/openbot: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "openbot-e2e-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "openbot")
+		built.out, built.err = exec.Command(gobin, "build", "-o", built.bin, "openbot/cmd/openbot").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build openbot/cmd/openbot: %v\n%s", built.err, built.out)
 	}
-	return bin
+	return built.bin
+}
+
+// removeBuilt removes the shared binary, if one was built.
+func removeBuilt() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
 }
 
 // child is a running `openbot serve`; its output is appended to a log file.

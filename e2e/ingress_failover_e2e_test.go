@@ -162,7 +162,7 @@ func TestTelegramPollingFailoverSharedPostgres(t *testing.T) {
 	}
 	dsn := pgtest.DSN(t)
 	dir := t.TempDir()
-	bin := buildOpenbot(t, dir)
+	bin := buildOpenbot(t)
 	tg := telegramtest.NewServer(telegramtest.Bot{Token: failoverToken, ID: 700001, Username: "openbot_failover_bot", Name: "Failover"})
 	t.Cleanup(tg.Close)
 	llm := openaitest.New(t)

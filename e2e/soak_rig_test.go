@@ -57,6 +57,10 @@ type soakRig struct {
 	tg      *telegramtest.Server
 	llm     *openaitest.Server
 	latency func() time.Duration // of each model call
+	conf    soakConfig
+	// chats are the platforms messages arrive on: message n on chats[n%len];
+	// Telegram (tg) alone unless a test adds more (addChat).
+	chats []soakChat
 
 	mu      sync.Mutex
 	child   *child
@@ -72,6 +76,29 @@ type soakRig struct {
 type soakConfig struct {
 	maxRuns   int  // limits.max_concurrent_runs and the bot's max_parallel_threads
 	streaming bool // the Telegram account's streaming
+	// tools are more of the bot's tools, beside workspace_write; calls gives the
+	// calls of them the model makes with its workspace_write call for message n.
+	tools []string
+	calls func(n string) []openaitest.ToolCall
+	// extra is YAML appended to the config: more accounts, mcp_servers.
+	extra string
+}
+
+// soakChat is one platform the soak's messages arrive on, each message in a
+// conversation of its own.
+type soakChat interface {
+	// send delivers message n, "please note soak-<n>", as a person does.
+	send(n int)
+	// posts returns the texts of the bot's messages now, in send order, by
+	// the message whose conversation holds them.
+	posts() map[int][]string
+	// accepted returns when the platform first accepted a bot message
+	// (a post or an edit) whose text holds want in message n's
+	// conversation; zero when none did.
+	accepted(n int, want string) time.Time
+	// history lists the bot's calls to the platform about message n's
+	// conversation, oldest first, for a failure's report.
+	history(n int) []string
 }
 
 // newSoakRig builds the openbot binary, starts the fakes and writes the config;
@@ -82,9 +109,10 @@ func newSoakRig(t testing.TB, c soakConfig, latency func() time.Duration) *soakR
 		t.Skip("the kill soak builds and runs the openbot binary")
 	}
 	dir := t.TempDir()
-	x := &soakRig{t: t, dir: dir, bin: buildOpenbot(t, dir), latency: latency, nextMsg: 1, heldOne: make(chan struct{}, 1)}
+	x := &soakRig{t: t, dir: dir, bin: buildOpenbot(t), latency: latency, conf: c, nextMsg: 1, heldOne: make(chan struct{}, 1)}
 	x.tg = telegramtest.NewServer(telegramtest.Bot{Token: soakToken, ID: soakBotID, Username: "openbot_soak_bot", Name: "Soak"})
 	t.Cleanup(x.tg.Close)
+	x.chats = []soakChat{tgChat{x}}
 	x.llm = openaitest.New(t)
 	x.llm.Handle(x.model)
 	t.Cleanup(x.killChild) // registered after the fakes: runs before they close
@@ -111,7 +139,7 @@ bots:
   - handle: chief
     name: Chief
     instructions: Write a note with workspace_write, then answer.
-    tools: [workspace_write]
+    tools: [%s]
     max_parallel_threads: %d
 telegram:
   - name: chief
@@ -120,7 +148,8 @@ telegram:
     api_endpoint: %s
     dm_policy: open
     streaming: %s
-`, filepath.Join(dir, "data", "openbot.db"), filepath.Join(dir, "ws"), c.maxRuns, x.llm.URL(), c.maxRuns, soakToken, x.tg.URL(), stream)
+%s`, filepath.Join(dir, "data", "openbot.db"), filepath.Join(dir, "ws"), c.maxRuns, x.llm.URL(),
+		strings.Join(append([]string{"workspace_write"}, c.tools...), ", "), c.maxRuns, soakToken, x.tg.URL(), stream, c.extra)
 	x.cfg = filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(x.cfg, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -143,7 +172,11 @@ func (x *soakRig) model(req openaitest.Request) openaitest.Reply {
 	msgs := req.Body.Messages
 	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "tool" {
 		args := fmt.Sprintf(`{"path":"soak-%s.txt","content":"note %s"}`, n, n)
-		return openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("workspace_write", args)}, Wait: x.after()}
+		calls := []openaitest.ToolCall{openaitest.Call("workspace_write", args)}
+		if x.conf.calls != nil {
+			calls = append(calls, x.conf.calls(n)...)
+		}
+		return openaitest.Reply{ToolCalls: calls, Wait: x.after()}
 	}
 	text := fmt.Sprintf("Answer for soak-%s: noted and done.", n)
 	x.mu.Lock()
@@ -238,9 +271,22 @@ func (x *soakRig) signal(sig syscall.Signal) {
 	c.signal(sig)
 }
 
-// send pushes message n ("please note soak-<n>") from user soakUser0+n in
-// their private chat. Safe to call from any goroutine.
-func (x *soakRig) send(n int) {
+// send delivers message n ("please note soak-<n>") on its platform, each in
+// a conversation of its own. Safe to call from any goroutine.
+func (x *soakRig) send(n int) { x.chatOf(n).send(n) }
+
+// addChat adds a platform messages arrive on (message n goes to the
+// chats[n%len(chats)]); call it before the first send.
+func (x *soakRig) addChat(c soakChat) { x.chats = append(x.chats, c) }
+
+func (x *soakRig) chatOf(n int) soakChat { return x.chats[n%len(x.chats)] }
+
+// tgChat is the rig's Telegram: message n comes from user soakUser0+n in
+// their private chat.
+type tgChat struct{ x *soakRig }
+
+func (c tgChat) send(n int) {
+	x := c.x
 	x.mu.Lock()
 	id := x.nextMsg
 	x.nextMsg++
@@ -264,32 +310,56 @@ type soakOutcome struct {
 // outcomes reads the fake's chats for messages [0, n).
 func (x *soakRig) outcomes(n int) []soakOutcome {
 	out := make([]soakOutcome, n)
-	for _, m := range x.tg.Messages(soakToken) {
-		i := int(m.Chat - soakUser0)
-		if i < 0 || i >= n {
-			continue
-		}
-		switch {
-		case strings.Contains(m.Text, soakAnswer(i)):
-			out[i].answers++
-		case strings.Contains(m.Text, "interrupted") || strings.Contains(m.Text, "could not finish"):
-			out[i].notices++
-		default:
-			out[i].strays++
+	for _, c := range x.chats {
+		for i, texts := range c.posts() {
+			if i < 0 || i >= n {
+				continue
+			}
+			for _, text := range texts {
+				switch {
+				case strings.Contains(text, soakAnswer(i)):
+					out[i].answers++
+				case strings.Contains(text, "interrupted") || strings.Contains(text, "could not finish"):
+					out[i].notices++
+				default:
+					out[i].strays++
+				}
+			}
 		}
 	}
 	return out
 }
 
-// chat returns the texts the bot has in the chat of message i, in send order.
-func (x *soakRig) chat(i int) []string {
+// chat returns the texts the bot has in the conversation of message i, in
+// send order.
+func (x *soakRig) chat(i int) []string { return x.chatOf(i).posts()[i] }
+
+func (c tgChat) posts() map[int][]string {
+	out := map[int][]string{}
+	for _, m := range c.x.tg.Messages(soakToken) {
+		i := int(m.Chat - soakUser0)
+		out[i] = append(out[i], m.Text)
+	}
+	return out
+}
+
+func (c tgChat) history(n int) []string {
 	var out []string
-	for _, m := range x.tg.Messages(soakToken) {
-		if m.Chat == int64(soakUser0+i) {
-			out = append(out, m.Text)
+	for _, call := range c.x.tg.Calls() {
+		if call.Params["chat_id"] == fmt.Sprint(soakUser0+n) {
+			out = append(out, fmt.Sprintf("%s %s message_id=%s %q", call.At.Format("15:04:05.000"), call.Method, call.Params["message_id"], call.Params["text"]))
 		}
 	}
 	return out
+}
+
+func (c tgChat) accepted(n int, want string) time.Time {
+	for _, call := range c.x.tg.Calls("sendMessage", "editMessageText") {
+		if call.Params["chat_id"] == fmt.Sprint(soakUser0+n) && strings.Contains(call.Params["text"], want) {
+			return call.At
+		}
+	}
+	return time.Time{}
 }
 
 // waitSettled waits until every message [0, n) has an answer or a notice, or
@@ -320,18 +390,11 @@ func (x *soakRig) waitSettled(ctx context.Context, n int) bool {
 // a loopback call and one bbolt commit, with a wide margin for a loaded machine.
 const dupWindow = 500 * time.Millisecond
 
-// inWindow reports whether the first copy of message i's answer that Telegram
-// accepted (a sendMessage, or an edit of a streamed message) was followed by a
-// SIGKILL within dupWindow, the one case the design allows a second copy.
+// inWindow reports whether the first copy of message i's answer that the
+// platform accepted (a post, or an edit of a streamed message) was followed by
+// a SIGKILL within dupWindow, the one case the design allows a second copy.
 func (x *soakRig) inWindow(i int) bool {
-	want := soakAnswer(i)
-	var first time.Time
-	for _, c := range x.tg.Calls("sendMessage", "editMessageText") {
-		if c.Params["chat_id"] == fmt.Sprint(soakUser0+i) && strings.Contains(c.Params["text"], want) {
-			first = c.At
-			break
-		}
-	}
+	first := x.chatOf(i).accepted(i, soakAnswer(i))
 	if first.IsZero() {
 		return false
 	}

@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -75,6 +76,7 @@ type Call struct {
 	Query  string
 	Auth   string // Authorization header
 	Body   []byte
+	At     time.Time // when it arrived
 }
 
 // Message is one message the adapter sent (create or reply).
@@ -244,7 +246,7 @@ func (s *Server) record(next http.Handler) http.Handler {
 			r.Body = io.NopCloser(strings.NewReader(string(body)))
 		}
 		s.mu.Lock()
-		s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body})
+		s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: body, At: time.Now()})
 		f := s.takeFailure(r)
 		s.changes.Notify()
 		s.mu.Unlock()

@@ -81,6 +81,22 @@ func DSN(t testing.TB) string {
 	return dsn
 }
 
+// Own starts a cluster of t's own, stopped and removed when t ends, for a
+// test that restarts it (Restart) or otherwise disturbs the server. Without a
+// cluster it skips t, or fails it when CI=true, as DSN does.
+func Own(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL cannot be started and CI=true: %v", err)
+		}
+		t.Skipf("PostgreSQL tests skipped: no server could be started (%v); set CI=true to make this a failure", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
 // Start initialises and starts a cluster in a new temporary directory.
 func Start() (*Server, error) {
 	bin, err := findBin()
@@ -115,13 +131,32 @@ func Start() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", s.port, dir)
-	if out, err := s.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	if err := s.start(); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %w: %s %s", err, out, log)
+		return nil, err
 	}
 	return s, nil
+}
+
+func (s *Server) start() error {
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=200", s.port, s.dir)
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %w: %s %s", err, out, log)
+	}
+	return nil
+}
+
+// Restart stops the cluster in fast mode (every session is ended and its
+// open transaction rolled back), leaves it down for down, and starts it again
+// on the same port and data, as an operator's restart or a failover does; it
+// returns once the server accepts connections again.
+func (s *Server) Restart(down time.Duration) error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "-t", "60", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop: %w: %s", err, out)
+	}
+	time.Sleep(down) // the outage itself
+	return s.start()
 }
 
 // Stop stops the cluster at once and removes its directory.
@@ -193,3 +228,44 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Session is one connection of a test's own to the server, for SQL the test
+// runs beside the code under test (ending its backends, holding locks), so
+// the test needs no driver of its own.
+type Session struct{ conn *pgx.Conn }
+
+// Connect opens a Session on dsn (as its user: the cluster's superuser for
+// DSN and NewSchema).
+func Connect(ctx context.Context, dsn string) (*Session, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{conn: conn}, nil
+}
+
+// Int runs query, which returns one integer, and returns it.
+func (s *Session) Int(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.conn.QueryRow(ctx, query, args...).Scan(&n)
+	return n, err
+}
+
+// Hold runs stmt (a LOCK TABLE, say) in a transaction it keeps open for d,
+// then commits it.
+func (s *Session) Hold(ctx context.Context, stmt string, d time.Duration) error {
+	return pgx.BeginFunc(ctx, s.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return err
+		}
+		select {
+		case <-time.After(d): // holding is the point
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// Close closes the connection.
+func (s *Session) Close() { _ = s.conn.Close(context.Background()) }
