@@ -21,12 +21,14 @@ type PeopleKeeper interface {
 	AddOwner(ctx context.Context, actor core.ActorID, name string, by core.By) (core.Person, error)
 	Policies(ctx context.Context) (map[string]core.ChannelPolicy, error)
 	SetPolicy(ctx context.Context, acct core.AccountID, channel string, p core.ChannelPolicy, by core.By) (core.ChannelPolicy, error)
+	RemovePolicy(ctx context.Context, acct core.AccountID, channel string, by core.By) (core.ChannelPolicy, error)
 }
 
 // peopleRoutes: GET /api/v1/people (people and pending pairing codes), POST
 // /api/v1/people/pair {"code"} (let in the person a code was given to, as the
 // console's identity, which must be an owner), POST /api/v1/people/owners
-// {"id","name"} (make an owner), DELETE /api/v1/people/{id} (remove a person).
+// {"id","name"} (make an owner), DELETE /api/v1/people/{id} (remove a person),
+// GET, PUT and DELETE /api/v1/policies (channel policies).
 func (s *Server) peopleRoutes() {
 	s.mux.HandleFunc("GET /api/v1/people", s.listPeople)
 	s.mux.HandleFunc("POST /api/v1/people/pair", s.pair)
@@ -34,6 +36,7 @@ func (s *Server) peopleRoutes() {
 	s.mux.HandleFunc("DELETE /api/v1/people/{id}", s.revoke)
 	s.mux.HandleFunc("GET /api/v1/policies", s.listPolicies)
 	s.mux.HandleFunc("PUT /api/v1/policies", s.setPolicy)
+	s.mux.HandleFunc("DELETE /api/v1/policies", s.removePolicy)
 }
 
 // listPolicies is GET /api/v1/policies: the stored channel policies by
@@ -83,6 +86,28 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
+// removePolicy is DELETE /api/v1/policies?account=A&channel=C: it removes the
+// channel's stored policy, so the configured one applies again, as the
+// console's identity, which must be an owner (403); 404 when none is stored.
+// It answers the policy removed.
+func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) {
+	k, ok := s.keeper(w)
+	if !ok {
+		return
+	}
+	acct, channel := r.URL.Query().Get("account"), r.URL.Query().Get("channel")
+	if acct == "" || channel == "" {
+		writeError(w, http.StatusBadRequest, "account and channel are required (channel \"*\" is the account's default)")
+		return
+	}
+	p, err := k.RemovePolicy(r.Context(), core.AccountID(acct), channel, s.by())
+	if err != nil {
+		s.peopleFailed(w, "remove policy", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
 // PeopleView is GET /api/v1/people.
 type PeopleView struct {
 	People  []core.Person  `json:"people"`
@@ -103,7 +128,7 @@ func (s *Server) peopleFailed(w http.ResponseWriter, what string, err error) {
 	switch {
 	case errors.Is(err, core.ErrNotOwner):
 		writeError(w, http.StatusForbidden, string(s.by().Actor)+": "+err.Error()+"; make the console's identity an owner (owners: in the config)")
-	case errors.Is(err, core.ErrPairingCode), errors.Is(err, core.ErrNoPerson):
+	case errors.Is(err, core.ErrPairingCode), errors.Is(err, core.ErrNoPerson), errors.Is(err, core.ErrNoPolicy):
 		writeError(w, http.StatusNotFound, err.Error())
 	default:
 		s.opts.Logger.Error("admin "+what, "err", core.Redact(err.Error()))

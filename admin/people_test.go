@@ -99,11 +99,12 @@ func TestPeopleAPI(t *testing.T) {
 	}
 }
 
-// TestPolicyAPI: an owner sets a channel's policy; a bad one is 400 and a
-// console that is no owner gets 403, neither storing anything.
+// TestPolicyAPI: an owner sets a channel's policy and removes it; a bad one is
+// 400 and a console that is no owner gets 403, neither storing anything;
+// a non-owner cannot remove one, and removing where nothing is stored is 404.
 func TestPolicyAPI(t *testing.T) {
-	put := func(url, body string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+	do := func(url, method, body string) (int, string) {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -112,6 +113,7 @@ func TestPolicyAPI(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	put := func(url, body string) (int, string) { return do(url, http.MethodPut, body) }
 	_, api := peopleAPI(t, "console:operator", "console:operator")
 	if code, body := put(api+"/policies?account=slack/acme&channel=T1:C1", `{"mode":"sometimes"}`); code != http.StatusBadRequest {
 		t.Fatalf("bad policy: %d %s", code, body)
@@ -132,5 +134,26 @@ func TestPolicyAPI(t *testing.T) {
 	getJSON(t, api2+"/policies", http.StatusOK, &pols)
 	if len(pols) != 0 {
 		t.Fatalf("a refused policy was stored: %+v", pols)
+	}
+	if code, body := do(api2+"/policies?account=slack/acme&channel=T1:C1", http.MethodDelete, ""); code != http.StatusForbidden {
+		t.Fatalf("non-owner removes: %d %s", code, body)
+	}
+
+	// Removing: a non-owner is refused, an owner removes it, a second time is 404.
+	eng3, api3 := peopleAPI(t, "console:operator", "console:operator")
+	if code, body := put(api3+"/policies?account=slack/acme&channel=T1:C1", `{"mode":"open"}`); code != http.StatusOK {
+		t.Fatalf("set: %d %s", code, body)
+	}
+	if code, body := do(api3+"/policies?account=slack/acme", http.MethodDelete, ""); code != http.StatusBadRequest {
+		t.Fatalf("remove without a channel: %d %s", code, body)
+	}
+	if code, body := do(api3+"/policies?account=slack/acme&channel=T1:C1", http.MethodDelete, ""); code != http.StatusOK || !strings.Contains(body, `"mode":"open"`) {
+		t.Fatalf("remove: %d %s", code, body)
+	}
+	if pols, _ := eng3.Policies(context.Background()); len(pols) != 0 {
+		t.Fatalf("removed policy still stored: %+v", pols)
+	}
+	if code, _ := do(api3+"/policies?account=slack/acme&channel=T1:C1", http.MethodDelete, ""); code != http.StatusNotFound {
+		t.Fatalf("remove twice: %d", code)
 	}
 }

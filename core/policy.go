@@ -299,6 +299,38 @@ func (e *Engine) SetPolicy(ctx context.Context, acct AccountID, channel string, 
 	return p, err
 }
 
+// RemovePolicy deletes the stored policy of channel of acct, so the
+// configured one (or the account's default) applies again, and records it in
+// the activity log. Only an owner may (ErrNotOwner); ErrNoPolicy when none is
+// stored there. It returns the policy removed. Errors otherwise are store
+// failures.
+func (e *Engine) RemovePolicy(ctx context.Context, acct AccountID, channel string, by By) (ChannelPolicy, error) {
+	var old ChannelPolicy
+	err := e.store.Update(ctx, func(tx Tx) error {
+		people, err := loadPeopleTx(tx)
+		if err != nil {
+			return err
+		}
+		if !e.ownerIn(&people, by.Actor) {
+			return ErrNotOwner
+		}
+		d, err := loadPolicyTx(tx)
+		if err != nil {
+			return err
+		}
+		key := PolicyKey(acct, channel)
+		p, ok := d.Channels[key]
+		if !ok {
+			return ErrNoPolicy
+		}
+		old = p
+		delete(d.Channels, key)
+		e.activity(tx, Activity{Event: "policy.removed", Summary: fmt.Sprintf("channel policy of %s removed by %s (it was: %s)", key, by.name(), p.Summary()), Actor: by.Actor})
+		return savePolicyTx(tx, d)
+	})
+	return old, err
+}
+
 // Policy returns the policy in effect in channel of acct. Errors are store
 // failures.
 func (e *Engine) Policy(ctx context.Context, acct AccountID, channel string) (ChannelPolicy, error) {
@@ -325,6 +357,10 @@ func (e *Engine) Policies(ctx context.Context) (map[string]ChannelPolicy, error)
 // ErrBadPolicy: a policy names an unknown mode, member rule or bot, or sets a
 // negative budget.
 var ErrBadPolicy = errors.New("bad policy")
+
+// ErrNoPolicy: no policy is stored for the channel (a configured one is not
+// stored).
+var ErrNoPolicy = errors.New("no policy is stored for that channel")
 
 // Check reports a policy's unknown mode, member rule or bot (knownBot) and a
 // negative budget, wrapping ErrBadPolicy with a text a person can act on.

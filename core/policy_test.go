@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -272,5 +273,50 @@ func TestChannelModeOpen(t *testing.T) {
 	}
 	if a := adm("console:eve", "lobby"); a.Allow || a.Reply != "" {
 		t.Fatalf("again: %+v, want silence", a)
+	}
+}
+
+// TestRemovePolicy: removing a stored policy brings back the configured one of
+// its channel and writes an activity line; only an owner may, and a channel
+// with nothing stored is ErrNoPolicy.
+func TestRemovePolicy(t *testing.T) {
+	ctx := context.Background()
+	h := policyHarness(t, []core.ActorID{"console:owner"}, nil)
+	h.opts = func(o *core.Options) {
+		o.Owners = []core.ActorID{"console:owner"}
+		o.Policies = map[string]core.ChannelPolicy{core.PolicyKey("console/local", "ops"): {Mode: core.ModeDisabled}}
+	}
+	h.start()
+	owner := core.By{Actor: "console:owner", Name: "Owner"}
+	if _, err := h.eng.SetPolicy(ctx, "console/local", "ops", core.ChannelPolicy{Mode: core.ModeOpen}, owner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.RemovePolicy(ctx, "console/local", "ops", core.By{Actor: "console:eve"}); !errors.Is(err, core.ErrNotOwner) {
+		t.Fatalf("a non-owner removes: %v, want ErrNotOwner", err)
+	}
+	if p, _ := h.eng.Policy(ctx, "console/local", "ops"); p.Mode != core.ModeOpen {
+		t.Fatalf("after a refused removal the policy is %+v", p)
+	}
+	if old, err := h.eng.RemovePolicy(ctx, "console/local", "ops", owner); err != nil || old.Mode != core.ModeOpen {
+		t.Fatalf("remove: %+v, %v", old, err)
+	}
+	if p, _ := h.eng.Policy(ctx, "console/local", "ops"); p.Mode != core.ModeDisabled {
+		t.Fatalf("after removal the policy is %+v, want the configured one", p)
+	}
+	if _, err := h.eng.RemovePolicy(ctx, "console/local", "ops", owner); !errors.Is(err, core.ErrNoPolicy) {
+		t.Fatalf("remove a configured-only policy: %v, want ErrNoPolicy", err)
+	}
+	var line string
+	_ = h.store.View(ctx, func(tx core.ReadTx) error {
+		as, err := tx.Activities(0, 0)
+		for _, a := range as {
+			if a.Event == "policy.removed" {
+				line = a.Summary
+			}
+		}
+		return err
+	})
+	if !strings.Contains(line, "console/local ops removed by Owner (it was: mode=open)") {
+		t.Fatalf("activity line %q", line)
 	}
 }

@@ -109,16 +109,10 @@ type worker struct {
 	runs   sync.WaitGroup    // runs in flight (worker.run); waited for by loop
 }
 
-// wake nudges a bot's worker after its mailbox changed. Shared
-// (core/shared.go), the other processes are told (a hint) only when this one
-// has no worker for the bot; a worker that finds work it has no slot for tells
-// them itself (loop). So the processes do not all race to pick each item, and
-// the losers' picks do not take commits and CPU from the winner's.
+// wake nudges a bot's worker after its mailbox changed, here and, shared, in
+// the other processes (a hint; core/shared.go).
 func (s *scheduler) wake(handle string) {
-	if w := s.worker(handle); w != nil {
-		w.wakeUp()
-		return
-	}
+	s.wakeLocal(handle)
 	s.e.cluster.hint("wake", handle)
 }
 
@@ -198,13 +192,8 @@ func (w *worker) loop(ctx, runCtx context.Context) {
 			// no run row. Free slots beyond the first are taken too (never waited
 			// for), so one commit starts up to pickMax runs in different threads
 			// instead of one commit per run.
-			if !w.s.sem.tryAcquire() {
-				// Every slot of this process is running: another process may
-				// have one free.
-				w.s.e.cluster.hint("wake", w.handle)
-				if !w.s.sem.acquire(ctx) {
-					return
-				}
+			if !w.s.sem.acquire(ctx) {
+				return
 			}
 			k := 1
 			for k < min(bot.parallel()-n, pickMax) && w.s.sem.tryAcquire() {

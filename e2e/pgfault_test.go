@@ -121,18 +121,12 @@ func retryWarnings(log string) []string {
 }
 
 // TestDatabaseRestartMidLoad restarts PostgreSQL (pg_ctl stop -m fast, two
-// seconds down, start) while one process ingests and runs messages.
-//
-// It is skipped unless OPENBOT_PG_FAULTS is set while reads are not retried:
-// about one run in five, a run reading the store as the restart ends its
-// connection fails, and its thread gets "@chief could not finish: store
-// postgres [address]/postgres: begin read: FATAL: terminating connection due
-// to administrator command (SQLSTATE 57P01)" instead of the answer. Delete
-// the skip when a read that loses its connection is retried too.
+// seconds down, start) while one process ingests and runs messages. A read
+// whose transaction cannot begin meanwhile is begun again: without that, about
+// one run in five, a run got "@chief could not finish: store postgres
+// [address]/postgres: begin read: FATAL: terminating connection due to
+// administrator command (SQLSTATE 57P01)" instead of its answer.
 func TestDatabaseRestartMidLoad(t *testing.T) {
-	if os.Getenv("OPENBOT_PG_FAULTS") == "" {
-		t.Skip("the store does not retry a read that lost its connection yet; set OPENBOT_PG_FAULTS=1 to run")
-	}
 	if testing.Short() {
 		t.Skip("starts a database of its own and runs the openbot binary")
 	}
@@ -150,16 +144,12 @@ func TestDatabaseRestartMidLoad(t *testing.T) {
 // an administrator may. The database stays up, so every failed write can be
 // retried at once: no ERROR may be logged, nothing answered twice.
 //
-// It is skipped unless OPENBOT_PG_FAULTS is set while the store does not
-// retry a write whose COMMIT got an error answer: about one run in five a
-// termination lands on the COMMIT, the write fails with "commit: FATAL:
-// terminating connection due to administrator command (SQLSTATE 57P01)"
-// ("pick failed", "outbox settle" at ERROR), and a delivery whose settle
-// failed that way is posted again. Delete the skip when it does.
+// A write whose COMMIT the server answered with an error (the termination
+// landing on it) did not commit and is run again: without that, about one run
+// in five failed with "commit: FATAL: terminating connection due to
+// administrator command (SQLSTATE 57P01)" ("pick failed", "outbox settle" at
+// ERROR), and a delivery whose settle failed that way was posted again.
 func TestConnectionDroppedMidLoad(t *testing.T) {
-	if os.Getenv("OPENBOT_PG_FAULTS") == "" {
-		t.Skip("the store does not retry a write whose COMMIT failed yet; set OPENBOT_PG_FAULTS=1 to run")
-	}
 	dsn := pgtest.DSN(t)
 	const app = "openbot-e2e-dropped"
 	faultUnderLoad(t, dsn+"&application_name="+app, true, func(ctx context.Context) error {

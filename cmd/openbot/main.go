@@ -82,6 +82,7 @@ const usage = `usage:
   openbot memory list|show|rm|edit [ID] --bot B     see and fix a bot's memories
   openbot people [revoke ID] | pair CODE | owner add ID [--name N]   who may talk to the bots
   openbot policy [ACCOUNT CHANNEL [key=value ...]]  list or set channel policies (CHANNEL * is the account's default)
+  openbot policy remove ACCOUNT CHANNEL             remove a stored channel policy (the configured one applies again)
   openbot version
   openbot help COMMAND                              a command's flags (also: COMMAND --help)
 `

@@ -22,13 +22,14 @@ import (
 
 // People from a terminal: `openbot people` lists the stored people and the
 // pairing codes waiting, `openbot pair CODE` lets in the person a code was
-// given to, `openbot people revoke ID` removes one, and `openbot owner add ID`
+// given to, `openbot people revoke ID` removes one, `openbot policy remove
+// ACCOUNT CHANNEL` removes a stored channel policy, and `openbot owner add ID`
 // makes an owner (the way to name the first one without editing the config).
 // Like the inspect commands they work in process over the store file when no
 // server holds it, else through the running server's API with admin.token, as
 // admin.identity.
 
-const peopleUsage = "usage: openbot people [revoke ID] | openbot pair CODE | openbot owner add ID [--name NAME] | openbot policy [ACCOUNT CHANNEL [key=value ...]]  [--config FILE]"
+const peopleUsage = "usage: openbot people [revoke ID] | openbot pair CODE | openbot owner add ID [--name NAME] | openbot policy [ACCOUNT CHANNEL [key=value ...]] | openbot policy remove ACCOUNT CHANNEL  [--config FILE]"
 
 // runPeople is `openbot people|pair|owner`.
 func runPeople(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
@@ -51,6 +52,8 @@ func runPeople(ctx context.Context, cmd string, args []string, stdout, stderr io
 		method, path, body = http.MethodPost, "/api/v1/people/owners", map[string]string{"id": a[1], "name": *name}
 	case cmd == "policy" && len(a) == 0:
 		method, path = http.MethodGet, "/api/v1/policies"
+	case cmd == "policy" && len(a) == 3 && a[0] == "remove":
+		method, path = http.MethodDelete, "/api/v1/policies?"+url.Values{"account": {a[1]}, "channel": {a[2]}}.Encode()
 	case cmd == "policy" && len(a) >= 2:
 		p, err := core.ParsePolicy(strings.Join(a[2:], " "))
 		if err != nil {
@@ -97,9 +100,15 @@ func runPeople(ctx context.Context, cmd string, args []string, stdout, stderr io
 		var pols map[string]core.ChannelPolicy
 		var one core.ChannelPolicy
 		var err error
-		if method == http.MethodGet {
+		switch method {
+		case http.MethodGet:
 			err = r.get(ctx, path, &pols)
-		} else {
+		case http.MethodDelete:
+			if err = r.do(ctx, method, path, nil, &one); err == nil {
+				fmt.Fprintf(stdout, "removed the stored policy of %s %s (it was: %s); the configured one applies there again\n", a[1], a[2], one.Summary())
+				return exitOK
+			}
+		default:
 			err = r.do(ctx, method, path, payload, &one)
 			pols = map[string]core.ChannelPolicy{a[0] + " " + a[1]: one}
 		}

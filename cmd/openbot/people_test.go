@@ -69,7 +69,8 @@ func TestPeopleCommands(t *testing.T) {
 
 // TestPolicyCommandCLI: `openbot policy ACCOUNT CHANNEL key=value` stores a
 // channel policy (as admin.identity, an owner of the store it holds), a bad key
-// changes nothing, and `openbot policy` lists it.
+// changes nothing, `openbot policy` lists it, and `openbot policy remove`
+// removes it (a second time names the refusal).
 func TestPolicyCommandCLI(t *testing.T) {
 	dir := t.TempDir()
 	path := exampleConfig(t, dir)
@@ -90,5 +91,14 @@ func TestPolicyCommandCLI(t *testing.T) {
 	}
 	if code, out := cli("policy"); code != exitOK || !strings.Contains(out, "slack/acme T1:C1: members=listed listed=slack:T1:U2 tools_removed=shell") {
 		t.Fatalf("list: %d %s", code, out)
+	}
+	if code, out := cli("policy", "remove", "slack/acme", "T1:C1"); code != exitOK || !strings.Contains(out, "removed the stored policy of slack/acme T1:C1 (it was: members=listed") {
+		t.Fatalf("remove: %d %s", code, out)
+	}
+	if code, out := cli("policy"); code != exitOK || !strings.Contains(out, "no stored channel policies") {
+		t.Fatalf("list after remove: %d %s", code, out)
+	}
+	if code, out := cli("policy", "remove", "slack/acme", "T1:C1"); code != exitFail || !strings.Contains(out, "no policy is stored") {
+		t.Fatalf("remove twice: %d %s", code, out)
 	}
 }

@@ -120,20 +120,26 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 
 // View runs fn in a read-only REPEATABLE READ transaction (one snapshot). It
 // returns ctx.Err() without calling fn when ctx is done first, and ErrClosed
-// after Close. Values returned are decoded copies that outlive the transaction.
+// after Close. A transaction that cannot begin for a lost connection or a
+// restarting server is begun again (retry); fn runs once. Values returned are
+// decoded copies that outlive the transaction.
 func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	var tx pgx.Tx
+	err := s.retry(ctx, "read", func() (error, bool) {
+		var err error
+		if tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}); err != nil {
+			return s.wrap("begin read", ctx, err), true
+		}
+		return nil, true
+	})
 	if err != nil {
-		return s.wrap("begin read", ctx, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(&readTx{ctx: ctx, tx: &pipe{Tx: tx}}); err != nil {
 		return err
 	}
-	return nil
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	return fn(&readTx{ctx: ctx, tx: &pipe{Tx: tx}})
 }
 
 // Update runs fn in one read-write transaction and commits when fn returns nil;
@@ -169,18 +175,29 @@ const (
 
 // write runs fn in a read-write transaction and commits when fn returns nil.
 // A transaction that failed for a reason another run can cure (retryable) is
-// rolled back and run again after a short random pause, until it commits,
-// fails otherwise, ctx ends or retryBudget has passed. A commit whose outcome
-// is unknown (the connection broke while COMMIT was in flight) is not run
-// again: its error is returned.
+// rolled back and run again (retry). A COMMIT whose outcome is unknown (the
+// connection broke after COMMIT was sent, with no answer) is not run again:
+// its error is returned. A COMMIT the server answered with an error, or one
+// that never left, surely did not commit and is retried.
 func (s *Store) write(ctx context.Context, fn func(*writeTx) error) error {
+	return s.retry(ctx, "write", func() (error, bool) {
+		err, committing := s.attempt(ctx, fn)
+		var pg *pgconn.PgError
+		return err, !committing || errors.As(err, &pg) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err)
+	})
+}
+
+// retry runs op until it succeeds, fails for a reason another run cannot
+// cure, leaves its outcome unknown (sure false), ctx ends or retryBudget has
+// passed, pausing a short random while between runs; what names it in logs.
+func (s *Store) retry(ctx context.Context, what string, op func() (err error, sure bool)) error {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		err, committing := s.attempt(ctx, fn)
+		err, sure := op()
 		why := retryable(err)
-		if why == "" || committing && why != "conflict" || ctx.Err() != nil || time.Since(start) > retryBudget {
+		if why == "" || !sure || ctx.Err() != nil || time.Since(start) > retryBudget {
 			if why != "" && attempt > 1 {
-				s.log.Warn("store write failed after retries", "where", s.where, "attempts", attempt, "err", err)
+				s.log.Warn("store "+what+" failed after retries", "where", s.where, "attempts", attempt, "err", err)
 			}
 			return err
 		}
@@ -188,7 +205,7 @@ func (s *Store) write(ctx context.Context, fn func(*writeTx) error) error {
 		if why != "conflict" || attempt >= 5 {
 			level = slog.LevelWarn
 		}
-		s.log.Log(ctx, level, "store write retried", "where", s.where, "why", why, "attempt", attempt, "err", err)
+		s.log.Log(ctx, level, "store "+what+" retried", "where", s.where, "why", why, "attempt", attempt, "err", err)
 		ceiling := retryMaxPause
 		if why == "conflict" { // the winner has committed or rolled back: try again soon
 			ceiling = retryMaxConflictPause

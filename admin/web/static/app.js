@@ -855,11 +855,18 @@ views.config = {
 
 // views.people: who may talk to the bots. Pending pairing codes with a button
 // that lets the person in, the people with their roles and identities (remove
-// one), and the channel policies stored from chat, the CLI or the API.
+// one), and the channel policies stored from chat, the CLI, the API or the
+// form here (PUT /policies; Edit fills the form from a row, Remove deletes
+// one). The form is kept across live redraws (this.form, dropped on navigation).
 views.people = {
   title: "People",
   async render() {
-    const [pp, pols] = await Promise.all([api("/people"), api("/policies")]);
+    const [pp, pols, bots, chans] = await Promise.all([api("/people"), api("/policies"), api("/bots"),
+      api("/channels").catch(() => null)]); // not served by every API
+    if (!this.form) this.form = policyForm();
+    const form = this.form, focused = form.contains(document.activeElement) ? document.activeElement : null;
+    form.querySelector("#policy-bots").replaceChildren(...bots.items.map((b) => h("option", { value: b.handle })));
+    form.querySelector("#policy-accounts").replaceChildren(...(chans ? chans.items : []).map((c) => h("option", { value: c.account })));
     const out = h("div", {}, h("h1", {}, "People"),
       h("p", { class: "muted" }, "Owners approve anything and let people in; members may talk to the bots. " +
         "An unknown person who DMs a bot gets a pairing code: let them in here, with /pair CODE in chat, or with openbot pair CODE."));
@@ -880,8 +887,9 @@ views.people = {
         td("Added", when(x.added), x.added_by ? h("div", { class: "small muted" }, "by " + x.added_by) : "", " ",
           steer("Remove", "Really remove " + (x.name || x.id) + "?", "revoke", x.id, () =>
             api("/people/" + encodeURIComponent(x.id), { method: "DELETE" }).then(() => (x.name || x.id) + " removed")))))) : empty("Nobody is stored yet; owners from the config are not listed here."));
-    out.append(h("h2", {}, "Channel policies set from chat, the CLI or the API"));
+    out.append(h("h2", {}, "Channel policies set from chat, the CLI or here"));
     const rows = Object.entries(pols).sort(([a], [b]) => cmpStr(a, b)).map(([where, p]) => {
+      const [acct, channel] = splitWhere(where);
       const rules = [];
       if (p.mode) rules.push("mode " + p.mode);
       if (p.members) rules.push("members " + p.members + (p.listed && p.listed.length ? " (" + p.listed.join(", ") + ")" : ""));
@@ -889,17 +897,106 @@ views.people = {
       if (p.tools_removed && p.tools_removed.length) rules.push("without " + p.tools_removed.join(", "));
       if (p.tools_added && p.tools_added.length) rules.push("with " + p.tools_added.join(", "));
       if (p.approvers && p.approvers.length) rules.push("approvers " + p.approvers.join(", "));
+      const b = p.budget || {};
+      if (b.tokens || b.cost_micros) rules.push("budget a day: " + [b.tokens ? num(b.tokens) + " tokens" : "", b.cost_micros ? (b.cost_micros / 1e6).toFixed(2) : ""].filter(Boolean).join(", "));
+      if (p.fetch) rules.push("fetch: " + [p.fetch.allow_domains ? "allowed " + (p.fetch.allow_domains.join(", ") || "none") : "", p.fetch.unlisted ? "unlisted " + p.fetch.unlisted : ""].filter(Boolean).join(", "));
       if (p.instructions) rules.push("instructions: " + p.instructions);
       return h("tr", { "data-policy": where },
         td("Channel", h("span", { class: "mono" }, where)),
-        td("Policy", rules.length ? rules.map((r) => h("div", {}, r)) : h("span", { class: "muted" }, "the account's default")),
-        td("Set", when(p.set), p.set_by ? h("div", { class: "small muted" }, "by " + p.set_by) : ""));
+        td("Policy", rules.length ? rules.map((r) => h("div", {}, r)) : h("span", { class: "muted" }, "the defaults (mention_only, everyone)")),
+        td("Set", when(p.set), p.set_by ? h("div", { class: "small muted" }, "by " + p.set_by) : ""),
+        td("", h("button", { type: "button", class: "steer", "data-act": "edit-policy", onclick: () => fillPolicy(form, acct, channel, p) }, "Edit"), " ",
+          steer("Remove", "Really remove the policy of " + where + "?", "unpolicy", where, () =>
+            api("/policies?" + new URLSearchParams({ account: acct, channel }), { method: "DELETE" }).then(() => "The policy of " + where + " is removed; the config's applies there again"))));
     });
-    out.append(rows.length ? table(["Channel", "Policy", "Set"], rows) : empty("None stored; the config's policies apply."));
+    out.append(rows.length ? table(["Channel", "Policy", "Set", ""], rows) : empty("None stored; the config's policies apply."));
+    out.append(h("h2", {}, "Set a channel's policy"), form);
+    if (focused) requestAnimationFrame(() => focused.focus());
     return out;
   },
   interested: (type) => type === "activity",
 };
+
+// splitWhere splits a policy's key, "<account> <channel>", into its two names.
+function splitWhere(where) {
+  const i = where.indexOf(" ");
+  return i < 0 ? [where, ""] : [where.slice(0, i), where.slice(i + 1)];
+}
+
+// policyForm is the form that sets a channel's policy (PUT /policies), the
+// whole policy at once: empty fields take the defaults. A refusal (a bad
+// value, not an owner) shows under it and changes nothing.
+function policyForm() {
+  const field = (label, input, wide) => h("label", { class: wide ? "wide" : "" }, label, input);
+  const text = (name, placeholder, list) => h("input", { type: "text", name, placeholder, list, autocomplete: "off" });
+  const pick = (name, first, opts) => h("select", { name }, h("option", { value: "" }, first), opts.map((o) => h("option", { value: o }, o)));
+  const status = h("p", { class: "small", role: "status" });
+  const save = h("button", { type: "submit", class: "primary", "data-act": "save-policy" }, "Save policy");
+  const form = h("form", { id: "policy", class: "policy-form", "aria-label": "Set a channel's policy" },
+    h("datalist", { id: "policy-accounts" }), h("datalist", { id: "policy-bots" }),
+    field("Account", text("account", "slack/acme", "policy-accounts")),
+    field("Channel", text("channel", "T012:C345, or * for all")),
+    field("Mode", pick("mode", "mention_only (default)", ["mention_only", "open", "disabled"])),
+    field("Members", pick("members", "everyone (default)", ["everyone", "paired", "listed"])),
+    field("Listed people", text("listed", "slack:T012:U345, …")),
+    field("Default bot", text("default_bot", "the account's", "policy-bots")),
+    field("Tools removed", text("tools_removed", "shell, http_*")),
+    field("Tools added", text("tools_added", "none")),
+    field("Approvers", text("approvers", "the bots' own")),
+    field("Tokens a day", h("input", { type: "number", name: "budget_tokens", min: 0, step: 1, placeholder: "no limit" })),
+    field("Cost a day", h("input", { type: "number", name: "budget_cost", min: 0, step: 0.01, placeholder: "no limit" })),
+    field("Fetch: allowed domains", text("allow_domains", "the bots' own")),
+    field("Fetch: other hosts", pick("unlisted", "the bots' own", ["read", "ask", "refuse"])),
+    field("Instructions added", text("instructions", "none"), true),
+    h("div", { class: "actions" }, save,
+      h("button", { type: "reset", onclick: () => { status.textContent = ""; } }, "Clear")),
+    status);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const v = (n) => form.elements[n].value.trim();
+    const list = (n) => v(n).split(",").map((x) => x.trim()).filter(Boolean);
+    const body = {}, budget = {}, fetch = {};
+    for (const k of ["mode", "members", "instructions"]) if (v(k)) body[k] = v(k);
+    if (v("default_bot")) body.default_bot = v("default_bot").replace(/^@/, "");
+    for (const k of ["listed", "tools_removed", "tools_added", "approvers"]) if (list(k).length) body[k] = list(k);
+    if (v("budget_tokens")) budget.tokens = Number(v("budget_tokens"));
+    if (v("budget_cost")) budget.cost_micros = Math.round(Number(v("budget_cost")) * 1e6);
+    if (Object.keys(budget).length) body.budget = budget;
+    if (list("allow_domains").length) fetch.allow_domains = list("allow_domains");
+    if (v("unlisted")) fetch.unlisted = v("unlisted");
+    if (Object.keys(fetch).length) body.fetch = fetch;
+    const where = v("account") + " " + v("channel");
+    document.getElementById("flash").hidden = true; // an earlier result is not this one's
+    save.disabled = true;
+    status.className = "small";
+    status.textContent = "Saving…";
+    try {
+      await api("/policies?" + new URLSearchParams({ account: v("account"), channel: v("channel") }), { method: "PUT", body });
+      status.textContent = "";
+      flash("The policy of " + where + " is saved");
+      redraw();
+    } catch (err) {
+      status.className = "small error";
+      status.textContent = "Not saved: " + err.message;
+    } finally { save.disabled = false; }
+  });
+  return form;
+}
+
+// fillPolicy puts a stored policy into the form, to change it.
+function fillPolicy(form, acct, channel, p) {
+  const b = p.budget || {}, f = p.fetch || {};
+  const values = {
+    account: acct, channel, mode: p.mode, members: p.members, listed: (p.listed || []).join(", "),
+    default_bot: p.default_bot, tools_removed: (p.tools_removed || []).join(", "), tools_added: (p.tools_added || []).join(", "),
+    approvers: (p.approvers || []).join(", "), instructions: p.instructions, budget_tokens: b.tokens,
+    budget_cost: b.cost_micros ? b.cost_micros / 1e6 : "", allow_domains: (f.allow_domains || []).join(", "), unlisted: f.unlisted,
+  };
+  for (const [k, x] of Object.entries(values)) form.elements[k].value = x || "";
+  form.querySelector('[role="status"]').textContent = "";
+  form.scrollIntoView({ block: "start" });
+  form.elements.mode.focus();
+}
 
 function reloadSummary(rep) {
   const ch = rep.changes || [];
@@ -959,6 +1056,7 @@ function navigate() {
   current = parse();
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.nav === (current.name === "thread" ? "threads" : current.name));
   if (current.name === "thread") views.thread.open = new Set();
+  views.people.form = null; // a new page, an empty policy form
   Object.assign(composing, { text: "", focus: false }); // a new page, an empty box
   main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   document.getElementById("flash").hidden = true; // a result belongs to the page it was shown on
