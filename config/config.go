@@ -460,7 +460,7 @@ const DefaultPollTimeout = 30 * time.Second
 // conversation reached through another configured account.
 type Alerts struct {
 	// Account is a platform account id, "slack/ops" or "telegram/chief"; empty:
-	// the log and the dashboard only.
+	// each owner is told in a DM on a running account other than the silent one.
 	Account string `yaml:"account"`
 	// Conversation is the chat or channel on that account, as its threads
 	// name it: a Telegram chat id ("-1001234"), a Slack channel id ("C0123").

@@ -16,11 +16,16 @@ import (
 
 // DirectOpener is implemented by adapters that can reach a person in a DM:
 // DirectConversation returns the conversation ref and the thread key of the DM
-// between this account and the person with identity actor. It may call the
+// between this account and the person with identity actor. A platform that
+// names a person's DM only in the answer to a message sent to them (Feishu)
+// sends hello there to learn it; the others send nothing. It may call the
 // platform (bounded by ctx); an error means the DM cannot be reached.
 type DirectOpener interface {
-	DirectConversation(ctx context.Context, actor ActorID) (ref ConversationRef, threadKey string, err error)
+	DirectConversation(ctx context.Context, actor ActorID, hello string) (ref ConversationRef, threadKey string, err error)
 }
+
+// handoffHello is the line a DM opened by /handoff may start with.
+const handoffHello = "A conversation was handed off to this chat: it goes on here."
 
 // handoff is the /handoff command: c.Args is the platform, c.ThreadKey the
 // thread it was typed in.
@@ -68,7 +73,7 @@ func (e *Engine) handoff(ctx context.Context, c Command) (string, error) {
 		if !ok {
 			continue // removed by a reload meanwhile
 		}
-		if ref, key, err = o.DirectConversation(ctx, target); err == nil {
+		if ref, key, err = o.DirectConversation(ctx, target, handoffHello); err == nil {
 			acct = id
 			break
 		}

@@ -23,7 +23,7 @@ var _ core.DirectOpener = (*Adapter)(nil)
 // must be in this app's workspace and not a bot. The thread key is the DM's own
 // ("slack:<team>:<dm channel>", the conversation its top-level messages
 // continue), so the person's next DM goes on with the handed-off thread.
-func (a *Adapter) DirectConversation(ctx context.Context, actor core.ActorID) (core.ConversationRef, string, error) {
+func (a *Adapter) DirectConversation(ctx context.Context, actor core.ActorID, _ string) (core.ConversationRef, string, error) {
 	team, user, ok := parseHumanActor(actor)
 	if !ok {
 		return "", "", fmt.Errorf("slack: %q is not a Slack user", actor)

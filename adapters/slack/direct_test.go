@@ -14,11 +14,11 @@ import (
 func TestDirectConversation(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	ref, key, err := e.a.DirectConversation(ctx, HumanActor("T0TEST", "U0TEST001"))
+	ref, key, err := e.a.DirectConversation(ctx, HumanActor("T0TEST", "U0TEST001"), "hello")
 	if err != nil || ref != "T0TEST:D0TEST001" || key != "slack:T0TEST:D0TEST001" {
 		t.Fatalf("DirectConversation = %q %q %v, want the DM T0TEST:D0TEST001", ref, key, err)
 	}
-	if _, _, err := e.a.DirectConversation(ctx, HumanActor("T0TEST", "U0TEST001")); err != nil {
+	if _, _, err := e.a.DirectConversation(ctx, HumanActor("T0TEST", "U0TEST001"), "hello"); err != nil {
 		t.Fatalf("an already open DM: %v", err)
 	}
 	for _, tc := range []struct {
@@ -30,7 +30,7 @@ func TestDirectConversation(t *testing.T) {
 		{"slack:T0TEST", "not a Slack user"},
 		{HumanActor("T0TEST", "U0NOBODY"), "user_not_found"},
 	} {
-		if _, _, err := e.a.DirectConversation(ctx, tc.actor); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := e.a.DirectConversation(ctx, tc.actor, "hello"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.actor, err, tc.want)
 		}
 	}

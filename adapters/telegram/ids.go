@@ -161,7 +161,7 @@ var _ core.DirectOpener = (*Adapter)(nil)
 // DirectConversation implements core.DirectOpener: a person's private chat
 // with this bot has the person's user id as its chat id. Telegram delivers
 // there only after the person has started the bot.
-func (a *Adapter) DirectConversation(_ context.Context, actor core.ActorID) (core.ConversationRef, string, error) {
+func (a *Adapter) DirectConversation(_ context.Context, actor core.ActorID, _ string) (core.ConversationRef, string, error) {
 	id, err := strconv.ParseInt(strings.TrimPrefix(string(actor), "telegram:"), 10, 64)
 	if err != nil || id <= 0 || !strings.HasPrefix(string(actor), "telegram:") {
 		return "", "", fmt.Errorf("telegram: %q is not a Telegram user", actor)

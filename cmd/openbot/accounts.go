@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -155,13 +156,20 @@ func (s *accountSet) start(ctx context.Context, ac *account) {
 }
 
 // alert returns the watchdog's way to tell the owners: a notice posted
-// through the running account al.Account into al.Conversation; nil when no
-// alerts account is configured.
-func (s *accountSet) alert(al config.Alerts) func(ctx context.Context, text string) error {
+// through the running account al.Account into al.Conversation when that is
+// configured, else a DM to each owner on an account not in avoid
+// (core.Engine.TellOwners); an error when no owner was told.
+func (s *accountSet) alert(al config.Alerts) func(ctx context.Context, text string, down []core.AccountID) error {
 	if al.Account == "" {
-		return nil
+		return func(ctx context.Context, text string, avoid []core.AccountID) error {
+			told, err := s.eng.TellOwners(ctx, text, avoid)
+			if err == nil && told == 0 {
+				err = errors.New("no owner could be told in a DM on another account: with no alerts conversation configured, the owners (owners:, openbot owner add) are told in their DMs on a running account other than the silent one, and none was reached (a Telegram owner must have started that bot)")
+			}
+			return err
+		}
 	}
-	return func(ctx context.Context, text string) error {
+	return func(ctx context.Context, text string, _ []core.AccountID) error {
 		v, ok := s.live.Load(al.Account)
 		if !ok {
 			return fmt.Errorf("alerts.account %s is not running", al.Account)

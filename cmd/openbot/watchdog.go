@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
+	"openbot/core"
 	"openbot/metrics"
 )
 
@@ -25,16 +27,21 @@ type watched struct {
 	down  time.Time     // when the watchdog found it silent; zero while it is up
 	since time.Time     // when its ingress last started running here (silence counts from then at most)
 	tried time.Time     // the last reconnect
-	told  bool          // the owners were told it stays down
+	told  bool          // the watchdog found it stays down (and tried to tell the owners)
+	// reached: telling the owners it stays down worked, so they are told when
+	// it is back too.
+	reached bool
 }
 
 // dogOptions wire the watchdog: its log, its metrics (nil: none) and alert,
-// which tells the owners on another account (nil: the log and the dashboard
-// only). Set before health.watchdog runs.
+// which tells the owners on an account other than those in avoid (the
+// accounts found silent now and the one the text is about; nil: the log and
+// the dashboard only); an error says they were not told. Set before
+// health.watchdog runs.
 type dogOptions struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	alert   func(ctx context.Context, text string) error
+	alert   func(ctx context.Context, text string, avoid []core.AccountID) error
 	now     func() time.Time
 }
 
@@ -50,7 +57,8 @@ const (
 // answer from its platform), it is shown "reconnecting", logged, counted in
 // openbot_channel_watchdog_reconnects_total and reconnected (again each limit
 // while it stays silent); silent for longer than twice limit after that, the
-// owners are told through alerts.account, and told again when it is back.
+// owners are told on another account (dogOptions.alert), and told again when
+// it is back.
 func (h *health) pulse(account string, p pulser, limit time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -91,7 +99,13 @@ func (h *health) watchdog(ctx context.Context) error {
 func (h *health) checkPulses(ctx context.Context) {
 	o := h.dog
 	now := o.now()
-	var alerts []string
+	type alert struct {
+		w     *watched       // nil for "back"
+		about core.AccountID // the account it is about, avoided as the silent ones are
+		text  string
+	}
+	var alerts []alert
+	var down []core.AccountID
 	h.mu.Lock()
 	for name, w := range h.pulses {
 		if h.accounts[name] != "started" {
@@ -99,7 +113,7 @@ func (h *health) checkPulses(ctx context.Context) {
 			// lease is being taken, it failed): nothing to hear, nothing to
 			// reconnect, and not down for this process.
 			if !w.down.IsZero() {
-				w.down, w.tried, w.told = time.Time{}, time.Time{}, false
+				w.down, w.tried, w.told, w.reached = time.Time{}, time.Time{}, false, false
 				if o.metrics != nil {
 					o.metrics.ChannelDown(name, false)
 				}
@@ -110,10 +124,10 @@ func (h *health) checkPulses(ctx context.Context) {
 		switch {
 		case silent <= w.limit && !w.down.IsZero():
 			o.log.Info("account is back: its platform answers again", "account", name, "down_for", now.Sub(w.down).Round(time.Second).String())
-			if w.told {
-				alerts = append(alerts, fmt.Sprintf("openbot: %s is back after %s.", name, now.Sub(w.down).Round(time.Second)))
+			if w.reached {
+				alerts = append(alerts, alert{about: core.AccountID(name), text: fmt.Sprintf("openbot: %s is back after %s.", name, now.Sub(w.down).Round(time.Second))})
 			}
-			w.down, w.tried, w.told = time.Time{}, time.Time{}, false
+			w.down, w.tried, w.told, w.reached = time.Time{}, time.Time{}, false, false
 			if o.metrics != nil {
 				o.metrics.ChannelDown(name, false)
 			}
@@ -133,20 +147,32 @@ func (h *health) checkPulses(ctx context.Context) {
 		if !w.down.IsZero() && !w.told && now.Sub(w.down) > 2*w.limit {
 			w.told = true
 			o.log.Error("account stays down after reconnecting", "account", name, "silent", silent.Round(time.Second).String())
-			alerts = append(alerts, fmt.Sprintf("openbot: %s has heard nothing from its platform for %s; reconnecting has not helped. Its state is on the dashboard's Team page and /healthz.",
-				name, silent.Round(time.Second)))
+			alerts = append(alerts, alert{w: w, about: core.AccountID(name), text: fmt.Sprintf("openbot: %s has heard nothing from its platform for %s; reconnecting has not helped. Its state is on the dashboard's Team page and /healthz.",
+				name, silent.Round(time.Second))})
+		}
+		if !w.down.IsZero() {
+			down = append(down, core.AccountID(name))
 		}
 	}
 	h.mu.Unlock()
-	for _, text := range alerts {
+	for _, a := range alerts {
 		if o.alert == nil {
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, alertTimeout)
-		if err := o.alert(actx, text); err != nil {
-			o.log.Warn("alert not delivered", "err", err)
-		}
+		// "Back" goes the way "down" went: not through the account it is about.
+		err := o.alert(actx, a.text, append(slices.Clip(down), a.about))
 		cancel()
+		if err != nil {
+			// Once per outage: the owners not told it is down are not told it is back.
+			o.log.Warn("alert not delivered", "err", err)
+			continue
+		}
+		if a.w != nil {
+			h.mu.Lock()
+			a.w.reached = a.w.told // unless it came back meanwhile
+			h.mu.Unlock()
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/core"
 	"openbot/internal/browsertest"
 )
 
@@ -146,7 +147,10 @@ func TestWatchdogOnlyWatchesIngressRunningHere(t *testing.T) {
 	h := newHealth(nil)
 	var alerts []string
 	h.dog = dogOptions{log: testLogger(&lockedBuffer{}), now: func() time.Time { return now },
-		alert: func(_ context.Context, text string) error { alerts = append(alerts, text); return nil }}
+		alert: func(_ context.Context, text string, _ []core.AccountID) error {
+			alerts = append(alerts, text)
+			return nil
+		}}
 	p := &fakePulser{}
 	const limit = time.Minute
 	h.pulse("telegram/chief", p, limit)
@@ -241,5 +245,100 @@ func TestWatchdogReconnectsSilentSlackAndFeishu(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "ping timeout") || strings.Contains(logs.String(), "no pong for 3 ping intervals") {
 		t.Error("the adapters' own dead-connection checks fired: the watchdog was not first")
+	}
+}
+
+// TestWatchdogTellsOwnersInDMs: with no alerts conversation configured, a
+// Telegram account that stays silent is told to the owner in their Slack DM,
+// opened with conversations.open on the Slack account (the silent account is
+// not used), once when it stays down and once when it is back.
+func TestWatchdogTellsOwnersInDMs(t *testing.T) {
+	llm := openaitest.New(t)
+	const chief = "111:CHIEF"
+	tg := telegramtest.NewServer(telegramtest.Bot{Token: chief, ID: 900000001, Username: "chief_bot"})
+	defer tg.Close()
+	sl := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test"})
+	defer sl.Close()
+	sl.AddUser(slacktest.User{ID: "U0BOSS", Name: "boss"})
+	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
+		c.Owners = []string{"slack:T0TEST:U0BOSS"}
+		c.Alerts = config.Alerts{}
+		c.Telegram = []config.Telegram{{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: tg.Endpoint(), Mode: "polling",
+			DMPolicy: "allowlist", PollTimeout: time.Second, Watchdog: 2 * time.Second}}
+		c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(),
+			Watchdog: time.Hour}}
+	})
+	defer stop()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	base := "http://" + addr
+	for _, acc := range []string{"telegram/chief", "slack/acme"} {
+		waitUntil(t, acc+" started", func() bool { return strings.Contains(getBody(t, base+"/healthz"), acc+": started") })
+	}
+	dms := func(want string) int {
+		n := 0
+		for _, m := range sl.Messages() {
+			if m.Channel == "D0BOSS" && strings.Contains(m.Text, want) {
+				n++
+			}
+		}
+		return n
+	}
+	release := tg.Hold("getUpdates")
+	defer release()
+	waitUntil(t, "the owner told in their Slack DM", func() bool { return dms("telegram/chief has heard nothing from its platform") == 1 })
+	if calls := sl.CallsTo("conversations.open"); len(calls) != 1 || calls[0].Form.Get("users") != "U0BOSS" {
+		t.Errorf("conversations.open calls %+v, want one for U0BOSS", calls)
+	}
+	release()
+	waitUntil(t, "the owner told it is back", func() bool { return dms("telegram/chief is back") == 1 })
+	if n := dms("heard nothing"); n != 1 {
+		t.Errorf("told %d times it stays down, want once", n)
+	}
+	if strings.Contains(logs.String(), "alert not delivered") {
+		t.Error("an alert was logged as not delivered")
+	}
+}
+
+// TestWatchdogWarnsWhenNoOwnerReachable: with no alerts conversation and the
+// only owner on the silent account's platform, no other account reaches them:
+// one WARN says so for the outage, and nothing is posted anywhere.
+func TestWatchdogWarnsWhenNoOwnerReachable(t *testing.T) {
+	llm := openaitest.New(t)
+	const chief = "111:CHIEF"
+	tg := telegramtest.NewServer(telegramtest.Bot{Token: chief, ID: 900000001, Username: "chief_bot"})
+	defer tg.Close()
+	sl := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test"})
+	defer sl.Close()
+	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
+		c.Owners = []string{"telegram:4242"}
+		c.Alerts = config.Alerts{}
+		c.Telegram = []config.Telegram{{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: tg.Endpoint(), Mode: "polling",
+			DMPolicy: "allowlist", PollTimeout: time.Second, Watchdog: 2 * time.Second}}
+		c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(),
+			Watchdog: time.Hour}}
+	})
+	defer stop()
+	base := "http://" + addr
+	waitUntil(t, "telegram/chief started", func() bool { return strings.Contains(getBody(t, base+"/healthz"), "telegram/chief: started") })
+	release := tg.Hold("getUpdates")
+	defer release()
+	const warn = "no owner could be told in a DM on another account"
+	waitUntil(t, "the WARN", func() bool { return strings.Contains(logs.String(), warn) })
+	release()
+	waitUntil(t, "the account back", func() bool {
+		return strings.Contains(logs.String(), `"account is back: its platform answers again" account=telegram/chief`)
+	})
+	if n := strings.Count(logs.String(), warn); n != 1 {
+		t.Errorf("%d WARNs that no owner was told, want one for the outage:\n%s", n, logs.String())
+	}
+	if msgs := tg.Messages(chief); len(msgs) != 0 {
+		t.Errorf("posted on the silent account: %+v", msgs)
+	}
+	if calls := sl.CallsTo("conversations.open"); len(calls) != 0 {
+		t.Errorf("conversations.open calls %+v, want none", calls)
 	}
 }
