@@ -57,6 +57,17 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, pols)
 }
 
+// policyTarget reads the account and channel of a policy request; a missing
+// one is answered 400.
+func policyTarget(w http.ResponseWriter, r *http.Request) (acct, channel string, ok bool) {
+	acct, channel = r.URL.Query().Get("account"), r.URL.Query().Get("channel")
+	if acct == "" || channel == "" {
+		writeError(w, http.StatusBadRequest, "account and channel are required (channel \"*\" is the account's default)")
+		return "", "", false
+	}
+	return acct, channel, true
+}
+
 // setPolicy is PUT /api/v1/policies?account=A&channel=C with a ChannelPolicy
 // body: it replaces the channel's policy ("*" for the account's default), as
 // the console's identity, which must be an owner (403); a bad policy is 400.
@@ -65,9 +76,8 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	acct, channel := r.URL.Query().Get("account"), r.URL.Query().Get("channel")
-	if acct == "" || channel == "" {
-		writeError(w, http.StatusBadRequest, "account and channel are required (channel \"*\" is the account's default)")
+	acct, channel, ok := policyTarget(w, r)
+	if !ok {
 		return
 	}
 	var p core.ChannelPolicy
@@ -95,9 +105,8 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	acct, channel := r.URL.Query().Get("account"), r.URL.Query().Get("channel")
-	if acct == "" || channel == "" {
-		writeError(w, http.StatusBadRequest, "account and channel are required (channel \"*\" is the account's default)")
+	acct, channel, ok := policyTarget(w, r)
+	if !ok {
 		return
 	}
 	p, err := k.RemovePolicy(r.Context(), core.AccountID(acct), channel, s.by())

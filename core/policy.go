@@ -277,14 +277,7 @@ func (e *Engine) SetPolicy(ctx context.Context, acct AccountID, channel string, 
 		return ChannelPolicy{}, err
 	}
 	err := e.store.Update(ctx, func(tx Tx) error {
-		people, err := loadPeopleTx(tx)
-		if err != nil {
-			return err
-		}
-		if !e.ownerIn(&people, by.Actor) {
-			return ErrNotOwner
-		}
-		d, err := loadPolicyTx(tx)
+		d, err := e.policiesForOwnerTx(tx, by)
 		if err != nil {
 			return err
 		}
@@ -307,14 +300,7 @@ func (e *Engine) SetPolicy(ctx context.Context, acct AccountID, channel string, 
 func (e *Engine) RemovePolicy(ctx context.Context, acct AccountID, channel string, by By) (ChannelPolicy, error) {
 	var old ChannelPolicy
 	err := e.store.Update(ctx, func(tx Tx) error {
-		people, err := loadPeopleTx(tx)
-		if err != nil {
-			return err
-		}
-		if !e.ownerIn(&people, by.Actor) {
-			return ErrNotOwner
-		}
-		d, err := loadPolicyTx(tx)
+		d, err := e.policiesForOwnerTx(tx, by)
 		if err != nil {
 			return err
 		}
@@ -329,6 +315,19 @@ func (e *Engine) RemovePolicy(ctx context.Context, acct AccountID, channel strin
 		return savePolicyTx(tx, d)
 	})
 	return old, err
+}
+
+// policiesForOwnerTx reads the stored policies for a change by by, who must
+// be an owner (ErrNotOwner).
+func (e *Engine) policiesForOwnerTx(tx Tx, by By) (policyDoc, error) {
+	people, err := loadPeopleTx(tx)
+	if err != nil {
+		return policyDoc{}, err
+	}
+	if !e.ownerIn(&people, by.Actor) {
+		return policyDoc{}, ErrNotOwner
+	}
+	return loadPolicyTx(tx)
 }
 
 // Policy returns the policy in effect in channel of acct. Errors are store
