@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"openbot/agents/openaitest"
 	"openbot/config"
@@ -24,46 +20,19 @@ const testAdminToken = "admin-token-0123456789abcdef"
 // file again, without them).
 func serveOnFreePort(t *testing.T, env map[string]string, edit ...func(*config.Config)) (path, addr string, logs *lockedBuffer, stop func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = ln.Addr().String()
-	ln.Close()
+	addr = freeAddr(t)
 	path = exampleConfig(t, t.TempDir())
 	data, _ := os.ReadFile(path)
 	if err := os.WriteFile(path, []byte(strings.Replace(string(data), "listen: 127.0.0.1:0", "listen: "+addr, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(path, envOf(env))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(t, path, env)
 	for _, e := range edit {
 		e(cfg)
 	}
-	logs = &lockedBuffer{}
-	a := &app{cfg: cfg, configPath: path, lookupEnv: envOf(env), stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs, log: testLogger(logs)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("serve exit %d:\n%s", code, logs.String())
-				}
-			case <-time.After(shutdownBound + 5*time.Second):
-				t.Error("serve did not stop within its bound")
-			}
-		})
-	}
-	t.Cleanup(stop) // also when serve never becomes ready
+	_, logs, stop = serveInProcess(t, cfg, "serve", func(a *app) { a.configPath, a.lookupEnv = path, envOf(env) })
 	waitUntil(t, "serve to be ready", func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz") // refused until serve listens
+		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
 			return false
 		}

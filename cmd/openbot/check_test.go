@@ -43,9 +43,7 @@ fetch_allow_hosts: ["http://x/"]
 // skipped with one log line naming the variable; the rest keeps running).
 func TestSkippedAccountNamesTheVariable(t *testing.T) {
 	dir := t.TempDir()
-	path := exampleConfig(t, dir)
-	data, _ := os.ReadFile(path)
-	text := string(data) + `
+	path := exampleConfig(t, dir, `
 slack:
   - name: acme
     bot: "*"
@@ -55,10 +53,7 @@ telegram:
   - name: tg
     bot: engineer
     token: ${TELEGRAM_TOKEN}
-`
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	cfg := loadConfig(path, &strings.Builder{}, envOf(map[string]string{"OPENAI_API_KEY": "k", "SLACK_APP_TOKEN": "xapp-1"}))
 	if cfg == nil {
 		t.Fatal("config did not load")

@@ -12,7 +12,6 @@ import (
 	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
-	"openbot/config"
 )
 
 // compactingModel answers compaction calls with a summary that keeps the
@@ -72,37 +71,6 @@ func TestChatCompact(t *testing.T) {
 	}
 }
 
-// serveCompact runs serve on cfgText (the example configuration plus a platform
-// section) until the test ends; it returns the log.
-func serveCompact(t *testing.T, llm *openaitest.Server, extra string, env map[string]string) *lockedBuffer {
-	t.Helper()
-	dir := t.TempDir()
-	path := exampleConfig(t, dir)
-	data, _ := os.ReadFile(path)
-	if err := os.WriteFile(path, append(data, extra...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env["OPENAI_BASE_URL"] = llm.URL()
-	cfg, err := config.Load(path, envOf(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuffer{}
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: logs, stderr: logs, log: testLogger(logs)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(shutdownBound + 5*time.Second):
-			t.Error("serve did not stop within its bound")
-		}
-	})
-	return logs
-}
-
 const compacted = "Compacted: 2 messages up to #2 summarised"
 
 // TestCompactTelegram: /compact in a Telegram private chat.
@@ -111,7 +79,7 @@ func TestCompactTelegram(t *testing.T) {
 	const token = "123456:TEST"
 	fake := telegramtest.NewServer(telegramtest.Bot{Token: token, ID: 900000001, Username: "openbot_chief_bot"})
 	defer fake.Close()
-	logs := serveCompact(t, llm, `
+	_, logs := serveWith(t, llm, `
 telegram:
   - name: chief
     bot: chief_of_staff
@@ -170,7 +138,7 @@ func TestCompactSlack(t *testing.T) {
 	llm := compactingModel(t)
 	fake := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test"})
 	defer fake.Close()
-	logs := serveCompact(t, llm, `
+	_, logs := serveWith(t, llm, `
 slack:
   - name: acme
     bot: "*"
@@ -220,7 +188,7 @@ func TestCompactFeishu(t *testing.T) {
 	llm := compactingModel(t)
 	fake := feishutest.New(t)
 	defer fake.Close()
-	logs := serveCompact(t, llm, `
+	_, logs := serveWith(t, llm, `
 feishu:
   - name: acme
     bot: chief_of_staff

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"openbot/adapters/feishu/feishutest"
 	"openbot/agents/openaitest"
-	"openbot/config"
 	"openbot/core"
 )
 
@@ -29,47 +27,25 @@ func TestServeFeishuGroupMention(t *testing.T) {
 			defer fake.Close()
 
 			dir := t.TempDir()
-			path := exampleConfig(t, dir)
-			data, _ := os.ReadFile(path)
-			text := string(data) + `
+			path := exampleConfig(t, dir, `
 feishu:
   - name: acme
     bot: chief_of_staff
-    mode: ` + mode + `
+    mode: `+mode+`
     app_id: ${FEISHU_APP_ID}
     app_secret: ${FEISHU_APP_SECRET}
-    verification_token: ` + feishutest.VerificationToken + `
-    encrypt_key: ` + feishutest.EncryptKey + `
-    base_url: ` + fake.URL() + "\n"
-			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := config.Load(path, envOf(map[string]string{
+    verification_token: `+feishutest.VerificationToken+`
+    encrypt_key: `+feishutest.EncryptKey+`
+    base_url: `+fake.URL()+"\n")
+			cfg := testConfig(t, path, map[string]string{
 				"OPENAI_BASE_URL": llm.URL(), "FEISHU_APP_ID": feishutest.AppID, "FEISHU_APP_SECRET": feishutest.AppSecret,
-			}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var logs lockedBuffer
-			addr := make(chan string, 1)
+			})
 			engine := make(chan *core.Engine, 1)
-			a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs, stderr: &logs, log: testLogger(&logs),
-				onListen: func(s string) { addr <- s }, onEngine: func(e *core.Engine) { engine <- e }}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			done := make(chan int, 1)
-			go func() { done <- a.serve(ctx) }()
-
+			listen, logs, stop := serveInProcess(t, cfg, "serve", func(a *app) { a.onEngine = func(e *core.Engine) { engine <- e } })
 			wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer wcancel()
 			ev := feishutest.MessageEvent{MessageID: "om_test_mention_1", Text: "@_user_1 how many checklist items are left?",
 				Mentions: []feishutest.Mention{feishutest.BotMention("@_user_1")}}.JSON()
-			var listen string
-			select {
-			case listen = <-addr:
-			case <-wctx.Done():
-				t.Fatal("no listener")
-			}
 			if mode == "webhook" {
 				// 503 until the adapter knows its bot (the platform would redeliver).
 				waitUntil(t, "the webhook to take the event", func() bool {
@@ -104,15 +80,7 @@ feishu:
 			if err := (<-engine).WaitIdle(wctx); err != nil {
 				t.Fatalf("WaitIdle: %v\n%s", err, logs.String())
 			}
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("serve exit %d:\n%s", code, logs.String())
-				}
-			case <-time.After(shutdownBound + 5*time.Second):
-				t.Fatal("serve did not stop within its bound")
-			}
+			stop()
 			// Streaming is on by default: the one message is updated into the answer.
 			msgs := fake.Live()
 			if len(msgs) != 1 {

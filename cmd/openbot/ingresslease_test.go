@@ -46,10 +46,7 @@ func serveSharedPG(t *testing.T, dsn, proc string, tg *telegramtest.Server, toke
 		t.Fatal(err)
 	}
 	env := map[string]string{"TELEGRAM_TOKEN": token, "DATABASE_URL": dsn, "OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}
-	cfg, err := config.Load(path, envOf(env))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(t, path, env)
 	addr, _, stop = serveInProcess(t, cfg, "serve "+proc)
 	return addr, stop
 }

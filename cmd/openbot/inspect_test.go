@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"openbot/agents/openaitest"
-	"openbot/config"
 	"openbot/core"
 	"openbot/store/bolt"
 )
@@ -27,17 +24,11 @@ const consoleToken = "console-token-0123456789"
 // path, the listen address and the environment.
 func consoleConfig(t *testing.T, dir string, llm *openaitest.Server) (string, string, map[string]string) {
 	t.Helper()
-	path := exampleConfig(t, dir)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	path := exampleConfig(t, dir, "\napprovers: [\"console:you\"]\n")
+	addr := freeAddr(t)
 	data, _ := os.ReadFile(path)
 	text := strings.Replace(string(data), "listen: 127.0.0.1:0", "listen: "+addr, 1)
 	text = strings.Replace(text, `identity: ""`, `identity: "console:you"`, 1)
-	text += "\napprovers: [\"console:you\"]\n"
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -48,52 +39,8 @@ func consoleConfig(t *testing.T, dir string, llm *openaitest.Server) (string, st
 // listens; it returns the log.
 func startServe(t *testing.T, path string, env map[string]string) *lockedBuffer {
 	t.Helper()
-	cfg, err := config.Load(path, envOf(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, logs, _ := serveInProcess(t, cfg, "serve")
+	_, logs, _ := serveInProcess(t, testConfig(t, path, env), "serve")
 	return logs
-}
-
-// serveInProcess runs serve on cfg in this test process and waits until it
-// listens; it returns the listener address, the log, and stop, which ends serve
-// and waits for it within its shutdown bound (also run when the test ends; a
-// second call does nothing). A non-zero exit is a test error; name labels serve
-// in messages.
-func serveInProcess(t *testing.T, cfg *config.Config, name string) (addr string, logs *lockedBuffer, stop func()) {
-	t.Helper()
-	logs = &lockedBuffer{}
-	addrs := make(chan string, 1)
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: logs,
-		log: testLogger(logs), onListen: func(addr string) { addrs <- addr }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("%s exit %d:\n%s", name, code, logs.String())
-				}
-			case <-time.After(shutdownBound + 5*time.Second):
-				t.Errorf("%s did not stop within its bound", name)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	select {
-	case addr = <-addrs:
-		return addr, logs, stop
-	case code := <-done:
-		t.Fatalf("%s exited %d early:\n%s", name, code, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s never listened", name)
-	}
-	return "", logs, stop
 }
 
 // seedConsoleStore writes a thread with a message, a completed run of

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +24,6 @@ func envOf(m map[string]string) config.LookupEnv {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-// exampleConfig writes config.example.yaml into dir with the store, workspace and
-// listener moved into the test's directory and port 0, and returns its path.
 // waitUntil calls cond until it holds, failing the test after 30 s. It is for
 // what these tests read from outside, as an operator or a platform would:
 // /healthz, the log file, /metrics, the console API and the CLI's answers,
@@ -40,7 +40,10 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func exampleConfig(t *testing.T, dir string) string {
+// exampleConfig writes config.example.yaml into dir with the store, workspace and
+// listener moved into the test's directory and port 0, followed by each of more
+// (YAML, appended as written), and returns its path.
+func exampleConfig(t *testing.T, dir string, more ...string) string {
 	t.Helper()
 	data, err := os.ReadFile("../../config.example.yaml")
 	if err != nil {
@@ -59,11 +62,88 @@ func exampleConfig(t *testing.T, dir string) string {
 		}
 		text = strings.Replace(text, old, repl, 1)
 	}
+	text += strings.Join(more, "")
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// testConfig loads the config at path with env as the whole environment.
+func testConfig(t *testing.T, path string, env map[string]string) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(path, envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// freeAddr is a loopback address whose port was free a moment ago, for a
+// config that must name its listener before serve starts.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serveWith runs serve over the example config plus extra YAML, with env and
+// llm as the model provider, until the test ends; it returns the listener
+// address and the log.
+func serveWith(t *testing.T, llm *openaitest.Server, extra string, env map[string]string) (addr string, logs *lockedBuffer) {
+	t.Helper()
+	env["OPENAI_BASE_URL"] = llm.URL()
+	addr, logs, _ = serveInProcess(t, testConfig(t, exampleConfig(t, t.TempDir(), extra), env), "serve")
+	return addr, logs
+}
+
+// serveInProcess runs serve on cfg in this test process and waits until it
+// listens; it returns the listener address, the log (serve's standard output
+// and error), and stop, which ends serve and waits for it within its shutdown
+// bound (also run when the test ends; a second call does nothing). A non-zero
+// exit is a test error; name labels serve in messages. Each hook changes the
+// app before serve starts (onEngine, configPath, ...).
+func serveInProcess(t *testing.T, cfg *config.Config, name string, hooks ...func(*app)) (addr string, logs *lockedBuffer, stop func()) {
+	t.Helper()
+	logs = &lockedBuffer{}
+	addrs := make(chan string, 1)
+	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: logs, stderr: logs,
+		log: testLogger(logs), onListen: func(addr string) { addrs <- addr }}
+	for _, h := range hooks {
+		h(a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- a.serve(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("%s exit %d:\n%s", name, code, logs.String())
+				}
+			case <-time.After(shutdownBound + 5*time.Second):
+				t.Errorf("%s did not stop within its bound", name)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	select {
+	case addr = <-addrs:
+		return addr, logs, stop
+	case code := <-done:
+		t.Fatalf("%s exited %d early:\n%s", name, code, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s never listened", name)
+	}
+	return "", logs, stop
 }
 
 type result struct {
@@ -306,33 +386,9 @@ func TestHelpAndStrayArguments(t *testing.T) {
 func TestServeHealthzAndShutdown(t *testing.T) {
 	llm := openaitest.New(t)
 	dir := t.TempDir()
-	path := exampleConfig(t, dir)
-	data, _ := os.ReadFile(path)
-	text := string(data) + "\nslack:\n  - {name: acme, bot: \"*\"}\n"
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path, envOf(map[string]string{"OPENAI_BASE_URL": llm.URL()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	addrs := make(chan string, 1)
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: io.Discard, stderr: &logs,
-		log: testLogger(&logs), onListen: func(addr string) { addrs <- addr }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-
-	var addr string
-	select {
-	case addr = <-addrs:
-	case code := <-done:
-		t.Fatalf("serve exited %d early:\n%s", code, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve never listened")
-	}
+	path := exampleConfig(t, dir, "\nslack:\n  - {name: acme, bot: \"*\"}\n")
+	cfg := testConfig(t, path, map[string]string{"OPENAI_BASE_URL": llm.URL()})
+	addr, logs, stop := serveInProcess(t, cfg, "serve")
 	var body string
 	waitUntil(t, "/healthz 200", func() bool {
 		var code int
@@ -347,15 +403,7 @@ func TestServeHealthzAndShutdown(t *testing.T) {
 			t.Errorf("healthz body lacks %q:\n%s", want, body)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("serve exit %d after cancel:\n%s", code, logs.String())
-		}
-	case <-time.After(shutdownBound + 5*time.Second):
-		t.Fatal("serve did not stop within its bound")
-	}
+	stop()
 	if !strings.Contains(logs.String(), "msg=stopped") {
 		t.Errorf("no clean stop in the log:\n%s", logs.String())
 	}

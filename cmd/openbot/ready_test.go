@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,28 +11,7 @@ import (
 	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
-	"openbot/config"
 )
-
-// serveWith runs serve over the example config plus extra YAML and returns the
-// listener address; the server stops when the test ends.
-func serveWith(t *testing.T, extra string, env map[string]string) string {
-	t.Helper()
-	llm := openaitest.New(t)
-	dir := t.TempDir()
-	path := exampleConfig(t, dir)
-	data, _ := os.ReadFile(path)
-	if err := os.WriteFile(path, []byte(string(data)+extra), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env["OPENAI_BASE_URL"] = llm.URL()
-	cfg, err := config.Load(path, envOf(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, _, _ := serveInProcess(t, cfg, "serve")
-	return addr
-}
 
 func healthz(t *testing.T, addr string) (int, string) {
 	t.Helper()
@@ -67,7 +45,7 @@ func TestHealthzWaitsForTelegramPoller(t *testing.T) {
 	defer fake.Close()
 	release := fake.Hold("getMe")
 	defer release()
-	addr := serveWith(t, `
+	addr, _ := serveWith(t, openaitest.New(t), `
 telegram:
   - name: chief
     bot: chief_of_staff
@@ -99,7 +77,7 @@ func TestHealthzWaitsForSocketModeHello(t *testing.T) {
 	defer fake.Close()
 	release := fake.Hold("apps.connections.open")
 	defer release()
-	addr := serveWith(t, `
+	addr, _ := serveWith(t, openaitest.New(t), `
 slack:
   - name: acme
     bot: "*"

@@ -169,16 +169,19 @@ func printBotSchedules(w io.Writer, made []admin.Schedule) {
 // last handled slots could not be read.
 func listConfigSchedules(ctx context.Context, cfg *config.Config, stdout io.Writer) (string, error) {
 	last := map[string]string{}
+	readLast := func(tx core.ReadTx) {
+		for _, s := range cfg.Schedules {
+			if v, err := tx.Cursor(core.ScheduleCursor(s.Name)); err == nil && v != "" {
+				if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
+					last[s.Name] = time.Unix(sec, 0).UTC().Format(time.RFC3339)
+				}
+			}
+		}
+	}
 	note := ""
 	if cfg.Store.Driver == config.StorePostgres {
 		_, err := viewPostgres(ctx, cfg, func(tx core.ReadTx) (struct{}, error) {
-			for _, s := range cfg.Schedules {
-				if v, err := tx.Cursor(core.ScheduleCursor(s.Name)); err == nil && v != "" {
-					if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
-						last[s.Name] = time.Unix(sec, 0).UTC().Format(time.RFC3339)
-					}
-				}
-			}
+			readLast(tx)
 			return struct{}{}, nil
 		})
 		if err != nil {
@@ -193,13 +196,7 @@ func listConfigSchedules(ctx context.Context, cfg *config.Config, stdout io.Writ
 			return "", err
 		default:
 			_ = st.View(ctx, func(tx core.ReadTx) error {
-				for _, s := range cfg.Schedules {
-					if v, err := tx.Cursor(core.ScheduleCursor(s.Name)); err == nil && v != "" {
-						if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
-							last[s.Name] = time.Unix(sec, 0).UTC().Format(time.RFC3339)
-						}
-					}
-				}
+				readLast(tx)
 				return nil
 			})
 			st.Close()

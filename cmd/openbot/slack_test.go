@@ -9,7 +9,6 @@ import (
 
 	"openbot/adapters/slack/slacktest"
 	"openbot/agents/openaitest"
-	"openbot/config"
 )
 
 // TestServeSlackAppMention runs the real wiring with a Slack account pointed at the
@@ -22,31 +21,17 @@ func TestServeSlackAppMention(t *testing.T) {
 	defer fake.Close()
 
 	dir := t.TempDir()
-	path := exampleConfig(t, dir)
-	data, _ := os.ReadFile(path)
-	text := string(data) + `
+	path := exampleConfig(t, dir, `
 slack:
   - name: acme
     bot: "*"
     app_token: ${SLACK_APP_TOKEN}
     bot_token: ${SLACK_BOT_TOKEN}
-    api_url: ` + fake.APIURL() + "\n"
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path, envOf(map[string]string{
+    api_url: `+fake.APIURL()+"\n")
+	cfg := testConfig(t, path, map[string]string{
 		"OPENAI_BASE_URL": llm.URL(), "SLACK_APP_TOKEN": "xapp-test", "SLACK_BOT_TOKEN": "xoxb-test",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs, stderr: &logs, log: testLogger(&logs)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-
+	})
+	_, logs, stop := serveInProcess(t, cfg, "serve")
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
 	if err := fake.WaitConnected(wctx); err != nil {
@@ -79,16 +64,7 @@ slack:
 	if got := openaitest.LastUserText(llm.Requests()[0]); !strings.Contains(got, "can you review the failing build on main?") {
 		t.Errorf("model saw %q", got)
 	}
-
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("serve exit %d:\n%s", code, logs.String())
-		}
-	case <-time.After(shutdownBound + 5*time.Second):
-		t.Fatal("serve did not stop within its bound")
-	}
+	stop()
 	if strings.Contains(logs.String(), "xoxb-test") || strings.Contains(logs.String(), "xapp-test") {
 		t.Error("a Slack token appears in the log")
 	}

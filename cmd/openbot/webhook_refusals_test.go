@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	"openbot/adapters/slack/slacktest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
-	"openbot/config"
 )
 
 // TestWebhookRefusalsLogOneWarnEach sends bad requests to each platform's
@@ -41,76 +38,48 @@ func TestWebhookRefusalsLogOneWarnEach(t *testing.T) {
 	defer fs.Close()
 
 	dir := t.TempDir()
-	path := exampleConfig(t, dir)
-	data, _ := os.ReadFile(path)
-	text := string(data) + `
+	path := exampleConfig(t, dir, `
 slack:
   - name: sl
     bot: chief_of_staff
     mode: http
     bot_token: xoxb-test
     app_token: xapp-test
-    signing_secret: ` + slackSecret + `
-    api_url: ` + sl.APIURL() + `
+    signing_secret: `+slackSecret+`
+    api_url: `+sl.APIURL()+`
 telegram:
   - name: tg
     bot: chief_of_staff
     mode: webhook
     webhook_url: https://openbot.example/telegram/tg/webhook
-    secret_token: ` + tgSecret + `
-    token: ` + tgToken + `
-    api_endpoint: ` + tg.URL() + `
+    secret_token: `+tgSecret+`
+    token: `+tgToken+`
+    api_endpoint: `+tg.URL()+`
 feishu:
   - name: fs
     bot: chief_of_staff
     mode: webhook
-    app_id: ` + feishutest.AppID + `
-    app_secret: ` + feishutest.AppSecret + `
-    verification_token: ` + feishutest.VerificationToken + `
-    encrypt_key: ` + feishutest.EncryptKey + `
-    base_url: ` + fs.URL() + `
+    app_id: `+feishutest.AppID+`
+    app_secret: `+feishutest.AppSecret+`
+    verification_token: `+feishutest.VerificationToken+`
+    encrypt_key: `+feishutest.EncryptKey+`
+    base_url: `+fs.URL()+`
 triggers:
   - name: gh
     kind: github
-    secret: ` + hookSecret + `
+    secret: `+hookSecret+`
     bot: chief_of_staff
     post_to: {account: slack/sl, conversation: C1, team: T1}
   - name: signed
     kind: hmac
-    secret: ` + hookSecret + `
+    secret: `+hookSecret+`
     bot: chief_of_staff
     post_to: {account: slack/sl, conversation: C1, team: T1}
     max_body_bytes: 4096
-` + "\n"
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path, envOf(map[string]string{"OPENAI_BASE_URL": llm.URL()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	addr := make(chan string, 1)
-	a := &app{cfg: cfg, stdin: strings.NewReader(""), stdout: &logs, stderr: &logs, log: testLogger(&logs),
-		onListen: func(s string) { addr <- s }}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(shutdownBound + 5*time.Second):
-			t.Error("serve did not stop within its bound")
-		}
-	}()
-	var base string
-	select {
-	case l := <-addr:
-		base = "http://" + l
-	case <-time.After(30 * time.Second):
-		t.Fatal("no listener")
-	}
+`+"\n")
+	cfg := testConfig(t, path, map[string]string{"OPENAI_BASE_URL": llm.URL()})
+	addr, logs, _ := serveInProcess(t, cfg, "serve")
+	base := "http://" + addr
 	waitUntil(t, "every account to run", func() bool {
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {
