@@ -47,14 +47,10 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pols, err := k.Policies(r.Context())
-	if err != nil {
-		s.peopleFailed(w, "policies", err)
-		return
-	}
 	if pols == nil {
 		pols = map[string]core.ChannelPolicy{}
 	}
-	writeJSON(w, http.StatusOK, pols)
+	s.answerPeople(w, "policies", pols, err)
 }
 
 // policyTarget reads the account and channel of a policy request; a missing
@@ -85,15 +81,7 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := k.SetPolicy(r.Context(), core.AccountID(acct), channel, p, s.by())
-	if errors.Is(err, core.ErrBadPolicy) {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if err != nil {
-		s.peopleFailed(w, "set policy", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.answerPeople(w, "set policy", p, err)
 }
 
 // removePolicy is DELETE /api/v1/policies?account=A&channel=C: it removes the
@@ -110,11 +98,7 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := k.RemovePolicy(r.Context(), core.AccountID(acct), channel, s.by())
-	if err != nil {
-		s.peopleFailed(w, "remove policy", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.answerPeople(w, "remove policy", p, err)
 }
 
 // PeopleView is GET /api/v1/people.
@@ -131,14 +115,19 @@ func (s *Server) keeper(w http.ResponseWriter) (PeopleKeeper, bool) {
 	return s.opts.People, true
 }
 
-// peopleFailed maps a refusal to 403 (not an owner) or 404 (no such code or
-// person), anything else to 500 (logged, not shown).
-func (s *Server) peopleFailed(w http.ResponseWriter, what string, err error) {
+// answerPeople answers v (200), or maps err: a refusal to 403 (not an owner),
+// 404 (no such code, person or policy) or 400 (a bad policy), anything else to
+// 500 (logged, not shown). what names the call in the log.
+func (s *Server) answerPeople(w http.ResponseWriter, what string, v any, err error) {
 	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, v)
 	case errors.Is(err, core.ErrNotOwner):
 		writeError(w, http.StatusForbidden, string(s.by().Actor)+": "+err.Error()+"; make the console's identity an owner (owners: in the config)")
 	case errors.Is(err, core.ErrPairingCode), errors.Is(err, core.ErrNoPerson), errors.Is(err, core.ErrNoPolicy):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, core.ErrBadPolicy):
+		writeError(w, http.StatusBadRequest, err.Error())
 	default:
 		s.opts.Logger.Error("admin "+what, "err", core.Redact(err.Error()))
 		writeError(w, http.StatusInternalServerError, "internal error")
@@ -151,11 +140,7 @@ func (s *Server) listPeople(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	people, pending, err := k.People(r.Context())
-	if err != nil {
-		s.peopleFailed(w, "people", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, PeopleView{People: nonNil(people), Pending: nonNil(pending)})
+	s.answerPeople(w, "people", PeopleView{People: nonNil(people), Pending: nonNil(pending)}, err)
 }
 
 func nonNil[T any](s []T) []T {
@@ -189,11 +174,7 @@ func (s *Server) pair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := k.Pair(r.Context(), core.PairRequest{Code: body.Code, By: s.by()})
-	if err != nil {
-		s.peopleFailed(w, "pair", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.answerPeople(w, "pair", p, err)
 }
 
 func (s *Server) addOwner(w http.ResponseWriter, r *http.Request) {
@@ -213,11 +194,7 @@ func (s *Server) addOwner(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := k.AddOwner(r.Context(), core.ActorID(body.ID), body.Name, s.by())
-	if err != nil {
-		s.peopleFailed(w, "add owner", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.answerPeople(w, "add owner", p, err)
 }
 
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
@@ -226,9 +203,5 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := k.Revoke(r.Context(), r.PathValue("id"), s.by())
-	if err != nil {
-		s.peopleFailed(w, "revoke", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.answerPeople(w, "revoke", p, err)
 }
