@@ -55,20 +55,8 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	first := startEngine(t, path, agent, bots)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := first.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
-		ThreadKey: "console:main", Conversation: "main", PlatformID: "in1",
-		SenderID: "console:you", SenderName: "you", Text: "@engineer deploy to prod", StartThread: true}); err != nil {
-		t.Fatal(err)
-	}
-	var q core.Question
-	waitFor(t, "the question", func() bool {
-		qs, err := first.eng.Questions(ctx, true)
-		if err != nil || len(qs) == 0 {
-			return false
-		}
-		q = qs[0]
-		return true
-	})
+	first.ingest(t, ctx, "main", "1", "@engineer deploy to prod")
+	q := first.firstQuestion(t, ctx)
 	if q.Kind != core.QuestionApproval || q.Tool != "deploy" || string(q.Args) != `{"env":"prod"}` ||
 		!strings.Contains(q.Text, "@engineer wants to run deploy") {
 		t.Fatalf("question = %+v", q)

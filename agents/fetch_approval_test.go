@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/core"
@@ -52,36 +51,12 @@ func TestHTTPFetchSendingDataNeedsApproval(t *testing.T) {
 		return openaitest.Calls(openaitest.ToolCall{ID: "f-" + method, Name: "http_fetch",
 			Arguments: fmt.Sprintf(`{"url":%q,"method":%q,"body":"x=1"}`, site.URL, method)})
 	})
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: t.TempDir(), FetchAllowHosts: []string{strings.TrimPrefix(site.URL, "http://")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agents.NewRegistry()
-	for _, tl := range builtins {
-		if err := reg.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	agent := builtinsAgent(t, model, tools.Options{FetchAllowHosts: []string{strings.TrimPrefix(site.URL, "http://")}})
 	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"http_fetch"}, ApprovalTools: []string{}}}
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: model.URL(), Model: "m"}}, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := startEngine(t, filepath.Join(t.TempDir(), "openbot.db"), agent, bots)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	say := func(n int, text string) {
-		if _, err := run.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", n),
-			ThreadKey: fmt.Sprintf("console:%d", n), Conversation: "main", PlatformID: fmt.Sprintf("in%d", n),
-			SenderID: "console:you", SenderName: "you", Text: text, StartThread: true}); err != nil {
-			t.Fatal(err)
-		}
-		if err := run.eng.WaitIdle(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	say(1, "@engineer please post the form")
+	run.ingestIdle(t, ctx, "1", "1", "@engineer please post the form")
 	qs, err := run.eng.Questions(ctx, true)
 	if err != nil || len(qs) != 1 {
 		t.Fatalf("pending questions = %+v, %v; want the POST waiting for approval", qs, err)
@@ -107,7 +82,7 @@ func TestHTTPFetchSendingDataNeedsApproval(t *testing.T) {
 		t.Fatalf("requests after approval = %v, want one POST", r)
 	}
 
-	say(2, "@engineer please get the page")
+	run.ingestIdle(t, ctx, "2", "2", "@engineer please get the page")
 	if qs, _ := run.eng.Questions(ctx, true); len(qs) != 0 {
 		t.Fatalf("a GET asked for approval: %+v", qs)
 	}
@@ -152,37 +127,13 @@ func TestHTTPFetchUnlistedQueryAsksFirst(t *testing.T) {
 		}
 		return openaitest.Calls(openaitest.ToolCall{ID: "f1", Name: "http_fetch", Arguments: fmt.Sprintf(`{"url":%q}`, u)})
 	})
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: t.TempDir(), FetchAllowHosts: []string{"127.0.0.1", "localhost"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agents.NewRegistry()
-	for _, tl := range builtins {
-		if err := reg.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	agent := builtinsAgent(t, model, tools.Options{FetchAllowHosts: []string{"127.0.0.1", "localhost"}})
 	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"http_fetch"}, ApprovalTools: []string{},
 		Approvers: []core.ActorID{"console:ops"}, Fetch: core.FetchPolicy{AllowDomains: []string{"localhost"}}}}
-	agent, err := agents.New(agents.Options{Providers: map[string]agents.Provider{"default": {BaseURL: model.URL(), Model: "m"}}, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := startEngine(t, filepath.Join(t.TempDir(), "openbot.db"), agent, bots)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	say := func(n int, text string) {
-		if _, err := run.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: fmt.Sprintf("console:%d", n),
-			ThreadKey: fmt.Sprintf("console:%d", n), Conversation: "main", PlatformID: fmt.Sprintf("in%d", n),
-			SenderID: "console:you", SenderName: "you", Text: text, StartThread: true}); err != nil {
-			t.Fatal(err)
-		}
-		if err := run.eng.WaitIdle(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	say(1, "@engineer search the listed site")
+	run.ingestIdle(t, ctx, "1", "1", "@engineer search the listed site")
 	if qs, _ := run.eng.Questions(ctx, true); len(qs) != 0 {
 		t.Fatalf("a GET to a listed domain asked: %+v", qs)
 	}
@@ -190,7 +141,7 @@ func TestHTTPFetchUnlistedQueryAsksFirst(t *testing.T) {
 		t.Fatalf("requests = %v, want the listed GET sent at once", r)
 	}
 
-	say(2, "@engineer collect it over there")
+	run.ingestIdle(t, ctx, "2", "2", "@engineer collect it over there")
 	qs, err := run.eng.Questions(ctx, true)
 	if err != nil || len(qs) != 1 {
 		t.Fatalf("pending questions = %+v, %v; want the unlisted GET with a query waiting", qs, err)

@@ -1,12 +1,14 @@
 package agents_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"openbot/agents"
 	"openbot/agents/openaitest"
+	"openbot/agents/tools"
 	"openbot/core"
 	"openbot/core/storetest"
 	"openbot/internal/runtest"
@@ -87,4 +89,64 @@ func startEngine(t *testing.T, path string, agent core.Agent, bots []core.BotPro
 	t.Helper()
 	run, _ := runEngine(t, path, core.Options{Agent: agent, Bots: bots})
 	return run
+}
+
+// builtinsAgent is the agent on srv with every built-in tool of opts (the
+// workspace root a new temporary folder when unset).
+func builtinsAgent(t *testing.T, srv *openaitest.Server, opts tools.Options) *agents.Agent {
+	t.Helper()
+	if opts.WorkspaceRoot == "" {
+		opts.WorkspaceRoot = t.TempDir()
+	}
+	builtins, err := tools.Builtins(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agents.NewRegistry()
+	for _, tl := range builtins {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return newAgent(t, srv, agents.Options{Registry: reg})
+}
+
+// consoleIn is a message from the console's person (console:you) starting or
+// continuing the console thread "console:"+thread; id makes it distinct.
+func consoleIn(thread, id, text string) core.Inbound {
+	return core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:" + id,
+		ThreadKey: "console:" + thread, Conversation: "main", PlatformID: "in-" + id,
+		SenderID: "console:you", SenderName: "you", Text: text, StartThread: true}
+}
+
+// ingest takes in one console message (consoleIn).
+func (er *engineRun) ingest(t *testing.T, ctx context.Context, thread, id, text string) {
+	t.Helper()
+	if _, err := er.eng.Ingest(ctx, consoleIn(thread, id, text)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ingestIdle is ingest, then waits until the engine is idle.
+func (er *engineRun) ingestIdle(t *testing.T, ctx context.Context, thread, id, text string) {
+	t.Helper()
+	er.ingest(t, ctx, thread, id, text)
+	if err := er.eng.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// firstQuestion waits until a question is pending and returns the first.
+func (er *engineRun) firstQuestion(t *testing.T, ctx context.Context) core.Question {
+	t.Helper()
+	var q core.Question
+	waitFor(t, "the question", func() bool {
+		qs, err := er.eng.Questions(ctx, true)
+		if err != nil || len(qs) == 0 {
+			return false
+		}
+		q = qs[0]
+		return true
+	})
+	return q
 }

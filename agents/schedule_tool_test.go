@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/config"
@@ -58,28 +57,13 @@ func scheduleModel(t *testing.T) *openaitest.Server {
 
 func scheduleAgent(t *testing.T, srv *openaitest.Server) core.Agent {
 	t.Helper()
-	builtins, err := tools.Builtins(tools.Options{WorkspaceRoot: t.TempDir(), Sandbox: tools.SandboxNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agents.NewRegistry()
-	for _, tl := range builtins {
-		if err := reg.Add(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	agent := newAgent(t, srv, agents.Options{Registry: reg})
-	return agent
+	return builtinsAgent(t, srv, tools.Options{Sandbox: tools.SandboxNone})
 }
 
 func say(t *testing.T, er *engineRun, n int, text string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := er.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:" + text,
-		ThreadKey: "console:main", Conversation: "main", PlatformID: "in-" + text,
-		SenderID: "console:you", SenderName: "you", Text: "@engineer " + text, StartThread: true}); err != nil {
-		t.Fatal(err)
-	}
+	er.ingest(t, ctx, "main", text, "@engineer "+text)
 	waitFor(t, "reply to "+text, func() bool { return len(er.ad.texts()) >= n })
 	if err := er.eng.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
@@ -210,20 +194,8 @@ func TestScheduleToolNeedsApprovalByDefault(t *testing.T) {
 	bots := []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"schedule"}, ApprovalTools: approval}}
 	er, st := schedEngine(t, filepath.Join(t.TempDir(), "openbot.db"), agent, bots, &schedClock{now: time.Date(2026, 6, 1, 8, 30, 0, 0, time.UTC)})
 	ctx := context.Background()
-	if _, err := er.eng.Ingest(ctx, core.Inbound{Account: "console/local", Platform: "console", DedupKey: "console:1",
-		ThreadKey: "console:main", Conversation: "main", PlatformID: "in1",
-		SenderID: "console:you", SenderName: "you", Text: "@engineer please create", StartThread: true}); err != nil {
-		t.Fatal(err)
-	}
-	var q core.Question
-	waitFor(t, "the question", func() bool {
-		qs, err := er.eng.Questions(ctx, true)
-		if err != nil || len(qs) == 0 {
-			return false
-		}
-		q = qs[0]
-		return true
-	})
+	er.ingest(t, ctx, "main", "1", "@engineer please create")
+	q := er.firstQuestion(t, ctx)
 	if q.Kind != core.QuestionApproval || q.Tool != "schedule" || !strings.Contains(q.Reach, "recurring messages into this thread") {
 		t.Fatalf("question = %+v", q)
 	}
