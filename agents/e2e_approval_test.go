@@ -11,17 +11,14 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
+// waitFor polls cond (runtest.Poll) for what the engine signals to no one: a
+// question stored, a tool's call reached, a delivery recorded.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	runtest.Poll(t, what, 15*time.Second, cond)
 }
 
 // TestApprovalSurvivesRestart: the engineer calls a tool that needs approval; the

@@ -75,10 +75,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("WaitIdle: %v; delivered %q", err, ad.texts())
 	}
 	// Deliveries are asynchronous lanes; poll for both.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ad.texts()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "both deliveries", func() bool { return len(ad.texts()) >= 2 })
 	got := ad.texts()
 	if len(got) != 2 || !strings.HasPrefix(got[0], "[chief_of_staff] @engineer implement") ||
 		got[1] != "[engineer] parser implemented, commit abc123" {

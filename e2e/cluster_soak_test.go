@@ -145,7 +145,7 @@ func runClusterSoak(t *testing.T, p clusterSoakParams) {
 	ictx, icancel := context.WithTimeout(context.Background(), time.Minute)
 	defer icancel()
 	busy := waitClusterIdle(ictx, t, dsn)
-	time.Sleep(2 * clusterLeaseTTL)
+	time.Sleep(2 * clusterLeaseTTL) // a late duplicate's window: no event says none will come
 	took := time.Since(began)
 	outs := x.outcomes(p.messages)
 	s := x.tally(outs)

@@ -126,7 +126,7 @@ func TestClusterStallOneProcess(t *testing.T) {
 	}
 	// Give a duplicate the chance to show before counting: the continued
 	// process acts on its old runs only as its timers and calls come due.
-	time.Sleep(2 * clusterLeaseTTL)
+	time.Sleep(2 * clusterLeaseTTL) // a late duplicate's window: no event says none will come
 	s := x.tally(x.outcomes(n))
 	t.Logf("three processes, one stopped and continued: %s", s)
 	if s.Lost != 0 || s.Duplicated != s.InWindow || s.NoticeOnly != 0 {

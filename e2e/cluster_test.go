@@ -193,7 +193,7 @@ func TestClusterKillOneProcess(t *testing.T) {
 	}
 	// Give a duplicate the chance to show before counting: a lapsed claim is
 	// taken over only after the lease TTL, and no event says "none will come".
-	time.Sleep(2 * clusterLeaseTTL)
+	time.Sleep(2 * clusterLeaseTTL) // a late duplicate's window: no event says none will come
 	s := x.tally(x.outcomes(n))
 	t.Logf("three processes, one killed: %s", s)
 	if s.Lost != 0 || s.Duplicated != s.InWindow || s.NoticeOnly != 0 {

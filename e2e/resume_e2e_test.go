@@ -79,12 +79,7 @@ func TestResumeAfterKillAtEveryStep(t *testing.T) {
 			x.start(nil)
 			x.idle()
 
-			if n := x.count("[engineer] " + resumeFinal); n != 1 {
-				t.Errorf("reply printed %d times, want 1; printed:\n%s", n, x.out.String())
-			}
-			if n := x.count("could not finish") + x.count("interrupted because openbot restarted"); n != 0 {
-				t.Errorf("failure notices printed:\n%s", x.out.String())
-			}
+			x.wantOneReply()
 			x.mu.Lock()
 			defer x.mu.Unlock()
 			for step := 0; step < 3; step++ {
@@ -252,12 +247,7 @@ func TestResumeAfterGracefulShutdown(t *testing.T) {
 	x.grace = 0 // settling is bounded by the grace too
 	x.start(nil)
 	x.idle()
-	if n := x.count("[engineer] " + resumeFinal); n != 1 {
-		t.Errorf("reply printed %d times, want 1; printed:\n%s", n, x.out.String())
-	}
-	if n := x.count("could not finish") + x.count("interrupted because openbot restarted"); n != 0 {
-		t.Errorf("failure notices printed:\n%s", x.out.String())
-	}
+	x.wantOneReply()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.toolIn["step_a"] != 1 || x.toolRan["step_a"] != 0 || x.toolRan["step_b"] != 1 {

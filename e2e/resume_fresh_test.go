@@ -46,12 +46,7 @@ func TestResumeKillBeforeFirstCheckpoint(t *testing.T) {
 	x.start(nil)
 	x.idle()
 
-	if n := x.count("[engineer] " + resumeFinal); n != 1 {
-		t.Errorf("reply printed %d times, want 1; printed:\n%s", n, x.out.String())
-	}
-	if n := x.count("could not finish") + x.count("interrupted because openbot restarted"); n != 0 {
-		t.Errorf("failure notices printed:\n%s", x.out.String())
-	}
+	x.wantOneReply()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	// The killed process saw the first call answered before storing its step:

@@ -289,6 +289,18 @@ func (x *resumeRig) idle() {
 	}
 }
 
+// wantOneReply checks the final reply was printed once and no failure notice
+// at all: the restart resumed the run, it did not fail or repeat it.
+func (x *resumeRig) wantOneReply() {
+	x.t.Helper()
+	if n := x.count("[engineer] " + resumeFinal); n != 1 {
+		x.t.Errorf("reply printed %d times, want 1; printed:\n%s", n, x.out.String())
+	}
+	if n := x.count("could not finish") + x.count("interrupted because openbot restarted"); n != 0 {
+		x.t.Errorf("failure notices printed:\n%s", x.out.String())
+	}
+}
+
 // count is how many printed blocks contain s.
 func (x *resumeRig) count(s string) int {
 	n := 0

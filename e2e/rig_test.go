@@ -15,6 +15,7 @@ import (
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/core"
+	"openbot/internal/runtest"
 	"openbot/store/bolt"
 )
 
@@ -277,13 +278,7 @@ func (e *events) wait(t testing.TB, what string, cond func(counts) bool) {
 // id from the platform); where an event exists, wait on that.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling: nothing signals this state
-	}
+	runtest.Poll(t, what, 10*time.Second, cond)
 }
 
 // llmAgent is the real agent loop on go-openai against llm, with reg's tools

@@ -77,7 +77,7 @@ func TestSlackWorkingReactionAcrossHandOff(t *testing.T) {
 	// The chief is done and its reply is out; the engineer still works: the
 	// reaction stays, well past the linger. What is checked is that nothing
 	// happens during the adapter's real-time linger, which no event can show.
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // past the adapter's real linger, which no event shows
 	if got := reactions(); !slices.Equal(got, []string{"reactions.add " + root}) {
 		t.Fatalf("while the engineer works: reaction calls %q, want just the add", got)
 	}
@@ -175,9 +175,9 @@ func TestTelegramTypingAcrossHandOff(t *testing.T) {
 	// the test watches the wall clock: the end is reported right after the run
 	// is settled, and then no action may follow for more than one repeat
 	// interval (the adapter's real 4 s timer).
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // let an action already under way land before counting
 	n := len(typing())
-	time.Sleep(5 * time.Second)
+	time.Sleep(5 * time.Second) // more than one repeat interval (the adapter's real 4 s timer)
 	if m := len(typing()); m != n {
 		t.Fatalf("%d typing actions after the engineer's run ended", m-n)
 	}

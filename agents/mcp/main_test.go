@@ -91,7 +91,7 @@ func TestMain(m *testing.M) {
 		_ = server.NewStdioServer(newTestServer(true)).Listen(context.Background(), os.Stdin, os.Stdout)
 		// Stay alive after the end of input: what the test stops is a process
 		// that does not exit on its own (select{} would be a deadlock to the runtime).
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // the helper process outlives its input until the test kills it
 	}
 	os.Exit(0)
 }

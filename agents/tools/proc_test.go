@@ -78,7 +78,7 @@ func waitSleeps(t *testing.T, marker, what string, want func(n int) bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: sleep %s processes %v", what, marker, sleepPids(marker))
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a poll of /proc: nothing signals an exec or an exit
 	}
 }
 

@@ -27,17 +27,10 @@ func envOf(m map[string]string) config.LookupEnv {
 // waitUntil calls cond until it holds, failing the test after 30 s. It is for
 // what these tests read from outside, as an operator or a platform would:
 // /healthz, the log file, /metrics, the console API and the CLI's answers,
-// which offer no change event to wait on; so it polls, every 10 ms (the one
-// sleep of this package's tests).
+// which offer no change event to wait on; so it polls (runtest.Poll).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	runtest.Poll(t, what, 30*time.Second, cond)
 }
 
 // exampleConfig writes config.example.yaml into dir with the store, workspace and

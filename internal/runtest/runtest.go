@@ -1,6 +1,7 @@
 // Package runtest runs a long-lived component's Run(ctx) error for a test
 // (STYLE.md "Long-lived components"): in a goroutine the test owns, until the
-// test ends or it stops it, with the join waited for with a bound.
+// test ends or it stops it, with the join waited for with a bound; and the
+// small waits such tests share (Buffer.WaitFor, Poll).
 package runtest
 
 import (
@@ -87,5 +88,20 @@ func (s *Buffer) WaitFor(t testing.TB, text string) {
 		case <-timeout:
 			t.Fatalf("never written: %q; written:\n%s", text, got)
 		}
+	}
+}
+
+// Poll calls cond every 10 ms until it holds, failing t after limit with what
+// it waited for. It is for states nothing signals (what a test reads from
+// outside as an operator or a platform would: /healthz, a log file, a process
+// in /proc); where an event exists, a test waits on that instead.
+func Poll(t testing.TB, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
