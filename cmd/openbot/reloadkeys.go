@@ -90,30 +90,39 @@ func configChanges(old, cfg *config.Config) []keyChange {
 	return out
 }
 
+// keyPath is the yaml key k under parent ("" for the top level).
+func keyPath(parent, k string) string {
+	if parent == "" {
+		return k
+	}
+	return parent + "." + k
+}
+
+// yamlKey is the yaml key of a config struct field; false for a field yaml
+// does not read (unexported or "-").
+func yamlKey(f reflect.StructField) (string, bool) {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if !f.IsExported() || name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name, true
+}
+
 // walkConfig calls changed for every leaf (or whole list entry or map entry
 // added or removed) that differs between a and b, two values of one type,
 // named by yaml keys: key for people ("bots[engineer].model"), pattern for
 // the rules ("bots[].model").
 func walkConfig(a, b reflect.Value, key, pattern string, changed func(key, pattern string)) {
-	join := func(p, k string) string {
-		if p == "" {
-			return k
-		}
-		return p + "." + k
-	}
 	switch {
 	case a.Kind() == reflect.Struct:
 		t := a.Type()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if !f.IsExported() || name == "-" {
-				continue
+			if name, ok := yamlKey(t.Field(i)); ok {
+				walkConfig(a.Field(i), b.Field(i), keyPath(key, name), keyPath(pattern, name), changed)
 			}
-			if name == "" {
-				name = strings.ToLower(f.Name)
-			}
-			walkConfig(a.Field(i), b.Field(i), join(key, name), join(pattern, name), changed)
 		}
 	case a.Kind() == reflect.Slice && a.Type().Elem().Kind() == reflect.Struct && idField(a.Type().Elem()) != "":
 		ids := func(v reflect.Value) (map[string]reflect.Value, []string) {
@@ -154,9 +163,9 @@ func walkConfig(a, b reflect.Value, key, pattern string, changed func(key, patte
 			kv := reflect.ValueOf(k).Convert(a.Type().Key())
 			av, bv := a.MapIndex(kv), b.MapIndex(kv)
 			if av.IsValid() && bv.IsValid() {
-				walkConfig(av, bv, join(key, k), join(pattern, "*"), changed)
+				walkConfig(av, bv, keyPath(key, k), keyPath(pattern, "*"), changed)
 			} else {
-				changed(join(key, k), join(pattern, "*"))
+				changed(keyPath(key, k), keyPath(pattern, "*"))
 			}
 		}
 	default:
@@ -202,12 +211,6 @@ func configView(cfg *config.Config) []configEntry {
 	var out []configEntry
 	var walk func(v reflect.Value, key string)
 	walk = func(v reflect.Value, key string) {
-		join := func(k string) string {
-			if key == "" {
-				return k
-			}
-			return key + "." + k
-		}
 		if v.Kind() == reflect.Pointer {
 			if v.IsNil() {
 				return
@@ -218,15 +221,9 @@ func configView(cfg *config.Config) []configEntry {
 		case v.Kind() == reflect.Struct:
 			t := v.Type()
 			for i := range t.NumField() {
-				f := t.Field(i)
-				name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-				if !f.IsExported() || name == "-" {
-					continue
+				if name, ok := yamlKey(t.Field(i)); ok {
+					walk(v.Field(i), keyPath(key, name))
 				}
-				if name == "" {
-					name = strings.ToLower(f.Name)
-				}
-				walk(v.Field(i), join(name))
 			}
 		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
 			id := idField(v.Type().Elem())
@@ -241,7 +238,7 @@ func configView(cfg *config.Config) []configEntry {
 			keys := v.MapKeys()
 			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 			for _, k := range keys {
-				walk(v.MapIndex(k), join(fmt.Sprint(k)))
+				walk(v.MapIndex(k), keyPath(key, fmt.Sprint(k)))
 			}
 		default:
 			if v.IsZero() {
