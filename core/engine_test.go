@@ -158,17 +158,20 @@ func TestMessagesWhileBusyCoalesceIntoOneRun(t *testing.T) {
 	}
 }
 
-func TestHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
-	h := newHarness(t, core.Limits{})
-	inRun := make(chan struct{}, 4)
+// busyEngineer starts h with "@engineer open a PR", whose run answers first
+// only after "@engineer also fix the typo" was queued while it worked; the
+// engineer's later run answers later, the reviewer "LGTM". It returns when the
+// engine is idle, with the first message's result.
+func (h *harness) busyEngineer(first, later string) core.IngestResult {
+	inRun := make(chan struct{}, 1)
 	release := make(chan struct{})
 	h.agent.reply["engineer"] = func(ctx context.Context, j *core.Job) (string, error) {
 		if len(h.agent.jobsFor("engineer")) == 1 {
 			inRun <- struct{}{}
 			<-release
-			return "PR opened, @reviewer please review", nil
+			return first, nil
 		}
-		return "clarifications handled", nil
+		return later, nil
 	}
 	h.agent.reply["reviewer"] = func(context.Context, *core.Job) (string, error) { return "LGTM", nil }
 	h.start()
@@ -177,6 +180,12 @@ func TestHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
 	h.say("@engineer also fix the typo") // queued while the engineer works
 	close(release)
 	h.idle()
+	return res
+}
+
+func TestHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
+	h := newHarness(t, core.Limits{})
+	res := h.busyEngineer("PR opened, @reviewer please review", "clarifications handled")
 	rev := h.agent.jobsFor("reviewer")
 	if len(rev) != 1 {
 		t.Fatalf("reviewer ran %d times, want exactly 1 (held, then released once)", len(rev))
@@ -206,23 +215,7 @@ func TestHeldHandoffDeliveredAfterQueuedMail(t *testing.T) {
 
 func TestLaterRealHandoffSupersedesHold(t *testing.T) {
 	h := newHarness(t, core.Limits{})
-	inRun := make(chan struct{}, 4)
-	release := make(chan struct{})
-	h.agent.reply["engineer"] = func(ctx context.Context, j *core.Job) (string, error) {
-		if len(h.agent.jobsFor("engineer")) == 1 {
-			inRun <- struct{}{}
-			<-release
-			return "@reviewer first PR", nil
-		}
-		return "@reviewer updated PR", nil
-	}
-	h.agent.reply["reviewer"] = func(context.Context, *core.Job) (string, error) { return "LGTM", nil }
-	h.start()
-	h.say("@engineer open a PR")
-	<-inRun
-	h.say("@engineer also fix the typo")
-	close(release)
-	h.idle()
+	h.busyEngineer("@reviewer first PR", "@reviewer updated PR")
 	rev := h.agent.jobsFor("reviewer")
 	if len(rev) != 1 {
 		t.Fatalf("reviewer ran %d times, want 1: the later real hand-off supersedes the hold", len(rev))
