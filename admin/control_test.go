@@ -13,6 +13,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // post POSTs body to url and returns the status and the body.
@@ -49,13 +50,7 @@ func (tm *team) threadTexts(t *testing.T) string {
 
 func (tm *team) activityHas(t *testing.T, event, text string) bool {
 	t.Helper()
-	var as []core.Activity
-	if err := tm.st.View(context.Background(), func(tx core.ReadTx) (err error) {
-		as, err = tx.Activities(0, 0)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	as := storetest.Read(t, tm.st, func(tx core.ReadTx) ([]core.Activity, error) { return tx.Activities(0, 0) })
 	for _, a := range as {
 		if a.Event == event && strings.Contains(a.Summary, text) {
 			return true

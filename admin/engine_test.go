@@ -14,6 +14,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 	"openbot/internal/runtest"
 )
 
@@ -113,13 +114,7 @@ func TestRunTimeline(t *testing.T) {
 	}
 	var d admin.RunDetail
 	getJSON(t, fmt.Sprintf("%s/runs/%d", tm.api, runs.Items[0].ID), http.StatusOK, &d)
-	var events []core.RunEvent
-	if err := tm.st.View(context.Background(), func(tx core.ReadTx) (err error) {
-		events, err = tx.RunEvents(d.ID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	events := storetest.Read(t, tm.st, func(tx core.ReadTx) ([]core.RunEvent, error) { return tx.RunEvents(d.ID) })
 	// Every event is one step, except a tool result, which joins its call.
 	var want []string
 	for _, e := range events {

@@ -107,15 +107,7 @@ func (r *teamRig) ledger(t *testing.T) []core.UsageEntry {
 	if err := r.eng.WaitIdle(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	var out []core.UsageEntry
-	if err := r.st.View(r.ctx, func(tx core.ReadTx) error {
-		var err error
-		out, err = tx.UsageEntries(0, 0)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return storetest.Read(t, r.st, func(tx core.ReadTx) ([]core.UsageEntry, error) { return tx.UsageEntries(0, 0) })
 }
 
 // TestAnthropicEndToEnd: a bot on an Anthropic profile answers with a tool

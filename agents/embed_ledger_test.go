@@ -14,14 +14,7 @@ import (
 // ledger returns every usage-ledger entry of st.
 func ledger(t *testing.T, st core.Store) []core.UsageEntry {
 	t.Helper()
-	var out []core.UsageEntry
-	if err := st.View(context.Background(), func(tx core.ReadTx) (err error) {
-		out, err = tx.UsageEntries(0, 1000)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return storetest.Read(t, st, func(tx core.ReadTx) ([]core.UsageEntry, error) { return tx.UsageEntries(0, 1000) })
 }
 
 // Every embeddings call is one usage-ledger entry (cost control): a memory

@@ -119,15 +119,7 @@ func (r *memRig) reflect() {
 
 func (r *memRig) pending() []core.PendingReflection {
 	r.t.Helper()
-	var out []core.PendingReflection
-	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		out, err = tx.PendingReflections()
-		return err
-	}); err != nil {
-		r.t.Fatal(err)
-	}
-	return out
+	return storetest.Read(r.t, r.st, func(tx core.ReadTx) ([]core.PendingReflection, error) { return tx.PendingReflections() })
 }
 
 func (r *memRig) memories(bot string) []core.Memory {

@@ -134,13 +134,7 @@ func TestMessageIndexRun(t *testing.T) {
 	close(commit) // a commit wakes it
 	<-waits       // the first round has finished
 	<-waits       // and the woken one
-	var vecs []core.MessageVector
-	if err := st.View(context.Background(), func(tx core.ReadTx) (err error) {
-		vecs, err = tx.MessageVectors(thread)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	vecs := storetest.Read(t, st, func(tx core.ReadTx) ([]core.MessageVector, error) { return tx.MessageVectors(thread) })
 	if len(vecs) != 2 || vecs[0].Model != emb.Name() {
 		t.Errorf("vectors after Run = %+v, want both messages under %s", vecs, emb.Name())
 	}

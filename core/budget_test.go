@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // meterCalls makes the scripted agent of bot record one model call per entry
@@ -31,15 +32,7 @@ func meterCalls(h *harness, bot string, calls ...[3]int64) {
 
 func (h *harness) ledger() []core.UsageEntry {
 	h.t.Helper()
-	var out []core.UsageEntry
-	if err := h.store.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		out, err = tx.UsageEntries(0, 0)
-		return err
-	}); err != nil {
-		h.t.Fatal(err)
-	}
-	return out
+	return storetest.Read(h.t, h.store, func(tx core.ReadTx) ([]core.UsageEntry, error) { return tx.UsageEntries(0, 0) })
 }
 
 func noticesWith(ms []core.Message, sub string) []string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // blockingScript makes handle's runs checkpoint a step and then block until
@@ -30,14 +31,7 @@ func blockingScript(h *harness, handle string) (entered chan core.RunID, ended c
 
 func (h *harness) run(id core.RunID) core.Run {
 	h.t.Helper()
-	var r core.Run
-	if err := h.store.View(context.Background(), func(tx core.ReadTx) (err error) {
-		r, err = tx.Run(id)
-		return err
-	}); err != nil {
-		h.t.Fatal(err)
-	}
-	return r
+	return storetest.Read(h.t, h.store, func(tx core.ReadTx) (core.Run, error) { return tx.Run(id) })
 }
 
 func (h *harness) activityHas(event, text string) bool {

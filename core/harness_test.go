@@ -245,29 +245,12 @@ func (h *harness) idle() {
 // messages returns every message of a thread, oldest first.
 func (h *harness) messages(id core.ThreadID) []core.Message {
 	h.t.Helper()
-	var out []core.Message
-	err := h.store.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		out, err = tx.Messages(id, 0, 0)
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return out
+	return storetest.Read(h.t, h.store, func(tx core.ReadTx) ([]core.Message, error) { return tx.Messages(id, 0, 0) })
 }
 
 func (h *harness) runs(status core.RunStatus) []core.Run {
 	h.t.Helper()
-	var out []core.Run
-	if err := h.store.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		out, err = tx.RunsByStatus(status)
-		return err
-	}); err != nil {
-		h.t.Fatal(err)
-	}
-	return out
+	return storetest.Read(h.t, h.store, func(tx core.ReadTx) ([]core.Run, error) { return tx.RunsByStatus(status) })
 }
 
 func countKind(ms []core.Message, k core.MessageKind) int {

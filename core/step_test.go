@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // stepRun is what TestRecordStep* read back of the run.
@@ -17,13 +18,7 @@ func (h *harness) stepRun(status core.RunStatus) (core.Run, []core.RunEvent) {
 	if len(runs) != 1 {
 		h.t.Fatalf("%d %s runs, want 1", len(runs), status)
 	}
-	var evs []core.RunEvent
-	if err := h.store.View(context.Background(), func(tx core.ReadTx) (err error) {
-		evs, err = tx.RunEvents(runs[0].ID)
-		return err
-	}); err != nil {
-		h.t.Fatal(err)
-	}
+	evs := storetest.Read(h.t, h.store, func(tx core.ReadTx) ([]core.RunEvent, error) { return tx.RunEvents(runs[0].ID) })
 	return runs[0], evs
 }
 

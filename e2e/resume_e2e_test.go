@@ -12,6 +12,7 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 var resumeTeam = []core.BotProfile{{Handle: "engineer", Name: "Engineer", Tools: []string{"step_a", "step_b", "deploy"}, ApprovalTools: []string{"deploy"}}}
@@ -131,15 +132,7 @@ func (x *resumeRig) approveDeploy() core.QuestionID {
 // outcome is the stored outcome of question id.
 func (x *resumeRig) outcome(id core.QuestionID) string {
 	x.t.Helper()
-	var q core.Question
-	err := x.cur.st.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		q, err = tx.Question(id)
-		return err
-	})
-	if err != nil {
-		x.t.Fatal(err)
-	}
+	q := storetest.Read(x.t, x.cur.st, func(tx core.ReadTx) (core.Question, error) { return tx.Question(id) })
 	return q.Outcome
 }
 

@@ -23,6 +23,7 @@ import (
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // Slack people of the approval tests (fixture ids; alice and carol approve).
@@ -200,14 +201,7 @@ func (r *approvalRig) askToRun(t *testing.T, user string) (core.Question, slackt
 // question returns the only question and the chat.postMessage that showed it.
 func (r *approvalRig) question(t *testing.T) (core.Question, slacktest.Call) {
 	t.Helper()
-	var qs []core.Question
-	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		qs, err = tx.Questions(false, 0)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	qs := storetest.Read(t, r.st, func(tx core.ReadTx) ([]core.Question, error) { return tx.Questions(false, 0) })
 	if len(qs) != 1 {
 		t.Fatalf("questions = %d, want 1", len(qs))
 	}
@@ -526,15 +520,7 @@ func engineerRequests(m *openaitest.Server) []openaitest.Request {
 // allQuestions reads every question from the store, oldest first.
 func (r *approvalRig) allQuestions(t *testing.T) []core.Question {
 	t.Helper()
-	var qs []core.Question
-	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		qs, err = tx.Questions(false, 0)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return qs
+	return storetest.Read(t, r.st, func(tx core.ReadTx) ([]core.Question, error) { return tx.Questions(false, 0) })
 }
 
 // replied reports whether a chat.postMessage in the thread root contains text.

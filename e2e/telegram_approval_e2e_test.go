@@ -21,6 +21,7 @@ import (
 	"openbot/agents/openaitest"
 	"openbot/agents/tools"
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // People in the approval tests: Alice and Bob are approvers, Carol is not.
@@ -187,15 +188,7 @@ func (r *tgApprovalRig) question() core.Question {
 
 func (r *tgApprovalRig) run(id core.RunID) core.Run {
 	r.t.Helper()
-	var run core.Run
-	if err := r.st.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		run, err = tx.Run(id)
-		return err
-	}); err != nil {
-		r.t.Fatal(err)
-	}
-	return run
+	return storetest.Read(r.t, r.st, func(tx core.ReadTx) (core.Run, error) { return tx.Run(id) })
 }
 
 // ranTimes is how often the approved shell command ran.

@@ -1,13 +1,13 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/core/storetest"
 )
 
 // TestTelegramMentionOfAPersonIsNotAnAnswer: while the engineer waits for a
@@ -59,14 +59,7 @@ func TestTelegramMentionOfAPersonIsNotAnAnswer(t *testing.T) {
 // questionByID reads question id from the store.
 func (r *tgApprovalRig) questionByID(id core.QuestionID) core.Question {
 	r.t.Helper()
-	var qs []core.Question
-	if err := r.eng.Store().View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		qs, err = tx.Questions(false, 0)
-		return err
-	}); err != nil {
-		r.t.Fatal(err)
-	}
+	qs := storetest.Read(r.t, r.eng.Store(), func(tx core.ReadTx) ([]core.Question, error) { return tx.Questions(false, 0) })
 	for _, q := range qs {
 		if q.ID == id {
 			return q

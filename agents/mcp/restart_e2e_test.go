@@ -105,15 +105,7 @@ func (s *stack) questions() []core.Question {
 
 func (s *stack) thread(id core.ThreadID) []core.Message {
 	s.t.Helper()
-	var ms []core.Message
-	if err := s.store.View(context.Background(), func(tx core.ReadTx) error {
-		var err error
-		ms, err = tx.Messages(id, 0, 0)
-		return err
-	}); err != nil {
-		s.t.Fatal(err)
-	}
-	return ms
+	return storetest.Read(s.t, s.store, func(tx core.ReadTx) ([]core.Message, error) { return tx.Messages(id, 0, 0) })
 }
 
 // askBeforeRestart runs the first process until the engineer waits for
