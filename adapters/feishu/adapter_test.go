@@ -17,6 +17,7 @@ import (
 
 	"openbot/adapters/feishu"
 	"openbot/adapters/feishu/feishutest"
+	"openbot/adapters/internal/adaptertest"
 	"openbot/core"
 )
 
@@ -29,28 +30,25 @@ import (
 // AnswerDecided, else the first answer is stored and AnswerAccepted.
 type fakeEngine struct {
 	mu        sync.Mutex
-	changed   chan struct{}
-	ins       []core.Inbound
+	ins       adaptertest.Log[core.Inbound]
 	seen      map[string]bool
 	threads   map[string]bool
 	fail      error
-	answers   []core.Answer
+	answers   adaptertest.Log[core.Answer]
 	questions map[string]*core.Question // by token
 	approvers map[core.ActorID]bool
 	answerErr error
 }
 
 func newFakeEngine() *fakeEngine {
-	return &fakeEngine{changed: make(chan struct{}), seen: map[string]bool{}, threads: map[string]bool{},
+	return &fakeEngine{seen: map[string]bool{}, threads: map[string]bool{},
 		questions: map[string]*core.Question{}, approvers: map[core.ActorID]bool{}}
 }
 
 func (e *fakeEngine) Answer(ctx context.Context, a core.Answer) (core.AnswerResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.answers = append(e.answers, a)
-	close(e.changed)
-	e.changed = make(chan struct{})
+	e.answers.Add(a)
 	if e.answerErr != nil {
 		return core.AnswerResult{}, e.answerErr
 	}
@@ -69,21 +67,13 @@ func (e *fakeEngine) Answer(ctx context.Context, a core.Answer) (core.AnswerResu
 	return core.AnswerResult{Outcome: core.AnswerAccepted, Question: *q}, nil
 }
 
-func (e *fakeEngine) answered() []core.Answer {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]core.Answer(nil), e.answers...)
-}
-
 func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.fail != nil {
 		return core.IngestResult{}, e.fail
 	}
-	e.ins = append(e.ins, in)
-	close(e.changed)
-	e.changed = make(chan struct{})
+	n := e.ins.Add(in)
 	if e.seen[in.DedupKey] {
 		return core.IngestResult{Duplicate: true}, nil
 	}
@@ -92,32 +82,7 @@ func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 		return core.IngestResult{Dropped: true}, nil
 	}
 	e.threads[in.ThreadKey] = true
-	return core.IngestResult{Thread: 1, Message: core.MessageID(len(e.ins))}, nil
-}
-
-func (e *fakeEngine) inbounds() []core.Inbound {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]core.Inbound(nil), e.ins...)
-}
-
-func (e *fakeEngine) wait(t *testing.T, n int) []core.Inbound {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		e.mu.Lock()
-		got, ch := len(e.ins), e.changed
-		e.mu.Unlock()
-		if got >= n {
-			return e.inbounds()
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d inbounds, have %d", n, got)
-		case <-ch:
-		}
-	}
+	return core.IngestResult{Thread: 1, Message: core.MessageID(n)}, nil
 }
 
 func fixture(t *testing.T, name string) []byte {
@@ -262,7 +227,7 @@ func TestWebhookGroupMentionThreadedReply(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, "success") {
 		t.Fatalf("status %d body %q", status, body)
 	}
-	ins := h.eng.inbounds()
+	ins := h.eng.ins.All()
 	if len(ins) != 1 {
 		t.Fatalf("got %d inbounds, want 1", len(ins))
 	}
@@ -319,7 +284,7 @@ func TestGroupThreadReplyAndUnmentioned(t *testing.T) {
 			t.Fatalf("%s: %d %s", f, s, b)
 		}
 	}
-	ins := h.eng.inbounds()
+	ins := h.eng.ins.All()
 	if len(ins) != 2 {
 		t.Fatalf("got %d inbounds, want 2: %+v", len(ins), ins)
 	}
@@ -379,7 +344,7 @@ func TestWebhookRejectsForgeries(t *testing.T) {
 	if s, _ := h.post("events", bad.JSON(), feishutest.EncryptKey); s != http.StatusUnauthorized {
 		t.Errorf("wrong token: status %d, want 401", s)
 	}
-	if n := len(h.eng.inbounds()); n != 0 {
+	if n := len(h.eng.ins.All()); n != 0 {
 		t.Errorf("%d inbounds ingested from rejected requests", n)
 	}
 	// The fixture's own signature vector is accepted.
@@ -401,7 +366,7 @@ func TestWebhookRejectsForgeries(t *testing.T) {
 	if s, b := h.do(req); s != http.StatusOK {
 		t.Errorf("fixture signed body: %d %s", s, b)
 	}
-	if n := len(h.eng.inbounds()); n != 1 {
+	if n := len(h.eng.ins.All()); n != 1 {
 		t.Errorf("got %d inbounds after the valid request, want 1", n)
 	}
 }
@@ -421,7 +386,7 @@ func TestWebhookPlainTokenCheck(t *testing.T) {
 	if s, b := h.post("events", good.JSON(), ""); s != http.StatusOK {
 		t.Errorf("good event: %d %s", s, b)
 	}
-	if n := len(h.eng.inbounds()); n != 1 {
+	if n := len(h.eng.ins.All()); n != 1 {
 		t.Errorf("got %d inbounds, want 1", n)
 	}
 }
@@ -467,7 +432,7 @@ func TestRedeliverySameDedupKey(t *testing.T) {
 			t.Fatalf("delivery %d: %d %s", i, s, b)
 		}
 	}
-	ins := h.eng.inbounds()
+	ins := h.eng.ins.All()
 	if len(ins) != 2 || ins[0].DedupKey != ins[1].DedupKey || ins[0].DedupKey != "feishu:"+atBotMessage {
 		t.Errorf("inbounds %+v", ins)
 	}
@@ -492,7 +457,7 @@ func TestMentionPlaceholders(t *testing.T) {
 	if s, b := h.post("events", ev.JSON(), feishutest.EncryptKey); s != 200 {
 		t.Fatalf("%d %s", s, b)
 	}
-	ins := h.eng.inbounds()
+	ins := h.eng.ins.All()
 	if len(ins) != 1 {
 		t.Fatalf("got %d inbounds", len(ins))
 	}
@@ -504,7 +469,7 @@ func TestMentionPlaceholders(t *testing.T) {
 	if s, b := h.post("events", stranger.JSON(), feishutest.EncryptKey); s != 200 {
 		t.Fatalf("%d %s", s, b)
 	}
-	if got := h.eng.inbounds()[1].SenderName; got != "ou_stranger" {
+	if got := h.eng.ins.All()[1].SenderName; got != "ou_stranger" {
 		t.Errorf("unknown user's name %q, want the open_id", got)
 	}
 }
@@ -515,7 +480,7 @@ func TestStarAccount(t *testing.T) {
 	if s, b := h.post("events", compact(t, fixture(t, "event_v2_im_message_receive_group_at_bot.json")), feishutest.EncryptKey); s != 200 {
 		t.Fatalf("%d %s", s, b)
 	}
-	in := h.eng.inbounds()[0]
+	in := h.eng.ins.All()[0]
 	if in.Text != "please summarise today's deploy failures" || !slices.Equal(in.Mentions, []string{"*"}) || in.DefaultBot != "" {
 		t.Errorf("inbound %+v", in)
 	}
@@ -536,7 +501,7 @@ func TestDirectMessages(t *testing.T) {
 	if s, b := h.post("events", compact(t, fixture(t, "event_v2_im_message_receive_p2p.json")), feishutest.EncryptKey); s != 200 {
 		t.Fatalf("%d %s", s, b)
 	}
-	in := h.eng.inbounds()[0]
+	in := h.eng.ins.All()[0]
 	if in.ThreadKey != "feishu:"+feishutest.P2PChat || in.Conversation != core.ConversationRef(feishutest.P2PChat) || !in.StartThread ||
 		in.Text != "hi bot, what's the on-call rota this week?" || in.NewThread {
 		t.Errorf("p2p inbound %+v", in)
@@ -572,7 +537,7 @@ func TestDirectMessages(t *testing.T) {
 			t.Fatalf("%d %s", s, b)
 		}
 	}
-	ins := h.eng.inbounds()
+	ins := h.eng.ins.All()
 	if len(ins) != 2 || !ins[1].NewThread || ins[1].Text != "fresh start" {
 		t.Errorf("after /new: %+v", ins)
 	}
@@ -708,7 +673,7 @@ func TestLongConnection(t *testing.T) {
 	if a := acks[0]; a.Code != 200 || a.Frame.Header("seq") != "2" || a.Frame.Header("biz_rt") == "" || a.Payload != `{"code":200,"headers":null,"data":null}` || a.Frame.Service != feishutest.ServiceID {
 		t.Errorf("ack %+v", a)
 	}
-	ins := h.eng.wait(t, 1)
+	ins := h.eng.ins.Wait(t, 1)
 	if ins[0].ThreadKey != groupThread || ins[0].Text != "@engineer does this also hit staging? cc @Alice" {
 		t.Errorf("inbound %+v", ins[0])
 	}
@@ -727,7 +692,7 @@ func TestLongConnection(t *testing.T) {
 	if _, err := h.srv.WaitAcks(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	if ins := h.eng.wait(t, 2); ins[1].DedupKey != "feishu:"+atBotMessage || !ins[1].StartThread {
+	if ins := h.eng.ins.Wait(t, 2); ins[1].DedupKey != "feishu:"+atBotMessage || !ins[1].StartThread {
 		t.Errorf("after reconnect %+v", ins[1])
 	}
 
@@ -843,10 +808,10 @@ func TestCardCallbacks(t *testing.T) {
 			t.Errorf("legacy card with signature %q: %d %s, want %d", tc.sig, s, b, tc.want)
 		}
 	}
-	if n := len(h.eng.inbounds()); n != 0 {
+	if n := len(h.eng.ins.All()); n != 0 {
 		t.Errorf("card callbacks ingested %d messages", n)
 	}
-	if a := h.eng.answered(); len(a) != 0 {
+	if a := h.eng.answers.All(); len(a) != 0 {
 		t.Errorf("buttons of other cards answered questions: %+v", a)
 	}
 }

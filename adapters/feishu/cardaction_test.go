@@ -34,7 +34,7 @@ func checkUnidentifiedRefused(t *testing.T, h *harness, q *core.Question, tt *fe
 	if tt == nil || tt.Type != feishu.ToastError || !strings.Contains(strings.ToLower(tt.Content), "not allowed") {
 		t.Errorf("%s: toast %+v, want an error toast saying it is not allowed", what, tt)
 	}
-	for _, a := range h.eng.answered() {
+	for _, a := range h.eng.answers.All() {
 		if a.Actor != "" {
 			t.Errorf("%s: an answer reached the engine as %q", what, a.Actor)
 		}
@@ -79,7 +79,7 @@ func TestCardActionWithoutOpenIDFailsClosed(t *testing.T) {
 		if tt := toast(t, b); s != 200 || tt == nil || tt.Content != "Recorded" {
 			t.Errorf("identified click: %d %s", s, b)
 		}
-		if len(h.eng.inbounds()) != 0 {
+		if len(h.eng.ins.All()) != 0 {
 			t.Error("card clicks were ingested as messages")
 		}
 	})

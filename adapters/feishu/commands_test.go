@@ -38,7 +38,7 @@ func TestCommandsAndReplyKeys(t *testing.T) {
 			t.Errorf("help reply to %s: in thread %v, want %v", m.ReplyTo, m.InThread, want)
 		}
 	}
-	if n := len(h.eng.inbounds()); n != 0 {
+	if n := len(h.eng.ins.All()); n != 0 {
 		t.Fatalf("/help ingested %d messages", n)
 	}
 
@@ -51,7 +51,7 @@ func TestCommandsAndReplyKeys(t *testing.T) {
 	// in a group topic only a parent other than the topic root does.
 	send(feishutest.MessageEvent{MessageID: "om_r1", ChatID: feishutest.P2PChat, ChatType: "p2p", RootID: "om_bot1", ParentID: "om_bot1", Text: "re"})
 	send(feishutest.MessageEvent{MessageID: "om_r2", RootID: "om_root", ParentID: "om_bot2", Text: "re"})
-	ins := h.eng.wait(t, 4)
+	ins := h.eng.ins.Wait(t, 4)
 	if in := ins[0]; in.Text != "/help" || in.NewThread || in.ReplyToKey != "" {
 		t.Errorf("unaddressed group /help: %+v", in)
 	}

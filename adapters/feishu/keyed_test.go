@@ -66,7 +66,7 @@ func TestLongConnectionChatsStoredConcurrently(t *testing.T) {
 	if a, err := h.srv.WaitAck(ctx, slow); err != nil || a.Code != 200 {
 		t.Fatalf("held event: %+v %v", a, err)
 	}
-	if n := len(h.eng.wait(t, 2)); n != 2 {
+	if n := len(h.eng.ins.Wait(t, 2)); n != 2 {
 		t.Errorf("%d inbounds, want 2", n)
 	}
 }

@@ -248,7 +248,7 @@ func TestCardActionWebhookOutcomes(t *testing.T) {
 		t.Errorf("unknown: %d %s", s, b)
 	}
 
-	got := h.eng.answered()
+	got := h.eng.answers.All()
 	if len(got) != 4 {
 		t.Fatalf("answers %+v", got)
 	}
@@ -300,7 +300,7 @@ func TestCardActionWebhookForgeriesAndLegacy(t *testing.T) {
 			t.Errorf("forged request %d: %d %s", i, s, b)
 		}
 	}
-	if a := h.eng.answered(); len(a) != 0 {
+	if a := h.eng.answers.All(); len(a) != 0 {
 		t.Fatalf("forged clicks answered: %+v", a)
 	}
 
@@ -310,7 +310,7 @@ func TestCardActionWebhookForgeriesAndLegacy(t *testing.T) {
 	if tt := toast(t, b); s != 200 || tt == nil || tt.Content != "Recorded" {
 		t.Errorf("legacy click: %d %s", s, b)
 	}
-	if a := h.eng.answered(); len(a) != 1 || a[0].Choice != core.ChoiceReject || a[0].Actor != aliceID || a[0].Token != q.Token {
+	if a := h.eng.answers.All(); len(a) != 1 || a[0].Choice != core.ChoiceReject || a[0].Actor != aliceID || a[0].Token != q.Token {
 		t.Errorf("legacy answer %+v", a)
 	}
 	if q.Status != core.QuestionAnswered || q.Decision() != "Rejected by Alice" {
@@ -358,11 +358,11 @@ func TestCardActionLongConnection(t *testing.T) {
 	if ack.Code != 200 || ack.Data != nil || ack.Payload != `{"code":200,"headers":null,"data":null}` {
 		t.Errorf("type=card ack %+v", ack)
 	}
-	a := h.eng.answered()
+	a := h.eng.answers.All()
 	if len(a) != 2 || a[1] != (core.Answer{Token: q.Token, Choice: 0, Actor: bobID, Name: "Bob", Account: "feishu/acme"}) {
 		t.Errorf("answers %+v", a)
 	}
-	if len(h.eng.inbounds()) != 0 {
+	if len(h.eng.ins.All()) != 0 {
 		t.Error("card clicks were ingested as messages")
 	}
 }
@@ -465,7 +465,7 @@ func TestLegacyCardFixtureParsed(t *testing.T) {
 	if s, b := h.do(req); s != 200 || strings.TrimSpace(b) != "{}" {
 		t.Errorf("legacy fixture: %d %s", s, b)
 	}
-	if a := h.eng.answered(); len(a) != 0 {
+	if a := h.eng.answers.All(); len(a) != 0 {
 		t.Errorf("answered %+v", a)
 	}
 }

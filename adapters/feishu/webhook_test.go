@@ -91,7 +91,7 @@ func TestUnsignedProbesLookAlike(t *testing.T) {
 				t.Errorf("%s: %q answered %+v, but %q answered %+v", path, name, got, firstName, *first)
 			}
 		}
-		if n := len(h.eng.inbounds()); n != 0 {
+		if n := len(h.eng.ins.All()); n != 0 {
 			t.Errorf("%s: %d unsigned probes ingested", path, n)
 		}
 	}
@@ -141,7 +141,7 @@ func TestSignedRequestFreshness(t *testing.T) {
 			t.Errorf("%s: no WARN line naming the account; logged %v", tc.name, logs.all())
 		}
 	}
-	if n := len(h.eng.inbounds()); n != 0 {
+	if n := len(h.eng.ins.All()); n != 0 {
 		t.Fatalf("stale requests ingested %d messages", n)
 	}
 	// The last retry of Feishu's schedule (15 s, 5 min, 1 h, 6 h) with the first
@@ -151,7 +151,7 @@ func TestSignedRequestFreshness(t *testing.T) {
 			t.Errorf("request at %v: status %d, want 200", at, s)
 		}
 	}
-	if n := len(h.eng.inbounds()); n != 2 {
+	if n := len(h.eng.ins.All()); n != 2 {
 		t.Errorf("fresh requests ingested %d messages, want 2", n)
 	}
 }
@@ -241,7 +241,7 @@ func TestRefusalsLogWarn(t *testing.T) {
 			if got := logs.warned("account", "feishu/acme"); len(got) == 0 {
 				t.Errorf("no WARN line naming the account; logged %v", logs.all())
 			}
-			if n := len(h.eng.inbounds()); n != 0 {
+			if n := len(h.eng.ins.All()); n != 0 {
 				t.Errorf("%d messages ingested", n)
 			}
 			if l := logs.leaks(feishutest.AppSecret, feishutest.EncryptKey, feishutest.VerificationToken); len(l) != 0 {

@@ -54,12 +54,12 @@ func TestSlashNewOverHTTP(t *testing.T) {
 	if got := replyText(t, rec.Body.Bytes()); got != replyNewPending {
 		t.Errorf("reply %q", got)
 	}
-	if n := len(e.engine.inbounds()); n != 0 {
+	if n := len(e.engine.ins.All()); n != 0 {
 		t.Fatalf("a bare /new was ingested (%d)", n)
 	}
 	e.postEvent2(t, dmEvent(t, "1767225600.000100", "fix the build"))
 	e.postEvent2(t, dmEvent(t, "1767225601.000100", "and the lint"))
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 2 || !got[0].NewThread || got[1].NewThread {
 		t.Fatalf("inbounds %+v, want the first after /new to start a new thread, the second not", got)
 	}
@@ -69,7 +69,7 @@ func TestSlashNewOverHTTP(t *testing.T) {
 	if got := replyText(t, rec.Body.Bytes()); got != replyNewStarted {
 		t.Errorf("reply %q", got)
 	}
-	got = e.engine.inbounds()
+	got = e.engine.ins.All()
 	if len(got) != 3 || !got[2].NewThread || got[2].Text != "plan the release" || got[2].ThreadKey != "slack:T0TEST:D0TEST001" ||
 		got[2].DedupKey != "slack:T0TEST:D0TEST001:command:trig-2" {
 		t.Fatalf("/new TEXT inbound %+v", got[len(got)-1])
@@ -101,7 +101,7 @@ func TestPlainTextNewInDM(t *testing.T) {
 		t.Run(word, func(t *testing.T) {
 			e := newEnv(t, nil)
 			e.postEvent2(t, dmEvent(t, "1767225600.000100", word))
-			if n := len(e.engine.inbounds()); n != 0 {
+			if n := len(e.engine.ins.All()); n != 0 {
 				t.Fatalf("the command was ingested as a message")
 			}
 			calls, err := e.slack.WaitCalls(waitCtx(t), "chat.postMessage", 1)
@@ -109,7 +109,7 @@ func TestPlainTextNewInDM(t *testing.T) {
 				t.Fatalf("confirmation %+v, %v", calls, err)
 			}
 			e.postEvent2(t, dmEvent(t, "1767225601.000100", "hello"))
-			if got := e.engine.inbounds(); len(got) != 1 || !got[0].NewThread {
+			if got := e.engine.ins.All(); len(got) != 1 || !got[0].NewThread {
 				t.Fatalf("inbounds %+v, want one that starts a new thread", got)
 			}
 		})
@@ -117,7 +117,7 @@ func TestPlainTextNewInDM(t *testing.T) {
 	t.Run("a sentence with new in it is a message", func(t *testing.T) {
 		e := newEnv(t, nil)
 		e.postEvent2(t, dmEvent(t, "1767225600.000100", "new idea: cache the build"))
-		if got := e.engine.inbounds(); len(got) != 1 || got[0].NewThread {
+		if got := e.engine.ins.All(); len(got) != 1 || got[0].NewThread {
 			t.Fatalf("inbounds %+v", got)
 		}
 	})
@@ -166,7 +166,7 @@ func TestSlashNewOverSocketMode(t *testing.T) {
 	if _, err := e.slack.WaitAck(ctx, "ev-1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.engine.inbounds(); len(got) != 1 || !got[0].NewThread {
+	if got := e.engine.ins.All(); len(got) != 1 || !got[0].NewThread {
 		t.Fatalf("inbounds %+v, want one that starts a new thread", got)
 	}
 }
@@ -225,7 +225,7 @@ func TestReplyToBotMessageInbound(t *testing.T) {
 	}
 	e.postEvent2(t, reply("1767300001.000100", "and the lint?"))
 	e.postEvent2(t, reply("1767300002.000100", "@chief_of_staff what do you think?"))
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 2 {
 		t.Fatalf("inbounds %d", len(got))
 	}
@@ -238,7 +238,7 @@ func TestReplyToBotMessageInbound(t *testing.T) {
 	}
 	st.parent = "" // unknown parent: the Slack thread is its own thread, as before
 	e.postEvent2(t, reply("1767300003.000100", "hi"))
-	if in := e.engine.inbounds()[2]; in.ReplyToKey != "" || in.Conversation != "T0TEST:D0TEST001:1767300000.000002" {
+	if in := e.engine.ins.All()[2]; in.ReplyToKey != "" || in.Conversation != "T0TEST:D0TEST001:1767300000.000002" {
 		t.Errorf("reply under an unknown message %+v", in)
 	}
 }

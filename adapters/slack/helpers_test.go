@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"openbot/adapters/internal/adaptertest"
 	"openbot/adapters/slack/slacktest"
 	"openbot/core"
 	"openbot/internal/runtest"
@@ -27,20 +28,19 @@ const testSecret = "0TESTsigningSecret0b1c2d3e4f5a6b7"
 // fakeEngine records every Inbound and answers with result (or err).
 type fakeEngine struct {
 	mu      sync.Mutex
-	got     []core.Inbound
+	ins     adaptertest.Log[core.Inbound]
 	seen    map[string]bool
 	err     error
 	errFn   func(core.Inbound) error // when set and non-nil for an Inbound, Ingest fails with it
-	changed chan struct{}
-	gate    chan struct{} // when set, Ingest waits for it (or ctx) first
-	woken   []string      // IngestResult.Woken for new messages
-	answers []core.Answer
+	gate    chan struct{}            // when set, Ingest waits for it (or ctx) first
+	woken   []string                 // IngestResult.Woken for new messages
+	answers adaptertest.Log[core.Answer]
 	// answerFn decides Answer's result; nil accepts every answer.
 	answerFn func(core.Answer) (core.AnswerResult, error)
 }
 
 func newFakeEngine() *fakeEngine {
-	return &fakeEngine{seen: map[string]bool{}, changed: make(chan struct{}, 100)}
+	return &fakeEngine{seen: map[string]bool{}}
 }
 
 func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {
@@ -61,75 +61,23 @@ func (f *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 			return core.IngestResult{}, err
 		}
 	}
-	f.got = append(f.got, in)
-	select {
-	case f.changed <- struct{}{}:
-	default:
-	}
+	n := f.ins.Add(in)
 	if f.seen[in.DedupKey] {
 		return core.IngestResult{Duplicate: true}, nil
 	}
 	f.seen[in.DedupKey] = true
-	return core.IngestResult{Thread: 1, Message: core.MessageID(len(f.got)), Woken: f.woken}, nil
+	return core.IngestResult{Thread: 1, Message: core.MessageID(n), Woken: f.woken}, nil
 }
 
 // Answer records ans and returns what answerFn says (default: accepted).
 func (f *fakeEngine) Answer(ctx context.Context, ans core.Answer) (core.AnswerResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.answers = append(f.answers, ans)
-	select {
-	case f.changed <- struct{}{}:
-	default:
-	}
+	f.answers.Add(ans)
 	if f.answerFn != nil {
 		return f.answerFn(ans)
 	}
 	return core.AnswerResult{Outcome: core.AnswerAccepted}, nil
-}
-
-func (f *fakeEngine) answered() []core.Answer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]core.Answer(nil), f.answers...)
-}
-
-// waitAnswers polls (with a deadline) until n answers were recorded.
-func (f *fakeEngine) waitAnswers(t *testing.T, n int) []core.Answer {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		if got := f.answered(); len(got) >= n {
-			return got
-		}
-		select {
-		case <-f.changed:
-		case <-deadline:
-			t.Fatalf("waited for %d answers, got %d", n, len(f.answered()))
-		}
-	}
-}
-
-func (f *fakeEngine) inbounds() []core.Inbound {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]core.Inbound(nil), f.got...)
-}
-
-// waitInbounds polls (with a deadline) until n inbounds were recorded.
-func (f *fakeEngine) waitInbounds(t *testing.T, n int) []core.Inbound {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		if got := f.inbounds(); len(got) >= n {
-			return got
-		}
-		select {
-		case <-f.changed:
-		case <-deadline:
-			t.Fatalf("waited for %d inbounds, got %d", n, len(f.inbounds()))
-		}
-	}
 }
 
 type fixedClock struct{ t time.Time }

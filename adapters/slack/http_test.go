@@ -75,7 +75,7 @@ func TestHTTPRefusesBeforeParsing(t *testing.T) {
 			}
 		})
 	}
-	if got := e.engine.inbounds(); len(got) != 0 {
+	if got := e.engine.ins.All(); len(got) != 0 {
 		t.Errorf("engine got %d inbounds, want none", len(got))
 	}
 	if calls := e.slack.Calls(); len(calls) != 0 {

@@ -12,7 +12,7 @@ import (
 func TestAppMentionStartsThreadAtItsTS(t *testing.T) {
 	e := newEnv(t, nil)
 	e.postEvent(t, "events_api_app_mention_channel.json")
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 1 {
 		t.Fatalf("got %d inbounds, want 1", len(got))
 	}
@@ -52,7 +52,7 @@ func TestTwinAndRetriesShareDedupKey(t *testing.T) {
 	if rec.Code != 200 {
 		t.Fatalf("retry: status %d", rec.Code)
 	}
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 3 {
 		t.Fatalf("got %d inbounds, want 3", len(got))
 	}
@@ -74,7 +74,7 @@ func TestNoIngestForBotsEditsJoins(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			e.postEvent(t, name)
-			if got := e.engine.inbounds(); len(got) != 0 {
+			if got := e.engine.ins.All(); len(got) != 0 {
 				t.Errorf("got %d inbounds, want none: %+v", len(got), got)
 			}
 		})
@@ -85,7 +85,7 @@ func TestThreadReplies(t *testing.T) {
 	e := newEnv(t, nil)
 	e.postEvent(t, "events_api_message_thread_reply.json")
 	e.postEvent(t, "events_api_app_mention_in_thread.json")
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 2 {
 		t.Fatalf("got %d inbounds, want 2", len(got))
 	}
@@ -109,7 +109,7 @@ func TestThreadReplies(t *testing.T) {
 func TestDMIsOneThread(t *testing.T) {
 	e := newEnv(t, nil)
 	e.postEvent(t, "events_api_message_im.json")
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 1 {
 		t.Fatalf("got %d inbounds, want 1", len(got))
 	}
@@ -122,7 +122,7 @@ func TestDMIsOneThread(t *testing.T) {
 func TestStarAccountMentionMeansDefaultBot(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Bot = "*" })
 	e.postEvent(t, "events_api_app_mention_channel.json")
-	in := e.engine.inbounds()[0]
+	in := e.engine.ins.All()[0]
 	if !reflect.DeepEqual(in.Mentions, []string{"*"}) || in.Text != "can you review the failing build on main?" || in.DefaultBot != "" {
 		t.Errorf("star inbound mentions %v text %q default %q", in.Mentions, in.Text, in.DefaultBot)
 	}
@@ -170,7 +170,7 @@ func TestTextHandleStartsThread(t *testing.T) {
 	body = strings.Replace(body, "@chief_of_staff can you", "@nobody can you", 1)
 	body = strings.Replace(body, "1767225600.000100", "1767225601.000100", 2)
 	e.post(t, "/slack/acme/events", []byte(body), nil)
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 1 {
 		t.Fatalf("got %d inbounds, want 1 (the unknown @handle starts nothing)", len(got))
 	}
@@ -186,7 +186,7 @@ func TestTopLevelPostWithoutMention(t *testing.T) {
 	body := strings.Replace(string(fixture(t, "events_api_message_channel_twin_of_mention.json")),
 		"<@U0TESTBOT> can you", "@nobody can you", 1)
 	e.post(t, "/slack/acme/events", []byte(body), nil)
-	if got := e.engine.inbounds(); len(got) != 0 {
+	if got := e.engine.ins.All(); len(got) != 0 {
 		t.Errorf("ingested %+v", got)
 	}
 	if n := len(e.slack.CallsTo("users.info")); n != 0 {
@@ -200,7 +200,7 @@ func TestMentionsHumans(t *testing.T) {
 	e.post(t, "/slack/acme/events", []byte(strings.Replace(body, "also check", "<@U0TEST002> also check", 1)), nil)
 	body = strings.Replace(body, "1767225660.000200", "1767225661.000200", 2)
 	e.post(t, "/slack/acme/events", []byte(strings.Replace(body, "also check", "<@U0TEST002> @engineer also check", 1)), nil)
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 2 {
 		t.Fatalf("got %d inbounds", len(got))
 	}
@@ -216,12 +216,12 @@ func TestAllowLists(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.AllowUsers = []string{"U0TEST002"} })
 	e.postEvent(t, "events_api_app_mention_channel.json") // from U0TEST001
 	e.postEvent(t, "events_api_app_mention_in_thread.json")
-	if got := e.engine.inbounds(); len(got) != 1 || got[0].SenderID != "slack:T0TEST:U0TEST002" {
+	if got := e.engine.ins.All(); len(got) != 1 || got[0].SenderID != "slack:T0TEST:U0TEST002" {
 		t.Errorf("allow_users: got %+v", got)
 	}
 	e = newEnv(t, func(o *Options) { o.AllowChannels = []string{"C0OTHER"} })
 	e.postEvent(t, "events_api_app_mention_channel.json")
-	if got := e.engine.inbounds(); len(got) != 0 {
+	if got := e.engine.ins.All(); len(got) != 0 {
 		t.Errorf("allow_channels: got %+v", got)
 	}
 }

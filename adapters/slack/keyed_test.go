@@ -78,7 +78,7 @@ func TestSocketModeChannelsStoredConcurrently(t *testing.T) {
 		}
 	}
 	var slow []string
-	for _, in := range e.engine.inbounds() {
+	for _, in := range e.engine.ins.All() {
 		if strings.Contains(in.DedupKey, ":C0SLOW:") {
 			slow = append(slow, in.PlatformID)
 		}

@@ -315,15 +315,15 @@ func TestClickOverHTTPAnswers(t *testing.T) {
 	e.a.users.Put("U0TEST001", cachedUser{name: "Alice"}, testNow)
 
 	rec := e.click(t, aliceApproves, "wrong-secret")
-	if rec.Code != http.StatusUnauthorized || len(e.engine.answered()) != 0 {
-		t.Fatalf("bad signature: status %d, answers %d; want 401 and none", rec.Code, len(e.engine.answered()))
+	if rec.Code != http.StatusUnauthorized || len(e.engine.answers.All()) != 0 {
+		t.Fatalf("bad signature: status %d, answers %d; want 401 and none", rec.Code, len(e.engine.answers.All()))
 	}
 
 	rec = e.click(t, aliceApproves, testSecret)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d %s", rec.Code, rec.Body)
 	}
-	got := e.engine.answered()
+	got := e.engine.answers.All()
 	want := core.Answer{Token: "abcdefghijkl", Choice: 0, Actor: "slack:T0TEST:U0TEST001", Name: "Alice", Account: "slack/acme"}
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("answers %+v, want [%+v] before the 200", got, want)
@@ -339,7 +339,7 @@ func TestClickOverHTTPAnswers(t *testing.T) {
 	if rec := e.click(t, bob, testSecret); rec.Code != http.StatusOK {
 		t.Fatalf("status %d", rec.Code)
 	}
-	if got := e.engine.answered(); len(got) != 2 || got[1].Name != "bob" || got[1].Choice != 1 || got[1].Actor != "slack:T0TEST:U0TEST002" {
+	if got := e.engine.answers.All(); len(got) != 2 || got[1].Name != "bob" || got[1].Choice != 1 || got[1].Actor != "slack:T0TEST:U0TEST002" {
 		t.Errorf("second answer %+v", got[1:])
 	}
 
@@ -349,7 +349,7 @@ func TestClickOverHTTPAnswers(t *testing.T) {
 	if rec := e.post(t, "/slack/acme/interactive", body, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); rec.Code != http.StatusOK {
 		t.Errorf("foreign action status %d", rec.Code)
 	}
-	if n := len(e.engine.answered()); n != 2 {
+	if n := len(e.engine.answers.All()); n != 2 {
 		t.Errorf("a foreign action was answered (%d answers)", n)
 	}
 	e.a.bg.wait(5 * time.Second)
@@ -432,7 +432,7 @@ func TestClickOverSocketMode(t *testing.T) {
 	if _, err := e.slack.WaitAck(ctx, "env-click-1"); err != nil {
 		t.Fatal(err)
 	}
-	got := e.engine.waitAnswers(t, 1)[0]
+	got := e.engine.answers.Wait(t, 1)[0]
 	if got.Token != "abcdefghijkl" || got.Choice != 0 || got.Actor != "slack:T0TEST:U0TEST001" || got.Name != "Alice" || got.Account != "slack/acme" {
 		t.Errorf("answer %+v", got)
 	}
@@ -452,7 +452,7 @@ func TestClickOverSocketMode(t *testing.T) {
 	if n := calls[0].Form; n.Get("user") != "U0TEST002" || !strings.Contains(n.Get("text"), "Only approvers of @engineer") {
 		t.Errorf("notice %v", n)
 	}
-	if got := e.engine.answered(); len(got) != 2 || got[1].Name != "Bob Example" {
+	if got := e.engine.answers.All(); len(got) != 2 || got[1].Name != "Bob Example" {
 		t.Errorf("bob's answer %+v", got[1:])
 	}
 }
@@ -469,7 +469,7 @@ func TestClickWithoutUserFailsClosed(t *testing.T) {
 	if rec := e.click(t, anon, testSecret); rec.Code != http.StatusOK {
 		t.Fatalf("status %d", rec.Code)
 	}
-	if got := e.engine.answered(); len(got) != 1 || got[0].Actor != "" {
+	if got := e.engine.answers.All(); len(got) != 1 || got[0].Actor != "" {
 		t.Fatalf("answers %+v, want one with an empty actor", got)
 	}
 	e.a.bg.wait(5 * time.Second)

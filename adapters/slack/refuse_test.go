@@ -168,7 +168,7 @@ func TestBadRequestsLogWarn(t *testing.T) {
 			e.mux.ServeHTTP(rec, c.req(t, e))
 			e.a.bg.wait(5e9)
 			checkWarn(t, logs.String(), c.reason)
-			if got := e.engine.inbounds(); len(got) != 0 {
+			if got := e.engine.ins.All(); len(got) != 0 {
 				t.Errorf("a bad request was ingested: %+v", got)
 			}
 		})

@@ -66,7 +66,7 @@ func TestSocketModeAcksAfterIngest(t *testing.T) {
 	if len(ack.Payload) != 0 {
 		t.Errorf("ack payload %s, want none", ack.Payload)
 	}
-	got := e.engine.inbounds()
+	got := e.engine.ins.All()
 	if len(got) != 1 {
 		t.Fatalf("acked before the event was ingested: %d inbounds at ack time", len(got))
 	}
@@ -81,7 +81,7 @@ func TestSocketModeAcksAfterIngest(t *testing.T) {
 	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000002"); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.engine.waitInbounds(t, 2); got[1].DedupKey != in.DedupKey {
+	if got := e.engine.ins.Wait(t, 2); got[1].DedupKey != in.DedupKey {
 		t.Errorf("retry dedup key %q, want %q", got[1].DedupKey, in.DedupKey)
 	}
 
@@ -100,7 +100,7 @@ func TestSocketModeAcksAfterIngest(t *testing.T) {
 	if _, err := e.slack.WaitAck(ctx, "click-1"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.engine.answered()); n != 1 {
+	if n := len(e.engine.answers.All()); n != 1 {
 		t.Fatalf("click acked with %d answers stored, want 1", n)
 	}
 
@@ -121,7 +121,7 @@ func TestSocketModeAcksAfterIngest(t *testing.T) {
 	if _, err := e.slack.WaitAck(ctx, "after-reconnect"); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.engine.waitInbounds(t, 3); got[2].ThreadKey != "slack:T0TEST:C0TEST001:1767225700.000100" {
+	if got := e.engine.ins.Wait(t, 3); got[2].ThreadKey != "slack:T0TEST:C0TEST001:1767225700.000100" {
 		t.Errorf("after reconnect thread key %q", got[2].ThreadKey)
 	}
 
@@ -181,7 +181,7 @@ func TestSocketModeReconnectsAfterDrop(t *testing.T) {
 	if _, err := e.slack.WaitAck(ctx, "5f0e3a2b-0000-4c1d-9e8f-000000000001"); err != nil {
 		t.Fatal(err)
 	}
-	e.engine.waitInbounds(t, 1)
+	e.engine.ins.Wait(t, 1)
 }
 
 // TestSocketModeFailedIngestIsNotAcked: an envelope whose Ingest fails (the store
@@ -233,7 +233,7 @@ func TestSocketModeFailedIngestIsNotAcked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	for _, in := range e.engine.inbounds() {
+	for _, in := range e.engine.ins.All() {
 		if in.DedupKey == failing {
 			n++
 		}

@@ -60,7 +60,7 @@ func TestBatchOfUpdatesOneOffsetSave(t *testing.T) {
 	opts.Engine = be
 	a := e.adapter(t, opts)
 	run(t, a)
-	got := e.eng.wait(t, 100)
+	got := e.eng.ins.Wait(t, 100)
 	e.waitConfirmed(t, last+1)
 	for i, in := range got {
 		if want := fmt.Sprintf("message %d", i+1); in.Text != want {
@@ -97,7 +97,7 @@ func TestBatchKeepsOrderAroundCommands(t *testing.T) {
 	opts := e.options()
 	opts.Engine = be
 	run(t, e.adapter(t, opts))
-	got := e.eng.wait(t, 3)
+	got := e.eng.ins.Wait(t, 3)
 	e.waitConfirmed(t, last+1)
 	if got[0].Text != "before" || got[0].NewThread || got[1].Text != "after" || !got[1].NewThread || got[2].Text != "later" || got[2].NewThread {
 		t.Errorf("inbounds %+v", got)
@@ -127,7 +127,7 @@ func TestBatchFailedUpdateKeepsEarlierOnes(t *testing.T) {
 		t.Errorf("offsets saved %v, want %v (past the two stored updates, then past all)", offsets, want)
 	}
 	var texts []string
-	for _, in := range e.eng.inbounds() {
+	for _, in := range e.eng.ins.All() {
 		texts = append(texts, in.Text)
 	}
 	if want := []string{"message 1", "message 2", "message 4", "message 5", "message 3", "message 4", "message 5"}; !slices.Equal(texts, want) {

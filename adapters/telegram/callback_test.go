@@ -68,7 +68,7 @@ func TestCallbackQueryAnswers(t *testing.T) {
 			id := e.push(t, clickUpdate("cb-1", 42, 42, tt.data))
 			run(t, a)
 			e.waitConfirmed(t, id+1)
-			got := e.eng.answered()
+			got := e.eng.answers.All()
 			if tt.wantToken == "" {
 				if len(got) != 0 {
 					t.Errorf("Answer called for data %q: %+v", tt.data, got)
@@ -87,7 +87,7 @@ func TestCallbackQueryAnswers(t *testing.T) {
 			if c := e.srv.Calls("sendChatAction"); len(c) != 0 { // core's Working shows the resumed run
 				t.Errorf("typing shown on a click: %v", c[0].Params)
 			}
-			if in := e.eng.inbounds(); len(in) != 0 {
+			if in := e.eng.ins.All(); len(in) != 0 {
 				t.Errorf("a click was ingested as a message: %+v", in)
 			}
 			if s := e.srv.Calls("sendMessage"); len(s) != 0 {
@@ -118,7 +118,7 @@ func TestCallbackOffsetAfterAnswer(t *testing.T) {
 	run(t, a)
 	e.waitConfirmed(t, id+1)
 	e.waitCalls(t, "answerCallbackQuery", 1)
-	if got := e.eng.answered(); len(got) != 2 {
+	if got := e.eng.answers.All(); len(got) != 2 {
 		t.Fatalf("%d Answer calls, want 2 (a failure, then the retry)", len(got))
 	}
 	next := strconv.FormatInt(id+1, 10)
@@ -156,14 +156,14 @@ func TestWebhookCallback(t *testing.T) {
 	if p := calls[0].Params; p["text"] != "Already decided: Approved by Alice" || p["show_alert"] != "true" {
 		t.Errorf("answerCallbackQuery %v", p)
 	}
-	if got := e.eng.answered(); len(got) != 2 || got[1].Actor != HumanActor(aliceID) {
+	if got := e.eng.answers.All(); len(got) != 2 || got[1].Actor != HumanActor(aliceID) {
 		t.Errorf("Answer calls %+v", got)
 	}
 	// A forged click without the secret never reaches Answer.
 	if got := post(t, url, "wrong", clickUpdate("cb-4", aliceID, groupChat, "q:"+qToken+":0")); got != http.StatusUnauthorized {
 		t.Errorf("wrong secret: status %d, want 401", got)
 	}
-	if got := e.eng.answered(); len(got) != 2 {
+	if got := e.eng.answers.All(); len(got) != 2 {
 		t.Errorf("%d Answer calls after a forged click, want 2", len(got))
 	}
 }
@@ -174,7 +174,7 @@ func TestClickWithoutUserFailsClosed(t *testing.T) {
 	id := e.push(t, clickUpdate("cb-5", 0, groupChat, "q:"+qToken+":0"))
 	run(t, a)
 	e.waitConfirmed(t, id+1)
-	if got := e.eng.answered(); len(got) != 1 || got[0].Actor != "" {
+	if got := e.eng.answers.All(); len(got) != 1 || got[0].Actor != "" {
 		t.Errorf("Answer calls %+v, want one with no Actor (core refuses it)", got)
 	}
 }

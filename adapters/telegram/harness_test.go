@@ -11,6 +11,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"openbot/adapters/internal/adaptertest"
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/core"
 	"openbot/internal/runtest"
@@ -33,16 +34,15 @@ var team = []core.BotProfile{
 
 // fakeEngine records every Inbound and deduplicates by DedupKey as core does.
 type fakeEngine struct {
-	mu      sync.Mutex
-	got     []core.Inbound
-	seen    map[string]bool
-	changed chan struct{}
+	mu   sync.Mutex
+	ins  adaptertest.Log[core.Inbound]
+	seen map[string]bool
 	// after, when set, runs after an Inbound was recorded (the "commit").
 	after func(core.Inbound)
 	err   error
 	// answers records Answer calls; answer, when set, decides their result
 	// (default: accepted).
-	answers []core.Answer
+	answers adaptertest.Log[core.Answer]
 	answer  func(core.Answer) (core.AnswerResult, error)
 }
 
@@ -50,11 +50,9 @@ func (e *fakeEngine) Answer(ctx context.Context, a core.Answer) (core.AnswerResu
 	if err := ctx.Err(); err != nil {
 		return core.AnswerResult{}, err
 	}
+	e.answers.Add(a)
 	e.mu.Lock()
-	e.answers = append(e.answers, a)
 	fn := e.answer
-	close(e.changed)
-	e.changed = make(chan struct{})
 	e.mu.Unlock()
 	if fn != nil {
 		return fn(a)
@@ -68,14 +66,8 @@ func (e *fakeEngine) setAnswer(fn func(core.Answer) (core.AnswerResult, error)) 
 	e.answer = fn
 }
 
-func (e *fakeEngine) answered() []core.Answer {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]core.Answer(nil), e.answers...)
-}
-
 func newFakeEngine() *fakeEngine {
-	return &fakeEngine{seen: map[string]bool{}, changed: make(chan struct{})}
+	return &fakeEngine{seen: map[string]bool{}}
 }
 
 func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestResult, error) {
@@ -88,11 +80,9 @@ func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 		e.mu.Unlock()
 		return core.IngestResult{}, err
 	}
-	e.got = append(e.got, in)
+	e.ins.Add(in)
 	dup := e.seen[in.DedupKey]
 	e.seen[in.DedupKey] = true
-	close(e.changed)
-	e.changed = make(chan struct{})
 	after := e.after
 	e.mu.Unlock()
 	if after != nil {
@@ -106,32 +96,6 @@ func (e *fakeEngine) Ingest(ctx context.Context, in core.Inbound) (core.IngestRe
 		}
 	}
 	return res, nil
-}
-
-func (e *fakeEngine) inbounds() []core.Inbound {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]core.Inbound(nil), e.got...)
-}
-
-// wait blocks until n Inbounds were recorded.
-func (e *fakeEngine) wait(t *testing.T, n int) []core.Inbound {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		e.mu.Lock()
-		got, ch := append([]core.Inbound(nil), e.got...), e.changed
-		e.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("got %d inbounds, want %d: %+v", len(got), n, got)
-		case <-ch:
-		}
-	}
 }
 
 // fakeCursors is an in-memory Cursors that honours ctx.

@@ -17,7 +17,7 @@ func TestPrivateMessageBecomesInbound(t *testing.T) {
 	a := e.adapter(t, e.options())
 	run(t, a)
 	id := e.push(t, readFixture(t, "updates/01_private_text.json"))
-	got := e.eng.wait(t, 1)[0]
+	got := e.eng.ins.Wait(t, 1)[0]
 	want := core.Inbound{
 		Account:      "telegram/main",
 		Platform:     "telegram",
@@ -86,7 +86,7 @@ func TestFixtureUpdates(t *testing.T) {
 		// 08 callback query and 09 edited message start nothing; 10 /start is
 		// answered with the welcome and the team, without a run.
 	}
-	got := e.eng.inbounds()
+	got := e.eng.ins.All()
 	if len(got) != len(want) {
 		t.Fatalf("got %d inbounds, want %d: %+v", len(got), len(want), got)
 	}
@@ -153,7 +153,7 @@ func TestWhatStartsARun(t *testing.T) {
 			if err := a.handleUpdate(context.Background(), u); err != nil {
 				t.Fatal(err)
 			}
-			got := e.eng.inbounds()
+			got := e.eng.ins.All()
 			if !tt.run {
 				if len(got) != 0 {
 					t.Errorf("ingested %+v; want nothing", got)
@@ -188,7 +188,7 @@ func TestWholeTeamAccountMention(t *testing.T) {
 	if err := a.handleUpdate(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
-	got := e.eng.inbounds()
+	got := e.eng.ins.All()
 	if len(got) != 1 || !slices.Equal(got[0].Mentions, []string{"*"}) || got[0].Text != "hey check this\nsecond line" || got[0].DefaultBot != "" {
 		t.Errorf("got %+v; want Mentions [*], the mention removed, no DefaultBot", got)
 	}
@@ -209,7 +209,7 @@ func TestDMFromUnknownUserIsRefused(t *testing.T) {
 	if c := calls[0]; c.Params["chat_id"] != "100000001" || !strings.Contains(c.Params["text"], "100000001") {
 		t.Errorf("refusal %v; want it in chat 100000001 carrying the user id", c.Params)
 	}
-	if got := e.eng.inbounds(); len(got) != 0 {
+	if got := e.eng.ins.All(); len(got) != 0 {
 		t.Errorf("ingested %+v; want nothing", got)
 	}
 }
@@ -229,7 +229,7 @@ func TestDMPolicyOpenAndNumericAllow(t *testing.T) {
 		if err := a.handleUpdate(context.Background(), u); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(e.eng.inbounds()); n != 1 {
+		if n := len(e.eng.ins.All()); n != 1 {
 			t.Errorf("%+v: %d inbounds, want 1", o.AllowUsers, n)
 		}
 	}
@@ -255,7 +255,7 @@ func TestHelpListsTheTeam(t *testing.T) {
 			t.Errorf("help %q lacks %q", text, want)
 		}
 	}
-	if len(e.eng.inbounds()) != 0 {
+	if len(e.eng.ins.All()) != 0 {
 		t.Error("/help was ingested")
 	}
 }
@@ -277,7 +277,7 @@ func TestCrashBetweenIngestAndOffset(t *testing.T) {
 	if got := e.cursors.get("telegram/main/offset"); got != "" {
 		t.Fatalf("offset saved after the crash: %q", got)
 	}
-	if n := len(e.eng.inbounds()); n != 1 {
+	if n := len(e.eng.ins.All()); n != 1 {
 		t.Fatalf("%d inbounds before restart, want 1", n)
 	}
 
@@ -287,7 +287,7 @@ func TestCrashBetweenIngestAndOffset(t *testing.T) {
 	a2 := e.adapter(t, e.options())
 	run(t, a2)
 	e.waitConfirmed(t, second+1)
-	got := e.eng.wait(t, 3)
+	got := e.eng.ins.Wait(t, 3)
 	keys := []string{got[0].DedupKey, got[1].DedupKey, got[2].DedupKey}
 	want := []string{"telegram:7000000001:100000001:10", "telegram:7000000001:100000001:10", "telegram:-1001000000001:201"}
 	if !slices.Equal(keys, want) {
@@ -316,7 +316,7 @@ func TestIngestFailureIsRetried(t *testing.T) {
 	e.eng.err = nil
 	e.eng.mu.Unlock()
 	// The retry waits one backoff interval (about a second).
-	e.eng.wait(t, 1)
+	e.eng.ins.Wait(t, 1)
 	e.waitConfirmed(t, id+1)
 }
 
@@ -337,7 +337,7 @@ func TestTwoAccountsOneGroupMessage(t *testing.T) {
 	if _, err := e.srv.PushUpdate(token2, msg); err != nil {
 		t.Fatal(err)
 	}
-	got := e.eng.wait(t, 2)
+	got := e.eng.ins.Wait(t, 2)
 	if got[0].DedupKey != got[1].DedupKey {
 		t.Errorf("dedup keys differ: %q %q", got[0].DedupKey, got[1].DedupKey)
 	}
@@ -373,11 +373,11 @@ func TestWholeTeamAccountReplyGoesToSpeaker(t *testing.T) {
 		raw, _ := json.Marshal(u)
 		var up update
 		_ = json.Unmarshal(raw, &up)
-		before := len(e.eng.inbounds())
+		before := len(e.eng.ins.All())
 		if err := a.handleUpdate(context.Background(), up); err != nil {
 			t.Fatal(err)
 		}
-		got := e.eng.inbounds()
+		got := e.eng.ins.All()
 		if len(got) != before+1 || !slices.Equal(got[len(got)-1].Mentions, []string{tt.want}) {
 			t.Errorf("reply to %q: got %+v, want Mentions [%s]", tt.botText, got[len(got)-1].Mentions, tt.want)
 		}
@@ -404,7 +404,7 @@ func TestBareNewThenMessage(t *testing.T) {
 			t.Fatalf("update %d: %v", i, err)
 		}
 	}
-	got := e.eng.inbounds()
+	got := e.eng.ins.All()
 	if len(got) != 2 || got[0].Text != "first of the new" || !got[0].NewThread || got[1].NewThread {
 		t.Fatalf("inbounds = %+v; want the message after /new to start a thread, once", got)
 	}
@@ -441,7 +441,7 @@ func TestMentionsOfPeopleAndTeamBots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := e.eng.inbounds()
+	got := e.eng.ins.All()
 	if len(got) != 4 {
 		t.Fatalf("%d inbounds, want 4", len(got))
 	}

@@ -121,7 +121,7 @@ func TestRefusalsLogWarn(t *testing.T) {
 			if !warned {
 				t.Errorf("no WARN line naming the account; logged %v", logs.all())
 			}
-			if n := len(e.eng.inbounds()); n != 0 {
+			if n := len(e.eng.ins.All()); n != 0 {
 				t.Errorf("%d messages ingested", n)
 			}
 		})

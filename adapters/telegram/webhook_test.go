@@ -71,7 +71,7 @@ func TestWebhook(t *testing.T) {
 			t.Errorf("secret %q: status %d, want 401", secret, got)
 		}
 	}
-	if got := e.eng.inbounds(); len(got) != 0 {
+	if got := e.eng.ins.All(); len(got) != 0 {
 		t.Fatalf("ingested %d messages from unauthenticated requests", len(got))
 	}
 	if got := post(t, url, hookSecret, []byte("{not json")); got != http.StatusOK {
@@ -80,7 +80,7 @@ func TestWebhook(t *testing.T) {
 	if got := post(t, url, hookSecret, body); got != http.StatusOK {
 		t.Fatalf("valid update: status %d, want 200", got)
 	}
-	got := e.eng.inbounds()
+	got := e.eng.ins.All()
 	if len(got) != 1 || got[0].DedupKey != "telegram:-1001000000001:201" || got[0].Mentions[0] != "engineer" {
 		t.Errorf("ingested %+v", got)
 	}
