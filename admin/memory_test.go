@@ -2,13 +2,13 @@ package admin_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"openbot/admin"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 func send(t *testing.T, method, url, body string) (int, string) {
@@ -17,13 +17,7 @@ func send(t *testing.T, method, url, body string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
+	return runtest.Do(t, req)
 }
 
 // TestMemoryEndpoints: a bot's memories are listed with their source run and

@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -105,13 +104,7 @@ func TestPeopleAPI(t *testing.T) {
 func TestPolicyAPI(t *testing.T) {
 	do := func(url, method, body string) (int, string) {
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return runtest.Do(t, req)
 	}
 	put := func(url, body string) (int, string) { return do(url, http.MethodPut, body) }
 	_, api := peopleAPI(t, "console:operator", "console:operator")

@@ -23,6 +23,7 @@ import (
 	"openbot/agents"
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 const (
@@ -238,13 +239,8 @@ func TestHooksRefusalsStartNoRun(t *testing.T) {
 		body string
 	}
 	do := func(req *http.Request) answer {
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return answer{resp.StatusCode, string(b)}
+		code, body := runtest.Do(t, req)
+		return answer{code, body}
 	}
 	bad, _ := http.NewRequest(http.MethodPost, r.srv.URL+"/hooks/github", bytes.NewReader(body))
 	bad.Header.Set("X-GitHub-Event", "pull_request")

@@ -6,8 +6,6 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"openbot/adapters/slack/slacktest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 var pairCode = regexp.MustCompile(`/pair ([A-Z0-9]{8}) `)
@@ -75,14 +74,8 @@ func TestSlackPairing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "/pair "+m[1]) {
-		t.Fatalf("/new from an unknown person answered %d %s, want the pairing code", resp.StatusCode, body)
+	if code, body := runtest.Do(t, req); !strings.Contains(body, "/pair "+m[1]) {
+		t.Fatalf("/new from an unknown person answered %d %s, want the pairing code", code, body)
 	}
 	r.idle()
 	if n := len(r.model.Requests()); n != 0 {

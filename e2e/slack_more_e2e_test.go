@@ -3,14 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"openbot/adapters/slack/slacktest"
 	"openbot/core"
+	"openbot/internal/runtest"
 )
 
 // slackEvent is an Events API callback for one message event, as Slack sends it.
@@ -64,13 +63,7 @@ func (r *slackRig) command(t *testing.T, c slacktest.Command) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return runtest.Do(t, req)
 }
 
 // dm posts a DM message from U0TEST001 in D0TEST001 and waits until it is handled.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/config"
+	"openbot/internal/runtest"
 )
 
 const testAdminToken = "admin-token-0123456789abcdef"
@@ -55,13 +55,7 @@ func call(t *testing.T, method, url, auth, body string) (int, string) {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return runtest.Do(t, req)
 }
 
 // TestServeAdminToken: with admin.token set, /approvals answers only the bearer

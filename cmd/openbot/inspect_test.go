@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"openbot/agents/openaitest"
 	"openbot/core"
+	"openbot/internal/runtest"
 	"openbot/store/bolt"
 )
 
@@ -141,14 +141,9 @@ func TestConsoleAPIAuth(t *testing.T) {
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tc.code {
-				t.Errorf("%s %s = %d %s, want %d", tc.name, p, resp.StatusCode, body, tc.code)
+			code, body := runtest.Do(t, req)
+			if code != tc.code {
+				t.Errorf("%s %s = %d %s, want %d", tc.name, p, code, body, tc.code)
 			}
 			if tc.code == http.StatusUnauthorized && string(body) != "unauthorized\n" {
 				t.Errorf("%s %s: refusal says %q", tc.name, p, body)
@@ -233,14 +228,8 @@ func TestInspectCommands(t *testing.T) {
 	check("through the server")
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/questions/1/answer", strings.NewReader(`{"decision":"reject"}`))
 	req.Header.Set("Authorization", "Bearer "+consoleToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"answered_by":"console:you"`) || strings.Contains(string(body), "tok123456789") {
-		t.Fatalf("answer = %d %s", resp.StatusCode, body)
+	if code, body := runtest.Do(t, req); code != http.StatusOK || !strings.Contains(body, `"answered_by":"console:you"`) || strings.Contains(body, "tok123456789") {
+		t.Fatalf("answer = %d %s", code, body)
 	}
 	waitUntil(t, "the answer in the followed log", func() bool {
 		return strings.Contains(out.String(), "question.answered") && strings.Contains(out.String(), "via admin/api")

@@ -12,6 +12,7 @@ import (
 
 	"openbot/adapters/telegram/telegramtest"
 	"openbot/agents/openaitest"
+	"openbot/internal/runtest"
 )
 
 // TestReloadAddsAndRemovesAccount: a reload adds a Telegram account, which starts
@@ -51,13 +52,8 @@ func TestReloadAddsAndRemovesAccount(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest(method, "http://"+addr[1]+path, nil)
 		req.Header.Set("Authorization", "Bearer "+reloadToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, body := runtest.Do(t, req)
+		return body
 	}
 
 	reloadConfig(t, dir, team+`telegram:

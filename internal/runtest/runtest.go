@@ -1,12 +1,14 @@
 // Package runtest runs a long-lived component's Run(ctx) error for a test
 // (STYLE.md "Long-lived components"): in a goroutine the test owns, until the
 // test ends or it stops it, with the join waited for with a bound; and the
-// small waits such tests share (Buffer.WaitFor, Poll).
+// small waits and calls such tests share (Buffer.WaitFor, Poll, Do).
 package runtest
 
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -104,4 +106,18 @@ func Poll(t testing.TB, what string, limit time.Duration, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Do sends req with http.DefaultClient and returns the answer's status and
+// body, failing t when no answer comes (a refused connection, a cancelled
+// request).
+func Do(t testing.TB, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
