@@ -188,9 +188,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 func TestAssistantContentPresent(t *testing.T) {
 	srv := openaitest.New(t)
 	srv.Enqueue(openaitest.Calls(openaitest.Call(ReadHistoryName, `{}`)), openaitest.Text("done"))
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	if _, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig)); err != nil {
+	if _, _, err := hiFromAlice(t, newAgent(t, srv, nil, nil)); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
@@ -521,9 +519,7 @@ func TestModelErrorNamesStatus(t *testing.T) {
 	for range 1 + DefaultModelRetries {
 		srv.Enqueue(openaitest.Error(http.StatusInternalServerError, "upstream overloaded for key "+testKey))
 	}
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	_, err := execute(t, newAgent(t, srv, nil, fastRetry), newJob(env, chief, false, trig))
+	env, _, err := hiFromAlice(t, newAgent(t, srv, nil, fastRetry))
 	var me *ModelError
 	if !errors.As(err, &me) || me.Status != 500 {
 		t.Fatalf("err = %v, want a ModelError with status 500", err)
@@ -697,10 +693,8 @@ func TestRequestTimeoutIsAModelError(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	srv.Enqueue(openaitest.Reply{Text: "late", Wait: block})
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
 	a := newAgent(t, srv, nil, func(o *Options) { o.RequestTimeout = 100 * time.Millisecond })
-	_, err := execute(t, a, newJob(env, chief, false, trig))
+	_, _, err := hiFromAlice(t, a)
 	var me *ModelError
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "no complete answer within 100ms") {
 		t.Fatalf("err = %v, want a model error naming the request timeout", err)

@@ -20,19 +20,7 @@ const anthropicKey = "sk-ant-test-key-123"
 // newAnthropicAgent is newAgent on an Anthropic profile served by srv.
 func newAnthropicAgent(t *testing.T, srv *anthropictest.Server, reg *Registry, mutate func(*Options)) *Agent {
 	t.Helper()
-	opts := Options{
-		Providers: map[string]Provider{"default": {API: APIAnthropic, BaseURL: srv.URL(), APIKey: anthropicKey,
-			Model: "claude-test", Headers: map[string]string{"X-Team": "openbot"}}},
-		Registry: reg,
-	}
-	if mutate != nil {
-		mutate(&opts)
-	}
-	a, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return newAgentOn(t, Provider{API: APIAnthropic, BaseURL: srv.URL(), APIKey: anthropicKey, Model: "claude-test"}, reg, mutate)
 }
 
 // chat makes one call through the profile's ModelAPI.
@@ -206,9 +194,7 @@ func TestAnthropicBrokenAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := anthropictest.New(t)
 			srv.Enqueue(tc.reply)
-			env := &fakeEnv{}
-			trig := env.add(alice, "Alice", "hi")
-			res, err := execute(t, newAnthropicAgent(t, srv, nil, fastRetry), newJob(env, chief, false, trig))
+			_, res, err := hiFromAlice(t, newAnthropicAgent(t, srv, nil, fastRetry))
 			var me *ModelError
 			if !errors.As(err, &me) || !strings.Contains(err.Error(), tc.want) || me.Status != tc.status {
 				t.Fatalf("err = %v (status %d), want a ModelError saying %q with status %d", err, me.Status, tc.want, tc.status)
@@ -230,9 +216,7 @@ func TestAnthropicRetries(t *testing.T) {
 		limited.Header = map[string]string{"retry-after": "2"}
 		srv.Enqueue(limited, anthropictest.Text("after the wait"))
 		w := &waits{}
-		env := &fakeEnv{}
-		trig := env.add(alice, "Alice", "hi")
-		res, err := execute(t, newAnthropicAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }), newJob(env, chief, false, trig))
+		env, res, err := hiFromAlice(t, newAnthropicAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,9 +238,7 @@ func TestAnthropicRetries(t *testing.T) {
 		}
 		srv.Enqueue(anthropictest.Text("too late"))
 		w := &waits{}
-		env := &fakeEnv{}
-		trig := env.add(alice, "Alice", "hi")
-		_, err := execute(t, newAnthropicAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }), newJob(env, chief, false, trig))
+		_, _, err := hiFromAlice(t, newAnthropicAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }))
 		var me *ModelError
 		if !errors.As(err, &me) || me.Status != 500 || me.Code != "api_error" || !strings.Contains(me.Notice(), "HTTP 500: Internal server error") {
 			t.Fatalf("err = %v, want the 500", err)
@@ -277,9 +259,7 @@ func TestAnthropicRetries(t *testing.T) {
 		srv := anthropictest.New(t)
 		srv.Enqueue(tc.reply, anthropictest.Text("should not be asked"))
 		w := &waits{}
-		env := &fakeEnv{}
-		trig := env.add(alice, "Alice", "hi")
-		_, err := execute(t, newAnthropicAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }), newJob(env, chief, false, trig))
+		_, _, err := hiFromAlice(t, newAnthropicAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }))
 		var me *ModelError
 		if !errors.As(err, &me) || me.Status != tc.want || !strings.Contains(me.Notice(), tc.reply.ErrMessage) {
 			t.Errorf("%d: err = %v", tc.want, err)
@@ -333,9 +313,7 @@ func TestAnthropicBaseURLAndEnvironment(t *testing.T) {
 
 	proxy := anthropictest.New(t)
 	proxy.Enqueue(anthropictest.Reply{Status: 404, ErrBody: "<html><title>404 Not Found</title></html>"})
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	_, err = execute(t, newAnthropicAgent(t, proxy, nil, nil), newJob(env, chief, false, trig))
+	_, _, err = hiFromAlice(t, newAnthropicAgent(t, proxy, nil, nil))
 	var me *ModelError
 	if !errors.As(err, &me) || me.Status != 404 || !strings.Contains(me.Notice(), "404 Not Found (is base_url of llm profile \"default\" right?") {
 		t.Errorf("err = %v, notice %q", err, me.Notice())

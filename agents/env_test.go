@@ -34,11 +34,15 @@ const testKey = "sk-secret-test-key-123"
 
 func newAgent(t *testing.T, srv *openaitest.Server, reg *Registry, mutate func(*Options)) *Agent {
 	t.Helper()
-	opts := Options{
-		Providers: map[string]Provider{"default": {BaseURL: srv.URL(), APIKey: testKey, Model: "fake-model",
-			Headers: map[string]string{"X-Team": "openbot"}}},
-		Registry: reg,
-	}
+	return newAgentOn(t, Provider{BaseURL: srv.URL(), APIKey: testKey, Model: "fake-model"}, reg, mutate)
+}
+
+// newAgentOn is an agent whose default profile is p, sending the header
+// X-Team: openbot, with reg's tools, changed by mutate (nil: no change).
+func newAgentOn(t *testing.T, p Provider, reg *Registry, mutate func(*Options)) *Agent {
+	t.Helper()
+	p.Headers = map[string]string{"X-Team": "openbot"}
+	opts := Options{Providers: map[string]Provider{"default": p}, Registry: reg}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -74,10 +78,18 @@ func executeReply(t *testing.T, reply openaitest.Reply) (*openaitest.Server, cor
 	t.Helper()
 	srv := openaitest.New(t)
 	srv.Enqueue(reply)
+	_, res, err := hiFromAlice(t, newAgent(t, srv, nil, nil))
+	return srv, res, err
+}
+
+// hiFromAlice runs a as chief on one message, "hi" from Alice, and returns
+// the job's environment (what the run stored) with its result.
+func hiFromAlice(t *testing.T, a *Agent) (*fakeEnv, core.Result, error) {
+	t.Helper()
 	env := &fakeEnv{}
 	trig := env.add(alice, "Alice", "hi")
-	res, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
-	return srv, res, err
+	res, err := execute(t, a, newJob(env, chief, false, trig))
+	return env, res, err
 }
 
 func execute(t *testing.T, a *Agent, job *core.Job) (core.Result, error) {

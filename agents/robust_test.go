@@ -74,9 +74,7 @@ func TestJSONBodyForStreamingRequest(t *testing.T) {
 		openaitest.Reply{JSON: true, ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: ReadHistoryName, Arguments: `{"limit":1}`}}},
 		openaitest.Reply{JSON: true, Text: "plain JSON works", Usage: openaitest.Usage{PromptTokens: 11, CompletionTokens: 3}},
 	)
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	res, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+	_, res, err := hiFromAlice(t, newAgent(t, srv, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +96,7 @@ func TestRetry429HonoursRetryAfter(t *testing.T) {
 	limited.Header = map[string]string{"Retry-After": "2"}
 	srv.Enqueue(limited, openaitest.Text("after the wait"))
 	w := &waits{}
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	res, err := execute(t, newAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }), newJob(env, chief, false, trig))
+	env, res, err := hiFromAlice(t, newAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +121,7 @@ func TestRetry5xxBacksOffThenFails(t *testing.T) {
 	}
 	srv.Enqueue(openaitest.Text("too late"))
 	w := &waits{}
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	_, err := execute(t, newAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }), newJob(env, chief, false, trig))
+	_, _, err := hiFromAlice(t, newAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }))
 	var me *ModelError
 	if !errors.As(err, &me) || me.Status != http.StatusServiceUnavailable {
 		t.Fatalf("err = %v, want the 503", err)
@@ -159,9 +153,7 @@ func TestNoRetryForClientErrors(t *testing.T) {
 		srv := openaitest.New(t)
 		srv.Enqueue(tc.reply, openaitest.Text("should not be asked"))
 		w := &waits{}
-		env := &fakeEnv{}
-		trig := env.add(alice, "Alice", "hi")
-		_, err := execute(t, newAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }), newJob(env, chief, false, trig))
+		_, _, err := hiFromAlice(t, newAgent(t, srv, nil, func(o *Options) { o.sleep = w.sleep }))
 		var me *ModelError
 		if !errors.As(err, &me) || me.Status != tc.want {
 			t.Errorf("%d: err = %v", tc.want, err)
@@ -218,13 +210,11 @@ func TestRetryNetworkError(t *testing.T) {
 	}))
 	defer front.Close()
 	w := &waits{}
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
 	a := newAgent(t, srv, nil, func(o *Options) {
 		o.sleep = w.sleep
 		o.Providers["default"] = Provider{BaseURL: front.URL + "/v1", Model: "fake-model", ContextWindow: 32000} // no model-list read first
 	})
-	res, err := execute(t, a, newJob(env, chief, false, trig))
+	_, res, err := hiFromAlice(t, a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,45 +22,37 @@ func stallAgent(t *testing.T, srv *openaitest.Server, w *waits) *Agent {
 	})
 }
 
-// TestStallBeforeHeaders: a server that never sends its headers is abandoned
-// after the idle timeout and asked again; the retry gets the answer.
-func TestStallBeforeHeaders(t *testing.T) {
-	srv := openaitest.New(t)
-	block := make(chan struct{})
-	defer close(block)
-	srv.Enqueue(openaitest.Reply{Text: "never", Wait: block}, openaitest.Text("second try"))
-	w := &waits{}
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	res, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Reply != "second try" || len(srv.Requests()) != 2 || len(w.got()) != 1 {
-		t.Errorf("reply %q, requests %d, waits %v", res.Reply, len(srv.Requests()), w.got())
-	}
-	if ev := env.Events[0].Payload; ev["retries"] != float64(1) {
-		t.Errorf("model_call event = %v, want retries 1", ev)
-	}
-}
-
-// TestStallMidStream: a stream that stops after its first chunk is abandoned
-// after the idle timeout and the whole call is made again; the half answer is
-// dropped.
-func TestStallMidStream(t *testing.T) {
-	srv := openaitest.New(t)
-	block := make(chan struct{})
-	defer close(block)
-	srv.Enqueue(openaitest.Reply{Text: "half an answer that never ends", StallMidStream: block}, openaitest.Text("whole answer"))
-	w := &waits{}
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	res, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Reply != "whole answer" || len(srv.Requests()) != 2 || len(w.got()) != 1 {
-		t.Errorf("reply %q, requests %d, waits %v", res.Reply, len(srv.Requests()), w.got())
+// TestStallRetried: a server that never sends its headers, or a stream that
+// stops after its first chunk, is abandoned after the idle timeout and the
+// whole call is made again; the retry's answer is the reply (the half answer
+// is dropped).
+func TestStallRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stall func(block chan struct{}) openaitest.Reply
+	}{
+		{"before headers", func(block chan struct{}) openaitest.Reply { return openaitest.Reply{Text: "never", Wait: block} }},
+		{"mid stream", func(block chan struct{}) openaitest.Reply {
+			return openaitest.Reply{Text: "half an answer that never ends", StallMidStream: block}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openaitest.New(t)
+			block := make(chan struct{})
+			defer close(block)
+			srv.Enqueue(tc.stall(block), openaitest.Text("second try"))
+			w := &waits{}
+			env, res, err := hiFromAlice(t, stallAgent(t, srv, w))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Reply != "second try" || len(srv.Requests()) != 2 || len(w.got()) != 1 {
+				t.Errorf("reply %q, requests %d, waits %v", res.Reply, len(srv.Requests()), w.got())
+			}
+			if ev := env.Events[0].Payload; ev["retries"] != float64(1) {
+				t.Errorf("model_call event = %v, want retries 1", ev)
+			}
+		})
 	}
 }
 
@@ -89,9 +81,7 @@ func TestStallRetriesRunOut(t *testing.T) {
 			}
 			srv.Enqueue(openaitest.Text("too late"))
 			w := &waits{}
-			env := &fakeEnv{}
-			trig := env.add(alice, "Alice", "hi")
-			_, err := execute(t, stallAgent(t, srv, w), newJob(env, chief, false, trig))
+			_, _, err := hiFromAlice(t, stallAgent(t, srv, w))
 			var me *ModelError
 			if !errors.As(err, &me) || !me.Stalled {
 				t.Fatalf("err = %v, want a stalled ModelError", err)
@@ -116,14 +106,12 @@ func TestProviderRequestTimeout(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	srv.Enqueue(openaitest.Reply{Text: "late", Wait: block})
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
 	a := newAgent(t, srv, nil, func(o *Options) {
 		p := o.Providers["default"]
 		p.RequestTimeout = 150 * time.Millisecond
 		o.Providers["default"] = p
 	})
-	_, err := execute(t, a, newJob(env, chief, false, trig))
+	_, _, err := hiFromAlice(t, a)
 	var me *ModelError
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "no complete answer within 150ms") ||
 		!strings.Contains(me.Notice(), "did not finish its answer within 150ms") {
@@ -136,9 +124,7 @@ func TestProviderRequestTimeout(t *testing.T) {
 func TestModelErrorTextOnce(t *testing.T) {
 	srv := openaitest.New(t)
 	srv.Enqueue(openaitest.Reply{Status: 403})
-	env := &fakeEnv{}
-	trig := env.add(alice, "Alice", "hi")
-	_, err := execute(t, newAgent(t, srv, nil, nil), newJob(env, chief, false, trig))
+	_, _, err := hiFromAlice(t, newAgent(t, srv, nil, nil))
 	var me *ModelError
 	if !errors.As(err, &me) || err.Error() != "model call failed (default): status 403: Forbidden" {
 		t.Fatalf("err = %v", err)
