@@ -33,6 +33,41 @@ func getBody(t *testing.T, url string) string {
 	return string(b)
 }
 
+// serveWatched runs serve (serveOnFreePort, with the admin token) with edit,
+// the log shown when the test fails; it returns the base URL, the log and stop.
+func serveWatched(t *testing.T, edit func(*config.Config)) (base string, logs *lockedBuffer, stop func()) {
+	t.Helper()
+	llm := openaitest.New(t)
+	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, edit)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	return "http://" + addr, logs, stop
+}
+
+// waitStarted waits until /healthz at base says each account started.
+func waitStarted(t *testing.T, base string, accounts ...string) {
+	t.Helper()
+	for _, acc := range accounts {
+		waitUntil(t, acc+" started", func() bool { return strings.Contains(getBody(t, base+"/healthz"), acc+": started") })
+	}
+}
+
+// chiefBesideSlack configures c with the Telegram account chief (token, on tg,
+// polling with a 2 s watchdog) beside the Slack account acme on sl, owner as
+// the one owner and no alerts conversation: an outage of chief can only be
+// told to the owner in a DM.
+func chiefBesideSlack(c *config.Config, tg *telegramtest.Server, sl *slacktest.Server, token, owner string) {
+	c.Owners = []string{owner}
+	c.Alerts = config.Alerts{}
+	c.Telegram = []config.Telegram{{Name: "chief", Bot: "chief_of_staff", Token: token, APIEndpoint: tg.Endpoint(), Mode: "polling",
+		DMPolicy: "allowlist", PollTimeout: time.Second, Watchdog: 2 * time.Second}}
+	c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(),
+		Watchdog: time.Hour}}
+}
+
 // TestWatchdogReconnectsSilentTelegram: a real serve with a polling Telegram
 // account whose fake Bot API stops answering getUpdates (the calls hang). Within
 // two poll timeouts /healthz shows the account "reconnecting", the reconnect
@@ -40,13 +75,12 @@ func getBody(t *testing.T, url string) string {
 // the owners are told in the alerts conversation on another account. When the
 // API answers again, the account is back, and the owners are told that too.
 func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
-	llm := openaitest.New(t)
 	const chief, ops = "111:CHIEF", "222:OPS"
 	fake := telegramtest.NewServer(telegramtest.Bot{Token: chief, ID: 900000001, Username: "chief_bot"},
 		telegramtest.Bot{Token: ops, ID: 900000002, Username: "ops_bot"})
 	defer fake.Close()
 	const poll = 4 * time.Second
-	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
+	base, logs, stop := serveWatched(t, func(c *config.Config) {
 		c.Metrics.Enabled = true
 		c.Telegram = []config.Telegram{
 			{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: fake.Endpoint(), Mode: "polling", DMPolicy: "allowlist",
@@ -57,8 +91,7 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 		c.Alerts = config.Alerts{Account: "telegram/ops", Conversation: "555"}
 	})
 	defer stop()
-	base := "http://" + addr
-	waitUntil(t, "the account to poll", func() bool { return strings.Contains(getBody(t, base+"/healthz"), "telegram/chief: started") })
+	waitStarted(t, base, "telegram/chief")
 	before := len(fake.Calls("getUpdates"))
 
 	release := fake.Hold("getUpdates")
@@ -195,13 +228,12 @@ func TestWatchdogOnlyWatchesIngressRunningHere(t *testing.T) {
 // websocket is dialled, its frames bring the account back, and the log and
 // the down gauge say so.
 func TestWatchdogReconnectsSilentSlackAndFeishu(t *testing.T) {
-	llm := openaitest.New(t)
 	sl := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test", PingInterval: 200 * time.Millisecond})
 	defer sl.Close()
 	fs := feishutest.New(t)
 	defer fs.Close()
 	fs.SetClientConfig(feishu.ClientConfig{ReconnectCount: -1, PingInterval: 1})
-	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
+	base, logs, stop := serveWatched(t, func(c *config.Config) {
 		c.Metrics.Enabled = true
 		c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(),
 			Watchdog: 2 * time.Second}} // a reconnect waits 1 s (the adapter's backoff) before it dials
@@ -209,15 +241,7 @@ func TestWatchdogReconnectsSilentSlackAndFeishu(t *testing.T) {
 			VerificationToken: feishutest.VerificationToken, BaseURL: fs.URL(), Watchdog: 2 * time.Second}}
 	})
 	defer stop()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	})
-	base := "http://" + addr
-	for _, acc := range []string{"slack/acme", "feishu/acme"} {
-		waitUntil(t, acc+" connected", func() bool { return strings.Contains(getBody(t, base+"/healthz"), acc+": started") })
-	}
+	waitStarted(t, base, "slack/acme", "feishu/acme")
 
 	sl.Silence()
 	fs.Silence()
@@ -253,31 +277,17 @@ func TestWatchdogReconnectsSilentSlackAndFeishu(t *testing.T) {
 // opened with conversations.open on the Slack account (the silent account is
 // not used), once when it stays down and once when it is back.
 func TestWatchdogTellsOwnersInDMs(t *testing.T) {
-	llm := openaitest.New(t)
 	const chief = "111:CHIEF"
 	tg := telegramtest.NewServer(telegramtest.Bot{Token: chief, ID: 900000001, Username: "chief_bot"})
 	defer tg.Close()
 	sl := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test"})
 	defer sl.Close()
 	sl.AddUser(slacktest.User{ID: "U0BOSS", Name: "boss"})
-	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
-		c.Owners = []string{"slack:T0TEST:U0BOSS"}
-		c.Alerts = config.Alerts{}
-		c.Telegram = []config.Telegram{{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: tg.Endpoint(), Mode: "polling",
-			DMPolicy: "allowlist", PollTimeout: time.Second, Watchdog: 2 * time.Second}}
-		c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(),
-			Watchdog: time.Hour}}
+	base, logs, stop := serveWatched(t, func(c *config.Config) {
+		chiefBesideSlack(c, tg, sl, chief, "slack:T0TEST:U0BOSS")
 	})
 	defer stop()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	})
-	base := "http://" + addr
-	for _, acc := range []string{"telegram/chief", "slack/acme"} {
-		waitUntil(t, acc+" started", func() bool { return strings.Contains(getBody(t, base+"/healthz"), acc+": started") })
-	}
+	waitStarted(t, base, "telegram/chief", "slack/acme")
 	dms := func(want string) int {
 		n := 0
 		for _, m := range sl.Messages() {
@@ -307,23 +317,16 @@ func TestWatchdogTellsOwnersInDMs(t *testing.T) {
 // only owner on the silent account's platform, no other account reaches them:
 // one WARN says so for the outage, and nothing is posted anywhere.
 func TestWatchdogWarnsWhenNoOwnerReachable(t *testing.T) {
-	llm := openaitest.New(t)
 	const chief = "111:CHIEF"
 	tg := telegramtest.NewServer(telegramtest.Bot{Token: chief, ID: 900000001, Username: "chief_bot"})
 	defer tg.Close()
 	sl := slacktest.New(slacktest.Options{BotToken: "xoxb-test", AppToken: "xapp-test"})
 	defer sl.Close()
-	_, addr, logs, stop := serveOnFreePort(t, map[string]string{"OPENAI_BASE_URL": llm.URL(), "OPENBOT_ADMIN_TOKEN": testAdminToken}, func(c *config.Config) {
-		c.Owners = []string{"telegram:4242"}
-		c.Alerts = config.Alerts{}
-		c.Telegram = []config.Telegram{{Name: "chief", Bot: "chief_of_staff", Token: chief, APIEndpoint: tg.Endpoint(), Mode: "polling",
-			DMPolicy: "allowlist", PollTimeout: time.Second, Watchdog: 2 * time.Second}}
-		c.Slack = []config.Slack{{Name: "acme", Bot: "*", Mode: "socket", AppToken: "xapp-test", BotToken: "xoxb-test", APIURL: sl.APIURL(),
-			Watchdog: time.Hour}}
+	base, logs, stop := serveWatched(t, func(c *config.Config) {
+		chiefBesideSlack(c, tg, sl, chief, "telegram:4242")
 	})
 	defer stop()
-	base := "http://" + addr
-	waitUntil(t, "telegram/chief started", func() bool { return strings.Contains(getBody(t, base+"/healthz"), "telegram/chief: started") })
+	waitStarted(t, base, "telegram/chief")
 	release := tg.Hold("getUpdates")
 	defer release()
 	const warn = "no owner could be told in a DM on another account"
