@@ -69,12 +69,11 @@ func render(evs []sseEvent) string {
 	return b.String()
 }
 
-// TestEventsResume: a client that drops the stream and reconnects with the
-// Last-Event-ID it saw gets exactly what it missed: its events before the drop
-// plus those after the reconnect are the log replayed from the start, nothing
-// lost, nothing twice, including what was written while it was away and what is
-// written after it came back (woken by the store's commit hint).
-func TestEventsResume(t *testing.T) {
+// hintedAPI serves the console API over a store with a running run in a
+// thread, whose commits wake the event streams; with a long Tick, only that
+// commit hint does. It returns the store and the API's base URL.
+func hintedAPI(t *testing.T) (core.Store, string) {
+	t.Helper()
 	n := admin.NewNotifier()
 	st := admin.Notify(openStore(t), n)
 	update(t, st, func(tx core.Tx) error {
@@ -85,9 +84,17 @@ func TestEventsResume(t *testing.T) {
 		_, err = tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning, Created: t0})
 		return err
 	})
-	// A long Tick: only the commit hint wakes the streams in this test.
 	hs := serveAPI(t, admin.Options{Store: st, Notifier: n, Tick: time.Hour, Heartbeat: time.Hour})
-	api := hs.URL + "/api/v1"
+	return st, hs.URL + "/api/v1"
+}
+
+// TestEventsResume: a client that drops the stream and reconnects with the
+// Last-Event-ID it saw gets exactly what it missed: its events before the drop
+// plus those after the reconnect are the log replayed from the start, nothing
+// lost, nothing twice, including what was written while it was away and what is
+// written after it came back (woken by the store's commit hint).
+func TestEventsResume(t *testing.T) {
+	st, api := hintedAPI(t)
 
 	writeRound(t, st, 1)
 	now := openStream(t, api+"/events", "") // from now: round 1 is history to it
@@ -192,18 +199,7 @@ func TestEventsBounded(t *testing.T) {
 // store) starts the stream at the head, so the next write is seen, instead of
 // a stream that stays silent.
 func TestEventsBeyondHead(t *testing.T) {
-	n := admin.NewNotifier()
-	st := admin.Notify(openStore(t), n)
-	update(t, st, func(tx core.Tx) error {
-		th, err := tx.PutThread(core.Thread{Key: "k", Created: t0})
-		if err != nil {
-			return err
-		}
-		_, err = tx.PutRun(core.Run{Bot: "bot:eng", Thread: th.ID, Status: core.RunRunning, Created: t0})
-		return err
-	})
-	hs := serveAPI(t, admin.Options{Store: st, Notifier: n, Tick: time.Hour, Heartbeat: time.Hour})
-	api := hs.URL + "/api/v1"
+	st, api := hintedAPI(t)
 	writeRound(t, st, 1)
 	c := openStream(t, api+"/events", "999.999.999")
 	writeRound(t, st, 2)
