@@ -107,20 +107,8 @@ func runClusterSoak(t *testing.T, p clusterSoakParams) {
 		p.messages, p.rate, window, p.minGap, p.maxGap, p.seed)
 
 	begin := time.Now()
-	sent, quit := make(chan struct{}), make(chan struct{})
+	sent, quit := x.sendPaced(begin, p.messages, p.rate)
 	defer func() { close(quit); <-sent }()
-	go func() { // owned by runClusterSoak: stopped by quit, joined on sent
-		defer close(sent)
-		every := time.Duration(float64(time.Second) / p.rate)
-		for i := range p.messages {
-			select {
-			case <-time.After(time.Until(begin.Add(time.Duration(i) * every))):
-			case <-quit:
-				return
-			}
-			x.send(i)
-		}
-	}()
 	kills := 0
 	gap := func() time.Duration { return p.minGap + time.Duration(rng.Int64N(int64(p.maxGap-p.minGap))) }
 	for at := gap(); at < window; at += gap() {

@@ -275,6 +275,26 @@ func (x *soakRig) signal(sig syscall.Signal) {
 // a conversation of its own. Safe to call from any goroutine.
 func (x *soakRig) send(n int) { x.chatOf(n).send(n) }
 
+// sendPaced sends messages 0 to n-1 at rate a second from begin, in a
+// goroutine the caller owns: it stops early when quit is closed, and sent is
+// closed when it returns.
+func (x *soakRig) sendPaced(begin time.Time, n int, rate float64) (sent, quit chan struct{}) {
+	sent, quit = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sent)
+		every := time.Duration(float64(time.Second) / rate)
+		for i := range n {
+			select {
+			case <-time.After(time.Until(begin.Add(time.Duration(i) * every))):
+			case <-quit:
+				return
+			}
+			x.send(i)
+		}
+	}()
+	return sent, quit
+}
+
 // addChat adds a platform messages arrive on (message n goes to the
 // chats[n%len(chats)]); call it before the first send.
 func (x *soakRig) addChat(c soakChat) { x.chats = append(x.chats, c) }

@@ -64,20 +64,8 @@ func runSoak(t *testing.T, p soakParams) soakTally {
 
 	x.start()
 	begin := time.Now()
-	sent, quit := make(chan struct{}), make(chan struct{})
+	sent, quit := x.sendPaced(begin, p.messages, p.rate)
 	defer func() { close(quit); <-sent }()
-	go func() { // owned by runSoak: stopped by quit, joined on sent
-		defer close(sent)
-		every := time.Duration(float64(time.Second) / p.rate)
-		for i := range p.messages {
-			select {
-			case <-time.After(time.Until(begin.Add(time.Duration(i) * every))):
-			case <-quit:
-				return
-			}
-			x.send(i)
-		}
-	}()
 	for _, d := range at {
 		time.Sleep(time.Until(begin.Add(d))) // the soak's kill schedule is wall-clock time by design
 		x.kill()
