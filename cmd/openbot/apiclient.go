@@ -9,8 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"openbot/admin"
@@ -128,6 +130,26 @@ func (r *apiReader) close() {
 // error that says what to fix.
 func (r *apiReader) get(ctx context.Context, path string, v any) error {
 	return r.do(ctx, http.MethodGet, path, nil, v)
+}
+
+// getAll reads every page of the listing at path (its query kept, each page's
+// cursor added) and returns the items in order.
+func getAll[T any](ctx context.Context, r *apiReader, path string) ([]T, error) {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	var out []T
+	for cursor := ""; ; {
+		var p admin.Page[T]
+		if err := r.get(ctx, path+sep+"cursor="+url.QueryEscape(cursor), &p); err != nil {
+			return nil, err
+		}
+		out = append(out, p.Items...)
+		if cursor = p.Next; cursor == "" || len(p.Items) == 0 {
+			return out, nil
+		}
+	}
 }
 
 // do sends method to path with payload (nil: none) and decodes the answer into v

@@ -133,18 +133,13 @@ func memoryCommand(ctx context.Context, r *apiReader, cmd, handle string, id uin
 func listMemories(ctx context.Context, r *apiReader, handle string, stdout io.Writer) error {
 	handles := []string{handle}
 	if handle == "" {
+		bots, err := getAll[admin.BotView](ctx, r, "/api/v1/bots")
+		if err != nil {
+			return err
+		}
 		handles = nil
-		for cursor := ""; ; {
-			var p admin.Page[admin.BotView]
-			if err := r.get(ctx, "/api/v1/bots?cursor="+url.QueryEscape(cursor), &p); err != nil {
-				return err
-			}
-			for _, b := range p.Items {
-				handles = append(handles, b.Handle)
-			}
-			if cursor = p.Next; cursor == "" {
-				break
-			}
+		for _, b := range bots {
+			handles = append(handles, b.Handle)
 		}
 	}
 	var all []admin.MemoryView

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -127,20 +126,7 @@ func botMadeSchedules(ctx context.Context, cfg *config.Config) ([]admin.Schedule
 		return nil, err
 	}
 	defer api.close()
-	var out []admin.Schedule
-	cursor := ""
-	for range 1000 { // pages; at most MaxBotSchedules per bot
-		var p admin.Page[admin.Schedule]
-		if err := api.get(ctx, "/api/v1/schedules?limit="+strconv.Itoa(admin.MaxLimit)+"&cursor="+url.QueryEscape(cursor), &p); err != nil {
-			return nil, err
-		}
-		out = append(out, p.Items...)
-		if p.Next == "" {
-			break
-		}
-		cursor = p.Next
-	}
-	return out, nil
+	return getAll[admin.Schedule](ctx, api, "/api/v1/schedules?limit="+strconv.Itoa(admin.MaxLimit))
 }
 
 func printBotSchedules(w io.Writer, made []admin.Schedule) {

@@ -47,21 +47,10 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return code
 	}
 	defer r.close()
-	var rows []admin.UsageRow
-	for cursor := ""; ; {
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		var p admin.Page[admin.UsageRow]
-		if err := r.get(ctx, "/api/v1/usage?"+q.Encode(), &p); err != nil {
-			fmt.Fprintf(stderr, "openbot usage: %v\n", err)
-			return exitFail
-		}
-		rows = append(rows, p.Items...)
-		if p.Next == "" || len(p.Items) == 0 {
-			break
-		}
-		cursor = p.Next
+	rows, err := getAll[admin.UsageRow](ctx, r, "/api/v1/usage?"+q.Encode())
+	if err != nil {
+		fmt.Fprintf(stderr, "openbot usage: %v\n", err)
+		return exitFail
 	}
 	printUsage(stdout, *by, rows, cfg.Cost.Currency)
 	return exitOK
