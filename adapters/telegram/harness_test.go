@@ -220,6 +220,24 @@ func (e *env) waitConfirmed(t *testing.T, offset int64) {
 	}
 }
 
+// topicReply returns the params of the one sendMessage call so far, checking it
+// went as HTML into topic 42 of forum chat -1001000000002, replying to message 43.
+func (e *env) topicReply(t *testing.T) map[string]string {
+	t.Helper()
+	calls := e.srv.Calls("sendMessage")
+	if len(calls) != 1 {
+		t.Fatalf("%d sendMessage calls, want 1", len(calls))
+	}
+	p := calls[0].Params
+	if p["chat_id"] != "-1001000000002" || p["message_thread_id"] != "42" || p["parse_mode"] != "HTML" {
+		t.Errorf("params %v; want chat -1001000000002, topic 42, HTML", p)
+	}
+	if got := telegramtest.ParseReplyTo(calls[0]); got != 43 {
+		t.Errorf("reply_parameters.message_id = %d, want 43", got)
+	}
+	return p
+}
+
 func (e *env) waitCalls(t *testing.T, method string, n int) []telegramtest.Call {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

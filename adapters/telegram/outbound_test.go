@@ -27,17 +27,7 @@ func TestDeliverForumTopicReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := e.srv.Calls("sendMessage")
-	if len(calls) != 1 {
-		t.Fatalf("%d sendMessage calls, want 1", len(calls))
-	}
-	p := calls[0].Params
-	if p["chat_id"] != "-1001000000002" || p["message_thread_id"] != "42" || p["parse_mode"] != "HTML" {
-		t.Errorf("params %v; want chat -1001000000002, topic 42, HTML", p)
-	}
-	if got := telegramtest.ParseReplyTo(calls[0]); got != 43 {
-		t.Errorf("reply_parameters.message_id = %d, want 43", got)
-	}
+	p := e.topicReply(t)
 	if p["text"] != "Draft <b>ready</b>: 3 features &amp; 5 fixes." {
 		t.Errorf("text %q", p["text"])
 	}

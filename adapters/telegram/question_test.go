@@ -55,22 +55,12 @@ func TestPostApprovalQuestion(t *testing.T) {
 	if id != "1000" {
 		t.Errorf("platform id %q, want the sent message_id 1000", id)
 	}
-	calls := e.srv.Calls("sendMessage")
-	if len(calls) != 1 {
-		t.Fatalf("%d sendMessage calls, want 1", len(calls))
-	}
-	p := calls[0].Params
-	if p["chat_id"] != "-1001000000002" || p["message_thread_id"] != "42" || p["parse_mode"] != "HTML" {
-		t.Errorf("params %v; want chat -1001000000002, topic 42, HTML", p)
-	}
-	if got := telegramtest.ParseReplyTo(calls[0]); got != 43 {
-		t.Errorf("reply_parameters.message_id = %d, want 43", got)
-	}
+	p := e.topicReply(t)
 	want := "I want to run a shell command.\n\n<b>shell</b> command:\n<pre>echo x &gt;&gt; ran.txt</pre>"
 	if p["text"] != want {
 		t.Errorf("text\n got %q\nwant %q", p["text"], want)
 	}
-	kb := sentKeyboard(t, calls[0])
+	kb := sentKeyboard(t, e.srv.Calls("sendMessage")[0])
 	if len(kb.InlineKeyboard) != 1 || len(kb.InlineKeyboard[0]) != 2 {
 		t.Fatalf("keyboard %+v, want one row of two", kb)
 	}
