@@ -363,11 +363,7 @@ func TestFeishuApprovalRejectTellsTheModel(t *testing.T) {
 	if n := r.ran(); n != 0 {
 		t.Errorf("a rejected shell ran %d times", n)
 	}
-	reqs := r.llm.Requests()
-	last := reqs[len(reqs)-1].Body.Messages
-	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "rejected by") {
-		t.Errorf("the model's request after the rejection ends with %+v", tm)
-	}
+	wantToolResult(t, r.llm, "rejected by")
 	if text := feishutest.CardText(r.waitPatch(card.ID)); !strings.Contains(text, "Rejected by Alice") {
 		t.Errorf("patched card %q", text)
 	}

@@ -44,8 +44,7 @@ func TestFeishuStreamEditsThrottled(t *testing.T) {
 	var r *fsmRig
 	r = startFeishuAgent(t, &streamAgent{script: func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("Hel")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
 			return "", err
 		}
 		for _, s := range []string{"Hello", "Hello w", "Hello wo", "Hello wor", "Hello worl"} {
@@ -78,8 +77,7 @@ func TestFeishuStreamRateLimitedEditsEndWithOneCompleteMessage(t *testing.T) {
 	limit := func() { r.fake.RateLimitNext("/open-apis/im/v1/messages/om_fake", 1) }
 	r = startFeishuAgent(t, &streamAgent{script: func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("one")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
 			return "", err
 		}
 		limit()
@@ -111,8 +109,7 @@ func TestFeishuStreamLongReplyIntoSecondMessage(t *testing.T) {
 	var r *fsmRig
 	r = startFeishuAgent(t, &streamAgent{script: func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText(long[:100])
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first card", func() bool { return sends(r.fake) == 1 }); err != nil {
 			return "", err
 		}
 		ts.StreamText(long)

@@ -194,6 +194,13 @@ func until(ctx context.Context, clock *stepClock, step time.Duration, what strin
 	return nil
 }
 
+// firstPost moves clock on by one stream interval (a stream's first post waits
+// one) and then, the clock standing still, waits until cond says it is out.
+func firstPost(ctx context.Context, clock *stepClock, what string, cond func() bool) error {
+	clock.advance(time.Second)
+	return until(ctx, nil, 0, what, cond)
+}
+
 // fixedAgent answers every run with "<handle> on it".
 type fixedAgent struct {
 	mu   sync.Mutex
@@ -205,4 +212,15 @@ func (f *fixedAgent) Execute(_ context.Context, job *core.Job) (core.Result, err
 	f.runs[job.Bot.Handle]++
 	f.mu.Unlock()
 	return core.Result{Reply: job.Bot.Handle + " on it"}, nil
+}
+
+// wantToolResult checks that the model's last request ends with a tool result
+// containing want (what an approval, expiry or answer handed back to the run).
+func wantToolResult(t *testing.T, llm *openaitest.Server, want string) {
+	t.Helper()
+	reqs := llm.Requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, want) {
+		t.Fatalf("the model's last request ends with %s %q, want a tool result with %q", tm.Role, tm.Content, want)
+	}
 }

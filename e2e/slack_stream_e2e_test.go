@@ -42,8 +42,7 @@ func TestSlackStreamEditsThrottled(t *testing.T) {
 	var r *slackRig
 	r = startSlackStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("Hel")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
 			return "", err
 		}
 		// The clock stands still: none of these may become an edit.
@@ -75,8 +74,7 @@ func TestSlackStreamRateLimitedEditsEndWithOneCompleteMessage(t *testing.T) {
 	var r *slackRig
 	r = startSlackStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("one")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
 			return "", err
 		}
 		r.fake.FailNext("chat.update", http.StatusTooManyRequests, "ratelimited", time.Second)
@@ -112,8 +110,7 @@ func TestSlackStreamLongReplyIntoSecondMessage(t *testing.T) {
 	var r *slackRig
 	r = startSlackStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText(long[:100])
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first post", func() bool { return len(r.fake.CallsTo("chat.postMessage")) == 1 }); err != nil {
 			return "", err
 		}
 		ts.StreamText(long)

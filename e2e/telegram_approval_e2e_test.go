@@ -453,11 +453,7 @@ func TestTelegramApprovalReject(t *testing.T) {
 	if n := r.ranTimes(); n != 0 {
 		t.Fatalf("a rejected tool ran %d times", n)
 	}
-	reqs := r.llm.Requests()
-	last := reqs[len(reqs)-1].Body.Messages
-	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "rejected by Bob") {
-		t.Fatalf("the model's last request ends with %s %q, want the tool result saying rejected by Bob", tm.Role, tm.Content)
-	}
+	wantToolResult(t, r.llm, "rejected by Bob")
 	r.resolved(q, "Rejected by Bob")
 	r.completed(q, "rejected by Bob")
 }
@@ -512,11 +508,7 @@ func TestTelegramApprovalExpires(t *testing.T) {
 	if n := r.ranTimes(); n != 0 {
 		t.Fatalf("an expired approval ran the tool %d times", n)
 	}
-	reqs := r.llm.Requests()
-	last := reqs[len(reqs)-1].Body.Messages
-	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "expired") {
-		t.Fatalf("the model's last request ends with %s %q, want the expiry as the tool result", tm.Role, tm.Content)
-	}
+	wantToolResult(t, r.llm, "expired")
 	r.resolved(q, "Expired without an answer: rejected")
 	r.completed(q, "finished:")
 	ack := r.click("cb-late", tgAlice, q.Posts[0].PlatformID, approve)
@@ -554,11 +546,7 @@ func TestTelegramAskHumanFreeText(t *testing.T) {
 "chat":{"id":%d,"type":"supergroup"},"date":1767225690,"text":"Which branch should I deploy?"}}}`,
 		tgAlice.ID, tgApprovalGroup, q.Posts[0].PlatformID, tgApprovalGroup)))
 	r.idle()
-	reqs := r.llm.Requests()
-	last := reqs[len(reqs)-1].Body.Messages
-	if tm := last[len(last)-1]; tm.Role != "tool" || !strings.Contains(tm.Content, "release-2.4") {
-		t.Fatalf("the model's last request ends with %s %q, want the reply as ask_human's result", tm.Role, tm.Content)
-	}
+	wantToolResult(t, r.llm, "release-2.4")
 	r.resolved(q, "Answered by Alice: release-2.4")
 	r.completed(q, "deploying")
 }

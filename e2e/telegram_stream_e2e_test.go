@@ -56,8 +56,7 @@ func TestTelegramStreamEditsThrottled(t *testing.T) {
 	var r *tgStreamRig
 	r = startTelegramStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("Hel")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
 			return "", err
 		}
 		for _, s := range []string{"Hello", "Hello w", "Hello wo", "Hello wor", "Hello worl"} {
@@ -99,8 +98,7 @@ func TestTelegramStreamRateLimitedEditsEndWithOneCompleteMessage(t *testing.T) {
 	var r *tgStreamRig
 	r = startTelegramStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText("one")
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
 			return "", err
 		}
 		r.fake.Fail("editMessageText", telegramtest.RateLimited(1))
@@ -135,8 +133,7 @@ func TestTelegramStreamLongReplyIntoSecondMessage(t *testing.T) {
 	var r *tgStreamRig
 	r = startTelegramStream(t, clock, func(ctx context.Context, ts core.TextStreamer) (string, error) {
 		ts.StreamText(long[:100])
-		clock.advance(time.Second) // the first post waits one interval; then the clock stands still
-		if err := until(ctx, nil, 0, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
+		if err := firstPost(ctx, clock, "the first message", func() bool { return r.count("sendMessage") == 1 }); err != nil {
 			return "", err
 		}
 		ts.StreamText(long)
