@@ -27,9 +27,9 @@ import (
 const compactionMarker = "You compact a chat thread"
 
 // compactKeepShare is the share of the history budget the newest messages
-// keep, word for word, after a compaction (about 20 messages of a chat
-// thread with a 32k window at history_share 0.5); the summary stands for
-// the rest. The rest of the budget is room to grow until the next one, so
+// keep, word for word, after a compaction (18 messages of
+// BenchmarkLongThread's thread, a 32k window at history_share 0.5); the
+// summary stands for the rest. The rest of the budget is room to grow until the next one, so
 // the history's leading bytes stay the same between compactions. A small
 // tail keeps the mean request small: in BenchmarkLongThread 0.15 sends 17%
 // fewer input tokens than 0.4 at history_share 0.5, and also fewer
