@@ -95,7 +95,7 @@ func TestMakeBuildsAVersionedBinary(t *testing.T) {
 // the two commands first (run, then test); each openbot command it shows is
 // one of those the cmd/openbot tests run as a newcomer would (chat with no
 // config: TestChatWithoutConfigRunsTheBuiltInExample; init and serve:
-// TestInitToAnswers).
+// TestInitToAnswers; ./cmd/start itself: TestStartSaysSoThenRunsOpenbot).
 func TestReadmeQuickStart(t *testing.T) {
 	readme := readFile(t, "README.md")
 	i := strings.Index(readme, "## Quick start\n")
@@ -108,11 +108,11 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Errorf("the quick start is %d lines; it must fit on one screen (40)", n)
 	}
 	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1)
-	if len(blocks) < 2 || !strings.Contains(blocks[0][1], "go run ./cmd/openbot chat") || strings.TrimSpace(blocks[1][1]) != "go test -race ./..." {
+	if len(blocks) < 2 || !strings.Contains(blocks[0][1], "go run ./cmd/start chat") || strings.TrimSpace(blocks[1][1]) != "go test -race ./..." {
 		t.Fatalf("the quick start's first two commands must run the product and the tests:\n%s", section)
 	}
 	tested := map[string]bool{"chat": true, "init": true, "serve": true}
-	for _, m := range regexp.MustCompile(`go run ./cmd/openbot (\S+)`).FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile(`go run ./cmd/start (\S+)`).FindAllStringSubmatch(section, -1) {
 		if !tested[m[1]] {
 			t.Errorf("the quick start shows `openbot %s`, which no test runs as a newcomer would", m[1])
 		}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,25 +138,33 @@ func seccompProgram() ([]unix.SockFilter, error) {
 	return out, nil
 }
 
-// loadSeccomp sets no_new_privs and installs seccompProgram on every thread.
-func loadSeccomp() error {
-	prog, err := seccompProgram()
-	if err != nil {
+// loadSeccomp sets no_new_privs and installs the filter fp (seccompProgram's)
+// on every thread. It allocates nothing.
+func loadSeccomp(fp *unix.SockFprog) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return err
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fp))); e != 0 {
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(fp))); e != 0 {
 		return e
 	}
 	return nil
 }
 
+// execNofile is the soft open-file limit the command starts with: the Linux
+// default, which programs that use select(2) need. The Go runtime raised the
+// helper's own soft limit to the hard one at start.
+const execNofile = 1024
+
 // helperExec sets the rlimits, a lower CPU priority, no_new_privs and the
 // seccomp filter on itself, then replaces itself with the command after "--".
+//
+// Everything it needs after the first limit is built before it: the limits
+// count the helper's own mappings too (a race-enabled test binary already
+// maps more than a small data limit, and any Go binary reserves more address
+// space than a small memory_bytes allows), so from then on the helper must not
+// ask the kernel for memory. That is also why it calls execve itself instead
+// of syscall.Exec, which allocates.
 func helperExec(args []string) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	nproc := fs.Uint64("nproc", 0, "")
@@ -170,54 +179,80 @@ func helperExec(args []string) error {
 	if len(argv) == 0 {
 		return errors.New("exec: no command")
 	}
-	set := func(what int, soft, hard uint64) error {
-		if err := unix.Setrlimit(what, &unix.Rlimit{Cur: soft, Max: hard}); err != nil {
-			return fmt.Errorf("set limit %d: %w", what, err)
-		}
-		return nil
-	}
-	if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
 		return err
 	}
-	if *nproc > 0 {
-		if err := set(unix.RLIMIT_NPROC, *nproc, *nproc); err != nil {
-			return err
+	pathp, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
+		return err
+	}
+	var filter *unix.SockFprog
+	if !*noSeccomp {
+		prog, err := seccompProgram()
+		if err != nil {
+			return fmt.Errorf("seccomp: %w", err)
 		}
+		filter = &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	}
+	type limit struct {
+		what int
+		r    unix.Rlimit
+	}
+	limits := []limit{{unix.RLIMIT_CORE, unix.Rlimit{}}}
+	if *nproc > 0 {
+		limits = append(limits, limit{unix.RLIMIT_NPROC, unix.Rlimit{Cur: *nproc, Max: *nproc}})
 	}
 	if *data > 0 {
-		if err := set(unix.RLIMIT_DATA, *data, *data); err != nil {
-			return err
-		}
 		// The address space bounds what DATA does not count (shared and
 		// stack mappings), with room for runtimes that reserve more than
 		// they use.
-		if err := set(unix.RLIMIT_AS, 2**data+1<<30, 2**data+1<<30); err != nil {
-			return err
-		}
+		as := 2**data + 1<<30
+		limits = append(limits, limit{unix.RLIMIT_DATA, unix.Rlimit{Cur: *data, Max: *data}},
+			limit{unix.RLIMIT_AS, unix.Rlimit{Cur: as, Max: as}})
 	}
 	if *cpu > 0 {
-		if err := set(unix.RLIMIT_CPU, *cpu, *cpu+1); err != nil {
-			return err
-		}
+		limits = append(limits, limit{unix.RLIMIT_CPU, unix.Rlimit{Cur: *cpu, Max: *cpu + 1}})
 	}
 	if *fsize >= 0 {
-		if err := set(unix.RLIMIT_FSIZE, uint64(*fsize), uint64(*fsize)); err != nil {
-			return err
+		limits = append(limits, limit{unix.RLIMIT_FSIZE, unix.Rlimit{Cur: uint64(*fsize), Max: uint64(*fsize)}})
+	}
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
+		return err
+	}
+	nofile.Cur = min(nofile.Cur, execNofile)
+	limits = append(limits, limit{unix.RLIMIT_NOFILE, nofile})
+
+	// No collection may start or be running from here on: it would need
+	// memory. (SetGCPercent(-1) waits for a running one to finish.)
+	debug.SetGCPercent(-1)
+	// From here on nothing allocates: on failure the helper names the limit
+	// by number and exits.
+	for i := range limits {
+		if err := unix.Setrlimit(limits[i].what, &limits[i].r); err != nil {
+			return fmt.Errorf("set limit %d: %w", limits[i].what, err)
 		}
 	}
 	// A command busy at the CPU leaves the host's other work (openbot, other
 	// bots) first in line.
 	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, 10)
-	if !*noSeccomp {
-		if err := loadSeccomp(); err != nil {
+	if filter != nil {
+		if err := loadSeccomp(filter); err != nil {
 			return fmt.Errorf("seccomp: %w", err)
 		}
 	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return err
-	}
-	return syscall.Exec(path, argv, os.Environ())
+	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	return e
 }
 
 // helperSupervise runs the command after "--" as its child and returns its

@@ -27,7 +27,9 @@ const (
 
 // ShellLimits bound one shell command (config `shell_limits`, globally and per
 // bot). Zero fields take the Default* values. They hold in every sandbox mode
-// except where noted; `doctor` says which hold on a host.
+// except where noted; `doctor` says which hold on a host. Every command also
+// starts with a soft open-file limit of 1024 (the Linux default), which it may
+// raise up to the hard limit itself.
 type ShellLimits struct {
 	// Processes caps the processes and threads the command may have at once
 	// (RLIMIT_NPROC, counted inside the sandbox's user namespace). The kernel

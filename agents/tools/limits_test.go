@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,4 +195,35 @@ func copyFile(t *testing.T, from, to string) {
 func dirSize(dir string) int64 {
 	n, _ := usage(dir, math.MaxInt64)
 	return n
+}
+
+// TestHelperExecsUnderLimitsBelowItsOwnSize: the helper sets limits smaller
+// than the Go process it is already (address space over 1 GiB, and under
+// -race a data segment over 256 MiB), so it must reach execve without asking
+// the kernel for memory; the command then starts afresh under them. The
+// command reports the limits it got, the soft open-file limit included.
+func TestHelperExecsUnderLimitsBelowItsOwnSize(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nofile syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
+		t.Fatal(err)
+	}
+	wantNofile := strconv.FormatUint(min(nofile.Max, 1024), 10)
+	for i := range 20 { // the old helper failed only when an allocation needed a new mapping
+		cmd := exec.Command(self, HelperArg, "exec", "-data", strconv.Itoa(8<<20), "-no-seccomp",
+			"--", "/bin/sh", "-c", "ulimit -d; ulimit -n")
+		// Collections all through the helper's start, so that one is likely
+		// running when the limits are set.
+		cmd.Env = append(os.Environ(), "GOGC=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, out)
+		}
+		if got := strings.Fields(string(out)); len(got) != 2 || got[0] != "8192" || got[1] != wantNofile {
+			t.Fatalf("run %d: the command saw data limit (KiB) and open files %q, want 8192 and %s", i, got, wantNofile)
+		}
+	}
 }
