@@ -83,7 +83,8 @@ type Provider struct {
 	ContextWindow int
 	// HistoryShare is the share of ContextWindow (0 < share <= 1) for the
 	// fixed prompt (instructions, tool schemas) and the thread's history
-	// together; when the history passes it, older messages are summarised
+	// together, the history never more than core.Limits.HistoryTokenBudget;
+	// when the history passes it, older messages are summarised
 	// (compact.go). 0 takes DefaultHistoryShare.
 	HistoryShare float64
 	// CompactWith names the provider profile whose model summarises threads

@@ -18,6 +18,7 @@ import (
 // threadFigures are what BenchmarkLongThread measures over one long thread.
 type threadFigures struct {
 	calls, failed    int
+	compactions      int // compaction calls (their input counts in total and uncached)
 	total, uncached  int // input tokens (request bytes/4) over the thread
 	maxCall, lastAvg int // input tokens of the largest call; mean of the last 20 calls
 	// sameRun: per call after the first of a run, the share of its prompt bytes
@@ -98,6 +99,7 @@ func longThread(tb testing.TB, turns, window int, bot core.BotProfile, mutate fu
 		var prev []byte
 		for i, r := range reqs {
 			if strings.Contains(r.Body.Messages[0].Content, compactionMarker) {
+				f.compactions++
 				f.total += len(r.Raw) / 4
 				f.uncached += len(r.Raw) / 4
 				continue
@@ -197,6 +199,7 @@ func BenchmarkLongThread(b *testing.B) {
 				})
 				b.ReportMetric(float64(f.calls), "calls")
 				b.ReportMetric(float64(f.failed), "failed")
+				b.ReportMetric(float64(f.compactions), "compactions")
 				b.ReportMetric(float64(f.total), "input-tokens")
 				b.ReportMetric(float64(f.uncached), "uncached-tokens")
 				b.ReportMetric(float64(f.perCall[0]), "first-tokens/call")

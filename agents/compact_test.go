@@ -285,3 +285,46 @@ func TestCompactWithCheaperProfile(t *testing.T) {
 		t.Errorf("compaction model %q, summaries %d; want small and 1", reqs[0].Body.Model, len(env.summaries()))
 	}
 }
+
+// TestCompactionKeepsASmallTail: a compaction leaves the summary and a small
+// tail of the newest messages word for word, at most a fifth of the history
+// share, so the requests after it are small; a fact said only in that tail
+// (the summary keeps launch codes only) is still answered.
+func TestCompactionKeepsASmallTail(t *testing.T) {
+	const window = 8000 // history_share 0.5: 4000 tokens
+	srv := openaitest.New(t)
+	build := regexp.MustCompile(`B-\d+`)
+	srv.Handle(func(r openaitest.Request) openaitest.Reply {
+		if isCompaction(r) {
+			return summarise(r)
+		}
+		if c := build.FindString(string(r.Raw)); c != "" {
+			return openaitest.Text("Build " + c + " broke.")
+		}
+		return openaitest.Text("I do not know.")
+	})
+	a := windowAgent(t, srv, nil, window)
+	env, bot := fiveWindowThread()
+	env.add(alice, "Alice", "The build that broke is B-991.")
+	env.add(bot.ID(), "Chief", "Noted.")
+	trig := env.add(alice, "Alice", "Which build broke?")
+	job := newJob(env, bot, false, trig)
+	job.Env = sumEnv{env, bot.ID()}
+	res, err := execute(t, a, job)
+	if err != nil || res.Reply != "Build B-991 broke." {
+		t.Fatalf("reply %q, err %v", res.Reply, err)
+	}
+	sums := env.summaries()
+	if len(sums) != 1 {
+		t.Fatalf("summaries = %d, want 1", len(sums))
+	}
+	tail := 0 // tokens of the messages shown word for word, the trigger aside
+	for _, m := range env.Msgs {
+		if m.ID > sums[0].Covers && m.Kind != core.KindSummary && m.ID != trig.ID {
+			tail += messageCost(m) / 4
+		}
+	}
+	if tail == 0 || tail > window/2/5 {
+		t.Errorf("the compaction kept %d tokens word for word, want some and at most %d (a fifth of the history share)", tail, window/2/5)
+	}
+}

@@ -67,8 +67,12 @@ func inputLimit(pc *providerClient, bot core.BotProfile) int {
 
 // historyBudget is the token budget of the thread's history for a request
 // whose fixed part (system prompt, tool schemas) is fixed tokens: the
-// profile's share of its window less the fixed part, at least 1000; the
-// configured limit when the window is unknown.
+// profile's share of its window less the fixed part (at least 1000), and
+// never more than the configured limit (lim.HistoryTokenBudget), which is
+// also the budget when the window is unknown. On a large window the share
+// alone would let every call carry up to half of it (100k tokens of a 200k
+// window) of chat; the limit keeps a long thread's calls as cheap as on a
+// small window, and the summary stands for the rest.
 func historyBudget(pc *providerClient, lim core.Limits, fixed int) int {
 	w := pc.contextWindow()
 	if w <= 0 {
@@ -78,7 +82,7 @@ func historyBudget(pc *providerClient, lim core.Limits, fixed int) int {
 	if share <= 0 || share > 1 {
 		share = DefaultHistoryShare
 	}
-	return max(int(float64(w)*share)-fixed, 1000)
+	return min(max(int(float64(w)*share)-fixed, 1000), lim.HistoryTokenBudget)
 }
 
 // fit shrinks the request until its estimate is at most limit tokens

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -111,5 +112,42 @@ func TestContextEditingStubsOldToolResults(t *testing.T) {
 	t.Logf("input tokens over the run: %d in %d calls", total, len(reqs))
 	if total > 150000 {
 		t.Errorf("input tokens over the run = %d, want far below the 272k of sending every result every time", total)
+	}
+}
+
+// TestHistoryBudgetOnLargeWindow: on a 200k window the history share (half
+// of it) would carry a 60k-token thread whole on every call; the history
+// stays within limits.history_token_budget (24k by default) unless that is
+// raised.
+func TestHistoryBudgetOnLargeWindow(t *testing.T) {
+	const window = 200000
+	for _, tc := range []struct {
+		budget   int // Limits.HistoryTokenBudget, 0: default
+		min, max int // the request's tokens
+	}{
+		{0, 20000, 26000},
+		{100000, 55000, 70000},
+	} {
+		srv := openaitest.New(t)
+		srv.Enqueue(openaitest.Text("ok"))
+		a := newAgent(t, srv, nil, func(o *Options) {
+			p := o.Providers["default"]
+			p.ContextWindow = window
+			o.Providers["default"] = p
+			o.Limits.HistoryTokenBudget = tc.budget
+		})
+		env := &fakeEnv{}
+		for i := range 30 {
+			env.add(alice, "Alice", fmt.Sprintf("point %d: %s", i, strings.Repeat("a long paste ", 300)))
+			env.add(chief.ID(), "Chief", fmt.Sprintf("answer %d: %s", i, strings.Repeat("a long answer ", 280)))
+		}
+		trig := env.add(alice, "Alice", "and now?")
+		if _, err := execute(t, a, newJob(env, chief, false, trig)); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		if n := len(reqs[0].Raw) / 4; n < tc.min || n > tc.max {
+			t.Errorf("history_token_budget %d: the request has %d tokens, want %d to %d", tc.budget, n, tc.min, tc.max)
+		}
 	}
 }

@@ -201,7 +201,7 @@ type Limits struct {
 	MaxConcurrentRuns   int `yaml:"max_concurrent_runs"`     // default 4
 	MaxBotHops          int `yaml:"max_bot_hops"`            // default 20
 	MaxModelCallsPerRun int `yaml:"max_model_calls_per_run"` // default 40
-	HistoryTokenBudget  int `yaml:"history_token_budget"`    // default 24000, estimated at chars/4
+	HistoryTokenBudget  int `yaml:"history_token_budget"`    // default 24000, estimated at chars/4; also the cap under a large context_window
 	HistoryMaxMessages  int `yaml:"history_max_messages"`    // default 80
 	// RunTimeout is the wall time of one run, a Go duration string ("10m"); default 10m.
 	RunTimeout time.Duration `yaml:"run_timeout"`
@@ -263,8 +263,9 @@ type LLMProfile struct {
 	// only after the server says it is too long).
 	ContextWindow int `yaml:"context_window"`
 	// HistoryShare is the share of context_window (above 0, at most 1) for
-	// the fixed prompt and the thread's history; past it the oldest part of
-	// the history is summarised. 0 or absent: 0.5.
+	// the fixed prompt and the thread's history, the history never more than
+	// limits.history_token_budget; past it the oldest part of the history is
+	// summarised. 0 or absent: 0.5.
 	HistoryShare float64 `yaml:"history_share"`
 	// CompactWith names the llm profile whose model writes those summaries
 	// (a cheaper one); absent: the bot's own model.

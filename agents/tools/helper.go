@@ -139,12 +139,14 @@ func seccompProgram() ([]unix.SockFilter, error) {
 }
 
 // loadSeccomp sets no_new_privs and installs the filter fp (seccompProgram's)
-// on every thread. It allocates nothing.
+// on every thread. It allocates nothing and, like every call helperExec makes
+// once its limits are set, is a raw system call: one the scheduler sees
+// blocking may start another thread, which needs memory.
 func loadSeccomp(fp *unix.SockFprog) error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return err
+	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
+		return e
 	}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(fp))); e != 0 {
 		return e
 	}
@@ -232,19 +234,23 @@ func helperExec(args []string) error {
 	nofile.Cur = min(nofile.Cur, execNofile)
 	limits = append(limits, limit{unix.RLIMIT_NOFILE, nofile})
 
-	// No collection may start or be running from here on: it would need
-	// memory. (SetGCPercent(-1) waits for a running one to finish.)
+	// No collection may start or be running from here on, and no other
+	// thread be started: both need memory. SetGCPercent(-1) waits for a
+	// running collection to finish; with one P and only raw system calls
+	// below, the scheduler has no reason to start a thread.
 	debug.SetGCPercent(-1)
+	runtime.GOMAXPROCS(1)
 	// From here on nothing allocates: on failure the helper names the limit
 	// by number and exits.
 	for i := range limits {
-		if err := unix.Setrlimit(limits[i].what, &limits[i].r); err != nil {
-			return fmt.Errorf("set limit %d: %w", limits[i].what, err)
+		if _, _, e := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(limits[i].what),
+			uintptr(unsafe.Pointer(&limits[i].r)), 0, 0, 0); e != 0 {
+			return fmt.Errorf("set limit %d: %w", limits[i].what, e)
 		}
 	}
 	// A command busy at the CPU leaves the host's other work (openbot, other
 	// bots) first in line.
-	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, 10)
+	unix.RawSyscall(unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, 10)
 	if filter != nil {
 		if err := loadSeccomp(filter); err != nil {
 			return fmt.Errorf("seccomp: %w", err)

@@ -34,30 +34,21 @@ func (s *Store) Import(ctx context.Context, source func(emit func(dump.Record) e
 				return fmt.Errorf("import: the target store is not empty (%s has rows); migrate into a new database", kind)
 			}
 		}
-		var b pgx.Batch
-		flush := func() error {
-			if b.Len() == 0 {
-				return nil
-			}
-			err := w.tx.SendBatch(ctx, &b).Close()
-			b = pgx.Batch{}
-			return err
-		}
 		counters, err := source(func(r dump.Record) error {
 			sql, args, err := importRow(r)
 			if err != nil {
 				return err
 			}
-			b.Queue(sql, args...)
-			if b.Len() >= importBatch {
-				return flush()
+			w.tx.later(r.Kind, sql, args...)
+			if len(w.tx.whats) >= importBatch {
+				return w.tx.flush(ctx)
 			}
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
-		if err := flush(); err != nil {
+		if err := w.tx.flush(ctx); err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 		for name, v := range counters {

@@ -8,13 +8,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// pipe is the transaction readTx and writeTx talk to. Writes whose result
-// nobody reads (later) wait, and go to the server in one round trip with the
-// next statement, or with flush before commit: an ingest's inserts share
-// round trips instead of costing one each. The error of a waiting write is
-// returned by the statement it went with (or by flush), named by its what.
+// pipe is the transaction readTx and writeTx talk to, on one connection.
+// Writes whose result nobody reads (later) wait, and go to the server in one
+// round trip with the next statement, or with COMMIT (commit): an ingest's
+// inserts share round trips instead of costing one each. A write
+// transaction's BEGIN waits too (attempt), so it rides with the first
+// statement. The error of a waiting write is returned by the statement it
+// went with (or by flush or commit), named by its what.
 type pipe struct {
-	pgx.Tx
+	conn    *pgx.Conn
 	waiting pgx.Batch
 	whats   []string
 }
@@ -46,7 +48,7 @@ func (p *pipe) send(ctx context.Context, sql string, args ...any) (pgx.BatchResu
 	if sql != "" {
 		b.Queue(sql, args...)
 	}
-	br := p.Tx.SendBatch(ctx, &b)
+	br := p.conn.SendBatch(ctx, &b)
 	for _, what := range whats {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -56,9 +58,20 @@ func (p *pipe) send(ctx context.Context, sql string, args ...any) (pgx.BatchResu
 	return br, nil
 }
 
+// commit sends the waiting writes and COMMIT in one round trip. A COMMIT the
+// server answers with ROLLBACK (the transaction had failed) is
+// pgx.ErrTxCommitRollback.
+func (p *pipe) commit(ctx context.Context) error {
+	tag, err := p.Exec(ctx, "COMMIT")
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback
+	}
+	return err
+}
+
 func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if len(p.whats) == 0 {
-		return p.Tx.Exec(ctx, sql, args...)
+		return p.conn.Exec(ctx, sql, args...)
 	}
 	br, err := p.send(ctx, sql, args...)
 	if err != nil {
@@ -73,7 +86,7 @@ func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 
 func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if len(p.whats) == 0 {
-		return p.Tx.QueryRow(ctx, sql, args...)
+		return p.conn.QueryRow(ctx, sql, args...)
 	}
 	br, err := p.send(ctx, sql, args...)
 	if err != nil {
@@ -84,7 +97,7 @@ func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 
 func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if len(p.whats) == 0 {
-		return p.Tx.Query(ctx, sql, args...)
+		return p.conn.Query(ctx, sql, args...)
 	}
 	br, err := p.send(ctx, sql, args...)
 	if err != nil {

@@ -139,7 +139,7 @@ func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	return fn(&readTx{ctx: ctx, tx: &pipe{Tx: tx}})
+	return fn(&readTx{ctx: ctx, tx: &pipe{conn: tx.Conn()}})
 }
 
 // Update runs fn in one read-write transaction and commits when fn returns nil;
@@ -220,27 +220,46 @@ func (s *Store) retry(ctx context.Context, what string, op func() (err error, su
 }
 
 // attempt is one run of write; committing is true when fn succeeded and the
-// error came from COMMIT.
+// error came from the round trip that carried COMMIT. BEGIN is not sent on its
+// own: it waits in the pipe and goes with fn's first statement that is read,
+// and fn's last waiting writes go with COMMIT.
 func (s *Store) attempt(ctx context.Context, fn func(*writeTx) error) (err error, committing bool) {
 	if err := s.begin(ctx); err != nil {
 		return err, false
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.wrap("begin write", ctx, err), false
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	w := &writeTx{readTx: readTx{ctx: ctx, tx: &pipe{Tx: tx}}, locked: map[uint64]bool{}, marked: map[string]bool{}}
+	defer release(context.WithoutCancel(ctx), c)
+	p := &pipe{conn: c.Conn()}
+	p.later("begin write", beginWrite)
+	w := &writeTx{readTx: readTx{ctx: ctx, tx: p}, locked: map[uint64]bool{}, marked: map[string]bool{}}
 	if err := fn(w); err != nil {
 		return err, false
 	}
-	if err := w.tx.flush(ctx); err != nil {
-		return err, false
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := p.commit(ctx); err != nil {
 		return s.wrap("commit", ctx, err), true
 	}
 	return nil, false
+}
+
+// beginWrite begins a write transaction.
+const beginWrite = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+
+// release returns a write transaction's connection to the pool: a transaction
+// still open or failed on it is rolled back first, and a connection whose
+// ROLLBACK fails is closed, since its state is unknown. The pool destroys a
+// connection that is closed, busy or still in a transaction instead of
+// keeping it (pgxpool.Conn.Release), so none goes back mid-transaction.
+func release(ctx context.Context, c *pgxpool.Conn) {
+	conn := c.Conn()
+	if !conn.IsClosed() && conn.PgConn().TxStatus() != 'I' {
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			_ = conn.Close(ctx)
+		}
+	}
+	c.Release()
 }
 
 // retryable says why running a failed write transaction again may succeed:
