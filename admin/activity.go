@@ -39,6 +39,8 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	var out []core.Activity
 	next := ""
 	ok := s.view(w, r, func(tx core.ReadTx) error {
+		out, next = nil, "" // fn may run again (core.Store.View)
+		after := after
 		scanned := 0
 		if forward {
 			next = strconv.FormatUint(after, 10)

@@ -55,6 +55,7 @@ func (s *Server) bots(w http.ResponseWriter, r *http.Request) {
 	var out []BotView
 	next := ""
 	ok := s.view(w, r, func(tx core.ReadTx) error {
+		out, next = nil, "" // fn may run again (core.Store.View)
 		bots := slices.Clone(s.opts.Bots)
 		if len(bots) == 0 {
 			var err error

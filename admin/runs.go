@@ -109,6 +109,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	var d RunDetail
 	if s.view(w, r, func(tx core.ReadTx) error {
+		d = RunDetail{} // fn may run again (core.Store.View)
 		run, err := tx.Run(core.RunID(id))
 		if err != nil {
 			return err

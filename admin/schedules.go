@@ -45,6 +45,7 @@ func (s *Server) schedules(w http.ResponseWriter, r *http.Request) {
 	var out []Schedule
 	var next string
 	ok := s.view(w, r, func(tx core.ReadTx) error {
+		out, next = nil, "" // fn may run again (core.Store.View)
 		all, err := core.BotSchedules(tx)
 		if err != nil {
 			return err

@@ -120,6 +120,10 @@ func (s *Server) spend(w http.ResponseWriter, r *http.Request) {
 	today := map[string]*BudgetBar{}
 	all := &BudgetBar{Name: "all bots today"}
 	ok := s.view(w, r, func(tx core.ReadTx) error {
+		clear(series) // fn may run again (core.Store.View)
+		clear(totals)
+		clear(today)
+		*all = BudgetBar{Name: "all bots today"}
 		var after uint64
 		for {
 			batch, err := tx.UsageEntries(after, ledgerPage)

@@ -40,6 +40,7 @@ func (s *Server) threads(w http.ResponseWriter, r *http.Request) {
 	var out []ThreadSummary
 	var next string
 	ok := s.view(w, r, func(tx core.ReadTx) error {
+		out, next = nil, "" // fn may run again (core.Store.View)
 		pending, err := pendingByThread(tx)
 		if err != nil {
 			return err
@@ -213,6 +214,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 	}
 	var d ThreadDetail
 	ok = s.view(w, r, func(tx core.ReadTx) error {
+		d = ThreadDetail{} // fn may run again (core.Store.View)
 		t, err := tx.Thread(core.ThreadID(id))
 		if err != nil {
 			return err

@@ -110,6 +110,7 @@ func (ix *MessageIndex) IndexPending(ctx context.Context) (int, error) {
 	var after core.MessageID
 	var msgs []core.Message
 	err := ix.opts.Store.View(ctx, func(tx core.ReadTx) error {
+		after = 0 // fn may run again (core.Store.View)
 		c, err := tx.Cursor(msgIndexCursor)
 		if err != nil {
 			return err

@@ -209,6 +209,7 @@ func (r *runEnv) CreateSchedule(ctx context.Context, spec BotScheduleSpec) (BotS
 func (r *runEnv) Schedules(ctx context.Context) ([]BotSchedule, error) {
 	var mine []BotSchedule
 	err := r.e.store.View(ctx, func(tx ReadTx) error {
+		mine = nil // fn may run again (core.Store.View)
 		all, err := BotSchedules(tx)
 		for _, s := range all {
 			if s.Bot == r.job.Bot.Handle {

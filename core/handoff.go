@@ -34,6 +34,7 @@ func (e *Engine) handoff(ctx context.Context, c Command) (string, error) {
 	var target ActorID
 	var thread ThreadID
 	err := e.store.View(ctx, func(tx ReadTx) error {
+		target = "" // fn may run again (core.Store.View)
 		d, err := loadPeopleTx(tx)
 		if err != nil {
 			return err

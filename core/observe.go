@@ -179,12 +179,13 @@ const gaugeScanLimit = 100000
 // Gauges reads the current queue sizes in one read transaction. Errors are
 // store failures (and ctx's).
 func (e *Engine) Gauges(ctx context.Context) (Gauges, error) {
-	g := Gauges{Mailbox: map[string]int{}, PendingQuestions: map[[2]string]int{}, Runs: map[[2]string]int{}}
+	var g Gauges
 	set := e.cfg()
-	for _, b := range set.order {
-		g.Mailbox[b.Handle] = 0
-	}
 	err := e.store.View(ctx, func(tx ReadTx) error {
+		g = Gauges{Mailbox: map[string]int{}, PendingQuestions: map[[2]string]int{}, Runs: map[[2]string]int{}} // fn may run again (core.Store.View)
+		for _, b := range set.order {
+			g.Mailbox[b.Handle] = 0
+		}
 		items, err := tx.ItemsByStatus(ItemQueued)
 		if err != nil {
 			return err

@@ -21,6 +21,7 @@ const ownerHello = "openbot: a notice for the owners follows."
 func (e *Engine) TellOwners(ctx context.Context, text string, avoid []AccountID) (told int, err error) {
 	var owners [][]ActorID
 	err = e.store.View(ctx, func(tx ReadTx) error {
+		owners = nil // fn may run again (core.Store.View)
 		d, err := loadPeopleTx(tx)
 		if err != nil {
 			return err

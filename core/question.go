@@ -320,6 +320,7 @@ func (qs *questions) expire(ctx context.Context) (int, error) {
 	now := qs.e.clock.Now()
 	var due []Question
 	if err := qs.e.store.View(ctx, func(tx ReadTx) error {
+		due = nil // fn may run again (core.Store.View)
 		pending, err := tx.Questions(true, 0)
 		for _, q := range pending {
 			if !q.Expires.IsZero() && !now.Before(q.Expires) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -57,6 +58,69 @@ func TestRerunDiscardsTheFirstRun(t *testing.T) {
 	boom := errors.New("boom")
 	if err := rs.Update(ctx, func(core.Tx) error { runs++; return boom }); !errors.Is(err, boom) || runs != 1 {
 		t.Errorf("failing fn: err %v after %d runs, want boom after 1", err, runs)
+	}
+	runs = 0
+	if err := rs.View(ctx, func(core.ReadTx) error { runs++; return nil }); err != nil || runs != 2 {
+		t.Errorf("View: err %v, fn ran %d times, want 2", err, runs)
+	}
+	runs = 0
+	if err := rs.View(ctx, func(core.ReadTx) error { runs++; return boom }); !errors.Is(err, boom) || runs != 1 {
+		t.Errorf("failing View fn: err %v after %d runs, want boom after 1", err, runs)
+	}
+	if between != 2 {
+		t.Errorf("between ran %d times after the Views, want 2 (writes only)", between)
+	}
+}
+
+// TestGaugesUnderRerun: a store may run a View callback again (after a lost
+// connection, core.Store.View), so Gauges counts each queued item, pending
+// question, run and outbox entry once on a store whose reads run twice.
+func TestGaugesUnderRerun(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.Update(ctx, func(tx core.Tx) error {
+		th, err := tx.PutThread(core.Thread{Key: "k", Created: time.Now()})
+		if err != nil {
+			return err
+		}
+		for range 2 {
+			if _, err := tx.PutItem(core.InboxItem{Actor: "bot:engineer", Thread: th.ID, Kind: core.ItemMessage, Status: core.ItemQueued}); err != nil {
+				return err
+			}
+		}
+		run, err := tx.PutRun(core.Run{Bot: "bot:qa", Thread: th.ID, Status: core.RunQueued})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.PutQuestion(core.Question{Token: "t1", Kind: core.QuestionAsk, Run: run.ID, Bot: "bot:qa", Thread: th.ID,
+			Status: core.QuestionPending, Choice: -1}); err != nil {
+			return err
+		}
+		_, err = tx.PutOutbox(core.OutboxEntry{Account: "console/local", Conversation: "main", Thread: th.ID, Status: core.OutboxPending})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var gauges [2]core.Gauges
+	for i, s := range []core.Store{st, storetest.Rerun(st, nil)} {
+		eng, err := core.New(core.Options{Store: s, Agent: &scriptAgent{}, Bots: team})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gauges[i], err = eng.Gauges(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	once, twice := gauges[0], gauges[1]
+	if once.Mailbox["engineer"] != 2 || once.OutboxPending != 1 || len(once.Runs) != 1 || len(once.PendingQuestions) != 1 {
+		t.Fatalf("the store's own gauges miss the seeded records: %+v", once)
+	}
+	if !reflect.DeepEqual(twice, once) {
+		t.Errorf("Gauges on reads that run twice = %+v, want %+v", twice, once)
 	}
 }
 

@@ -345,6 +345,7 @@ func (c *cluster) recoverLapsed(ctx context.Context) (int, error) {
 func (c *cluster) wakeQueued(ctx context.Context) {
 	var handles []string
 	err := c.e.store.View(ctx, func(tx ReadTx) error {
+		handles = nil // fn may run again (core.Store.View)
 		for _, b := range c.e.cfg().order {
 			if _, err := tx.NextQueued(b.ID(), func(InboxItem) bool { return false }); err == nil {
 				handles = append(handles, b.Handle)

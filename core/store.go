@@ -15,7 +15,11 @@ var ErrNotFound = errors.New("not found")
 // is the contract every implementation passes.
 type Store interface {
 	// View runs fn in a read-only transaction. Values read are copies that stay
-	// valid after fn returns.
+	// valid after fn returns. fn may run more than once (a store whose reads can
+	// lose their connection mid-transaction runs fn again in a new one) and only
+	// the last run's results count, so it must reset what it captures at its
+	// start (assign results, do not append to or count into what lives outside
+	// fn) and have no effect outside the transaction.
 	View(ctx context.Context, fn func(ReadTx) error) error
 	// Update runs fn in one read-write transaction; if fn returns an error nothing
 	// is written and that error is returned.

@@ -33,7 +33,8 @@ func (bg *budgets) report(ctx context.Context, threadKey, bot string) (string, e
 	now := bg.e.clock.Now()
 	var b strings.Builder
 	err := bg.e.store.View(ctx, func(tx ReadTx) error {
-		b.Reset()
+		b.Reset() // fn may run again (core.Store.View)
+		bot := bot
 		var t *Thread
 		if threadKey != "" {
 			id, err := tx.ThreadByKey(threadKey)

@@ -75,6 +75,8 @@ func channels(ctx context.Context, hl *health, accts *accountSet, st core.Store)
 	backlog := map[core.AccountID]int{}
 	leases := map[string]core.Lease{}
 	err := st.View(ctx, func(tx core.ReadTx) error {
+		clear(backlog) // fn may run again (core.Store.View)
+		clear(leases)
 		if accts.eng.Shared() {
 			ls, err := tx.Leases(core.LeaseKeyIngress(""))
 			if err != nil {

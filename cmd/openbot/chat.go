@@ -42,6 +42,7 @@ var errRunsFailed = errors.New("run(s) failed in this chat")
 func (f *runFailures) err(ctx context.Context, st core.Store) error {
 	var failed []core.Run
 	err := st.View(ctx, func(tx core.ReadTx) error {
+		failed = nil // fn may run again (core.Store.View)
 		for before := core.RunID(0); ; {
 			runs, err := tx.RunsBefore(before, 100)
 			if err != nil || len(runs) == 0 {

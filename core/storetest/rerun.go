@@ -14,13 +14,15 @@ const RerunEnv = "OPENBOT_TEST_RERUN"
 
 // Rerun wraps s so that every Update and Batch runs fn twice: first in a
 // transaction that is rolled back, then again for real, as a store that
-// retries a transaction after a serialization failure or a deadlock does. A
-// callback that is safe to run more than once (it resets what it captures at
-// its start and has no effect outside the transaction) behaves the same on the
-// wrapper as on s. When the first run fails, its error is returned and fn does
-// not run again. between, when not nil, is called after the first run and
-// before the second, on the caller's goroutine: it stands for the transaction
-// whose commit made the store run fn again, which the second run sees.
+// retries a transaction after a serialization failure or a deadlock does; and
+// every View runs fn twice, in two read transactions, as a store that runs a
+// read again after losing its connection does. A callback that is safe to run
+// more than once (it resets what it captures at its start and has no effect
+// outside the transaction) behaves the same on the wrapper as on s. When the
+// first run fails, its error is returned and fn does not run again. between,
+// when not nil, is called after a write's first run and before its second, on
+// the caller's goroutine: it stands for the transaction whose commit made the
+// store run fn again, which the second run sees.
 func Rerun(s core.Store, between func()) core.Store { return rerunStore{s, between} }
 
 // RerunFromEnv is Rerun(s) when RerunEnv is set, s otherwise: the switch that
@@ -70,4 +72,11 @@ func (s rerunStore) Batch(ctx context.Context, fn func(core.Tx) error) error {
 		return err
 	}
 	return s.Store.Batch(ctx, fn)
+}
+
+func (s rerunStore) View(ctx context.Context, fn func(core.ReadTx) error) error {
+	if err := s.Store.View(ctx, fn); err != nil {
+		return err
+	}
+	return s.Store.View(ctx, fn)
 }
