@@ -2,8 +2,10 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +226,90 @@ func TestWriteStatementTimeout(t *testing.T) {
 			retryWarned(t, log, "statement timeout")
 			stillWrites(t, s, w.write)
 		})
+	}
+}
+
+// TestViewConnectionDropped: the server ends the connection of a read
+// transaction between two of its statements (a restart mid-read, as in
+// TestDatabaseRestartMidLoad). The read runs again in a new transaction on
+// another connection, logs a WARN saying so, and the caller gets the second
+// run's result and no error.
+func TestViewConnectionDropped(t *testing.T) {
+	const app = "openbot-fault-view"
+	dsn := pgtest.DSN(t)
+	s, log := openLogged(t, dsn+"&application_name="+app)
+	admin, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	var th core.Thread
+	if err := s.Update(t.Context(), func(tx core.Tx) error {
+		if th, err = tx.PutThread(core.Thread{Key: "read"}); err != nil {
+			return err
+		}
+		for i := range 3 {
+			if _, err := tx.PutMessage(core.Message{Thread: th.ID, Sender: "slack:T1:U1", Text: fmt.Sprint("m", i)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	runs := 0
+	var texts []string
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() { // joined on done
+		done <- s.View(t.Context(), func(tx core.ReadTx) error {
+			runs++
+			if _, err := tx.Thread(th.ID); err != nil {
+				return err
+			}
+			if runs == 1 {
+				close(inside)
+				<-release
+			}
+			msgs, err := tx.Messages(th.ID, 0, 0)
+			texts = nil
+			for _, m := range msgs {
+				texts = append(texts, m.Text)
+			}
+			return err
+		})
+	}()
+	<-inside
+	killed := terminateIdleInTx(t, admin, app)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the store does not run a read again whose connection was dropped (%d backend ended): View "+
+			"returned %q; it must run fn again in a new transaction and log a WARN saying so", killed, err)
+	}
+	if runs != 2 {
+		t.Errorf("fn ran %d times, want 2 (once more after the dropped connection)", runs)
+	}
+	if want := []string{"m0", "m1", "m2"}; !slices.Equal(texts, want) {
+		t.Errorf("View read %q, want %q", texts, want)
+	}
+	retryWarned(t, log, "SQLSTATE 57P01")
+	if n := threadsKeyed(t, s, "read"); n != 1 {
+		t.Errorf("a read after the fault found %d threads keyed read, want 1", n)
+	}
+}
+
+// TestViewFailsOnce: a read that fails for a reason another run cannot cure
+// (here fn's own error) is not run again.
+func TestViewFailsOnce(t *testing.T) {
+	s, _ := openLogged(t, pgtest.DSN(t))
+	runs := 0
+	err := s.View(t.Context(), func(tx core.ReadTx) error {
+		runs++
+		_, err := tx.Thread(12345)
+		return err
+	})
+	if !errors.Is(err, core.ErrNotFound) || runs != 1 {
+		t.Errorf("View of a missing thread: %v after %d runs, want ErrNotFound after 1", err, runs)
 	}
 }

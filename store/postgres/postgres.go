@@ -13,8 +13,8 @@
 // violation) or its connection before commit is rolled back and run again on
 // a fresh snapshot (write). So each transaction behaves as if it ran alone,
 // which is what the engine's read-then-write logic needs. Reads (View) run in
-// REPEATABLE READ read-only transactions and never wait for writers. Only this
-// package imports pgx.
+// REPEATABLE READ read-only transactions and never wait for writers; one that
+// loses its connection is run again too. Only this package imports pgx.
 package postgres
 
 import (
@@ -120,23 +120,27 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 
 // View runs fn in a read-only REPEATABLE READ transaction (one snapshot). It
 // returns ctx.Err() without calling fn when ctx is done first, and ErrClosed
-// after Close. A transaction that cannot begin for a lost connection or a
-// restarting server is begun again (retry); fn runs once. Values returned are
-// decoded copies that outlive the transaction.
+// after Close. fn may run more than once: when the transaction fails for a
+// reason write would run again for (retryable: a lost connection, a restarting
+// server, a statement timeout), in BEGIN or in one of fn's statements, fn runs
+// again in a new transaction on a fresh snapshot (retry), and only the last
+// run's results count. Values returned are decoded copies that outlive the
+// transaction.
 func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	var tx pgx.Tx
-	err := s.retry(ctx, "read", func() (error, bool) {
-		var err error
-		if tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}); err != nil {
-			return s.wrap("begin read", ctx, err), true
-		}
-		return nil, true
-	})
-	if err != nil {
+	return s.retry(ctx, "read", func() (error, bool) { return s.read(ctx, fn), true })
+}
+
+// read is one run of View.
+func (s *Store) read(ctx context.Context, fn func(core.ReadTx) error) error {
+	if err := s.begin(ctx); err != nil {
 		return err
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return s.wrap("begin read", ctx, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	return fn(&readTx{ctx: ctx, tx: &pipe{conn: tx.Conn()}})
@@ -162,7 +166,7 @@ func (s *Store) Batch(ctx context.Context, fn func(core.Tx) error) error {
 	return s.Update(ctx, fn)
 }
 
-// Retries of a write transaction (write): the pause before attempt n+1 is
+// Retries of a transaction (write, View): the pause before attempt n+1 is
 // random up to retryBase<<n, at most retryMaxConflictPause after a lost race
 // and retryMaxPause after a connection failure or timeout; after retryBudget
 // the last error is returned.
@@ -262,7 +266,8 @@ func release(ctx context.Context, c *pgxpool.Conn) {
 	c.Release()
 }
 
-// retryable says why running a failed write transaction again may succeed:
+// retryable says why running a failed transaction (write, View) again may
+// succeed:
 // "conflict" when it lost a race with another writer (serialization failure,
 // deadlock, unique violation, or a statement run after one of those in the
 // aborted transaction), "connection" when the connection broke or the server
