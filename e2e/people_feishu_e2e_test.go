@@ -103,6 +103,11 @@ func TestFeishuChannelPolicy(t *testing.T) {
 	r.fsGroup("om_pol_04", feishutest.GroupChat, fsCarolOpenID, "hello")
 	r.fsGroup("om_pol_05", feishutest.GroupChat, fsCarolOpenID, "hello again")
 	r.idle()
+	// The adapter sends notices from one queue, in order: once the answer to
+	// Bob's later command has arrived, every notice about Carol's two
+	// messages has too.
+	r.fsGroup("om_pol_05b", feishutest.GroupChat, feishutest.BobOpenID, "/policy members=everyone")
+	r.waitMessage("bob's answer", func(m feishutest.Message) bool { return m.ReplyTo == "om_pol_05b" })
 	notices := 0
 	for _, m := range r.fake.Messages() {
 		if strings.Contains(m.Text(), "only the people an owner has let in") {
