@@ -2,6 +2,7 @@ package tools
 
 import (
 	"errors"
+	"openbot/agents"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +176,29 @@ func TestWorkspaceCaps(t *testing.T) {
 	got, err = call(t, tl["workspace_read"], nil, map[string]any{"path": "f", "offset": 10})
 	if err != nil || got != "abcdef" {
 		t.Fatalf("read at offset: %q %v", got, err)
+	}
+}
+
+// TestWorkspaceReadPageFitsWhatTheModelSees: with the default caps, a page of
+// a large file and its "call again with offset" note fit in one tool result
+// as the model is shown it (agents.DefaultMaxToolResultChars), so the agent's
+// own cut never drops the note that says how to read on.
+func TestWorkspaceReadPageFitsWhatTheModelSees(t *testing.T) {
+	root := t.TempDir()
+	tl := builtins(t, Options{WorkspaceRoot: root})
+	big := strings.Repeat("line of a long file 0123456789\n", 2000) // 62,000 bytes
+	if err := os.MkdirAll(filepath.Join(root, "thread-7"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "thread-7", "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := call(t, tl["workspace_read"], nil, map[string]any{"path": "big.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) > agents.DefaultMaxToolResultChars || !strings.Contains(got, "call again with offset") {
+		t.Fatalf("a page of %d bytes (the model is shown %d), ends %q; want it to fit with its note",
+			len(got), agents.DefaultMaxToolResultChars, got[max(0, len(got)-120):])
 	}
 }

@@ -22,10 +22,14 @@ import (
 
 // Defaults applied by Builtins to zero Options fields.
 const (
-	DefaultWorkspaceRoot    = "./data/workspace"
-	DefaultReadCap          = 256 << 10 // bytes returned by workspace_read
-	DefaultWriteCap         = 1 << 20   // bytes accepted by workspace_write
-	DefaultOutputCap        = 64 << 10  // bytes of shell output / tool result text
+	DefaultWorkspaceRoot = "./data/workspace"
+	// DefaultReadCap is the bytes workspace_read returns in one call: a page
+	// and its "call again with offset N" note fit in what the model is shown
+	// of one tool result (agents.DefaultMaxToolResultChars), so the cut there
+	// never drops the note.
+	DefaultReadCap          = agents.DefaultMaxToolResultChars - 256
+	DefaultWriteCap         = 1 << 20  // bytes accepted by workspace_write
+	DefaultOutputCap        = 64 << 10 // bytes of shell output / tool result text
 	DefaultFetchTimeout     = 30 * time.Second
 	DefaultFetchMaxBytes    = 1 << 20 // response body bytes read by http_fetch
 	DefaultSearchMaxResults = 100
