@@ -33,7 +33,7 @@ func TestTryABotInBrowser(t *testing.T) {
 	)
 	screens(t, ctx, "chat-new")
 	run(t, ctx, "send and see the reply being written",
-		chromedp.Click(chromedp.CSS(`button[data-act="send"]`)),
+		click(`button[data-act="send"]`),
 		chromedp.WaitVisible(chromedp.CSS(`#draft:not([hidden])`)),
 	)
 	waitText(t, ctx, "#draft", "@pm is writing…")

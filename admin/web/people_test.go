@@ -35,7 +35,7 @@ func TestPeoplePageLetsAPersonIn(t *testing.T) {
 	signIn(t, bctx, tm)
 	row := `tr[data-code="` + code + `"]`
 	run(t, bctx, "let Mia in from the People page",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="people"]`)),
+		click(`nav a[data-nav="people"]`),
 		chromedp.WaitVisible(chromedp.CSS(row+` button[data-act="pair"]`)),
 		click(row+` button[data-act="pair"]`),
 		chromedp.WaitVisible(chromedp.CSS(row+` button.danger[data-act="pair"]`)),

@@ -39,7 +39,7 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 		})
 	}
 	run(t, bctx, "start filling in the policy form",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="people"]`)),
+		click(`nav a[data-nav="people"]`),
 		chromedp.WaitVisible(chromedp.CSS(`#policy`)),
 		chromedp.SendKeys(chromedp.CSS(in("account")), "slack/acme"),
 		chromedp.SendKeys(chromedp.CSS(in("channel")), "T1:"),

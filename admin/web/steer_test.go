@@ -20,13 +20,8 @@ func signIn(t *testing.T, ctx context.Context, tm *team) {
 	browsertest.SignIn(t, ctx, tm.url, token)
 }
 
-// click clicks the element sel selects, found and clicked in one script step.
-func click(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[any](`document.querySelector(`+quote(sel)+`).click()`)(ctx, t)
-		return err
-	})
-}
+// click is browsertest.Click: found and clicked in one script step.
+var click = browsertest.Click
 
 // view reads the store.
 func (tm *team) view(t *testing.T, f func(tx core.ReadTx) error) {
@@ -51,7 +46,7 @@ func TestDashboardSteers(t *testing.T) {
 	// The pages redraw live (the team page every few seconds), so a button is
 	// clicked in one step by script, not found and then clicked.
 	run(t, ctx, "pause @pm from the team page",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="team"]`)),
+		click(`nav a[data-nav="team"]`),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button[data-act="pause"]`)),
 		click(pmRow+` button[data-act="pause"]`),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button.danger[data-act="pause"]`)), // "Really pause @pm?"

@@ -34,7 +34,7 @@ func TestDashboardConfigAndReload(t *testing.T) {
 	ctx := browsertest.Browser(t)
 	browsertest.SignIn(t, ctx, base, testAdminToken)
 	browsertest.Run(t, ctx, "open the config page",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="config"]`)),
+		browsertest.Click(`nav a[data-nav="config"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-key="llm.default.api_key"]`)),
 	)
 	key := browsertest.Value(t, ctx, "the api key", chromedp.Text(chromedp.CSS(`tr[data-key="llm.default.api_key"] td[data-label="Value"]`)))
@@ -74,7 +74,7 @@ func TestDashboardConfigAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.Run(t, ctx, "reload",
-		chromedp.Click(chromedp.CSS(`button[data-act="reload"]`)),
+		browsertest.Click(`button[data-act="reload"]`),
 		chromedp.WaitVisible(chromedp.CSS(`.reload-report tr[data-key="limits.max_bot_hops"]`)),
 	)
 	browsertest.WaitText(t, ctx, "#flash", "Reloaded: 2 key(s) applied, 3 need(s) a restart.")
@@ -129,7 +129,7 @@ func TestDashboardConfigAndReload(t *testing.T) {
 		t.Errorf("the activity log's config lines: %+v, want one config.reloaded by console:operator saying %q", lines, summary)
 	}
 	browsertest.Run(t, ctx, "open the activity page",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="activity"]`)),
+		browsertest.Click(`nav a[data-nav="activity"]`),
 		chromedp.WaitVisible(chromedp.CSS(`main table`)))
 	browsertest.WaitText(t, ctx, "main table", summary)
 	browsertest.Screenshots(t, ctx, "activity-reload")
@@ -139,9 +139,9 @@ func TestDashboardConfigAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.Run(t, ctx, "reload a broken file",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="config"]`)),
+		browsertest.Click(`nav a[data-nav="config"]`),
 		chromedp.WaitVisible(chromedp.CSS(`button[data-act="reload"]`)),
-		chromedp.Click(chromedp.CSS(`button[data-act="reload"]`)))
+		browsertest.Click(`button[data-act="reload"]`))
 	browsertest.WaitText(t, ctx, "#flash", "Not reloaded")
 	browsertest.WaitText(t, ctx, "main pre.error", "max_bot_hops")
 	lines = reloadActivity(t, ctx)

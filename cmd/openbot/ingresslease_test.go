@@ -149,7 +149,7 @@ func TestChannelsShowIngressHolder(t *testing.T) {
 	cell := `tr[data-account="telegram/chief"] td[data-label="Ingress"]`
 	browsertest.SignIn(t, ctx, "http://"+addrB, testAdminToken)
 	browsertest.Run(t, ctx, "the channels on proc-b's team page",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="team"]`)),
+		browsertest.Click(`nav a[data-nav="team"]`),
 		chromedp.WaitVisible(chromedp.CSS(cell)))
 	browsertest.WaitText(t, ctx, cell, "proc-a")
 	browsertest.WaitText(t, ctx, cell, "lease expires in")

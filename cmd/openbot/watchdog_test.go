@@ -133,7 +133,7 @@ func TestWatchdogReconnectsSilentTelegram(t *testing.T) {
 	ctx := browsertest.Browser(t)
 	browsertest.SignIn(t, ctx, base, testAdminToken)
 	browsertest.Run(t, ctx, "the channels on the team page",
-		chromedp.Click(chromedp.CSS(`nav a[data-nav="team"]`)),
+		browsertest.Click(`nav a[data-nav="team"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-account="telegram/chief"]`)))
 	browsertest.WaitText(t, ctx, `tr[data-account="telegram/chief"] td[data-label="State"]`, "reconnecting")
 	browsertest.WaitText(t, ctx, `tr[data-account="telegram/ops"] td[data-label="State"]`, "connected")

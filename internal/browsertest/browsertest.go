@@ -6,6 +6,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,4 +131,20 @@ func Screenshots(t *testing.T, ctx context.Context, name string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Click clicks the element sel (CSS) selects, found and clicked in one script
+// step: the dashboard redraws live, so a node found in one step may be gone in
+// the next ("Could not find node with given id"). Between two renders the
+// element may be missing for a moment; the script polls every 25 ms until it is
+// there, bounded by the caller's context (Run's 20 s).
+func Click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		q, _ := json.Marshal(sel)
+		_, err := chromedp.Evaluate[any](`new Promise(done => {
+			const go = () => { const el = document.querySelector(`+string(q)+`); if (el) { el.click(); done(true) } else setTimeout(go, 25) };
+			go();
+		})`, chromedp.EvalAwaitPromise)(ctx, t)
+		return err
+	})
 }
