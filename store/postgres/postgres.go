@@ -127,9 +127,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // run's results count. Values returned are decoded copies that outlive the
 // transaction.
 func (s *Store) View(ctx context.Context, fn func(core.ReadTx) error) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
 	return s.retry(ctx, "read", func() (error, bool) { return s.read(ctx, fn), true })
 }
 
@@ -152,9 +149,6 @@ func (s *Store) read(ctx context.Context, fn func(core.ReadTx) error) error {
 // writer or its connection before commit, it is rolled back and run again
 // (write), and only the last run's writes land.
 func (s *Store) Update(ctx context.Context, fn func(core.Tx) error) error {
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
 	return s.write(ctx, func(w *writeTx) error { return fn(w) })
 }
 
