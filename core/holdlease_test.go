@@ -37,7 +37,9 @@ func (s *deadStore) Update(ctx context.Context, fn func(core.Tx) error) error {
 	}
 }
 
-func leaseStoreFor(t *testing.T) core.Store {
+// boltStore opens a bbolt store in the test's directory, closed when the
+// test ends.
+func boltStore(t *testing.T) *bolt.Store {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{})
 	if err != nil {
@@ -130,7 +132,7 @@ func (h *holder) stop(t *testing.T) {
 // first runs fn; the second stands by naming the first, and runs fn once the
 // first stops and releases the lease.
 func TestHoldLeaseOneHolderAtATime(t *testing.T) {
-	st := leaseStoreFor(t)
+	st := boltStore(t)
 	var running atomic.Int32
 	var overlap atomic.Bool
 	key := core.LeaseKeyIngress("telegram/chief")
@@ -158,7 +160,7 @@ func TestHoldLeaseOneHolderAtATime(t *testing.T) {
 // other engine takes the lease over once it has lapsed, never running fn while
 // the first still does.
 func TestHoldLeaseTakeoverAfterHolderDies(t *testing.T) {
-	st := leaseStoreFor(t)
+	st := boltStore(t)
 	var running atomic.Int32
 	var overlap atomic.Bool
 	key := core.LeaseKeyIngress("telegram/chief")
@@ -190,7 +192,7 @@ func TestHoldLeaseTakeoverAfterHolderDies(t *testing.T) {
 // TestHoldLeaseUnsharedRunsFn: an engine that does not share its store runs fn
 // at once, whatever lease records say, and returns fn's error.
 func TestHoldLeaseUnsharedRunsFn(t *testing.T) {
-	st := leaseStoreFor(t)
+	st := boltStore(t)
 	key := core.LeaseKeyIngress("telegram/chief")
 	if err := st.Update(context.Background(), func(tx core.Tx) error {
 		_, err := core.TakeLeaseTx(tx, key, "someone-else", time.Now(), time.Hour)
@@ -211,7 +213,7 @@ func TestHoldLeaseUnsharedRunsFn(t *testing.T) {
 // TestLeaseSince: a lease records when its owner took it; renewals keep that
 // time, and another owner taking the lapsed lease starts a new one.
 func TestLeaseSince(t *testing.T) {
-	st := leaseStoreFor(t)
+	st := boltStore(t)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	take := func(owner string, now time.Time) core.Lease {
 		t.Helper()

@@ -3,14 +3,12 @@ package core_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"openbot/core"
 	"openbot/core/storetest"
-	"openbot/store/bolt"
 )
 
 // A store that runs write transactions concurrently (snapshot isolation) rolls
@@ -21,11 +19,7 @@ import (
 // TestRerunDiscardsTheFirstRun: the wrapper runs fn twice and keeps the
 // second run's writes only; a failing first run is not run again.
 func TestRerunDiscardsTheFirstRun(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := boltStore(t)
 	between := 0
 	rs := storetest.Rerun(st, func() { between++ })
 	ctx := context.Background()
@@ -76,11 +70,7 @@ func TestRerunDiscardsTheFirstRun(t *testing.T) {
 // connection, core.Store.View), so Gauges counts each queued item, pending
 // question, run and outbox entry once on a store whose reads run twice.
 func TestGaugesUnderRerun(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := boltStore(t)
 	ctx := context.Background()
 	if err := st.Update(ctx, func(tx core.Tx) error {
 		th, err := tx.PutThread(core.Thread{Key: "k", Created: time.Now()})
@@ -154,11 +144,7 @@ func TestEngineUnderRerun(t *testing.T) {
 // transaction again after another process dropped the lease, the second run
 // takes it, and the caller is told so, not that the other process holds it.
 func TestTakeLeaseRetryDecidesAfresh(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "openbot.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := boltStore(t)
 	ctx := context.Background()
 	key := core.LeaseKeyIngress("telegram/chief")
 	if err := st.Update(ctx, func(tx core.Tx) error {

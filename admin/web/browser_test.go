@@ -66,9 +66,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#pending:not([hidden])`)),
 	)
 	run(t, ctx, "open the thread from the list",
-		click(`nav a[data-nav="threads"]`),
+		browsertest.Click(`nav a[data-nav="threads"]`),
 		chromedp.WaitVisible(chromedp.CSS(`table a[href^="#/threads/"]`)),
-		click(`table a[href^="#/threads/"]`),
+		browsertest.Click(`table a[href^="#/threads/"]`),
 		chromedp.WaitVisible(chromedp.CSS(`details.run summary`)),
 	)
 	text := value(t, ctx, "first message", chromedp.Text(chromedp.CSS(`.feed .msg`)))
@@ -76,7 +76,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("first message = %q", text)
 	}
 	run(t, ctx, "expand the run",
-		click(`details.run summary`),
+		browsertest.Click(`details.run summary`),
 		chromedp.WaitVisible(chromedp.CSS(`li[data-tool="lookup"] pre.args`)),
 	)
 	text = value(t, ctx, "arguments", chromedp.Text(chromedp.CSS(`li[data-tool="lookup"] pre.args`)))
@@ -89,7 +89,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	run(t, ctx, "approve in the thread",
 		chromedp.WaitVisible(chromedp.CSS(`.feed [data-question] button[data-answer="approve"]`)),
-		click(`.feed [data-question] button[data-answer="approve"]`),
+		browsertest.Click(`.feed [data-question] button[data-answer="approve"]`),
 	)
 	run(t, ctx, "the tool's result and the reply arrive live",
 		chromedp.WaitVisible(chromedp.CSS(`li[data-tool="lookup"] pre.result`)),
@@ -123,7 +123,7 @@ func TestDashboardInBrowser(t *testing.T) {
 func usageView(t *testing.T, ctx context.Context) {
 	t.Helper()
 	run(t, ctx, "open the usage view",
-		click(`nav a[data-nav="usage"]`),
+		browsertest.Click(`nav a[data-nav="usage"]`),
 		chromedp.WaitVisible(chromedp.CSS(`td[data-label="Cost"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.chart .uplot canvas`)),
 	)
@@ -240,7 +240,7 @@ func memoryView(t *testing.T, ctx context.Context, tm *team) {
 		t.Fatal(err)
 	}
 	run(t, ctx, "open the memory view",
-		click(`nav a[data-nav="memory"]`),
+		browsertest.Click(`nav a[data-nav="memory"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-memory] .memory-text`)),
 	)
 	picker := value(t, ctx, "the bot picker", chromedp.Text(chromedp.CSS(`p.bots`)))
@@ -252,10 +252,10 @@ func memoryView(t *testing.T, ctx context.Context, tm *team) {
 		t.Errorf("memory row = %q, want the text, its source and run", row)
 	}
 	run(t, ctx, "edit the memory",
-		click(`tr[data-memory] button[data-act="edit"]`),
+		browsertest.Click(`tr[data-memory] button[data-act="edit"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-memory] textarea`)),
 		chromedp.SetValue(chromedp.CSS(`tr[data-memory] textarea`), "Deploys go out on Wednesdays."),
-		click(`tr[data-memory] button[data-act="save"]`),
+		browsertest.Click(`tr[data-memory] button[data-act="save"]`),
 	)
 	waitText(t, ctx, "tr[data-memory] .memory-text", "Deploys go out on Wednesdays.")
 	if err := tm.st.View(context.Background(), func(tx core.ReadTx) error {
@@ -268,8 +268,8 @@ func memoryView(t *testing.T, ctx context.Context, tm *team) {
 		t.Fatal(err)
 	}
 	run(t, ctx, "delete the memory",
-		click(`tr[data-memory] button[data-act="delete"]`),
-		click(`tr[data-memory] button[data-act="delete"]`),
+		browsertest.Click(`tr[data-memory] button[data-act="delete"]`),
+		browsertest.Click(`tr[data-memory] button[data-act="delete"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-memory]`)),
 	)
 	if err := tm.st.View(context.Background(), func(tx core.ReadTx) error {
@@ -309,7 +309,7 @@ func TestApprovalShowsCommandInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#token`), token),
 		chromedp.Submit(chromedp.CSS(`#token`)),
 		chromedp.WaitVisible(chromedp.CSS(`nav a[data-nav="approvals"]`)),
-		click(`nav a[data-nav="approvals"]`),
+		browsertest.Click(`nav a[data-nav="approvals"]`),
 		chromedp.WaitVisible(chromedp.CSS(`.question pre.command`)),
 	)
 	if got := value(t, ctx, "command", chromedp.Evaluate[string](`document.querySelector(".question pre.command").textContent`)); got != cmd {
@@ -369,9 +369,9 @@ func TestOwnerApprovesWithShippedConfig(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#token`), token),
 		chromedp.Submit(chromedp.CSS(`#token`)),
 		chromedp.WaitVisible(chromedp.CSS(`nav a[data-nav="approvals"]`)),
-		click(`nav a[data-nav="approvals"]`),
+		browsertest.Click(`nav a[data-nav="approvals"]`),
 		chromedp.WaitVisible(chromedp.CSS(`.question button[data-answer="approve"]`)),
-		click(`.question button[data-answer="approve"]`),
+		browsertest.Click(`.question button[data-answer="approve"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(`.question button[data-answer="approve"]`)),
 	)
 	var all []core.Question

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"openbot/internal/browsertest"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestTryABotInBrowser(t *testing.T) {
 	)
 	screens(t, ctx, "chat-new")
 	run(t, ctx, "send and see the reply being written",
-		click(`button[data-act="send"]`),
+		browsertest.Click(`button[data-act="send"]`),
 		chromedp.WaitVisible(chromedp.CSS(`#draft:not([hidden])`)),
 	)
 	waitText(t, ctx, "#draft", "@pm is writing…")

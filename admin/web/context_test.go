@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"openbot/internal/browsertest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,7 +46,7 @@ func TestRunAndApprovalContextInBrowser(t *testing.T) {
 		t.Errorf("card arguments = %q", args)
 	}
 	screens(t, ctx, "approval-context")
-	run(t, ctx, "approve", click(`.question button[data-answer="approve"]`),
+	run(t, ctx, "approve", browsertest.Click(`.question button[data-answer="approve"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(`.question button[data-answer="approve"]`))) // redrawn once the engine took the answer
 	waitIdle(t, tm)
 

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"openbot/internal/browsertest"
 	"strings"
 	"testing"
 
@@ -35,11 +36,11 @@ func TestPeoplePageLetsAPersonIn(t *testing.T) {
 	signIn(t, bctx, tm)
 	row := `tr[data-code="` + code + `"]`
 	run(t, bctx, "let Mia in from the People page",
-		click(`nav a[data-nav="people"]`),
+		browsertest.Click(`nav a[data-nav="people"]`),
 		chromedp.WaitVisible(chromedp.CSS(row+` button[data-act="pair"]`)),
-		click(row+` button[data-act="pair"]`),
+		browsertest.Click(row+` button[data-act="pair"]`),
 		chromedp.WaitVisible(chromedp.CSS(row+` button.danger[data-act="pair"]`)),
-		click(row+` button[data-act="pair"]`),
+		browsertest.Click(row+` button[data-act="pair"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(row)),
 	)
 	waitText(t, bctx, "#flash", "Mia is in, as owner")
@@ -56,9 +57,9 @@ func TestPeoplePageLetsAPersonIn(t *testing.T) {
 	}
 	prow := `tr[data-person="` + people[0].ID + `"]`
 	run(t, bctx, "remove Mia",
-		click(prow+` button[data-act="revoke"]`),
+		browsertest.Click(prow+` button[data-act="revoke"]`),
 		chromedp.WaitVisible(chromedp.CSS(prow+` button.danger[data-act="revoke"]`)),
-		click(prow+` button[data-act="revoke"]`),
+		browsertest.Click(prow+` button[data-act="revoke"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(prow)),
 	)
 	if got, err := tm.eng.Admit(ctx, dm); err != nil || got.Allow {

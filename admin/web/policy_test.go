@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"openbot/internal/browsertest"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 		})
 	}
 	run(t, bctx, "start filling in the policy form",
-		click(`nav a[data-nav="people"]`),
+		browsertest.Click(`nav a[data-nav="people"]`),
 		chromedp.WaitVisible(chromedp.CSS(`#policy`)),
 		chromedp.SendKeys(chromedp.CSS(in("account")), "slack/acme"),
 		chromedp.SendKeys(chromedp.CSS(in("channel")), "T1:"),
@@ -66,7 +67,7 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 		set("budget_cost", "2.5"),
 		set("unlisted", "ask"),
 		set("instructions", "Keep it short."),
-		click(`#policy button[data-act="save-policy"]`),
+		browsertest.Click(`#policy button[data-act="save-policy"]`),
 		chromedp.WaitVisible(chromedp.CSS(row)),
 	)
 	waitText(t, bctx, "#flash", "The policy of "+where+" is saved")
@@ -117,9 +118,9 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 	// Edit fills the form from the row; a bot that is not configured is refused
 	// by the API, shown under the form, and nothing changes.
 	run(t, bctx, "edit with a bad default bot",
-		click(row+` button[data-act="edit-policy"]`),
+		browsertest.Click(row+` button[data-act="edit-policy"]`),
 		set("default_bot", "nobody"),
-		click(`#policy button[data-act="save-policy"]`),
+		browsertest.Click(`#policy button[data-act="save-policy"]`),
 	)
 	waitText(t, bctx, `#policy [role="status"]`, `default_bot "nobody" is not a configured bot`)
 	screens(t, bctx, "people-policy-refused")
@@ -134,7 +135,7 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 	run(t, bctx, "change it",
 		set("default_bot", "eng"),
 		set("mode", "disabled"),
-		click(`#policy button[data-act="save-policy"]`),
+		browsertest.Click(`#policy button[data-act="save-policy"]`),
 	)
 	waitText(t, bctx, row, "mode disabled")
 	if v := value(t, bctx, "the form's status", chromedp.Text(chromedp.CSS(`#policy [role="status"]`))); v != "" {
@@ -151,9 +152,9 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 	run(t, bctx, "back to a laptop", viewport(1280, 800, false))
 
 	run(t, bctx, "remove it",
-		click(row+` button[data-act="unpolicy"]`),
+		browsertest.Click(row+` button[data-act="unpolicy"]`),
 		chromedp.WaitVisible(chromedp.CSS(row+` button.danger[data-act="unpolicy"]`)),
-		click(row+` button[data-act="unpolicy"]`),
+		browsertest.Click(row+` button[data-act="unpolicy"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(row)),
 	)
 	waitText(t, bctx, "#flash", "The policy of "+where+" is removed")

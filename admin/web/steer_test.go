@@ -20,9 +20,6 @@ func signIn(t *testing.T, ctx context.Context, tm *team) {
 	browsertest.SignIn(t, ctx, tm.url, token)
 }
 
-// click is browsertest.Click: found and clicked in one script step.
-var click = browsertest.Click
-
 // view reads the store.
 func (tm *team) view(t *testing.T, f func(tx core.ReadTx) error) {
 	t.Helper()
@@ -46,11 +43,11 @@ func TestDashboardSteers(t *testing.T) {
 	// The pages redraw live (the team page every few seconds), so a button is
 	// clicked in one step by script, not found and then clicked.
 	run(t, ctx, "pause @pm from the team page",
-		click(`nav a[data-nav="team"]`),
+		browsertest.Click(`nav a[data-nav="team"]`),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button[data-act="pause"]`)),
-		click(pmRow+` button[data-act="pause"]`),
+		browsertest.Click(pmRow+` button[data-act="pause"]`),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button.danger[data-act="pause"]`)), // "Really pause @pm?"
-		click(pmRow+` button[data-act="pause"]`),
+		browsertest.Click(pmRow+` button[data-act="pause"]`),
 		chromedp.WaitVisible(chromedp.CSS(pmRow+` button[data-act="resume"]`)),
 	)
 	waitText(t, ctx, "#flash", "@pm paused")
@@ -85,9 +82,9 @@ func TestDashboardSteers(t *testing.T) {
 	run(t, ctx, "stop @pm in the thread",
 		chromedp.Navigate(tm.url+"/#/threads/"+itoa(release)),
 		chromedp.WaitVisible(chromedp.CSS(`button[data-act="stop"]`)),
-		click(`button[data-act="stop"]`),
+		browsertest.Click(`button[data-act="stop"]`),
 		chromedp.WaitVisible(chromedp.CSS(`button.danger[data-act="stop"]`)),
-		click(`button[data-act="stop"]`),
+		browsertest.Click(`button[data-act="stop"]`),
 	)
 	waitText(t, ctx, "#flash", "1 queued item(s) dropped")
 	tm.view(t, func(tx core.ReadTx) error {
@@ -103,9 +100,9 @@ func TestDashboardSteers(t *testing.T) {
 	run(t, ctx, "cancel the waiting run",
 		chromedp.Navigate(tm.url+"/#/threads/"+itoa(ops)),
 		chromedp.WaitVisible(chromedp.CSS(`details.run button[data-act="cancel"]`)),
-		click(`details.run button[data-act="cancel"]`),
+		browsertest.Click(`details.run button[data-act="cancel"]`),
 		chromedp.WaitVisible(chromedp.CSS(`details.run button.danger[data-act="cancel"]`)),
-		click(`details.run button[data-act="cancel"]`),
+		browsertest.Click(`details.run button[data-act="cancel"]`),
 		chromedp.WaitNotPresent(chromedp.CSS(`details.run button[data-act="cancel"]`)),
 	)
 	tm.view(t, func(tx core.ReadTx) error {

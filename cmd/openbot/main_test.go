@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -97,8 +97,8 @@ func serveWith(t *testing.T, llm *openaitest.Server, extra string, env map[strin
 
 // serveInProcess runs serve on cfg in this test process and waits until it
 // listens; it returns the listener address, the log (serve's standard output
-// and error), and stop, which ends serve and waits for it within its shutdown
-// bound (also run when the test ends; a second call does nothing). A non-zero
+// and error), and stop, which ends serve and waits for it (runtest.Start's
+// stop: also run when the test ends; a second call does nothing). A non-zero
 // exit is a test error; name labels serve in messages. Each hook changes the
 // app before serve starts (onEngine, configPath, ...).
 func serveInProcess(t *testing.T, cfg *config.Config, name string, hooks ...func(*app)) (addr string, logs *lockedBuffer, stop func()) {
@@ -110,28 +110,19 @@ func serveInProcess(t *testing.T, cfg *config.Config, name string, hooks ...func
 	for _, h := range hooks {
 		h(a)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() { done <- a.serve(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Errorf("%s exit %d:\n%s", name, code, logs.String())
-				}
-			case <-time.After(shutdownBound + 5*time.Second):
-				t.Errorf("%s did not stop within its bound", name)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	exited := make(chan int, 1)
+	_, stop = runtest.Start(t, func(ctx context.Context) error {
+		code := a.serve(ctx)
+		exited <- code
+		if code != 0 {
+			return fmt.Errorf("%s exit %d:\n%s", name, code, logs.String())
+		}
+		return nil
+	})
 	select {
 	case addr = <-addrs:
 		return addr, logs, stop
-	case code := <-done:
+	case code := <-exited:
 		t.Fatalf("%s exited %d early:\n%s", name, code, logs.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s never listened", name)

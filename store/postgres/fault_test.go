@@ -45,6 +45,19 @@ func openLogged(t *testing.T, dsn string) (*postgres.Store, *runtest.Buffer) {
 	return s, log
 }
 
+// adminConn is a connection of its own to dsn, beside the store's pool, for
+// what an administrator does to it (pg_terminate_backend); closed when the test
+// ends.
+func adminConn(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
 // threadsKeyed counts the stored threads with key.
 func threadsKeyed(t *testing.T, s *postgres.Store, key string) int {
 	t.Helper()
@@ -97,11 +110,7 @@ func TestWriteConnectionDropped(t *testing.T) {
 			app := "openbot-fault-" + strings.ToLower(w.name)
 			dsn := pgtest.DSN(t)
 			s, log := openLogged(t, dsn+"&application_name="+app)
-			admin, err := pgx.Connect(t.Context(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admin.Close(context.Background())
+			admin := adminConn(t, dsn)
 
 			attempts := 0
 			inside, release := make(chan struct{}), make(chan struct{})
@@ -170,11 +179,7 @@ func TestWriteStatementTimeout(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			dsn := pgtest.DSN(t)
 			s, log := openLogged(t, dsn+"&statement_timeout=200")
-			admin, err := pgx.Connect(t.Context(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admin.Close(context.Background())
+			admin := adminConn(t, dsn)
 			lock, err := admin.Begin(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -238,13 +243,10 @@ func TestViewConnectionDropped(t *testing.T) {
 	const app = "openbot-fault-view"
 	dsn := pgtest.DSN(t)
 	s, log := openLogged(t, dsn+"&application_name="+app)
-	admin, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
+	admin := adminConn(t, dsn)
 	var th core.Thread
 	if err := s.Update(t.Context(), func(tx core.Tx) error {
+		var err error
 		if th, err = tx.PutThread(core.Thread{Key: "read"}); err != nil {
 			return err
 		}
