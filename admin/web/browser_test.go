@@ -71,7 +71,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		browsertest.Click(`table a[href^="#/threads/"]`),
 		chromedp.WaitVisible(chromedp.CSS(`details.run summary`)),
 	)
-	text := value(t, ctx, "first message", chromedp.Text(chromedp.CSS(`.feed .msg`)))
+	text := value(t, ctx, "first message", browsertest.Text(`.feed .msg`))
 	if !strings.Contains(text, "how full is the disk?") {
 		t.Fatalf("first message = %q", text)
 	}
@@ -79,7 +79,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		browsertest.Click(`details.run summary`),
 		chromedp.WaitVisible(chromedp.CSS(`li[data-tool="lookup"] pre.args`)),
 	)
-	text = value(t, ctx, "arguments", chromedp.Text(chromedp.CSS(`li[data-tool="lookup"] pre.args`)))
+	text = value(t, ctx, "arguments", browsertest.Text(`li[data-tool="lookup"] pre.args`))
 	if !strings.Contains(text, `"disk usage"`) {
 		t.Fatalf("tool call arguments = %q", text)
 	}
@@ -94,7 +94,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	run(t, ctx, "the tool's result and the reply arrive live",
 		chromedp.WaitVisible(chromedp.CSS(`li[data-tool="lookup"] pre.result`)),
 	)
-	text = value(t, ctx, "result", chromedp.Text(chromedp.CSS(`li[data-tool="lookup"] pre.result`)))
+	text = value(t, ctx, "result", browsertest.Text(`li[data-tool="lookup"] pre.result`))
 	if !strings.Contains(text, `found {"q":"disk usage"}`) {
 		t.Fatalf("tool result = %q", text)
 	}
@@ -127,7 +127,7 @@ func usageView(t *testing.T, ctx context.Context) {
 		chromedp.WaitVisible(chromedp.CSS(`td[data-label="Cost"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.chart .uplot canvas`)),
 	)
-	caption := value(t, ctx, "caption", chromedp.Text(chromedp.CSS(`main p.muted`)))
+	caption := value(t, ctx, "caption", browsertest.Text(`main p.muted`))
 	if !strings.Contains(caption, "Model calls recorded in the usage ledger") {
 		t.Errorf("usage caption = %q", caption)
 	}
@@ -149,7 +149,7 @@ func usageView(t *testing.T, ctx context.Context) {
 	if !strings.HasPrefix(exact, "0.00") || !strings.HasSuffix(exact, " USD") {
 		t.Errorf("usage cost on hover = %q, want the exact amount", exact)
 	}
-	bar := value(t, ctx, "budget", chromedp.Text(chromedp.CSS(`.budget[data-budget="@eng today"]`)))
+	bar := value(t, ctx, "budget", browsertest.Text(`.budget[data-budget="@eng today"]`))
 	if !regexp.MustCompile(`^@eng: (< 0\.01|0\.\d\d) USD of 5\.00 USD today$`).MatchString(bar) {
 		t.Errorf("budget bar = %q", bar)
 	}
@@ -243,11 +243,11 @@ func memoryView(t *testing.T, ctx context.Context, tm *team) {
 		browsertest.Click(`nav a[data-nav="memory"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-memory] .memory-text`)),
 	)
-	picker := value(t, ctx, "the bot picker", chromedp.Text(chromedp.CSS(`p.bots`)))
+	picker := value(t, ctx, "the bot picker", browsertest.Text(`p.bots`))
 	if strings.TrimSpace(picker) != "@eng @pm" {
 		t.Errorf("memory bot picker = %q, want the handles as links", picker)
 	}
-	row := value(t, ctx, "the memory row", chromedp.Text(chromedp.CSS(`tr[data-memory]`)))
+	row := value(t, ctx, "the memory row", browsertest.Text(`tr[data-memory]`))
 	if !strings.Contains(row, "Deploys go out on Tuesdays.") || !strings.Contains(row, "reflection") || !strings.Contains(row, "run #1") {
 		t.Errorf("memory row = %q, want the text, its source and run", row)
 	}
@@ -315,10 +315,10 @@ func TestApprovalShowsCommandInBrowser(t *testing.T) {
 	if got := value(t, ctx, "command", chromedp.Evaluate[string](`document.querySelector(".question pre.command").textContent`)); got != cmd {
 		t.Errorf("the page shows %d characters of the command, want all %d", len(got), len(cmd))
 	}
-	if got := value(t, ctx, "warning", chromedp.Text(chromedp.CSS(`.question .warning`))); !strings.Contains(got, "⚠ This command decodes hidden content (base64) and runs it") {
+	if got := value(t, ctx, "warning", browsertest.Text(`.question .warning`)); !strings.Contains(got, "⚠ This command decodes hidden content (base64) and runs it") {
 		t.Errorf("warning = %q", got)
 	}
-	if got := value(t, ctx, "reach", chromedp.Text(chromedp.CSS(`.question .reach`))); !strings.Contains(got, "WITHOUT a sandbox") || !strings.Contains(got, "Timeout: 30 s.") {
+	if got := value(t, ctx, "reach", browsertest.Text(`.question .reach`)); !strings.Contains(got, "WITHOUT a sandbox") || !strings.Contains(got, "Timeout: 30 s.") {
 		t.Errorf("reach = %q", got)
 	}
 	if dir := os.Getenv("OPENBOT_SCREENSHOTS"); dir != "" {

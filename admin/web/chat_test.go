@@ -38,7 +38,7 @@ func TestTryABotInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#draft:not([hidden])`)),
 	)
 	waitText(t, ctx, "#draft", "@pm is writing…")
-	partial := value(t, ctx, "the draft", chromedp.Text(chromedp.CSS(`#draft .text`)))
+	partial := value(t, ctx, "the draft", browsertest.Text(`#draft .text`))
 	if partial == "" || strings.Contains(partial, "Two items need a decision.") {
 		t.Errorf("the reply while written = %q, want its first piece only", partial)
 	}

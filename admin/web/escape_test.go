@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"openbot/internal/browsertest"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestDashboardEscapes(t *testing.T) {
 			t.Errorf("page %q: %d img elements, xss mark %q; markup must be shown as text", page, n, xss)
 		}
 	}
-	text := value(t, bctx, "memory page", chromedp.Text(chromedp.CSS(`main`)))
+	text := value(t, bctx, "memory page", browsertest.Text(`main`))
 	if !strings.Contains(text, "remember "+evil) {
 		t.Errorf("the memory is not shown as its text:\n%s", text)
 	}

@@ -51,7 +51,7 @@ func TestPeoplePageLetsAPersonIn(t *testing.T) {
 	if err != nil || len(people) != 1 || people[0].Role != core.RoleOwner {
 		t.Fatalf("people = %+v (%v), want Mia, the first paired, as an owner", people, err)
 	}
-	text := value(t, bctx, "the people table", chromedp.Text(chromedp.CSS(`tr[data-person]`)))
+	text := value(t, bctx, "the people table", browsertest.Text(`tr[data-person]`))
 	if !strings.Contains(text, "Mia") || !strings.Contains(text, "telegram:777") {
 		t.Errorf("the people row = %q, want Mia and her id", text)
 	}

@@ -91,7 +91,7 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 	if got := stored(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("stored through the page:\n got %+v\nwant %+v", got, want)
 	}
-	text := value(t, bctx, "the policy row", chromedp.Text(chromedp.CSS(row)))
+	text := value(t, bctx, "the policy row", browsertest.Text(row))
 	for _, s := range []string{"mode open", "telegram:777", "default bot @pm", "without shell", "approvers console:ops", "50,000 tokens", "2.50", "unlisted ask", "Keep it short.", "by console:ops"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("the policy row = %q, want %q in it", text, s)
@@ -124,7 +124,7 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 	)
 	waitText(t, bctx, `#policy [role="status"]`, `default_bot "nobody" is not a configured bot`)
 	screens(t, bctx, "people-policy-refused")
-	if v := value(t, bctx, "the form's listed", chromedp.Value(chromedp.CSS(in("listed")))); v != "telegram:777, slack:T1:U9" {
+	if v := value(t, bctx, "the form's listed", browsertest.FieldValue(in("listed"))); v != "telegram:777, slack:T1:U9" {
 		t.Errorf("Edit filled listed with %q", v)
 	}
 	if got := stored(); !reflect.DeepEqual(got.Listed, want.Listed) || got.DefaultBot != "pm" {
@@ -138,7 +138,7 @@ func TestPeoplePageSetsAChannelPolicy(t *testing.T) {
 		browsertest.Click(`#policy button[data-act="save-policy"]`),
 	)
 	waitText(t, bctx, row, "mode disabled")
-	if v := value(t, bctx, "the form's status", chromedp.Text(chromedp.CSS(`#policy [role="status"]`))); v != "" {
+	if v := value(t, bctx, "the form's status", browsertest.Text(`#policy [role="status"]`)); v != "" {
 		t.Errorf("after a good save the form still says %q", v)
 	}
 	if p, err := tm.eng.Policy(ctx, "slack/acme", "T1:C1"); err != nil || p.Mode != core.ModeDisabled || p.DefaultBot != "eng" || p.Budget.Tokens != 50000 {

@@ -37,11 +37,11 @@ func TestDashboardConfigAndReload(t *testing.T) {
 		browsertest.Click(`nav a[data-nav="config"]`),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-key="llm.default.api_key"]`)),
 	)
-	key := browsertest.Value(t, ctx, "the api key", chromedp.Text(chromedp.CSS(`tr[data-key="llm.default.api_key"] td[data-label="Value"]`)))
+	key := browsertest.Value(t, ctx, "the api key", browsertest.Text(`tr[data-key="llm.default.api_key"] td[data-label="Value"]`))
 	if key != masked {
 		t.Errorf("llm.default.api_key shows %q, want it masked", key)
 	}
-	hops := browsertest.Value(t, ctx, "limits", chromedp.Text(chromedp.CSS(`tr[data-key="limits.max_bot_hops"] td[data-label="Value"]`)))
+	hops := browsertest.Value(t, ctx, "limits", browsertest.Text(`tr[data-key="limits.max_bot_hops"] td[data-label="Value"]`))
 	if hops != "20" {
 		t.Errorf("limits.max_bot_hops shows %q, want 20", hops)
 	}

@@ -140,11 +140,25 @@ func Screenshots(t *testing.T, ctx context.Context, name string) {
 // there, bounded by the caller's context (Run's 20 s).
 func Click(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		q, _ := json.Marshal(sel)
-		_, err := chromedp.Evaluate[any](`new Promise(done => {
-			const go = () => { const el = document.querySelector(`+string(q)+`); if (el) { el.click(); done(true) } else setTimeout(go, 25) };
-			go();
-		})`, chromedp.EvalAwaitPromise)(ctx, t)
+		_, err := onElement[any](sel, `el.click(); return true`)(ctx, t)
 		return err
 	})
+}
+
+// Text is the rendered text (innerText) of the element sel selects, read in
+// one script step as Click finds its element.
+func Text(sel string) chromedp.Action[string] { return onElement[string](sel, `return el.innerText`) }
+
+// FieldValue is the value of the form field sel selects, read in one script
+// step as Click finds its element.
+func FieldValue(sel string) chromedp.Action[string] { return onElement[string](sel, `return el.value`) }
+
+// onElement runs body (JavaScript with the element as el) on the element sel
+// selects as soon as it is there, polling every 25 ms, and returns its value.
+func onElement[T any](sel, body string) chromedp.Action[T] {
+	q, _ := json.Marshal(sel)
+	return chromedp.Evaluate[T](`new Promise(done => {
+		const go = () => { const el = document.querySelector(`+string(q)+`); if (el) done((el => { `+body+` })(el)); else setTimeout(go, 25) };
+		go();
+	})`, chromedp.EvalAwaitPromise)
 }
